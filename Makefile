@@ -1,0 +1,38 @@
+# dynshape: `make run` sets up and runs the default profile; `make test` sets up
+# and runs the tests. Both are idempotent: the venv is rebuilt only when
+# pyproject.toml changes.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+PYTEST_FLAGS ?=
+
+.PHONY: setup run test gate bench asv-quick clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
+	$(PY) -m pip install --quiet -e '.[main,test,bench]'
+	@touch $@
+
+run: $(STAMP)
+	$(PY) -m harness run --quick
+
+test: $(STAMP) xla-env
+	$(PY) -m pytest tests/ cases/ $(PYTEST_FLAGS)
+
+# the conformance gate alone
+gate: $(STAMP)
+	$(PY) -m pytest cases/ $(PYTEST_FLAGS)
+
+asv-quick: $(STAMP)
+	$(VENV)/bin/asv machine --yes >/dev/null
+	$(VENV)/bin/asv run --python=same --quick --show-stderr
+
+clean:
+	rm -rf $(VENV) .pytest_cache results/.cache
+
+include mk/xla.mk

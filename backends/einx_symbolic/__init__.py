@@ -1,0 +1,16 @@
+"""Symbolic einx: einx 0.4.3 notation, one generated graph per signature.
+
+    from backends import einx_symbolic as ex
+    y = ex.divide("e d, e -> e d", d, c)
+    ex.compile_count()  # graphs built in this process
+
+Sizes are read from the inputs at run time; conditions the notation imposes
+(equal sizes, divisibility) are checked by the generated code.
+"""
+from . import errors
+from .api import OPS as _OPS, clear_cache, compile_count
+
+globals().update(_OPS)
+rearrange = _OPS["id"]
+
+__all__ = sorted(_OPS) + ["rearrange", "compile_count", "clear_cache", "errors"]

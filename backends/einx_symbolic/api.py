@@ -1,0 +1,126 @@
+"""Public entry points: einx 0.4.3's call signature, one graph per signature.
+
+Hot path: build a tuple key (op, description, backend, per-argument (class,
+ndim, dtype), parameter kinds, static kwargs), one dict lookup, call the
+generated function.  Sizes never enter the key.
+"""
+import numpy as _np
+
+from .backends import library_of
+from .build import COUNT, build
+from .errors import CallOperationError, EinxError
+from .semantics import FAMILY
+
+_CACHE = {}  # fast key -> (fn, src)
+_CANON = {}  # canonical signature -> (fn, src); shared by e.g. jax arrays and jax tracers
+_NO_DTYPE = object()
+
+
+def compile_count():
+    """Number of graphs built in this process (one per distinct signature)."""
+    return COUNT[0]
+
+
+def clear_cache():
+    """Forget all generated graphs (the compile counter is not reset)."""
+    _CACHE.clear()
+    _CANON.clear()
+
+
+def _psig(v):
+    if isinstance(v, (tuple, list)):
+        if not all(isinstance(x, (int, _np.integer)) for x in v):
+            raise ValueError(f"Values passed for axis names as constraints must have an integral type, but found value {v}")
+        return len(v)
+    if isinstance(v, _np.ndarray):
+        if not _np.issubdtype(v.dtype, _np.integer):
+            raise ValueError(f"Values passed for axis names as constraints must have an integral type, but found value {v}")
+        return None if v.ndim == 0 else len(v)
+    if isinstance(v, (int, _np.integer)) and not isinstance(v, bool):
+        return None
+    raise ValueError(f"Values passed for axis names as constraints must have an integral type, but found value {v} with type {type(v)}")
+
+
+def _lib(libs, backend):
+    if backend is not None:
+        if not isinstance(backend, str):
+            backend = getattr(backend, "name", str(backend))
+        name = backend.split(".")[0]
+        if name not in ("torch", "numpy", "jax"):
+            raise ValueError(f"Backend with name {backend} not found. einx_symbolic supports: torch, numpy, jax")
+        return name
+    s = set(libs) - {"scalar"}
+    if "torch" in s and "jax" in s:
+        from einx.errors import BackendResolutionError
+        raise BackendResolutionError("Failed to determine which backend to use for this operation: the arguments mix torch and jax tensors.")
+    if "torch" in s:
+        return "torch"
+    if "jax" in s:
+        return "jax"
+    return "numpy"
+
+
+def _slow(key, op, description, tensors, backend, params, static):
+    libs = [library_of(t) for t in tensors]
+    lib = _lib(libs, backend)
+    ranks = tuple(0 if l == "scalar" else len(t.shape) for t, l in zip(tensors, libs))
+    scalars = frozenset(i for i, l in enumerate(libs) if l == "scalar")
+    pkinds = {k: _psig(v) for k, v in params.items()}
+    canon = (op, description, lib, ranks, scalars, tuple(libs),
+             tuple(str(getattr(t, "dtype", type(t).__name__)) for t in tensors), tuple(sorted(pkinds.items())), key[-1])
+    entry = _CANON.get(canon)
+    if entry is None:
+        entry = build(op, description, lib, ranks, scalars, libs, pkinds, static)
+        _CANON[canon] = entry
+    _CACHE[key] = entry
+    return entry
+
+
+def _call(op, description, tensors, backend, graph, params, static=()):
+    key = [op, description, backend]
+    for t in tensors:
+        key.append((t.__class__, getattr(t, "ndim", -1), getattr(t, "dtype", _NO_DTYPE)))
+    if params:
+        key.append(tuple((k, v.__class__, len(v) if isinstance(v, (tuple, list)) else -1) for k, v in params.items()))
+    key.append(static)
+    key = tuple(key)
+    entry = _CACHE.get(key)
+    if entry is None:
+        entry = _slow(key, op, description, tensors, backend, params, dict(static))
+    if graph:
+        return entry[1]
+    try:
+        if params:
+            return entry[0](*tensors, P=params)
+        return entry[0](*tensors)
+    except EinxError:
+        raise
+    except Exception as e:
+        raise CallOperationError.create(e, entry[1]) from e
+
+
+def _make(op):
+    fam = FAMILY[op]
+
+    if fam == "reduce":
+        def f(description, tensor, *, keepdims=None, backend=None, graph=False, **parameters):
+            return _call(op, description, (tensor,), backend, graph, parameters, (("keepdims", bool(keepdims)),) if keepdims else ())
+    elif op == "roll":
+        def f(description, tensor, *, shift, backend=None, graph=False, **parameters):
+            return _call(op, description, (tensor,), backend, graph, parameters,
+                         (("shift", tuple(shift) if isinstance(shift, (list, tuple)) else shift),))
+    elif op == "where":
+        def f(description, mask, x, y, *, backend=None, graph=False, **parameters):
+            return _call(op, description, (mask, x, y), backend, graph, parameters)
+    elif fam in ("preserve", "argfind"):
+        def f(description, tensor, *, backend=None, graph=False, **parameters):
+            return _call(op, description, (tensor,), backend, graph, parameters)
+    else:
+        def f(description, *tensors, backend=None, graph=False, **parameters):
+            return _call(op, description, tensors, backend, graph, parameters)
+    f.__name__ = f.__qualname__ = op
+    f.__doc__ = f"einx.{op} with graphs built once per signature (see einx 0.4.3 docs for the notation)."
+    return f
+
+
+OPS = {op: _make(op) for op in FAMILY}

@@ -1,0 +1,187 @@
+"""Build one graph for one signature: analyse -> expand -> solve -> generate -> exec."""
+from . import codegen as cg
+from .backends import ADAPTERS, namespace
+from .errors import AxisSizeError, SemanticError
+from .expand import expand, leaves
+from .expr import Expr
+from .semantics import FAMILY, OUTPUT_AXIS, _names_pos, analyse
+from .solve import Check, dim_code, param_code, solve
+from .tree import Axis, Concat, List, axes, nodes
+
+COUNT = [0]
+
+
+def _s(n):
+    return "s" if n != 1 else ""
+
+
+def build(op, desc, lib, ranks, scalars, libs, params, static):
+    """Return ``(function, source)``. ``params``: {name: None | tuple length}; ``static``: op kwargs."""
+    fam = FAMILY[op]
+    ins, outs = analyse(desc, op, keepdims=bool(static.get("keepdims")))
+    if len(ins) != len(ranks):
+        raise ValueError(f"The operation is defined with {len(ins)} input expression{_s(len(ins))}, but {len(ranks)} input "
+                         f"tensor{_s(len(ranks))} {'are' if len(ranks) != 1 else 'is'} given as argument{_s(len(ranks))}.")
+    used = {a.name for e in ins + outs for a in axes(e)}
+    params = {k: v for k, v in params.items() if k in used}
+    exp, reps = expand(desc, ins + outs, list(ranks) + [None] * len(outs), params)
+    e_in, e_out = exp[:len(ins)], exp[len(ins):]
+    extra = _family_checks(desc, fam, e_in, e_out)
+    if op in ("sort", "argsort"):
+        sort_check(desc, e_in, e_out)
+    sizes, checks = solve(desc, e_in, exp, params, extra)
+
+    # Unmarked input axes that vanish from the output must have size 1 (einx rejects anything else)
+    if fam != "update_at":
+        out_names = {a.name for e in e_out for a in leaves(e) if not a.marked}
+        gone = []
+        for e in e_in:
+            for a in leaves(e):
+                if not a.marked and a.name not in out_names and a.name not in gone:
+                    s = Expr.const(a.value) if a.value is not None else sizes[a.name]
+                    if s.is_const() and s.value() == 1:
+                        continue
+                    if s.is_const() or a.value is not None:
+                        raise SemanticError(desc, f"The input axes {{{a.name!r}}} must appear in the output expression.\n%EXPR%",
+                                            _names_pos(ins + outs, {a.name}))
+                    gone.append(a.name)
+                    checks.append(Check("one", s, Expr.const(1), a.name, "its size", _names_pos(ins + outs, {a.name})))
+
+    ad = ADAPTERS[lib]
+    g = cg.Gen(desc, ad, sizes)
+    if fam == "id":
+        res = cg.gen_id(g, e_in, e_out)
+    elif fam == "elementwise":
+        res = cg.gen_elementwise(g, op, e_in, e_out, scalars)
+    elif fam == "reduce":
+        res = cg.gen_reduce(g, op, e_in, e_out)
+    elif fam == "dot":
+        res = cg.gen_dot(g, e_in, e_out)
+    elif fam == "preserve":
+        res = cg.gen_preserve(g, op, e_in, e_out, static.get("shift"))
+    elif fam == "argfind":
+        res = cg.gen_argfind(g, op, e_in, e_out)
+    elif fam == "get_at":
+        res = cg.gen_get_at(g, e_in, e_out)
+    else:
+        res = cg.gen_update_at(g, op, e_in, e_out)
+
+    # -- assemble source -----------------------------------------------------
+    args = [f"t{i}" for i in range(len(ranks))]
+    head = []
+    for i, r in enumerate(ranks):
+        if libs[i] not in (lib, "scalar"):
+            head.append(f"t{i} = {ad.to_array(f't{i}')}")
+        elif libs[i] == "scalar" and i not in scalars:
+            head.append(f"t{i} = {ad.to_array(f't{i}')}")
+        if r:
+            ds = [dim_code(i, j) for j in range(r)]
+            head.append(f"{', '.join(ds)}{',' if r == 1 else ''} = t{i}.shape")
+    for name, shape in params.items():
+        if shape is None:
+            head.append(f"{param_code(name)} = P[{name!r}]")
+        else:
+            for k in range(shape):
+                head.append(f"{param_code(name, k)} = P[{name!r}][{k}]")
+    for k, c in enumerate(checks):
+        L, R = c.lhs.code(), c.rhs.code()
+        cond = {"eq": f"{L} != {R}", "one": f"{L} != 1", "nonneg": f"{L} < 0", "div": f"{R} == 0 or {L} % {R} != 0"}[c.kind]
+        head.append(f"if {cond}: _fail({k}, {L}, {R})")
+    sig = ", ".join(args + (["P=None"] if params else []))
+    body = head + g.lines + [f"return {res[0] if len(res) == 1 else '(' + ', '.join(res) + ',)'}"]
+    imports = {"torch": "import torch", "numpy": "import numpy as np", "jax": "import jax\nimport jax.numpy as jnp"}[lib]
+    src = imports + f"\ndef op({sig}):\n" + "".join(f"    {line}\n" for line in body)
+
+    def _fail(k, lhs, rhs, _checks=checks, _desc=desc):
+        c = _checks[k]
+        if c.kind == "one":
+            raise SemanticError(_desc, f"The input axes {{{c.what!r}}} must appear in the output expression (its size is {lhs}, "
+                                "only axes of size 1 may be dropped).\n%EXPR%", c.pos)
+        if c.kind == "div":
+            raise AxisSizeError(_desc, f"Failed to determine the size of all axes in the expression under the given constraints: "
+                                f"{c.what} = {c.where} = {lhs} is not divisible by {c.rhs.code()} = {rhs}.\n%EXPR%", c.pos)
+        if c.kind == "nonneg":
+            raise AxisSizeError(_desc, f"Failed to determine the size of all axes in the expression under the given constraints: "
+                                f"axis {c.what} = {c.where} = {lhs} would be negative.\n%EXPR%", c.pos)
+        raise AxisSizeError(_desc, f"Failed to determine the size of all axes in the expression under the given constraints: "
+                            f"{c.what} = {c.lhs.code()} = {lhs}, but {c.where} = {rhs}.\n%EXPR%", c.pos)
+
+    ns = dict(namespace(lib))
+    ns["_fail"] = _fail
+    exec(compile(src, f"<einx_symbolic {op} {desc!r}>", "exec"), ns)
+    COUNT[0] += 1
+    fn = ns["op"]
+    fn.__einx_source__ = src
+    return fn, src
+
+
+def _marked(e):
+    return [a for a in leaves(e) if a.marked]
+
+
+def _family_checks(desc, fam, e_in, e_out):
+    """Name-based checks of einx (after expansion) and extra size equations."""
+    allx = e_in + e_out
+    extra = []
+    if fam == "dot":
+        if len(e_in) < 2:
+            raise SemanticError(desc, f"The dot operation requires at least 2 input expressions, but only {len(e_in)} is given.\n%EXPR%")
+        bad = sorted({a.name for e in e_in for a in _marked(e)
+                      if sum(a.name in {b.name for b in leaves(f)} for f in e_in) != 2})
+        if bad:
+            raise SemanticError(desc, "All contracted axes must appear in exactly two input expressions.\n%EXPR%", _pos(allx, bad))
+    if fam == "get_at" or fam == "update_at":
+        if len(e_in) < 2:
+            n = "2" if fam == "get_at" else "3"
+            raise SemanticError(desc, f"The operation expects at least {n} input expressions, but found {len(e_in)}.\n%EXPR%")
+        coords = e_in[1:] if fam == "get_at" else e_in[1:-1]
+        caxes = []
+        for c in coords:
+            m = _marked(c)
+            if len({a.name for a in m}) > 1 or len(m) > 1:
+                raise SemanticError(desc, "Each coordinate expression must contain at most one axis in brackets.\n%EXPR%",
+                                    _pos(allx, [a.name for a in m]))
+            caxes.append(m[0] if m else Axis("unnamed.coord", 1))
+        n = len(_marked(e_in[0]))
+        if fam == "update_at":
+            tin = {a.name for a in _marked(e_in[0])}
+            tout = {a.name for a in _marked(e_out[0])}
+            if tin != tout:
+                raise SemanticError(desc, "The first input and output expressions must have the same set of axes in brackets.\n%EXPR%",
+                                    _pos(allx, tin ^ tout))
+            inter = tin & {a.name for e in e_in[1:] for a in _marked(e)}
+            if inter:
+                raise SemanticError(desc, "Axes may not appear in brackets both in the first input tensor and in a coordinate or update "
+                                    "expression.\n%EXPR%", _pos(allx, inter))
+        fixed = sum(a.value for a in caxes if a.value is not None)
+        free = [a for a in caxes if a.value is None]
+        if not free and fixed != n:
+            raise SemanticError(desc, "The number of coordinates must match the number of axes in brackets in the first input expression.\n%EXPR%",
+                                _pos(allx, [a.name for a in _marked(e_in[0])]))
+        if free:
+            extra.append((Concat(caxes) if len(caxes) > 1 else caxes[0], Expr.const(n), "number of marked axes of the 1st input"))
+    if fam == "argfind":
+        mi, mo = _marked(e_in[0]), _marked(e_out[0])
+        if len(mo) > 1:
+            raise SemanticError(desc, "The output expression must contain at most one axis in brackets.\n%EXPR%", _pos(allx, [a.name for a in mo]))
+        if not mo and len(mi) != 1:
+            raise SemanticError(desc, "If no axis is marked with brackets in the output expression, exactly one axis must be marked in the "
+                                f"input expression, but found {len(mi)} marked axes.\n%EXPR%", _pos(allx, [a.name for a in mi]))
+        if mo:
+            if mo[0].value is not None and mo[0].value != len(mi):
+                raise SemanticError(desc, f"The value of the marked axis in the output expression ({mo[0].value}) must match the number of "
+                                    f"marked axes in the input expression ({len(mi)}).\n%EXPR%", _pos(allx, [mo[0].name] + [a.name for a in mi]))
+            extra.append((mo[0], Expr.const(len(mi)), "number of marked input axes"))
+    return extra
+
+
+def _pos(exprs, names):
+    names = set(names)
+    return [p for e in exprs for a in leaves(e) if a.name in names and a.pos[0] >= 0 for p in range(*a.pos)]
+
+
+def sort_check(desc, e_in, e_out):
+    for e in e_in + e_out:
+        m = [a.name for a in leaves(e) if a.marked]
+        if len(m) != 1:
+            raise SemanticError(desc, "The expression for this operation must contain exactly one axis in brackets.\n%EXPR%", _pos(e_in + e_out, m))

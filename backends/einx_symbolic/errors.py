@@ -1,0 +1,60 @@
+"""Errors of the symbolic einx.
+
+Each class subclasses einx 0.4.3's exception of the same name, so code that
+catches ``einx.errors.SemanticError`` (etc.) also catches ours.  Every message
+quotes the description with the offending characters marked by ``^``.
+"""
+import einx.errors as _ee
+
+__all__ = ["EinxError", "SyntaxError", "RankError", "AxisSizeError", "SemanticError",
+           "CallOperationError", "NotSupportedError", "mark"]
+
+EinxError = _ee.EinxError
+
+
+def mark(description, pos=()):
+    """Return the einx-style two-line indicator for ``pos`` in ``description``."""
+    pos = set(pos)
+    return f'Expression: "{description}"\n' + " " * 13 + "".join("^" if i in pos else " " for i in range(len(description)))
+
+
+def _message(description, message, pos):
+    if description is None:
+        return message
+    ind = mark(description, pos or ())
+    return message.replace("%EXPR%", ind) if "%EXPR%" in message else message + "\n" + ind
+
+
+class SyntaxError(_ee.SyntaxError):  # noqa: A001 - mirrors einx.errors.SyntaxError
+    def __init__(self, description, message, pos=None):
+        self.pos = list(pos or [])
+        _ee.EinxError.__init__(self, _message(description, message, self.pos))
+
+
+class RankError(_ee.RankError):
+    def __init__(self, description, message, pos=None):
+        self.pos = list(pos or [])
+        _ee.EinxError.__init__(self, _message(description, message, self.pos))
+
+
+class AxisSizeError(_ee.AxisSizeError):
+    def __init__(self, description, message, pos=None):
+        self.pos = list(pos or [])
+        _ee.EinxError.__init__(self, _message(description, message, self.pos))
+
+
+class SemanticError(_ee.SemanticError):
+    def __init__(self, description, message, pos=None):
+        self.pos = list(pos or [])
+        _ee.EinxError.__init__(self, _message(description, message, self.pos))
+
+
+class NotSupportedError(_ee.OperationNotSupportedError):
+    """A corner of the notation that einx accepts but this implementation does not (yet)."""
+
+    def __init__(self, description, message, pos=None):
+        self.pos = list(pos or [])
+        _ee.EinxError.__init__(self, _message(description, "einx_symbolic does not support this: " + message, self.pos))
+
+
+CallOperationError = _ee.CallOperationError

@@ -1,0 +1,145 @@
+"""Symbolic solver: every axis size as an expression of input dims and parameters.
+
+``solve`` walks the equations ``dim expression == tensor.shape[j]`` (and the
+constraint equations) and defines each unknown axis from the first equation
+that isolates it.  Every other equation, plus the divisibility / sign side
+conditions of the definitions, becomes a ``Check`` evaluated by the generated
+code at run time -- unless it is a syntactic identity of the normal forms.
+"""
+from dataclasses import dataclass
+
+from .errors import AxisSizeError
+from .expr import Expr, Sym, prod
+from .tree import Axis, Concat, Flat, List
+
+
+@dataclass
+class Check:
+    kind: str  # "eq" | "div" | "nonneg"
+    lhs: Expr
+    rhs: Expr
+    what: str  # human description of the left side (axis/expression)
+    where: str  # human description of the right side (e.g. args[1].shape[0])
+    pos: list
+
+
+def dim_code(i, j):
+    return f"d{i}_{j}"
+
+
+def param_code(name, idx=None):
+    safe = name.replace(".", "_")
+    return f"p_{safe}" if idx is None else f"p_{safe}_{idx}"
+
+
+class _Solver:
+    def __init__(self, desc):
+        self.desc = desc
+        self.sizes = {}
+        self.checks = []
+
+    def size(self, d):
+        """Expr for a dim node, or None if it contains unknowns."""
+        if isinstance(d, Axis):
+            if d.value is not None:
+                return Expr.const(d.value)
+            return self.sizes.get(d.name)
+        if isinstance(d, Flat):
+            return self.size_list(d.inner.children, prod)
+        if isinstance(d, Concat):
+            return self.size_list(d.children, sum)
+        if isinstance(d, List):
+            return self.size_list(d.children, prod)
+        raise AssertionError(type(d))
+
+    def size_list(self, ds, combine):
+        vals = [self.size(c) for c in ds]
+        if any(v is None for v in vals):
+            return None
+        return combine(vals, start=Expr.const(0)) if combine is sum else prod(vals)
+
+    def unknown_leaves(self, d):
+        if isinstance(d, Axis):
+            return [] if (d.value is not None or d.name in self.sizes) else [d]
+        kids = d.inner.children if isinstance(d, Flat) else d.children
+        return [a for c in kids for a in self.unknown_leaves(c)]
+
+    def equate(self, d, value, where, pos):
+        """Try to use ``d == value``; return False if it must be retried later."""
+        s = self.size(d)
+        if s is not None:
+            if s != value:
+                self.checks.append(Check("eq", s, value, str_dim(d), where, pos))
+            return True
+        if isinstance(d, Axis):
+            self.sizes[d.name] = value
+            return True
+        kids = d.inner.children if isinstance(d, (Flat, List)) else d.children
+        unknown = [c for c in kids if self.size(c) is None]
+        if len(unknown) != 1:
+            return False
+        u = unknown[0]
+        if isinstance(d, Concat):
+            rest = sum((self.size(c) for c in kids if c is not u), start=Expr.const(0))
+            sub = value - rest
+            if not rest.is_const() or rest.value() != 0:
+                self.checks.append(Check("nonneg", sub, Expr.const(0), str_dim(u), f"{where} - ({rest.code()})", pos))
+        else:
+            rest = prod([self.size(c) for c in kids if c is not u])
+            sub = value // rest
+            if not (rest.is_const() and rest.value() == 1):
+                self.checks.append(Check("div", value, rest, str_dim(d), where, pos))
+        return self.equate(u, sub, where, pos)
+
+
+def str_dim(d):
+    if isinstance(d, Axis):
+        return str(d.value) if d.value is not None else d.name
+    if isinstance(d, Flat):
+        return "(" + " ".join(str_dim(c) for c in d.inner.children) + ")"
+    if isinstance(d, Concat):
+        return "(" + " + ".join(str_dim(c) for c in d.children) + ")"
+    return " ".join(str_dim(c) for c in d.children)
+
+
+def solve(desc, exprs_in, exprs_all, params, extra=()):
+    """Return ``(sizes, checks)``.
+
+    ``exprs_in``: expanded input expressions (their dims are read at run time);
+    ``exprs_all``: every expanded expression (for unknown detection);
+    ``params``: {axis name: None | tuple length}; ``extra``: [(dim node, Expr, where)].
+    """
+    s = _Solver(desc)
+    pending = []
+    for name, shape in params.items():
+        if shape is None:
+            pending.append((Axis(name), Sym(param_code(name)), f"constraint {name}", []))
+        else:
+            for i in range(shape):
+                pending.append((Axis(f"{name}.{i}"), Sym(param_code(name, i)), f"constraint {name}[{i}]", []))
+    for i, e in enumerate(exprs_in):
+        for j, d in enumerate(e.children):
+            pending.append((d, Sym(dim_code(i, j)), f"args[{i}].shape[{j}]", list(range(*d.pos)) if d.pos[0] >= 0 else []))
+    for d, v, where in extra:
+        pending.append((d, v, where, []))
+    # Prefer defining axes from tensor dims that are a single axis (cheapest code)
+    pending.sort(key=lambda p: 0 if isinstance(p[0], Axis) else 1)
+    while pending:
+        rest = [p for p in pending if not s.equate(*p)]
+        if len(rest) == len(pending):
+            break
+        pending = rest
+    names = sorted({a.name for e in exprs_all for a in _all_axes(e) if a.value is None and a.name not in s.sizes})
+    if pending or names:
+        unknown = names or sorted({a.name for p in pending for a in s.unknown_leaves(p[0])})
+        shown = [n.replace("_anonymous_ellipsis_axis", "...") for n in unknown]
+        pos = [p for e in exprs_all for a in _all_axes(e) if a.name in unknown for p in range(*a.pos)]
+        word = "axes" if len(unknown) > 1 else "axis"
+        raise AxisSizeError(desc, f"Failed to uniquely determine the size of the {word} {', '.join(shown)}. "
+                            "Please provide more constraints.\n%EXPR%", pos)
+    return s.sizes, s.checks
+
+
+def _all_axes(e):
+    from .expand import leaves
+    return leaves(e)

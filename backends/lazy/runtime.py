@@ -1,0 +1,298 @@
+"""The lazy context: leaves, guards, the compile cache, ``sync``, and ``jit``.
+
+Modes (the cache key):
+  ``unbounded``  dynamic dims are size variables; one compile for all shapes.
+  ``bounded``    as unbounded, each variable carries a maximum (in the key);
+                 a size past it raises :class:`BoundError`.
+  ``static``     every size is a constant, and the key holds the concrete
+                 shapes -- torch_xla's LazyTensor: one compile per shape.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import dataclasses
+import time
+
+import torch
+
+from . import passes
+from .ir import IRError, Node
+from .symbolic import Expr, Var, compare
+from .tensor import OPS, LazyTensor
+
+MODES = ("static", "bounded", "unbounded")
+
+
+class BoundError(ValueError):
+    """An input size exceeds the bound the graph was compiled for."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Guard:
+    """``lhs op rhs`` held (``result``) when the program forced a size (``reason``)."""
+
+    lhs: Expr
+    op: str
+    rhs: Expr
+    result: bool
+    reason: str
+
+    def vars(self):
+        return self.lhs.vars() + self.rhs.vars()
+
+    def fmt(self, namer=lambda v: v.name) -> str:
+        return f"{self.lhs.fmt(namer)} {self.op} {self.rhs.fmt(namer)} is {self.result} ({self.reason})"
+
+    def __str__(self) -> str:
+        return self.fmt()
+
+
+class LazyContext:
+    """Owns the compile cache and the guards; makes leaves and syncs graphs."""
+
+    def __init__(self, mode: str = "unbounded", check: bool = True):
+        if mode not in MODES:
+            raise ValueError(f"unknown lazy mode {mode!r}; valid: {', '.join(MODES)}")
+        self.mode, self.check = mode, check
+        self.cache: dict = {}
+        self.stats: collections.Counter = collections.Counter()
+        self.compile_time_s = 0.0
+        self.guards: list = []
+        self._guard_keys: set = set()
+        self._vars: dict = {}
+        self.last: passes.Compiled | None = None
+
+    # -- leaves ------------------------------------------------------------
+    def new_step(self) -> None:
+        """Forget the named size variables and guards of the previous step."""
+        self._vars.clear()
+        self.guards, self._guard_keys = [], set()
+
+    def release(self, tensors) -> None:
+        """End of a step: cut the leaf -> size variable -> leaf cycles of these
+        leaves so refcounting frees the step at once (no GC pauses). Their
+        size variables can no longer be read by a later graph."""
+        for t in tensors:
+            for e in t.node.shape:
+                for v in e.vars():
+                    v.src = None
+
+    def input(self, t: torch.Tensor, dims=True, bounds=None) -> LazyTensor:
+        """A lazy leaf over ``t``.
+
+        ``dims``: which axes are symbolic -- ``True`` (all), ``False``/``None``
+        (none), a sequence of axes, or ``{axis: name}``; axes with the same
+        name share one variable. ``bounds``: ``{axis: max}`` (bounded mode).
+        Static mode makes every axis constant.
+        """
+        if not isinstance(t, torch.Tensor):
+            t = torch.as_tensor(t)
+        if self.mode == "static" or not dims:
+            dims = {}
+        elif dims is True:
+            dims = {i: None for i in range(t.dim())}
+        elif not isinstance(dims, dict):
+            dims = {d: None for d in dims}
+        bounds = bounds or {}
+        node = Node("input", data=t, dtype=t.dtype)
+        shape = []
+        for axis, size in enumerate(t.shape):
+            if axis not in dims:
+                shape.append(Expr.const(size))
+                continue
+            name = dims[axis]
+            bound = bounds.get(axis) if self.mode == "bounded" else None
+            if bound is not None and size > bound:
+                raise BoundError(f"dim {name or axis} of input is {size}, past the bound {bound} "
+                                 f"this graph is compiled for")
+            v = self._vars.get(name) if name else None
+            if v is None:
+                v = Var(name or f"d{node.uid}_{axis}", size, (node, axis), bound)
+                if name:
+                    self._vars[name] = v
+            elif v.hint != size:
+                raise ValueError(f"dim {name} is {v.hint} in one input and {size} in another")
+            shape.append(Expr.var(v))
+        node.shape = tuple(shape)
+        return LazyTensor(node, self)
+
+    def constant(self, t: torch.Tensor) -> Node:
+        """A leaf for a concrete tensor met during tracing (all axes constant)."""
+        return Node("input", shape=tuple(Expr.const(s) for s in t.shape), dtype=t.dtype, data=t)
+
+    # -- guards ------------------------------------------------------------
+    def guard(self, lhs: Expr, op: str, rhs: Expr, reason: str) -> bool:
+        """Decide ``lhs op rhs`` on the current sizes; record it unless constant."""
+        result = compare(lhs, op, rhs)
+        if lhs.is_const and rhs.is_const:
+            return result
+        k = (lhs.key, op, rhs.key)
+        if k not in self._guard_keys:
+            self._guard_keys.add(k)
+            self.guards.append(Guard(lhs, op, rhs, result, reason))
+        return result
+
+    def specialise(self, e: Expr, reason: str) -> int:
+        """The concrete value of ``e``, guarded."""
+        v = e.eval()
+        self.guard(e, "==", Expr.const(v), reason)
+        return v
+
+    # -- sync -----------------------------------------------------------------
+    def trace(self, tensors) -> passes.Graph:
+        roots, seen = [], set()
+        for t in tensors:
+            n = t.node
+            if not n.is_leaf and n.uid not in seen:
+                seen.add(n.uid)
+                roots.append(n)
+        g = passes.trace(roots)
+        names = g.var_names
+        g.guards = [gd for gd in self.guards if all(v.uid in names for v in gd.vars())]
+        return g
+
+    def sync(self, tensors=None) -> None:
+        """Compile (on a cache miss) and run the pending graph of ``tensors``;
+        each becomes a leaf holding its value."""
+        tensors = [t for t in (tensors or []) if isinstance(t, LazyTensor)]
+        g = self.trace(tensors)
+        if not g.outputs:
+            return
+        self.stats["trace"] += 1
+        k = passes.key(g, self.mode)
+        entry = self.cache.get(k)
+        if entry is None:
+            t0 = time.perf_counter()
+            entry = self.cache[k] = passes.compile_graph(passes.verify(g, passes.LOWER), self.stats)
+            self.compile_time_s += time.perf_counter() - t0
+            self.stats["compile"] += 1
+        else:
+            self.stats["hit"] += 1
+        self.last = entry
+        outs = entry.kernel(*[n.data for n in g.inputs])
+        for node, out in zip(g.outputs, outs):
+            if self.check and (tuple(out.shape) != node.hints() or out.dtype != node.dtype):
+                raise IRError(f"shape rule for {node.op} predicted {node.dtype}{list(node.hints())}, "
+                              f"ran to {out.dtype}{list(out.shape)}\n{entry.ir}")
+            node.op, node.args, node.kwargs, node.data = "input", (), {}, out
+
+    def dump(self, *tensors) -> str:
+        """The IR text of the pending graph of ``tensors`` (what a sync would compile)."""
+        return passes.describe(self.trace(tensors))
+
+    def compiles(self) -> int:
+        return self.stats["compile"]
+
+
+# ---------------------------------------------------------------------------
+# creation functions called with symbolic sizes (``torch.zeros(x.shape[0], 4)``)
+# ---------------------------------------------------------------------------
+_CREATION = ("zeros", "ones", "empty", "full", "arange", "eye")
+
+
+def _has_sym(obj) -> bool:
+    from .symbolic import SymSize
+
+    if isinstance(obj, SymSize):
+        return True
+    if isinstance(obj, (list, tuple)):
+        return any(_has_sym(o) for o in obj)
+    return False
+
+
+def _patched(name, orig):
+    impl = OPS["lazy_" + name]
+
+    def fn(*args, **kwargs):
+        if _has_sym(args) or _has_sym(list(kwargs.values())):
+            return impl(*args, **kwargs)
+        return orig(*args, **kwargs)
+
+    fn.__name__, fn.__wrapped__ = name, orig
+    return fn
+
+
+_PATCHES: dict = {}
+
+
+@contextlib.contextmanager
+def tracing():
+    """Route ``torch.zeros``/``ones``/``empty``/``full``/``arange``/``eye`` called
+    with symbolic sizes to the lazy path (torch's argument parser would
+    otherwise force them to ints)."""
+    saved = {n: getattr(torch, n) for n in _CREATION}
+    try:
+        for n, f in saved.items():
+            if getattr(f, "__wrapped__", None) is None:  # not already inside tracing()
+                if n not in _PATCHES or _PATCHES[n].__wrapped__ is not f:
+                    _PATCHES[n] = _patched(n, f)
+                setattr(torch, n, _PATCHES[n])
+        yield
+    finally:
+        for n, f in saved.items():
+            setattr(torch, n, f)
+
+
+# ---------------------------------------------------------------------------
+# jit: trace every call, compile once per key
+# ---------------------------------------------------------------------------
+class LazyFunction:
+    """``fn`` run on the lazy path: each call traces ``fn`` on lazy leaves over
+    the inputs, syncs the outputs (compile on a cache miss) and returns torch
+    tensors. ``dims``/``bounds`` are per input, as in :meth:`LazyContext.input`."""
+
+    def __init__(self, fn, mode="unbounded", dims=None, bounds=None, ctx=None):
+        self.fn = fn
+        self.ctx = ctx or LazyContext(mode)
+        self.dims, self.bounds = dims, bounds
+        self._leaves: list = []
+        self.guards: list = []  # the last call's
+        self.guard_log: dict = {}  # every distinct guard so far, as text
+
+    def _record(self, args):
+        """Trace ``fn`` on fresh lazy leaves over ``args``: (output, flat outputs)."""
+        ctx = self.ctx
+        ctx.new_step()
+        leaves = []
+        for i, a in enumerate(args):
+            if isinstance(a, torch.Tensor):
+                a = ctx.input(a, True if self.dims is None else self.dims[i],
+                              None if self.bounds is None else self.bounds[i])
+            leaves.append(a)
+        self._leaves = [a for a in leaves if isinstance(a, LazyTensor)]
+        with tracing():
+            out = self.fn(*leaves)
+        flat = list(out) if isinstance(out, (list, tuple)) else [out]
+        return out, flat
+
+    def __call__(self, *args):
+        out, flat = self._record(args)
+        self.ctx.sync([o for o in flat if isinstance(o, LazyTensor)])
+        self.guards = list(self.ctx.guards)
+        for g in self.guards:
+            self.guard_log.setdefault(str(g))
+        res = [o.node.data if isinstance(o, LazyTensor) else o for o in flat]
+        self.ctx.release(self._leaves)
+        self._leaves = []
+        return type(out)(res) if isinstance(out, (list, tuple)) else res[0]
+
+    def trace(self, *args) -> tuple:
+        """The per-step work without running: record, collect the graph, and
+        compute its cache key. Returns ``(graph, key)``."""
+        _, flat = self._record(args)
+        g = self.ctx.trace([o for o in flat if isinstance(o, LazyTensor)])
+        return g, passes.key(g, self.ctx.mode)
+
+    def dump(self, *args) -> str:
+        """The IR text for ``fn`` on ``args`` (traced, not compiled or run)."""
+        _, flat = self._record(args)
+        return self.ctx.dump(*[o for o in flat if isinstance(o, LazyTensor)])
+
+
+def jit(fn=None, *, mode="unbounded", dims=None, bounds=None, ctx=None):
+    """Decorator form of :class:`LazyFunction`."""
+    if fn is None:
+        return lambda f: LazyFunction(f, mode, dims, bounds, ctx)
+    return LazyFunction(fn, mode, dims, bounds, ctx)

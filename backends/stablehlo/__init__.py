@@ -1,0 +1,15 @@
+"""Reference lowering of torch.export programs to StableHLO with dynamic dims.
+
+    text = lower(ep)                                   # `?` / bounded dims, verified
+    outs = execute(text, [x, y], executor="xla")       # refine + compile per shape
+    outs = execute(text, [x, y], executor="interpreter")  # stablehlo.eval_module, isolated
+    compile_count()                                    # XLA compiles so far (exact)
+"""
+from .executors import (ExecutionError, InterpreterCrashed, XlaExecutor, InterpreterExecutor, compile_count,
+                      execute, interpreter_executor, xla_executor, xla_stats)
+from .lower import LoweringError, lower, param_arrays
+from .registry import covered_ops
+
+__all__ = ["lower", "execute", "compile_count", "xla_stats", "LoweringError", "ExecutionError",
+           "InterpreterCrashed", "covered_ops", "param_arrays", "XlaExecutor", "InterpreterExecutor",
+           "xla_executor", "interpreter_executor"]

@@ -1,0 +1,2 @@
+"""Op lowerings, one module per family; importing this fills the registry."""
+from . import symint, elementwise, creation, reduce, movement, linalg, conv, index, norm  # noqa: F401

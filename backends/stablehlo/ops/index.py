@@ -1,0 +1,155 @@
+"""Indexing: embedding, index_select, index (single tensor index), gather,
+index_put / index_add / scatter_add (GNN message passing).
+
+Gathers whose slice sizes involve a dynamic dim use ``dynamic_gather`` (slice
+sizes as an operand); scatters need no sizes, only `?` types.  Indices are
+assumed in range, as torch requires (out-of-range is undefined here, as in XLA).
+"""
+from __future__ import annotations
+
+import torch
+
+from ..lower import Value
+from ..registry import lowers
+
+aten = torch.ops.aten
+
+
+def _ints(v):
+    return "[" + ", ".join(str(int(i)) for i in v) + "]"
+
+
+def gather_along(ctx, x, dim, idx, out_shape=None):
+    """out = x.shape[:d] + idx.shape + x.shape[d+1:], out[..., i..., ...] = x[..., idx[i...], ...]."""
+    r, q = x.rank, idx.rank
+    d = dim % r
+    if out_shape is None:
+        out_shape = x.sym_shape[:d] + idx.sym_shape + x.sym_shape[d + 1:]
+    idx = ctx.convert(idx, "i64") if idx.dtype not in ("i32", "i64") else idx
+    offset_dims = list(range(d)) + list(range(d + q, r + q - 1))
+    dn = (f"#stablehlo.gather<offset_dims = {_ints(offset_dims)}, collapsed_slice_dims = [{d}], "
+          f"start_index_map = [{d}], index_vector_dim = {q}>")
+    sizes = [1 if i == d else s for i, s in enumerate(x.sym_shape)]
+    if all(isinstance(s, int) for s in sizes):
+        return ctx.op("stablehlo.gather", [x, idx], (out_shape, x.dtype), attrs={
+            "dimension_numbers": dn, "slice_sizes": "array<i64: " + ", ".join(map(str, sizes)) + ">",
+            "indices_are_sorted": "false"})
+    return ctx.op("stablehlo.dynamic_gather", [x, idx, ctx.shape_tensor(sizes)], (out_shape, x.dtype),
+                  attrs={"dimension_numbers": dn, "indices_are_sorted": "false"})
+
+
+def scatter_along(ctx, x, dim, idx, updates, accumulate: bool):
+    """x[..., idx[i], ...] (+)= updates[..., i, ...] along ``dim`` (idx 1-D)."""
+    r = x.rank
+    d = dim % r
+    idx = ctx.convert(idx, "i64") if idx.dtype not in ("i32", "i64") else idx
+    upd_shape = tuple(idx.sym_shape[0] if i == d else s for i, s in enumerate(x.sym_shape))
+    updates = ctx.tensor(updates, x.dtype, upd_shape)
+    window = [i for i in range(r) if i != d]
+    dn = (f"#stablehlo.scatter<update_window_dims = {_ints(window)}, inserted_window_dims = [{d}], "
+          f"scatter_dims_to_operand_dims = [{d}], index_vector_dim = 1>")
+    return _scatter(ctx, x, idx, updates, dn, accumulate)
+
+
+def _scatter(ctx, x, idx, updates, dn, accumulate):
+    dt = x.dtype
+    if accumulate:
+        region = ctx.scalar_region(dt, "stablehlo.add" if dt != "i1" else "stablehlo.or")
+    else:
+        region = ctx.region([((), dt), ((), dt)], lambda c, a, b: b)
+    return ctx.op("stablehlo.scatter", [x, idx, updates], (x.sym_shape, dt), attrs={
+        "scatter_dimension_numbers": dn, "indices_are_sorted": "false", "unique_indices": "false"},
+        regions=[region])
+
+
+def full_coordinates(ctx, index, dim):
+    """(S..., r) int64 coordinates: ``index`` along ``dim``, iotas elsewhere."""
+    S = index.sym_shape
+    r = len(S)
+    pieces = []
+    for a in range(r):
+        c = ctx.convert(index, "i64") if a == dim else ctx.iota(S, a, "i64")
+        pieces.append(ctx.reshape(c, S + (1,)))
+    return ctx.op("stablehlo.concatenate", pieces, (S + (r,), "i64"), attrs={"dimension": f"{r} : i64"})
+
+
+@lowers(aten.embedding.default)
+def _embedding(ctx, node, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    return gather_along(ctx, weight, 0, indices, ctx.out_shape(node))
+
+
+@lowers(aten.index_select.default)
+def _index_select(ctx, node, x, dim, index):
+    if index.rank == 0:
+        index = ctx.reshape(index, (1,))
+    return gather_along(ctx, x, dim, index, ctx.out_shape(node))
+
+
+@lowers(aten.index.Tensor)
+def _index(ctx, node, x, indices):
+    tensors = [(k, t) for k, t in enumerate(indices) if t is not None]
+    if len(tensors) != 1 or any(t is not None for t in indices[:tensors[0][0]]):
+        raise NotImplementedError("aten.index with more than one index tensor (advanced indexing)")
+    k, idx = tensors[0]
+    if idx.dtype == "i1":
+        raise NotImplementedError("boolean-mask indexing has a data-dependent shape")
+    return gather_along(ctx, x, k, idx, ctx.out_shape(node))
+
+
+@lowers(aten.gather.default)
+def _gather(ctx, node, x, dim, index, sparse_grad=False):
+    r = x.rank
+    coords = full_coordinates(ctx, index, dim % r)
+    dn = (f"#stablehlo.gather<offset_dims = [], collapsed_slice_dims = {_ints(range(r))}, "
+          f"start_index_map = {_ints(range(r))}, index_vector_dim = {r}>")
+    return ctx.op("stablehlo.gather", [x, coords], (index.sym_shape, x.dtype), attrs={
+        "dimension_numbers": dn, "slice_sizes": "array<i64: " + ", ".join("1" for _ in range(r)) + ">",
+        "indices_are_sorted": "false"})
+
+
+@lowers(aten.index_put.default, aten.index_put_.default, aten._unsafe_index_put.default)
+def _index_put(ctx, node, x, indices, values, accumulate=False):
+    tensors = [(k, t) for k, t in enumerate(indices) if t is not None]
+    if len(tensors) != 1 or any(t is not None for t in indices[:tensors[0][0]]):
+        raise NotImplementedError("index_put with more than one index tensor")
+    k, idx = tensors[0]
+    if idx.rank != 1 or idx.dtype == "i1":
+        raise NotImplementedError("index_put needs one 1-D integer index tensor")
+    return scatter_along(ctx, ctx.convert(x, ctx.out_dtype(node)), k, idx, values, bool(accumulate))
+
+
+@lowers(aten.index_add.default)
+def _index_add(ctx, node, x, dim, index, source, alpha=1):
+    x = ctx.convert(x, ctx.out_dtype(node))
+    if alpha != 1:
+        source = ctx.binary("stablehlo.multiply", ctx.convert(source, x.dtype),
+                            ctx.constant(alpha, x.dtype, source.sym_shape))
+    if index.rank == 0:
+        index = ctx.reshape(index, (1,))
+    return scatter_along(ctx, x, dim, index, source, True)
+
+
+def _scatter_full(ctx, node, x, dim, index, src, accumulate):
+    x = ctx.convert(x, ctx.out_dtype(node))
+    r = x.rank
+    S = index.sym_shape
+    if isinstance(src, Value):
+        if not ctx.same_shape(src.sym_shape, S):
+            src = ctx.slice(src, [0] * r, list(S), [1] * r, out_shape=S)
+        upd = ctx.convert(src, x.dtype)
+    else:
+        upd = ctx.constant(src, x.dtype, S)
+    coords = full_coordinates(ctx, index, dim % r)
+    dn = (f"#stablehlo.scatter<update_window_dims = [], inserted_window_dims = {_ints(range(r))}, "
+          f"scatter_dims_to_operand_dims = {_ints(range(r))}, index_vector_dim = {r}>")
+    return _scatter(ctx, x, coords, upd, dn, accumulate)
+
+
+@lowers(aten.scatter_add.default)
+def _scatter_add(ctx, node, x, dim, index, src):
+    return _scatter_full(ctx, node, x, dim, index, src, True)
+
+
+@lowers(aten.scatter.src, aten.scatter.value)
+def _scatter_src(ctx, node, x, dim, index, src):
+    return _scatter_full(ctx, node, x, dim, index, src, False)

@@ -1,0 +1,63 @@
+"""native_layer_norm / native_group_norm (returning out, mean, rstd)."""
+from __future__ import annotations
+
+import sympy
+import torch
+
+from ..registry import lowers
+from ..symbolic import as_expr
+from .reduce import variance
+
+aten = torch.ops.aten
+
+
+def _cdt(dt):
+    return "f32" if dt in ("f16", "bf16") else dt
+
+
+@lowers(aten.native_layer_norm.default)
+def _layer_norm(ctx, node, x, normalized_shape, weight, bias, eps):
+    dt = ctx.out_dtype(node, 0)
+    cdt = _cdt(dt)
+    xc = ctx.convert(x, cdt)
+    k = len(normalized_shape)
+    axes = list(range(x.rank - k, x.rank))
+    var, mean = variance(ctx, xc, axes, 0, True, cdt)
+    rstd = ctx.unary("stablehlo.rsqrt", ctx.binary("stablehlo.add", var, ctx.constant(eps, cdt, var.sym_shape)))
+    full = list(range(x.rank))
+    y = ctx.binary("stablehlo.multiply",
+                   ctx.binary("stablehlo.subtract", xc, ctx.broadcast_to(mean, x.sym_shape, dims=full)),
+                   ctx.broadcast_to(rstd, x.sym_shape, dims=full))
+    if weight is not None:
+        y = ctx.binary("stablehlo.multiply", y, ctx.broadcast_to(ctx.convert(weight, cdt), x.sym_shape, dims=axes))
+    if bias is not None:
+        y = ctx.binary("stablehlo.add", y, ctx.broadcast_to(ctx.convert(bias, cdt), x.sym_shape, dims=axes))
+    return [ctx.convert(y, dt), ctx.reshape(ctx.convert(mean, ctx.out_dtype(node, 1)), ctx.out_shape(node, 1)),
+            ctx.reshape(ctx.convert(rstd, ctx.out_dtype(node, 2)), ctx.out_shape(node, 2))]
+
+
+@lowers(aten.native_group_norm.default)
+def _group_norm(ctx, node, x, weight, bias, N, C, HxW, group, eps):
+    dt = ctx.out_dtype(node, 0)
+    cdt = _cdt(dt)
+    xc = ctx.convert(x, cdt)
+    n_e, c_e = x.sym_shape[0], x.sym_shape[1]
+    if not isinstance(c_e, int):
+        raise NotImplementedError("group_norm with a dynamic channel dim")
+    spatial = sympy.Integer(1)
+    for d in x.sym_shape[2:]:
+        spatial = spatial * d
+    grouped = (n_e, group, as_expr(sympy.Integer(c_e // group) * spatial))
+    xg = ctx.reshape(xc, grouped)
+    var, mean = variance(ctx, xg, [2], 0, True, cdt)
+    rstd = ctx.unary("stablehlo.rsqrt", ctx.binary("stablehlo.add", var, ctx.constant(eps, cdt, var.sym_shape)))
+    yg = ctx.binary("stablehlo.multiply",
+                    ctx.binary("stablehlo.subtract", xg, ctx.broadcast_to(mean, grouped, dims=[0, 1, 2])),
+                    ctx.broadcast_to(rstd, grouped, dims=[0, 1, 2]))
+    y = ctx.reshape(yg, x.sym_shape)
+    if weight is not None:
+        y = ctx.binary("stablehlo.multiply", y, ctx.broadcast_to(ctx.convert(weight, cdt), x.sym_shape, dims=[1]))
+    if bias is not None:
+        y = ctx.binary("stablehlo.add", y, ctx.broadcast_to(ctx.convert(bias, cdt), x.sym_shape, dims=[1]))
+    return [ctx.convert(y, dt), ctx.reshape(ctx.convert(mean, ctx.out_dtype(node, 1)), ctx.out_shape(node, 1)),
+            ctx.reshape(ctx.convert(rstd, ctx.out_dtype(node, 2)), ctx.out_shape(node, 2))]

@@ -1,0 +1,311 @@
+"""The case model: dims, inputs, sweeps, the NumPy oracle and the program forms.
+
+A case imports no tensor framework at module level: its torch and jax forms are
+built lazily (``torch_fn()`` / ``jax_fn()``), so the catalogue can be listed from
+any environment, including the torch_xla one that has no jax.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+MODES = ("static", "bounded", "unbounded")
+PROFILES = ("quick", "full")
+
+
+class CaseError(ValueError):
+    """A case definition or lookup is invalid; the message names the case."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Dim:
+    """One named axis size.
+
+    ``kind`` is ``static`` (``size`` fixed), ``unbounded`` (any size) or
+    ``bounded`` (any size up to ``max``).
+    """
+
+    name: str
+    kind: str = "static"
+    size: int | None = None
+    max: int | None = None
+    min: int = 0
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("static", "bounded", "unbounded"):
+            raise CaseError(f"dim {self.name!r}: unknown kind {self.kind!r}")
+        if self.kind == "static" and self.size is None:
+            raise CaseError(f"dim {self.name!r}: a static dim needs a size")
+        if self.kind == "bounded" and self.max is None:
+            raise CaseError(f"dim {self.name!r}: a bounded dim needs a max")
+
+    @property
+    def dynamic(self) -> bool:
+        return self.kind != "static"
+
+    def as_json(self) -> dict:
+        d = {"kind": self.kind}
+        if self.size is not None:
+            d["size"] = self.size
+        if self.max is not None:
+            d["max"] = self.max
+        return d
+
+
+def static(name: str, size: int) -> Dim:
+    return Dim(name, "static", size=size)
+
+
+def unbounded(name: str, min: int = 0) -> Dim:
+    return Dim(name, "unbounded", min=min)
+
+
+def bounded(name: str, max: int, min: int = 0) -> Dim:
+    return Dim(name, "bounded", max=max, min=min)
+
+
+@dataclasses.dataclass(frozen=True)
+class Input:
+    """One program input: a shape over dim names (or literal ints) and a generator.
+
+    ``gen`` is ``normal``, ``uniform`` (in ``[low, high)``), or ``index`` (int64
+    in ``[0, size of dim high)``). ``pad`` is the neutral value that padding
+    backends (bucketing to a bound) fill with.
+    """
+
+    name: str
+    shape: tuple[str | int, ...]
+    dtype: str = "float32"
+    gen: str = "normal"
+    low: float = 0.0
+    high: float | str = 1.0
+    pad: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class EinxForm:
+    """An einx call: ``getattr(einx, op)(description, *inputs, **params)``."""
+
+    op: str
+    description: str
+    params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class Tolerance:
+    rtol: float
+    atol: float
+
+
+DEFAULT_TOLERANCES: dict[str, Tolerance] = {
+    "float64": Tolerance(1e-9, 1e-12),
+    "float32": Tolerance(1e-4, 1e-5),
+    "float16": Tolerance(1e-2, 1e-3),
+    "bfloat16": Tolerance(2e-2, 1e-2),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """A dynamic-shape program with its dims, sweep, inputs, oracle and forms.
+
+    ``sweep`` lists sizes for the dynamic dims, each entry a novel shape;
+    ``quick`` indexes the entries the quick profile (and the CI gate) runs.
+    ``oracle`` maps the float64 copies of the inputs to the expected output;
+    it must be written in NumPy, independently of every backend. ``out_dtype``
+    is the dtype backends must return.
+    """
+
+    name: str
+    tags: tuple[str, ...]
+    dims: tuple[Dim, ...]
+    inputs: tuple[Input, ...]
+    sweep: tuple[Mapping[str, int], ...]
+    oracle: Callable[..., np.ndarray]
+    out_shape: tuple[str | int, ...]
+    out_dtype: str = "float32"
+    quick: tuple[int, ...] = (0, 1, 2)
+    einx: EinxForm | None = None
+    torch_fn: Callable[[], Callable] | None = None
+    jax_fn: Callable[[], Callable] | None = None
+    tolerance: Tolerance | None = None
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        names = [d.name for d in self.dims]
+        if len(set(names)) != len(names):
+            raise CaseError(f"case {self.name!r}: duplicate dim names {names}")
+        for inp in self.inputs:
+            for ax in inp.shape:
+                if isinstance(ax, str) and ax not in names:
+                    raise CaseError(f"case {self.name!r}: input {inp.name!r} uses unknown dim {ax!r}")
+        dynamic = {d.name for d in self.dims if d.dynamic}
+        for i, sizes in enumerate(self.sweep):
+            if set(sizes) != dynamic:
+                raise CaseError(
+                    f"case {self.name!r}: sweep[{i}] sets {sorted(sizes)}, "
+                    f"expected exactly the dynamic dims {sorted(dynamic)}"
+                )
+            for name, size in sizes.items():
+                dim = self.dim(name)
+                if size < dim.min or (dim.max is not None and size > dim.max):
+                    raise CaseError(
+                        f"case {self.name!r}: sweep[{i}] {name}={size} outside "
+                        f"[{dim.min}, {dim.max if dim.max is not None else 'inf'}]"
+                    )
+        for i in self.quick:
+            if not 0 <= i < len(self.sweep):
+                raise CaseError(f"case {self.name!r}: quick index {i} outside the sweep")
+
+    # -- dims and modes --------------------------------------------------
+    def dim(self, name: str) -> Dim:
+        for d in self.dims:
+            if d.name == name:
+                return d
+        raise CaseError(f"case {self.name!r} has no dim {name!r}")
+
+    @property
+    def dynamic_dims(self) -> tuple[Dim, ...]:
+        return tuple(d for d in self.dims if d.dynamic)
+
+    @property
+    def modes(self) -> tuple[str, ...]:
+        """Modes that make sense here: static always; unbounded when any dim
+        is dynamic; bounded when any dim carries a maximum."""
+        kinds = {d.kind for d in self.dims}
+        out = ["static"]
+        if kinds & {"bounded", "unbounded"}:
+            out.append("unbounded")
+        if "bounded" in kinds:
+            out.append("bounded")
+        return tuple(m for m in MODES if m in out)
+
+    @property
+    def forms(self) -> tuple[str, ...]:
+        return tuple(
+            f for f, v in (("einx", self.einx), ("torch", self.torch_fn), ("jax", self.jax_fn)) if v is not None
+        )
+
+    def dynamic_axes(self, mode: str) -> list[dict[int, Dim]]:
+        """Per input, ``{axis: Dim}`` for the axes that are dynamic in ``mode``.
+
+        In ``static`` mode nothing is dynamic; in ``unbounded`` every dynamic
+        dim is unbounded (its max dropped); in ``bounded`` a bounded dim keeps
+        its max and an unbounded one stays unbounded.
+        """
+        if mode not in self.modes:
+            raise CaseError(f"case {self.name!r} has no mode {mode!r} (it has {', '.join(self.modes)})")
+        out = []
+        for inp in self.inputs:
+            axes = {}
+            for i, ax in enumerate(inp.shape):
+                if isinstance(ax, str) and self.dim(ax).dynamic and mode != "static":
+                    d = self.dim(ax)
+                    if mode == "unbounded" and d.kind == "bounded":
+                        d = Dim(d.name, "unbounded", min=d.min)
+                    axes[i] = d
+            out.append(axes)
+        return out
+
+    # -- sweeps and inputs -----------------------------------------------
+    def sizes_for(self, profile: str) -> list[dict[str, int]]:
+        if profile == "full":
+            return [dict(s) for s in self.sweep]
+        if profile == "quick":
+            return [dict(self.sweep[i]) for i in self.quick]
+        raise CaseError(f"unknown profile {profile!r}; valid: {', '.join(PROFILES)}")
+
+    def all_sizes(self, sizes: Mapping[str, int]) -> dict[str, int]:
+        out = {d.name: d.size for d in self.dims if not d.dynamic}
+        out.update(sizes)
+        return out
+
+    def shapes(self, sizes: Mapping[str, int]) -> list[tuple[int, ...]]:
+        full = self.all_sizes(sizes)
+        return [tuple(full[a] if isinstance(a, str) else a for a in inp.shape) for inp in self.inputs]
+
+    def out_shape_for(self, sizes: Mapping[str, int]) -> tuple[int, ...]:
+        """The output shape: ``out_shape`` entries are ints or size
+        expressions over dim names (``"2*b"``)."""
+        env = self.all_sizes(sizes)
+        return tuple(a if isinstance(a, int) else int(_eval_size(a, env, self.name)) for a in self.out_shape)
+
+    def make_inputs(self, sizes: Mapping[str, int], seed: int) -> list[np.ndarray]:
+        """Seeded inputs in their declared dtypes (deterministic per seed)."""
+        full = self.all_sizes(sizes)
+        rng = np.random.default_rng(seed)
+        arrays = []
+        for inp, shape in zip(self.inputs, self.shapes(sizes)):
+            if inp.gen == "normal":
+                a = rng.standard_normal(shape)
+            elif inp.gen == "uniform":
+                a = rng.uniform(inp.low, float(inp.high), shape)
+            elif inp.gen == "index":
+                high = full[inp.high] if isinstance(inp.high, str) else int(inp.high)
+                if high <= 0 and int(np.prod(shape)) > 0:
+                    raise CaseError(f"case {self.name!r}: input {inp.name!r} indexes an empty dim")
+                a = rng.integers(0, max(high, 1), shape)
+            else:
+                raise CaseError(f"case {self.name!r}: input {inp.name!r} has unknown generator {inp.gen!r}")
+            arrays.append(np.ascontiguousarray(a.astype(inp.dtype)))
+        return arrays
+
+    def expected(self, inputs: Sequence[np.ndarray]) -> np.ndarray:
+        """The oracle's answer, computed in float64 (ints stay ints)."""
+        promoted = [a.astype(np.float64) if a.dtype.kind == "f" else a for a in inputs]
+        return np.asarray(self.oracle(*promoted))
+
+    def tol(self) -> Tolerance:
+        return self.tolerance or DEFAULT_TOLERANCES.get(self.out_dtype, Tolerance(0.0, 0.0))
+
+    def as_json(self) -> dict:
+        return {
+            "name": self.name,
+            "tags": list(self.tags),
+            "dims": {d.name: d.as_json() for d in self.dims},
+            "forms": list(self.forms),
+            "modes": list(self.modes),
+            "sweep_full": len(self.sweep),
+            "sweep_quick": len(self.quick),
+        }
+
+
+def match_globs(names: Sequence[str], globs: str | None, what: str) -> list[str]:
+    """Names matched by comma-separated globs (``None`` or empty: all).
+
+    A glob that matches nothing raises :class:`CaseError` listing the valid names.
+    """
+    if not globs:
+        return list(names)
+    out: list[str] = []
+    for g in (p.strip() for p in globs.split(",")):
+        if not g:
+            continue
+        hits = [n for n in names if fnmatch.fnmatchcase(n, g)]
+        if not hits:
+            raise CaseError(f"unknown {what} {g!r}; valid: {', '.join(names)}")
+        out.extend(h for h in hits if h not in out)
+    return out
+
+
+def _eval_size(expr: str, env: Mapping[str, int], case: str) -> int:
+    import ast
+
+    def ev(node):
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return node.value
+        if isinstance(node, ast.Name) and node.id in env:
+            return env[node.id]
+        if isinstance(node, ast.BinOp):
+            ops = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__, ast.FloorDiv: int.__floordiv__}
+            if type(node.op) in ops:
+                return ops[type(node.op)](ev(node.left), ev(node.right))
+        raise CaseError(f"case {case!r}: cannot evaluate size expression {expr!r}")
+
+    return ev(ast.parse(expr, mode="eval"))

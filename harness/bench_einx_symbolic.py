@@ -1,0 +1,94 @@
+"""Benchmark: einx 0.4.3 vs einx_symbolic vs raw torch on the report's divide loop.
+
+    .venv/bin/python -m harness.bench_einx_symbolic [--repeats 5]
+
+Each loop measurement runs in a fresh process (so the graph builds are
+included): ``n`` novel edge counts E = 1000..1000+n-1, d = 8, op
+``divide("e d, e -> e d", d, c)`` (raw torch: ``d / c.unsqueeze(-1)``).
+Cached-call overhead: one shape, many calls, microseconds per call.
+Medians over ``--repeats`` runs.
+"""
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+DESC = "e d, e -> e d"
+
+
+def _impl(name):
+    import torch
+    if name == "torch":
+        return lambda d, c: d / c.unsqueeze(-1)
+    if name == "einx":
+        import einx
+        return lambda d, c: einx.divide(DESC, d, c)
+    from backends import einx_symbolic as ex
+    return lambda d, c: ex.divide(DESC, d, c)
+
+
+def worker(name, n, mode):
+    import torch
+    f = _impl(name)
+    if mode == "loop":
+        data = [(torch.randn(e, 8), torch.rand(e) + 1) for e in range(1000, 1000 + n)]
+        t = time.perf_counter()
+        for d, c in data:
+            f(d, c)
+        dt = time.perf_counter() - t
+    else:  # cached: warm up once, then n calls on one shape
+        d, c = torch.randn(1000, 8), torch.rand(1000) + 1
+        for _ in range(50):
+            f(d, c)
+        t = time.perf_counter()
+        for _ in range(n):
+            f(d, c)
+        dt = (time.perf_counter() - t) / n
+    builds = None
+    if name == "einx_symbolic":
+        from backends import einx_symbolic as ex
+        builds = ex.compile_count()
+    print(json.dumps({"seconds": dt, "builds": builds}))
+
+
+def measure(name, n, mode, repeats):
+    vals, builds = [], None
+    for _ in range(repeats):
+        out = subprocess.run([sys.executable, "-m", "harness.bench_einx_symbolic", "--worker", name, str(n), mode],
+                             capture_output=True, text=True, check=True)
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        vals.append(r["seconds"])
+        builds = r["builds"]
+    return statistics.median(vals), builds
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--worker", nargs=3, metavar=("IMPL", "N", "MODE"), help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    if a.worker:
+        worker(a.worker[0], int(a.worker[1]), a.worker[2])
+        return
+    rows = []
+    for n in (50, 500):
+        t_torch, _ = measure("torch", n, "loop", a.repeats)
+        t_einx, _ = measure("einx", n, "loop", a.repeats)
+        t_sym, builds = measure("einx_symbolic", n, "loop", a.repeats)
+        rows.append((f"loop {n} novel sizes (s)", t_torch, t_einx, t_sym, builds))
+    c_torch, _ = measure("torch", 20000, "cached", a.repeats)
+    c_einx, _ = measure("einx", 20000, "cached", a.repeats)
+    c_sym, _ = measure("einx_symbolic", 20000, "cached", a.repeats)
+    print(f"divide({DESC!r}), d=8, medians of {a.repeats} fresh processes")
+    print(f"{'measurement':32} {'raw torch':>11} {'einx 0.4.3':>11} {'einx_symbolic':>14} {'einx/torch':>11} {'sym/torch':>10} {'sym builds':>10}")
+    for label, t, e, s, b in rows:
+        print(f"{label:32} {t:11.5f} {e:11.5f} {s:14.5f} {e / t:10.1f}x {s / t:9.2f}x {b:>10}")
+    print(f"{'cached call (us/call)':32} {c_torch * 1e6:11.2f} {c_einx * 1e6:11.2f} {c_sym * 1e6:14.2f} {c_einx / c_torch:10.2f}x "
+          f"{c_sym / c_torch:9.2f}x")
+    print(f"cached overhead over raw torch (us/call): einx {1e6 * (c_einx - c_torch):.2f}, einx_symbolic {1e6 * (c_sym - c_torch):.2f}")
+
+
+if __name__ == "__main__":
+    main()

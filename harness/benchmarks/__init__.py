@@ -1,0 +1,1 @@
+"""asv benchmarks (``benchmark_dir`` in asv.conf.json)."""

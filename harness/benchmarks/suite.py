@@ -1,0 +1,99 @@
+"""The catalogue as an asv suite: case × backend × mode.
+
+- ``time_novel_sweep``: the quick sweep's shapes, each new to the process,
+  compiles included (one sample per process: ``repeat = number = 1``, no
+  warm-up; asv's ``rounds`` give fresh processes).
+- ``time_cached_call``: one call on a shape compiled during setup.
+- ``track_compiles``: exact compiles over the quick sweep (unit "compiles").
+
+Combinations that cannot run (no such form or mode, backend unavailable or
+in another environment) raise ``NotImplementedError`` in setup, which asv
+reports as skipped.
+"""
+
+import os
+import tempfile
+
+import cases
+from backends.base import MODES
+
+CASES = [c.name for c in cases.catalogue()]
+
+
+def _backend_names():
+    from harness import registry
+
+    only = os.environ.get("DYNSHAPE_ASV_BACKENDS")
+    names = list(registry.backends())
+    return [n for n in names if not only or n in only.split(",")]
+
+
+BACKENDS = _backend_names()
+
+
+def _prepare(case_name, backend_name, mode):
+    """``(backend, program, [native inputs per shape], case)``, or NotImplementedError."""
+    from harness import registry
+
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="dynshape-asv-"))
+    case = cases.get(case_name)
+    backend = registry.get(backend_name)
+    reason = backend.unsupported_reason(case, mode)
+    if reason:
+        raise NotImplementedError(reason)
+    ok, why = backend.available()
+    if not ok:
+        raise NotImplementedError(why)
+    if backend.env != "main":
+        raise NotImplementedError(f"{backend_name} runs in env {backend.env!r}; use `python -m harness run`")
+    program = backend.prepare(case, mode)
+    inputs = [backend.convert(case.make_inputs(s, seed=i)) for i, s in enumerate(case.sizes_for("quick"))]
+    return backend, program, inputs, case
+
+
+class Catalogue:
+    params = (CASES, BACKENDS, list(MODES))
+    param_names = ["case", "backend", "mode"]
+    timeout = 900
+    # one sample per process, no warm-up: every shape is novel when timed
+    number = 1
+    repeat = 1
+    rounds = 2
+    warmup_time = 0
+
+    def setup(self, case, backend, mode):
+        self.backend, self.program, self.inputs, self.case = _prepare(case, backend, mode)
+
+    def time_novel_sweep(self, case, backend, mode):
+        for args in self.inputs:
+            self.backend.sync(self.program(*args))
+
+
+class CachedCall:
+    params = Catalogue.params
+    param_names = Catalogue.param_names
+    timeout = 900
+
+    def setup(self, case, backend, mode):
+        self.backend, self.program, self.inputs, self.case = _prepare(case, backend, mode)
+        for args in self.inputs:
+            self.backend.sync(self.program(*args))
+
+    def time_cached_call(self, case, backend, mode):
+        self.backend.sync(self.program(*self.inputs[-1]))
+
+
+class Compiles:
+    params = Catalogue.params
+    param_names = Catalogue.param_names
+    timeout = 900
+    unit = "compiles"
+
+    def setup(self, case, backend, mode):
+        self.backend, self.program, self.inputs, self.case = _prepare(case, backend, mode)
+
+    def track_compiles(self, case, backend, mode):
+        before = sum(self.backend.compile_stats().values())
+        for args in self.inputs:
+            self.backend.sync(self.program(*args))
+        return sum(self.backend.compile_stats().values()) - before

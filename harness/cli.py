@@ -1,0 +1,145 @@
+"""Command line: ``python -m harness {list,run,report,compare}`` (also ``dynshape``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import cases
+
+EXIT_USAGE = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="dynshape", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    ls = sub.add_parser("list", help="cases × backends × modes and their availability")
+    ls.add_argument("--json", action="store_true", help="machine-readable output")
+
+    run = sub.add_parser("run", help="run jobs and print the report")
+    run.add_argument("--cases", help="comma-separated globs (default: all)")
+    run.add_argument("--backends", help="comma-separated globs (default: all)")
+    run.add_argument("--modes", help="comma-separated globs (default: all)")
+    prof = run.add_mutually_exclusive_group()
+    prof.add_argument("--quick", dest="profile", action="store_const", const="quick",
+                      help="short sweeps (the default profile)")
+    prof.add_argument("--full", dest="profile", action="store_const", const="full", help="each case's whole sweep")
+    run.set_defaults(profile="quick")
+    run.add_argument("--out", default="results", help="directory for the run's JSONL (default: results/)")
+    run.add_argument("--jobs", type=int, default=1, help="workers at a time (timings are cleaner with 1)")
+    run.add_argument("--repeats", type=int, default=7, help="timed repeats per shape in the cached phase")
+    run.add_argument("--warmup", type=int, default=2, help="warm-up calls per shape before the cached phase")
+    run.add_argument("--timeout", type=float, help="seconds per job (default: the backend's)")
+    run.add_argument("--warm-cache", action="store_true", help="keep on-disk compile caches between runs")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    rep = sub.add_parser("report", help="summarise runs (default: the latest)")
+    rep.add_argument("paths", nargs="*", help="JSONL files or directories")
+    rep.add_argument("--results", default="results", help="where the latest run is looked for")
+    rep.add_argument("--csv", help="where the CSV goes (default: beside the first input, .report.csv)")
+
+    cmp = sub.add_parser("compare", help="compare two runs (files, directories, run ids or commits)")
+    cmp.add_argument("a")
+    cmp.add_argument("b")
+    cmp.add_argument("--results", default="results")
+    cmp.add_argument("--max-slowdown", type=float, default=1.5,
+                     help="B/A latency ratio above which B counts as a regression (default 1.5)")
+    return p
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return {"list": _list, "run": _run, "report": _report, "compare": _compare}[args.command](args)
+    except cases.CaseError as e:
+        print(f"dynshape: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as e:
+        from . import registry, results
+
+        if isinstance(e, (registry.RegistryError, results.ResultsError)):
+            print(f"dynshape: {e}", file=sys.stderr)
+            return EXIT_USAGE
+        raise
+
+
+def _list(args) -> int:
+    from . import registry
+
+    backends = registry.backends()
+    catalogue = cases.catalogue()
+    avail = {name: b.available() for name, b in backends.items()}
+    if args.json:
+        print(json.dumps({
+            "cases": [{"name": c.name, "tags": list(c.tags), "dims": {d.name: d.as_json() for d in c.dims},
+                       "forms": list(c.forms), "modes": list(c.modes)} for c in catalogue],
+            "backends": [{"name": n, "modes": list(b.modes), "forms": list(b.forms), "env": b.env,
+                          "available": avail[n][0], "reason": avail[n][1]} for n, b in backends.items()],
+        }, indent=2))
+        return 0
+    print("backends:")
+    for n, b in backends.items():
+        ok, why = avail[n]
+        print(f"  {n:<20} env={b.env:<5} forms={','.join(b.forms):<12} modes={','.join(b.modes):<25} "
+              f"{'available' if ok else 'unavailable: ' + why}")
+    print("\ncases × backends × modes:")
+    for c in catalogue:
+        dims = ", ".join(f"{d.name}={d.size}" if not d.dynamic else f"{d.name}:{d.kind}" + (f"≤{d.max}" if d.max else "")
+                         for d in c.dims)
+        print(f"  {c.name} ({dims}) tags={','.join(c.tags)}")
+        for m in c.modes:
+            runs = [n for n, b in backends.items() if b.unsupported_reason(c, m) is None and avail[n][0]]
+            print(f"    {m:<10} {', '.join(runs) or '–'}")
+    return 0
+
+
+def _run(args) -> int:
+    from . import report, results, runner
+
+    combos = runner.plan(args.cases, args.backends, args.modes)
+    if not combos:
+        print("dynshape: nothing to run: no case has the selected modes", file=sys.stderr)
+        return EXIT_USAGE
+    r = runner.Runner(args.out, profile=args.profile, repeats=args.repeats, warmup=args.warmup,
+                      timeout_s=args.timeout, warm_cache=args.warm_cache, progress=not args.no_progress)
+    print(f"run {r.run_id}: {len(combos)} jobs, profile {args.profile} → {r.path}", file=sys.stderr)
+    path = r.run(combos, jobs=args.jobs)
+    summary = report.summarise(results.load([path]))
+    print(report.markdown(summary))
+    csv = path.with_suffix(".report.csv")
+    summary.to_csv(csv, index=False)
+    print(f"\nrecords: {path}\nreport CSV: {csv}", file=sys.stderr)
+    return 0
+
+
+def _report(args) -> int:
+    from . import report, results
+
+    files = results.run_files(args.paths, args.results)
+    summary = report.summarise(results.load(files))
+    print(report.markdown(summary))
+    csv = Path(args.csv) if args.csv else files[0].with_suffix(".report.csv")
+    summary.to_csv(csv, index=False)
+    print(f"\nreport CSV: {csv}", file=sys.stderr)
+    return 0
+
+
+def _compare(args) -> int:
+    from . import compare, results
+
+    a, b = compare.resolve(args.a, args.results), compare.resolve(args.b, args.results)
+    df = compare.compare(results.load([a]), results.load([b]), args.max_slowdown)
+    print(f"A: {a}\nB: {b}\n")
+    print(compare.markdown(df))
+    bad = df[df["regression"]] if len(df) else df
+    if len(bad):
+        print(f"\n{len(bad)} regression(s) beyond {args.max_slowdown}× or in compile counts", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,140 @@
+"""Expected compile counts and expected failures, from ``cases/expectations.toml``.
+
+Each ``[[expect]]`` rule names ``case``, ``backend`` and ``mode`` (globs; ``*``
+when left out) and either ``compiles`` — a formula over ``n_shapes``, the
+number of novel shapes the job ran (``"1"``, ``"n_shapes"``,
+``"n_shapes + 1"``), optionally with ``stages`` formulas per compile stage —
+or ``xfail``, the reason the job is expected to fail. For a job, the most
+specific matching rule wins (the one naming the most fields exactly); among
+equally specific ones the later. Counts are exact both ways: more compiles
+than expected fail, and so do fewer, so the file stays true.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import fnmatch
+import tomllib
+from pathlib import Path
+
+DEFAULT = Path(__file__).resolve().parent.parent / "cases" / "expectations.toml"
+
+
+class ExpectationError(ValueError):
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    case: str = "*"
+    backend: str = "*"
+    mode: str = "*"
+    compiles: str | None = None
+    stages: tuple[tuple[str, str], ...] = ()
+    xfail: str | None = None
+    index: int = 0
+
+    def matches(self, case: str, backend: str, mode: str) -> bool:
+        return all(fnmatch.fnmatchcase(v, g) for v, g in ((case, self.case), (backend, self.backend), (mode, self.mode)))
+
+    @property
+    def specificity(self) -> tuple[int, int]:
+        exact = sum(not any(ch in g for ch in "*?[") for g in (self.case, self.backend, self.mode))
+        return exact, self.index
+
+    def describe(self) -> str:
+        return f"rule #{self.index + 1} (case={self.case} backend={self.backend} mode={self.mode})"
+
+
+def load(path: str | Path = DEFAULT) -> list[Rule]:
+    with open(path, "rb") as f:
+        data = tomllib.load(f)
+    rules = []
+    for i, raw in enumerate(data.get("expect", [])):
+        unknown = set(raw) - {"case", "backend", "mode", "compiles", "stages", "xfail"}
+        if unknown:
+            raise ExpectationError(f"{path}: rule #{i + 1} has unknown keys {sorted(unknown)}")
+        if ("compiles" in raw) == ("xfail" in raw):
+            raise ExpectationError(f"{path}: rule #{i + 1} needs exactly one of 'compiles' or 'xfail'")
+        rule = Rule(
+            case=raw.get("case", "*"), backend=raw.get("backend", "*"), mode=raw.get("mode", "*"),
+            compiles=str(raw["compiles"]) if "compiles" in raw else None,
+            stages=tuple((k, str(v)) for k, v in raw.get("stages", {}).items()),
+            xfail=raw.get("xfail"), index=i,
+        )
+        for formula in ([rule.compiles] if rule.compiles else []) + [v for _, v in rule.stages]:
+            evaluate(formula, 1)  # fail early on a bad formula, naming it
+        rules.append(rule)
+    return rules
+
+
+def lookup(rules: list[Rule], case: str, backend: str, mode: str) -> Rule | None:
+    hits = [r for r in rules if r.matches(case, backend, mode)]
+    return max(hits, key=lambda r: r.specificity) if hits else None
+
+
+def evaluate(formula: str, n_shapes: int) -> int:
+    """Evaluate a compile-count formula: ints, ``n_shapes``, ``+ - * //``, ``min``/``max``."""
+    names = {"n_shapes": n_shapes}
+
+    def ev(node):
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return node.value
+        if isinstance(node, ast.Name) and node.id in names:
+            return names[node.id]
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+            return _OPS[type(node.op)](ev(node.left), ev(node.right))
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("min", "max")
+                and not node.keywords):
+            return {"min": min, "max": max}[node.func.id](ev(a) for a in node.args)
+        raise ExpectationError(f"bad compile-count formula {formula!r}: use ints, n_shapes, + - * //, min, max")
+
+    try:
+        tree = ast.parse(formula, mode="eval")
+    except SyntaxError:
+        raise ExpectationError(f"bad compile-count formula {formula!r}: not an expression") from None
+    return ev(tree)
+
+
+_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+        ast.FloorDiv: lambda a, b: a // b}
+
+
+def problems(records: list[dict], rule: Rule) -> list[str]:
+    """What in a job's records contradicts ``rule`` (empty: conforms).
+
+    Every record must pass; compile counts are checked where the rule has a
+    formula (an ``xfail`` rule has none, so its problems are the failures)."""
+    out = []
+    novel = [r for r in records if r.get("novel") is True]
+    cached = [r for r in records if r.get("novel") is False]
+    job_level = [r for r in records if r.get("novel") is None]
+    for r in job_level:
+        out.append(f"job {r['status']}: {r.get('message')}")
+    for r in novel + cached:
+        if r["status"] != "pass":
+            phase = "novel" if r["novel"] else "cached"
+            out.append(f"shape {r['shape_index']} {r['sizes']} ({phase}): {r['status']}: {r.get('message')}")
+    if not novel:
+        out.append("no shape was measured")
+        return out
+    if rule.compiles is None:
+        return out
+    n = len({r["shape_index"] for r in novel})
+    last = novel[-1]
+    want = evaluate(rule.compiles, n)
+    if last["compiles"] != want:
+        out.append(f"compiles: got {last['compiles']} over {n} novel shapes, expected {rule.compiles} = {want} "
+                   f"(stages {last.get('compile_stages')}; {rule.describe()})")
+    for stage, formula in rule.stages:
+        got = (last.get("compile_stages") or {}).get(stage, 0)
+        if got != evaluate(formula, n):
+            out.append(f"stage {stage}: got {got}, expected {formula} = {evaluate(formula, n)}")
+    grew = [r for r in cached if r["compiles"] != last["compiles"]]
+    if grew:
+        out.append(f"the cached phase compiled again: {last['compiles']} → {grew[-1]['compiles']} "
+                   "(a shape seen before was not served from the cache)")
+    return out

@@ -1,0 +1,115 @@
+"""Results: one JSON object per measured call, appended to ``results/<run-id>.jsonl``.
+
+Every record carries ``schema``; :func:`load` reads the versions it knows and
+refuses others by name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import IO, Iterable
+
+SCHEMA = 1
+
+STATUSES = ("pass", "mismatch", "error", "crashed", "timeout", "unsupported", "skipped")
+
+#: fields every record has (``None`` where they do not apply)
+FIELDS = (
+    "schema", "run_id", "commit", "dirty", "machine", "timestamp", "versions", "profile",
+    "case", "backend", "mode", "env", "shape_index", "sizes", "shapes", "novel",
+    "compiles", "compile_stages", "compile_time_s", "guards",
+    "latency_s", "cached_latency_s", "cached_iqr_s", "cached_repeats",
+    "max_abs_err", "max_rel_err", "ok", "status", "message",
+)
+
+
+class ResultsError(ValueError):
+    pass
+
+
+def record(**fields) -> dict:
+    """A record with every field present, in a stable order."""
+    unknown = set(fields) - set(FIELDS)
+    if unknown:
+        raise ResultsError(f"unknown record fields: {sorted(unknown)}")
+    if fields.get("status") is not None and fields["status"] not in STATUSES:
+        raise ResultsError(f"unknown status {fields['status']!r}; valid: {', '.join(STATUSES)}")
+    out = {k: fields.get(k) for k in FIELDS}
+    out["schema"] = SCHEMA
+    return out
+
+
+class Writer:
+    """Appends records to a JSONL file, flushing (and fsyncing) each one, so an
+    interrupted run keeps everything it measured."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._f: IO[str] = open(self.path, "a", encoding="utf-8")
+
+    def write(self, rec: dict) -> None:
+        self._f.write(json.dumps(rec, sort_keys=False, default=str) + "\n")
+        self._f.flush()
+        os.fsync(self._f.fileno())
+
+    def close(self) -> None:
+        self._f.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def run_files(paths: Iterable[str | os.PathLike] | None = None, default_dir: str | os.PathLike = "results") -> list[Path]:
+    """Expand files and directories to JSONL files; none given: the latest run in ``default_dir``."""
+    paths = list(paths or [])
+    if not paths:
+        latest = latest_run(default_dir)
+        if latest is None:
+            raise ResultsError(f"no runs in {default_dir}/ (run `python -m harness run` first)")
+        return [latest]
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            out.extend(sorted(p.glob("*.jsonl")))
+        elif p.exists():
+            out.append(p)
+        else:
+            raise ResultsError(f"no such results file or directory: {p}")
+    return out
+
+
+def latest_run(directory: str | os.PathLike = "results") -> Path | None:
+    files = sorted(Path(directory).glob("*.jsonl"), key=lambda p: (p.stat().st_mtime, p.name))
+    return files[-1] if files else None
+
+
+def read_records(path: str | os.PathLike) -> list[dict]:
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                # a run killed mid-write leaves at most one torn last line
+                raise ResultsError(f"{path}:{n}: not JSON ({e.msg})") from None
+            if rec.get("schema") != SCHEMA:
+                raise ResultsError(f"{path}:{n}: schema {rec.get('schema')!r} is not supported (this harness reads {SCHEMA})")
+            out.append(rec)
+    return out
+
+
+def load(paths: Iterable[str | os.PathLike] | None = None, default_dir="results"):
+    """Records of the given runs (files or directories; default: the latest run) as a DataFrame."""
+    import pandas as pd
+
+    recs = [r for p in run_files(paths, default_dir) for r in read_records(p)]
+    return pd.DataFrame.from_records(recs, columns=list(FIELDS))

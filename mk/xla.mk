@@ -1,0 +1,57 @@
+# mk/xla.mk -- the second Python environment, for the torch_xla backends.
+#
+# Include it from the top-level Makefile:   include mk/xla.mk
+# (or use it alone:                         make -f mk/xla.mk xla-env)
+#
+#   make xla-env     create .venv-xla and install requirements-xla.txt (idempotent;
+#                    first time ~3 min and ~7 GB: torch 2.9.1 on PyPI is the CUDA build)
+#   make xla-check   print the torch / torch_xla versions on the PJRT CPU device
+#   make test-xla    run tests/torch_xla with the main environment's pytest
+#   make xla-clean   remove .venv-xla
+#
+# Knobs: XLA_PYTHON_BASE (interpreter that creates the venv: CPython 3.10-3.13),
+# XLA_VENV (where the venv lives; when it is not .venv-xla, point the harness at
+# it with DYNSHAPE_XLA_PYTHON=$(XLA_VENV)/bin/python -- test-xla does so),
+# XLA_PIP_FLAGS (extra pip flags).
+#
+# The stamp $(XLA_VENV)/.installed is written only after the install and an
+# `import torch, torch_xla` succeed, and is redone when requirements-xla.txt
+# changes. A failed run leaves no stamp; running again retries the install.
+
+XLA_PYTHON_BASE ?= python3
+XLA_VENV        ?= .venv-xla
+XLA_PY          := $(XLA_VENV)/bin/python
+XLA_REQS        ?= requirements-xla.txt
+XLA_PIP_FLAGS   ?=
+XLA_MAIN_PY     ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
+
+.PHONY: xla-env xla-check xla-clean test-xla
+
+xla-env: $(XLA_VENV)/.installed
+
+$(XLA_VENV)/.installed: $(XLA_REQS)
+	@set -e; \
+	ver=$$($(XLA_PYTHON_BASE) -c 'import sys; print("%d.%d" % sys.version_info[:2])') || { \
+	  echo "xla-env: '$(XLA_PYTHON_BASE)' is not a working Python; set XLA_PYTHON_BASE=/path/to/python3.11" >&2; exit 1; }; \
+	case "$$ver" in 3.10|3.11|3.12|3.13) ;; *) \
+	  echo "xla-env: torch_xla 2.9.0 has wheels for CPython 3.10-3.13 only; '$(XLA_PYTHON_BASE)' is $$ver (set XLA_PYTHON_BASE)" >&2; exit 1;; esac; \
+	if [ ! -x $(XLA_PY) ]; then \
+	  echo "xla-env: creating $(XLA_VENV) with $(XLA_PYTHON_BASE) (Python $$ver)"; \
+	  $(XLA_PYTHON_BASE) -m venv $(XLA_VENV) || { echo "xla-env: '$(XLA_PYTHON_BASE) -m venv $(XLA_VENV)' failed" >&2; exit 1; }; \
+	fi; \
+	echo "xla-env: installing $(XLA_REQS) into $(XLA_VENV) (first time: ~3 min, ~7 GB)"; \
+	$(XLA_PY) -m pip install --quiet --upgrade pip $(XLA_PIP_FLAGS) || true; \
+	$(XLA_PY) -m pip install $(XLA_PIP_FLAGS) -r $(XLA_REQS) || { \
+	  echo "xla-env: 'pip install -r $(XLA_REQS)' into $(XLA_VENV) FAILED (see above); no stamp written" >&2; exit 1; }; \
+	PJRT_DEVICE=CPU $(XLA_PY) -c "import torch, torch_xla; print('xla-env: torch', torch.__version__, '+ torch_xla', torch_xla.__version__)" || { \
+	  echo "xla-env: installed, but 'import torch, torch_xla' fails in $(XLA_VENV); no stamp written" >&2; exit 1; }; \
+	touch $@
+
+xla-check: $(XLA_VENV)/.installed
+	PJRT_DEVICE=CPU $(XLA_PY) -c "import torch, torch_xla; print(torch.__version__, torch_xla.__version__)"
+
+test-xla: $(XLA_VENV)/.installed
+	DYNSHAPE_XLA_PYTHON=$(abspath $(XLA_PY)) $(XLA_MAIN_PY) -m pytest -q tests/torch_xla
+
+xla-clean:
+	rm -rf $(XLA_VENV)

@@ -1,0 +1,252 @@
+"""Per-op cases for the StableHLO lowering tests.
+
+Each case: a small torch module, an input maker ``make(n, rng)`` (every
+dynamic dim scales with ``n``), ``dynamic_shapes`` built from ``torch.export.Dim``,
+an independent NumPy float64 oracle (plain numpy on the same inputs and the
+module's parameters as arrays -- torch is never run), and substrings the
+lowered text must contain (``?`` dims / ``#stablehlo.bounds``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch.export import Dim
+
+f32 = np.float32
+
+
+@dataclass
+class Case:
+    name: str
+    module: torch.nn.Module
+    make: Callable  # (n, rng) -> list[np.ndarray]
+    dyn: object
+    oracle: Callable  # (params: dict[str, np.ndarray], *inputs) -> list[np.ndarray]
+    expect: Sequence[str] = ()
+    sizes: Sequence[int] = (1, 2, 5, 64)
+    export_n: int = 3
+    oblivious: bool = False  # export under backed_size_oblivious (no 0/1 guards on derived sizes)
+    rtol: float = 2e-4
+    atol: float = 2e-5
+
+    def params(self) -> Dict[str, np.ndarray]:
+        return {k: v.detach().numpy().astype(np.float64) for k, v in self.module.state_dict().items()}
+
+
+class Fn(torch.nn.Module):
+    def __init__(self, fn, **mods):
+        super().__init__()
+        self.fn = fn
+        for k, m in mods.items():
+            setattr(self, k, m)
+
+    def forward(self, *xs):
+        return self.fn(self, *xs)
+
+
+def _b(name="b", max=64):  # bounded
+    return Dim(name, min=1, max=max)
+
+
+def _u(name="n"):  # unbounded
+    return Dim(name, min=1)
+
+
+def r(rng, *shape):
+    return rng.standard_normal(shape).astype(f32)
+
+
+def d(x):
+    return np.asarray(x, dtype=np.float64)
+
+
+def np_softmax(x, axis):
+    z = x - x.max(axis=axis, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+_erf = np.vectorize(math.erf)
+
+
+def _var(x, axis, ddof):
+    with np.errstate(divide="ignore", invalid="ignore"):  # n == ddof -> nan, as torch
+        m = x.mean(axis, keepdims=True)
+        return ((x - m) ** 2).sum(axis) / (x.shape[axis] - ddof)
+
+
+def np_conv(x, w, b, stride=1, pad=0):
+    """N-d cross-correlation, NC* layout, groups=1 (loops over kernel taps)."""
+    nsp = x.ndim - 2
+    x = np.pad(x, [(0, 0), (0, 0)] + [(pad, pad)] * nsp)
+    k = w.shape[2:]
+    out_sp = [(x.shape[2 + i] - k[i]) // stride + 1 for i in range(nsp)]
+    y = np.zeros((x.shape[0], w.shape[0], *out_sp))
+    for tap in np.ndindex(*k):
+        sl = tuple(slice(tap[i], tap[i] + stride * (out_sp[i] - 1) + 1, stride) for i in range(nsp))
+        patch = x[(slice(None), slice(None)) + sl]  # (N, C, *out)
+        y += np.einsum("nc...,oc->no...", patch, w[(slice(None), slice(None)) + tap])
+    return y + b.reshape((1, -1) + (1,) * nsp)
+
+
+def build_cases() -> List[Case]:
+    C: List[Case] = []
+    add = C.append
+
+    # expand with size arithmetic: x.expand(y.shape[0] * 2, -1, -1)
+    add(Case("expand_symint", Fn(lambda s, x, y: x.expand(y.shape[0] * 2, -1, -1) + 1.0),
+             lambda n, g: [r(g, 1, n, 4), r(g, n, 4)],
+             {"x": {1: _u("m")}, "y": {0: _b()}},
+             lambda p, x, y: [np.broadcast_to(d(x), (2 * y.shape[0],) + x.shape[1:]) + 1.0],
+             expect=["tensor<1x?x4xf32>", "#stablehlo.bounds<128", "stablehlo.dynamic_broadcast_in_dim",
+                     "stablehlo.get_dimension_size", "stablehlo.multiply"]))
+
+    # elementwise tensor/scalar forms; one Dim shared by both inputs
+    b = _b()
+    add(Case("add_sub_mul_div", Fn(lambda s, x, y: (x + y, x - y, x * y, x / (y.abs() + 1), x + 2, x * 3.0,
+                                                     x / 2, x - 1.5, 2.0 - x)),
+             lambda n, g: [r(g, n, 4), r(g, n, 4)], {"x": {0: b}, "y": {0: b}},
+             lambda p, x, y: [d(x) + y, d(x) - y, d(x) * y, d(x) / (np.abs(d(y)) + 1), d(x) + 2, d(x) * 3,
+                              d(x) / 2, d(x) - 1.5, 2.0 - d(x)],
+             expect=["tensor<?x4xf32, #stablehlo.bounds<64, ?>>"]))
+    add(Case("broadcast_binary", Fn(lambda s, x, v, c: (x * v, x + c, x.sum(1, keepdim=True) * x)),
+             lambda n, g: [r(g, n, n + 1), r(g, n + 1), r(g, n, 1)],
+             {"x": {0: _u(), 1: _u("m")}, "v": {0: _u("m")}, "c": {0: _u()}},
+             lambda p, x, v, c: [d(x) * v, d(x) + c, d(x).sum(1, keepdims=True) * x],
+             expect=["tensor<?x?xf32>"]))
+    add(Case("ne", Fn(lambda s, x, y: (x != 2, x != y, (x.float() != 0.0))),
+             lambda n, g: [g.integers(0, 4, (n, 3)).astype(np.int64), g.integers(0, 4, (n, 3)).astype(np.int64)],
+             {"x": {0: _u()}, "y": {0: _u()}},
+             lambda p, x, y: [x != 2, x != y, x != 0],
+             expect=["tensor<?x3xi1>", "tensor<?x3xi64>"]))
+    add(Case("gelu", Fn(lambda s, x: (F.gelu(x), F.gelu(x, approximate="tanh"))),
+             lambda n, g: [r(g, n, 5) * 3], {"x": {0: _b()}},
+             lambda p, x: [0.5 * d(x) * (1 + _erf(d(x) / math.sqrt(2))),
+                           0.5 * d(x) * (1 + np.tanh(math.sqrt(2 / math.pi) * (d(x) + 0.044715 * d(x) ** 3)))],
+             expect=["#stablehlo.bounds<64, ?>"]))
+    add(Case("cumsum", Fn(lambda s, x, i: (torch.cumsum(x, 0), torch.cumsum(x, 1), torch.cumsum(i, 0))),
+             lambda n, g: [r(g, n, 4), g.integers(-5, 5, (n,)).astype(np.int64)],
+             {"x": {0: _u()}, "i": {0: _u()}},
+             lambda p, x, i: [np.cumsum(d(x), 0), np.cumsum(d(x), 1), np.cumsum(i)],
+             expect=["tensor<?x4xf32>", "stablehlo.dynamic_iota", "stablehlo.reduce_window"]))
+    add(Case("mean", Fn(lambda s, x: (x.mean(0), x.mean(1), x.mean(), x.mean((0, 2), keepdim=True))),
+             lambda n, g: [r(g, n, 3, n + 1)], {"x": {0: _b(), 2: _u("m")}},
+             lambda p, x: [d(x).mean(0), d(x).mean(1), d(x).mean(), d(x).mean((0, 2), keepdims=True)],
+             expect=["tensor<?x3x?xf32, #stablehlo.bounds<64, ?, ?>>", "tensor<3x?xf32>"]))
+    add(Case("var", Fn(lambda s, x: (x.var(0), x.var(1, unbiased=False), x.var(0, correction=0, keepdim=True))),
+             lambda n, g: [r(g, n, 4)], {"x": {0: _u()}},
+             lambda p, x: [_var(d(x), 0, 1), d(x).var(1), d(x).var(0, keepdims=True)],
+             expect=["tensor<?x4xf32>"]))
+    add(Case("softmax", Fn(lambda s, x: (torch.softmax(x, 0), torch.softmax(x, -1), F.log_softmax(x, 0))),
+             lambda n, g: [r(g, n, 6)], {"x": {0: _b()}},
+             lambda p, x: [np_softmax(d(x), 0), np_softmax(d(x), -1), np.log(np_softmax(d(x), 0))],
+             expect=["#stablehlo.bounds<64, ?>"]))
+    add(Case("addmm_linear", Fn(lambda s, x: s.lin(x), lin=torch.nn.Linear(4, 3)),
+             lambda n, g: [r(g, n, 4)], {"x": {0: _b()}},
+             lambda p, x: [d(x) @ p["lin.weight"].T + p["lin.bias"]],
+             expect=["tensor<?x3xf32, #stablehlo.bounds<64, ?>>"]))
+    k = _u("k")
+    add(Case("mm", Fn(lambda s, a, c: torch.mm(a, c)),
+             lambda n, g: [r(g, n, n + 1), r(g, n + 1, n + 2)],
+             {"a": {0: _u("m"), 1: k}, "c": {0: k, 1: _u("p")}},
+             lambda p, a, c: [d(a) @ d(c)], expect=["tensor<?x?xf32>", "stablehlo.dot_general"]))
+    B, k2 = _u("B"), _u("k")
+    add(Case("bmm", Fn(lambda s, a, c: torch.bmm(a, c)),
+             lambda n, g: [r(g, n, n + 1, n + 2), r(g, n, n + 2, 3)],
+             {"a": {0: B, 1: _u("m"), 2: k2}, "c": {0: B, 1: k2}},
+             lambda p, a, c: [d(a) @ d(c)], expect=["tensor<?x?x?xf32>", "tensor<?x?x3xf32>"],
+             sizes=(1, 2, 5, 40)))
+    add(Case("cat", Fn(lambda s, x, y: (torch.cat([x, y], 0), torch.cat([x, x], 1))),
+             lambda n, g: [r(g, n, 3), r(g, n + 2, 3)], {"x": {0: _u()}, "y": {0: _u("m")}},
+             lambda p, x, y: [np.concatenate([x, y], 0), np.concatenate([x, x], 1)],
+             expect=["tensor<?x3xf32>", "tensor<?x6xf32>"]))
+    add(Case("split_with_sizes", Fn(lambda s, x: (*torch.split(x, [1, 2, 3], 1), *x.split(4, 1))),
+             lambda n, g: [r(g, n, 6)], {"x": {0: _b()}},
+             lambda p, x: [x[:, :1], x[:, 1:3], x[:, 3:], x[:, :4], x[:, 4:]],
+             expect=["tensor<?x2xf32, #stablehlo.bounds<64, ?>>"]))
+    add(Case("slice", Fn(lambda s, x: (x[1:], x[:, ::2], x[x.shape[0] // 2:], x[:-1, 1:3], x.narrow(0, 1, x.shape[0] - 1))),
+             lambda n, g: [r(g, n, 5)], {"x": {0: _u()}},
+             lambda p, x: [x[1:], x[:, ::2], x[x.shape[0] // 2:], x[:-1, 1:3], x[1:]],
+             expect=["stablehlo.real_dynamic_slice", "tensor<?x3xf32>", "tensor<?x2xf32>"], oblivious=True))
+    add(Case("select", Fn(lambda s, x: (x[:, 1], x[-1], x.select(0, 0), x[:, :, -1])),
+             lambda n, g: [r(g, n, 4, 3)], {"x": {0: _u()}},
+             lambda p, x: [x[:, 1], x[-1], x[0], x[:, :, -1]], expect=["tensor<?x3xf32>", "tensor<?x4xf32>"]))
+    add(Case("permute_transpose", Fn(lambda s, x: (x.permute(2, 0, 1), x.transpose(0, 1), x.t() if False else x.mT)),
+             lambda n, g: [r(g, n, n + 1, 4)], {"x": {0: _b(), 1: _u("m")}},
+             lambda p, x: [x.transpose(2, 0, 1), x.transpose(1, 0, 2), np.swapaxes(x, -1, -2)],
+             expect=["tensor<4x?x?xf32, #stablehlo.bounds<?, 64, ?>>", "stablehlo.transpose"]))
+    add(Case("unsqueeze", Fn(lambda s, x: (x.unsqueeze(0), x.unsqueeze(-1), x[:, None, :])),
+             lambda n, g: [r(g, n, 3)], {"x": {0: _u()}},
+             lambda p, x: [x[None], x[..., None], x[:, None, :]], expect=["tensor<1x?x3xf32>", "tensor<?x3x1xf32>"]))
+    add(Case("view_arith", Fn(lambda s, x, y: (x.view(x.shape[0] * x.shape[1], -1),
+                                               y.view(y.shape[0], y.shape[1] * y.shape[2], y.shape[3]),
+                                               x.reshape(-1), x.flatten(0, 1) * 2)),
+             lambda n, g: [r(g, n, n + 1, 4), r(g, n, n + 1, n + 2, 3)],
+             {"x": {0: _b(), 1: _u("m")}, "y": {0: _u("s0"), 1: _u("s1"), 2: _u("s2")}},
+             lambda p, x, y: [x.reshape(-1, 4), y.reshape(y.shape[0], -1, 3), x.reshape(-1), d(x).reshape(-1, 4) * 2],
+             expect=["stablehlo.dynamic_reshape", "tensor<?x4xf32>", "tensor<?x?x3xf32>"],
+             sizes=(1, 2, 5, 30)))
+    add(Case("embedding", Fn(lambda s, i, j: (s.emb(i), s.emb(j)), emb=torch.nn.Embedding(10, 4)),
+             lambda n, g: [g.integers(0, 10, (n,)).astype(np.int64), g.integers(0, 10, (n, 2)).astype(np.int64)],
+             {"i": {0: _b()}, "j": {0: _u()}},
+             lambda p, i, j: [p["emb.weight"][i], p["emb.weight"][j]],
+             expect=["tensor<?x4xf32, #stablehlo.bounds<64, ?>>", "stablehlo.gather"]))
+    add(Case("conv1d", Fn(lambda s, x: (s.c(x), s.c2(x)), c=torch.nn.Conv1d(3, 4, 3, padding=1),
+                          c2=torch.nn.Conv1d(3, 2, 2)),
+             lambda n, g: [r(g, n, 3, n + 2)], {"x": {0: _u("B"), 2: _u("L")}},
+             lambda p, x: [np_conv(d(x), p["c.weight"], p["c.bias"], pad=1), np_conv(d(x), p["c2.weight"], p["c2.bias"])],
+             expect=["tensor<?x3x?xf32>", "tensor<?x4x?xf32>", "stablehlo.convolution"], oblivious=True))
+    add(Case("conv2d", Fn(lambda s, x: s.c(x), c=torch.nn.Conv2d(2, 3, 3, padding=1)),
+             lambda n, g: [r(g, n, 2, n + 1, n + 2)], {"x": {0: _b("B", 16), 2: _u("H"), 3: _u("W")}},
+             lambda p, x: [np_conv(d(x), p["c.weight"], p["c.bias"], pad=1)],
+             expect=["tensor<?x2x?x?xf32, #stablehlo.bounds<16, ?, ?, ?>>"], sizes=(1, 2, 5, 16)))
+    add(Case("layer_norm", Fn(lambda s, x: s.ln(x), ln=torch.nn.LayerNorm(4)),
+             lambda n, g: [r(g, n, n + 1, 4)], {"x": {0: _u(), 1: _u("m")}},
+             lambda p, x: [(d(x) - d(x).mean(-1, keepdims=True)) / np.sqrt(d(x).var(-1, keepdims=True) + 1e-5)
+                           * p["ln.weight"] + p["ln.bias"]],
+             expect=["tensor<?x?x4xf32>"], sizes=(1, 2, 5, 40)))
+
+    def gn_oracle(p, x):
+        N, Cc = x.shape[:2]
+        xg = d(x).reshape(N, 2, -1)
+        y = ((xg - xg.mean(-1, keepdims=True)) / np.sqrt(xg.var(-1, keepdims=True) + 1e-5)).reshape(x.shape)
+        sh = (1, Cc) + (1,) * (x.ndim - 2)
+        return [y * p["gn.weight"].reshape(sh) + p["gn.bias"].reshape(sh)]
+
+    add(Case("group_norm", Fn(lambda s, x: s.gn(x), gn=torch.nn.GroupNorm(2, 4)),
+             lambda n, g: [r(g, n, 4, n + 1)], {"x": {0: _b("B"), 2: _u("L")}}, gn_oracle,
+             expect=["tensor<?x4x?xf32, #stablehlo.bounds<64, ?, ?>>"]))
+    add(Case("index_select", Fn(lambda s, x, i: (torch.index_select(x, 0, i), torch.index_select(x, 1, i % 3),
+                                                  x[i])),
+             lambda n, g: [r(g, n + 2, 3), g.integers(0, 3, (n,)).astype(np.int64)],
+             {"x": {0: _u("N")}, "i": {0: _u("E")}},
+             lambda p, x, i: [x[i], x[:, i % 3], x[i]],
+             expect=["tensor<?x3xf32>", "stablehlo.dynamic_gather"]))
+
+    E = _u("E")
+
+    def gnn(s, x, src, dst):
+        msg = torch.index_select(x, 0, src) * 0.5
+        a = torch.zeros(x.shape[0], x.shape[1]).index_add(0, dst, msg)
+        b_ = torch.zeros_like(x).scatter_add(0, dst.unsqueeze(1).expand(-1, x.shape[1]), msg)
+        return a, b_
+
+    def gnn_oracle(p, x, src, dst):
+        out = np.zeros(x.shape)
+        np.add.at(out, dst, d(x)[src] * 0.5)
+        return [out, out]
+
+    add(Case("index_add_scatter_add", Fn(gnn),
+             lambda n, g: [r(g, n, 4), g.integers(0, n, (2 * n + 1,)).astype(np.int64),
+                           g.integers(0, n, (2 * n + 1,)).astype(np.int64)],
+             {"x": {0: _u("N")}, "src": {0: E}, "dst": {0: E}}, gnn_oracle,
+             expect=["tensor<?x4xf32>", "stablehlo.scatter"]))
+    return C
+
+
+CASES = build_cases()

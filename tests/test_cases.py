@@ -1,0 +1,61 @@
+"""The catalogue: definitions are consistent, inputs are seeded, oracles are right."""
+
+import numpy as np
+import pytest
+
+import cases
+
+
+@pytest.mark.parametrize("case", cases.catalogue(), ids=lambda c: c.name)
+def test_oracle_shape_matches_declared_output(case):
+    for sizes in case.sizes_for("quick"):
+        inputs = case.make_inputs(sizes, seed=0)
+        assert [a.shape for a in inputs] == case.shapes(sizes)
+        assert case.expected(inputs).shape == case.out_shape_for(sizes)
+
+
+@pytest.mark.parametrize("case", cases.catalogue(), ids=lambda c: c.name)
+def test_inputs_are_deterministic_per_seed(case):
+    sizes = case.sizes_for("quick")[0]
+    a, b, c = case.make_inputs(sizes, 0), case.make_inputs(sizes, 0), case.make_inputs(sizes, 1)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    assert any(not np.array_equal(x, y) for x, y in zip(a, c) if x.size > 1 and x.dtype.kind == "f")
+
+
+def test_full_sweep_of_the_report_is_fifty_novel_edge_counts():
+    sizes = cases.get("gnn_edge_divide").sizes_for("full")
+    assert [s["e"] for s in sizes] == list(range(1000, 1050))
+
+
+def test_index_inputs_stay_in_range():
+    case = cases.get("gnn_message_passing")
+    for sizes in case.sizes_for("full"):
+        x, src, dst, w = case.make_inputs(sizes, seed=3)
+        assert src.dtype == np.int64 and 0 <= src.min() and src.max() < sizes["n"]
+
+
+def test_message_passing_oracle_on_a_hand_example():
+    case = cases.get("gnn_message_passing")
+    x = np.array([[1.0, 2.0], [3.0, 4.0]])
+    out = case.oracle(x, np.array([0, 1, 1]), np.array([1, 1, 0]), np.array([1.0, 0.5, 2.0]))
+    np.testing.assert_allclose(out, [[6.0, 8.0], [2.5, 4.0]])
+
+
+def test_modes_follow_the_dims():
+    assert cases.get("gnn_edge_divide").modes == ("static", "unbounded")
+    assert cases.get("expand_over_batch_bounded").modes == ("static", "bounded", "unbounded")
+    axes = cases.get("expand_over_batch_bounded").dynamic_axes("bounded")
+    assert axes[0][0].max == 64 and axes[1] == {}
+    assert cases.get("expand_over_batch_bounded").dynamic_axes("unbounded")[0][0].max is None
+    assert cases.get("expand_over_batch").dynamic_axes("static") == [{}, {}]
+
+
+def test_bad_definitions_name_the_case():
+    with pytest.raises(cases.CaseError, match="case 'bad': input 'x' uses unknown dim 'q'"):
+        cases.Case(name="bad", tags=(), dims=(cases.static("d", 2),), inputs=(cases.Input("x", ("q",)),),
+                   sweep=(), oracle=lambda x: x, out_shape=("d",), quick=())
+    with pytest.raises(cases.CaseError, match=r"case 'bad': sweep\[0\] e=100 outside \[0, 64\]"):
+        cases.Case(name="bad", tags=(), dims=(cases.bounded("e", max=64),), inputs=(cases.Input("x", ("e",)),),
+                   sweep=({"e": 100},), oracle=lambda x: x, out_shape=("e",), quick=())
+    with pytest.raises(cases.CaseError, match="unknown case 'nope'; valid: gnn_edge_divide"):
+        cases.get("nope")

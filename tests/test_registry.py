@@ -1,0 +1,71 @@
+"""Backends are discovered through the `dynshape.backends` entry-point group,
+the same way for built-in and out-of-tree backends."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+from harness import envs, registry
+
+BUILTIN = {"torch_eager", "einx", "jax_jit", "torch_compile", "torch_export"}
+
+
+def test_builtin_backends_come_from_entry_points():
+    names = {ep.name for ep in registry._entry_points()}
+    assert BUILTIN <= names
+    assert BUILTIN <= set(registry.backends())
+
+
+def _third_party(tmp_path):
+    """An installed-looking distribution with one backend: a module and its dist-info."""
+    (tmp_path / "acme_backend.py").write_text(textwrap.dedent('''
+        from backends.base import Backend, TorchArrays
+
+        class AcmeEager(TorchArrays, Backend):
+            name = "acme"
+            forms = ("torch",)
+            modes = ("static", "unbounded")
+            requires = ("torch",)
+
+            def prepare(self, case, mode):
+                return case.torch_fn()
+    '''))
+    info = tmp_path / "acme_backend-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-backend\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[dynshape.backends]\nacme = acme_backend:AcmeEager\n")
+    env = dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}{envs.ROOT}")
+    return env
+
+
+def test_out_of_tree_backend_is_listed(tmp_path):
+    env = _third_party(tmp_path)
+    out = subprocess.run([sys.executable, "-m", "harness", "list", "--json"], env=env, cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    listed = {b["name"]: b for b in json.loads(out.stdout)["backends"]}
+    assert listed["acme"] == {"name": "acme", "modes": ["static", "unbounded"], "forms": ["torch"], "env": "main",
+                              "available": True, "reason": ""}
+    assert BUILTIN <= set(listed)
+
+
+def test_out_of_tree_backend_runs_a_job(tmp_path):
+    env = _third_party(tmp_path)
+    out = subprocess.run(
+        [sys.executable, "-m", "harness", "run", "--backends", "acme", "--cases", "gnn_edge_divide",
+         "--modes", "unbounded", "--out", str(tmp_path / "res"), "--repeats", "1", "--no-progress"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "| gnn_edge_divide | acme | unbounded | pass | 4 | 0 |" in out.stdout
+
+
+def test_a_backend_that_fails_to_import_is_unavailable_not_fatal(tmp_path):
+    env = _third_party(tmp_path)
+    (tmp_path / "acme_backend.py").write_text("raise ImportError('acme needs libfoo')\n")
+    out = subprocess.run([sys.executable, "-m", "harness", "list", "--json"], env=env, cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    listed = {b["name"]: b for b in json.loads(out.stdout)["backends"]}
+    assert listed["acme"]["available"] is False
+    assert "acme needs libfoo" in listed["acme"]["reason"]

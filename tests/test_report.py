@@ -1,0 +1,59 @@
+"""Report arithmetic on synthetic records."""
+
+import pytest
+
+from harness import report, results
+
+from synthetic import frame, job
+
+
+def _summary():
+    df = frame(
+        job("c", "torch_eager", "unbounded", [0.001, 0.001, 0.002], [1e-5, 2e-5, 3e-5], [0, 0, 0]),
+        job("c", "einx", "static", [0.1, 0.2, 0.3], [2e-5, 4e-5, 6e-5], [1, 2, 3]),
+        job("c", "torch_compile", "unbounded", [2.0, 0.01, 0.01], [1e-5, 1e-5, 1e-5], [1, 1, 1]),
+        [results.record(run_id="r", case="c", backend="jax_jit", mode="unbounded",
+                        status="unsupported", message="no unbounded mode")],
+    )
+    return report.summarise(df).set_index(["backend", "mode"])
+
+
+def test_compiles_shapes_and_times():
+    s = _summary()
+    einx = s.loc[("einx", "static")]
+    assert einx["shapes"] == 3 and einx["compiles"] == 3 and einx["compiles_per_shape"] == 1.0
+    assert einx["novel_sweep_s"] == pytest.approx(0.6)
+    assert einx["cached_median_s"] == pytest.approx(4e-5)
+    assert einx["max_abs_err"] == pytest.approx(3e-7)
+    tc = s.loc[("torch_compile", "unbounded")]
+    assert tc["compiles"] == 1 and tc["compiles_per_shape"] == pytest.approx(1 / 3)
+
+
+def test_ratios_against_torch_eager_fall_back_to_any_mode():
+    s = _summary()
+    # einx ran static; eager only unbounded: ratios use eager's unbounded row
+    assert s.loc[("einx", "static")]["novel_vs_eager"] == pytest.approx(0.6 / 0.004)
+    assert s.loc[("einx", "static")]["cached_vs_eager"] == pytest.approx(2.0)
+    assert s.loc[("torch_eager", "unbounded")]["cached_vs_eager"] == pytest.approx(1.0)
+
+
+def test_status_is_the_worst_record():
+    df = frame(job("c", "b", "static", [0.1, 0.1], [], [1, 2]))
+    df.loc[1, "status"] = "mismatch"
+    df.loc[1, "message"] = "3 of 8 elements outside"
+    s = report.summarise(df).iloc[0]
+    assert s["status"] == "mismatch" and "3 of 8" in s["message"]
+
+
+def test_markdown_lists_measured_rows_and_not_run_jobs():
+    text = report.markdown(_summary().reset_index())
+    assert "| c | einx | static | pass | 3 | 3 | 1.00 |" in text
+    assert "Not run:\n- c [jax_jit-unbounded] unsupported: no unbounded mode" in text
+    assert "150.0×" in text  # einx novel sweep vs eager
+
+
+def test_seconds_are_formatted_with_units():
+    assert report.fmt_seconds(2.5) == "2.50 s"
+    assert report.fmt_seconds(0.0123) == "12.30 ms"
+    assert report.fmt_seconds(4.2e-6) == "4.2 µs"
+    assert report.fmt_seconds(None) == "–"

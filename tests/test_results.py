@@ -1,0 +1,68 @@
+"""The record schema, the JSONL writer and the loader."""
+
+import json
+
+import pytest
+
+from harness import results
+
+
+def test_record_has_every_field_and_the_schema_version():
+    rec = results.record(case="c", backend="b", mode="static", status="pass")
+    assert list(rec) == list(results.FIELDS)
+    assert rec["schema"] == results.SCHEMA and rec["latency_s"] is None
+
+
+def test_record_rejects_unknown_fields_and_statuses():
+    with pytest.raises(results.ResultsError, match="unknown record fields"):
+        results.record(case="c", latnecy_s=1.0)
+    with pytest.raises(results.ResultsError, match="unknown status 'ok'"):
+        results.record(status="ok")
+
+
+def test_required_fields_of_the_issue_are_present():
+    required = {"run_id", "commit", "dirty", "machine", "timestamp", "versions", "case", "backend", "mode",
+                "shape_index", "sizes", "novel", "compiles", "latency_s", "cached_latency_s", "cached_iqr_s",
+                "max_abs_err", "max_rel_err", "ok", "status", "message"}
+    assert required <= set(results.FIELDS)
+
+
+def test_writer_flushes_each_record_and_load_reads_them(tmp_path):
+    path = tmp_path / "run.jsonl"
+    w = results.Writer(path)
+    w.write(results.record(case="a", status="pass", compiles=1))
+    # readable before close: an interrupted run keeps what it wrote
+    assert len(path.read_text().splitlines()) == 1
+    w.write(results.record(case="b", status="error", message="boom"))
+    w.close()
+    df = results.load([path])
+    assert list(df["case"]) == ["a", "b"] and list(df.columns) == list(results.FIELDS)
+
+
+def test_load_takes_directories_and_defaults_to_the_latest_run(tmp_path):
+    for name in ("r1", "r2"):
+        with results.Writer(tmp_path / f"{name}.jsonl") as w:
+            w.write(results.record(run_id=name, status="pass"))
+    assert len(results.load([tmp_path])) == 2
+    assert list(results.load(None, default_dir=tmp_path)["run_id"]) == ["r2"]
+
+
+def test_load_refuses_other_schema_versions_by_name(tmp_path):
+    path = tmp_path / "old.jsonl"
+    path.write_text(json.dumps({"schema": 0, "case": "x"}) + "\n")
+    with pytest.raises(results.ResultsError, match=r"old.jsonl:1: schema 0 is not supported"):
+        results.load([path])
+
+
+def test_torn_line_is_reported_with_its_position(tmp_path):
+    path = tmp_path / "torn.jsonl"
+    path.write_text(json.dumps(results.record(status="pass")) + "\n{\"schema\": 1, \"ca")
+    with pytest.raises(results.ResultsError, match=r"torn.jsonl:2: not JSON"):
+        results.load([path])
+
+
+def test_missing_paths_and_empty_dirs_are_clear_errors(tmp_path):
+    with pytest.raises(results.ResultsError, match="no such results file"):
+        results.load([tmp_path / "nope.jsonl"])
+    with pytest.raises(results.ResultsError, match="no runs in"):
+        results.load(None, default_dir=tmp_path)
