@@ -28,6 +28,8 @@ def test_conformance(combo, rules, tmp_path):
     found = expectations.problems(records, rule)
     if rule.xfail:
         assert found, f"{combo.id} passed but is expected to fail ({rule.xfail}): update cases/expectations.toml"
+        other = expectations.unexpected_failure(records, rule)
+        assert other is None, f"{combo.id} failed differently than expected: {other}"
         pytest.xfail(rule.xfail)
     assert not found, f"{combo.id}:\n  " + "\n  ".join(found)
 

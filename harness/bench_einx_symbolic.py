@@ -53,15 +53,23 @@ def worker(name, n, mode):
     print(json.dumps({"seconds": dt, "builds": builds}))
 
 
-def measure(name, n, mode, repeats):
-    vals, builds = [], None
+def _once(name, n, mode):
+    out = subprocess.run([sys.executable, "-m", "harness.bench_einx_symbolic", "--worker", name, str(n), mode],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def measure_all(n, mode, repeats, names=("torch", "einx_symbolic", "einx")):
+    """Median seconds per implementation; runs are interleaved so machine load hits all alike."""
+    vals = {k: [] for k in names}
+    builds = None
     for _ in range(repeats):
-        out = subprocess.run([sys.executable, "-m", "harness.bench_einx_symbolic", "--worker", name, str(n), mode],
-                             capture_output=True, text=True, check=True)
-        r = json.loads(out.stdout.strip().splitlines()[-1])
-        vals.append(r["seconds"])
-        builds = r["builds"]
-    return statistics.median(vals), builds
+        for name in names:
+            r = _once(name, n, mode)
+            vals[name].append(r["seconds"])
+            if name == "einx_symbolic":
+                builds = r["builds"]
+    return {k: statistics.median(v) for k, v in vals.items()}, builds
 
 
 def main(argv=None):
@@ -74,13 +82,10 @@ def main(argv=None):
         return
     rows = []
     for n in (50, 500):
-        t_torch, _ = measure("torch", n, "loop", a.repeats)
-        t_einx, _ = measure("einx", n, "loop", a.repeats)
-        t_sym, builds = measure("einx_symbolic", n, "loop", a.repeats)
-        rows.append((f"loop {n} novel sizes (s)", t_torch, t_einx, t_sym, builds))
-    c_torch, _ = measure("torch", 20000, "cached", a.repeats)
-    c_einx, _ = measure("einx", 20000, "cached", a.repeats)
-    c_sym, _ = measure("einx_symbolic", 20000, "cached", a.repeats)
+        m, builds = measure_all(n, "loop", a.repeats)
+        rows.append((f"loop {n} novel sizes (s)", m["torch"], m["einx"], m["einx_symbolic"], builds))
+    m, _ = measure_all(20000, "cached", a.repeats)
+    c_torch, c_einx, c_sym = m["torch"], m["einx"], m["einx_symbolic"]
     print(f"divide({DESC!r}), d=8, medians of {a.repeats} fresh processes")
     print(f"{'measurement':32} {'raw torch':>11} {'einx 0.4.3':>11} {'einx_symbolic':>14} {'einx/torch':>11} {'sym/torch':>10} {'sym builds':>10}")
     for label, t, e, s, b in rows:

@@ -33,6 +33,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--repeats", type=int, default=7, help="timed repeats per shape in the cached phase")
     run.add_argument("--warmup", type=int, default=2, help="warm-up calls per shape before the cached phase")
     run.add_argument("--timeout", type=float, help="seconds per job (default: the backend's)")
+    run.add_argument("--threads", type=int, default=1,
+                     help="OMP/MKL threads per worker (default 1, steadier timings; 0: the frameworks' default)")
     run.add_argument("--warm-cache", action="store_true", help="keep on-disk compile caches between runs")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -104,7 +106,8 @@ def _run(args) -> int:
         print("dynshape: nothing to run: no case has the selected modes", file=sys.stderr)
         return EXIT_USAGE
     r = runner.Runner(args.out, profile=args.profile, repeats=args.repeats, warmup=args.warmup,
-                      timeout_s=args.timeout, warm_cache=args.warm_cache, progress=not args.no_progress)
+                      timeout_s=args.timeout, warm_cache=args.warm_cache, progress=not args.no_progress,
+                      threads=args.threads or None)
     print(f"run {r.run_id}: {len(combos)} jobs, profile {args.profile} → {r.path}", file=sys.stderr)
     path = r.run(combos, jobs=args.jobs)
     summary = report.summarise(results.load([path]))

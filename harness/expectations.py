@@ -33,6 +33,7 @@ class Rule:
     compiles: str | None = None
     stages: tuple[tuple[str, str], ...] = ()
     xfail: str | None = None
+    match: str | None = None
     index: int = 0
 
     def matches(self, case: str, backend: str, mode: str) -> bool:
@@ -52,7 +53,7 @@ def load(path: str | Path = DEFAULT) -> list[Rule]:
         data = tomllib.load(f)
     rules = []
     for i, raw in enumerate(data.get("expect", [])):
-        unknown = set(raw) - {"case", "backend", "mode", "compiles", "stages", "xfail"}
+        unknown = set(raw) - {"case", "backend", "mode", "compiles", "stages", "xfail", "match"}
         if unknown:
             raise ExpectationError(f"{path}: rule #{i + 1} has unknown keys {sorted(unknown)}")
         if ("compiles" in raw) == ("xfail" in raw):
@@ -61,8 +62,10 @@ def load(path: str | Path = DEFAULT) -> list[Rule]:
             case=raw.get("case", "*"), backend=raw.get("backend", "*"), mode=raw.get("mode", "*"),
             compiles=str(raw["compiles"]) if "compiles" in raw else None,
             stages=tuple((k, str(v)) for k, v in raw.get("stages", {}).items()),
-            xfail=raw.get("xfail"), index=i,
+            xfail=raw.get("xfail"), match=raw.get("match"), index=i,
         )
+        if rule.match is not None and rule.xfail is None:
+            raise ExpectationError(f"{path}: rule #{i + 1}: 'match' goes with 'xfail'")
         for formula in ([rule.compiles] if rule.compiles else []) + [v for _, v in rule.stages]:
             evaluate(formula, 1)  # fail early on a bad formula, naming it
         rules.append(rule)
@@ -138,3 +141,17 @@ def problems(records: list[dict], rule: Rule) -> list[str]:
         out.append(f"the cached phase compiled again: {last['compiles']} → {grew[-1]['compiles']} "
                    "(a shape seen before was not served from the cache)")
     return out
+
+
+def unexpected_failure(records: list[dict], rule: Rule) -> str | None:
+    """For an ``xfail`` rule with ``match``: a failure message that does not
+    match the expected one (the job failed, but not as the file says)."""
+    import re
+
+    if rule.match is None:
+        return None
+    failed = [r for r in records if r.get("status") not in ("pass", None)]
+    msgs = [str(r.get("message")) for r in failed]
+    if any(re.search(rule.match, m) for m in msgs):
+        return None
+    return f"expected a failure matching {rule.match!r}, got: {msgs[0] if msgs else 'no failure'}"

@@ -86,6 +86,7 @@ class Runner:
         timeout_s: float | None = None,
         warm_cache: bool = False,
         progress: bool = True,
+        threads: int | None = 1,
     ):
         if profile not in cases.PROFILES:
             raise cases.CaseError(f"unknown profile {profile!r}; valid: {', '.join(cases.PROFILES)}")
@@ -93,9 +94,11 @@ class Runner:
         self.path = Path(out_dir) / f"{self.run_id}.jsonl"
         self.profile, self.repeats, self.warmup = profile, repeats, warmup
         self.timeout_s, self.warm_cache, self.progress = timeout_s, warm_cache, progress
+        self.threads = threads
         commit, dirty = meta.git_state()
         self._common = {
-            "run_id": self.run_id, "commit": commit, "dirty": dirty, "machine": meta.machine(), "profile": profile,
+            "run_id": self.run_id, "commit": commit, "dirty": dirty, "profile": profile,
+            "machine": dict(meta.machine(), threads=threads),
         }
         self._lock = threading.Lock()
 
@@ -159,6 +162,10 @@ class Runner:
         env.update(envs.env_vars(combo.backend.env))
         env.update(_cache_env(cache_dir))
         env["PYTHONUNBUFFERED"] = "1"
+        if self.threads:
+            # intra-op threads of torch (and OpenMP/MKL kernels): small ops on
+            # a shared 2-core machine time far more steadily on one thread
+            env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(self.threads)
         try:
             python = envs.python_for(combo.backend.env)
         except envs.EnvError as e:

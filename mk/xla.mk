@@ -6,7 +6,7 @@
 #   make xla-env     create .venv-xla and install requirements-xla.txt (idempotent;
 #                    first time ~3 min and ~7 GB: torch 2.9.1 on PyPI is the CUDA build)
 #   make xla-check   print the torch / torch_xla versions on the PJRT CPU device
-#   make test-xla    run tests/torch_xla with the main environment's pytest
+#   make test-xla    run tests/xla_peers with the main environment's pytest
 #   make xla-clean   remove .venv-xla
 #
 # Knobs: XLA_PYTHON_BASE (interpreter that creates the venv: CPython 3.10-3.13),
@@ -51,7 +51,7 @@ xla-check: $(XLA_VENV)/.installed
 	PJRT_DEVICE=CPU $(XLA_PY) -c "import torch, torch_xla; print(torch.__version__, torch_xla.__version__)"
 
 test-xla: $(XLA_VENV)/.installed
-	DYNSHAPE_XLA_PYTHON=$(abspath $(XLA_PY)) $(XLA_MAIN_PY) -m pytest -q tests/torch_xla
+	DYNSHAPE_XLA_PYTHON=$(abspath $(XLA_PY)) $(XLA_MAIN_PY) -m pytest -q tests/xla_peers
 
 xla-clean:
 	rm -rf $(XLA_VENV)

@@ -64,3 +64,12 @@ def test_failed_shapes_are_problems_even_for_xfail_rules():
 
 def test_the_checked_in_file_loads():
     assert len(ex.load()) >= 5
+
+
+def test_xfail_match_catches_a_different_failure():
+    rule = ex.Rule(xfail="known", match="Unbounded dynamism")
+    recs = _records([1, 1], statuses=["error", "error"])
+    recs[0]["message"] = "ValueError: Unbounded dynamism is disabled for instruction"
+    assert ex.unexpected_failure(recs, rule) is None
+    recs[0]["message"] = "TypeError: something else"
+    assert "expected a failure matching" in ex.unexpected_failure(recs, rule)

@@ -11,7 +11,12 @@ unbounded
     (``EXPERIMENTAL_XLA_UNBOUNDED_DYNAMISM=1`` is set for the xla environment
     by ``harness.envs``). With torch_xla 2.9.0 on CPU the graph traces, but
     XLA's HLO verifier rejects it at compile time ("Unbounded dynamism is
-    disabled for instruction: ..."): the mode exists to record that.
+    disabled for instruction: ..."; each failed attempt still counts one
+    ``UncachedCompile``): the mode exists to record that. Where no marked
+    tensor enters the graph (expand_over_batch reads only ``x.shape[0]``, a
+    Python int here) it behaves like static.
+
+See FINDINGS.md beside this file for the per-case record.
 """
 
 from __future__ import annotations

@@ -149,8 +149,8 @@ class TorchXlaStableHLO(Backend):
         t0 = time.perf_counter()
         try:
             res = run_export(case.name, mode, args, self.canonicalize, timeout=min(600.0, self.timeout_s))
-        except ExportFailed as e:
-            self._failure = str(e)
+        except Exception as e:  # no answer (worker died, timed out) or no xla env: don't retry per shape
+            self._failure = str(e) if isinstance(e, ExportFailed) else f"{type(e).__name__}: {e}"
             raise
         finally:
             self._export_wall_s += time.perf_counter() - t0

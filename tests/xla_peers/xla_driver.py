@@ -1,8 +1,8 @@
-"""Runs inside .venv-xla for tests/torch_xla: drives TorchXlaLazy through the
+"""Runs inside .venv-xla for tests/xla_peers: drives TorchXlaLazy through the
 backend API (as harness.measure does) for several jobs in one interpreter
 (importing torch_xla costs seconds), and one job through harness.measure.run.
 
-    .venv-xla/bin/python tests/torch_xla/xla_driver.py SPEC.json
+    .venv-xla/bin/python tests/xla_peers/xla_driver.py SPEC.json
 
 SPEC: {"jobs": [{"case", "mode", "sizes": [{dim: size}], "repeat": [index, ...]}],
        "measure": {"case", "mode", "profile"} | null, "out": DIR}
