@@ -2,9 +2,9 @@
 
 ``unbounded``: the symbolic graph is built once per case (sizes are read at
 run time), so a case costs exactly 1 compile however many shapes it sees.
-``static`` is offered for comparison: it emulates per-shape specialisation by
-dropping the graph cache whenever the input shapes change, i.e. one build per
-novel shape, like einx 0.4.3.
+``static`` is offered for comparison: it emulates per-shape specialisation
+with one graph cache per concrete input shape, i.e. one build per novel shape,
+like einx 0.4.3 (a shape seen before finds its graph again).
 """
 
 from __future__ import annotations
@@ -25,19 +25,19 @@ class EinxSymbolic(TorchArrays, Backend):
         op = getattr(ex, form.op)
         description, params = form.description, dict(form.params)
 
+        from backends.einx_symbolic import api
+
         if mode == "static":
-            seen = [None]
 
             def program(*args):
-                shapes = tuple(tuple(a.shape) for a in args)
-                if shapes != seen[0]:
-                    ex.clear_cache()
-                    seen[0] = shapes
+                api.select_cache(tuple(tuple(a.shape) for a in args))
                 return op(description, *args, **params)
         else:
 
             def program(*args):
                 return op(description, *args, **params)
+
+            api.select_cache(None)
 
         return program
 

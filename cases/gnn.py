@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .model import Case, EinxForm, Input, Tolerance, static, unbounded
+from .model import Case, EinxForm, Input, Tolerance, bounded, static
 
 # The einx report's loop: E = 1000..1049, 50 novel shapes.
 EDGE_SWEEP = tuple({"e": e} for e in range(1000, 1050))
@@ -28,7 +28,8 @@ gnn_edge_divide = Case(
     name="gnn_edge_divide",
     tags=("gnn", "einx", "elementwise", "broadcast"),
     description='einx.divide("e d, e -> e d", d, c): per-edge features over a per-edge scalar',
-    dims=(unbounded("e", min=2), static("d", 8)),
+    # E varies per batch; a data loader that caps edges per batch gives a bound
+    dims=(bounded("e", max=2048, min=2), static("d", 8)),
     inputs=(
         Input("d", ("e", "d")),
         Input("c", ("e",), gen="uniform", low=0.5, high=1.5, pad=1.0),
@@ -61,7 +62,7 @@ gnn_rbf_subtract = Case(
     name="gnn_rbf_subtract",
     tags=("gnn", "einx", "elementwise", "outer"),
     description='einx.subtract("e, r -> e r", dist, centers): radial-basis expansion of edge lengths',
-    dims=(unbounded("e", min=2), static("r", 32)),
+    dims=(bounded("e", max=8192, min=2), static("r", 32)),
     inputs=(
         Input("dist", ("e",), gen="uniform", low=0.0, high=6.0),
         Input("centers", ("r",), gen="uniform", low=0.0, high=6.0),
@@ -105,7 +106,7 @@ gnn_message_passing = Case(
     name="gnn_message_passing",
     tags=("gnn", "scatter", "gather"),
     description="messages x[src] * w scatter-summed onto dst nodes (index_add); E and N dynamic",
-    dims=(unbounded("n", min=2), unbounded("e", min=2), static("f", 16)),
+    dims=(bounded("n", max=512, min=2), bounded("e", max=4096, min=2), static("f", 16)),
     inputs=(
         Input("x", ("n", "f")),
         Input("src", ("e",), dtype="int64", gen="index", high="n"),

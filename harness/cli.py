@@ -110,7 +110,7 @@ def _run(args) -> int:
                       threads=args.threads or None)
     print(f"run {r.run_id}: {len(combos)} jobs, profile {args.profile} → {r.path}", file=sys.stderr)
     path = r.run(combos, jobs=args.jobs)
-    summary = report.summarise(results.load([path]))
+    summary = report.annotate(report.summarise(results.load([path])))
     print(report.markdown(summary))
     csv = path.with_suffix(".report.csv")
     summary.to_csv(csv, index=False)
@@ -122,7 +122,7 @@ def _report(args) -> int:
     from . import report, results
 
     files = results.run_files(args.paths, args.results)
-    summary = report.summarise(results.load(files))
+    summary = report.annotate(report.summarise(results.load(files)))
     print(report.markdown(summary))
     csv = Path(args.csv) if args.csv else files[0].with_suffix(".report.csv")
     summary.to_csv(csv, index=False)

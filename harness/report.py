@@ -14,7 +14,7 @@ BASELINE = "torch_eager"
 SEVERITY = ["crashed", "timeout", "error", "mismatch", "skipped", "unsupported", "pass"]
 
 COLUMNS = [
-    "case", "backend", "mode", "status", "shapes", "compiles", "compiles_per_shape", "stages",
+    "case", "backend", "mode", "status", "expected", "shapes", "compiles", "compiles_per_shape", "stages",
     "novel_sweep_s", "cached_median_s", "novel_vs_eager", "cached_vs_eager", "max_abs_err", "max_rel_err",
     "message",
 ]
@@ -62,6 +62,34 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
         })
     out = pd.DataFrame(rows, columns=[c for c in COLUMNS if c not in ("novel_vs_eager", "cached_vs_eager")] + (["run_id"] if "run_id" in keys else []))
     return _relative(out)
+
+
+def annotate(summary: pd.DataFrame, rules=None) -> pd.DataFrame:
+    """Add ``expected``: what ``cases/expectations.toml`` says of each row —
+    ``=`` / ``≠`` the compile formula for passing rows, ``xfail: reason`` for
+    an expected failure, ``unexpected`` for a failure the file does not expect."""
+    from . import expectations
+
+    rules = expectations.load() if rules is None else rules
+    out = summary.copy()
+    notes = []
+    for _, r in out.iterrows():
+        rule = expectations.lookup(rules, r["case"], r["backend"], r["mode"])
+        if r["status"] in ("unsupported", "skipped"):
+            notes.append("")
+        elif rule is None:
+            notes.append("no rule")
+        elif rule.xfail:
+            notes.append(f"xfail: {rule.xfail}" if r["status"] != "pass" else "xpass: update expectations")
+        elif r["status"] != "pass":
+            notes.append("unexpected")
+        elif r["compiles"] is None or not r["shapes"]:
+            notes.append("")
+        else:
+            want = expectations.evaluate(rule.compiles, int(r["shapes"]))
+            notes.append(f"{'=' if want == r['compiles'] else '≠'} {rule.compiles}")
+    out["expected"] = notes
+    return out[[c for c in COLUMNS + ["run_id"] if c in out.columns]]
 
 
 def _relative(out: pd.DataFrame) -> pd.DataFrame:
@@ -112,7 +140,7 @@ HEADERS = {
     "compiles": "compiles", "compiles_per_shape": "compiles/shape", "stages": "stages",
     "novel_sweep_s": "novel sweep", "cached_median_s": "cached call", "novel_vs_eager": "novel ×eager",
     "cached_vs_eager": "cached ×eager", "max_abs_err": "max abs err", "max_rel_err": "max rel err",
-    "message": "note", "run_id": "run",
+    "message": "note", "run_id": "run", "expected": "expected",
 }
 
 
@@ -140,6 +168,9 @@ def _fmt(col, v) -> str:
         return f"{v:.2f}"
     if col in ("max_abs_err", "max_rel_err"):
         return f"{v:.1e}"
+    if col == "expected":
+        s = str(v)
+        return s if len(s) <= 60 else s[:57] + "…"
     if col == "message":
         s = str(v).replace("|", "\\|").replace("\n", " ")
         return s if len(s) <= 90 else s[:87] + "…"
@@ -162,6 +193,6 @@ def markdown(summary: pd.DataFrame) -> str:
 
 def _table(df: pd.DataFrame, cols) -> str:
     head = "| " + " | ".join(HEADERS.get(c, c) for c in cols) + " |"
-    sep = "|" + "|".join("---" if c in ("case", "backend", "mode", "status", "stages", "message") else "---:" for c in cols) + "|"
+    sep = "|" + "|".join("---" if c in ("case", "backend", "mode", "status", "expected", "stages", "message") else "---:" for c in cols) + "|"
     body = ["| " + " | ".join(_fmt(c, r[c]) for c in cols) + " |" for _, r in df.iterrows()]
     return "\n".join([head, sep, *body])

@@ -11,7 +11,7 @@ def test_list_json_shape(capsys):
     assert cli.main(["list", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     case = {c["name"]: c for c in data["cases"]}["gnn_edge_divide"]
-    assert case["dims"] == {"e": {"kind": "unbounded"}, "d": {"kind": "static", "size": 8}}
+    assert case["dims"] == {"e": {"kind": "bounded", "max": 2048}, "d": {"kind": "static", "size": 8}}
     assert set(case) >= {"name", "tags", "dims"}
     for b in data["backends"]:
         assert set(b) >= {"name", "modes", "env", "available", "reason"}

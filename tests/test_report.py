@@ -57,3 +57,15 @@ def test_seconds_are_formatted_with_units():
     assert report.fmt_seconds(0.0123) == "12.30 ms"
     assert report.fmt_seconds(4.2e-6) == "4.2 µs"
     assert report.fmt_seconds(None) == "–"
+
+
+def test_annotate_states_what_the_expectations_file_says():
+    from harness import expectations as ex
+
+    rules = [ex.Rule(backend="einx", compiles="n_shapes", index=0), ex.Rule(backend="torch_compile", compiles="0", index=1),
+             ex.Rule(backend="jax_jit", xfail="known", index=2)]
+    s = report.annotate(_summary().reset_index(), rules).set_index(["backend", "mode"])
+    assert s.loc[("einx", "static")]["expected"] == "= n_shapes"
+    assert s.loc[("torch_compile", "unbounded")]["expected"] == "≠ 0"
+    assert s.loc[("torch_eager", "unbounded")]["expected"] == "no rule"
+    assert s.loc[("jax_jit", "unbounded")]["expected"] == ""  # unsupported rows are not judged

@@ -27,6 +27,19 @@ def clear_cache():
     _CANON.clear()
 
 
+_SCOPES = {None: (_CACHE, _CANON)}
+
+
+def select_cache(scope=None):
+    """Make the graph cache named ``scope`` the active one (``None``: the default).
+
+    Used to emulate per-shape specialisation for comparison: one scope per
+    concrete shape builds one graph per shape, and a shape seen before finds
+    its graph again."""
+    global _CACHE, _CANON
+    _CACHE, _CANON = _SCOPES.setdefault(scope, ({}, {}))
+
+
 def _psig(v):
     if isinstance(v, (tuple, list)):
         if not all(isinstance(x, (int, _np.integer)) for x in v):
