@@ -60,7 +60,7 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
             "max_rel_err": _max(g["max_rel_err"]),
             "message": messages[0] if messages else "",
         })
-    out = pd.DataFrame(rows, columns=[c for c in COLUMNS if c not in ("novel_vs_eager", "cached_vs_eager")] + (["run_id"] if "run_id" in keys else []))
+    out = pd.DataFrame(rows, columns=[c for c in COLUMNS if c not in ("novel_vs_eager", "cached_vs_eager", "expected")] + (["run_id"] if "run_id" in keys else []))
     return _relative(out)
 
 
