@@ -18,8 +18,12 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[main,test,bench]'
 	@touch $@
 
-run: $(STAMP)
-	$(PY) -m harness run --quick
+# two workers at a time keep the default profile under 10 minutes on 2 cores;
+# for careful timings run `python -m harness run --jobs 1`
+RUN_FLAGS ?= --quick --jobs 2
+
+run: $(STAMP) xla-env
+	$(PY) -m harness run $(RUN_FLAGS)
 
 test: $(STAMP) xla-env
 	$(PY) -m pytest tests/ cases/ $(PYTEST_FLAGS)

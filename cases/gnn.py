@@ -35,7 +35,6 @@ gnn_edge_divide = Case(
         Input("c", ("e",), gen="uniform", low=0.5, high=1.5, pad=1.0),
     ),
     sweep=EDGE_SWEEP,
-    quick=(0, 1, 2, 3),
     oracle=lambda d, c: d / c[:, np.newaxis],
     out_shape=("e", "d"),
     einx=EinxForm("divide", "e d, e -> e d"),
