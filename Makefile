@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-PYTEST_FLAGS ?=
+PYTEST_FLAGS ?= -n 2
 
 .PHONY: setup run test gate bench asv-quick clean
 

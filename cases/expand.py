@@ -30,7 +30,7 @@ def _expand_oracle(x, emb):
     return np.broadcast_to(emb, (2 * x.shape[0], emb.shape[1], emb.shape[2])).copy()
 
 
-def _expand_case(name: str, batch, sweep, tags) -> Case:
+def _expand_case(name: str, batch, sweep, tags, only_modes=None) -> Case:
     return Case(
         name=name,
         tags=("size-arithmetic", "broadcast") + tags,
@@ -42,6 +42,7 @@ def _expand_case(name: str, batch, sweep, tags) -> Case:
         out_shape=("2*b", 1, "k"),
         torch_fn=_expand_torch,
         jax_fn=_expand_jax,
+        only_modes=only_modes,
     )
 
 
@@ -57,6 +58,8 @@ expand_over_batch_bounded = _expand_case(
     bounded("b", max=64, min=2),
     tuple({"b": b} for b in (2, 3, 5, 8, 13, 21, 34, 55, 64)),
     ("bounded",),
+    # static and unbounded are expand_over_batch's rows
+    only_modes=("bounded",),
 )
 
 CASES = (expand_over_batch, expand_over_batch_bounded)

@@ -134,6 +134,9 @@ class Case:
     jax_fn: Callable[[], Callable] | None = None
     tolerance: Tolerance | None = None
     description: str = ""
+    #: run only these of the modes the dims allow (a twin case that exists
+    #: for one mode need not repeat its sibling's other modes)
+    only_modes: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         names = [d.name for d in self.dims]
@@ -160,6 +163,8 @@ class Case:
         for i in self.quick:
             if not 0 <= i < len(self.sweep):
                 raise CaseError(f"case {self.name!r}: quick index {i} outside the sweep")
+        if self.only_modes is not None and not set(self.only_modes) <= set(self._dim_modes()):
+            raise CaseError(f"case {self.name!r}: only_modes {self.only_modes} not among {self._dim_modes()}")
 
     # -- dims and modes --------------------------------------------------
     def dim(self, name: str) -> Dim:
@@ -175,7 +180,12 @@ class Case:
     @property
     def modes(self) -> tuple[str, ...]:
         """Modes that make sense here: static always; unbounded when any dim
-        is dynamic; bounded when any dim carries a maximum."""
+        is dynamic; bounded when any dim carries a maximum (narrowed by
+        ``only_modes``)."""
+        modes = self._dim_modes()
+        return modes if self.only_modes is None else tuple(m for m in modes if m in self.only_modes)
+
+    def _dim_modes(self) -> tuple[str, ...]:
         kinds = {d.kind for d in self.dims}
         out = ["static"]
         if kinds & {"bounded", "unbounded"}:
@@ -197,7 +207,7 @@ class Case:
         dim is unbounded (its max dropped); in ``bounded`` a bounded dim keeps
         its max and an unbounded one stays unbounded.
         """
-        if mode not in self.modes:
+        if mode not in self._dim_modes():
             raise CaseError(f"case {self.name!r} has no mode {mode!r} (it has {', '.join(self.modes)})")
         out = []
         for inp in self.inputs:
@@ -292,20 +302,36 @@ def match_globs(names: Sequence[str], globs: str | None, what: str) -> list[str]
     return out
 
 
-def _eval_size(expr: str, env: Mapping[str, int], case: str) -> int:
+def eval_int(expr: str, names: Mapping[str, int]) -> int:
+    """Evaluate an integer expression over ``names``: ints, names, ``+ - * //``,
+    ``min(...)`` and ``max(...)``. Raises ``ValueError`` on anything else."""
     import ast
+    import operator
+
+    ops = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv}
 
     def ev(node):
         if isinstance(node, ast.Expression):
             return ev(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        if isinstance(node, ast.Constant) and type(node.value) is int:
             return node.value
-        if isinstance(node, ast.Name) and node.id in env:
-            return env[node.id]
-        if isinstance(node, ast.BinOp):
-            ops = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__, ast.FloorDiv: int.__floordiv__}
-            if type(node.op) in ops:
-                return ops[type(node.op)](ev(node.left), ev(node.right))
-        raise CaseError(f"case {case!r}: cannot evaluate size expression {expr!r}")
+        if isinstance(node, ast.Name) and node.id in names:
+            return names[node.id]
+        if isinstance(node, ast.BinOp) and type(node.op) in ops:
+            return ops[type(node.op)](ev(node.left), ev(node.right))
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("min", "max")
+                and node.args and not node.keywords):
+            return (min if node.func.id == "min" else max)(ev(a) for a in node.args)
+        raise ValueError(f"cannot evaluate {expr!r}: use ints, {', '.join(names) or 'no names'}, + - * //, min, max")
 
-    return ev(ast.parse(expr, mode="eval"))
+    try:
+        return ev(ast.parse(expr, mode="eval"))
+    except SyntaxError:
+        raise ValueError(f"cannot evaluate {expr!r}: not an expression") from None
+
+
+def _eval_size(expr: str, env: Mapping[str, int], case: str) -> int:
+    try:
+        return eval_int(expr, env)
+    except ValueError as e:
+        raise CaseError(f"case {case!r}: size expression: {e}") from None

@@ -75,17 +75,19 @@ def measure_all(n, mode, repeats, names=("torch", "einx_symbolic", "einx")):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--skip-einx", action="store_true", help="only raw torch and einx_symbolic (quick iterations)")
     p.add_argument("--worker", nargs=3, metavar=("IMPL", "N", "MODE"), help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.worker:
         worker(a.worker[0], int(a.worker[1]), a.worker[2])
         return
+    names = ("torch", "einx_symbolic") if a.skip_einx else ("torch", "einx_symbolic", "einx")
     rows = []
     for n in (50, 500):
-        m, builds = measure_all(n, "loop", a.repeats)
-        rows.append((f"loop {n} novel sizes (s)", m["torch"], m["einx"], m["einx_symbolic"], builds))
-    m, _ = measure_all(20000, "cached", a.repeats)
-    c_torch, c_einx, c_sym = m["torch"], m["einx"], m["einx_symbolic"]
+        m, builds = measure_all(n, "loop", a.repeats, names)
+        rows.append((f"loop {n} novel sizes (s)", m["torch"], m.get("einx", float("nan")), m["einx_symbolic"], builds))
+    m, _ = measure_all(20000, "cached", a.repeats, names)
+    c_torch, c_einx, c_sym = m["torch"], m.get("einx", float("nan")), m["einx_symbolic"]
     print(f"divide({DESC!r}), d=8, medians of {a.repeats} fresh processes")
     print(f"{'measurement':32} {'raw torch':>11} {'einx 0.4.3':>11} {'einx_symbolic':>14} {'einx/torch':>11} {'sym/torch':>10} {'sym builds':>10}")
     for label, t, e, s, b in rows:

@@ -12,7 +12,6 @@ than expected fail, and so do fewer, so the file stays true.
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import fnmatch
 import tomllib
@@ -79,31 +78,12 @@ def lookup(rules: list[Rule], case: str, backend: str, mode: str) -> Rule | None
 
 def evaluate(formula: str, n_shapes: int) -> int:
     """Evaluate a compile-count formula: ints, ``n_shapes``, ``+ - * //``, ``min``/``max``."""
-    names = {"n_shapes": n_shapes}
-
-    def ev(node):
-        if isinstance(node, ast.Expression):
-            return ev(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, int):
-            return node.value
-        if isinstance(node, ast.Name) and node.id in names:
-            return names[node.id]
-        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-            return _OPS[type(node.op)](ev(node.left), ev(node.right))
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("min", "max")
-                and not node.keywords):
-            return {"min": min, "max": max}[node.func.id](ev(a) for a in node.args)
-        raise ExpectationError(f"bad compile-count formula {formula!r}: use ints, n_shapes, + - * //, min, max")
+    from cases.model import eval_int
 
     try:
-        tree = ast.parse(formula, mode="eval")
-    except SyntaxError:
-        raise ExpectationError(f"bad compile-count formula {formula!r}: not an expression") from None
-    return ev(tree)
-
-
-_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-        ast.FloorDiv: lambda a, b: a // b}
+        return eval_int(formula, {"n_shapes": n_shapes})
+    except ValueError as e:
+        raise ExpectationError(f"bad compile-count formula {formula!r}: {e}") from None
 
 
 def problems(records: list[dict], rule: Rule) -> list[str]:

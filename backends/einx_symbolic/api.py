@@ -89,17 +89,30 @@ def _slow(key, op, description, tensors, backend, params, static):
     return entry
 
 
-def _call(op, description, tensors, backend, graph, params, static=()):
+def _entry(op, description, tensors, backend, params, static):
+    """(fn, src) for one call, through ``_call``'s key (used on fast-path misses)."""
+    return _lookup(_key(op, description, tensors, backend, params, static), op, description, tensors, backend, params, static)
+
+
+def _key(op, description, tensors, backend, params, static):
     key = [op, description, backend]
     for t in tensors:
         key.append((t.__class__, getattr(t, "ndim", -1), getattr(t, "dtype", _NO_DTYPE)))
     if params:
         key.append(tuple((k, v.__class__, len(v) if isinstance(v, (tuple, list)) else -1) for k, v in params.items()))
     key.append(static)
-    key = tuple(key)
+    return tuple(key)
+
+
+def _lookup(key, op, description, tensors, backend, params, static):
     entry = _CACHE.get(key)
     if entry is None:
         entry = _slow(key, op, description, tensors, backend, params, dict(static))
+    return entry
+
+
+def _call(op, description, tensors, backend, graph, params, static=()):
+    entry = _lookup(_key(op, description, tensors, backend, params, static), op, description, tensors, backend, params, static)
     if graph:
         return entry[1]
     try:
@@ -115,9 +128,46 @@ def _call(op, description, tensors, backend, graph, params, static=()):
 def _make(op):
     fam = FAMILY[op]
 
+    # Fast path (no backend/graph/constraint kwargs, array arguments): a flat key
+    # (op, description, then class, ndim, dtype per argument) in the same active
+    # cache; it carries the same information as ``_call``'s key for such calls.
+    # Arguments without ndim/dtype (Python scalars, ...) take ``_call``.
     if fam == "reduce":
         def f(description, tensor, *, keepdims=None, backend=None, graph=False, **parameters):
+            if backend is None and not graph and not parameters and not keepdims:
+                try:
+                    key = (op, description, tensor.__class__, tensor.ndim, tensor.dtype)
+                except AttributeError:
+                    pass
+                else:
+                    entry = _CACHE.get(key)
+                    if entry is None:
+                        entry = _CACHE[key] = _entry(op, description, (tensor,), None, {}, ())
+                    try:
+                        return entry[0](tensor)
+                    except EinxError:
+                        raise
+                    except Exception as e:
+                        raise CallOperationError.create(e, entry[1]) from e
             return _call(op, description, (tensor,), backend, graph, parameters, (("keepdims", bool(keepdims)),) if keepdims else ())
+    elif fam in ("preserve", "argfind") and op != "roll":
+        def f(description, tensor, *, backend=None, graph=False, **parameters):
+            if backend is None and not graph and not parameters:
+                try:
+                    key = (op, description, tensor.__class__, tensor.ndim, tensor.dtype)
+                except AttributeError:
+                    pass
+                else:
+                    entry = _CACHE.get(key)
+                    if entry is None:
+                        entry = _CACHE[key] = _entry(op, description, (tensor,), None, {}, ())
+                    try:
+                        return entry[0](tensor)
+                    except EinxError:
+                        raise
+                    except Exception as e:
+                        raise CallOperationError.create(e, entry[1]) from e
+            return _call(op, description, (tensor,), backend, graph, parameters)
     elif op == "roll":
         def f(description, tensor, *, shift, backend=None, graph=False, **parameters):
             return _call(op, description, (tensor,), backend, graph, parameters,
@@ -125,11 +175,24 @@ def _make(op):
     elif op == "where":
         def f(description, mask, x, y, *, backend=None, graph=False, **parameters):
             return _call(op, description, (mask, x, y), backend, graph, parameters)
-    elif fam in ("preserve", "argfind"):
-        def f(description, tensor, *, backend=None, graph=False, **parameters):
-            return _call(op, description, (tensor,), backend, graph, parameters)
     else:
         def f(description, *tensors, backend=None, graph=False, **parameters):
+            if backend is None and not graph and not parameters and len(tensors) == 2:
+                a, b = tensors
+                try:
+                    key = (op, description, a.__class__, a.ndim, a.dtype, b.__class__, b.ndim, b.dtype)
+                except AttributeError:
+                    pass
+                else:
+                    entry = _CACHE.get(key)
+                    if entry is None:
+                        entry = _CACHE[key] = _entry(op, description, tensors, None, {}, ())
+                    try:
+                        return entry[0](a, b)
+                    except EinxError:
+                        raise
+                    except Exception as e:
+                        raise CallOperationError.create(e, entry[1]) from e
             return _call(op, description, tensors, backend, graph, parameters)
     f.__name__ = f.__qualname__ = op
     f.__doc__ = f"einx.{op} with graphs built once per signature (see einx 0.4.3 docs for the notation)."

@@ -86,7 +86,12 @@ class Torch(Adapter):
     scalar_ok = {"add", "subtract", "multiply", "true_divide", "floor_divide", "divide"}
 
     def unsqueeze(self, v, k):
-        return f"torch.unsqueeze({v}, {k})"
+        # method form: same op as torch.unsqueeze, cheaper to dispatch and to compile
+        return f"{v}.unsqueeze({k})"
+
+    # binary ops spelled as Python operators when the left operand is a tensor
+    # (Tensor.__add__ etc. dispatch to the same aten ops as torch.add etc.)
+    binop = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "true_divide": "/"}
 
     def transpose(self, v, perm):
         return f"torch.permute({v}, {_tup(map(str, perm))})"

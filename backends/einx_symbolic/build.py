@@ -1,4 +1,6 @@
 """Build one graph for one signature: analyse -> expand -> solve -> generate -> exec."""
+import re
+
 from . import codegen as cg
 from .backends import ADAPTERS, namespace
 from .errors import AxisSizeError, SemanticError
@@ -6,9 +8,11 @@ from .expand import expand, leaves
 from .expr import Expr
 from .semantics import FAMILY, OUTPUT_AXIS, _names_pos, analyse
 from .solve import Check, dim_code, param_code, solve
+from .expr import Sym
 from .tree import Axis, Concat, List, axes, nodes
 
 COUNT = [0]
+_DIM = re.compile(r"\bd\d+_\d+\b")
 
 
 def _s(n):
@@ -18,6 +22,16 @@ def _s(n):
 def build(op, desc, lib, ranks, scalars, libs, params, static):
     """Return ``(function, source)``. ``params``: {name: None | tuple length}; ``static``: op kwargs."""
     fam = FAMILY[op]
+    simple = _simple(desc, fam, ranks, scalars, libs, lib, params) if fam == "elementwise" else None
+    if simple is not None:
+        e_in, e_out, sizes, checks = simple
+    else:
+        e_in, e_out, sizes, checks, params = _analyse_solve(op, desc, fam, ranks, params, static)
+    return _generate(op, desc, fam, lib, ranks, scalars, libs, params, static, e_in, e_out, sizes, checks)
+
+
+def _analyse_solve(op, desc, fam, ranks, params, static):
+    """The general path: parse + family semantics -> ellipsis expansion -> symbolic solve."""
     ins, outs = analyse(desc, op, keepdims=bool(static.get("keepdims")))
     if len(ins) != len(ranks):
         raise ValueError(f"The operation is defined with {len(ins)} input expression{_s(len(ins))}, but {len(ranks)} input "
@@ -46,7 +60,60 @@ def build(op, desc, lib, ranks, scalars, libs, params, static):
                                             _names_pos(ins + outs, {a.name}))
                     gone.append(a.name)
                     checks.append(Check("one", s, Expr.const(1), a.name, "its size", _names_pos(ins + outs, {a.name})))
+    return e_in, e_out, sizes, checks, params
 
+
+# Plain named axes only: "a b, b -> a b" (ASCII names, single spaces or more, one '->')
+_TOK = r"[A-Za-z_][A-Za-z0-9_]*"
+_SEXPR = rf" *{_TOK}(?: +{_TOK})* *"
+_SIMPLE = re.compile(rf"{_SEXPR}(?:,{_SEXPR})*->{_SEXPR}")
+_WORD = re.compile(rf"{_TOK}|,|->")
+
+
+def _simple(desc, fam, ranks, scalars, libs, lib, params):
+    """Fast path for elementwise ops on plain named axes, or None.
+
+    Produces exactly what ``_analyse_solve`` produces for such descriptions (same
+    expanded expressions, sizes and checks, in the same order; tested), when every
+    input axis appears in the output, every output axis in some input, no name
+    repeats within an expression, ranks match, and there are no constraints or
+    scalars.  Anything else (including every case that raises) takes the general path.
+    """
+    if params or scalars or not isinstance(desc, str) or _SIMPLE.fullmatch(desc) is None:
+        return None
+    exprs, cur = [[]], None
+    for m in _WORD.finditer(desc):
+        t = m.group()
+        if t == ",":
+            exprs.append([])
+        elif t == "->":
+            if cur is not None:
+                return None
+            cur = len(exprs)
+            exprs.append([])
+        else:
+            exprs[-1].append(Axis(t, pos=m.span()))
+    ins, outs = exprs[:cur], exprs[cur:]
+    if len(outs) != 1 or len(ins) != len(ranks) or any(l != lib for l in libs):
+        return None
+    sizes, checks = {}, []
+    for i, (e, r) in enumerate(zip(ins, ranks)):
+        if len(e) != r or len({a.name for a in e}) != r:
+            return None
+        for j, a in enumerate(e):
+            v = Sym(dim_code(i, j))
+            s = sizes.get(a.name)
+            if s is None:
+                sizes[a.name] = v
+            else:
+                checks.append(Check("eq", s, v, a.name, f"args[{i}].shape[{j}]", list(range(*a.pos))))
+    out = outs[0]
+    if len({a.name for a in out}) != len(out) or {a.name for a in out} != sizes.keys():
+        return None
+    return [List(e) for e in ins], [List(out)], sizes, checks
+
+
+def _generate(op, desc, fam, lib, ranks, scalars, libs, params, static, e_in, e_out, sizes, checks):
     ad = ADAPTERS[lib]
     g = cg.Gen(desc, ad, sizes)
     if fam == "id":
@@ -68,25 +135,29 @@ def build(op, desc, lib, ranks, scalars, libs, params, static):
 
     # -- assemble source -----------------------------------------------------
     args = [f"t{i}" for i in range(len(ranks))]
+    conds = []
+    for k, c in enumerate(checks):
+        L, R = c.lhs.code(), c.rhs.code()
+        cond = {"eq": f"{L} != {R}", "one": f"{L} != 1", "nonneg": f"{L} < 0", "div": f"{R} == 0 or {L} % {R} != 0"}[c.kind]
+        conds.append(f"if {cond}: _fail({k}, {L}, {R})")
+    # read only the dims the code uses (the rank is part of the signature, so it needs no run-time check)
+    used = set(_DIM.findall("\n".join(conds + g.lines + res)))
     head = []
     for i, r in enumerate(ranks):
         if libs[i] not in (lib, "scalar"):
             head.append(f"t{i} = {ad.to_array(f't{i}')}")
         elif libs[i] == "scalar" and i not in scalars:
             head.append(f"t{i} = {ad.to_array(f't{i}')}")
-        if r:
-            ds = [dim_code(i, j) for j in range(r)]
-            head.append(f"{', '.join(ds)}{',' if r == 1 else ''} = t{i}.shape")
+        ds = [dim_code(i, j) for j in range(r)]
+        if any(d in used for d in ds):
+            head.append(f"{', '.join(d if d in used else '_' for d in ds)}{',' if r == 1 else ''} = t{i}.shape")
     for name, shape in params.items():
         if shape is None:
             head.append(f"{param_code(name)} = P[{name!r}]")
         else:
             for k in range(shape):
                 head.append(f"{param_code(name, k)} = P[{name!r}][{k}]")
-    for k, c in enumerate(checks):
-        L, R = c.lhs.code(), c.rhs.code()
-        cond = {"eq": f"{L} != {R}", "one": f"{L} != 1", "nonneg": f"{L} < 0", "div": f"{R} == 0 or {L} % {R} != 0"}[c.kind]
-        head.append(f"if {cond}: _fail({k}, {L}, {R})")
+    head += conds
     sig = ", ".join(args + (["P=None"] if params else []))
     body = head + g.lines + [f"return {res[0] if len(res) == 1 else '(' + ', '.join(res) + ',)'}"]
     imports = {"torch": "import torch", "numpy": "import numpy as np", "jax": "import jax\nimport jax.numpy as jnp"}[lib]

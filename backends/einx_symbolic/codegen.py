@@ -167,7 +167,13 @@ def gen_elementwise(g, op, ins, outs, scalars):
                 for i, a in enumerate(args)]
     elif len(scalars) == len(ins):
         args[0] = ad.to_array(args[0])
-    if op in ("add", "multiply", "logaddexp", "logical_and", "logical_or", "maximum", "minimum"):
+    sym = getattr(ad, "binop", {}).get(op)
+    if sym is not None and len(args) >= 2 and 0 not in scalars and (len(args) == 2 or op in ("add", "multiply")):
+        # torch: left operand is a tensor, so ``a / b`` is torch.divide(a, b) etc.
+        v = args[0]
+        for a in args[1:]:
+            v = g.emit(f"{v} {sym} {a}")
+    elif op in ("add", "multiply", "logaddexp", "logical_and", "logical_or", "maximum", "minimum"):
         v = args[0]
         for a in args[1:]:
             v = g.emit(ad.call(op, [v, a]))
