@@ -42,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("paths", nargs="*", help="JSONL files or directories")
     rep.add_argument("--results", default="results", help="where the latest run is looked for")
     rep.add_argument("--csv", help="where the CSV goes (default: beside the first input, .report.csv)")
+    rep.add_argument("--cases", help="only these cases (comma-separated globs)")
+    rep.add_argument("--backends", help="only these backends (comma-separated globs)")
+    rep.add_argument("--modes", help="only these modes (comma-separated globs)")
 
     cmp = sub.add_parser("compare", help="compare two runs (files, directories, run ids or commits)")
     cmp.add_argument("a")
@@ -123,6 +126,7 @@ def _report(args) -> int:
 
     files = results.run_files(args.paths, args.results)
     summary = report.annotate(report.summarise(results.load(files)))
+    summary = report.select(summary, args.cases, args.backends, args.modes)
     print(report.markdown(summary))
     csv = Path(args.csv) if args.csv else files[0].with_suffix(".report.csv")
     summary.to_csv(csv, index=False)

@@ -178,17 +178,33 @@ def _fmt(col, v) -> str:
 
 
 def markdown(summary: pd.DataFrame) -> str:
-    """Measured jobs as a table; unsupported and skipped ones listed below it."""
+    """Measured jobs as a table; jobs not run are summarised below it, one
+    line per backend and reason."""
     ran = summary[~summary["status"].isin(["unsupported", "skipped"])]
     cols = [c for c in COLUMNS + ["run_id"] if c in summary.columns and c != "message"] + ["message"]
     lines = [_table(ran, cols)] if len(ran) else ["(no measured jobs)"]
     idle = summary[summary["status"].isin(["unsupported", "skipped"])]
     if len(idle):
-        lines.append("")
-        lines.append("Not run:")
+        lines += ["", f"Not run ({len(idle)}):"]
+        groups: dict = {}
         for _, r in idle.iterrows():
-            lines.append(f"- {r['case']} [{r['backend']}-{r['mode']}] {r['status']}: {r['message']}")
+            reason = str(r["message"]).replace(f"case {r['case']} ", "the case ")
+            groups.setdefault((r["backend"], r["status"], reason), []).append(f"{r['case']}[{r['mode']}]")
+        for (backend, status, reason), jobs in groups.items():
+            lines.append(f"- {backend}, {status}: {reason}: {', '.join(jobs)}")
     return "\n".join(lines)
+
+
+def select(summary: pd.DataFrame, cases=None, backends=None, modes=None) -> pd.DataFrame:
+    """Rows whose case, backend and mode match the comma-separated globs."""
+    import fnmatch
+
+    def keep(value, globs):
+        return not globs or any(fnmatch.fnmatchcase(value, g.strip()) for g in globs.split(","))
+
+    mask = [keep(r["case"], cases) and keep(r["backend"], backends) and keep(r["mode"], modes)
+            for _, r in summary.iterrows()]
+    return summary[mask]
 
 
 def _table(df: pd.DataFrame, cols) -> str:

@@ -48,7 +48,7 @@ def test_status_is_the_worst_record():
 def test_markdown_lists_measured_rows_and_not_run_jobs():
     text = report.markdown(_summary().reset_index())
     assert "| c | einx | static | pass | 3 | 3 | 1.00 |" in text
-    assert "Not run:\n- c [jax_jit-unbounded] unsupported: no unbounded mode" in text
+    assert "Not run (1):\n- jax_jit, unsupported: no unbounded mode: c[unbounded]" in text
     assert "150.0×" in text  # einx novel sweep vs eager
 
 
@@ -69,3 +69,9 @@ def test_annotate_states_what_the_expectations_file_says():
     assert s.loc[("torch_compile", "unbounded")]["expected"] == "≠ 0"
     assert s.loc[("torch_eager", "unbounded")]["expected"] == "no rule"
     assert s.loc[("jax_jit", "unbounded")]["expected"] == ""  # unsupported rows are not judged
+
+
+def test_select_filters_by_globs():
+    s = _summary().reset_index()
+    assert set(report.select(s, backends="torch_*")["backend"]) == {"torch_eager", "torch_compile"}
+    assert set(report.select(s, modes="static")["backend"]) == {"einx"}

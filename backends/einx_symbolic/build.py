@@ -13,6 +13,8 @@ from .tree import Axis, Concat, List, axes, nodes
 
 COUNT = [0]
 _DIM = re.compile(r"\bd\d+_\d+\b")
+_IMPORTS = {"torch": [("torch", "import torch")], "numpy": [("np", "import numpy as np")],
+            "jax": [("jax", "import jax"), ("jnp", "import jax.numpy as jnp")]}
 
 
 def _s(n):
@@ -141,16 +143,23 @@ def _generate(op, desc, fam, lib, ranks, scalars, libs, params, static, e_in, e_
         cond = {"eq": f"{L} != {R}", "one": f"{L} != 1", "nonneg": f"{L} < 0", "div": f"{R} == 0 or {L} % {R} != 0"}[c.kind]
         conds.append(f"if {cond}: _fail({k}, {L}, {R})")
     # read only the dims the code uses (the rank is part of the signature, so it needs no run-time check)
+    # a tensor whose dims only one check reads: read them there (t0.shape[0] is a postfix expression, safe to substitute)
     used = set(_DIM.findall("\n".join(conds + g.lines + res)))
+    in_body = set(_DIM.findall("\n".join(g.lines + res)))
     head = []
+    inline = {}
     for i, r in enumerate(ranks):
         if libs[i] not in (lib, "scalar"):
             head.append(f"t{i} = {ad.to_array(f't{i}')}")
         elif libs[i] == "scalar" and i not in scalars:
             head.append(f"t{i} = {ad.to_array(f't{i}')}")
         ds = [dim_code(i, j) for j in range(r)]
-        if any(d in used for d in ds):
+        if not any(d in in_body for d in ds) and sum(any(d in c for d in ds if d in used) for c in conds) <= 1:
+            inline.update((d, f"t{i}.shape[{j}]") for j, d in enumerate(ds) if d in used)
+        elif any(d in used for d in ds):
             head.append(f"{', '.join(d if d in used else '_' for d in ds)}{',' if r == 1 else ''} = t{i}.shape")
+    if inline:
+        conds = [_DIM.sub(lambda m: inline.get(m.group(), m.group()), c) for c in conds]
     for name, shape in params.items():
         if shape is None:
             head.append(f"{param_code(name)} = P[{name!r}]")
@@ -159,9 +168,16 @@ def _generate(op, desc, fam, lib, ranks, scalars, libs, params, static, e_in, e_
                 head.append(f"{param_code(name, k)} = P[{name!r}][{k}]")
     head += conds
     sig = ", ".join(args + (["P=None"] if params else []))
-    body = head + g.lines + [f"return {res[0] if len(res) == 1 else '(' + ', '.join(res) + ',)'}"]
-    imports = {"torch": "import torch", "numpy": "import numpy as np", "jax": "import jax\nimport jax.numpy as jnp"}[lib]
-    src = imports + f"\ndef op({sig}):\n" + "".join(f"    {line}\n" for line in body)
+    lines = list(g.lines)
+    if len(res) == 1 and lines and lines[-1].startswith(res[0] + " = "):  # "v = x; return v" -> "return x"
+        ret = lines.pop()[len(res[0]) + 3:]
+    else:
+        ret = res[0] if len(res) == 1 else "(" + ", ".join(res) + ",)"
+    body = head + lines + [f"return {ret}"]
+    text = "".join(f"    {line}\n" for line in body)
+    # the library is a global of the generated code; the import line documents it (only when used)
+    imports = "".join(line + "\n" for mod, line in _IMPORTS[lib] if mod + "." in text)
+    src = imports + f"def op({sig}):\n" + text
 
     def _fail(k, lhs, rhs, _checks=checks, _desc=desc):
         c = _checks[k]

@@ -23,7 +23,12 @@ class Gen:
         self.n += 1
         return f"v{self.n}"
 
-    def emit(self, code):
+    def emit(self, code, inline=False):
+        """Bind ``code`` to a fresh variable; ``inline=True``: return ``code`` itself, for a
+        postfix expression (call/attribute/subscript) that is used exactly once, right where
+        it would have been read (same evaluation order)."""
+        if inline:
+            return code
         v = self.fresh()
         self.lines.append(f"{v} = {code}")
         return v
@@ -69,25 +74,29 @@ class Gen:
             axes = [a for k, a in enumerate(axes) if k not in (i, j)] + [axes[i]]
         return [(v, axes)]
 
-    def align(self, v, names_in, names_out, broadcast):
-        """Drop (size-1) axes not in ``names_out``, permute, insert new axes, optionally broadcast."""
+    def align(self, v, names_in, names_out, broadcast, inline=False):
+        """Drop (size-1) axes not in ``names_out``, permute, insert new axes, optionally broadcast.
+
+        ``inline``: the result is used once, as an operand; without broadcasting it is
+        returned as one postfix expression instead of being bound to variables."""
+        inline = inline and not broadcast
         if any(n not in names_out for n in names_in):
             idx = ", ".join("0" if n not in names_out else ":" for n in names_in)
-            v = self.emit(f"{v}[{idx}]")
+            v = self.emit(f"{v}[{idx}]", inline)
             names_in = [n for n in names_in if n in names_out]
         perm = [names_in.index(n) for n in names_out if n in names_in]
         if perm != list(range(len(perm))):
-            v = self.emit(self.ad.transpose(v, perm))
+            v = self.emit(self.ad.transpose(v, perm), inline)
         if len(names_in) < len(names_out):
             new = [k for k, n in enumerate(names_out) if n not in names_in]
             if hasattr(self.ad, "unsqueeze") and len(new) <= 2:
                 for k in new:
-                    v = self.emit(self.ad.unsqueeze(v, k))
+                    v = self.emit(self.ad.unsqueeze(v, k), inline)
             else:
                 idx = [":" if n in names_in else "None" for n in names_out]
                 while idx and idx[-1] == ":":
                     idx.pop()
-                v = self.emit(f"{v}[{', '.join(idx)}]")
+                v = self.emit(f"{v}[{', '.join(idx)}]", inline)
             if broadcast:
                 v = self.emit(self.ad.broadcast_to(v, [self.scode(n) for n in names_out]))
         return v
@@ -159,7 +168,7 @@ def gen_elementwise(g, op, ins, outs, scalars):
             continue
         v, axes = g.single(f"t{i}", e)
         present |= set(_names(axes))
-        args.append(g.align(v, _names(axes), out_names, broadcast=False))
+        args.append(g.align(v, _names(axes), out_names, broadcast=False, inline=True))
     ad = g.ad
     if op not in ad.scalar_ok:  # libraries that need arrays here
         args = [ad.to_array(a) if i in scalars and (i == 0 or op not in ("where", "less", "less_equal", "greater", "greater_equal",

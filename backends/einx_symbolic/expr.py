@@ -30,7 +30,10 @@ class Atom:
 
 def Sym(code):
     """A size read at run time; ``code`` is the Python expression that reads it."""
-    return Expr({((Atom(("sym", code), code),)): 1})
+    e = Expr.__new__(Expr)  # already normal: one monomial of one atom, coefficient 1
+    e.terms = {(Atom(("sym", code), code),): 1}
+    e._h = hash(frozenset(e.terms.items()))
+    return e
 
 
 class Expr:
@@ -116,6 +119,10 @@ class Expr:
         """Python source computing this size at run time."""
         if not self.terms:
             return "0"
+        if len(self.terms) == 1:
+            (m, c), = self.terms.items()
+            if c == 1 and len(m) == 1 and "+" not in m[0].code and " - " not in m[0].code:  # a single atom
+                return m[0].code
         parts = []
         for m, c in sorted(self.terms.items(), key=lambda mc: repr(mc[0])):
             factors = [a.code for a in m]

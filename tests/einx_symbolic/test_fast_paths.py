@@ -1,0 +1,96 @@
+"""The fast paths (plain-axis elementwise build, flat call key) must agree with the general ones."""
+import random
+
+import einx
+import numpy as np
+import pytest
+import torch
+
+from backends import einx_symbolic as ex
+from backends.einx_symbolic import build as B
+from backends.einx_symbolic.expand import leaves
+
+
+def _dump(e_in, e_out, sizes, checks):
+    def ax(e):
+        return [(a.name, a.value, a.marked, a.pos) for a in leaves(e)]
+    return ([ax(e) for e in e_in], [ax(e) for e in e_out], {k: v.code() for k, v in sizes.items()},
+            [(c.kind, c.lhs, c.rhs, c.lhs.code(), c.rhs.code(), c.what, c.where, c.pos) for c in checks])
+
+
+def _descs():
+    rng = random.Random(0)
+    names = ["a", "b", "c", "e", "d", "x1", "_y"]
+    out = ["e d, e -> e d", "a b, b a -> b a", "e, r -> e r", "a,b->a b", "  a   b ,b->  b a  ", "a b -> a b",
+           "a, a, a -> a", "a a, a -> a", "a b, b -> a a b", "a b, c -> a b", "a b, b -> a", "a, b -> a b c",
+           "a b, b -> a b, b", "a (b), b -> a b", "a b, b -> a b ->", "1 a, a -> a", "a b, b", "a\tb, b -> a b"]
+    for _ in range(300):
+        k = rng.randint(1, 3)
+        ins = [rng.sample(names, rng.randint(1, 4)) for _ in range(k)]
+        if rng.random() < 0.1:
+            ins[0].append(ins[0][0])
+        u = list(dict.fromkeys(n for e in ins for n in e))
+        rng.shuffle(u)
+        if rng.random() < 0.1:
+            u = u[:-1]
+        if rng.random() < 0.1:
+            u.append("zz")
+        sep = rng.choice([", ", ",", " , "])
+        arrow = rng.choice([" -> ", "->", "  ->  "])
+        out.append(sep.join(" ".join(e) for e in ins) + arrow + " ".join(u))
+    return out
+
+
+@pytest.mark.parametrize("op", ["divide", "add", "where"])
+def test_simple_build_matches_general_path(op):
+    fast = 0
+    for desc in _descs():
+        nin = desc.split("->")[0].count(",") + 1
+        ranks = tuple(len(e.split()) for e in desc.split("->")[0].split(","))
+        for rk in {ranks, tuple(r + 1 for r in ranks)}:
+            libs = ["torch"] * nin
+            simple = B._simple(desc, "elementwise", rk, frozenset(), libs, "torch", {})
+            try:
+                general = B._analyse_solve(op, desc, "elementwise", rk, {}, {})
+            except Exception as e:  # noqa: BLE001
+                assert simple is None, (desc, rk, e)
+                continue
+            if simple is not None:
+                fast += 1
+                assert _dump(*simple) == _dump(*general[:4]), (desc, rk)
+                assert general[4] == {}
+                src_fast = B._generate(op, desc, "elementwise", "torch", rk, frozenset(), libs, {}, {}, *simple)[1]
+                src_gen = B._generate(op, desc, "elementwise", "torch", rk, frozenset(), libs, {}, {}, *general[:4])[1]
+                assert src_fast == src_gen
+    assert fast > 50
+
+
+def test_report_graph_is_lean():
+    code = ex.divide("e d, e -> e d", torch.zeros(3, 8), torch.ones(3), graph=True)
+    assert "return t0 / t1.unsqueeze(1)" in code and "if d0_0 != d1_0" in code
+
+
+def test_fast_call_key_respects_signature():
+    n0 = ex.compile_count()
+    d = torch.randn(4, 8)
+    c = torch.rand(4) + 1
+    ex.divide("e d, e -> e d", d, c)
+    ex.divide("e d, e -> e d", d, c)
+    # dtype, rank and library changes are new signatures, found through both key kinds
+    ex.divide("e d, e -> e d", d.double(), c.double())
+    np.testing.assert_allclose(ex.divide("e d, e -> e d", d.numpy(), c.numpy()), (d / c[:, None]).numpy(), rtol=1e-6)
+    assert ex.compile_count() - n0 <= 3
+    # python scalars, constraints, backend and graph still take the general path
+    assert torch.equal(ex.divide("e d, -> e d", d, 2.0), d / 2.0)
+    assert torch.equal(ex.divide("e d, e -> e d", d, c, e=4), d / c[:, None])
+    with pytest.raises(einx.errors.AxisSizeError):
+        ex.divide("e d, e -> e d", d, c, e=5)
+    assert torch.equal(ex.divide("e d, e -> e d", d, c, backend="torch"), d / c[:, None])
+    assert "def op" in ex.divide("e d, e -> e d", d, c, graph=True)
+    assert torch.equal(ex.sum("a [b]", d), d.sum(1))
+    assert torch.equal(ex.sum("a [b]", d, keepdims=True), d.sum(1, keepdim=True))
+    assert torch.equal(ex.flip("a [b]", d), d.flip(1))
+    with pytest.raises(einx.errors.AxisSizeError):
+        ex.divide("e d, e -> e d", d, torch.ones(5))
+    with pytest.raises(Exception):
+        ex.softmax("a [b]", d, keepdims=False)  # not a keyword of softmax: a (non-integer) constraint value
