@@ -11,8 +11,8 @@ from .build import COUNT, build
 from .errors import CallOperationError, EinxError
 from .semantics import FAMILY
 
-_CACHE = {}  # fast key -> (fn, src)
-_CANON = {}  # canonical signature -> (fn, src); shared by e.g. jax arrays and jax tracers
+_CACHE = {}  # fast key -> entry: (fn, src), or [fn, None, make_src] (source text generated on first use)
+_CANON = {}  # canonical signature -> entry; shared by e.g. jax arrays and jax tracers
 _NO_DTYPE = object()
 
 
@@ -38,6 +38,14 @@ def select_cache(scope=None):
     its graph again."""
     global _CACHE, _CANON
     _CACHE, _CANON = _SCOPES.setdefault(scope, ({}, {}))
+
+
+def _src(entry):
+    """The source text of an entry (generated now if the entry was built without it)."""
+    src = entry[1]
+    if src is None:
+        src = entry[1] = entry[2]()
+    return src
 
 
 def _psig(v):
@@ -114,7 +122,7 @@ def _lookup(key, op, description, tensors, backend, params, static):
 def _call(op, description, tensors, backend, graph, params, static=()):
     entry = _lookup(_key(op, description, tensors, backend, params, static), op, description, tensors, backend, params, static)
     if graph:
-        return entry[1]
+        return _src(entry)
     try:
         if params:
             return entry[0](*tensors, P=params)
@@ -122,7 +130,7 @@ def _call(op, description, tensors, backend, graph, params, static=()):
     except EinxError:
         raise
     except Exception as e:
-        raise CallOperationError.create(e, entry[1]) from e
+        raise CallOperationError.create(e, _src(entry)) from e
 
 
 def _make(op):
@@ -148,7 +156,7 @@ def _make(op):
                     except EinxError:
                         raise
                     except Exception as e:
-                        raise CallOperationError.create(e, entry[1]) from e
+                        raise CallOperationError.create(e, _src(entry)) from e
             return _call(op, description, (tensor,), backend, graph, parameters, (("keepdims", bool(keepdims)),) if keepdims else ())
     elif fam in ("preserve", "argfind") and op != "roll":
         def f(description, tensor, *, backend=None, graph=False, **parameters):
@@ -166,7 +174,7 @@ def _make(op):
                     except EinxError:
                         raise
                     except Exception as e:
-                        raise CallOperationError.create(e, entry[1]) from e
+                        raise CallOperationError.create(e, _src(entry)) from e
             return _call(op, description, (tensor,), backend, graph, parameters)
     elif op == "roll":
         def f(description, tensor, *, shift, backend=None, graph=False, **parameters):
@@ -192,7 +200,7 @@ def _make(op):
                     except EinxError:
                         raise
                     except Exception as e:
-                        raise CallOperationError.create(e, entry[1]) from e
+                        raise CallOperationError.create(e, _src(entry)) from e
             return _call(op, description, tensors, backend, graph, parameters)
     f.__name__ = f.__qualname__ = op
     f.__doc__ = f"einx.{op} with graphs built once per signature (see einx 0.4.3 docs for the notation)."

@@ -1,4 +1,5 @@
-"""Build one graph for one signature: analyse -> expand -> solve -> generate -> exec."""
+"""Build one graph for one signature: analyse -> expand -> solve -> generate -> exec (or closures, see ``_closure``)."""
+import operator as _operator
 import re
 
 from . import codegen as cg
@@ -24,6 +25,15 @@ def _s(n):
 def build(op, desc, lib, ranks, scalars, libs, params, static):
     """Return ``(function, source)``. ``params``: {name: None | tuple length}; ``static``: op kwargs."""
     fam = FAMILY[op]
+    if fam == "elementwise" and not params and not scalars and isinstance(desc, str):
+        plan = _plan(desc, ranks, libs, lib)
+        if plan is not None:
+            fn = _closure(op, desc, lib, plan)
+            if fn is not None:
+                COUNT[0] += 1
+                # the source text (``graph=True``, error messages) is generated on first use only
+                return [fn, None, lambda: _source(op, desc, fam, lib, ranks, scalars, libs, {}, static,
+                                                  *_simple(desc, fam, ranks, scalars, libs, lib, {}))[0]]
     simple = _simple(desc, fam, ranks, scalars, libs, lib, params) if fam == "elementwise" else None
     if simple is not None:
         e_in, e_out, sizes, checks = simple
@@ -72,16 +82,13 @@ _SIMPLE = re.compile(rf"{_SEXPR}(?:,{_SEXPR})*->{_SEXPR}")
 _WORD = re.compile(rf"{_TOK}|,|->")
 
 
-def _simple(desc, fam, ranks, scalars, libs, lib, params):
-    """Fast path for elementwise ops on plain named axes, or None.
+def _plan(desc, ranks, libs, lib):
+    """Plain named axes: ``([[(name, span), ...] per input], [(name, span), ...] of the output)`` or None.
 
-    Produces exactly what ``_analyse_solve`` produces for such descriptions (same
-    expanded expressions, sizes and checks, in the same order; tested), when every
-    input axis appears in the output, every output axis in some input, no name
-    repeats within an expression, ranks match, and there are no constraints or
-    scalars.  Anything else (including every case that raises) takes the general path.
-    """
-    if params or scalars or not isinstance(desc, str) or _SIMPLE.fullmatch(desc) is None:
+    Accepts exactly what ``_simple`` accepts (it is built on this): one output, ranks
+    matching, no repeated name within an expression, every input axis in the output
+    and vice versa, all arguments of library ``lib``."""
+    if _SIMPLE.fullmatch(desc) is None:
         return None
     exprs, cur = [[]], None
     for m in _WORD.finditer(desc):
@@ -94,28 +101,63 @@ def _simple(desc, fam, ranks, scalars, libs, lib, params):
             cur = len(exprs)
             exprs.append([])
         else:
-            exprs[-1].append(Axis(t, pos=m.span()))
+            exprs[-1].append((t, m.span()))
     ins, outs = exprs[:cur], exprs[cur:]
     if len(outs) != 1 or len(ins) != len(ranks) or any(l != lib for l in libs):
         return None
-    sizes, checks = {}, []
-    for i, (e, r) in enumerate(zip(ins, ranks)):
-        if len(e) != r or len({a.name for a in e}) != r:
+    seen = set()
+    for e, r in zip(ins, ranks):
+        names = {a[0] for a in e}
+        if len(e) != r or len(names) != r:
             return None
-        for j, a in enumerate(e):
-            v = Sym(dim_code(i, j))
-            s = sizes.get(a.name)
-            if s is None:
-                sizes[a.name] = v
-            else:
-                checks.append(Check("eq", s, v, a.name, f"args[{i}].shape[{j}]", list(range(*a.pos))))
-    out = outs[0]
-    if len({a.name for a in out}) != len(out) or {a.name for a in out} != sizes.keys():
+        seen |= names
+    out = {a[0] for a in outs[0]}
+    if len(out) != len(outs[0]) or out != seen:
         return None
-    return [List(e) for e in ins], [List(out)], sizes, checks
+    return ins, outs[0]
+
+
+def _simple(desc, fam, ranks, scalars, libs, lib, params):
+    """Fast path for elementwise ops on plain named axes, or None.
+
+    Produces exactly what ``_analyse_solve`` produces for such descriptions (same
+    expanded expressions, sizes and checks, in the same order; tested), when every
+    input axis appears in the output, every output axis in some input, no name
+    repeats within an expression, ranks match, and there are no constraints or
+    scalars.  Anything else (including every case that raises) takes the general path.
+    """
+    if params or scalars or not isinstance(desc, str):
+        return None
+    plan = _plan(desc, ranks, libs, lib)
+    if plan is None:
+        return None
+    ins, out = plan
+    sizes, checks = {}, []
+    for i, e in enumerate(ins):
+        for j, (name, pos) in enumerate(e):
+            v = Sym(dim_code(i, j))
+            s = sizes.get(name)
+            if s is None:
+                sizes[name] = v
+            else:
+                checks.append(Check("eq", s, v, name, f"args[{i}].shape[{j}]", list(range(*pos))))
+    return [List([Axis(n, pos=p) for n, p in e]) for e in ins], [List([Axis(n, pos=p) for n, p in out])], sizes, checks
 
 
 def _generate(op, desc, fam, lib, ranks, scalars, libs, params, static, e_in, e_out, sizes, checks):
+    src, checks = _source(op, desc, fam, lib, ranks, scalars, libs, params, static, e_in, e_out, sizes, checks)
+    _fail = _failer(desc, checks)
+    ns = dict(namespace(lib))
+    ns["_fail"] = _fail
+    exec(compile(src, f"<einx_symbolic {op} {desc!r}>", "exec"), ns)
+    COUNT[0] += 1
+    fn = ns["op"]
+    fn.__einx_source__ = src
+    return fn, src
+
+
+def _source(op, desc, fam, lib, ranks, scalars, libs, params, static, e_in, e_out, sizes, checks):
+    """``(source text, checks)`` of the graph; ``_fail(k, lhs, rhs)`` in it raises for ``checks[k]``."""
     ad = ADAPTERS[lib]
     g = cg.Gen(desc, ad, sizes)
     if fam == "id":
@@ -178,7 +220,11 @@ def _generate(op, desc, fam, lib, ranks, scalars, libs, params, static, e_in, e_
     # the library is a global of the generated code; the import line documents it (only when used)
     imports = "".join(line + "\n" for mod, line in _IMPORTS[lib] if mod + "." in text)
     src = imports + f"def op({sig}):\n" + text
+    return src, checks
 
+
+def _failer(desc, checks):
+    """The ``_fail(k, lhs, rhs)`` of generated code: raise the error of ``checks[k]`` for sizes lhs, rhs."""
     def _fail(k, lhs, rhs, _checks=checks, _desc=desc):
         c = _checks[k]
         if c.kind == "one":
@@ -192,14 +238,7 @@ def _generate(op, desc, fam, lib, ranks, scalars, libs, params, static, e_in, e_
                                 f"axis {c.what} = {c.where} = {lhs} would be negative.\n%EXPR%", c.pos)
         raise AxisSizeError(_desc, f"Failed to determine the size of all axes in the expression under the given constraints: "
                             f"{c.what} = {c.lhs.code()} = {lhs}, but {c.where} = {rhs}.\n%EXPR%", c.pos)
-
-    ns = dict(namespace(lib))
-    ns["_fail"] = _fail
-    exec(compile(src, f"<einx_symbolic {op} {desc!r}>", "exec"), ns)
-    COUNT[0] += 1
-    fn = ns["op"]
-    fn.__einx_source__ = src
-    return fn, src
+    return _fail
 
 
 def _marked(e):
@@ -272,3 +311,135 @@ def sort_check(desc, e_in, e_out):
         m = [a.name for a in leaves(e) if a.marked]
         if len(m) != 1:
             raise SemanticError(desc, "The expression for this operation must contain exactly one axis in brackets.\n%EXPR%", _pos(e_in + e_out, m))
+
+
+# -- closure graphs for the plain-axis elementwise path (no compile()/exec) -----------------
+_PYOPS = {"+": _operator.add, "-": _operator.sub, "*": _operator.mul, "/": _operator.truediv}
+_CHAINED = ("add", "multiply", "logaddexp", "logical_and", "logical_or", "maximum", "minimum")
+
+
+def _resolve(lib, spec):
+    """The library function ``spec`` ("torch.divide", "jnp.add", ...) names in generated code, or None."""
+    if not isinstance(spec, str) or "{" in spec or "(" in spec:
+        return None
+    parts = spec.split(".")
+    obj = namespace(lib).get(parts[0])
+    for p in parts[1:]:
+        obj = getattr(obj, p, None)
+    return obj if callable(obj) else None
+
+
+def _transform(lib, names_in, names_out):
+    """What ``codegen.Gen.align(..., broadcast=False)`` emits for one input, as a callable (None: identity)."""
+    perm = [names_in.index(n) for n in names_out if n in names_in]
+    steps = []
+    if perm != list(range(len(perm))):
+        steps.append(("perm", tuple(perm)))
+    if len(names_in) < len(names_out):
+        new = [k for k, n in enumerate(names_out) if n not in names_in]
+        if lib == "torch" and len(new) <= 2:
+            steps.extend(("unsqueeze", k) for k in new)
+        else:
+            idx = [slice(None) if n in names_in else None for n in names_out]
+            while idx and idx[-1] is not None:
+                idx.pop()
+            steps.append(("index", tuple(idx)))
+    if not steps:
+        return None
+    if len(steps) == 1 and steps[0][0] == "unsqueeze":
+        k = steps[0][1]
+
+        def unsqueeze(t):
+            return t.unsqueeze(k)
+        unsqueeze.unsqueeze_dim = k
+        return unsqueeze
+    permute = {"torch": "torch.permute", "numpy": "np.transpose", "jax": "jnp.transpose"}[lib]
+    permute = _resolve(lib, permute)
+
+    def f(t):
+        for kind, a in steps:
+            if kind == "perm":
+                t = permute(t, a)
+            elif kind == "unsqueeze":
+                t = t.unsqueeze(a)
+            else:
+                t = t[a]
+        return t
+    return f
+
+
+def _closure(op, desc, lib, plan):
+    """The graph of ``_generate`` for a ``_plan`` (plain axes, >= 2 array inputs) as closures, or None.
+
+    Same checks in the same order (``_fail`` raises the same errors), the same
+    per-input layout ops and the same library calls / operators in the same order."""
+    ins, out = plan
+    n = len(ins)
+    ad = ADAPTERS[lib]
+    if n < 2 or op not in ad.ops:
+        return None
+    out_names = [a[0] for a in out]
+    first, checks = {}, []
+    for i, e in enumerate(ins):
+        for j, (name, span) in enumerate(e):
+            p = first.get(name)
+            if p is None:
+                first[name] = (i, j)
+            else:
+                checks.append((p[0], p[1], i, j, name, span))
+    xs = [_transform(lib, [a[0] for a in e], out_names) for e in ins]
+
+    sym = getattr(ad, "binop", {}).get(op)
+    if sym is not None and (n == 2 or op in ("add", "multiply")):
+        f2, fn_all = _PYOPS[sym], None
+    else:
+        f = _resolve(lib, ad.ops[op])
+        if f is None:
+            return None
+        f2, fn_all = (f, None) if op in _CHAINED else (None, f)
+
+    def _fail(k, lhs, rhs):
+        i0, j0, i1, j1, name, span = checks[k]
+        raise AxisSizeError(desc, f"Failed to determine the size of all axes in the expression under the given constraints: "
+                            f"{name} = {dim_code(i0, j0)} = {lhs}, but args[{i1}].shape[{j1}] = {rhs}.\n%EXPR%", list(range(*span)))
+
+    if n == 2 and fn_all is None and len(checks) <= 1:
+        x0, x1 = xs
+        if not checks:
+            def op2(t0, t1):
+                return f2(t0 if x0 is None else x0(t0), t1 if x1 is None else x1(t1))
+            return op2
+        (_, j0, _, j1, _, _), = checks
+        k1 = getattr(x1, "unsqueeze_dim", None)
+        if x0 is None and k1 is not None and f2 is _operator.truediv:  # the report's graph, operator inlined
+            def op2(t0, t1):
+                if t0.shape[j0] != t1.shape[j1]:
+                    _fail(0, t0.shape[j0], t1.shape[j1])
+                return t0 / t1.unsqueeze(k1)
+            return op2
+        if x0 is None and k1 is not None:
+            def op2(t0, t1):
+                if t0.shape[j0] != t1.shape[j1]:
+                    _fail(0, t0.shape[j0], t1.shape[j1])
+                return f2(t0, t1.unsqueeze(k1))
+            return op2
+
+        def op2(t0, t1):
+            if t0.shape[j0] != t1.shape[j1]:
+                _fail(0, t0.shape[j0], t1.shape[j1])
+            return f2(t0 if x0 is None else x0(t0), t1 if x1 is None else x1(t1))
+        return op2
+    cks = [(k, c[0], c[1], c[2], c[3]) for k, c in enumerate(checks)]
+
+    def opn(*ts):
+        for k, i0, j0, i1, j1 in cks:
+            if ts[i0].shape[j0] != ts[i1].shape[j1]:
+                _fail(k, ts[i0].shape[j0], ts[i1].shape[j1])
+        args = [t if x is None else x(t) for t, x in zip(ts, xs)]
+        if fn_all is not None:
+            return fn_all(*args)
+        v = args[0]
+        for a in args[1:]:
+            v = f2(v, a)
+        return v
+    return opn
