@@ -133,6 +133,27 @@ def _call(op, description, tensors, backend, graph, params, static=()):
         raise CallOperationError.create(e, _src(entry)) from e
 
 
+_MISS = object()
+
+
+def _one_array(op, description, tensor):
+    """Fast path of a one-array call with no keywords: a flat key, one lookup.
+    ``_MISS`` when ``tensor`` is not an array (no ``ndim``/``dtype``)."""
+    try:
+        key = (op, description, tensor.__class__, tensor.ndim, tensor.dtype)
+    except AttributeError:
+        return _MISS
+    entry = _CACHE.get(key)
+    if entry is None:
+        entry = _CACHE[key] = _entry(op, description, (tensor,), None, {}, ())
+    try:
+        return entry[0](tensor)
+    except EinxError:
+        raise
+    except Exception as e:
+        raise CallOperationError.create(e, _src(entry)) from e
+
+
 def _make(op):
     fam = FAMILY[op]
 
@@ -143,38 +164,16 @@ def _make(op):
     if fam == "reduce":
         def f(description, tensor, *, keepdims=None, backend=None, graph=False, **parameters):
             if backend is None and not graph and not parameters and not keepdims:
-                try:
-                    key = (op, description, tensor.__class__, tensor.ndim, tensor.dtype)
-                except AttributeError:
-                    pass
-                else:
-                    entry = _CACHE.get(key)
-                    if entry is None:
-                        entry = _CACHE[key] = _entry(op, description, (tensor,), None, {}, ())
-                    try:
-                        return entry[0](tensor)
-                    except EinxError:
-                        raise
-                    except Exception as e:
-                        raise CallOperationError.create(e, _src(entry)) from e
+                out = _one_array(op, description, tensor)
+                if out is not _MISS:
+                    return out
             return _call(op, description, (tensor,), backend, graph, parameters, (("keepdims", bool(keepdims)),) if keepdims else ())
     elif fam in ("preserve", "argfind") and op != "roll":
         def f(description, tensor, *, backend=None, graph=False, **parameters):
             if backend is None and not graph and not parameters:
-                try:
-                    key = (op, description, tensor.__class__, tensor.ndim, tensor.dtype)
-                except AttributeError:
-                    pass
-                else:
-                    entry = _CACHE.get(key)
-                    if entry is None:
-                        entry = _CACHE[key] = _entry(op, description, (tensor,), None, {}, ())
-                    try:
-                        return entry[0](tensor)
-                    except EinxError:
-                        raise
-                    except Exception as e:
-                        raise CallOperationError.create(e, _src(entry)) from e
+                out = _one_array(op, description, tensor)
+                if out is not _MISS:
+                    return out
             return _call(op, description, (tensor,), backend, graph, parameters)
     elif op == "roll":
         def f(description, tensor, *, shift, backend=None, graph=False, **parameters):
