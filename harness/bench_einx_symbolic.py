@@ -60,7 +60,9 @@ def _once(name, n, mode):
 
 
 def measure_all(n, mode, repeats, names=("torch", "einx_symbolic", "einx")):
-    """Median seconds per implementation; runs are interleaved so machine load hits all alike."""
+    """``(medians, fastest, builds)`` in seconds per implementation; runs are
+    interleaved so machine load hits all alike (the table reports medians; the
+    fastest runs are context for a noisy shared machine)."""
     vals = {k: [] for k in names}
     builds = None
     for _ in range(repeats):
@@ -69,11 +71,7 @@ def measure_all(n, mode, repeats, names=("torch", "einx_symbolic", "einx")):
             vals[name].append(r["seconds"])
             if name == "einx_symbolic":
                 builds = r["builds"]
-    MINS[(n, mode)] = {k: min(v) for k, v in vals.items()}
-    return {k: statistics.median(v) for k, v in vals.items()}, builds
-
-
-MINS = {}  # (n, mode) -> {impl: fastest run}: context for a noisy shared machine (the table reports medians)
+    return {k: statistics.median(v) for k, v in vals.items()}, {k: min(v) for k, v in vals.items()}, builds
 
 
 def main(argv=None):
@@ -86,11 +84,11 @@ def main(argv=None):
         worker(a.worker[0], int(a.worker[1]), a.worker[2])
         return
     names = ("torch", "einx_symbolic") if a.skip_einx else ("torch", "einx_symbolic", "einx")
-    rows = []
+    rows, fastest = [], {}
     for n in (50, 500):
-        m, builds = measure_all(n, "loop", a.repeats, names)
+        m, fastest[n], builds = measure_all(n, "loop", a.repeats, names)
         rows.append((f"loop {n} novel sizes (s)", m["torch"], m.get("einx", float("nan")), m["einx_symbolic"], builds))
-    m, _ = measure_all(20000, "cached", a.repeats, names)
+    m, _, _ = measure_all(20000, "cached", a.repeats, names)
     c_torch, c_einx, c_sym = m["torch"], m.get("einx", float("nan")), m["einx_symbolic"]
     print(f"divide({DESC!r}), d=8, medians of {a.repeats} fresh processes")
     print(f"{'measurement':32} {'raw torch':>11} {'einx 0.4.3':>11} {'einx_symbolic':>14} {'einx/torch':>11} {'sym/torch':>10} {'sym builds':>10}")
@@ -100,7 +98,7 @@ def main(argv=None):
           f"{c_sym / c_torch:9.2f}x")
     print(f"cached overhead over raw torch (us/call): einx {1e6 * (c_einx - c_torch):.2f}, einx_symbolic {1e6 * (c_sym - c_torch):.2f}")
     for n in (50, 500):
-        m = MINS[(n, "loop")]
+        m = fastest[n]
         print(f"fastest of {a.repeats}, loop {n}: raw torch {m['torch']:.5f} s, einx_symbolic {m['einx_symbolic']:.5f} s "
               f"({m['einx_symbolic'] / m['torch']:.2f}x)")
 

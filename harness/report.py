@@ -196,14 +196,14 @@ def markdown(summary: pd.DataFrame) -> str:
 
 
 def select(summary: pd.DataFrame, cases=None, backends=None, modes=None) -> pd.DataFrame:
-    """Rows whose case, backend and mode match the comma-separated globs."""
-    import fnmatch
+    """Rows whose case, backend and mode match the comma-separated globs
+    (``cases.match_globs``: a glob matching no row raises ``CaseError``)."""
+    from cases import match_globs
 
-    def keep(value, globs):
-        return not globs or any(fnmatch.fnmatchcase(value, g.strip()) for g in globs.split(","))
-
-    mask = [keep(r["case"], cases) and keep(r["backend"], backends) and keep(r["mode"], modes)
-            for _, r in summary.iterrows()]
+    keep = {}
+    for col, globs in (("case", cases), ("backend", backends), ("mode", modes)):
+        keep[col] = set(match_globs(list(dict.fromkeys(summary[col])), globs, col))
+    mask = summary["case"].isin(keep["case"]) & summary["backend"].isin(keep["backend"]) & summary["mode"].isin(keep["mode"])
     return summary[mask]
 
 

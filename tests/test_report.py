@@ -2,6 +2,8 @@
 
 import pytest
 
+import cases
+
 from harness import report, results
 
 from synthetic import frame, job
@@ -75,3 +77,5 @@ def test_select_filters_by_globs():
     s = _summary().reset_index()
     assert set(report.select(s, backends="torch_*")["backend"]) == {"torch_eager", "torch_compile"}
     assert set(report.select(s, modes="static")["backend"]) == {"einx"}
+    with pytest.raises(cases.CaseError, match="unknown backend 'tpu'; valid: einx, jax_jit, torch_compile, torch_eager"):
+        report.select(s, backends="tpu")
