@@ -6,7 +6,7 @@ from . import codegen as cg
 from .backends import ADAPTERS, namespace
 from .errors import AxisSizeError, SemanticError
 from .expand import expand, leaves
-from .expr import Expr
+from .expr import Expr, as_operand
 from .semantics import FAMILY, OUTPUT_AXIS, _names_pos, analyse
 from .solve import Check, dim_code, param_code, solve
 from .expr import Sym
@@ -182,7 +182,7 @@ def _source(op, desc, fam, lib, ranks, scalars, libs, params, static, e_in, e_ou
     conds = []
     for k, c in enumerate(checks):
         L, R = c.lhs.code(), c.rhs.code()
-        cond = {"eq": f"{L} != {R}", "one": f"{L} != 1", "nonneg": f"{L} < 0", "div": f"{R} == 0 or {L} % {R} != 0"}[c.kind]
+        cond = {"eq": f"{L} != {R}", "one": f"{L} != 1", "nonneg": f"{L} < 0", "div": f"{R} == 0 or {L} % {as_operand(R)} != 0"}[c.kind]
         conds.append(f"if {cond}: _fail({k}, {L}, {R})")
     # read only the dims the code uses (the rank is part of the signature, so it needs no run-time check)
     # a tensor whose dims only one check reads: read them there (t0.shape[0] is a postfix expression, safe to substitute)

@@ -183,11 +183,10 @@ def gen_elementwise(g, op, ins, outs, scalars):
         for a in args[1:]:
             v = g.emit(f"{v} {sym} {a}")
     elif op in ("add", "multiply", "logaddexp", "logical_and", "logical_or", "maximum", "minimum"):
+        # einx folds these over their inputs: one input is returned as it is
         v = args[0]
         for a in args[1:]:
             v = g.emit(ad.call(op, [v, a]))
-        if len(args) == 1:
-            v = g.emit(ad.call(op, [v]))
     else:
         v = g.emit(ad.call(op, args))
     if any(n not in present for n in out_names):

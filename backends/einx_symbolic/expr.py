@@ -7,6 +7,7 @@ divisions of two expressions.  Equal polynomials have equal normal forms, so
 is not structurally evident: a comparison that is not a syntactic identity is
 turned into a run-time check by the caller (never a guess).
 """
+import re
 from functools import total_ordering
 
 
@@ -108,7 +109,7 @@ class Expr:
             (dm, dc), = other.terms.items()
             if dc == 1 and dm and all(_contains(m, dm) for m in self.terms):
                 return Expr({_remove(m, dm): c for m, c in self.terms.items()})
-        code = f"({self.code()} // {other.code()})"
+        code = f"({self.code()} // {as_operand(other.code())})"
         return Expr({(Atom(("fd", self._key(), other._key()), code),): 1})
 
     def _key(self):
@@ -134,6 +135,15 @@ class Expr:
 
     def __repr__(self):
         return self.code()
+
+
+def as_operand(code):
+    """``code`` safe as the right operand of ``//`` or ``%`` (which bind as
+    tightly as ``*``): a name, a number or a subscript stays, else parentheses."""
+    return code if _TOKEN.fullmatch(code) else f"({code})"
+
+
+_TOKEN = re.compile(r"-?[\w.]+(\[\w+\])*")
 
 
 def _e(x):

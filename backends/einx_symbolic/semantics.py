@@ -74,7 +74,9 @@ def analyse(desc, op, keepdims=False):
         el_op_in, el_op_out = el_in[:-1] + [empty], [el_in[0]]
     elif fam == "argfind":
         nonscalar = outs is None or not is_empty(el_part(outs[0]))
-        el_op_in, el_op_out = [el_in[0]], [List([Axis("a")]) if nonscalar else empty]
+        # the coordinate axis: a name no description can spell, so it never
+        # equals the user's marked axis (``argmax("[a]", x)``)
+        el_op_in, el_op_out = [el_in[0]], [List([Axis(OUTPUT_AXIS)]) if nonscalar else empty]
     else:  # preserve
         el_op_in, el_op_out = [el_in[0]], [el_in[0]]
 
