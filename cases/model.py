@@ -137,6 +137,9 @@ class Case:
     #: run only these of the modes the dims allow (a twin case that exists
     #: for one mode need not repeat its sibling's other modes)
     only_modes: tuple[str, ...] | None = None
+    #: the output is a copy of input values (expand, gather, reshape): it must
+    #: equal the oracle bit for bit, whatever the dtype's usual tolerance
+    exact: bool = False
 
     def __post_init__(self) -> None:
         names = [d.name for d in self.dims]
@@ -270,6 +273,8 @@ class Case:
         return np.asarray(self.oracle(*promoted))
 
     def tol(self) -> Tolerance:
+        if self.exact:
+            return Tolerance(0.0, 0.0)
         return self.tolerance or DEFAULT_TOLERANCES.get(self.out_dtype, Tolerance(0.0, 0.0))
 
     def as_json(self) -> dict:
@@ -281,6 +286,7 @@ class Case:
             "modes": list(self.modes),
             "sweep_full": len(self.sweep),
             "sweep_quick": len(self.quick),
+            "exact": self.exact,
         }
 
 
@@ -302,36 +308,11 @@ def match_globs(names: Sequence[str], globs: str | None, what: str) -> list[str]
     return out
 
 
-def eval_int(expr: str, names: Mapping[str, int]) -> int:
-    """Evaluate an integer expression over ``names``: ints, names, ``+ - * //``,
-    ``min(...)`` and ``max(...)``. Raises ``ValueError`` on anything else."""
-    import ast
-    import operator
-
-    ops = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv}
-
-    def ev(node):
-        if isinstance(node, ast.Expression):
-            return ev(node.body)
-        if isinstance(node, ast.Constant) and type(node.value) is int:
-            return node.value
-        if isinstance(node, ast.Name) and node.id in names:
-            return names[node.id]
-        if isinstance(node, ast.BinOp) and type(node.op) in ops:
-            return ops[type(node.op)](ev(node.left), ev(node.right))
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("min", "max")
-                and node.args and not node.keywords):
-            return (min if node.func.id == "min" else max)(ev(a) for a in node.args)
-        raise ValueError(f"cannot evaluate {expr!r}: use ints, {', '.join(names) or 'no names'}, + - * //, min, max")
-
-    try:
-        return ev(ast.parse(expr, mode="eval"))
-    except SyntaxError:
-        raise ValueError(f"cannot evaluate {expr!r}: not an expression") from None
-
-
 def _eval_size(expr: str, env: Mapping[str, int], case: str) -> int:
+    """A size expression over the case's dims (``"2*b"``), via backends.sizes."""
+    from backends import sizes
+
     try:
-        return eval_int(expr, env)
-    except ValueError as e:
+        return sizes.evaluate(sizes.parse(expr, names=env), env)
+    except sizes.SizeError as e:
         raise CaseError(f"case {case!r}: size expression: {e}") from None
