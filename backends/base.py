@@ -14,8 +14,12 @@ every backend module in the main environment.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import importlib
 import importlib.util
-from typing import Any, Callable, ClassVar, Sequence
+import time
+from typing import Any, Callable, ClassVar, Iterator, Sequence
 
 import numpy as np
 
@@ -30,6 +34,43 @@ class Unsupported(Exception):
     """
 
 
+#: where a stage's count comes from (``Backend.counters``)
+SOURCES = {
+    "system": "the system's own counter",
+    "instrumented": "our count of calls into the system's compile entry point",
+    "ours": "our own cache (a reference implementation or our executor)",
+}
+
+
+@dataclasses.dataclass
+class Counter:
+    """What one compile stage counts: ``source`` (a key of :data:`SOURCES`) and
+    the ``event`` that makes it move, in words."""
+
+    source: str
+    event: str
+
+    def __post_init__(self) -> None:
+        if self.source not in SOURCES:
+            raise ValueError(f"unknown counter source {self.source!r}; valid: {', '.join(SOURCES)}")
+
+
+class Ledger:
+    """Compile counts, times and reasons a backend records itself.
+
+    ``counts`` and ``seconds`` are cumulative per stage; ``reasons`` are drained
+    by :meth:`Backend.compile_reasons`. ``baseline`` is the snapshot of the
+    system's process-wide counters taken by :meth:`Backend.reset_counters`.
+    """
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.seconds: dict[str, float] = {}
+        self.reasons: list[str] = []
+        self.baseline: dict[str, int] = {}
+        self.baseline_seconds: dict[str, float] = {}
+
+
 class Backend:
     """Base class of every backend.
 
@@ -41,6 +82,18 @@ class Backend:
         see ``harness.envs``).
       requires: modules that must be importable in ``env``.
       timeout_s: wall-clock limit of one job (case, backend, mode).
+      counters: per compile stage, a :class:`Counter` saying whether the count
+        is the system's own counter or ours, and what event it counts.
+      mode_notes: per mode, a label the report shows beside every row of that
+        mode (e.g. that a mode emulates another system).
+
+    Compile counting. A backend reports cumulative counts per stage from
+    :meth:`compile_stats`. Counts we make ourselves go through
+    :meth:`count` / :meth:`counting` (which also keep the compile time and
+    the reason); a system's process-wide counter is read in
+    :meth:`system_stats`, and the harness calls :meth:`reset_counters` before
+    ``prepare`` so only this job's events count. The harness reads the stats
+    before and after every call, so every count lands on the call that caused it.
     """
 
     name: ClassVar[str] = ""
@@ -49,6 +102,8 @@ class Backend:
     env: ClassVar[str] = "main"
     requires: ClassVar[tuple[str, ...]] = ()
     timeout_s: ClassVar[float] = 900.0
+    counters: ClassVar[dict[str, Counter]] = {}
+    mode_notes: ClassVar[dict[str, str]] = {}
 
     # -- discovery (runs in the parent process) ---------------------------
     def available(self) -> tuple[bool, str]:
@@ -72,6 +127,15 @@ class Backend:
         return None
 
     # -- execution (runs in the worker) ----------------------------------
+    def startup(self) -> None:
+        """Import the frameworks and start helper processes (timed as the job's
+        ``startup_s``, with the worker's own start). Default: import ``requires``."""
+        for module in self.requires:
+            importlib.import_module(module)
+
+    def teardown(self) -> None:
+        """Stop what ``startup`` started (after the job's last record; not timed)."""
+
     def prepare(self, case, mode: str) -> Callable[..., Any]:
         """Return the program for ``case`` in ``mode``: a callable on the
         native inputs returned by :meth:`convert`. Compiling lazily (on the
@@ -90,17 +154,84 @@ class Backend:
         """The program's output as a NumPy array (not timed)."""
         return np.asarray(out)
 
-    def compile_stats(self) -> dict[str, int]:
-        """Exact compile counts so far in this process, per stage.
+    # -- compile counting ----------------------------------------------------
+    @property
+    def ledger(self) -> Ledger:
+        """This backend's own counts (created on first use)."""
+        led = self.__dict__.get("_ledger")
+        if led is None:
+            led = self.__dict__["_ledger"] = Ledger()
+        return led
 
-        Stages name where the work happened (``{"export": 1, "xla": 50}``);
-        the harness records their sum as ``compiles``.
-        """
+    def count(self, stage: str, n: int = 1, seconds: float | None = None, reason: str | None = None) -> None:
+        """Record ``n`` compiles of ``stage`` that we made ourselves."""
+        led = self.ledger
+        led.counts[stage] = led.counts.get(stage, 0) + n
+        if seconds is not None:
+            led.seconds[stage] = led.seconds.get(stage, 0.0) + seconds
+        if reason:
+            led.reasons.append(f"{stage}: {reason}")
+
+    @contextlib.contextmanager
+    def counting(self, stage: str, reason: str | None = None) -> Iterator[None]:
+        """Count one ``stage`` compile, timed, when the block completes."""
+        t0 = time.perf_counter()
+        yield
+        self.count(stage, 1, time.perf_counter() - t0, reason)
+
+    def system_stats(self) -> dict[str, int]:
+        """The system's own cumulative, process-wide counters per stage."""
         return {}
 
+    def system_seconds(self) -> dict[str, float]:
+        """The system's own cumulative compile seconds per stage, where it reports them."""
+        return {}
+
+    def reset_counters(self) -> None:
+        """Start this job's counts at zero: our ledger is cleared and the
+        system's counters are snapshotted (called before ``prepare``)."""
+        led = self.__dict__["_ledger"] = Ledger()
+        led.baseline = dict(self.system_stats())
+        led.baseline_seconds = dict(self.system_seconds())
+
+    def compile_stats(self) -> dict[str, int]:
+        """Exact compile counts of this job so far, per stage.
+
+        Stages name where the work happened (``{"export": 1, "xla": 50}``);
+        the harness records their sum as ``compiles``. Every stage in
+        ``counters`` is present, at 0 until it moves.
+        """
+        led = self.ledger
+        out = {stage: 0 for stage in self.counters}
+        for stage, n in self.system_stats().items():
+            out[stage] = out.get(stage, 0) + n - led.baseline.get(stage, 0)
+        for stage, n in led.counts.items():
+            out[stage] = out.get(stage, 0) + n
+        return out
+
+    def compile_times(self) -> dict[str, float]:
+        """Cumulative compile seconds of this job per stage, where known."""
+        led = self.ledger
+        out = {}
+        for stage, s in self.system_seconds().items():
+            out[stage] = s - led.baseline_seconds.get(stage, 0.0)
+        for stage, s in led.seconds.items():
+            out[stage] = out.get(stage, 0.0) + s
+        return out
+
     def compile_time_s(self) -> float | None:
-        """Total compile time so far, where the system reports it."""
-        return None
+        """Total compile time of this job so far, where known."""
+        times = self.compile_times()
+        return float(sum(times.values())) if times else None
+
+    def compile_reasons(self) -> list[str]:
+        """Why the system compiled since the last call of this method (drains).
+
+        One line per compile, as the system gives it where it does (dynamo's
+        guard failures, jax's cache-miss explanation, our cache keys)."""
+        led = self.ledger
+        out, led.reasons = led.reasons, []
+        return out
 
     def guards(self) -> list[str]:
         """Specialisations the backend made on concrete sizes (for the record)."""

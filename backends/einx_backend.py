@@ -2,35 +2,67 @@
 
 einx caches a generated Python function per call signature, and the
 signature holds concrete shapes. Every graph construction passes through
-``einx._src.tracer.optimize`` exactly once; we count calls to it.
+``einx._src.tracer.optimize`` exactly once; we count calls to it, on the call
+of the program that made them (so the count is this job's, through the
+backend's ledger). The build's time runs from einx entering
+``tracer.depend_on`` (the start of tracing, after its cache missed) to the
+return of ``tracer.compiler.python.compile`` (the generated function): trace,
+optimize and codegen, not the run.
 """
 
 from __future__ import annotations
 
-from .base import Backend, TorchArrays
+import time
 
-_builds = 0
+from .base import Backend, Counter, TorchArrays
+
+STAGE = "einx_graph"
+
+
+class _Builds:
+    """Process-wide tallies of the instrumented einx entry points."""
+
+    count = 0  # calls to tracer.optimize
+    seconds = 0.0  # depend_on entry -> compiler.python.compile return
+    t0: float | None = None
 
 
 def _install_counter() -> None:
     import einx._src.tracer as tracer
+    import einx._src.tracer.compiler.python as codegen
 
     if getattr(tracer.optimize, "_dynshape_counted", False):
         return
-    inner = tracer.optimize
+    optimize_inner, depend_on_inner, compile_inner = tracer.optimize, tracer.depend_on, codegen.compile
 
     def optimize(*args, **kwargs):
-        global _builds
-        _builds += 1
-        return inner(*args, **kwargs)
+        _Builds.count += 1
+        return optimize_inner(*args, **kwargs)
 
-    optimize._dynshape_counted = True
-    tracer.optimize = optimize
+    def depend_on(*args, **kwargs):  # einx's graph construction starts here
+        _Builds.t0 = time.perf_counter()
+        return depend_on_inner(*args, **kwargs)
+
+    def compile(*args, **kwargs):  # ... and ends with the generated function
+        try:
+            return compile_inner(*args, **kwargs)
+        finally:
+            if _Builds.t0 is not None:
+                _Builds.seconds += time.perf_counter() - _Builds.t0
+                _Builds.t0 = None
+
+    for f in (optimize, depend_on, compile):
+        f._dynshape_counted = True
+    tracer.optimize, tracer.depend_on, codegen.compile = optimize, depend_on, compile
 
 
 def graph_builds() -> int:
     """einx graph constructions in this process since the counter was installed."""
-    return _builds
+    return _Builds.count
+
+
+def _shapes(args) -> tuple:
+    return tuple(tuple(getattr(a, "shape", ())) for a in args)
 
 
 class Einx(TorchArrays, Backend):
@@ -38,6 +70,13 @@ class Einx(TorchArrays, Backend):
     forms = ("einx",)
     modes = ("static",)
     requires = ("einx", "torch")
+    counters = {STAGE: Counter("instrumented", "calls to einx._src.tracer.optimize: one per graph einx builds")}
+
+    def startup(self):
+        import einx  # noqa: F401
+        import torch  # noqa: F401
+
+        _install_counter()
 
     def prepare(self, case, mode):
         import einx
@@ -48,9 +87,13 @@ class Einx(TorchArrays, Backend):
         description, params = form.description, dict(form.params)
 
         def program(*args):
-            return op(description, *args, **params)
+            n0, s0 = _Builds.count, _Builds.seconds
+            try:
+                return op(description, *args, **params)
+            finally:
+                if _Builds.count != n0:
+                    # einx's cache key holds the concrete shapes: a new shape is a new graph
+                    self.count(STAGE, _Builds.count - n0, _Builds.seconds - s0,
+                               f"new input shapes {_shapes(args)}")
 
         return program
-
-    def compile_stats(self):
-        return {"einx_graph": _builds}

@@ -8,13 +8,17 @@ the compile cache is keyed by the graph's structure. Modes:
   bounded    as unbounded with the case's maxima in the key: one compile for
              the bound; an input past it raises ``BoundError`` naming dim and bound.
 Guards (sizes the program forced) are reported per distinct guard.
+
+Counts are ours (the lazy context's cache misses), recorded through the
+backend's ledger with each compile's time and the part of the cache key
+that was new (``backends.lazy.runtime.explain_miss``).
 """
 
 from __future__ import annotations
 
-from .base import Backend, TorchArrays, Unsupported
+from .base import Backend, Counter, TorchArrays, Unsupported
 
-_contexts: list = []
+STAGE = "lazy_fx"
 
 
 class Lazy(TorchArrays, Backend):
@@ -22,6 +26,13 @@ class Lazy(TorchArrays, Backend):
     forms = ("torch",)
     modes = ("static", "bounded", "unbounded")
     requires = ("torch",)
+    counters = {
+        STAGE: Counter("ours", "misses of the lazy graph cache (keyed by graph structure, guards, and in static "
+                               "mode the concrete shapes), each lowered to one FX module")
+    }
+
+    def startup(self):
+        from backends import lazy  # noqa: F401  (imports torch and fills the op tables)
 
     def prepare(self, case, mode):
         from backends import lazy
@@ -29,8 +40,8 @@ class Lazy(TorchArrays, Backend):
         axes = case.dynamic_axes(mode)
         dims = [{ax: d.name for ax, d in a.items()} for a in axes]
         bounds = [{ax: d.max for ax, d in a.items() if d.max is not None} for a in axes]
-        fn = lazy.LazyFunction(case.torch_fn(), mode, dims, bounds)
-        _contexts.append(fn)
+        ctx = lazy.LazyContext(mode, on_compile=lambda seconds, reason: self.count(STAGE, 1, seconds, reason))
+        fn = self._fn = lazy.LazyFunction(case.torch_fn(), mode, dims, bounds, ctx=ctx)
 
         def program(*args):
             try:
@@ -40,14 +51,6 @@ class Lazy(TorchArrays, Backend):
 
         return program
 
-    def compile_stats(self):
-        return {"lazy_fx": sum(f.ctx.compiles() for f in _contexts)}
-
-    def compile_time_s(self):
-        return sum(f.ctx.compile_time_s for f in _contexts)
-
     def guards(self):
-        seen: dict = {}
-        for f in _contexts:
-            seen.update(f.guard_log)
-        return list(seen)
+        fn = getattr(self, "_fn", None)
+        return [] if fn is None else list(fn.guard_log)

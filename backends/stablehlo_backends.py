@@ -4,159 +4,225 @@
     torch form -> torch.export with ``Dim`` (``Dim(max=)`` in bounded mode)
     -> ``backends.stablehlo.lower`` (`?` / ``#stablehlo.bounds`` types) ->
     XLA CPU: refine to the call's shapes and compile once per concrete shape.
-    Stages: ``lowering`` (1 export+lower) + ``xla`` (one per shape).
+    Stages: ``lowering`` (1 export+lower, in the first call) + ``xla`` (one
+    per shape). Inputs and outputs are jax arrays on the CPU device.
 ``stablehlo_interp``
     the same module on the StableHLO reference interpreter
-    (``stablehlo.eval_module``), shape-agnostic: ``lowering`` 1, nothing else.
-    It runs in an isolated worker subprocess, so an interpreter abort (ops it
-    lacks) becomes an error row instead of killing the job's worker.
+    (``stablehlo.eval_module``) in a worker subprocess started by
+    ``startup`` (an interpreter abort on an op it lacks becomes an error row
+    instead of killing the job). The worker parses the module once per
+    concrete argument shape: stages ``lowering`` 1 + ``parse`` per shape.
+    Inputs and outputs are NumPy arrays; ``call_breakdown()`` splits the last
+    call into interpretation and overhead.
 ``jax_export``
     jax form -> ``jax.export`` with ``symbolic_shape`` (bounds as constraints
-    ``b <= max``) -> that module's own text on our XLA executor (its
-    ``shape_assertion`` custom calls are checked during refinement).
-    Stages: ``export`` 1 + ``xla`` per shape.
+    ``b <= max``), in ``prepare`` -> that module's own text on our XLA
+    executor (its ``shape_assertion`` custom calls are checked during
+    refinement). Stages: ``export`` 1 + ``xla`` per shape. Inputs are cast to
+    the module's dtypes (jax canonicalises int64 -> int32) by ``convert``.
 
-Programs are lowered lazily on the first call (its sizes are the export
-sample), like ``torch_export``; inputs and outputs are NumPy arrays.
+Each call of an XLA program is: look up the executable by the arguments'
+shapes, ``execute_sharded``, return device arrays; ``sync`` waits on them.
 """
 
 from __future__ import annotations
 
-import time
+import numpy as np
 
-from .base import Backend, Unsupported, torch_dims
+from .base import Backend, Counter, Unsupported, torch_dims
 
-_STATS: dict = {}
-
-
-def _stats_for(name: str) -> dict:
-    return _STATS.setdefault(name, {"lowering": 0, "export": 0, "lowering_s": 0.0})
+LOWERING = Counter("ours", "torch.export + our StableHLO lowering of the program")
+XLA = Counter("ours", "our XLA executor refines @main to a new concrete argument shape "
+                      "and compiles it (PJRT CPU compile_and_load)")
+PARSE = Counter("ours", "the interpreter worker parses/specialises the module for a new concrete argument shape")
 
 
 def _single(outs):
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
+class XlaArrays:
+    """Mixin: inputs and outputs are jax arrays on the CPU device, dtypes kept
+    (no x64 canonicalisation); ``startup`` loads jax's CPU client and MLIR tools."""
+
+    def startup(self):
+        from backends.stablehlo.executors import load_runtime
+
+        super().startup()
+        load_runtime()
+
+    def convert(self, arrays):
+        from backends.stablehlo.executors import device_put
+
+        return device_put(arrays)
+
+    def sync(self, out):
+        # timed: no import here (executors imports torch, so not at module level either)
+        if isinstance(out, tuple):
+            for o in out:
+                o.block_until_ready()
+        else:
+            out.block_until_ready()
+
+    def to_numpy(self, out):
+        from backends.stablehlo.executors import to_host
+
+        return to_host(out)
+
+
+class InterpreterHost:
+    """Mixin: the reference interpreter's worker process, started in ``startup``;
+    inputs and outputs are NumPy arrays."""
+
+    def startup(self):
+        from backends.stablehlo.executors import load_runtime
+
+        super().startup()
+        load_runtime()
+        self.interpreter().start()
+
+    def interpreter(self):
+        """This backend's interpreter worker (created on first use)."""
+        from backends.stablehlo.executors import InterpreterWorker
+
+        if getattr(self, "_interp", None) is None:
+            self._interp = InterpreterWorker()
+        return self._interp
+
+    def convert(self, arrays):
+        return [np.ascontiguousarray(a) for a in arrays]
+
+    def sync(self, out):
+        """Nothing to wait for: the worker answered with the outputs."""
+
+    def to_numpy(self, out):
+        from backends.stablehlo.executors import to_host
+
+        return to_host(out)
+
+    def call_breakdown(self):
+        """The last call's split (see ``InterpreterProgram.call_breakdown``), or None."""
+        program = getattr(self, "_program", None)
+        return program.call_breakdown() if program is not None else None
+
+    def teardown(self):
+        self.close()
+
+    def close(self):
+        """Stop the interpreter worker."""
+        if getattr(self, "_interp", None) is not None:
+            self._interp.close()
+
+
 class _StablehloTorch(Backend):
     forms = ("torch",)
     modes = ("bounded", "unbounded")
     requires = ("torch", "jax", "jaxlib")
-    executor = "xla"
 
     def prepare(self, case, mode):
-        from backends.stablehlo import LoweringError, execute, lower
-
-        from .torch_export import export
-
-        fn = case.torch_fn()
-        dynamic = tuple(torch_dims(case, mode))
         state = {}
-        _stats = _stats_for(self.name)
 
         def program(*args):
-            text = state.get("text")
-            if text is None:
-                import torch
-
-                t0 = time.perf_counter()
-                ep = export(fn, [torch.from_numpy(a) for a in args], dynamic, case.name)
-                try:
-                    text = state["text"] = lower(ep, bounded=(mode == "bounded"))
-                except LoweringError as e:
-                    raise Unsupported(f"StableHLO lowering: {e}") from e
-                _stats["lowering"] += 1
-                _stats["lowering_s"] += time.perf_counter() - t0
-            return _single(execute(text, args, executor=self.executor, isolated=True))
+            run = state.get("run")
+            if run is None:
+                run = state["run"] = self._program_for(case, mode, args)
+            return _single(run(*args))
 
         return program
 
+    def _program_for(self, case, mode, args):
+        """Export + lower at the first call's sizes; this backend's program for the module."""
+        import torch
 
-class StablehloXla(_StablehloTorch):
+        from backends.stablehlo import LoweringError, Module, lower
+
+        from .torch_export import export
+
+        shapes = ", ".join(str(tuple(a.shape)) for a in args)
+        reason = f"torch.export + StableHLO lowering of {case.name} ({mode}) at argument shapes {shapes}"
+        with self.counting("lowering", reason):
+            ep = export(case.torch_fn(), [torch.from_numpy(np.array(a)) for a in args],
+                        tuple(torch_dims(case, mode)), case.name)
+            try:
+                text = lower(ep, bounded=(mode == "bounded"))
+            except LoweringError as e:
+                raise Unsupported(f"StableHLO lowering: {e}") from e
+            module = Module(text, f"{case.name} ({mode})", [inp.name for inp in case.inputs])
+        self._program = self._executor_program(module)
+        return self._program
+
+
+class StablehloXla(XlaArrays, _StablehloTorch):
     name = "stablehlo_xla"
-    executor = "xla"
+    counters = {"lowering": LOWERING, "xla": XLA}
 
-    def compile_stats(self):
-        from backends.stablehlo import compile_count
+    def _executor_program(self, module):
+        from backends.stablehlo import XlaProgram
 
-        return {"lowering": _stats_for(self.name)["lowering"], "xla": compile_count()}
-
-    def compile_time_s(self):
-        from backends.stablehlo import xla_stats
-
-        s = xla_stats()
-        return _stats_for(self.name)["lowering_s"] + sum(s.compile_seconds) + sum(s.refine_seconds)
+        return XlaProgram(module, on_compile=lambda s, why: self.count("xla", 1, s, why))
 
 
-class StablehloInterp(_StablehloTorch):
+class StablehloInterp(InterpreterHost, _StablehloTorch):
     name = "stablehlo_interp"
-    executor = "interpreter"
+    counters = {"lowering": LOWERING, "parse": PARSE}
 
-    def compile_stats(self):
-        return {"lowering": _stats_for(self.name)["lowering"]}
+    def _executor_program(self, module):
+        from backends.stablehlo import InterpreterProgram
 
-    def compile_time_s(self):
-        return _stats_for(self.name)["lowering_s"]
+        return InterpreterProgram(module, self.interpreter(), on_parse=lambda s, why: self.count("parse", 1, s, why))
 
 
-class JaxExport(Backend):
+def jax_specs(case, mode):
+    """``jax.export`` (shape spec, dtype) per input and the bound constraints of ``case`` in ``mode``."""
+    axes = case.dynamic_axes(mode)
+    static = case.all_sizes({})
+    specs, constraints, seen = [], [], set()
+    for inp, spec in zip(case.inputs, axes):
+        parts = []
+        for i, ax in enumerate(inp.shape):
+            if i in spec:
+                d = spec[i]
+                parts.append(d.name)
+                if d.name not in seen:
+                    seen.add(d.name)
+                    if d.max is not None:
+                        constraints.append(f"{d.name} <= {d.max}")
+                    if d.min > 1:
+                        constraints.append(f"{d.name} >= {d.min}")
+            else:
+                parts.append(str(static[ax] if isinstance(ax, str) else ax))
+        specs.append((", ".join(parts) if parts else (), np.dtype(inp.dtype)))
+    return specs, constraints
+
+
+class JaxExport(XlaArrays, Backend):
     name = "jax_export"
     forms = ("jax",)
     modes = ("bounded", "unbounded")
     requires = ("jax", "jaxlib")
+    counters = {"export": Counter("instrumented", "jax.export.export calls"), "xla": XLA}
 
     def prepare(self, case, mode):
-        import numpy as np
-
+        from backends.stablehlo import Module, XlaProgram
         from backends.stablehlo import jax_export as JE
 
-        axes = case.dynamic_axes(mode)
-        static = case.all_sizes({})
-        specs, constraints, seen = [], [], set()
-        for inp, spec in zip(case.inputs, axes):
-            parts = []
-            for i, ax in enumerate(inp.shape):
-                if i in spec:
-                    d = spec[i]
-                    parts.append(d.name)
-                    if d.name not in seen:
-                        seen.add(d.name)
-                        if d.max is not None:
-                            constraints.append(f"{d.name} <= {d.max}")
-                        if d.min > 1:
-                            constraints.append(f"{d.name} >= {d.min}")
-                else:
-                    parts.append(str(static[ax] if isinstance(ax, str) else ax))
-            specs.append((", ".join(parts) if parts else (), np.dtype(inp.dtype)))
-        t0 = time.perf_counter()
+        specs, constraints = jax_specs(case, mode)
+        shapes = ", ".join(f"({s})" for s, _ in specs)
         try:
-            exp = JE.export_jax(case.jax_fn(), specs, constraints)
+            with self.counting("export", f"jax.export of {case.name} ({mode}) for shapes {shapes} "
+                                         f"with constraints {constraints}"):
+                exp = JE.export_jax(case.jax_fn(), specs, constraints)
         except Exception as e:  # shape-polymorphism failures are the system's answer
             raise Unsupported(f"jax.export with symbolic shapes failed: {type(e).__name__}: {e}") from e
-        text = JE.module_text(exp)
-        _stats = _stats_for(self.name)
-        _stats["export"] += 1
-        _stats["lowering_s"] += time.perf_counter() - t0
-        from backends.stablehlo.executors import main_signature
-        from backends.stablehlo.types import MLIR_TO_NUMPY
-
-        # jax canonicalises dtypes (x64 off: int64 -> int32), so the module's
-        # @main takes what jax.jit would be given; convert like device_put does.
-        want = [MLIR_TO_NUMPY.get(dt) for _, dt, _ in main_signature(text)[0]]
+        self.exported = exp  # the jax.export.Exported (the benchmark's jax.jit(exported.call) row runs it)
+        module = Module(JE.module_text(exp), f"{case.name} ({mode}, jax.export)", [inp.name for inp in case.inputs])
+        run = self._program = XlaProgram(module, on_compile=lambda s, why: self.count("xla", 1, s, why))
 
         def program(*args):
-            args = [np.asarray(a, dtype=w) if w is not None and np.asarray(a).dtype.kind == w.kind else a
-                    for a, w in zip(args, want)]
-            return _single(JE.run(text, args, "xla"))
+            return _single(run(*args))
 
         return program
 
-    def compile_stats(self):
-        from backends.stablehlo import compile_count
-
-        return {"export": _stats_for(self.name)["export"], "xla": compile_count()}
-
-    def compile_time_s(self):
-        from backends.stablehlo import xla_stats
-
-        s = xla_stats()
-        return _stats_for(self.name)["lowering_s"] + sum(s.compile_seconds) + sum(s.refine_seconds)
+    def convert(self, arrays):
+        """Device arrays in the module's dtypes (jax's x64-off canonicalisation)."""
+        return self._program.convert(arrays, canonicalize=True)

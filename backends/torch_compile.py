@@ -5,13 +5,56 @@ and bounded = the case's dynamic axes marked with ``mark_dynamic`` (with
 Counts: dynamo's ``unique_graphs`` (each graph is compiled once by the
 chosen compiler backend, inductor by default). The recompile limit is lifted
 and hitting it is an error, so a cache thrash is never silently run eagerly.
+
+Times and reasons come from dynamo's compilation metrics, one record per
+frame compile: ``entire_frame_compile_time_s`` (dynamo + the compiler backend)
+and ``recompile_reason`` (the first guard that failed, e.g. "0/0: tensor 'c'
+size mismatch at index 0. expected 1000, actual 1001"; ``None`` on a frame's
+first compile, reported as "first call"). New graph breaks
+(``counters["graph_break"]``) are added to the reason of the compile that hit
+them.
 """
 
 from __future__ import annotations
 
 import os
 
-from .base import Backend, TorchArrays
+from .base import Backend, Counter, TorchArrays
+
+STAGE = "dynamo_graph"
+
+
+class _Dynamo:
+    """Process-wide: dynamo's frame compiles read so far (compilation metrics are
+    a bounded deque, so they are consumed as they come and marked)."""
+
+    seconds = 0.0
+    frames: list[str] = []  # one reason per frame compile that captured a graph
+
+
+def _drain() -> None:
+    from torch._dynamo.utils import get_compilation_metrics
+
+    for m in get_compilation_metrics():
+        if getattr(m, "_dynshape_seen", False):
+            continue
+        m._dynshape_seen = True
+        _Dynamo.seconds += m.entire_frame_compile_time_s or 0.0
+        if not m.graph_op_count:  # no graph captured (nothing to compile, or it failed)
+            continue
+        where = f"{m.co_name} ({os.path.basename(m.co_filename or '?')}:{m.co_firstlineno})"
+        if m.recompile_reason:
+            reason = f"recompile of {where}: guard failed: {m.recompile_reason}"
+        else:
+            reason = f"first call: no compiled code for {where} yet"
+        _Dynamo.frames.append(reason)
+
+
+def _graph_breaks() -> tuple[int, list[str]]:
+    from torch._dynamo.utils import counters
+
+    gb = counters["graph_break"]
+    return sum(gb.values()), list(gb)
 
 
 class TorchCompile(TorchArrays, Backend):
@@ -19,12 +62,31 @@ class TorchCompile(TorchArrays, Backend):
     forms = ("torch",)
     modes = ("static", "bounded", "unbounded")
     requires = ("torch",)
+    counters = {
+        STAGE: Counter(
+            "system",
+            "torch._dynamo counters['stats']['unique_graphs']: graphs dynamo captured, each compiled by inductor",
+        )
+    }
     #: the torch.compile backend; DYNSHAPE_TORCH_COMPILE_BACKEND overrides
     #: (``eager`` keeps dynamo's graph capture but skips inductor's C++ build)
     compiler = "inductor"
 
     def __init__(self, compiler: str | None = None):
         self.compiler = compiler or os.environ.get("DYNSHAPE_TORCH_COMPILE_BACKEND") or self.compiler
+
+    def startup(self):
+        # what the first compile would otherwise import (seconds: dynamo,
+        # inductor's lowering and C++ build machinery)
+        import torch  # noqa: F401
+        import torch._dynamo  # noqa: F401
+
+        if self.compiler == "inductor":
+            import torch._dynamo.backends.inductor  # noqa: F401
+            import torch._inductor.codecache  # noqa: F401
+            import torch._inductor.compile_fx  # noqa: F401
+            import torch._inductor.graph  # noqa: F401
+            import torch.utils.cpp_extension  # noqa: F401
 
     def prepare(self, case, mode):
         import torch
@@ -56,13 +118,44 @@ class TorchCompile(TorchArrays, Backend):
 
         return program
 
-    def compile_stats(self):
+    # -- compile counting ----------------------------------------------------
+    def system_stats(self):
         from torch._dynamo.utils import counters
 
-        return {"dynamo_graph": int(counters["stats"]["unique_graphs"])}
+        return {STAGE: int(counters["stats"]["unique_graphs"])}
 
-    def compile_time_s(self):
-        from torch._dynamo.utils import get_compilation_metrics
+    def system_seconds(self):
+        _drain()
+        return {STAGE: _Dynamo.seconds}
 
-        total = sum((m.entire_frame_compile_time_s or 0.0) for m in get_compilation_metrics())
-        return float(total)
+    def reset_counters(self):
+        super().reset_counters()
+        _drain()
+        self._frame_pos = len(_Dynamo.frames)
+        self._graph_pos = self.system_stats()[STAGE]
+        self._break_pos = _graph_breaks()[0]
+        self._break_seen = set(_graph_breaks()[1])
+
+    def compile_reasons(self):
+        """One reason per graph captured since the last call: its frame
+        compile's recompile reason (a call that captured more graphs than
+        frame records repeats the last), the first one also naming the graph
+        breaks the call hit (``counters["graph_break"]``)."""
+        out = super().compile_reasons()
+        _drain()
+        frames = _Dynamo.frames[getattr(self, "_frame_pos", 0):]
+        self._frame_pos = len(_Dynamo.frames)
+        graphs = self.system_stats()[STAGE]
+        n, self._graph_pos = graphs - getattr(self, "_graph_pos", 0), graphs
+        breaks, keys = _graph_breaks()
+        seen = getattr(self, "_break_seen", set())
+        nb, self._break_pos = breaks - getattr(self, "_break_pos", 0), breaks
+        new = [str(k).splitlines()[0] for k in keys if k not in seen]
+        self._break_seen = set(keys)
+        if n > 0:
+            frames = frames or ["graph captured without a compilation-metrics record"]
+            reasons = [frames[min(i, len(frames) - 1)] for i in range(n)]
+            if nb:  # the graph breaks this call's compiles hit, on its first reason
+                reasons[0] += f"; {nb} graph break{'s' if nb != 1 else ''}" + (f": {' | '.join(new)}" if new else "")
+            out += [f"{STAGE}: {r}" for r in reasons]
+        return out

@@ -10,9 +10,10 @@ class TorchEager(TorchArrays, Backend):
     forms = ("torch",)
     modes = ("static", "bounded", "unbounded")
     requires = ("torch",)
+    counters = {}  # no compile stage: nothing to count
+
+    def startup(self):
+        import torch  # noqa: F401
 
     def prepare(self, case, mode):
         return case.torch_fn()
-
-    def compile_stats(self):
-        return {}

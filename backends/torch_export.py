@@ -1,13 +1,19 @@
 """torch.export: static = one export per shape; unbounded/bounded = one
 export with ``torch.export.Dim`` (``Dim(max=)`` when bounded), run through
 ``ep.module()``. An input outside the exported range raises torch's own
-guard error, naming the input and the bound."""
+guard error, naming the input and the bound.
+
+Counts: the backend counts its own calls of :func:`export` (one
+``torch.export.export`` each), timed, with the reason: the new input shapes
+(static: the program cache is keyed by them) or the dynamic dims the one
+export covers. :func:`export` itself counts nothing, so other backends
+(``stablehlo_backends``) can call it without moving this backend's count."""
 
 from __future__ import annotations
 
-from .base import Backend, TorchArrays, Unsupported, torch_dims
+from .base import Backend, Counter, TorchArrays, Unsupported, torch_dims
 
-_exports = 0
+STAGE = "export"
 
 
 class TorchExport(TorchArrays, Backend):
@@ -15,26 +21,38 @@ class TorchExport(TorchArrays, Backend):
     forms = ("torch",)
     modes = ("static", "bounded", "unbounded")
     requires = ("torch",)
+    counters = {STAGE: Counter("instrumented", "torch.export.export calls")}
+
+    def startup(self):
+        # what the first export would otherwise import (~1 s: dynamo, sympy, ...)
+        import torch  # noqa: F401
+        import torch._dynamo  # noqa: F401
+        import torch.export  # noqa: F401
+        import torch.export._trace  # noqa: F401
 
     def prepare(self, case, mode):
         fn = case.torch_fn()
         dynamic = None if mode == "static" else tuple(torch_dims(case, mode))
         programs: dict = {}
+        if mode != "static":
+            ranges = {}
+            for axes in case.dynamic_axes(mode):
+                for dim in axes.values():
+                    ranges[dim.name] = f"{dim.name} in [{max(2, dim.min)}, {dim.max if dim.max is not None else 'inf'}]"
+            why = f"first call: one export with dynamic dims {', '.join(ranges.values())}"
 
         def program(*args):
             key = tuple(tuple(a.shape) for a in args) if mode == "static" else None
             mod = programs.get(key)
             if mod is None:
-                mod = programs[key] = export(fn, args, dynamic, case.name).module()
+                with self.counting(STAGE, f"new input shapes {key}" if mode == "static" else why):
+                    mod = programs[key] = export(fn, args, dynamic, case.name).module()
             try:
                 return mod(*args)
             except AssertionError as e:  # ep.module()'s input guards
                 raise _range_error(case, mode, args, e) from e
 
         return program
-
-    def compile_stats(self):
-        return {"export": _exports}
 
 
 class OutOfRange(ValueError):
@@ -56,8 +74,8 @@ def _range_error(case, mode, args, err: AssertionError) -> Exception:
 
 
 def export(fn, args, dynamic_shapes, case_name: str = "?"):
-    """``torch.export.export`` of a plain function; counts each export."""
-    global _exports
+    """``torch.export.export`` of a plain function (counts nothing: the caller
+    does, e.g. :class:`TorchExport` inside ``counting("export")``)."""
     import torch
 
     class Program(torch.nn.Module):
@@ -70,5 +88,4 @@ def export(fn, args, dynamic_shapes, case_name: str = "?"):
         ep = torch.export.export(Program(), tuple(args), dynamic_shapes=shapes, strict=False)
     except torch._dynamo.exc.UserError as e:  # constraint violations: the dim is not dynamic
         raise Unsupported(f"torch.export could not keep {case_name}'s dims dynamic: {str(e).splitlines()[0]}") from e
-    _exports += 1
     return ep

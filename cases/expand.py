@@ -43,6 +43,7 @@ def _expand_case(name: str, batch, sweep, tags, only_modes=None) -> Case:
         torch_fn=_expand_torch,
         jax_fn=_expand_jax,
         only_modes=only_modes,
+        exact=True,  # expand copies emb: every element must be emb's, bit for bit
     )
 
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import cases
+from harness.runner import DEFAULT_REPEATS, DEFAULT_WARMUP
 
 EXIT_USAGE = 2
 
@@ -30,11 +31,15 @@ def _parser() -> argparse.ArgumentParser:
     run.set_defaults(profile="quick")
     run.add_argument("--out", default="results", help="directory for the run's JSONL (default: results/)")
     run.add_argument("--jobs", type=int, default=1, help="workers at a time (timings are cleaner with 1)")
-    run.add_argument("--repeats", type=int, default=7, help="timed repeats per shape in the cached phase")
-    run.add_argument("--warmup", type=int, default=2, help="warm-up calls per shape before the cached phase")
+    run.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, help="timed repeats per shape in the cached phase")
+    run.add_argument("--warmup", type=int, default=DEFAULT_WARMUP,
+                     help="warm-up calls per shape before the cached phase")
     run.add_argument("--timeout", type=float, help="seconds per job (default: the backend's)")
     run.add_argument("--threads", type=int, default=1,
-                     help="OMP/MKL threads per worker (default 1, steadier timings; 0: the frameworks' default)")
+                     help="threads per worker for torch, BLAS and XLA alike (default 1, steadier timings; "
+                          "0: the frameworks' defaults)")
+    run.add_argument("--trace", metavar="DIR",
+                     help="set TORCH_TRACE per job to DIR/<job> (dynamo/inductor logs for tlparse)")
     run.add_argument("--warm-cache", action="store_true", help="keep on-disk compile caches between runs")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -82,7 +87,11 @@ def _list(args) -> int:
             "cases": [{"name": c.name, "tags": list(c.tags), "dims": {d.name: d.as_json() for d in c.dims},
                        "forms": list(c.forms), "modes": list(c.modes)} for c in catalogue],
             "backends": [{"name": n, "modes": list(b.modes), "forms": list(b.forms), "env": b.env,
-                          "available": avail[n][0], "reason": avail[n][1]} for n, b in backends.items()],
+                          "available": avail[n][0], "reason": avail[n][1],
+                          "mode_notes": dict(getattr(b, "mode_notes", {})),
+                          "counters": {s: {"source": c.source, "event": c.event}
+                                       for s, c in getattr(b, "counters", {}).items()}}
+                         for n, b in backends.items()],
         }, indent=2))
         return 0
     print("backends:")
@@ -90,6 +99,8 @@ def _list(args) -> int:
         ok, why = avail[n]
         print(f"  {n:<20} env={b.env:<5} forms={','.join(b.forms):<12} modes={','.join(b.modes):<25} "
               f"{'available' if ok else 'unavailable: ' + why}")
+        for mode, note in getattr(b, "mode_notes", {}).items():
+            print(f"  {'':<20} {mode}: {note}")
     print("\ncases × backends × modes:")
     for c in catalogue:
         dims = ", ".join(f"{d.name}={d.size}" if not d.dynamic else f"{d.name}:{d.kind}" + (f"≤{d.max}" if d.max else "")
@@ -110,10 +121,11 @@ def _run(args) -> int:
         return EXIT_USAGE
     r = runner.Runner(args.out, profile=args.profile, repeats=args.repeats, warmup=args.warmup,
                       timeout_s=args.timeout, warm_cache=args.warm_cache, progress=not args.no_progress,
-                      threads=args.threads or None)
+                      threads=args.threads or None, trace_dir=args.trace)
     print(f"run {r.run_id}: {len(combos)} jobs, profile {args.profile} → {r.path}", file=sys.stderr)
     path = r.run(combos, jobs=args.jobs)
-    summary = report.annotate(report.summarise(results.load([path])))
+    df = results.load([path])
+    summary = report.annotate(report.summarise(df), df)
     print(report.markdown(summary))
     csv = path.with_suffix(".report.csv")
     summary.to_csv(csv, index=False)
@@ -125,7 +137,8 @@ def _report(args) -> int:
     from . import report, results
 
     files = results.run_files(args.paths, args.results)
-    summary = report.annotate(report.summarise(results.load(files)))
+    df = results.load(files)
+    summary = report.annotate(report.summarise(df), df)
     summary = report.select(summary, args.cases, args.backends, args.modes)
     print(report.markdown(summary))
     csv = Path(args.csv) if args.csv else files[0].with_suffix(".report.csv")

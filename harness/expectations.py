@@ -1,23 +1,39 @@
 """Expected compile counts and expected failures, from ``cases/expectations.toml``.
 
 Each ``[[expect]]`` rule names ``case``, ``backend`` and ``mode`` (globs; ``*``
-when left out) and either ``compiles`` — a formula over ``n_shapes``, the
-number of novel shapes the job ran (``"1"``, ``"n_shapes"``,
-``"n_shapes + 1"``), optionally with ``stages`` formulas per compile stage —
-or ``xfail``, the reason the job is expected to fail. For a job, the most
-specific matching rule wins (the one naming the most fields exactly); among
-equally specific ones the later. Counts are exact both ways: more compiles
-than expected fail, and so do fewer, so the file stays true.
+when left out) and states compile counts:
+
+- ``per_shape``: a formula for the compiles of each novel shape's first call
+  (shape 0's count includes what ``prepare`` compiled), over ``i`` (the
+  shape's position in the sweep, from 0), ``first`` (1 on shape 0, else 0)
+  and ``n_shapes``: ``"1"`` for a compile per shape, ``"first"`` for one
+  compile on the first shape and none after; ``shape_stages`` the same per
+  compile stage;
+- ``compiles``: a formula over ``n_shapes`` for the job's total, with optional
+  ``stages`` totals per stage.
+
+A rule may also say ``xfail`` (why the job is expected to fail) with
+``match``, a regex every failing record's message must fit. The counts of an
+xfail job are checked on the records it has. For a job, the most specific
+matching rule wins (the one naming the most fields exactly); among equally
+specific ones the later. Counts are exact both ways: more compiles than
+expected fail, and so do fewer, so the file stays true.
+
+:func:`verdict` is the one judgement of a job's records against its rule, used
+by the conformance gate and by the report's ``expected`` column alike.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import re
 import tomllib
 from pathlib import Path
 
 DEFAULT = Path(__file__).resolve().parent.parent / "cases" / "expectations.toml"
+
+KEYS = {"case", "backend", "mode", "compiles", "stages", "per_shape", "shape_stages", "xfail", "match"}
 
 
 class ExpectationError(ValueError):
@@ -31,6 +47,8 @@ class Rule:
     mode: str = "*"
     compiles: str | None = None
     stages: tuple[tuple[str, str], ...] = ()
+    per_shape: str | None = None
+    shape_stages: tuple[tuple[str, str], ...] = ()
     xfail: str | None = None
     match: str | None = None
     index: int = 0
@@ -46,29 +64,62 @@ class Rule:
     def describe(self) -> str:
         return f"rule #{self.index + 1} (case={self.case} backend={self.backend} mode={self.mode})"
 
+    @property
+    def summary(self) -> str:
+        """The counts the rule states, for the report."""
+        parts = []
+        if self.per_shape is not None:
+            parts.append(f"{self.per_shape}/shape")
+        if self.compiles is not None:
+            parts.append(self.compiles)
+        return ", ".join(parts)
+
 
 def load(path: str | Path = DEFAULT) -> list[Rule]:
     with open(path, "rb") as f:
         data = tomllib.load(f)
     rules = []
     for i, raw in enumerate(data.get("expect", [])):
-        unknown = set(raw) - {"case", "backend", "mode", "compiles", "stages", "xfail", "match"}
+        where = f"{path}: rule #{i + 1}"
+        unknown = set(raw) - KEYS
         if unknown:
-            raise ExpectationError(f"{path}: rule #{i + 1} has unknown keys {sorted(unknown)}")
-        if ("compiles" in raw) == ("xfail" in raw):
-            raise ExpectationError(f"{path}: rule #{i + 1} needs exactly one of 'compiles' or 'xfail'")
+            raise ExpectationError(f"{where} has unknown keys {sorted(unknown)}; valid: {sorted(KEYS)}")
+        if "compiles" not in raw and "per_shape" not in raw:
+            raise ExpectationError(f"{where} states no compile count: give 'per_shape' (or 'compiles')")
+        if ("xfail" in raw) != ("match" in raw):
+            raise ExpectationError(f"{where}: 'xfail' and 'match' go together (match: a regex every failure "
+                                   "of the job must fit)")
         rule = Rule(
             case=raw.get("case", "*"), backend=raw.get("backend", "*"), mode=raw.get("mode", "*"),
-            compiles=str(raw["compiles"]) if "compiles" in raw else None,
-            stages=tuple((k, str(v)) for k, v in raw.get("stages", {}).items()),
+            compiles=_str(raw.get("compiles")), stages=_pairs(raw.get("stages")),
+            per_shape=_str(raw.get("per_shape")), shape_stages=_pairs(raw.get("shape_stages")),
             xfail=raw.get("xfail"), match=raw.get("match"), index=i,
         )
-        if rule.match is not None and rule.xfail is None:
-            raise ExpectationError(f"{path}: rule #{i + 1}: 'match' goes with 'xfail'")
-        for formula in ([rule.compiles] if rule.compiles else []) + [v for _, v in rule.stages]:
-            evaluate(formula, 1)  # fail early on a bad formula, naming it
+        if rule.stages and rule.compiles is None:
+            raise ExpectationError(f"{where}: 'stages' goes with 'compiles'")
+        if rule.shape_stages and rule.per_shape is None:
+            raise ExpectationError(f"{where}: 'shape_stages' goes with 'per_shape'")
+        for formula in [rule.compiles, *(v for _, v in rule.stages)]:
+            if formula is not None:
+                evaluate(formula, 1)  # fail early on a bad formula, naming it
+        for formula in [rule.per_shape, *(v for _, v in rule.shape_stages)]:
+            if formula is not None:
+                evaluate_shape(formula, 0, 1)
+        if rule.match is not None:
+            try:
+                re.compile(rule.match)
+            except re.error as e:
+                raise ExpectationError(f"{where}: bad 'match' regex {rule.match!r}: {e}") from None
         rules.append(rule)
     return rules
+
+
+def _str(v) -> str | None:
+    return None if v is None else str(v)
+
+
+def _pairs(d) -> tuple[tuple[str, str], ...]:
+    return tuple((k, str(v)) for k, v in (d or {}).items())
 
 
 def lookup(rules: list[Rule], case: str, backend: str, mode: str) -> Rule | None:
@@ -77,61 +128,129 @@ def lookup(rules: list[Rule], case: str, backend: str, mode: str) -> Rule | None
 
 
 def evaluate(formula: str, n_shapes: int) -> int:
-    """Evaluate a compile-count formula: ints, ``n_shapes``, ``+ - * //``, ``min``/``max``."""
-    from cases.model import eval_int
+    """Evaluate a job-total formula: ints, ``n_shapes``, ``+ - * //``, ``min``/``max``."""
+    return _eval(formula, {"n_shapes": n_shapes})
+
+
+def evaluate_shape(formula: str, i: int, n_shapes: int) -> int:
+    """Evaluate a per-shape formula for shape ``i`` (0-based) of ``n_shapes``."""
+    return _eval(formula, {"i": i, "first": int(i == 0), "n_shapes": n_shapes})
+
+
+def _eval(formula: str, names: dict) -> int:
+    from backends import sizes
 
     try:
-        return eval_int(formula, {"n_shapes": n_shapes})
-    except ValueError as e:
+        return sizes.evaluate(sizes.parse(formula, names=names), names)
+    except sizes.SizeError as e:
         raise ExpectationError(f"bad compile-count formula {formula!r}: {e}") from None
 
 
-def problems(records: list[dict], rule: Rule) -> list[str]:
-    """What in a job's records contradicts ``rule`` (empty: conforms).
+# -- judging a job -------------------------------------------------------------
 
-    Every record must pass; compile counts are checked where the rule has a
-    formula (an ``xfail`` rule has none, so its problems are the failures)."""
-    out = []
+@dataclasses.dataclass
+class Verdict:
+    """A job's records judged against its rule.
+
+    ``outcome``: ``pass`` (conforms), ``xfail`` (fails as the rule says),
+    ``fail`` (contradicts the rule: ``problems`` say how), ``xpass`` (passed
+    but the rule expects a failure), ``norule``, or ``idle`` (not run:
+    unsupported or skipped).
+    """
+
+    outcome: str
+    problems: list[str]
+    rule: Rule | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome in ("pass", "xfail", "idle")
+
+    @property
+    def note(self) -> str:
+        """The report's ``expected`` cell."""
+        r = self.rule
+        if self.outcome == "idle":
+            return ""
+        if self.outcome == "norule":
+            return "no rule"
+        if self.outcome == "pass":
+            return f"= {r.summary}"
+        if self.outcome == "xfail":
+            return f"xfail: {r.xfail}"
+        if self.outcome == "xpass":
+            return "xpass: update expectations"
+        return f"≠ {r.summary}: {self.problems[0]}" if r else self.problems[0]
+
+
+def verdict(records: list[dict], rule: Rule | None) -> Verdict:
+    """Judge one job's records (every record of one case, backend, mode)."""
+    if records and all(r.get("status") in ("unsupported", "skipped") for r in records):
+        return Verdict("idle", [], rule)
+    if rule is None:
+        return Verdict("norule", ["no rule in cases/expectations.toml names this job"], None)
+    counts = count_problems(records, rule)
+    failures = [r for r in records if r.get("status") != "pass"]
+    if rule.xfail is None:
+        found = [_describe(r) for r in failures] + counts
+        if not [r for r in records if r.get("novel") is True]:
+            found.append("no shape was measured")
+        return Verdict("fail" if found else "pass", found, rule)
+    if not failures:
+        return Verdict("xpass", [f"passed, but expected to fail: {rule.xfail}"] + counts, rule)
+    strays = [_describe(r) for r in failures if not re.search(rule.match, str(r.get("message")))]
+    found = [f"failed otherwise than expected (match {rule.match!r}): {s}" for s in strays] + counts
+    return Verdict("fail" if found else "xfail", found, rule)
+
+
+def _where(r: dict) -> str:
+    """``shape 2 {'e': 1003}``: a record's shape, by index and sizes."""
+    sizes = r.get("sizes")
+    return f"shape {int(r['shape_index'])}" + (f" {sizes}" if isinstance(sizes, dict) else "")
+
+
+def _describe(r: dict) -> str:
+    if r.get("novel") is None:
+        return f"job {r['status']}: {r.get('message')}"
+    phase = "novel" if r["novel"] else "cached"
+    return f"{_where(r)} ({phase}): {r['status']}: {r.get('message')}"
+
+
+def count_problems(records: list[dict], rule: Rule) -> list[str]:
+    """Where the records' compile counts contradict the rule, shape by shape
+    (``per_shape``) and in total (``compiles``). (A compile in the cached
+    phase is already a failure: the record's status is ``recompiled``.)"""
     novel = [r for r in records if r.get("novel") is True]
-    cached = [r for r in records if r.get("novel") is False]
-    job_level = [r for r in records if r.get("novel") is None]
-    for r in job_level:
-        out.append(f"job {r['status']}: {r.get('message')}")
-    for r in novel + cached:
-        if r["status"] != "pass":
-            phase = "novel" if r["novel"] else "cached"
-            out.append(f"shape {r['shape_index']} {r['sizes']} ({phase}): {r['status']}: {r.get('message')}")
-    if not novel:
-        out.append("no shape was measured")
-        return out
-    if rule.compiles is None:
-        return out
+    out = []
     n = len({r["shape_index"] for r in novel})
-    last = novel[-1]
-    want = evaluate(rule.compiles, n)
-    if last["compiles"] != want:
-        out.append(f"compiles: got {last['compiles']} over {n} novel shapes, expected {rule.compiles} = {want} "
-                   f"(stages {last.get('compile_stages')}; {rule.describe()})")
-    for stage, formula in rule.stages:
-        got = (last.get("compile_stages") or {}).get(stage, 0)
-        if got != evaluate(formula, n):
-            out.append(f"stage {stage}: got {got}, expected {formula} = {evaluate(formula, n)}")
-    grew = [r for r in cached if r["compiles"] != last["compiles"]]
-    if grew:
-        out.append(f"the cached phase compiled again: {last['compiles']} → {grew[-1]['compiles']} "
-                   "(a shape seen before was not served from the cache)")
+    if rule.per_shape is not None:
+        for r in novel:
+            i, delta = int(r["shape_index"]), r.get("compile_delta")
+            if not isinstance(delta, dict):
+                out.append(f"{_where(r)}: no per-call compile count recorded")
+                continue
+            want = evaluate_shape(rule.per_shape, i, n)
+            got = int(sum(delta.values()))
+            if got != want:
+                out.append(f"{_where(r)}: {got} compile(s) {_stages(delta)}, expected "
+                           f"{rule.per_shape} = {want} ({rule.describe()})")
+            for stage, formula in rule.shape_stages:
+                want_s = evaluate_shape(formula, i, n)
+                if delta.get(stage, 0) != want_s:
+                    out.append(f"{_where(r)}: stage {stage}: {delta.get(stage, 0)}, expected {formula} = {want_s}")
+    if rule.compiles is not None and novel:
+        last = novel[-1]
+        want = evaluate(rule.compiles, n)
+        if last["compiles"] != want:
+            out.append(f"compiles: got {last['compiles']} over {n} novel shapes, expected {rule.compiles} = {want} "
+                       f"(stages {last.get('compile_stages')}; {rule.describe()})")
+        for stage, formula in rule.stages:
+            got = (last.get("compile_stages") or {}).get(stage, 0)
+            if got != evaluate(formula, n):
+                out.append(f"stage {stage}: got {got}, expected {formula} = {evaluate(formula, n)}")
     return out
 
 
-def unexpected_failure(records: list[dict], rule: Rule) -> str | None:
-    """For an ``xfail`` rule with ``match``: a failure message that does not
-    match the expected one (the job failed, but not as the file says)."""
-    import re
-
-    if rule.match is None:
-        return None
-    failed = [r for r in records if r.get("status") not in ("pass", None)]
-    msgs = [str(r.get("message")) for r in failed]
-    if any(re.search(rule.match, m) for m in msgs):
-        return None
-    return f"expected a failure matching {rule.match!r}, got: {msgs[0] if msgs else 'no failure'}"
+def _stages(delta: dict) -> str:
+    moved = {k: v for k, v in delta.items() if v}
+    return "(" + ", ".join(f"{k}={v}" for k, v in moved.items()) + ")" if moved else "(none)"

@@ -1,9 +1,19 @@
 """The measurement loop of one job (case, backend, mode); runs inside a worker.
 
-Novel phase: each shape of the sweep is new to the process; its first call
-is timed (compiles included), the compile-count delta read, and the output
-checked against the oracle. Cached phase: each passing shape again, after
-warm-up, median and IQR over repeats.
+One timing rule for every backend (the worker times ``Backend.startup``
+before this loop runs):
+
+- ``prepare_s``: ``backend.prepare(case, mode)``, with the job's compile
+  counters reset just before it;
+- novel phase: each shape of the sweep is new to the process. ``convert``
+  (host → native) is not timed; the first call and ``sync`` are; ``to_numpy``
+  is not. The compile counters are read around every call, so each record
+  carries its own per-stage ``compile_delta`` (shape 0's includes what
+  ``prepare`` compiled) and the reasons the system gave;
+- cached phase: each passing shape again, after warm-up, every call synced;
+  median and IQR over repeats; then one more call whose output is checked
+  against the oracle. A compile anywhere in the cached phase of a shape makes
+  its record ``recompiled``.
 """
 
 from __future__ import annotations
@@ -19,80 +29,115 @@ from backends.base import Unsupported
 from . import oracle
 
 
-def _total(stats: dict) -> int:
-    return int(sum(stats.values()))
-
-
 def _error(e: BaseException) -> str:
     text = f"{type(e).__name__}: {e}".strip()
     return text if len(text) < 2000 else text[:2000] + " …"
 
 
+def _delta(after: dict, before: dict) -> dict:
+    return {k: int(after.get(k, 0)) - int(before.get(k, 0)) for k in dict.fromkeys([*before, *after])}
+
+
+class _Meter:
+    """Reads a backend's compile counters around each call."""
+
+    def __init__(self, backend):
+        self.backend = backend
+        self.before = backend.compile_stats()
+
+    def take(self) -> dict:
+        """Fields for the call(s) since the last ``take``: the cumulative
+        counts and times, this span's per-stage delta and the reasons."""
+        b = self.backend
+        stats = b.compile_stats()
+        delta, self.before = _delta(stats, self.before), stats
+        times = b.compile_times() or None
+        breakdown = getattr(b, "call_breakdown", None)
+        return dict(
+            compiles=int(sum(stats.values())), compile_stages=stats, compile_delta=delta,
+            compile_times=times, compile_time_s=float(sum(times.values())) if times else None,
+            compile_reasons=b.compile_reasons() or None, guards=b.guards() or None,
+            call_breakdown=breakdown() if callable(breakdown) else None,
+        )
+
+
 def run(job: dict, backend, emit: Callable[[dict], None]) -> None:
     """Measure ``job`` (keys: case, mode, profile, repeats, warmup) on ``backend``,
-    calling ``emit(fields)`` once per measured call."""
+    calling ``emit(fields)`` once per measured call (and once for a job that
+    cannot start)."""
     case = cases.get(job["case"])
     mode = job["mode"]
     base = {"case": case.name, "backend": backend.name, "mode": mode}
 
-    def fields(**kw):
-        stats = backend.compile_stats()
-        out = dict(base, compiles=_total(stats), compile_stages=stats, compile_time_s=backend.compile_time_s(),
-                   guards=backend.guards() or None)
-        out.update(kw)
-        return out
-
+    t0 = time.perf_counter()
+    backend.reset_counters()
+    meter = _Meter(backend)
     try:
         program = backend.prepare(case, mode)
     except Unsupported as e:
-        emit(fields(status="unsupported", ok=None, message=str(e)))
+        emit(dict(base, **meter.take(), status="unsupported", ok=None, message=str(e)))
         return
     except Exception as e:
-        emit(fields(status="error", ok=False, message=f"prepare failed: {_error(e)}"))
+        emit(dict(base, **meter.take(), status="error", ok=False, message=f"prepare failed: {_error(e)}"))
         return
+    base["prepare_s"] = time.perf_counter() - t0
 
     tol = case.tol()
     runnable = []
     for index, sizes in enumerate(case.sizes_for(job["profile"])):
         inputs = case.make_inputs(sizes, seed=index)
         expected = case.expected(inputs)
-        args = backend.convert(inputs)
-        shape_fields = dict(shape_index=index, sizes=sizes, shapes=[list(a.shape) for a in inputs], novel=True)
-        t0 = time.perf_counter()
+        shape = dict(base, shape_index=index, sizes=sizes, shapes=[list(a.shape) for a in inputs], novel=True)
         try:
+            args = backend.convert(inputs)
+            t0 = time.perf_counter()
             out = program(*args)
             backend.sync(out)
             latency = time.perf_counter() - t0
             got = backend.to_numpy(out)
         except Unsupported as e:
-            emit(fields(**shape_fields, status="unsupported", ok=None, message=str(e)))
+            emit(dict(shape, **meter.take(), status="unsupported", ok=None, message=str(e)))
             continue
         except Exception as e:
-            emit(fields(**shape_fields, status="error", ok=False, message=_error(e)))
+            emit(dict(shape, **meter.take(), status="error", ok=False, message=_error(e)))
             continue
         verdict = oracle.compare(got, expected, case.out_dtype, tol.rtol, tol.atol)
-        emit(fields(**shape_fields, latency_s=latency, max_abs_err=verdict.max_abs_err,
-                    max_rel_err=verdict.max_rel_err, ok=verdict.ok,
-                    status="pass" if verdict.ok else "mismatch", message=verdict.message or None))
+        emit(dict(shape, **meter.take(), latency_s=latency, max_abs_err=verdict.max_abs_err,
+                  max_rel_err=verdict.max_rel_err, ok=verdict.ok,
+                  status="pass" if verdict.ok else "mismatch", message=verdict.message or None))
         if verdict.ok:
-            runnable.append((index, sizes, inputs, args, shape_fields))
+            runnable.append((args, expected, dict(shape, novel=False)))
 
-    for index, sizes, inputs, args, shape_fields in runnable:
+    for args, expected, shape in runnable:
         try:
             samples = _time_cached(program, backend, args, job.get("warmup", 2), job.get("repeats", 7))
+            out = program(*args)
+            backend.sync(out)
+            verdict = oracle.compare(backend.to_numpy(out), expected, case.out_dtype, tol.rtol, tol.atol)
         except Exception as e:
-            emit(fields(**dict(shape_fields, novel=False), status="error", ok=False,
-                        message=f"cached call failed: {_error(e)}"))
+            emit(dict(shape, **meter.take(), status="error", ok=False, message=f"cached call failed: {_error(e)}"))
             continue
+        fields = meter.take()
         med = statistics.median(samples)
         q = statistics.quantiles(samples, n=4) if len(samples) > 1 else [med, med, med]
-        emit(fields(**dict(shape_fields, novel=False), latency_s=med, cached_latency_s=med,
-                    cached_iqr_s=q[2] - q[0], cached_repeats=len(samples), ok=True, status="pass"))
+        recompiles = sum(fields["compile_delta"].values())
+        if not verdict.ok:
+            status, message = "mismatch", f"cached call: {verdict.message}"
+        elif recompiles:
+            status = "recompiled"
+            why = "; ".join(fields["compile_reasons"] or ["the system gave no reason"])
+            message = f"{recompiles} compile(s) in the cached phase of a shape seen before ({why})"
+        else:
+            status, message = "pass", None
+        emit(dict(shape, **fields, latency_s=med, cached_latency_s=med, cached_iqr_s=q[2] - q[0],
+                  cached_repeats=len(samples), max_abs_err=verdict.max_abs_err, max_rel_err=verdict.max_rel_err,
+                  ok=status == "pass", status=status, message=message))
 
 
 def _time_cached(program, backend, args, warmup: int, repeats: int) -> list[float]:
-    """Per-call seconds: each sample times ``number`` back-to-back calls, with
-    ``number`` chosen so a sample lasts about a millisecond."""
+    """Per-call seconds: each sample times ``number`` back-to-back calls, every
+    call synced (so a framework with asynchronous dispatch is timed like one
+    without), with ``number`` chosen so a sample lasts about a millisecond."""
     for _ in range(max(warmup, 1)):
         backend.sync(program(*args))
     t0 = time.perf_counter()
@@ -103,8 +148,7 @@ def _time_cached(program, backend, args, warmup: int, repeats: int) -> list[floa
     for _ in range(repeats):
         t0 = time.perf_counter()
         for _ in range(number):
-            out = program(*args)
-        backend.sync(out)
+            backend.sync(program(*args))
         samples.append((time.perf_counter() - t0) / number)
     return samples
 

@@ -39,12 +39,77 @@ def git_state(root=ROOT) -> tuple[str | None, bool | None]:
 
 
 def machine() -> dict:
+    """What the run's figures were measured on: CPU model, cores (and those this
+    process may use), the cgroup's CPU quota, memory, and the load at the start."""
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        usable = os.cpu_count()
+    try:
+        load = [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        load = None
     return {
         "host": platform.node(),
-        "cpu": platform.processor() or platform.machine(),
+        "cpu": cpu_model() or platform.machine(),
+        "arch": platform.machine(),
         "cores": os.cpu_count(),
+        "cores_usable": usable,
+        "cpu_quota": cgroup_cpu_quota(),
+        "memory_gib": _gib(_meminfo_total()),
+        "memory_limit_gib": _gib(_cgroup_memory_limit()),
+        "load_avg": load,
         "system": f"{platform.system()} {platform.release()}",
     }
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def cpu_model(cpuinfo: str | None = None) -> str | None:
+    """The CPU's model name from ``/proc/cpuinfo`` (``platform.processor()`` is
+    empty on Linux)."""
+    text = _read("/proc/cpuinfo") if cpuinfo is None else cpuinfo
+    for line in (text or "").splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("model name", "Model", "cpu model", "Hardware") and value.strip():
+            return value.strip()
+    return None
+
+
+def cgroup_cpu_quota(root: str = "/sys/fs/cgroup") -> float | None:
+    """CPUs the cgroup allows (quota / period), or ``None`` when unlimited or unknown."""
+    v2 = _read(f"{root}/cpu.max")
+    if v2:
+        quota, _, period = v2.partition(" ")
+        return None if quota == "max" else round(int(quota) / int(period or 100000), 2)
+    quota, period = _read(f"{root}/cpu/cpu.cfs_quota_us"), _read(f"{root}/cpu/cpu.cfs_period_us")
+    if quota and period and int(quota) > 0:
+        return round(int(quota) / int(period), 2)
+    return None
+
+
+def _meminfo_total() -> int | None:
+    for line in (_read("/proc/meminfo") or "").splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) * 1024
+    return None
+
+
+def _cgroup_memory_limit(root: str = "/sys/fs/cgroup") -> int | None:
+    raw = _read(f"{root}/memory.max") or _read(f"{root}/memory/memory.limit_in_bytes")
+    if not raw or raw == "max" or int(raw) >= 1 << 60:
+        return None
+    return int(raw)
+
+
+def _gib(n: int | None) -> float | None:
+    return None if n is None else round(n / 2**30, 1)
 
 
 def versions() -> dict:

@@ -16,9 +16,11 @@ class Verdict:
 
 
 def compare(out, expected: np.ndarray, out_dtype: str, rtol: float, atol: float) -> Verdict:
-    """Shape, dtype, NaN and value check (``|out - exp| <= atol + rtol * |exp|``).
+    """Shape, dtype, NaN, inf and value check (``|out - exp| <= atol + rtol * |exp|``).
 
-    Integer and boolean outputs must match exactly.
+    Integer and boolean outputs must match exactly; NaN must meet NaN, and
+    ±inf the same inf with its sign (no tolerance makes a number equal inf).
+    ``rtol = atol = 0`` demands bit-for-bit equal values (a case declared exact).
     """
     if not isinstance(out, np.ndarray):
         return Verdict(False, None, None, f"output is {type(out).__name__}, not an array")
@@ -42,8 +44,16 @@ def compare(out, expected: np.ndarray, out_dtype: str, rtol: float, atol: float)
     if np.any(nan_exp & ~nan_got):
         n = int(np.count_nonzero(nan_exp & ~nan_got))
         return Verdict(False, None, None, f"{n} numbers where the oracle has NaN")
-    finite = ~nan_exp
-    err = np.abs(got - exp)[finite]
+    inf_got, inf_exp = np.isinf(got), np.isinf(exp)
+    wrong_inf = (inf_got | inf_exp) & ~(nan_got | nan_exp) & (got != exp)
+    if np.any(wrong_inf):
+        n = int(np.count_nonzero(wrong_inf))
+        first = tuple(int(k) for k in np.argwhere(wrong_inf)[0])
+        return Verdict(False, float("inf"), float("inf"),
+                       f"{n} of {out.size} elements differ from the oracle's ±inf (first at {first}: "
+                       f"got {got[first]!r}, expected {exp[first]!r})")
+    finite = ~(nan_exp | inf_exp)
+    err = np.abs(got[finite] - exp[finite])
     mag = np.abs(exp)[finite]
     max_abs = float(err.max()) if err.size else 0.0
     max_rel = float((err / np.maximum(mag, np.finfo(np.float64).tiny)).max()) if err.size else 0.0

@@ -3,21 +3,68 @@ Markdown and CSV."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from typing import Callable
 
 import pandas as pd
+
+from . import results
 
 KEYS = ["case", "backend", "mode"]
 BASELINE = "torch_eager"
 
 #: worst first: a job's status is the worst of its records
-SEVERITY = ["crashed", "timeout", "error", "mismatch", "skipped", "unsupported", "pass"]
+SEVERITY = list(results.SEVERITY)
+
+
+@dataclasses.dataclass(frozen=True)
+class Column:
+    """One column of the summary: its name in the DataFrame, the Markdown
+    header, how a value is written, and whether it is text (left-aligned)."""
+
+    name: str
+    header: str
+    fmt: Callable[[object], str] = str
+    text: bool = False
+
+
+def _fmt_ratio(v) -> str:
+    return f"{v:.1f}×" if v >= 10 else f"{v:.2f}×"
+
+
+def _clip(n: int) -> Callable[[object], str]:
+    def fmt(v) -> str:
+        s = str(v).replace("|", "\\|").replace("\n", " ")
+        return s if len(s) <= n else s[: n - 1] + "…"
+
+    return fmt
+
 
 COLUMNS = [
-    "case", "backend", "mode", "status", "expected", "shapes", "compiles", "compiles_per_shape", "stages",
-    "novel_sweep_s", "cached_median_s", "novel_vs_eager", "cached_vs_eager", "max_abs_err", "max_rel_err",
-    "message",
+    Column("case", "case", text=True),
+    Column("backend", "backend", text=True),
+    Column("mode", "mode", text=True),
+    Column("status", "status", text=True),
+    Column("expected", "expected", _clip(60), text=True),
+    Column("shapes", "shapes", lambda v: str(int(v))),
+    Column("compiles", "compiles", lambda v: str(int(v))),
+    Column("compiles_per_shape", "compiles/shape", lambda v: f"{v:.2f}"),
+    Column("stages", "stages", text=True),
+    Column("startup_s", "start-up", lambda v: fmt_seconds(v)),
+    Column("prepare_s", "prepare", lambda v: fmt_seconds(v)),
+    Column("novel_sweep_s", "novel sweep", lambda v: fmt_seconds(v)),
+    Column("compile_time", "compile time", text=True),
+    Column("cached_median_s", "cached call", lambda v: fmt_seconds(v)),
+    Column("novel_vs_eager", "novel ×eager", _fmt_ratio),
+    Column("cached_vs_eager", "cached ×eager", _fmt_ratio),
+    Column("max_abs_err", "max abs err", lambda v: f"{v:.1e}"),
+    Column("max_rel_err", "max rel err", lambda v: f"{v:.1e}"),
+    Column("why", "why it recompiled (first)", _clip(90), text=True),
+    Column("message", "note", _clip(90), text=True),
 ]
+BY_NAME = {c.name: c for c in [*COLUMNS, Column("run_id", "run", text=True)]}
+NAMES = [c.name for c in COLUMNS]
 
 
 def _worst(statuses) -> str:
@@ -31,10 +78,15 @@ def _worst(statuses) -> str:
 def summarise(df: pd.DataFrame) -> pd.DataFrame:
     """One row per (case, backend, mode) (per run, if ``df`` holds several).
 
-    ``compiles`` is the last cumulative count of the job; ``novel_sweep_s`` the
-    sum of first-call latencies; ``cached_median_s`` the median over shapes of
-    the cached medians; ``*_vs_eager`` divide by torch_eager's figure for the
-    same case (same mode where it ran, else any mode): >1 is slower.
+    ``compiles`` is the last cumulative count of the job; ``novel_sweep_s`` is
+    ``prepare_s`` plus the sum of first-call latencies (every backend by the
+    same rule; ``startup_s``, the worker's start and framework import, is its
+    own column); ``compile_time`` the job's compile seconds per stage;
+    ``why`` the reason the system gave for the first compile after the first
+    shape (a recompile); ``cached_median_s`` the median over shapes of the
+    cached medians; ``*_vs_eager`` divide by torch_eager's figure for the same
+    case (same mode where it ran, else any mode): >1 is slower. Rows of a mode
+    a backend labels (``Backend.mode_notes``) carry the label in ``message``.
     """
     keys = KEYS + (["run_id"] if df["run_id"].nunique() > 1 else [])
     rows = []
@@ -46,50 +98,88 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
         shapes = int(novel["shape_index"].nunique()) if len(novel) else 0
         compiles = _int(last["compiles"])
         timed = novel[novel["latency_s"].notna()]
+        prepare = _first(g["prepare_s"])
         messages = [m for m in g.loc[g["status"] != "pass", "message"].dropna()]
+        label = mode_note(key["backend"], key["mode"])
         rows.append({
             **key,
             "status": _worst(g["status"]),
             "shapes": shapes,
             "compiles": compiles,
             "compiles_per_shape": (compiles / shapes) if (shapes and compiles is not None) else None,
-            "stages": _stages(last["compile_stages"]),
-            "novel_sweep_s": float(timed["latency_s"].sum()) if len(timed) else None,
+            "stages": _stages(_last_dict(g["compile_stages"])),
+            "startup_s": _first(g["startup_s"]),
+            "prepare_s": prepare,
+            "novel_sweep_s": (float(timed["latency_s"].sum()) + (prepare or 0.0)) if len(timed) else None,
+            "compile_time": _times(_last_dict(g["compile_times"])),
             "cached_median_s": float(cached["cached_latency_s"].median()) if len(cached) else None,
             "max_abs_err": _max(g["max_abs_err"]),
             "max_rel_err": _max(g["max_rel_err"]),
-            "message": messages[0] if messages else "",
+            "why": first_recompile_reason(novel),
+            "message": "; ".join(m for m in (label, messages[0] if messages else "") if m),
         })
-    out = pd.DataFrame(rows, columns=[c for c in COLUMNS if c not in ("novel_vs_eager", "cached_vs_eager", "expected")] + (["run_id"] if "run_id" in keys else []))
+    out = pd.DataFrame(rows, columns=[c for c in NAMES if c not in ("novel_vs_eager", "cached_vs_eager", "expected")]
+                       + (["run_id"] if "run_id" in keys else []))
     return _relative(out)
 
 
-def annotate(summary: pd.DataFrame, rules=None) -> pd.DataFrame:
-    """Add ``expected``: what ``cases/expectations.toml`` says of each row —
-    ``=`` / ``≠`` the compile formula for passing rows, ``xfail: reason`` for
-    an expected failure, ``unexpected`` for a failure the file does not expect."""
+def first_recompile_reason(novel: pd.DataFrame) -> str:
+    """The reason given for the first compile after the job's first shape."""
+    for _, r in novel.sort_values("shape_index").iterrows():
+        delta = r["compile_delta"]
+        if r["shape_index"] == novel["shape_index"].min() or not isinstance(delta, dict) or not sum(delta.values()):
+            continue
+        reasons = r["compile_reasons"]
+        return f"shape {int(r['shape_index'])}: " + (reasons[0] if isinstance(reasons, list) and reasons else "(no reason given)")
+    return ""
+
+
+def mode_note(backend: str, mode: str) -> str:
+    """The label a registered backend gives ``mode`` (``Backend.mode_notes``), if any."""
+    b = _registered().get(backend)
+    return getattr(b, "mode_notes", {}).get(mode, "") if b is not None else ""
+
+
+def _registered() -> dict:
+    try:
+        from . import registry
+
+        return registry.backends()
+    except Exception:  # a report reads records; an unusable registry only loses the labels
+        return {}
+
+
+def counters_table(backends) -> str:
+    """Markdown: per backend and compile stage, whether the count is the
+    system's own counter or ours, and the event it counts."""
+    from backends.base import SOURCES
+
+    reg = _registered()
+    lines = ["| backend | stage | source | counts |", "|---|---|---|---|"]
+    for name in backends:
+        for stage, c in getattr(reg.get(name), "counters", {}).items():
+            lines.append(f"| {name} | {stage} | {c.source} ({SOURCES[c.source]}) | {c.event} |")
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
+def annotate(summary: pd.DataFrame, df: pd.DataFrame, rules=None) -> pd.DataFrame:
+    """Add ``expected``: what ``cases/expectations.toml`` says of each job,
+    judged on the job's records by :func:`harness.expectations.verdict` (the
+    gate's own judgement): ``= counts`` when it conforms, ``≠ counts: the
+    first problem`` when it does not, ``xfail: reason`` for an expected failure."""
     from . import expectations
 
     rules = expectations.load() if rules is None else rules
+    keys = KEYS + (["run_id"] if "run_id" in summary.columns else [])
+    jobs = {k if isinstance(k, tuple) else (k,): g for k, g in df.groupby(keys, sort=False, dropna=False)}
     out = summary.copy()
     notes = []
     for _, r in out.iterrows():
+        records = jobs[tuple(r[k] for k in keys)].to_dict("records")
         rule = expectations.lookup(rules, r["case"], r["backend"], r["mode"])
-        if r["status"] in ("unsupported", "skipped"):
-            notes.append("")
-        elif rule is None:
-            notes.append("no rule")
-        elif rule.xfail:
-            notes.append(f"xfail: {rule.xfail}" if r["status"] != "pass" else "xpass: update expectations")
-        elif r["status"] != "pass":
-            notes.append("unexpected")
-        elif r["compiles"] is None or not r["shapes"]:
-            notes.append("")
-        else:
-            want = expectations.evaluate(rule.compiles, int(r["shapes"]))
-            notes.append(f"{'=' if want == r['compiles'] else '≠'} {rule.compiles}")
+        notes.append(expectations.verdict(records, rule).note)
     out["expected"] = notes
-    return out[[c for c in COLUMNS + ["run_id"] if c in out.columns]]
+    return out[[c for c in NAMES + ["run_id"] if c in out.columns]]
 
 
 def _relative(out: pd.DataFrame) -> pd.DataFrame:
@@ -105,7 +195,7 @@ def _relative(out: pd.DataFrame) -> pd.DataFrame:
         b = b.iloc[0]
         out.at[i, "novel_vs_eager"] = _ratio(row["novel_sweep_s"], b["novel_sweep_s"])
         out.at[i, "cached_vs_eager"] = _ratio(row["cached_median_s"], b["cached_median_s"])
-    return out[[c for c in COLUMNS + ["run_id"] if c in out.columns]]
+    return out[[c for c in NAMES + ["run_id"] if c in out.columns]]
 
 
 def _ratio(a, b):
@@ -133,16 +223,23 @@ def _stages(stages) -> str:
     return " ".join(f"{k}={v}" for k, v in stages.items())
 
 
+def _times(times) -> str:
+    if not isinstance(times, dict) or not times:
+        return ""
+    return " ".join(f"{k}={fmt_seconds(v)}" for k, v in times.items())
+
+
+def _last_dict(series) -> dict | None:
+    vals = [v for v in series if isinstance(v, dict)]
+    return vals[-1] if vals else None
+
+
+def _first(series):
+    vals = [float(v) for v in series.dropna()]
+    return vals[0] if vals else None
+
+
 # -- formatting --------------------------------------------------------------
-
-HEADERS = {
-    "case": "case", "backend": "backend", "mode": "mode", "status": "status", "shapes": "shapes",
-    "compiles": "compiles", "compiles_per_shape": "compiles/shape", "stages": "stages",
-    "novel_sweep_s": "novel sweep", "cached_median_s": "cached call", "novel_vs_eager": "novel ×eager",
-    "cached_vs_eager": "cached ×eager", "max_abs_err": "max abs err", "max_rel_err": "max rel err",
-    "message": "note", "run_id": "run", "expected": "expected",
-}
-
 
 def fmt_seconds(x) -> str:
     if x is None or _nan(x):
@@ -155,33 +252,19 @@ def fmt_seconds(x) -> str:
     return f"{x * 1e6:.1f} µs"
 
 
-def _fmt(col, v) -> str:
+def _fmt(col: str, v) -> str:
     if v is None or _nan(v):
         return "–"
-    if col in ("novel_sweep_s", "cached_median_s"):
-        return fmt_seconds(v)
-    if col in ("novel_vs_eager", "cached_vs_eager"):
-        return f"{v:.1f}×" if v >= 10 else f"{v:.2f}×"
-    if col in ("compiles", "shapes"):
-        return str(int(v))
-    if col == "compiles_per_shape":
-        return f"{v:.2f}"
-    if col in ("max_abs_err", "max_rel_err"):
-        return f"{v:.1e}"
-    if col == "expected":
-        s = str(v)
-        return s if len(s) <= 60 else s[:57] + "…"
-    if col == "message":
-        s = str(v).replace("|", "\\|").replace("\n", " ")
-        return s if len(s) <= 90 else s[:87] + "…"
-    return str(v)
+    c = BY_NAME.get(col)
+    return c.fmt(v) if c else str(v)
 
 
-def markdown(summary: pd.DataFrame) -> str:
+def markdown(summary: pd.DataFrame, counters: bool = True) -> str:
     """Measured jobs as a table; jobs not run are summarised below it, one
-    line per backend and reason."""
+    line per backend and reason; then (``counters``) what each backend's
+    compile count counts."""
     ran = summary[~summary["status"].isin(["unsupported", "skipped"])]
-    cols = [c for c in COLUMNS + ["run_id"] if c in summary.columns and c != "message"] + ["message"]
+    cols = [c for c in NAMES + ["run_id"] if c in summary.columns and c != "message"] + ["message"]
     lines = [_table(ran, cols)] if len(ran) else ["(no measured jobs)"]
     idle = summary[summary["status"].isin(["unsupported", "skipped"])]
     if len(idle):
@@ -192,6 +275,9 @@ def markdown(summary: pd.DataFrame) -> str:
             groups.setdefault((r["backend"], r["status"], reason), []).append(f"{r['case']}[{r['mode']}]")
         for (backend, status, reason), jobs in groups.items():
             lines.append(f"- {backend}, {status}: {reason}: {', '.join(jobs)}")
+    table = counters_table(dict.fromkeys(ran["backend"])) if counters else ""
+    if table:
+        lines += ["", "Compile counters:", "", table]
     return "\n".join(lines)
 
 
@@ -208,7 +294,7 @@ def select(summary: pd.DataFrame, cases=None, backends=None, modes=None) -> pd.D
 
 
 def _table(df: pd.DataFrame, cols) -> str:
-    head = "| " + " | ".join(HEADERS.get(c, c) for c in cols) + " |"
-    sep = "|" + "|".join("---" if c in ("case", "backend", "mode", "status", "expected", "stages", "message") else "---:" for c in cols) + "|"
+    head = "| " + " | ".join(BY_NAME[c].header if c in BY_NAME else c for c in cols) + " |"
+    sep = "|" + "|".join("---" if (c not in BY_NAME or BY_NAME[c].text) else "---:" for c in cols) + "|"
     body = ["| " + " | ".join(_fmt(c, r[c]) for c in cols) + " |" for _, r in df.iterrows()]
     return "\n".join([head, sep, *body])

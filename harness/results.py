@@ -11,16 +11,30 @@ import os
 from pathlib import Path
 from typing import IO, Iterable
 
-SCHEMA = 1
+SCHEMA = 2
+#: older schemas this harness still reads: their records lack the newer
+#: fields, which load as ``None``
+READABLE = (1, 2)
 
-STATUSES = ("pass", "mismatch", "error", "crashed", "timeout", "unsupported", "skipped")
+#: every status, worst first: a job's status is the worst of its records
+SEVERITY = ("crashed", "timeout", "error", "mismatch", "recompiled", "skipped", "unsupported", "pass")
+STATUSES = SEVERITY
 
-#: fields every record has (``None`` where they do not apply)
+#: fields every record has (``None`` where they do not apply). Timing rule,
+#: the same for every backend: ``startup_s`` is the worker's start (interpreter,
+#: framework import, helper processes: ``Backend.startup``); ``prepare_s`` the
+#: work before the first call (``Backend.prepare``: export, lowering, tracing
+#: done ahead); ``latency_s`` of a novel record the first call on that shape
+#: (compiles included). ``compile_delta`` is the per-stage compile count of
+#: this call (novel: the first call, and for shape 0 also ``prepare``; cached:
+#: the whole cached phase of the shape), ``compile_reasons`` what the system
+#: said about them, ``compile_times`` the job's cumulative seconds per stage.
 FIELDS = (
     "schema", "run_id", "commit", "dirty", "machine", "timestamp", "versions", "profile",
     "case", "backend", "mode", "env", "shape_index", "sizes", "shapes", "novel",
-    "compiles", "compile_stages", "compile_time_s", "guards",
-    "latency_s", "cached_latency_s", "cached_iqr_s", "cached_repeats",
+    "startup_s", "prepare_s",
+    "compiles", "compile_stages", "compile_delta", "compile_times", "compile_time_s", "compile_reasons", "guards",
+    "latency_s", "cached_latency_s", "cached_iqr_s", "cached_repeats", "call_breakdown",
     "max_abs_err", "max_rel_err", "ok", "status", "message",
 )
 
@@ -101,8 +115,9 @@ def read_records(path: str | os.PathLike) -> list[dict]:
             except json.JSONDecodeError as e:
                 # a run killed mid-write leaves at most one torn last line
                 raise ResultsError(f"{path}:{n}: not JSON ({e.msg})") from None
-            if rec.get("schema") != SCHEMA:
-                raise ResultsError(f"{path}:{n}: schema {rec.get('schema')!r} is not supported (this harness reads {SCHEMA})")
+            if rec.get("schema") not in READABLE:
+                raise ResultsError(f"{path}:{n}: schema {rec.get('schema')!r} is not supported "
+                                   f"(this harness reads {', '.join(map(str, READABLE))})")
             out.append(rec)
     return out
 

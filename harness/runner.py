@@ -25,7 +25,7 @@ from typing import Callable, Iterable
 import cases
 from backends.base import MODES
 
-from . import envs, meta, registry, results
+from . import envs, meta, registry, results, threads
 
 DEFAULT_REPEATS = 7
 DEFAULT_WARMUP = 2
@@ -87,6 +87,7 @@ class Runner:
         warm_cache: bool = False,
         progress: bool = True,
         threads: int | None = 1,
+        trace_dir: str | os.PathLike | None = None,
     ):
         if profile not in cases.PROFILES:
             raise cases.CaseError(f"unknown profile {profile!r}; valid: {', '.join(cases.PROFILES)}")
@@ -95,6 +96,7 @@ class Runner:
         self.profile, self.repeats, self.warmup = profile, repeats, warmup
         self.timeout_s, self.warm_cache, self.progress = timeout_s, warm_cache, progress
         self.threads = threads
+        self.trace_dir = Path(trace_dir) if trace_dir else None
         commit, dirty = meta.git_state()
         self._common = {
             "run_id": self.run_id, "commit": commit, "dirty": dirty, "profile": profile,
@@ -162,15 +164,18 @@ class Runner:
         env.update(envs.env_vars(combo.backend.env))
         env.update(_cache_env(cache_dir))
         env["PYTHONUNBUFFERED"] = "1"
-        if self.threads:
-            # intra-op threads of torch (and OpenMP/MKL kernels): small ops on
-            # a shared 2-core machine time far more steadily on one thread
-            env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(self.threads)
+        # one thread policy for torch, BLAS and XLA: small ops on a shared
+        # 2-core machine time far more steadily on one thread
+        env.update(threads.env_for(self.threads, env))
+        if self.trace_dir:
+            # dynamo/inductor structured logs per job, for tlparse
+            env["TORCH_TRACE"] = str(self.trace_dir / combo.id.replace("[", "-").replace("]", ""))
         try:
             python = envs.python_for(combo.backend.env)
         except envs.EnvError as e:
             emit(status="skipped", ok=None, message=str(e))
             return
+        spawned = time.time()
         proc = subprocess.Popen(
             [python, "-m", "harness.worker", json.dumps(job)],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -181,13 +186,14 @@ class Runner:
         threading.Thread(target=_pump, args=(proc.stdout, lines.put, True), daemon=True).start()
         threading.Thread(target=_pump, args=(proc.stderr, tail.append), daemon=True).start()
         versions, done, fatal, measured = None, False, None, 0
+        job_fields: dict = {}
         deadline = time.monotonic() + timeout
         while True:
             try:
                 line = lines.get(timeout=max(deadline - time.monotonic(), 0))
             except queue.Empty:
                 _kill(proc)
-                emit(versions=versions, status="timeout", ok=False,
+                emit(versions=versions, **job_fields, status="timeout", ok=False,
                      message=f"no result within {timeout:.0f}s; {measured} records were measured before; "
                              f"stderr: {_tail(tail)}")
                 return
@@ -200,9 +206,13 @@ class Runner:
                 continue
             if "hello" in msg:
                 versions = msg["versions"]
+            elif "ready" in msg:
+                ready = msg["ready"]
+                job_fields = {"startup_s": max(0.0, ready["wall"] - spawned),
+                              "machine": dict(self._common["machine"], worker_threads=ready.get("threads"))}
             elif "record" in msg:
                 measured += 1
-                emit(versions=versions, **msg["record"])
+                emit(versions=versions, **{**job_fields, **msg["record"]})
             elif "fatal" in msg:
                 fatal = msg["fatal"]
             elif msg.get("done"):
@@ -213,10 +223,11 @@ class Runner:
             _kill(proc)
             code = proc.wait()
         if fatal:
-            emit(versions=versions, status="error", ok=False, message=f"worker failed: {fatal.strip()[-1500:]}")
+            emit(versions=versions, **job_fields, status="error", ok=False,
+                 message=f"worker failed: {fatal.strip()[-1500:]}")
         elif not done:
             how = f"signal {signal.Signals(-code).name}" if code and code < 0 else f"exit code {code}"
-            emit(versions=versions, status="crashed", ok=False,
+            emit(versions=versions, **job_fields, status="crashed", ok=False,
                  message=f"worker died ({how}) after {measured} records; stderr: {_tail(tail)}")
 
 

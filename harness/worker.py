@@ -1,8 +1,12 @@
 """Worker process: ``python -m harness.worker JOB_JSON``.
 
 Runs one job and writes one JSON line per record to the protocol stream
-(the original stdout); anything the frameworks print goes to stderr. The last
-line is ``{"done": true}``; its absence tells the parent the worker died.
+(the original stdout); anything the frameworks print goes to stderr. Lines:
+``hello`` (versions) as soon as the interpreter runs; ``ready`` after
+``Backend.startup`` (its wall-clock time, so the parent can compute the job's
+``startup_s`` from the moment it spawned the process, and the thread policy
+seen); one ``record`` per measured call; last ``{"done": true}``, whose absence
+tells the parent the worker died.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 
 
 def main(argv=None) -> int:
@@ -23,13 +28,22 @@ def main(argv=None) -> int:
         proto.write(json.dumps(msg, default=str) + "\n")
         proto.flush()
 
-    from . import measure, meta
+    from . import measure, meta, threads
     from .registry import load_spec
 
     send({"hello": True, "versions": meta.versions(), "pid": os.getpid()})
     try:
         backend = load_spec(job["spec"])
-        measure.run(job, backend, lambda rec: send({"record": rec}))
+        try:
+            backend.startup()
+        except Exception:
+            send({"fatal": "startup failed: " + measure.describe_exception()})
+            return 1
+        send({"ready": {"wall": time.time(), "threads": threads.observed()}})
+        try:
+            measure.run(job, backend, lambda rec: send({"record": rec}))
+        finally:
+            backend.teardown()
     except Exception:
         send({"fatal": measure.describe_exception()})
         return 1

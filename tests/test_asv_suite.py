@@ -1,14 +1,20 @@
 """The asv suite is discovered by asv and measures what the harness measures."""
 
+import ast
+import inspect
+import itertools
+import json
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+BENCH_ROOT = ROOT / "harness" / "benchmarks"  # asv.conf.json's benchmark_dir
 sys.path.insert(0, str(ROOT / "harness"))
-from benchmarks import suite  # noqa: E402
+from benchmarks import bench_einx_symbolic, suite  # noqa: E402
 
 
 def test_asv_discovers_the_suite_without_problems():
@@ -37,3 +43,113 @@ def test_impossible_combinations_are_skipped_by_setup():
         suite.Catalogue().setup("gnn_edge_divide", "einx", "unbounded")
     with pytest.raises(NotImplementedError, match="no einx form"):
         suite.CachedCall().setup("gnn_message_passing", "einx", "static")
+
+
+def test_novel_shape_benchmarks_take_one_sample_per_process():
+    """The first loop of a process is the one a user meets: no warm-up, no second sample."""
+    for cls in (suite.Catalogue, bench_einx_symbolic.NovelSizes):
+        assert (cls.number, cls.repeat, cls.warmup_time) == (1, 1, 0), cls.__name__
+
+
+def test_novel_sizes_setup_makes_every_sample_novel():
+    """Even with several samples in one process (setup before each, as asv runs
+    them), einx_symbolic builds its one graph and einx its 50 in every sample."""
+    from backends import einx_backend
+
+    b = bench_einx_symbolic.NovelSizes()
+    b.setup()
+    einx_backend._install_counter()
+    for _ in range(2):
+        b.setup()
+        assert b.track_builds_einx_symbolic() == 1
+        n0 = einx_backend.graph_builds()
+        b.time_novel_sizes_einx()
+        assert einx_backend.graph_builds() - n0 == 50
+
+
+# --- the timed functions time only the work ----------------------------------
+#
+# asv runs ``setup`` untimed, then times the benchmark function.  Anything the
+# benchmark function imports lands in the figure (an ``import`` inside a timed
+# function once made einx_symbolic's 50-size loop read 840 ms instead of ~1 ms).
+
+# A small representative parameter set per benchmark module (the full grids are
+# large); a module not listed here is checked on its first combination.
+REPRESENTATIVE = {
+    "suite": [("gnn_edge_divide", b, "unbounded") for b in ("torch_eager", "einx_symbolic", "lazy")],
+    "bench_lazy": [("gnn_edge_divide", p) for p in ("eager", "lazy", "trace")],
+}
+
+
+def _discover():
+    from asv_runner.discovery import disc_benchmarks
+
+    return sorted(disc_benchmarks(str(BENCH_ROOT)), key=lambda b: b.name)
+
+
+BENCHMARKS = _discover()
+
+
+def _combos(bench):
+    """``(param_index, params)`` pairs to check for one benchmark."""
+    if not bench._params:
+        return [(None, ())]
+    grid = list(itertools.product(*bench._params))
+    wanted = REPRESENTATIVE.get(bench.name.split(".")[0], grid[:1])
+    return [(grid.index(tuple(p)), tuple(p)) for p in wanted if tuple(p) in grid]
+
+
+# Runs in a fresh interpreter per (benchmark, params), as asv does: setup, then a
+# snapshot of sys.modules, then the benchmark function once, then the diff.
+_PROBE = textwrap.dedent("""
+    import json, sys
+    from asv_runner.discovery import get_benchmark_from_name
+    root, name, params = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+    bench = get_benchmark_from_name(root, name)
+    cache = bench.do_setup_cache()
+    if cache is not None:
+        bench.set_cache(cache)
+    if bench.do_setup():
+        print(json.dumps({"skipped": True}))
+        sys.exit(0)
+    before = set(sys.modules)
+    bench.func(*([] if cache is None else [cache]), *params)
+    print(json.dumps({"skipped": False, "new": sorted(set(sys.modules) - before)}))
+""")
+
+
+def _probe(name, idx, params):
+    full = name if idx is None else f"{name}-{idx}"
+    out = subprocess.run([sys.executable, "-c", _PROBE, str(BENCH_ROOT), full, json.dumps(list(params))],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, f"{full}{params}: probe failed\n{out.stdout}\n{out.stderr}"
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("name,idx,params", [pytest.param(b.name, i, p, id=b.name + (f"[{','.join(p)}]" if p else ""))
+                                              for b in BENCHMARKS for i, p in _combos(b)])
+def test_benchmark_function_imports_nothing_setup_did_not(name, idx, params):
+    r = _probe(name, idx, params)
+    assert not r["skipped"], f"{name}{params}: the representative parameters are skipped by setup; pick runnable ones"
+    assert r["new"] == [], (f"{name}{params} imported modules while timed (move the import/warm-up into setup): "
+                            f"{', '.join(r['new'])}")
+
+
+@pytest.mark.parametrize("bench", BENCHMARKS, ids=lambda b: b.name)
+def test_benchmark_function_has_no_import_statement(bench):
+    """Even of a module already loaded: an import statement costs a lookup per call (~0.1 us against ~2 us calls)."""
+    fn = inspect.unwrap(bench.func)
+    tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    found = [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert found == [], f"{bench.name} imports inside the benchmark function: {found}"
+
+
+def test_discovery_finds_every_module_and_kind():
+    """Guards the two tests above against checking nothing."""
+    mods = {b.name.split(".")[0] for b in BENCHMARKS}
+    assert mods == {p.stem for p in BENCH_ROOT.glob("*.py") if p.stem != "__init__"}
+    kinds = {b.name.split(".")[-1].split("_")[0] for b in BENCHMARKS}
+    assert kinds == {"time", "track"}
+    for b in BENCHMARKS:
+        wanted = REPRESENTATIVE.get(b.name.split(".")[0], [None]) if b._params else [()]
+        assert len(_combos(b)) == len(wanted), (b.name, "a representative parameter set is not in the grid")

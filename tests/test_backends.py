@@ -1,85 +1,244 @@
-"""The built-in backends' compile counters and mode handling, in process."""
+"""The built-in backends' compile counters, reasons and mode handling, in
+process, driven the way the harness worker drives them: ``reset_counters``,
+``prepare``, then per call the move of ``compile_stats`` and the drained
+``compile_reasons``."""
 
 import numpy as np
 import pytest
 
 import cases
+from backends.base import SOURCES, Counter
 from backends.einx_backend import Einx
+from backends.einx_symbolic_backend import EinxSymbolic
 from backends.jax_jit import JaxJit
+from backends.lazy_backend import Lazy
 from backends.torch_compile import TorchCompile
+from backends.torch_eager import TorchEager
 from backends.torch_export import OutOfRange, TorchExport
 
+GNN = "gnn_edge_divide"
 
-def _sweep(backend, case, mode, n=3, sizes=None):
+
+def _job(backend, case, mode, sizes):
+    """One job as the worker runs it: ``(program, per-call count deltas, per-call reasons)``."""
+    backend.reset_counters()
+    assert backend.compile_stats() == {stage: 0 for stage in backend.counters}
     program = backend.prepare(case, mode)
-    counts = []
-    for i, s in enumerate(sizes or case.sizes_for("full")[:n]):
+    assert backend.compile_reasons() == []
+    before = sum(backend.compile_stats().values())
+    deltas, reasons = [], []
+    for i, s in enumerate(sizes):
         inputs = case.make_inputs(s, seed=i)
         out = program(*backend.convert(inputs))
         backend.sync(out)
         np.testing.assert_allclose(backend.to_numpy(out), case.expected(inputs), rtol=1e-4, atol=1e-5)
-        counts.append(sum(backend.compile_stats().values()))
-    return program, counts
+        after = sum(backend.compile_stats().values())
+        deltas.append(after - before)
+        reasons.append(backend.compile_reasons())
+        before = after
+    # one reason per compile, on the call that compiled
+    assert [len(r) for r in reasons] == deltas, reasons
+    if sum(deltas):
+        assert set(backend.compile_times()) >= set(backend.counters)
+    return program, deltas, reasons
+
+
+def _e(*sizes):
+    return [{"e": e} for e in sizes]
+
+
+def _shapes(e):
+    return f"(({e}, 8), ({e},))"
+
+
+def test_every_backend_declares_its_counters():
+    for cls in (TorchEager, Einx, EinxSymbolic, JaxJit, Lazy, TorchCompile, TorchExport):
+        for stage, counter in cls.counters.items():
+            assert isinstance(counter, Counter) and counter.source in SOURCES and counter.event, (cls.name, stage)
+    assert TorchEager.counters == {}
+    assert {c.name: {s: c.counters[s].source for s in c.counters}
+            for c in (Einx, EinxSymbolic, JaxJit, Lazy, TorchCompile, TorchExport)} == {
+        "einx": {"einx_graph": "instrumented"},
+        "einx_symbolic": {"einx_symbolic_graph": "ours"},
+        "jax_jit": {"xla": "system"},
+        "lazy": {"lazy_fx": "ours"},
+        "torch_compile": {"dynamo_graph": "system"},
+        "torch_export": {"export": "instrumented"},
+    }
+    assert "static" in EinxSymbolic.mode_notes
+
+
+def test_torch_eager_never_compiles():
+    _, deltas, reasons = _job(TorchEager(), cases.get(GNN), "static", _e(5, 6))
+    assert deltas == [0, 0] and reasons == [[], []]
 
 
 def test_einx_counts_one_graph_build_per_new_shape():
-    b = Einx()
-    case = cases.get("gnn_edge_divide")
-    start = b.compile_stats()["einx_graph"]
+    case = cases.get(GNN)
     # sizes no other test uses: einx's graph cache is process-wide
-    sizes = [{"e": 1777}, {"e": 1778}, {"e": 1779}]
-    program, counts = _sweep(b, case, "static", sizes=sizes)
-    assert [c - start for c in counts] == [1, 2, 3]
-    inputs = b.convert(case.make_inputs(sizes[0], seed=9))
-    program(*inputs)  # a shape seen before: cached
-    assert b.compile_stats()["einx_graph"] - start == 3
+    program, deltas, reasons = _job(Einx(), case, "static", _e(1777, 1778, 1777))
+    assert deltas == [1, 1, 0]
+    assert reasons == [[f"einx_graph: new input shapes {_shapes(1777)}"],
+                       [f"einx_graph: new input shapes {_shapes(1778)}"], []]
+    # a second job in this process starts at 0; einx's own cache still holds 1777
+    _, deltas, reasons = _job(Einx(), case, "static", _e(1777, 1779))
+    assert deltas == [0, 1] and reasons == [[], [f"einx_graph: new input shapes {_shapes(1779)}"]]
+
+
+def test_einx_symbolic_static_emulates_per_shape_builds_unbounded_builds_once():
+    from backends import einx_symbolic as ex
+
+    case = cases.get(GNN)
+    _, deltas, reasons = _job(EinxSymbolic(), case, "static", _e(20, 21, 20))
+    assert deltas == [1, 1, 0]
+    assert reasons == [[f"einx_symbolic_graph: new input shapes {_shapes(20)}"],
+                       [f"einx_symbolic_graph: new input shapes {_shapes(21)}"], []]
+    ex.clear_cache()  # the signature may be cached by another test in this process
+    _, deltas, reasons = _job(EinxSymbolic(), case, "unbounded", _e(20, 21, 22))
+    assert deltas == [1, 0, 0]
+    assert reasons[0] == ["einx_symbolic_graph: new signature divide('e d, e -> e d') on torch, ranks (2, 1), "
+                          "dtypes (torch.float32, torch.float32)"] and reasons[1:] == [[], []]
+    # a second job: starts at 0, and the graph is einx_symbolic's (process-wide) already
+    _, deltas, _ = _job(EinxSymbolic(), case, "unbounded", _e(23))
+    assert deltas == [0]
+
+
+def test_torch_compile_inductor_static_one_graph_per_shape_with_dynamo_reasons():
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    b = TorchCompile()
+    assert b.compiler == "inductor"
+    # inductor builds C++ per graph: 2 graphs in all
+    _, deltas, reasons = _job(b, cases.get(GNN), "static", _e(7, 9, 7))
+    assert deltas == [1, 1, 0]
+    assert reasons[0] == ["dynamo_graph: first call: no compiled code for edge_divide (gnn.py:14) yet"]
+    (second,) = reasons[1]
+    assert second.startswith("dynamo_graph: recompile of edge_divide") and "size mismatch" in second
+    assert "expected 7, actual 9" in second
+    assert reasons[2] == []
 
 
 def test_torch_compile_counts_dynamo_graphs_per_mode():
     import torch._dynamo
 
-    case = cases.get("gnn_edge_divide")
+    case = cases.get(GNN)
     torch._dynamo.reset()
     b = TorchCompile(compiler="eager")
-    base = b.compile_stats()["dynamo_graph"]
-    _, counts = _sweep(b, case, "static")
-    assert [c - base for c in counts] == [1, 2, 3]
+    _, deltas, reasons = _job(b, case, "static", _e(5, 6, 7))
+    assert deltas == [1, 1, 1]
+    assert "first call" in reasons[0][0] and "expected 5, actual 6" in reasons[1][0]
+    assert "actual 7" in reasons[2][0]
     torch._dynamo.reset()
-    base = b.compile_stats()["dynamo_graph"]
-    _, counts = _sweep(b, case, "unbounded")
-    assert [c - base for c in counts] == [1, 1, 1]
+    _, deltas, reasons = _job(b, case, "unbounded", _e(5, 6, 7))
+    assert deltas == [1, 0, 0] and reasons[0][0].startswith("dynamo_graph: first call") and reasons[1:] == [[], []]
+    # a second job in the same process (same dynamo cache) starts at 0
+    _, deltas, reasons = _job(TorchCompile(compiler="eager"), case, "unbounded", _e(8))
+    assert deltas == [0] and reasons == [[]]
+
+
+def test_torch_compile_graph_breaks_are_named_on_the_compile():
+    import types
+
+    import torch
+    import torch._dynamo
+
+    def f(d, c):
+        y = d / c.unsqueeze(-1)
+        torch._dynamo.graph_break()
+        return y * 2
+
+    torch._dynamo.reset()
+    b = TorchCompile(compiler="eager")
+    b.reset_counters()
+    program = b.prepare(types.SimpleNamespace(torch_fn=lambda: f), "static")
+    for e, want in ((5, 2), (5, 0)):
+        program(torch.ones(e, 3), torch.ones(e))
+        assert b.compile_stats() == {"dynamo_graph": want}
+        reasons = b.compile_reasons()
+        assert len(reasons) == want
+        if want:
+            assert "1 graph break" in reasons[0] and "graph_break()" in reasons[0]
+            assert "resume_in_f" in reasons[1] and "graph break" not in reasons[1]
+        b.reset_counters()
+
+
+def test_torch_export_static_one_export_per_shape():
+    _, deltas, reasons = _job(TorchExport(), cases.get(GNN), "static", _e(5, 6, 5))
+    assert deltas == [1, 1, 0]
+    assert reasons == [[f"export: new input shapes {_shapes(5)}"], [f"export: new input shapes {_shapes(6)}"], []]
 
 
 def test_torch_export_bounded_rejects_an_input_beyond_the_bound_clearly():
     case = cases.get("expand_over_batch_bounded")
     b = TorchExport()
-    program, counts = _sweep(b, case, "bounded", sizes=[{"b": 2}, {"b": 64}])
-    assert counts[-1] - counts[0] == 0
+    program, deltas, reasons = _job(b, case, "bounded", [{"b": 2}, {"b": 64}])
+    assert deltas == [1, 0]
+    assert reasons == [["export: first call: one export with dynamic dims b in [2, 64]"], []]
     x = np.zeros((65, 3, 224, 224), np.float32)
     emb = np.zeros((1, 1, 768), np.float32)
     with pytest.raises(OutOfRange, match=r"input 'x' dim 'b' \(axis 0\) is 65, outside the exported range \[2, 64\]"):
         program(*b.convert([x, emb]))
+    assert b.compile_stats() == {"export": 1} and b.compile_reasons() == []
+
+
+def test_torch_export_module_function_counts_nothing():
+    import torch
+
+    from backends import torch_export
+
+    b = TorchExport()
+    b.reset_counters()
+    torch_export.export(lambda x: x * 2, [torch.ones(3)], None, "t")  # as stablehlo_backends calls it
+    assert b.compile_stats() == {"export": 0}
 
 
 def test_jax_jit_bounded_pads_to_one_executable_and_slices_back():
     case = cases.get("expand_over_batch_bounded")
     b = JaxJit()
-    program = b.prepare(case, "bounded")
-    base = b.compile_stats()["xla"]
-    for i, s in enumerate([{"b": 2}, {"b": 5}, {"b": 64}]):
-        inputs = case.make_inputs(s, seed=i)
-        out = program(*b.convert(inputs))
-        b.sync(out)
-        np.testing.assert_array_equal(b.to_numpy(out), case.expected(inputs))
-    assert b.compile_stats()["xla"] - base == 1
+    program, deltas, reasons = _job(b, case, "bounded", [{"b": 2}, {"b": 5}, {"b": 64}])
+    assert deltas == [1, 0, 0]
+    assert reasons[0][0].startswith("xla: tracing cache miss") and reasons[1:] == [[], []]
     x = np.zeros((65, 3, 224, 224), np.float32)
     with pytest.raises(ValueError, match="dim 'b' = 65 exceeds its bound 64"):
         program(*b.convert([x, np.zeros((1, 1, 768), np.float32)]))
 
 
-def test_jax_jit_static_compiles_per_shape():
-    case = cases.get("gnn_edge_divide")
+def test_jax_jit_static_compiles_per_shape_and_says_which_shape_changed():
+    case = cases.get(GNN)
+    # sizes no other test uses: jax's tracing and compile caches are process-wide
+    _, deltas, reasons = _job(JaxJit(), case, "static", _e(1213, 1214, 1213, 1215))
+    assert deltas == [1, 1, 0, 1]
+    assert reasons[0][0].startswith("xla: tracing cache miss: ") and "edge_divide" in reasons[0][0]
+    assert "different input types" in reasons[1][0]
+    assert "at d, now f32[1214,8]" in reasons[1][0] and "at c, now f32[1214]" in reasons[1][0]
+    assert reasons[2] == [] and "now f32[1215,8]" in reasons[3][0]
+    # a second job in this process starts at 0 (case.jax_fn() is a new function: jax has never seen it)
+    _, deltas, reasons = _job(JaxJit(), case, "static", _e(1213))
+    assert deltas == [1] and "never seen function edge_divide" in reasons[0][0]
+
+
+def test_lazy_static_per_shape_unbounded_once_with_the_new_key_part():
+    case = cases.get(GNN)
+    _, deltas, reasons = _job(Lazy(), case, "static", _e(5, 6, 5))
+    assert deltas == [1, 1, 0]
+    assert reasons == [["lazy_fx: first call: empty graph cache"],
+                       ["lazy_fx: new input shapes 0: float32[6, 8], 1: float32[6] "
+                        "(cached: float32[5, 8], float32[5])"], []]
+    _, deltas, reasons = _job(Lazy(), case, "unbounded", _e(5, 6, 5))
+    assert deltas == [1, 0, 0] and reasons == [["lazy_fx: first call: empty graph cache"], [], []]
+
+
+def test_jax_compile_of_a_jax_internal_computation_has_a_reason_too():
+    import jax.numpy as jnp
+
     b = JaxJit()
-    base = b.compile_stats()["xla"]
-    _, counts = _sweep(b, case, "static")
-    assert [c - base for c in counts] == [1, 2, 3]
+    b.startup()
+    b.reset_counters()
+    jnp.ones(7771) * 3.5  # eager ops: jax compiles its own computations, explaining no miss
+    n = b.compile_stats()["xla"]
+    assert n >= 1
+    assert b.compile_reasons() == ["xla: no tracing cache miss explained by jax before this compile "
+                                   "(a jax-internal computation)"] * n
+    jnp.ones(7771) * 3.5  # cached
+    assert b.compile_stats()["xla"] == n and b.compile_reasons() == []

@@ -31,7 +31,7 @@ def test_run_writes_records_and_prints_the_report(tmp_path, capsys):
                      "--out", str(tmp_path), "--repeats", "2", "--no-progress"])
     assert code == 0
     out = capsys.readouterr().out
-    assert "| gnn_edge_divide | torch_eager | unbounded | pass | = 0 | 3 | 0 |" in out
+    assert "| gnn_edge_divide | torch_eager | unbounded | pass | = 0/shape | 3 | 0 |" in out
     df = results.load([tmp_path])
     assert len(df) == 6 and set(df["status"]) == {"pass"}
     novel = df[df["novel"] == True]  # noqa: E712

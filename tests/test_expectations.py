@@ -1,4 +1,5 @@
-"""The expectations file: formulas, rule specificity, exact checks both ways."""
+"""The expectations file: formulas, rule specificity, exact checks both ways,
+shape by shape, and strict expected failures."""
 
 import pytest
 
@@ -11,65 +12,126 @@ def test_formulas():
     assert ex.evaluate("1", 7) == 1
     assert ex.evaluate("n_shapes + 1", 7) == 8
     assert ex.evaluate("min(n_shapes, 8)", 50) == 8
+    assert [ex.evaluate_shape("first", i, 3) for i in range(3)] == [1, 0, 0]
+    assert [ex.evaluate_shape("first + 1", i, 3) for i in range(3)] == [2, 1, 1]
+    assert [ex.evaluate_shape("i // 2", i, 5) for i in range(5)] == [0, 0, 1, 1, 2]
     with pytest.raises(ex.ExpectationError, match="bad compile-count formula 'n_shape'"):
         ex.evaluate("n_shape", 3)
     with pytest.raises(ex.ExpectationError, match="bad compile-count formula"):
         ex.evaluate("__import__('os')", 3)
+    with pytest.raises(ex.ExpectationError, match="bad compile-count formula 'first'"):
+        ex.evaluate("first", 3)  # a job total has no first shape
+
+
+def _load(tmp_path, text):
+    p = tmp_path / "e.toml"
+    p.write_text(text)
+    return ex.load(p)
 
 
 def test_most_specific_rule_wins(tmp_path):
-    p = tmp_path / "e.toml"
-    p.write_text('[[expect]]\nbackend = "b"\ncompiles = "n_shapes"\n'
-                 '[[expect]]\ncase = "c1"\nbackend = "b"\nmode = "static"\nxfail = "known bug"\n'
-                 '[[expect]]\ncompiles = "0"\n')
-    rules = ex.load(p)
+    rules = _load(tmp_path, '[[expect]]\nbackend = "b"\nper_shape = "1"\n'
+                            '[[expect]]\ncase = "c1"\nbackend = "b"\nmode = "static"\nxfail = "known bug"\n'
+                            'match = "boom"\nper_shape = "0"\n'
+                            '[[expect]]\ncompiles = "0"\n')
     assert ex.lookup(rules, "c1", "b", "static").xfail == "known bug"
-    assert ex.lookup(rules, "c2", "b", "static").compiles == "n_shapes"
+    assert ex.lookup(rules, "c2", "b", "static").per_shape == "1"
     assert ex.lookup(rules, "c2", "other", "static").compiles == "0"
 
 
-def test_rules_need_exactly_one_of_compiles_or_xfail(tmp_path):
-    p = tmp_path / "e.toml"
-    p.write_text('[[expect]]\nbackend = "b"\n')
-    with pytest.raises(ex.ExpectationError, match="exactly one of"):
-        ex.load(p)
+@pytest.mark.parametrize("text, message", [
+    ('[[expect]]\nbackend = "b"\n', "states no compile count"),
+    ('[[expect]]\nxfail = "why"\nper_shape = "0"\n', "'xfail' and 'match' go together"),
+    ('[[expect]]\nmatch = "x"\nper_shape = "0"\n', "'xfail' and 'match' go together"),
+    ('[[expect]]\nper_shape = "1"\nxfail = "why"\nmatch = "(unclosed"\n', "bad 'match' regex"),
+    ('[[expect]]\nper_shape = "1"\ncolour = "red"\n', "unknown keys \\['colour'\\]"),
+    ('[[expect]]\nper_shape = "1"\nstages = { a = "1" }\n', "'stages' goes with 'compiles'"),
+    ('[[expect]]\nper_shape = "bogus"\n', "bad compile-count formula 'bogus'"),
+])
+def test_bad_rules_are_refused_naming_the_rule(tmp_path, text, message):
+    with pytest.raises(ex.ExpectationError, match=f"rule #1.*{message}|{message}"):
+        _load(tmp_path, text)
 
 
-def _records(compiles, cached_compiles=None, statuses=None):
-    statuses = statuses or ["pass"] * len(compiles)
-    recs = [results.record(shape_index=i, sizes={"e": i}, novel=True, compiles=c, compile_stages={"s": c},
-                           status=s) for i, (c, s) in enumerate(zip(compiles, statuses))]
-    for i, c in enumerate(cached_compiles or [compiles[-1]] * len(compiles)):
-        recs.append(results.record(shape_index=i, sizes={"e": i}, novel=False, compiles=c, status="pass"))
+def _records(deltas, cached_deltas=None, statuses=None, messages=None):
+    """Records of a job whose novel shape i compiled ``deltas[i]`` times (stage s)."""
+    statuses = statuses or ["pass"] * len(deltas)
+    messages = messages or [None] * len(deltas)
+    recs, total = [], 0
+    for i, (d, s, m) in enumerate(zip(deltas, statuses, messages)):
+        total += d
+        recs.append(results.record(shape_index=i, sizes={"e": i}, novel=True, compiles=total,
+                                   compile_stages={"s": total}, compile_delta={"s": d}, status=s, message=m))
+    for i, d in enumerate(cached_deltas or [0] * len(deltas)):
+        total += d
+        recs.append(results.record(shape_index=i, sizes={"e": i}, novel=False, compiles=total,
+                                   compile_delta={"s": d}, status="recompiled" if d else "pass"))
     return recs
 
 
+def test_per_shape_counts_fail_shape_by_shape_even_when_the_total_fits():
+    rule = ex.Rule(per_shape="1")
+    assert ex.verdict(_records([1, 1, 1]), rule).outcome == "pass"
+    v = ex.verdict(_records([2, 1, 0]), rule)  # 3 compiles over 3 shapes, but not one each
+    assert v.outcome == "fail"
+    assert len(v.problems) == 2
+    assert v.problems[0].startswith("shape 0 {'e': 0}: 2 compile(s) (s=2), expected 1 = 1")
+    assert v.problems[1].startswith("shape 2 {'e': 2}: 0 compile(s) (none), expected 1 = 1")
+    # the old job-total rule cannot see it
+    assert ex.verdict(_records([2, 1, 0]), ex.Rule(compiles="n_shapes")).outcome == "pass"
+
+
 def test_exact_counts_fail_both_ways():
-    rule = ex.Rule(compiles="1")
-    assert ex.problems(_records([1, 1, 1]), rule) == []
-    assert "compiles: got 3 over 3 novel shapes, expected 1 = 1" in ex.problems(_records([1, 2, 3]), rule)[0]
-    assert "got 0" in ex.problems(_records([0, 0, 0]), rule)[0]  # better than expected fails too
+    rule = ex.Rule(per_shape="first")
+    assert ex.verdict(_records([1, 0, 0]), rule).outcome == "pass"
+    assert ex.verdict(_records([0, 0, 0]), rule).problems[0].startswith("shape 0 {'e': 0}: 0 compile(s)")
+    total = ex.Rule(compiles="1")
+    assert "compiles: got 3 over 3 novel shapes, expected 1 = 1" in ex.verdict(_records([1, 1, 1]), total).problems[0]
+    assert "got 0" in ex.verdict(_records([0, 0, 0]), total).problems[0]  # better than expected fails too
 
 
-def test_stage_counts_and_cached_phase_recompiles_are_caught():
-    assert "stage s: got 2" in ex.problems(_records([1, 2]), ex.Rule(compiles="n_shapes", stages=(("s", "1"),)))[0]
-    found = ex.problems(_records([1, 1], cached_compiles=[1, 2]), ex.Rule(compiles="1"))
-    assert "cached phase compiled again" in found[0]
+def test_stage_counts_per_shape_and_in_total():
+    v = ex.verdict(_records([1, 1]), ex.Rule(per_shape="1", shape_stages=(("s", "first"),)))
+    assert v.problems == ["shape 1 {'e': 1}: stage s: 1, expected first = 0"]
+    v = ex.verdict(_records([1, 1]), ex.Rule(compiles="n_shapes", stages=(("s", "1"),)))
+    assert v.problems == ["stage s: got 2, expected 1 = 1"]
 
 
-def test_failed_shapes_are_problems_even_for_xfail_rules():
-    found = ex.problems(_records([1, 1], statuses=["pass", "error"]), ex.Rule(xfail="why"))
-    assert len(found) == 1 and "shape 1" in found[0] and "error" in found[0]
+def test_a_compile_in_the_cached_phase_fails_the_job():
+    v = ex.verdict(_records([1, 1], cached_deltas=[0, 1]), ex.Rule(per_shape="1"))
+    assert v.outcome == "fail" and v.problems == ["shape 1 {'e': 1} (cached): recompiled: None"]
 
 
-def test_the_checked_in_file_loads():
-    assert len(ex.load()) >= 5
+def test_xfail_needs_every_failure_to_match():
+    rule = ex.Rule(per_shape="1", xfail="known", match="Unbounded dynamism")
+    msg = "ValueError: Unbounded dynamism is disabled for instruction"
+    assert ex.verdict(_records([1, 1], statuses=["error", "error"], messages=[msg, msg]), rule).outcome == "xfail"
+    # one matching failure no longer excuses another
+    v = ex.verdict(_records([1, 1], statuses=["error", "error"], messages=[msg, "TypeError: else"]), rule)
+    assert v.outcome == "fail"
+    assert v.problems == ["failed otherwise than expected (match 'Unbounded dynamism'): "
+                          "shape 1 {'e': 1} (novel): error: TypeError: else"]
 
 
-def test_xfail_match_catches_a_different_failure():
-    rule = ex.Rule(xfail="known", match="Unbounded dynamism")
-    recs = _records([1, 1], statuses=["error", "error"])
-    recs[0]["message"] = "ValueError: Unbounded dynamism is disabled for instruction"
-    assert ex.unexpected_failure(recs, rule) is None
-    recs[0]["message"] = "TypeError: something else"
-    assert "expected a failure matching" in ex.unexpected_failure(recs, rule)
+def test_xfail_jobs_still_have_their_counts_checked():
+    rule = ex.Rule(per_shape="1", xfail="known", match="boom")
+    v = ex.verdict(_records([1, 2], statuses=["error", "error"], messages=["boom", "boom"]), rule)
+    assert v.outcome == "fail" and v.problems[0].startswith("shape 1 {'e': 1}: 2 compile(s)")
+
+
+def test_xfail_that_passes_is_reported():
+    v = ex.verdict(_records([1, 1]), ex.Rule(per_shape="1", xfail="known", match="boom"))
+    assert v.outcome == "xpass" and not v.ok
+
+
+def test_no_rule_and_idle_jobs():
+    assert ex.verdict(_records([1]), None).outcome == "norule"
+    idle = [results.record(status="unsupported", message="no such mode")]
+    assert ex.verdict(idle, None).outcome == "idle" and ex.verdict(idle, None).ok
+
+
+def test_the_checked_in_file_loads_and_states_counts_per_shape():
+    rules = ex.load()
+    assert len(rules) >= 20
+    assert all(r.per_shape is not None for r in rules)
+    assert all(r.match for r in rules if r.xfail)

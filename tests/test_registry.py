@@ -9,13 +9,32 @@ import textwrap
 
 from harness import envs, registry
 
-BUILTIN = {"torch_eager", "einx", "jax_jit", "torch_compile", "torch_export"}
+def _pyproject_entry_points() -> dict[str, str]:
+    """The built-in backends, read from pyproject.toml itself (not through the registry)."""
+    import tomllib
+
+    with open(envs.ROOT / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)["project"]["entry-points"][registry.GROUP]
 
 
-def test_builtin_backends_come_from_entry_points():
-    names = {ep.name for ep in registry._entry_points()}
-    assert BUILTIN <= names
-    assert BUILTIN <= set(registry.backends())
+BUILTIN = set(_pyproject_entry_points())
+
+
+def test_every_entry_point_in_pyproject_loads_as_its_backend():
+    import importlib
+
+    for name, spec in _pyproject_entry_points().items():
+        module, _, attr = spec.partition(":")
+        cls = getattr(importlib.import_module(module), attr)
+        backend = cls()
+        assert backend.name == name, spec
+        assert backend.modes and backend.forms, f"{name} offers no modes or forms"
+        assert set(backend.counters) and all(c.event for c in backend.counters.values()) or name == "torch_eager", (
+            f"{name} does not say what its compile counters count")
+    loaded = registry.backends()
+    assert BUILTIN <= set(loaded)
+    broken = {n: b.available()[1] for n, b in loaded.items() if isinstance(b, registry.Broken)}
+    assert not broken
 
 
 def _third_party(tmp_path):
@@ -47,7 +66,7 @@ def test_out_of_tree_backend_is_listed(tmp_path):
     assert out.returncode == 0, out.stderr
     listed = {b["name"]: b for b in json.loads(out.stdout)["backends"]}
     assert listed["acme"] == {"name": "acme", "modes": ["static", "unbounded"], "forms": ["torch"], "env": "main",
-                              "available": True, "reason": ""}
+                              "available": True, "reason": "", "mode_notes": {}, "counters": {}}
     assert BUILTIN <= set(listed)
 
 
@@ -69,3 +88,14 @@ def test_a_backend_that_fails_to_import_is_unavailable_not_fatal(tmp_path):
     listed = {b["name"]: b for b in json.loads(out.stdout)["backends"]}
     assert listed["acme"]["available"] is False
     assert "acme needs libfoo" in listed["acme"]["reason"]
+
+
+def test_the_gate_fails_a_registered_backend_that_cannot_be_imported(tmp_path):
+    env = _third_party(tmp_path)
+    (tmp_path / "acme_backend.py").write_text("raise ImportError('acme needs libfoo')\n")
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",
+                          str(envs.ROOT / "cases" / "test_conformance.py"), "-k", "test_backend_loads"],
+                         env=env, cwd=envs.ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1, out.stdout[-2000:]
+    assert "FAILED" in out.stdout and "test_backend_loads[acme]" in out.stdout
+    assert "acme needs libfoo" in out.stdout

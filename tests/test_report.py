@@ -9,15 +9,19 @@ from harness import report, results
 from synthetic import frame, job
 
 
-def _summary():
-    df = frame(
-        job("c", "torch_eager", "unbounded", [0.001, 0.001, 0.002], [1e-5, 2e-5, 3e-5], [0, 0, 0]),
-        job("c", "einx", "static", [0.1, 0.2, 0.3], [2e-5, 4e-5, 6e-5], [1, 2, 3]),
-        job("c", "torch_compile", "unbounded", [2.0, 0.01, 0.01], [1e-5, 1e-5, 1e-5], [1, 1, 1]),
+def _frame():
+    return frame(
+        job("c", "torch_eager", "unbounded", [0.001, 0.001, 0.002], [1e-5, 2e-5, 3e-5], [0, 0, 0], prepare_s=0.0),
+        job("c", "einx", "static", [0.1, 0.2, 0.3], [2e-5, 4e-5, 6e-5], [1, 2, 3], startup_s=1.5,
+            reasons={0: ["einx_graph: new shapes ((1, 8),)"], 1: ["einx_graph: new shapes ((2, 8),)"]}),
+        job("c", "torch_compile", "unbounded", [2.0, 0.01, 0.01], [1e-5, 1e-5, 1e-5], [1, 1, 1], prepare_s=0.5),
         [results.record(run_id="r", case="c", backend="jax_jit", mode="unbounded",
                         status="unsupported", message="no unbounded mode")],
     )
-    return report.summarise(df).set_index(["backend", "mode"])
+
+
+def _summary():
+    return report.summarise(_frame()).set_index(["backend", "mode"])
 
 
 def test_compiles_shapes_and_times():
@@ -29,6 +33,21 @@ def test_compiles_shapes_and_times():
     assert einx["max_abs_err"] == pytest.approx(3e-7)
     tc = s.loc[("torch_compile", "unbounded")]
     assert tc["compiles"] == 1 and tc["compiles_per_shape"] == pytest.approx(1 / 3)
+
+
+def test_novel_sweep_includes_prepare_and_start_up_stands_apart():
+    s = _summary()
+    # every backend by one rule: prepare + the first calls
+    assert s.loc[("torch_compile", "unbounded")]["novel_sweep_s"] == pytest.approx(0.5 + 2.02)
+    assert s.loc[("torch_compile", "unbounded")]["prepare_s"] == pytest.approx(0.5)
+    assert s.loc[("einx", "static")]["startup_s"] == pytest.approx(1.5)
+    assert s.loc[("einx", "static")]["novel_sweep_s"] == pytest.approx(0.6)
+
+
+def test_why_is_the_first_recompile_reason():
+    s = _summary()
+    assert s.loc[("einx", "static")]["why"] == "shape 1: einx_graph: new shapes ((2, 8),)"
+    assert s.loc[("torch_compile", "unbounded")]["why"] == ""  # one compile, on the first shape
 
 
 def test_ratios_against_torch_eager_fall_back_to_any_mode():
@@ -49,7 +68,7 @@ def test_status_is_the_worst_record():
 
 def test_markdown_lists_measured_rows_and_not_run_jobs():
     text = report.markdown(_summary().reset_index())
-    assert "| c | einx | static | pass | 3 | 3 | 1.00 |" in text
+    assert "| c | einx | static | pass | 3 | 3 | 1.00 | x=3 | 1.50 s | – | 600.00 ms |" in text
     assert "Not run (1):\n- jax_jit, unsupported: no unbounded mode: c[unbounded]" in text
     assert "150.0×" in text  # einx novel sweep vs eager
 
@@ -64,11 +83,13 @@ def test_seconds_are_formatted_with_units():
 def test_annotate_states_what_the_expectations_file_says():
     from harness import expectations as ex
 
-    rules = [ex.Rule(backend="einx", compiles="n_shapes", index=0), ex.Rule(backend="torch_compile", compiles="0", index=1),
-             ex.Rule(backend="jax_jit", xfail="known", index=2)]
-    s = report.annotate(_summary().reset_index(), rules).set_index(["backend", "mode"])
-    assert s.loc[("einx", "static")]["expected"] == "= n_shapes"
-    assert s.loc[("torch_compile", "unbounded")]["expected"] == "≠ 0"
+    rules = [ex.Rule(backend="einx", per_shape="1", index=0), ex.Rule(backend="torch_compile", per_shape="1", index=1),
+             ex.Rule(backend="jax_jit", per_shape="0", xfail="known", match="x", index=2)]
+    df = _frame()
+    s = report.annotate(report.summarise(df), df, rules).set_index(["backend", "mode"])
+    assert s.loc[("einx", "static")]["expected"] == "= 1/shape"
+    assert s.loc[("torch_compile", "unbounded")]["expected"] == (
+        "≠ 1/shape: shape 1: 0 compile(s) (none), expected 1 = 1 (rule #2 (case=* backend=torch_compile mode=*))")
     assert s.loc[("torch_eager", "unbounded")]["expected"] == "no rule"
     assert s.loc[("jax_jit", "unbounded")]["expected"] == ""  # unsupported rows are not judged
 

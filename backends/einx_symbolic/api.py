@@ -4,6 +4,8 @@ Hot path: build a tuple key (op, description, backend, per-argument (class,
 ndim, dtype), parameter kinds, static kwargs), one dict lookup, call the
 generated function.  Sizes never enter the key.
 """
+import time as _time
+
 import numpy as _np
 
 from .backends import library_of
@@ -27,17 +29,10 @@ def clear_cache():
     _CANON.clear()
 
 
-_SCOPES = {None: (_CACHE, _CANON)}
-
-
-def select_cache(scope=None):
-    """Make the graph cache named ``scope`` the active one (``None``: the default).
-
-    Used to emulate per-shape specialisation for comparison: one scope per
-    concrete shape builds one graph per shape, and a shape seen before finds
-    its graph again."""
-    global _CACHE, _CANON
-    _CACHE, _CANON = _SCOPES.setdefault(scope, ({}, {}))
+#: one line per graph built through the caches (a new signature), and their
+#: total build seconds: what a caller reads to say why and how long it compiled
+BUILD_LOG: list = []
+BUILD_S = [0.0]
 
 
 def _src(entry):
@@ -81,20 +76,67 @@ def _lib(libs, backend):
     return "numpy"
 
 
-def _slow(key, op, description, tensors, backend, params, static):
+def _signature(op, description, tensors, backend, params, static):
+    """(canonical signature, build arguments) of one call."""
     libs = [library_of(t) for t in tensors]
     lib = _lib(libs, backend)
     ranks = tuple(0 if l == "scalar" else len(t.shape) for t, l in zip(tensors, libs))
     scalars = frozenset(i for i, l in enumerate(libs) if l == "scalar")
     pkinds = {k: _psig(v) for k, v in params.items()}
     canon = (op, description, lib, ranks, scalars, tuple(libs),
-             tuple(str(getattr(t, "dtype", type(t).__name__)) for t in tensors), tuple(sorted(pkinds.items())), key[-1])
+             tuple(str(getattr(t, "dtype", type(t).__name__)) for t in tensors), tuple(sorted(pkinds.items())), static)
+    return canon, (op, description, lib, ranks, scalars, libs, pkinds, dict(static))
+
+
+def _describe(canon):
+    op, description, lib, ranks, _, _, dtypes, pkinds, static = canon
+    out = f"{op}({description!r}) on {lib}, ranks {ranks}, dtypes ({', '.join(dtypes)})"
+    if pkinds:
+        out += f", parameters {dict(pkinds)}"
+    if static:
+        out += f", {dict(static)}"
+    return out
+
+
+def _slow(key, op, description, tensors, backend, params, static):
+    canon, args = _signature(op, description, tensors, backend, params, key[-1])
     entry = _CANON.get(canon)
     if entry is None:
-        entry = build(op, description, lib, ranks, scalars, libs, pkinds, static)
+        t0 = _time.perf_counter()
+        entry = build(*args)
+        BUILD_S[0] += _time.perf_counter() - t0
+        BUILD_LOG.append("new signature " + _describe(canon))
         _CANON[canon] = entry
     _CACHE[key] = entry
     return entry
+
+
+def build_for(op, description, tensors, kwargs=None):
+    """A graph for this one call, built afresh outside the caches (one build,
+    not in :data:`BUILD_LOG`): returns ``run(*tensors)``, which runs it on
+    arrays of the same signature.
+
+    Used to emulate per-shape specialisation for comparison without touching
+    the shared caches: the caller keeps one ``run`` per shape."""
+    params = dict(kwargs or {})
+    static = ()
+    if FAMILY[op] == "reduce" and params.get("keepdims"):
+        static = (("keepdims", bool(params.pop("keepdims"))),)
+    elif op == "roll":
+        shift = params.pop("shift")
+        static = (("shift", tuple(shift) if isinstance(shift, (list, tuple)) else shift),)
+    _, args = _signature(op, description, tuple(tensors), None, params, static)
+    entry = build(*args)
+
+    def run(*ts):
+        try:
+            return entry[0](*ts, P=params) if params else entry[0](*ts)
+        except EinxError:
+            raise
+        except Exception as e:
+            raise CallOperationError.create(e, _src(entry)) from e
+
+    return run
 
 
 def _entry(op, description, tensors, backend, params, static):

@@ -4,12 +4,19 @@
     outs = execute(text, [x, y], executor="xla")       # refine + compile per shape
     outs = execute(text, [x, y], executor="interpreter")  # stablehlo.eval_module, isolated
     compile_count()                                    # XLA compiles so far (exact)
+
+Backends hold a program per module instead (no per-call conversion):
+
+    prog = XlaProgram(Module(text, "case (mode)"), on_compile=report)
+    out = prog(*prog.convert([x, y]))                  # device arrays in and out
 """
-from .executors import (ExecutionError, InterpreterCrashed, XlaExecutor, InterpreterExecutor, compile_count,
-                      execute, interpreter_executor, xla_executor, xla_stats)
+from .executors import (ExecutionError, InterpreterCrashed, InterpreterExecutor, InterpreterProgram,
+                        InterpreterWorker, Module, XlaExecutor, XlaProgram, compile_count, execute,
+                        interpreter_executor, xla_executor, xla_stats)
 from .lower import LoweringError, lower, param_arrays
 from .registry import covered_ops
 
 __all__ = ["lower", "execute", "compile_count", "xla_stats", "LoweringError", "ExecutionError",
            "InterpreterCrashed", "covered_ops", "param_arrays", "XlaExecutor", "InterpreterExecutor",
-           "xla_executor", "interpreter_executor"]
+           "xla_executor", "interpreter_executor", "Module", "XlaProgram", "InterpreterProgram",
+           "InterpreterWorker"]

@@ -4,6 +4,16 @@ Self-contained on purpose (no package imports, no torch): the isolated mode
 runs ``python _interp_worker.py`` as a subprocess speaking length-prefixed
 pickle frames on stdin/stdout, so a process abort inside ``eval_module``
 (it aborts on ops it lacks) kills only the worker.
+
+``eval_module`` specialises the module it is given to the first call's
+argument types (a later call with other sizes fails with "invalid input
+argument type"), so :class:`Evaluator` keeps one parsed module per (module,
+concrete argument shapes) and re-runs it for every call of that shape.
+
+Frames, parent -> worker: ``("register", module_id, text)`` (no answer) and
+``("run", module_id, args)``, answered by ``("ok", outputs, info)`` or
+``("error", message)``; the worker says ``("ready", None)`` once it has
+imported jaxlib and made its MLIR context.
 """
 from __future__ import annotations
 
@@ -11,6 +21,7 @@ import pickle
 import re
 import struct
 import sys
+import time
 import traceback
 
 _BOUNDS_RE = re.compile(r",\s*#stablehlo\.bounds<[^>]*>")
@@ -53,18 +64,42 @@ def _from_attr(attr):
     return arr
 
 
-def eval_text(text: str, args):
-    """Run ``@main`` of ``text`` on NumPy ``args`` with stablehlo.eval_module."""
-    from jaxlib.mlir import ir
-    from jaxlib.mlir.dialects import stablehlo
+class Evaluator:
+    """Registered modules, each parsed once per concrete argument shapes."""
 
-    text = _BOUNDS_RE.sub("", text)
-    ctx = _context()
-    with ctx, ir.Location.unknown():
-        module = ir.Module.parse(text)  # fresh module per call: `?` dims take the call's sizes
-        attrs = [_to_attr(ir, a) for a in args]
-        res = stablehlo.eval_module(module, attrs)
-        return [_from_attr(r) for r in res]
+    def __init__(self):
+        from jaxlib.mlir.dialects import stablehlo  # noqa: F401  (imported here, not on the first call)
+
+        self.ctx = _context()
+        self.texts: dict = {}
+        self.parsed: dict = {}
+
+    def register(self, module_id: str, text: str) -> None:
+        """Remember ``text`` (bounds dropped: the interpreter rejects bounded types)."""
+        self.texts[module_id] = _BOUNDS_RE.sub("", text)
+
+    def run(self, module_id: str, args):
+        """Run ``@main`` on NumPy ``args``; returns (outputs, info) where info has
+        ``parsed`` (whether this shape was new), ``parse_s`` and ``eval_s`` (``eval_module``)."""
+        from jaxlib.mlir import ir
+        from jaxlib.mlir.dialects import stablehlo
+
+        if module_id not in self.texts:
+            raise KeyError(f"module {module_id} was never registered with the interpreter")
+        key = (module_id, tuple(a.shape for a in args))
+        info = {"parsed": False, "parse_s": 0.0}
+        with self.ctx, ir.Location.unknown():
+            module = self.parsed.get(key)
+            if module is None:
+                t0 = time.perf_counter()
+                module = ir.Module.parse(self.texts[module_id])
+                info.update(parsed=True, parse_s=time.perf_counter() - t0)
+            attrs = [_to_attr(ir, a) for a in args]
+            t0 = time.perf_counter()
+            res = stablehlo.eval_module(module, attrs)
+            info["eval_s"] = time.perf_counter() - t0
+            self.parsed[key] = module  # only once it ran: a failed specialisation is not kept
+            return [_from_attr(r) for r in res], info
 
 
 def _read(f):
@@ -85,14 +120,19 @@ def _write(f, obj):
 def main():
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but frames on the real stdout
+    evaluator = Evaluator()
     _write(out, ("ready", None))
     while True:
         msg = _read(inp)
         if msg is None:
             return
-        text, args = msg
+        kind, module_id, payload = msg
+        if kind == "register":
+            evaluator.register(module_id, payload)
+            continue
         try:
-            _write(out, ("ok", eval_text(text, args)))
+            outs, info = evaluator.run(module_id, payload)
+            _write(out, ("ok", outs, info))
         except BaseException as e:  # Python-level failures come back as errors
             _write(out, ("error", f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"))
 

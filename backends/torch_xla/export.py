@@ -1,11 +1,13 @@
 """torch.export -> torch_xla StableHLO, run inside the ``xla`` environment.
 
-    .venv-xla/bin/python -m backends.torch_xla.export JOB.json
+    .venv-xla/bin/python -m backends.torch_xla.export
 
-JOB.json: ``{"jobs": [{"case", "mode", "canonicalize", "inputs": NPZ path}, ...],
-"out": JSON path}``; one interpreter start (importing torch_xla takes seconds)
-serves several exports. The example inputs (``arg0``, ``arg1``, ... in the npz)
-are the first call's arrays. ``out`` receives a list with, per job, either
+An export server: it imports torch + torch_xla (seconds), writes one JSON line
+``{"ready": true, "import_s": .., "versions": {...}}`` (or ``{"ready": false,
+"error": ..}`` and exits), then answers each JSON line on stdin,
+``{"case", "mode", "canonicalize", "inputs": NPZ path}``, with one JSON line,
+until stdin closes. The example inputs (``arg0``, ``arg1``, ... in the npz)
+are the first call's arrays. An answer is either
 
     {"ok": true, "text": MLIR, "arg_positions": [...], "constants": [...],
      "inputs": [...], "outputs": [...], "export_s": .., "to_stablehlo_s": ..,
@@ -19,6 +21,7 @@ by the program's signature, and drops inputs the graph does not read) and
     {"ok": false, "stage": "export" | "to_stablehlo", "error": "Type: message",
      "where": "file:line in function"}
 
+The client is ``backends.torch_xla.stablehlo_backend.ExportServer``.
 Importable from the main environment (stdlib + numpy at module level); torch
 and torch_xla are imported inside the functions.
 """
@@ -196,19 +199,38 @@ def run_job(job: dict) -> dict:
                 "traceback": traceback.format_exc()[-4000:]}
 
 
-def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1:
-        print("usage: python -m backends.torch_xla.export JOB.json", file=sys.stderr)
-        return 2
-    with open(argv[0]) as f:
-        spec = json.load(f)
-    results = [run_job(job) for job in spec["jobs"]]
-    tmp = spec["out"] + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(results, f)
-    os.replace(tmp, spec["out"])
+def _send(out, msg: dict) -> None:
+    out.write(json.dumps(msg) + "\n")
+    out.flush()
+
+
+def serve(inp, out) -> int:
+    """Import torch + torch_xla, say ready on ``out``, then answer one JSON line
+    per job line of ``inp`` until it closes."""
+    t0 = time.perf_counter()
+    try:
+        import torch
+        import torch_xla
+        import torch_xla.debug.metrics  # noqa: F401
+        import torch_xla.stablehlo  # noqa: F401
+
+        import cases  # noqa: F401
+    except Exception as e:
+        _send(out, {"ready": False, "error": _error_text(e), "where": _where(e)})
+        return 1
+    _send(out, {"ready": True, "import_s": time.perf_counter() - t0,
+                "versions": {"torch": torch.__version__, "torch_xla": torch_xla.__version__}})
+    for line in inp:
+        if line.strip():
+            _send(out, run_job(json.loads(line)))
     return 0
+
+
+def main() -> int:
+    proto = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)  # library prints must not corrupt the protocol
+    sys.stdout = sys.stderr
+    return serve(sys.stdin, proto)
 
 
 if __name__ == "__main__":

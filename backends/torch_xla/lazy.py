@@ -16,6 +16,12 @@ unbounded
     tensor enters the graph (expand_over_batch reads only ``x.shape[0]``, a
     Python int here) it behaves like static.
 
+Counts are torch_xla's own ``UncachedCompile`` counter (process-wide,
+baselined by ``reset_counters``), times its ``CompileTime`` metric; the reason
+of each compile is the counter's move with the input shapes of the call that
+moved it (torch_xla exposes no cheaper why: its graph hash would cost a hash of
+the pending graph on every call).
+
 See FINDINGS.md beside this file for the per-case record.
 """
 
@@ -23,10 +29,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import Backend
+from ..base import Backend, Counter
 
 COUNTER_UNCACHED = "UncachedCompile"
 COUNTER_CACHED = "CachedCompile"
+STAGE = "xla"
 
 
 def counter(name: str) -> int:
@@ -52,20 +59,31 @@ class TorchXlaLazy(Backend):
     modes = ("static", "unbounded")
     env = "xla"
     requires = ("torch", "torch_xla")
+    counters = {STAGE: Counter("system", "torch_xla metrics counter UncachedCompile")}
 
     def __init__(self):
         self._axes = None  # per input, the axes to mark dynamic (unbounded mode)
-        self._base = None  # counters when prepare() ran
+        self._cached_base = 0  # CachedCompile at reset_counters()
+        self._reason_base = 0  # UncachedCompile when reasons were last drained
+        self._last_args = ()  # the last call's inputs (their shapes name a compile)
+        self._reset = False  # reset_counters() has run
+
+    def startup(self):
+        import torch_xla
+
+        torch_xla.device()  # initialise the PJRT client
 
     def prepare(self, case, mode):
         import torch_xla
 
         fn = case.torch_fn()
         self._axes = [sorted(a) for a in case.dynamic_axes(mode)] if mode == "unbounded" else None
-        torch_xla.device()  # initialise the PJRT client before reading counters
-        self._base = (counter(COUNTER_UNCACHED), counter(COUNTER_CACHED), compile_seconds() or 0.0)
+        torch_xla.device()  # initialise the PJRT client (startup() did, where the harness ran it)
+        if not self._reset:  # a driver that skips reset_counters still gets this job's counts
+            self.reset_counters()
 
         def program(*args):
+            self._last_args = args
             out = fn(*args)
             torch_xla.sync()  # cut the graph: compile (or fetch) and launch
             return out
@@ -92,17 +110,29 @@ class TorchXlaLazy(Backend):
     def to_numpy(self, out):
         return out.cpu().numpy()
 
-    def compile_stats(self):
-        if self._base is None:
-            return {}
-        return {"xla": counter(COUNTER_UNCACHED) - self._base[0]}
+    # -- compile counting ----------------------------------------------------
+    def system_stats(self):
+        return {STAGE: counter(COUNTER_UNCACHED)}
+
+    def system_seconds(self):
+        total = compile_seconds()
+        return {} if total is None else {STAGE: total}
+
+    def reset_counters(self):
+        super().reset_counters()
+        self._reset = True
+        self._cached_base = counter(COUNTER_CACHED)
+        self._reason_base = counter(COUNTER_UNCACHED)
+
+    def compile_reasons(self):
+        out = super().compile_reasons()
+        now = counter(COUNTER_UNCACHED)
+        n, self._reason_base = now - self._reason_base, now
+        if n > 0:
+            shapes = tuple(tuple(a.shape) for a in self._last_args)
+            out += [f"{STAGE}: no cached XLA graph for input shapes {shapes} (UncachedCompile +{n})"] * n
+        return out
 
     def cache_hits(self) -> int:
-        """``CachedCompile`` since prepare(): graphs served from torch_xla's cache."""
-        return 0 if self._base is None else counter(COUNTER_CACHED) - self._base[1]
-
-    def compile_time_s(self):
-        if self._base is None:
-            return None
-        total = compile_seconds()
-        return None if total is None else total - self._base[2]
+        """``CachedCompile`` since reset_counters(): graphs served from torch_xla's cache."""
+        return counter(COUNTER_CACHED) - self._cached_base

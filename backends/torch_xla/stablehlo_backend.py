@@ -1,23 +1,25 @@
 """torch_xla StableHLO export, executed by our StableHLO executors.
 
 The backend object runs in the ``main`` environment (where
-``backends.stablehlo`` and its jax-based executors live). On the first call
-of a job it writes the call's inputs to a temporary ``.npz`` and runs
-``.venv-xla/bin/python -m backends.torch_xla.export`` once: ``torch.export``
-with ``torch.export.Dim`` (``Dim(max=)`` in bounded mode), then
-``torch_xla.stablehlo.exported_program_to_stablehlo`` under
-``PJRT_DEVICE=CPU EXPERIMENTAL_XLA_UNBOUNDED_DYNAMISM=1``. Every call then runs
-the returned text with ``backends.stablehlo.execute(text, args, executor)``,
-its arguments permuted into torch_xla's ``@main`` order.
+``backends.stablehlo`` and its jax-based executors live). ``startup`` starts
+an :class:`ExportServer`: ``.venv-xla/bin/python -m backends.torch_xla.export``,
+which imports torch + torch_xla (~10-20 s on the 2-core machine) and waits.
+The first call of a job sends it the call's inputs (a temporary ``.npz``);
+it runs ``torch.export`` with ``torch.export.Dim`` (``Dim(max=)`` in bounded
+mode), then ``torch_xla.stablehlo.exported_program_to_stablehlo`` under
+``PJRT_DEVICE=CPU EXPERIMENTAL_XLA_UNBOUNDED_DYNAMISM=1``; the server then
+idles until :meth:`TorchXlaStableHLO.close` or the end of the process. Every call then runs the returned text on our
+XLA executor (or the reference interpreter), its arguments permuted into
+torch_xla's ``@main`` order.
 
-Compile stages: ``export`` (1 per successful export, in the xla env) and
-``xla`` (the executor's XLA compiles: one per novel shape, as it refines the
-`?` dims to the call's shapes; 0 for the interpreter). The first call's latency
-includes starting the xla-env interpreter and importing torch + torch_xla
-(~10-20 s on the 2-core machine; ``compile_time_s`` leaves that start-up out).
+Compile stages: ``export`` (1 per successful export, timed inside the
+server) and ``xla`` (the executor's XLA compiles: one per novel shape, as it
+refines the `?` dims to the call's shapes) or, with the interpreter,
+``parse`` (one per novel shape in its worker).
 
-A failed export is remembered: every later call of the job raises the same
-error without re-exporting, so each shape's record carries torch_xla's message.
+A failed export (or a server that could not start, e.g. no ``.venv-xla``)
+is remembered: every later call of the job raises the same error without
+re-exporting, so each shape's record carries torch_xla's message.
 
 Variants: ``torch_xla_stablehlo`` exports the catalogue's program as it is.
 ``torch_xla_stablehlo_canon`` first rewrites negative ``unsqueeze`` dims
@@ -30,65 +32,145 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import subprocess
 import tempfile
-import time
+import threading
 
 import numpy as np
 
-from ..base import Backend
+from ..base import Backend, Counter
+from ..stablehlo_backends import PARSE, XLA, InterpreterHost, XlaArrays
+
+EXPORT = Counter("instrumented", "torch.export + torch_xla exported_program_to_stablehlo runs "
+                                 "(in the xla env's export server)")
 
 
 class ExportFailed(RuntimeError):
     """torch_xla could not produce StableHLO for the case (message: torch_xla's error)."""
 
 
-def xla_python() -> str:
-    from harness import envs
+def _pump(stream, lines: queue.Queue) -> None:
+    for line in stream:
+        lines.put(line)
+    lines.put(None)
 
-    return envs.python_for("xla")
+
+class ExportServer:
+    """:mod:`backends.torch_xla.export` serving in the xla environment: one
+    interpreter start and ``import torch, torch_xla`` (:meth:`start`), then one
+    export per :meth:`export` (a JSON line each way).
+
+    ``starts`` counts process starts. Raises :class:`harness.envs.EnvError`
+    when ``.venv-xla`` is missing and :class:`ExportFailed` when the server
+    dies or gives no answer in time."""
+
+    def __init__(self):
+        self.proc = None
+        self.starts = 0
+        self.import_s = None
+        self._lines: queue.Queue | None = None
+        self._tmp = None
+        self._stderr = None
+        self._jobs = 0
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self, timeout: float = 600.0) -> None:
+        """Start the server and wait until it has imported torch_xla (no-op if running)."""
+        from harness import envs
+
+        if self.running():
+            return
+        python = envs.python_for("xla")
+        env = dict(os.environ)
+        env.update(envs.env_vars("xla"))
+        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        self._tmp = tempfile.TemporaryDirectory(prefix="dynshape-xla-export-")
+        self._stderr = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen([python, "-m", "backends.torch_xla.export"], cwd=str(envs.ROOT), env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
+        self.starts += 1
+        self._lines = queue.Queue()
+        threading.Thread(target=_pump, args=(self.proc.stdout, self._lines), daemon=True).start()
+        hello = self._answer(timeout, "start (import torch, torch_xla)")
+        if not hello.get("ready"):
+            self.close()
+            raise ExportFailed(f"torch_xla export server could not start: {hello.get('error')}")
+        self.import_s = hello.get("import_s")
+
+    def export(self, case_name: str, mode: str, arrays, canonicalize: bool = False, timeout: float = 600.0) -> dict:
+        """Export ``case_name``'s torch form in ``mode`` at ``arrays``' sizes; the result dict."""
+        self.start(timeout)
+        npz = os.path.join(self._tmp.name, f"inputs{self._jobs}.npz")
+        self._jobs += 1
+        np.savez(npz, **{f"arg{i}": np.asarray(a) for i, a in enumerate(arrays)})
+        job = {"case": case_name, "mode": mode, "canonicalize": bool(canonicalize), "inputs": npz}
+        try:
+            self.proc.stdin.write(json.dumps(job) + "\n")
+            self.proc.stdin.flush()
+        except OSError:
+            pass  # it died: _answer reports how
+        try:
+            return self._answer(timeout, f"export of {case_name} ({mode})")
+        finally:
+            os.remove(npz)
+
+    def _answer(self, timeout: float, what: str) -> dict:
+        try:
+            line = self._lines.get(timeout=timeout)
+        except queue.Empty:
+            self.close()
+            raise ExportFailed(f"torch_xla export server gave no answer to the {what} within {timeout:.0f}s") from None
+        if line is None:
+            rc = self.proc.wait()
+            tail = self._stderr_tail()
+            self.close()
+            raise ExportFailed(f"torch_xla export server exited with code {rc} during the {what}; "
+                               f"stderr tail:\n{tail}")
+        return json.loads(line)
+
+    def _stderr_tail(self, n: int = 15) -> str:
+        self._stderr.seek(0)
+        return "\n".join(self._stderr.read().decode(errors="replace").strip().splitlines()[-n:])
+
+    def close(self) -> None:
+        """Stop the server (it exits when its stdin closes)."""
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                try:
+                    self.proc.stdin.close()
+                    self.proc.wait(timeout=10)
+                except (OSError, subprocess.TimeoutExpired):
+                    self.proc.kill()
+                    self.proc.wait()
+            self.proc = None
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
 
 
 def run_exports(jobs, timeout: float = 600.0) -> list[dict]:
-    """Export several ``(case_name, mode, arrays, canonicalize)`` in one run of
-    :mod:`backends.torch_xla.export` in the xla environment; a result dict each.
-
-    Raises :class:`harness.envs.EnvError` when ``.venv-xla`` is missing and
-    :class:`ExportFailed` when the worker dies without an answer.
-    """
-    from harness import envs
-
-    python = envs.python_for("xla")
-    env = dict(os.environ)
-    env.update(envs.env_vars("xla"))
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    with tempfile.TemporaryDirectory(prefix="dynshape-xla-export-") as tmp:
-        specs = []
-        for k, (case_name, mode, arrays, canonicalize) in enumerate(jobs):
-            npz = os.path.join(tmp, f"inputs{k}.npz")
-            np.savez(npz, **{f"arg{i}": np.asarray(a) for i, a in enumerate(arrays)})
-            specs.append({"case": case_name, "mode": mode, "canonicalize": bool(canonicalize), "inputs": npz})
-        out = os.path.join(tmp, "result.json")
-        job = os.path.join(tmp, "job.json")
-        with open(job, "w") as f:
-            json.dump({"jobs": specs, "out": out}, f)
-        try:
-            proc = subprocess.run([python, "-m", "backends.torch_xla.export", job], cwd=str(envs.ROOT), env=env,
-                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  text=True, timeout=timeout)
-        except subprocess.TimeoutExpired as e:
-            raise ExportFailed(f"torch_xla export worker gave no answer within {timeout:.0f}s") from e
-        if not os.path.exists(out):
-            tail = "\n".join((proc.stderr or "").strip().splitlines()[-15:])
-            raise ExportFailed(f"torch_xla export worker exited with code {proc.returncode} "
-                               f"and no result; stderr tail:\n{tail}")
-        with open(out) as f:
-            return json.load(f)
+    """Export several ``(case_name, mode, arrays, canonicalize)`` with one
+    :class:`ExportServer`; a result dict each."""
+    server = ExportServer()
+    try:
+        server.start(timeout)
+        return [server.export(name, mode, arrays, canonicalize, timeout) for name, mode, arrays, canonicalize in jobs]
+    finally:
+        server.close()
 
 
-def run_export(case_name: str, mode: str, arrays, canonicalize: bool = False, timeout: float = 600.0) -> dict:
-    """One export (see :func:`run_exports`)."""
-    return run_exports([(case_name, mode, arrays, canonicalize)], timeout)[0]
+def run_export(case_name: str, mode: str, arrays, canonicalize: bool = False, timeout: float = 600.0,
+               server: ExportServer | None = None) -> dict:
+    """One export, on ``server`` if given (else on a server of its own, see :func:`run_exports`)."""
+    if server is None:
+        return run_exports([(case_name, mode, arrays, canonicalize)], timeout)[0]
+    return server.export(case_name, mode, arrays, canonicalize, timeout)
 
 
 def describe_failure(res: dict) -> str:
@@ -96,25 +178,23 @@ def describe_failure(res: dict) -> str:
     return f"torch_xla {res.get('stage', '?')} failed: {res.get('error', '?')}{where}"
 
 
-class TorchXlaStableHLO(Backend):
+class TorchXlaStableHLO(XlaArrays, Backend):
     name = "torch_xla_stablehlo"
     forms = ("torch",)
     modes = ("unbounded", "bounded")
-    env = "main"  # the executors are here; the export runs in a subprocess of the xla env
+    env = "main"  # the executors are here; the export runs in a server process of the xla env
     requires = ("jax", "jaxlib")
+    counters = {"export": EXPORT, "xla": XLA}
     canonicalize = False
-    executor = "xla"
 
     def __init__(self):
+        self.server: ExportServer | None = None
+        self._startup_failure: str | None = None
         self._reset()
 
     def _reset(self):
         self.result: dict | None = None
-        self._failure: str | None = None
-        self._exports = 0
-        self._export_wall_s = 0.0  # the export subprocess, interpreter start included
-        self._export_work_s = 0.0  # torch.export + torch_xla lowering, timed inside it
-        self._xla_base = None
+        self._failure: str | None = self._startup_failure
         self._guards: list[str] = []
 
     def available(self):
@@ -125,45 +205,73 @@ class TorchXlaStableHLO(Backend):
             return ok, why
         return envs.modules_available("main", self.requires)
 
-    def prepare(self, case, mode):
-        from backends import stablehlo
+    def startup(self):
+        """Load the executors and start the export server. A server that cannot
+        start (no ``.venv-xla``, torch_xla fails to import) does not fail the job:
+        every call reports it."""
+        super().startup()
+        self.server = ExportServer()
+        try:
+            self.server.start(timeout=min(600.0, self.timeout_s))
+        except Exception as e:
+            self.server.close()
+            self._startup_failure = str(e) if isinstance(e, ExportFailed) else f"{type(e).__name__}: {e}"
 
+    def prepare(self, case, mode):
         self._reset()
-        self._xla_base = self._executor_state(stablehlo)
-        state = {"text": None, "order": None, "consts": {}}
+        state = {}
 
         def program(*args):
-            if self._failure is not None:
-                raise ExportFailed(self._failure)
-            if state["text"] is None:
-                self._export(case, mode, args, state)
-            full = [state["consts"][i] if p is None else args[p] for i, p in enumerate(state["order"])]
-            outs = stablehlo.execute(state["text"], full, executor=self.executor)
-            return outs[0] if len(outs) == 1 else outs
+            run = state.get("run")
+            if run is None:
+                if self._failure is not None:
+                    raise ExportFailed(self._failure)
+                run = state["run"] = self._export(case, mode, args)
+            return run(*args)
 
         return program
 
-    def _export(self, case, mode, args, state):
-        from .export import array_from_b64
-
-        t0 = time.perf_counter()
+    def _export(self, case, mode, args):
+        """Export at the first call's sizes; returns ``run(*args)`` for the module."""
         try:
-            res = run_export(case.name, mode, args, self.canonicalize, timeout=min(600.0, self.timeout_s))
-        except Exception as e:  # no answer (worker died, timed out) or no xla env: don't retry per shape
+            res = run_export(case.name, mode, [np.asarray(a) for a in args], self.canonicalize,
+                             timeout=min(600.0, self.timeout_s), server=self.server)
+        except Exception as e:  # no answer (server died, timed out) or no xla env: don't retry per shape
             self._failure = str(e) if isinstance(e, ExportFailed) else f"{type(e).__name__}: {e}"
             raise
-        finally:
-            self._export_wall_s += time.perf_counter() - t0
         self.result = res
-        self._export_work_s += float(res.get("export_s") or 0.0) + float(res.get("to_stablehlo_s") or 0.0)
         if not res.get("ok"):
             self._failure = describe_failure(res)
             raise ExportFailed(self._failure)
-        self._exports += 1
-        state["order"] = res["arg_positions"]
-        state["consts"] = {i: array_from_b64(b) for i, b in res.get("constants", [])}
-        state["text"] = res["text"]
+        shapes = ", ".join(str(tuple(a.shape)) for a in args)
+        self.count("export", 1, float(res.get("export_s") or 0.0) + float(res.get("to_stablehlo_s") or 0.0),
+                   f"torch.export + torch_xla StableHLO export of {case.name} ({mode}) at argument shapes {shapes}")
         self._guards = self._record(case, mode, res)
+        return self._runner(case, mode, res)
+
+    def _runner(self, case, mode, res):
+        """``run(*args)``: the module's program on the case's inputs, permuted into @main's order."""
+        from backends.stablehlo import Module
+
+        from .export import array_from_b64
+
+        order = res["arg_positions"]
+        consts = dict(res.get("constants", []))
+        names = [f"constant {i}" if p is None else case.inputs[p].name for i, p in enumerate(order)]
+        module = Module(res["text"], f"{case.name} ({mode}, torch_xla)", names)
+        prog = self._program = self._executor_program(module)
+        values = dict(zip(consts, self.convert([array_from_b64(consts[i]) for i in consts])))
+
+        def run(*args):
+            outs = prog(*[values[i] if p is None else args[p] for i, p in enumerate(order)])
+            return outs[0] if len(outs) == 1 else tuple(outs)
+
+        return run
+
+    def _executor_program(self, module):
+        from backends.stablehlo import XlaProgram
+
+        return XlaProgram(module, on_compile=lambda s, why: self.count("xla", 1, s, why))
 
     @staticmethod
     def _record(case, mode, res) -> list[str]:
@@ -185,38 +293,18 @@ class TorchXlaStableHLO(Backend):
             notes.append(f"input {case.inputs[p].name} is not an argument of @main")
         return notes
 
-    def _executor_state(self, stablehlo):
-        if self.executor != "xla":
-            return (0, 0.0)
-        st = stablehlo.xla_stats()
-        return (st.compiles, sum(st.compile_seconds) + sum(st.refine_seconds))
-
-    def compile_stats(self):
-        from backends import stablehlo
-
-        out = {"export": self._exports}
-        if self._xla_base is not None and self.executor == "xla":
-            out["xla"] = self._executor_state(stablehlo)[0] - self._xla_base[0]
-        return out
-
-    def compile_time_s(self):
-        """torch.export + torch_xla's lowering (timed in the xla env) plus the
-        executor's refine + compile time. Starting the xla-env interpreter and
-        importing torch_xla (``export_wall_s`` minus this) is left out; it is in
-        the first call's latency."""
-        from backends import stablehlo
-
-        if self._xla_base is None:
-            return None
-        return self._export_work_s + self._executor_state(stablehlo)[1] - self._xla_base[1]
-
-    @property
-    def export_wall_s(self) -> float:
-        """Wall time of the export subprocess(es), interpreter start included."""
-        return self._export_wall_s
-
     def guards(self):
         return list(self._guards)
+
+    def teardown(self):
+        self.close()
+
+    def close(self):
+        """Stop the export server. Until then it idles (its ~1 s teardown would
+        otherwise share the CPUs with the calls being measured); it also exits
+        when this process does."""
+        if self.server is not None:
+            self.server.close()
 
 
 class TorchXlaStableHLOCanon(TorchXlaStableHLO):
@@ -224,7 +312,15 @@ class TorchXlaStableHLOCanon(TorchXlaStableHLO):
     canonicalize = True
 
 
-class TorchXlaStableHLOCanonInterp(TorchXlaStableHLO):
+class TorchXlaStableHLOCanonInterp(InterpreterHost, TorchXlaStableHLOCanon):
     name = "torch_xla_stablehlo_interp"
-    canonicalize = True
-    executor = "interpreter"
+    counters = {"export": EXPORT, "parse": PARSE}
+
+    def _executor_program(self, module):
+        from backends.stablehlo import InterpreterProgram
+
+        return InterpreterProgram(module, self.interpreter(), on_parse=lambda s, why: self.count("parse", 1, s, why))
+
+    def close(self):
+        InterpreterHost.close(self)
+        TorchXlaStableHLO.close(self)

@@ -2,19 +2,20 @@
 
 Random descriptions and shapes across the op set; identical values, shapes,
 dtypes and the same decision to raise.  Sizes are >= 1 here because einx
-0.4.3 rejects size-0 axes (einx_symbolic accepts them, see test_zero_size.py).
+0.4.3 rejects size-0 axes (einx_symbolic accepts them, see test_symbolic.test_zero_size_axes).
 """
 import jax.numpy as jnp
 import numpy as np
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import compare
 
 NAMES = "abcde"
 LIBS = ["torch", "numpy", "jax"]
-SETTINGS = dict(deadline=None, max_examples=12, suppress_health_check=list(HealthCheck), derandomize=True)
+# examples, deadline and health checks: the loaded Hypothesis profile (conftest.py at
+# the repository root: ``ci``, 200 examples, by default; HYPOTHESIS_PROFILE=dev: 12)
 
 ELEMENTWISE = ["add", "subtract", "multiply", "divide", "true_divide", "maximum", "minimum", "logaddexp", "less", "greater_equal",
                "equal", "not_equal"]
@@ -73,7 +74,6 @@ def _perturb(draw, shape):
     return shape
 
 
-@settings(**SETTINGS)
 @given(st.data(), st.sampled_from(LIBS + ["torch", "torch", "numpy"]))
 def test_id(data, lib):
     names, sizes = data.draw(axes_and_sizes())
@@ -88,7 +88,6 @@ def test_id(data, lib):
     compare("id", desc, arr(lib, shape), **kwargs)
 
 
-@settings(**SETTINGS)
 @given(st.data(), st.sampled_from(ELEMENTWISE), st.sampled_from(LIBS + ["torch", "torch", "numpy"]), st.booleans())
 def test_elementwise(data, op, lib, explicit):
     names, sizes = data.draw(axes_and_sizes())
@@ -101,7 +100,6 @@ def test_elementwise(data, op, lib, explicit):
     compare(op, desc, arr(lib, sx, seed=1), arr(lib, sy, seed=2))
 
 
-@settings(**SETTINGS)
 @given(st.data(), st.sampled_from(REDUCE), st.sampled_from(LIBS + ["torch", "torch", "numpy"]), st.booleans())
 def test_reduce(data, op, lib, explicit):
     names, sizes = data.draw(axes_and_sizes())
@@ -115,7 +113,6 @@ def test_reduce(data, op, lib, explicit):
     compare(op, desc, arr(lib, _perturb(data.draw, _shape(names, sizes)), kind))
 
 
-@settings(**SETTINGS)
 @given(st.data(), st.sampled_from(["torch", "numpy", "jax", "torch"]))
 def test_dot(data, lib):
     names, sizes = data.draw(axes_and_sizes(3, 5))
@@ -132,7 +129,6 @@ def test_dot(data, lib):
     compare("dot", desc, arr(lib, _shape(tl, sizes), seed=1), arr(lib, _perturb(data.draw, _shape(tr, sizes)), seed=2))
 
 
-@settings(**SETTINGS)
 @given(st.data(), st.sampled_from(["softmax", "log_softmax", "sort", "argsort", "flip", "roll", "argmax", "argmin"]),
        st.sampled_from(["torch", "numpy", "jax", "torch"]))
 def test_preserve_and_argfind(data, op, lib):
@@ -145,7 +141,6 @@ def test_preserve_and_argfind(data, op, lib):
     compare(op, desc, x, **kwargs)
 
 
-@settings(**SETTINGS)
 @given(st.data(), st.sampled_from(["get_at", "set_at", "add_at", "subtract_at"]), st.sampled_from(["torch", "numpy", "jax", "torch"]))
 def test_indexing(data, op, lib):
     h, w, b, p = (data.draw(st.integers(1, 4)) for _ in range(4))
@@ -167,7 +162,6 @@ def test_indexing(data, op, lib):
         compare(op, f"{tdesc}, {cdesc}, b p", x, idx, upd)
 
 
-@settings(**SETTINGS)
 @given(st.data(), st.sampled_from(["torch", "numpy"]))
 def test_ellipsis_and_concat(data, lib):
     names, sizes = data.draw(axes_and_sizes(2, 4))

@@ -73,6 +73,56 @@ def test_guard_recorded_and_violation_recompiles():
     assert f.ctx.compiles() == 2
 
 
+def _reasons(mode="unbounded"):
+    got = []
+    return got, L.LazyContext(mode, on_compile=lambda seconds, reason: got.append(reason))
+
+
+def test_miss_reasons_name_the_new_part_of_the_key():
+    got, ctx = _reasons("static")
+    f = L.jit(edge_divide, ctx=ctx)
+    _run_edge(f, [3, 4, 3])
+    assert got == ["first call: empty graph cache",
+                   "new input shapes 0: float32[4, 8], 1: float32[4] (cached: float32[3, 8], float32[3])"]
+    got, ctx = _reasons("static")  # x's size enters only as a constant operand of expand
+    f = L.jit(expand_over_batch, ctx=ctx)
+    for b in (3, 4):
+        f(torch.zeros(b, 3, 2, 2), torch.ones(1, 1, 4))
+    assert got == ["first call: empty graph cache",
+                   "new arguments of op 0 expand(%0, (8, -1, -1)) (cached: (%0, (6, -1, -1)))"]
+    got, ctx = _reasons("bounded")
+    f = L.jit(expand_over_batch, dims=[{0: "b"}, {}], bounds=[{0: 64}, {}], ctx=ctx)
+    for b in (2, 3):
+        f(torch.zeros(b, 3, 2, 2), torch.randn(1, 1, 4))
+    assert got == ["first call: empty graph cache"]
+
+
+def test_miss_reason_names_the_guard_that_flipped():
+    def prog(x):
+        if x.shape[0] > 4:
+            return x * 2
+        return x - 1
+
+    got, ctx = _reasons()
+    f = L.jit(prog, dims=[{0: "n"}], ctx=ctx)
+    for n in (5, 9, 3, 2):
+        f(torch.ones(n, 2))
+    assert got == ["first call: empty graph cache",
+                   "new graph structure (op 0 is sub; cached: mul) and "
+                   "new guards s0_0 > 4 is False (bool) (cached: s0_0 > 4 is True (bool))"]
+    assert ctx.compiles() == 2
+
+
+def test_miss_reason_names_a_new_graph_structure():
+    got, ctx = _reasons()
+    a = ctx.input(torch.ones(3))
+    L.sync(a * 2)
+    b = ctx.input(torch.ones(3))
+    L.sync(b + 2)
+    assert got[0] == "first call: empty graph cache"
+    assert got[1].startswith("new graph structure (op 0 is add; cached: mul)")
+
+
 def test_int_specialises_to_a_constant_graph():
     f = L.jit(lambda x: x.reshape(int(x.shape[0]) * 2, -1), dims=[{0: "n"}])
     f(torch.ones(4, 2))
@@ -121,35 +171,39 @@ def test_unsupported_ops_say_why():
 
 def test_harness_backend_on_catalogue():
     cases = pytest.importorskip("cases")
-    from backends.lazy_backend import Lazy, _contexts
+    from backends.lazy_backend import Lazy
 
     case = cases.get("gnn_edge_divide")
-    counts = {}
+    counts, reasons = {}, {}
+    b = Lazy()  # one backend, two jobs: reset_counters starts each at 0
     for mode in ("static", "unbounded"):
-        _contexts.clear()
-        b = Lazy()
+        b.reset_counters()
         prog = b.prepare(case, mode)
         for i, sizes in enumerate(case.sizes_for("full")):
             inputs = case.make_inputs(sizes, seed=i)
             got = b.to_numpy(prog(*b.convert(inputs)))
             np.testing.assert_allclose(got, case.expected(inputs), rtol=1e-5, atol=1e-6)
         counts[mode] = b.compile_stats()
+        reasons[mode] = b.compile_reasons()
     assert counts == {"static": {"lazy_fx": 50}, "unbounded": {"lazy_fx": 1}}
     assert len(case.sizes_for("full")) == 50
+    assert len(reasons["static"]) == 50 and reasons["unbounded"] == ["lazy_fx: first call: empty graph cache"]
+    assert all(r.startswith("lazy_fx: new input shapes 0: float32[") for r in reasons["static"][1:])
+    assert set(b.compile_times()) == {"lazy_fx"}
 
 
 def test_catalogue_quick_profile_all_modes():
     """Every catalogue case with a torch form, every mode it has: oracle equality
     on the quick shapes, exact compile counts."""
     cases = pytest.importorskip("cases")
-    from backends.lazy_backend import Lazy, _contexts
+    from backends.lazy_backend import Lazy
 
     for case in cases.catalogue():
         if "torch" not in case.forms:
             continue
         for mode in case.modes:
-            _contexts.clear()
             b = Lazy()
+            b.reset_counters()
             prog = b.prepare(case, mode)
             shapes = case.sizes_for("quick")
             for i, sizes in enumerate(shapes):
@@ -159,6 +213,7 @@ def test_catalogue_quick_profile_all_modes():
                                            rtol=tol.rtol, atol=tol.atol, err_msg=f"{case.name} {mode} {sizes}")
             want = len(shapes) if mode == "static" else 1
             assert b.compile_stats() == {"lazy_fx": want}, (case.name, mode)
+            assert len(b.compile_reasons()) == want, (case.name, mode)
             assert b.guards() == [], (case.name, mode)
 
 

@@ -105,6 +105,10 @@ def _ln_ref(y):
     return (y - mu) / np.sqrt(((y - mu) ** 2).mean(-1, keepdims=True) + 1e-5)
 
 
+#: forms whose size-0/1 guard (a slice or broadcast clamp) flips once over their sizes: 2 compiles
+GUARD_FLIPS = {"arange_scale", "roll_cat_slice", "setitem_new_zeros"}
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_matches_numpy_float64(name):
     form, ref, make, sizes = CASES[name]
@@ -116,7 +120,8 @@ def test_matches_numpy_float64(name):
         assert isinstance(got, torch.Tensor)
         np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-5, err_msg=f"{name} n={n}")
     # shapes differ every call; the graph is compiled once unless a guard flipped
-    assert f.ctx.compiles() <= 2, (name, f.ctx.compiles(), [str(g) for g in f.ctx.guards])
+    assert f.ctx.compiles() == (2 if name in GUARD_FLIPS else 1), (name, f.ctx.compiles(),
+                                                                   [str(g) for g in f.ctx.guards])
 
 
 def test_one_compile_for_catalogue_forms_over_nonzero_sizes():

@@ -103,10 +103,11 @@ module {
 def test_interpreter_abort_is_isolated(text):
     ex = InterpreterExecutor(isolated=True)
     try:
+        assert ex.run(text, _args(2))[0].shape == (4, 2, 3)
         with pytest.raises(InterpreterCrashed, match="aborted"):
             ex.run(CRASH, [np.ones(3, np.float32)])
-        out, _ = ex.run(text, _args(2))  # worker restarted / still usable
-        assert out.shape == (4, 2, 3)
+        out, _ = ex.run(text, _args(2))  # worker restarted, the module sent to it again
+        assert out.shape == (4, 2, 3) and ex.worker.starts == 2
     finally:
         ex.close()
 

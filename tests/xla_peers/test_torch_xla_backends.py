@@ -112,7 +112,7 @@ def test_stablehlo_failure_is_remembered(monkeypatch):
 
     calls = []
 
-    def fake_run_export(case_name, mode, arrays, canonicalize=False, timeout=600.0):
+    def fake_run_export(case_name, mode, arrays, canonicalize=False, timeout=600.0, server=None):
         calls.append((case_name, mode, canonicalize))
         return {"ok": False, "stage": "to_stablehlo", "error": "AssertionError",
                 "where": "torch_xla/experimental/unbounded_dynamism_export.py:276 in replace_dynamic_expand_with_xla_op"}
@@ -129,10 +129,13 @@ def test_stablehlo_failure_is_remembered(monkeypatch):
 
 
 @needs_jax
-def test_stablehlo_permutes_arguments(monkeypatch):
-    """@main's argument order is torch_xla's, not the program's: the adapter permutes."""
+@pytest.mark.parametrize("cls_name,stage", [("TorchXlaStableHLOCanon", "xla"), ("TorchXlaStableHLOCanonInterp", "parse")])
+def test_stablehlo_permutes_arguments(monkeypatch, cls_name, stage):
+    """@main's argument order is torch_xla's, not the program's: the adapter permutes;
+    one executor compile (xla) or parse (interpreter) per novel shape."""
     from backends.torch_xla import stablehlo_backend as sb
 
+    cls = getattr(sb, cls_name)
     text = """
 module @m {
   func.func @main(%arg0: tensor<?xf32>, %arg1: tensor<?x8xf32>) -> tensor<?x8xf32> {
@@ -150,7 +153,7 @@ module @m {
 }
 """
 
-    def fake_run_export(case_name, mode, arrays, canonicalize=False, timeout=600.0):
+    def fake_run_export(case_name, mode, arrays, canonicalize=False, timeout=600.0, server=None):
         return {"ok": True, "text": text, "arg_positions": [1, 0], "constants": [],
                 "inputs": [{"shape": [5], "dtype": "float32", "dynamic_dims": [0]},
                            {"shape": [5, 8], "dtype": "float32", "dynamic_dims": [0]}],
@@ -158,13 +161,46 @@ module @m {
 
     monkeypatch.setattr(sb, "run_export", fake_run_export)
     case = cases.get("gnn_edge_divide")
+    backend = cls()
+    program = backend.prepare(case, "unbounded")
+    try:
+        for i, sizes in enumerate(case.sizes_for("quick")[:2] * 2):
+            arrays, expected = reference(case, sizes, i % 2)
+            out = program(*backend.convert(arrays))
+            backend.sync(out)
+            assert_matches(backend.to_numpy(out), case, expected)
+    finally:
+        if hasattr(backend, "close"):
+            backend.close()
+    assert backend.compile_stats() == {"export": 1, stage: 2}
+    assert backend.guards() == []
+
+
+@needs_jax
+def test_stablehlo_startup_without_xla_env(monkeypatch):
+    """No .venv-xla: startup does not fail the job; every call names the missing env, nothing counts."""
+    from backends.torch_xla import stablehlo_backend as sb
+
+    monkeypatch.setenv("DYNSHAPE_XLA_PYTHON", str(ROOT / "no-such-venv" / "bin" / "python"))
     backend = sb.TorchXlaStableHLOCanon()
+    backend.startup()
+    case = cases.get("gnn_edge_divide")
     program = backend.prepare(case, "unbounded")
     for i, sizes in enumerate(case.sizes_for("quick")[:2]):
-        arrays, expected = reference(case, sizes, i)
-        assert_matches(backend.to_numpy(program(*backend.convert(arrays))), case, expected)
-    assert backend.compile_stats() == {"export": 1, "xla": 2}
-    assert backend.guards() == []
+        with pytest.raises(sb.ExportFailed, match="make xla-env"):
+            program(*backend.convert(case.make_inputs(sizes, seed=i)))
+    assert backend.compile_stats() == {"export": 0, "xla": 0}
+
+
+def test_export_server_reports_a_failed_start(monkeypatch):
+    """The server's handshake: an interpreter without torch_xla answers ready=false with the import error."""
+    from backends.torch_xla.stablehlo_backend import ExportFailed, ExportServer
+
+    monkeypatch.setenv("DYNSHAPE_XLA_PYTHON", sys.executable)
+    server = ExportServer()
+    with pytest.raises(ExportFailed, match="could not start: ModuleNotFoundError: No module named 'torch_xla'"):
+        server.start(timeout=300)
+    assert server.starts == 1 and not server.running()
 
 
 # ---------------------------------------------------------------- torch_xla_lazy (in .venv-xla)
@@ -357,20 +393,28 @@ def test_export_canon_keeps_question_dims_and_runs(exported, name, main_sig, pos
 @needs_xla
 @needs_jax
 def test_stablehlo_backend_end_to_end():
-    """The backend's own path: one export subprocess, then one XLA compile per novel shape."""
-    from backends import stablehlo
+    """The harness's path: startup starts the export server (imports torch_xla),
+    the first call exports on it (no new start), then one XLA compile per novel
+    shape and none for a repeated one."""
     from backends.torch_xla.stablehlo_backend import TorchXlaStableHLOCanon
 
-    stablehlo.xla_executor().clear()  # one job per process in the harness: start cold here too
     case = cases.get("gnn_edge_divide")
     backend = TorchXlaStableHLOCanon()
+    backend.startup()
+    assert backend.server.starts == 1 and backend.server.running()
+    backend.reset_counters()
     program = backend.prepare(case, "unbounded")
     sweep = case.sizes_for("quick")[:3]
-    for i, sizes in enumerate(sweep + sweep[:1]):
-        arrays, expected = reference(case, sizes, i % len(sweep))
-        out = program(*backend.convert(arrays))
-        backend.sync(out)
-        assert_matches(backend.to_numpy(out), case, expected)
-        assert backend.compile_stats() == {"export": 1, "xla": min(i + 1, len(sweep))}
+    try:
+        for i, sizes in enumerate(sweep + sweep[:1]):
+            arrays, expected = reference(case, sizes, i % len(sweep))
+            out = program(*backend.convert(arrays))
+            backend.sync(out)
+            assert_matches(backend.to_numpy(out), case, expected)
+            assert backend.compile_stats() == {"export": 1, "xla": min(i + 1, len(sweep))}
+        assert backend.server.starts == 1
+    finally:
+        backend.close()
+    assert not backend.server.running()
     assert backend.guards() == ["unsqueeze: unsqueeze dim -1 -> 1"]
-    assert backend.compile_time_s() > 0
+    assert set(backend.compile_times()) == {"export", "xla"} and backend.compile_time_s() > 0

@@ -1,0 +1,28 @@
+"""Repository-wide pytest setup: the Hypothesis profiles.
+
+``ci`` (the default, so ``make test``): 200 examples per property, the same
+examples on every run (``derandomize``), no deadline (the first call of an
+op builds its graph; a run on a loaded machine must not fail on time).
+``dev``: the same at 12 examples, for quick iterations::
+
+    HYPOTHESIS_PROFILE=dev .venv/bin/python -m pytest tests/einx_symbolic
+
+Tests take ``max_examples`` and the rest from the loaded profile; a test that
+needs another setting overrides only that one (``@settings(...)`` inherits
+the profile's other values).
+"""
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci",
+    max_examples=200,
+    deadline=None,
+    derandomize=True,
+    # sizes are drawn small, but descriptions with many axes can need many draws
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile("dev", settings.get_profile("ci"), max_examples=12)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

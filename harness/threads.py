@@ -1,0 +1,45 @@
+"""One thread policy for every framework in a worker.
+
+``--threads N`` becomes environment variables that torch (OpenMP/MKL) and
+NumPy's BLAS (OpenBLAS/MKL) read at start-up, set before the worker's
+interpreter starts. XLA's CPU backend has no thread-count flag that jaxlib
+0.10.2 honours (``--intra_op_parallelism_threads`` aborts as unknown); with
+``N = 1`` its Eigen kernels run on the calling thread
+(``--xla_cpu_multi_thread_eigen=false``), for ``N > 1`` XLA keeps its own pool.
+``observed()`` reports what the worker actually runs with, for the record.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+#: the XLA CPU flag that keeps an XLA computation's Eigen kernels on the calling thread
+XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false"
+
+
+def env_for(n: int | None, environ: dict | None = None) -> dict[str, str]:
+    """Variables that limit every framework in a worker to ``n`` threads
+    (``None`` or 0: the frameworks' defaults, nothing set)."""
+    if not n:
+        return {}
+    environ = os.environ if environ is None else environ
+    out = {k: str(n) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+    prior = environ.get("XLA_FLAGS", "").strip()
+    if n == 1 and XLA_ONE_THREAD not in prior:
+        out["XLA_FLAGS"] = f"{prior} {XLA_ONE_THREAD}".strip()
+    return out
+
+
+def observed() -> dict:
+    """The thread settings this process runs with: the policy variables, torch's
+    intra-op thread count where torch is loaded, and the OS threads alive."""
+    out = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "XLA_FLAGS")}
+    torch = sys.modules.get("torch")
+    if torch is not None and hasattr(torch, "get_num_threads"):
+        out["torch_threads"] = torch.get_num_threads()
+    try:
+        out["os_threads"] = len(os.listdir("/proc/self/task"))
+    except OSError:
+        pass
+    return out

@@ -1,0 +1,106 @@
+"""The measurement loop, end to end in a worker: per-call compile deltas, the
+cached phase checked and watched for compiles, one timing rule for start-up,
+prepare and first calls."""
+
+import pytest
+
+import cases
+from harness import expectations, oracle, runner
+
+
+def _run(backend, tmp_path, case="gnn_edge_divide", mode="unbounded"):
+    combo = runner.Combo(cases.get(case), backend, mode)
+    r = runner.Runner(tmp_path, profile="quick", repeats=2, warmup=1, progress=False)
+    got = []
+    r.run_one(combo, got.append)
+    return got
+
+
+def test_each_record_carries_the_compiles_of_its_own_call(fake_backends, tmp_path):
+    got = _run(fake_backends("CompilesTwiceFirst"), tmp_path)
+    novel = [r for r in got if r["novel"]]
+    assert [r["compile_delta"] for r in novel] == [{"fake": 2}, {"fake": 1}, {"fake": 0}]
+    assert [r["compiles"] for r in novel] == [2, 3, 3]
+    assert novel[0]["compile_reasons"] == ["fake: call 1 compiled 2"]
+    assert novel[2]["compile_reasons"] is None
+    assert novel[1]["compile_times"] == {"fake": pytest.approx(0.003)}
+
+
+def test_the_gate_fails_a_wrong_per_shape_count_shape_by_shape(fake_backends, tmp_path):
+    got = _run(fake_backends("CompilesTwiceFirst"), tmp_path)
+    v = expectations.verdict(got, expectations.Rule(per_shape="1"))
+    assert v.outcome == "fail"
+    assert [p.split(":")[0] for p in v.problems] == ["shape 0 {'e'", "shape 2 {'e'"]
+    assert "2 compile(s) (fake=2), expected 1 = 1" in v.problems[0]
+    # a job total of one per shape would have let it through
+    assert expectations.verdict(got, expectations.Rule(compiles="n_shapes")).outcome == "pass"
+
+
+def test_a_compile_in_the_cached_phase_is_recorded_as_recompiled(fake_backends, tmp_path):
+    got = _run(fake_backends("RecompilesWhenCached"), tmp_path)
+    assert [r["status"] for r in got if r["novel"]] == ["pass"] * 3
+    cached = [r for r in got if r["novel"] is False]
+    assert [r["status"] for r in cached] == ["recompiled", "pass", "pass"]
+    assert cached[0]["compile_delta"] == {"fake": 1}
+    assert "1 compile(s) in the cached phase" in cached[0]["message"]
+    assert "call 4 compiled 1" in cached[0]["message"]
+    v = expectations.verdict(got, expectations.Rule(per_shape="1"))
+    assert v.outcome == "fail" and "(cached): recompiled" in v.problems[0]
+
+
+def test_cached_calls_are_checked_against_the_oracle(fake_backends, tmp_path):
+    got = _run(fake_backends("WrongWhenCached"), tmp_path)
+    assert [r["status"] for r in got if r["novel"]] == ["pass"] * 3
+    cached = [r for r in got if r["novel"] is False]
+    assert [r["status"] for r in cached] == ["mismatch"] * 3
+    assert all(r["message"].startswith("cached call: ") and r["max_abs_err"] >= 0.99 for r in cached)
+
+
+def test_startup_and_prepare_are_timed_apart_from_the_first_call(fake_backends, tmp_path):
+    got = _run(fake_backends("SlowStart"), tmp_path)
+    assert {r["status"] for r in got} == {"pass"}
+    # the fixture sleeps 1 s in startup and 0.5 s in prepare; its calls are instant
+    assert all(r["startup_s"] >= 1.0 for r in got)
+    assert all(0.5 <= r["prepare_s"] < r["startup_s"] for r in got)
+    assert all(r["latency_s"] < 0.5 for r in got if r["novel"])
+
+
+def test_every_worker_runs_under_the_thread_policy(tmp_path):
+    from harness import registry
+
+    got = _run(registry.get("torch_eager"), tmp_path, mode="static")
+    seen = got[0]["machine"]["worker_threads"]
+    assert seen["OMP_NUM_THREADS"] == "1" and seen["OPENBLAS_NUM_THREADS"] == "1"
+    assert "--xla_cpu_multi_thread_eigen=false" in seen["XLA_FLAGS"]
+    assert seen["torch_threads"] == 1
+
+
+def test_inf_must_match_with_its_sign():
+    import numpy as np
+
+    exp = np.array([np.inf, -np.inf, 1.0])
+    assert oracle.compare(np.array([np.inf, -np.inf, 1.0], np.float32), exp, "float32", 1e-4, 1e-5).ok
+    for got in ([1e38, -np.inf, 1.0], [np.inf, np.inf, 1.0], [0.0, -np.inf, 1.0], [np.inf, -np.inf, np.inf]):
+        v = oracle.compare(np.array(got, np.float32), exp, "float32", 1e-4, 1e-5)
+        assert not v.ok and "±inf" in v.message, got
+    # the first round's hole: any finite value passed where the oracle had inf
+    assert not oracle.compare(np.array([0.0, -np.inf]), np.array([np.inf, np.inf]), "float64", 1e-9, 1e-12).ok
+
+
+def test_exact_cases_have_no_tolerance():
+    import numpy as np
+
+    case = cases.get("expand_over_batch")
+    assert case.exact and (case.tol().rtol, case.tol().atol) == (0.0, 0.0)
+    exp = np.array([1.0, 2.0])
+    nudged = np.nextafter(exp.astype(np.float32), np.float32(3))
+    assert oracle.compare(exp.astype(np.float32), exp, "float32", 0.0, 0.0).ok
+    assert not oracle.compare(nudged, exp, "float32", 0.0, 0.0).ok
+
+
+def test_trace_dir_sets_torch_trace_per_job(fake_backends, tmp_path):
+    combo = runner.Combo(cases.get("gnn_edge_divide"), fake_backends("EnvReporter"), "static")
+    r = runner.Runner(tmp_path, profile="quick", repeats=1, warmup=1, progress=False, trace_dir=tmp_path / "tr")
+    got = []
+    r.run_one(combo, got.append)
+    assert got[0]["compile_reasons"] == [f"TORCH_TRACE={tmp_path / 'tr' / 'gnn_edge_divide-env_reporter-static'}"]
