@@ -158,8 +158,11 @@ def counters_table(backends) -> str:
     lines = ["| backend | stage | source | counts |", "|---|---|---|---|"]
     for name in backends:
         for stage, c in getattr(reg.get(name), "counters", {}).items():
-            lines.append(f"| {name} | {stage} | {c.source} ({SOURCES[c.source]}) | {c.event} |")
-    return "\n".join(lines) if len(lines) > 2 else ""
+            lines.append(f"| {name} | {stage} | {c.source} | {c.event} |")
+    if len(lines) == 2:
+        return ""
+    legend = "; ".join(f"**{k}**: {v}" for k, v in SOURCES.items())
+    return "\n".join(lines) + "\n\nSources: " + legend + "."
 
 
 def annotate(summary: pd.DataFrame, df: pd.DataFrame, rules=None) -> pd.DataFrame:
