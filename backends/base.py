@@ -23,7 +23,8 @@ from typing import Any, Callable, ClassVar, Iterator, Sequence
 
 import numpy as np
 
-MODES = ("static", "bounded", "unbounded")
+from cases.model import MODES  # noqa: F401 (re-exported: the modes a backend may offer)
+
 FORMS = ("einx", "torch", "jax")
 
 
@@ -112,7 +113,7 @@ class Backend:
         Must not import heavy frameworks; the default checks ``requires``
         with ``find_spec`` in the backend's environment.
         """
-        from harness import envs
+        from . import envs
 
         return envs.modules_available(self.env, self.requires)
 

@@ -73,18 +73,18 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, max_slowdown: float = 1.5) -> pd.D
     return pd.DataFrame(rows)
 
 
+#: the comparison's columns, in the report's column model
+COLUMNS = [
+    report.BY_NAME["case"], report.BY_NAME["backend"], report.BY_NAME["mode"],
+    report.Column("compiles_a", "compiles A", report.BY_NAME["compiles"].fmt),
+    report.Column("compiles_b", "compiles B", report.BY_NAME["compiles"].fmt),
+    report.Column("novel_ratio", "novel B/A", lambda v: f"{v:.2f}×"),
+    report.Column("cached_ratio", "cached B/A", lambda v: f"{v:.2f}×"),
+    report.Column("verdict", "verdict", text=True),
+]
+
+
 def markdown(df: pd.DataFrame) -> str:
     if not len(df):
         return "(no (case, backend, mode) in both runs)"
-    cols = ["case", "backend", "mode", "compiles_a", "compiles_b", "novel_ratio", "cached_ratio", "verdict"]
-    fmt = {
-        "novel_ratio": lambda v: "–" if v is None or report._nan(v) else f"{v:.2f}×",
-        "cached_ratio": lambda v: "–" if v is None or report._nan(v) else f"{v:.2f}×",
-    }
-    head = "| case | backend | mode | compiles A | compiles B | novel B/A | cached B/A | verdict |"
-    sep = "|---|---|---|---:|---:|---:|---:|---|"
-    body = [
-        "| " + " | ".join(fmt.get(c, lambda v: "–" if v is None or report._nan(v) else str(v))(r[c]) for c in cols) + " |"
-        for _, r in df.iterrows()
-    ]
-    return "\n".join([head, sep, *body])
+    return report.table(df, COLUMNS)

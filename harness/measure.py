@@ -62,7 +62,8 @@ class _Meter:
 
 
 def run(job: dict, backend, emit: Callable[[dict], None]) -> None:
-    """Measure ``job`` (keys: case, mode, profile, repeats, warmup) on ``backend``,
+    """Measure ``job`` (keys: case, mode, profile, repeats, warmup; the runner
+    fills them, with its defaults) on ``backend``,
     calling ``emit(fields)`` once per measured call (and once for a job that
     cannot start)."""
     case = cases.get(job["case"])
@@ -110,7 +111,7 @@ def run(job: dict, backend, emit: Callable[[dict], None]) -> None:
 
     for args, expected, shape in runnable:
         try:
-            samples = _time_cached(program, backend, args, job.get("warmup", 2), job.get("repeats", 7))
+            samples = _time_cached(program, backend, args, job["warmup"], job["repeats"])
             out = program(*args)
             backend.sync(out)
             verdict = oracle.compare(backend.to_numpy(out), expected, case.out_dtype, tol.rtol, tol.atol)

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from importlib import metadata
 
-from .envs import ROOT
+from backends.envs import ROOT
 
 PACKAGES = ("numpy", "torch", "jax", "jaxlib", "einx", "torch_xla", "sympy")
 

@@ -255,13 +255,6 @@ def fmt_seconds(x) -> str:
     return f"{x * 1e6:.1f} µs"
 
 
-def _fmt(col: str, v) -> str:
-    if v is None or _nan(v):
-        return "–"
-    c = BY_NAME.get(col)
-    return c.fmt(v) if c else str(v)
-
-
 def markdown(summary: pd.DataFrame, counters: bool = True) -> str:
     """Measured jobs as a table; jobs not run are summarised below it, one
     line per backend and reason; then (``counters``) what each backend's
@@ -297,7 +290,17 @@ def select(summary: pd.DataFrame, cases=None, backends=None, modes=None) -> pd.D
 
 
 def _table(df: pd.DataFrame, cols) -> str:
-    head = "| " + " | ".join(BY_NAME[c].header if c in BY_NAME else c for c in cols) + " |"
-    sep = "|" + "|".join("---" if (c not in BY_NAME or BY_NAME[c].text) else "---:" for c in cols) + "|"
-    body = ["| " + " | ".join(_fmt(c, r[c]) for c in cols) + " |" for _, r in df.iterrows()]
+    return table(df, [BY_NAME.get(c) or Column(c, c, text=True) for c in cols])
+
+
+def table(df: pd.DataFrame, columns: list[Column]) -> str:
+    """A Markdown table of ``df``'s rows in ``columns`` (missing values: –)."""
+    head = "| " + " | ".join(c.header for c in columns) + " |"
+    sep = "|" + "|".join("---" if c.text else "---:" for c in columns) + "|"
+    body = ["| " + " | ".join("–" if _missing(r[c.name]) else c.fmt(r[c.name]) for c in columns) + " |"
+            for _, r in df.iterrows()]
     return "\n".join([head, sep, *body])
+
+
+def _missing(v) -> bool:
+    return v is None or _nan(v)

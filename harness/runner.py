@@ -25,7 +25,9 @@ from typing import Callable, Iterable
 import cases
 from backends.base import MODES
 
-from . import envs, meta, registry, results, threads
+from backends import envs
+
+from . import meta, registry, results, threads
 
 DEFAULT_REPEATS = 7
 DEFAULT_WARMUP = 2

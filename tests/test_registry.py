@@ -7,7 +7,8 @@ import subprocess
 import sys
 import textwrap
 
-from harness import envs, registry
+from backends import envs
+from harness import registry
 
 def _pyproject_entry_points() -> dict[str, str]:
     """The built-in backends, read from pyproject.toml itself (not through the registry)."""

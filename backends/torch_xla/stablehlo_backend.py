@@ -61,7 +61,7 @@ class ExportServer:
     interpreter start and ``import torch, torch_xla`` (:meth:`start`), then one
     export per :meth:`export` (a JSON line each way).
 
-    ``starts`` counts process starts. Raises :class:`harness.envs.EnvError`
+    ``starts`` counts process starts. Raises :class:`backends.envs.EnvError`
     when ``.venv-xla`` is missing and :class:`ExportFailed` when the server
     dies or gives no answer in time."""
 
@@ -79,7 +79,7 @@ class ExportServer:
 
     def start(self, timeout: float = 600.0) -> None:
         """Start the server and wait until it has imported torch_xla (no-op if running)."""
-        from harness import envs
+        from backends import envs
 
         if self.running():
             return
@@ -198,7 +198,7 @@ class TorchXlaStableHLO(XlaArrays, Backend):
         self._guards: list[str] = []
 
     def available(self):
-        from harness import envs
+        from backends import envs
 
         ok, why = envs.modules_available("xla", ("torch", "torch_xla"))
         if not ok:

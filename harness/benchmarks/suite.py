@@ -22,7 +22,7 @@ import os
 import tempfile
 
 import cases
-from backends.base import MODES
+from cases import MODES
 from harness import threads
 
 # the harness's thread policy (one thread for torch, BLAS and XLA), set before
@@ -45,23 +45,25 @@ BACKENDS = _backend_names()
 
 
 def _prepare(case_name, backend_name, mode):
-    """``(backend, program, [native inputs per shape], case)``, or NotImplementedError."""
-    from harness import registry
+    """``(backend, program, [native inputs per shape], case)``, or NotImplementedError.
+
+    Which combinations run, and why the others do not, is the runner's
+    planning (``runner.plan`` / ``Combo.skip_reason``), as in ``harness run``."""
+    from harness import runner
 
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="dynshape-asv-"))
-    case = cases.get(case_name)
-    backend = registry.get(backend_name)
-    reason = backend.unsupported_reason(case, mode)
-    if reason:
-        raise NotImplementedError(reason)
-    ok, why = backend.available()
-    if not ok:
-        raise NotImplementedError(why)
+    combos = runner.plan(case_name, backend_name, mode)
+    if not combos:
+        raise NotImplementedError(f"case {case_name} has no {mode} mode")
+    combo = combos[0]
+    skip = combo.skip_reason()
+    if skip:
+        raise NotImplementedError(skip[1])
+    backend, case = combo.backend, combo.case
     if backend.env != "main":
         raise NotImplementedError(f"{backend_name} runs in env {backend.env!r}; use `python -m harness run`")
-    startup = getattr(backend, "startup", None)  # the worker's untimed start: framework imports
-    if startup is not None:
-        startup()
+    backend.startup()  # the worker's untimed start: framework imports
+    backend.reset_counters()
     program = backend.prepare(case, mode)
     inputs = [backend.convert(case.make_inputs(s, seed=i)) for i, s in enumerate(case.sizes_for("quick"))]
     return backend, program, inputs, case

@@ -25,7 +25,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import cases  # noqa: E402
-from harness import envs  # noqa: E402
+from backends import envs  # noqa: E402
 
 
 def _xla_python():

@@ -2,6 +2,9 @@
 
 ``main`` is the interpreter running the harness. ``xla`` is the second
 virtual environment with torch 2.9.1 + torch_xla 2.9.0 (``make xla-env``).
+Backends use this to say whether they can run and to start helper
+processes; the harness uses it to start workers. It imports nothing of the
+project.
 """
 
 from __future__ import annotations

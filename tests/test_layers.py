@@ -1,0 +1,147 @@
+"""The project's import structure, read statically from the source with ``ast``.
+
+Layers are one-way: ``harness`` → ``backends`` → ``backends.sizes``, and
+``cases`` (data and oracles) imports no backend but the size algebra. Imports
+form no cycle. Every import counts, also one deferred into a function: a
+deferred import that closes a circle still ties the modules in it together
+(the StableHLO lowering's 12-module circle was one).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("harness", "backends", "cases")
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            if path.name.startswith("test_") or path.name == "conftest.py":
+                continue
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join(parts)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _resolve(name: str) -> str | None:
+    """The project module ``name`` (or its longest importable prefix) is, else None."""
+    while name:
+        if name in MODULES:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def _imports(module: str, path: Path) -> list[tuple[str, bool, int]]:
+    """``(target module, at module level, line)`` for each project import of ``module``."""
+    tree = ast.parse(path.read_text(), str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    top = {id(n) for n in tree.body}
+    # module level: statements of the body, also inside module-level try/if blocks
+    for node in tree.body:
+        if isinstance(node, (ast.Try, ast.If)):
+            top.update(id(n) for n in ast.walk(node))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            names = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
+        else:
+            continue
+        for name in names:
+            target = _resolve(name)
+            if target is not None and target != module:
+                out.append((target, id(node) in top, node.lineno))
+    return out
+
+
+GRAPH = {m: _imports(m, p) for m, p in MODULES.items()}
+
+
+def _layer_violations(src_prefix: str, allowed) -> list[str]:
+    return [f"{src}:{line} imports {dst}" for src, edges in GRAPH.items() if src.split(".")[0] == src_prefix
+            for dst, _, line in edges if not allowed(dst)]
+
+
+def test_backends_never_import_the_harness():
+    assert _layer_violations("backends", lambda dst: not dst.startswith("harness")) == []
+
+
+def test_the_case_model_imports_no_backend_but_the_size_algebra():
+    ok = lambda dst: not dst.startswith("backends") or dst in ("backends", "backends.sizes") or dst.startswith("backends.sizes.")  # noqa: E731
+    assert _layer_violations("cases", ok) == []
+
+
+def test_the_size_algebra_imports_nothing_else_of_the_project():
+    bad = [f"{src}:{line} imports {dst}" for src, edges in GRAPH.items() if src.startswith("backends.sizes")
+           for dst, _, line in edges if not dst.startswith("backends.sizes") and dst != "backends"]
+    assert bad == []
+
+
+def _cycle() -> list[str] | None:
+    """One cycle of imports, as a list of modules, or None."""
+    edges = {m: sorted({d for d, _, _ in es}) for m, es in GRAPH.items()}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(m):
+        state[m] = 1
+        stack.append(m)
+        for d in edges.get(m, ()):
+            if state.get(d) == 1:
+                return stack[stack.index(d):] + [d]
+            if d not in state:
+                found = visit(d)
+                if found:
+                    return found
+        stack.pop()
+        state[m] = 2
+        return None
+
+    for m in sorted(edges):
+        if m not in state:
+            found = visit(m)
+            if found:
+                return found
+    return None
+
+
+def test_imports_have_no_cycle():
+    cycle = _cycle()
+    assert cycle is None, "import cycle: " + " → ".join(cycle)
+
+
+def test_the_walker_sees_imports_and_cycles(monkeypatch):
+    # real edges are found, deferred ones included
+    assert any(dst == "backends.base" and top for dst, top, _ in GRAPH["harness.runner"])
+    assert any(dst == "backends.envs" and not top for dst, top, _ in GRAPH["backends.base"])
+    # and the checks fail when their graph has what they look for
+    monkeypatch.setitem(GRAPH, "backends.fake_a", [("backends.fake_b", True, 3), ("harness.runner", False, 9)])
+    monkeypatch.setitem(GRAPH, "backends.fake_b", [("backends.fake_a", True, 4)])
+    assert _cycle() in (["backends.fake_a", "backends.fake_b", "backends.fake_a"],
+                        ["backends.fake_b", "backends.fake_a", "backends.fake_b"])
+    assert "backends.fake_a:9 imports harness.runner" in _layer_violations("backends", lambda d: not d.startswith("harness"))
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_module_is_over_500_lines_without_a_reason(module):
+    lines = MODULES[module].read_text().splitlines()
+    if len(lines) > 500:
+        head = "\n".join(lines[:30]).lower()
+        assert "over 500 lines" in head, f"{module} has {len(lines)} lines and states no reason at its top"
