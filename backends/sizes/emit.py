@@ -365,7 +365,7 @@ class FxOps(NodeOps):
 class StableHLOOps(Ops):
     """Scalar ``tensor<i32>`` StableHLO ops through a lowering context with
     ``constant(value, dtype)``, ``op(name, operands, (shape, dtype), attrs=)``
-    and ``compare(a, b, direction)`` (``backends.stablehlo.lower.LoweringContext``).
+    and ``compare(a, b, direction)`` (``backends.stablehlo.builder.LoweringContext``).
 
     ``env`` maps a name to an emitted value or to ``(tensor value, axis)``,
     read with ``get_dimension_size``. StableHLO's ``divide``/``remainder``

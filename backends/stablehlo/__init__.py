@@ -13,8 +13,8 @@ Backends hold a program per module instead (no per-call conversion):
 from .executors import (ExecutionError, InterpreterCrashed, InterpreterExecutor, InterpreterProgram,
                         InterpreterWorker, Module, XlaExecutor, XlaProgram, compile_count, execute,
                         interpreter_executor, xla_executor, xla_stats)
-from .lower import LoweringError, lower, param_arrays
-from .registry import covered_ops
+from .builder import LoweringError
+from .lower import covered_ops, lower, param_arrays
 
 __all__ = ["lower", "execute", "compile_count", "xla_stats", "LoweringError", "ExecutionError",
            "InterpreterCrashed", "covered_ops", "param_arrays", "XlaExecutor", "InterpreterExecutor",

@@ -24,7 +24,9 @@ from typing import Iterable, List, Sequence, Tuple, Union
 
 import numpy as np
 
-from .executors import ExecutionError, execute, refine
+from .executors import execute
+from .module import ExecutionError
+from .xla import refine
 
 ShapeSpec = Union[str, Tuple[int, ...], Sequence]
 

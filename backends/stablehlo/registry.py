@@ -9,7 +9,7 @@ node's args with every fx-node argument replaced by its lowered value
 (:class:`Value`, a list of them, or a SymInt's ``tensor<i32>`` value); kwargs
 are passed as keyword arguments.  It returns a Value, a list/tuple of Values
 (multi-result ops), or ``None`` (no-op nodes such as assertions).  The registry
-*is* the coverage list: ``covered_ops()``.
+*is* the coverage list: ``lower.covered_ops()``. Imports nothing of the package.
 """
 from __future__ import annotations
 
@@ -38,17 +38,3 @@ def target_name(target) -> str:
     mod = getattr(target, "__module__", None) or ""
     return f"{mod}.{getattr(target, '__name__', str(target))}".lstrip(".")
 
-
-def covered_ops():
-    """Sorted names of every op the lowering handles."""
-    from . import ops  # noqa: F401  (fills the table)
-
-    out = set()
-    for t in LOWERINGS:
-        s = str(t)
-        if s.startswith("<built-in function"):
-            s = "operator." + s[len("<built-in function "):-1]
-        elif s.startswith("<function"):
-            s = f"{t.__module__}.{t.__name__}"
-        out.add(s)
-    return sorted(out)

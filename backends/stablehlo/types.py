@@ -1,7 +1,7 @@
 """Tensor types for the StableHLO lowering: `?` dims, `#stablehlo.bounds`, dtypes.
 
 A value's *symbolic shape* is a tuple whose entries are ``int`` (static) or a
-sympy expression (dynamic).  Its MLIR type prints static entries as numbers and
+:class:`backends.sizes.Expr` (dynamic).  Its MLIR type prints static entries as numbers and
 dynamic ones as ``?``; when bounds are enabled, a dynamic entry whose upper
 bound is finite (``torch.export.Dim(max=...)`` and expressions of such dims) is
 recorded in a ``#stablehlo.bounds<...>`` encoding (static dims get ``?`` there,

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import cases
-from backends.stablehlo import ExecutionError, _interp_worker, executors
+from backends.stablehlo import ExecutionError, _interp_worker, module, xla
 from backends.stablehlo_backends import JaxExport, StablehloInterp, StablehloXla
 
 CASE = cases.get("gnn_edge_divide")
@@ -50,9 +50,9 @@ def counted(monkeypatch):
 
         return wrapped
 
-    monkeypatch.setattr(executors, "main_signature", counting("signature", executors.main_signature))
-    monkeypatch.setattr(executors, "digest", counting("digest", executors.digest))
-    monkeypatch.setattr(executors, "refine", counting("refine", executors.refine))
+    monkeypatch.setattr(module, "main_signature", counting("signature", module.main_signature))
+    monkeypatch.setattr(module, "digest", counting("digest", module.digest))
+    monkeypatch.setattr(xla, "refine", counting("refine", xla.refine))
     return n
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from .. import types as T
-from ..lower import Value
+from ..builder import Value
 from ..registry import lowers
 
 aten = torch.ops.aten

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from ..lower import Value
+from ..builder import Value
 from ..registry import lowers
 
 aten = torch.ops.aten

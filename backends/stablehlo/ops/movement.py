@@ -6,12 +6,13 @@ becomes ``dynamic_reshape`` fed by ``get_dimension_size``/``multiply``.
 """
 from __future__ import annotations
 
-import sympy
 import torch
 
-from ..lower import Value
+from backends import sizes
+
+from ..builder import Value
 from ..registry import lowers
-from ..symbolic import as_expr
+from ..symbolic import as_dim
 
 aten = torch.ops.aten
 
@@ -60,20 +61,28 @@ def _cat(ctx, node, tensors, dim=0):
 
 
 def _norm_index(i, size, default):
-    """Python slice bound -> sympy/int expr clamped into [0, size]."""
+    """Python slice bound -> size (int or Expr) clamped into [0, size]."""
     if i is None:
         return default
     if isinstance(i, Value):
         raise TypeError("tensor-valued slice bound")
-    i = as_expr(i)
+    i = as_dim(i)
     if isinstance(i, int):
         if i >= _BIG:
             return size
         if i < 0:
-            e = as_expr(sympy.Max(0, sympy.sympify(size) + i))
-            return e
-        return as_expr(sympy.Min(i, sympy.sympify(size)))
+            return as_dim(size + i if _evident(size + i, ">=", 0) else sizes.smax(0, size + i))
+        return i if _evident(i, "<=", size) else size if _evident(i, ">=", size) else as_dim(sizes.smin(i, size))
     return i
+
+
+def _evident(a, op, b) -> bool:
+    """``a op b`` when evident for positive sizes (as torch's sympy symbols are); False when not known."""
+    ranges = {v: (1, None) for v in (sizes.as_expr(a) - b).vars}
+    try:
+        return sizes.compare(a, op, b, ranges)
+    except sizes.UndecidedError:
+        return False
 
 
 def slice_dim(ctx, x, dim, start, end, step, out_shape=None):
@@ -101,7 +110,7 @@ def _node_expr(node, pos, lowered):
     if isinstance(lowered, Value):
         a = node.args[pos] if len(node.args) > pos else None
         if isinstance(a, torch.fx.Node) and isinstance(a.meta.get("val"), torch.SymInt):
-            return as_expr(a.meta["val"])
+            return as_dim(a.meta["val"])
         raise TypeError("tensor-valued index")
     return lowered
 
@@ -112,8 +121,8 @@ def _select(ctx, node, x, dim, index):
     size = x.sym_shape[dim]
     index = _node_expr(node, 2, index)
     if isinstance(index, int) and index < 0:
-        index = as_expr(sympy.sympify(size) + index)
-    s = slice_dim(ctx, x, dim, index, as_expr(sympy.sympify(index) + 1), 1,
+        index = as_dim(size + index)
+    s = slice_dim(ctx, x, dim, index, as_dim(index + 1), 1,
                   out_shape=tuple(1 if i == dim else d for i, d in enumerate(x.sym_shape)))
     return ctx.reshape(s, ctx.out_shape(node))
 
@@ -126,7 +135,7 @@ def _split_with_sizes(ctx, node, x, sizes, dim=0):
     for i in range(len(sizes)):
         shape = ctx.out_shape(node, i)
         n = shape[dim]
-        end = as_expr(sympy.sympify(off) + n)
+        end = as_dim(off + n)
         starts = [0] * x.rank
         limits = list(x.sym_shape)
         starts[dim], limits[dim] = off, end

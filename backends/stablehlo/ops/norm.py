@@ -1,11 +1,14 @@
 """native_layer_norm / native_group_norm (returning out, mean, rstd)."""
 from __future__ import annotations
 
-import sympy
+import math
+
 import torch
 
+from backends import sizes
+
 from ..registry import lowers
-from ..symbolic import as_expr
+from ..symbolic import as_dim
 from .reduce import variance
 
 aten = torch.ops.aten
@@ -44,10 +47,8 @@ def _group_norm(ctx, node, x, weight, bias, N, C, HxW, group, eps):
     n_e, c_e = x.sym_shape[0], x.sym_shape[1]
     if not isinstance(c_e, int):
         raise NotImplementedError("group_norm with a dynamic channel dim")
-    spatial = sympy.Integer(1)
-    for d in x.sym_shape[2:]:
-        spatial = spatial * d
-    grouped = (n_e, group, as_expr(sympy.Integer(c_e // group) * spatial))
+    spatial = math.prod(x.sym_shape[2:], start=sizes.const(1))
+    grouped = (n_e, group, as_dim(c_e // group * spatial))
     xg = ctx.reshape(xc, grouped)
     var, mean = variance(ctx, xg, [2], 0, True, cdt)
     rstd = ctx.unary("stablehlo.rsqrt", ctx.binary("stablehlo.add", var, ctx.constant(eps, cdt, var.sym_shape)))

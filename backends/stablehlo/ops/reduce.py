@@ -8,7 +8,6 @@ dynamic) it is a product with a lower-triangular 0/1 matrix built from
 """
 from __future__ import annotations
 
-import sympy
 import torch
 
 from .. import types as T

@@ -5,22 +5,17 @@ import operator
 
 import torch
 
-from ..lower import Value
+from ..builder import Value
 from ..registry import lowers
-from ..symbolic import as_expr
 from ..types import SHAPE_DTYPE
 
 aten = torch.ops.aten
 
 
 def _cached(ctx, node):
+    """The value already emitted for the node's size, if any (a constant for a static one)."""
     val = node.meta.get("val")
-    if isinstance(val, torch.SymInt):
-        e = as_expr(val)
-        if isinstance(e, int):
-            return ctx.constant(e, SHAPE_DTYPE)
-        return ctx.sym.cache.get(e)
-    return None
+    return ctx.sym.get(val) if isinstance(val, torch.SymInt) else None
 
 
 def _operand(ctx, x):
@@ -66,7 +61,7 @@ def _floordiv(ctx, node, a, b):
     c = _cached(ctx, node)
     if c is not None:
         return c
-    return ctx.sym.floordiv(_operand(ctx, a), _operand(ctx, b))
+    return ctx.sym.ops.floordiv(_operand(ctx, a), _operand(ctx, b))
 
 
 @lowers(operator.mod)
@@ -74,7 +69,7 @@ def _mod(ctx, node, a, b):
     c = _cached(ctx, node)
     if c is not None:
         return c
-    return ctx.sym.pymod(_operand(ctx, a), _operand(ctx, b))
+    return ctx.sym.ops.mod(_operand(ctx, a), _operand(ctx, b))
 
 
 @lowers(operator.neg)

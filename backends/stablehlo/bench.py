@@ -7,7 +7,9 @@ For a few torch modules with dynamic dims:
     (isolated worker; 0 compiles, shape-agnostic).
 Medians over --reps runs.  Usage:
 
-    python -m harness.bench_stablehlo [--sizes 1 8 64] [--reps 3]
+    python -m backends.stablehlo.bench [--sizes 1 8 64] [--reps 3]
+
+(``bench_executors`` beside it measures cached-call latency against jax.)
 """
 from __future__ import annotations
 
@@ -19,8 +21,9 @@ import numpy as np
 import torch
 from torch.export import Dim
 
-from backends.stablehlo import lower
-from backends.stablehlo.executors import InterpreterExecutor, XlaExecutor
+from .interpreter import InterpreterExecutor
+from .lower import lower
+from .xla import XlaExecutor
 
 
 class Expand(torch.nn.Module):
