@@ -66,8 +66,15 @@ def _imports(module: str, path: Path) -> list[tuple[str, bool, int]]:
             continue
         for name in names:
             target = _resolve(name)
-            if target is not None and target != module:
-                out.append((target, id(node) in top, node.lineno))
+            if target is None or target == module:
+                continue
+            out.append((target, id(node) in top, node.lineno))
+            # importing P.q runs package P first, unless P encloses the importer
+            parent = target.rpartition(".")[0]
+            while parent and not (module == parent or module.startswith(parent + ".")):
+                if parent in MODULES:
+                    out.append((parent, id(node) in top, node.lineno))
+                parent = parent.rpartition(".")[0]
     return out
 
 
