@@ -11,7 +11,7 @@ graph's symbolic structure, so a new shape reuses it.
     f(torch.zeros(3, 2), torch.ones(1, 1, 4)); f(torch.zeros(5, 2), torch.ones(1, 1, 4))
     f.ctx.compiles()  # 1
 
-Layers: symbolic (size algebra) -> ir (nodes, dump, verify) -> tensor (the
+Layers: symbolic (sizes over backends.sizes) -> ir (nodes, dump, verify) -> tensor (the
 proxy) -> ops (shape rules + runtime callables) -> passes -> runtime.
 """
 
@@ -19,7 +19,9 @@ from . import ops  # noqa: F401  (fills the op tables)
 from .ir import IRError, dump, verify
 from .ops import ShapeError
 from .runtime import BoundError, Guard, LazyContext, LazyFunction, jit, tracing
-from .symbolic import Expr, SymBool, SymSize
+from backends.sizes import Expr
+
+from .symbolic import SymBool, SymSize
 from .tensor import LazyTensor, Unsupported
 
 _default: LazyContext | None = None

@@ -61,13 +61,13 @@ def test_verify_rejects_malformed_graphs():
     ctx = L.LazyContext()
     x = ctx.input(torch.zeros(3))
     y = x + 1
-    g = passes.trace([y.node])
+    g = passes.trace([y.node], ctx.vars)
     passes.verify(g, passes.LOWER)
     bad = Node("nonsense", (y.node.args[0],), shape=y.node.shape, dtype=torch.float32)
-    g2 = passes.trace([bad])
+    g2 = passes.trace([bad], ctx.vars)
     with pytest.raises(IRError, match="not known"):
         passes.verify(g2, passes.LOWER)
-    g3 = passes.trace([y.node])
+    g3 = passes.trace([y.node], ctx.vars)
     g3.nodes.reverse()
     with pytest.raises(IRError):
         passes.verify(g3, passes.LOWER)
