@@ -38,9 +38,11 @@ def test_static_compiles_once_per_shape_unbounded_once():
 
 def test_static_graph_holds_constants():
     f = L.jit(expand_over_batch, mode="static")
-    text = f.dump(torch.zeros(3, 3, 2, 2), torch.ones(1, 1, 4))
+    x, emb = torch.zeros(3, 3, 2, 2), torch.randn(1, 1, 4)
+    text = f.dump(x, emb)
     # x is no input at all: only its (constant) size was used
     assert "sym_size" not in text and "%1 = expand(%0, [6, -1, -1]) : f32[6, 1, 4]" in text
+    assert torch.equal(f(x, emb), expand_over_batch(x, emb))  # the dumped program, against eager torch
 
 
 def test_bounded_one_compile_and_bound_error():
@@ -226,3 +228,4 @@ def test_catalogue_expand_dump():
     text = f.dump(x, emb)
     assert "%2 = sym_size(%0, 0) : int" in text and "%3 = mul(%2, 2) : int  # 2*s0_0" in text
     assert "%4 = expand(%1, [%3, -1, -1]) : f32[2*s0_0, 1, 768]" in text
+    assert torch.equal(f(x, emb), case.torch_fn()(x, emb))  # the dumped program, against eager torch
