@@ -11,8 +11,10 @@ graph's symbolic structure, so a new shape reuses it.
     f(torch.zeros(3, 2), torch.ones(1, 1, 4)); f(torch.zeros(5, 2), torch.ones(1, 1, 4))
     f.ctx.compiles()  # 1
 
-Layers: symbolic (sizes over backends.sizes) -> ir (nodes, dump, verify) -> tensor (the
-proxy) -> ops (shape rules + runtime callables) -> passes -> runtime.
+Layers (each imports only those before it): symbolic (size variables and
+SymSize over :mod:`backends.sizes`) -> ir (nodes, dump, verify) -> tensor (the
+proxy and its operators) -> ops (the registry: one module per op family) ->
+passes -> runtime. ``bench`` (``python -m backends.lazy.bench``) measures a step.
 """
 
 from . import ops  # noqa: F401  (fills the op tables)
