@@ -115,17 +115,9 @@ class Graph:
     def _signature(self, e: Expr) -> tuple:
         """``e``'s structure with each variable by canonical name (cheap; the
         key of the shared cache of canonical forms)."""
-        canon = self.canon
-
-        def atom(a):
-            if a.kind == "var":
-                return canon[a.name] if a.name in canon else self.namer(a.name)
-            return (a.kind,) + tuple(expr(x) for x in a.args)
-
-        def expr(x):
-            return tuple((tuple((atom(a), p) for a, p in m), c) for m, c in x.terms)
-
-        return expr(e)
+        for name in names_of(e):
+            self.namer(name)  # an IRError for a variable not read from the inputs
+        return _structure(e, self.canon)
 
     def _canonical_entry(self, e: Expr) -> tuple:
         sig = self._signature(e)
@@ -147,6 +139,18 @@ class Graph:
             return str(e.value)
         n = var_of(e)
         return self.namer(n) if n is not None else self._canonical_entry(e)[1]
+
+
+def _structure(e: Expr, canon: dict) -> tuple:
+    """``e``'s terms with every variable renamed by ``canon`` (no renormalising).
+    Plain functions, not closures: a closure cycle would hold each step's graph."""
+    return tuple((tuple((_atom_structure(a, canon), p) for a, p in m), c) for m, c in e.terms)
+
+
+def _atom_structure(a, canon: dict):
+    if a.kind == "var":
+        return canon[a.name]
+    return (a.kind,) + tuple(_structure(x, canon) for x in a.args)
 
 
 # structure with canonical names -> (canonical Expr, its text), shared by every

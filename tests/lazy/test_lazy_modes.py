@@ -1,6 +1,8 @@
 """Exact compile counts per mode, bounds, guards and recompilation, and the
 harness backend on the catalogue."""
 
+import gc
+
 import numpy as np
 import pytest
 import torch
@@ -73,6 +75,26 @@ def test_guard_recorded_and_violation_recompiles():
     assert [str(g) for g in f.guards] == ["n > 4 is False (bool)"]
     f(torch.ones(2, 2))
     assert f.ctx.compiles() == 2
+
+
+def test_a_step_leaves_no_cyclic_garbage():
+    """Each step's graph, nodes and tensors are freed by refcounting when the
+    step ends (no collector pauses in a loop of steps)."""
+    f = L.jit(expand_over_batch, dims=[{0: "b"}, {}])
+    emb = torch.randn(1, 1, 4)
+    for b in (2, 3):
+        f(torch.zeros(b, 3, 2, 2), emb)
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        for b in (4, 5, 6):
+            assert torch.equal(f(torch.zeros(b, 3, 2, 2), emb), emb.expand(2 * b, 1, 4))
+        gc.collect()
+        garbage = sorted({type(o).__name__ for o in gc.garbage})
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert garbage == [] and f.ctx.compiles() == 1
 
 
 def _reasons(mode="unbounded"):
