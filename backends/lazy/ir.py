@@ -16,7 +16,7 @@ import itertools
 from backends import sizes
 from backends.sizes import Expr
 
-from .symbolic import names_of, var_of
+from .symbolic import hint, names_of, var_of
 
 SIZE = "int"  # dtype of scalar size nodes
 SIZE_OPS = ("sym_size", "add", "sub", "mul", "floordiv", "mod", "max", "min")
@@ -41,7 +41,7 @@ class Node:
 
     def hints(self, env) -> tuple[int, ...]:
         """The shape under the current sizes (``env``: name -> size)."""
-        return tuple(sizes.evaluate(e, env) for e in self.shape)
+        return tuple(hint(e, env) for e in self.shape)
 
     def __repr__(self) -> str:
         return f"Node({self.op}#{self.uid})"

@@ -35,6 +35,9 @@ class Var:
         self.expr = sizes.var(sym)
 
 
+_NAMES: set = set()  # user dim names checked to be valid variable names
+
+
 class SizeVars:
     """The size variables of a context's current step, by algebra name.
 
@@ -52,11 +55,12 @@ class SizeVars:
 
     def new(self, leaf, axis: int, hint: int, name: str | None = None, bound: int | None = None) -> Var:
         sym = f"d{leaf.uid}_{axis}"
-        if name is not None:
+        if name is not None and name not in _NAMES:
             try:
                 sizes.var(name)
             except sizes.SizeError:
                 raise ValueError(f"dim name {name!r} is not an identifier (dim names are size variables)") from None
+            _NAMES.add(name)
         v = self.vars[sym] = Var(sym, name or sym, hint, (leaf, axis), bound)
         self.hints[sym] = hint
         return v
@@ -79,6 +83,9 @@ class SizeVars:
 
     def hint(self, e: Expr) -> int:
         """The value of ``e`` under the current sizes."""
+        return hint(e, self.hints, self._evaluate)
+
+    def _evaluate(self, e: Expr) -> int:
         try:
             return sizes.evaluate(e, self.hints)
         except sizes.SizeError as err:
@@ -100,6 +107,21 @@ class SizeVars:
         return rename(e, self.display(e.vars))
 
 
+def hint(e: Expr, env: dict, evaluate=None) -> int:
+    """``sizes.evaluate(e, env)``, with fast paths for a constant and a single
+    variable (most dims; this runs for every dim of every step)."""
+    terms = e.terms
+    if not terms:
+        return 0
+    if len(terms) == 1:
+        m, c = terms[0]
+        if not m:
+            return c
+        if len(m) == 1 and m[0][1] == 1 and m[0][0].kind == "var" and m[0][0].name in env:
+            return c * env[m[0][0].name]
+    return evaluate(e) if evaluate is not None else sizes.evaluate(e, env)
+
+
 def rename(e: Expr, pairs) -> str:
     """``e`` as text, each variable in ``pairs`` (``(name, new name)``) renamed."""
     if not pairs:
@@ -114,11 +136,17 @@ def var_of(e: Expr) -> str | None:
 
 
 def names_of(e: Expr):
-    """The variable names in ``e`` (a fast path for constants and single variables)."""
-    if e.is_const:
+    """The variable names in ``e`` (a fast path for constants and ``c*v**p``)."""
+    t = e.terms
+    if not t:
         return ()
-    n = var_of(e)
-    return (n,) if n is not None else e.vars
+    if len(t) == 1:
+        m = t[0][0]
+        if not m:
+            return ()
+        if len(m) == 1 and m[0][0].kind == "var":
+            return (m[0][0].name,)
+    return e.vars
 
 
 _CONSTS: dict = {}

@@ -71,10 +71,15 @@ def assume_eq(ctx, a: Expr, b: Expr, what: str) -> Expr:
     return b if b.is_const else a
 
 
+def _is_one(e: Expr) -> bool:
+    t = e.terms
+    return len(t) == 1 and not t[0][0] and t[0][1] == 1
+
+
 def bcast_dim(ctx, a: Expr, b: Expr) -> Expr:
-    if a == b or b == 1:
+    if a is b or _is_one(b) or a == b:
         return a
-    if a == 1:
+    if _is_one(a):
         return b
     ha, hb = hint(ctx, a), hint(ctx, b)
     if ha == hb:
