@@ -11,15 +11,19 @@ graph's symbolic structure, so a new shape reuses it.
     f(torch.zeros(3, 2), torch.ones(1, 1, 4)); f(torch.zeros(5, 2), torch.ones(1, 1, 4))
     f.ctx.compiles()  # 1
 
-Layers: symbolic (size algebra) -> ir (nodes, dump, verify) -> tensor (the
-proxy) -> ops (shape rules + runtime callables) -> passes -> runtime.
+Layers (each imports only those before it): symbolic (size variables and
+SymSize over :mod:`backends.sizes`) -> ir (nodes, dump, verify) -> tensor (the
+proxy and its operators) -> ops (the registry: one module per op family) ->
+passes -> runtime. ``bench`` (``python -m backends.lazy.bench``) measures a step.
 """
 
 from . import ops  # noqa: F401  (fills the op tables)
 from .ir import IRError, dump, verify
 from .ops import ShapeError
 from .runtime import BoundError, Guard, LazyContext, LazyFunction, jit, tracing
-from .symbolic import Expr, SymBool, SymSize
+from backends.sizes import Expr
+
+from .symbolic import SymBool, SymSize
 from .tensor import LazyTensor, Unsupported
 
 _default: LazyContext | None = None

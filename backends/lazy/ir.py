@@ -2,19 +2,24 @@
 
 A :class:`Node` is one recorded op: ``op`` (its name), ``args``/``kwargs`` as
 given to the op's runtime callable (tensor operands are Nodes; sizes are
-:class:`~.symbolic.Expr` until the ``materialise_sizes`` pass turns them into
-scalar ``SIZE`` nodes), a symbolic ``shape`` (tuple of Expr) and a ``dtype``.
-Leaves have ``op == "input"`` and hold their tensor in ``data``.
+:class:`backends.sizes.Expr` until the ``materialise_sizes`` pass turns them
+into scalar ``SIZE`` nodes), a symbolic ``shape`` (tuple of Expr) and a
+``dtype``. Leaves have ``op == "input"`` and hold their tensor in ``data``;
+a scalar ``SIZE`` node holds the size it computes in ``data``, in the graph's
+canonical variable names (``2*s0_0``).
 """
 
 from __future__ import annotations
 
 import itertools
 
-from .symbolic import Expr, Var
+from backends import sizes
+from backends.sizes import Expr
+
+from .symbolic import hint, names_of, var_of
 
 SIZE = "int"  # dtype of scalar size nodes
-SIZE_OPS = ("sym_size", "add", "sub", "mul", "floordiv", "mod")
+SIZE_OPS = ("sym_size", "add", "sub", "mul", "floordiv", "mod", "max", "min")
 _uids = itertools.count()
 
 
@@ -34,8 +39,9 @@ class Node:
     def is_leaf(self) -> bool:
         return self.op == "input"
 
-    def hints(self) -> tuple[int, ...]:
-        return tuple(e.eval() for e in self.shape)
+    def hints(self, env) -> tuple[int, ...]:
+        """The shape under the current sizes (``env``: name -> size)."""
+        return tuple(hint(e, env) for e in self.shape)
 
     def __repr__(self) -> str:
         return f"Node({self.op}#{self.uid})"
@@ -72,35 +78,85 @@ def remap(obj, fn):
 
 class Graph:
     """The graph a sync compiles: ``nodes`` in topological order (leaves first),
-    ``inputs`` (the leaves, in calling order), ``outputs``, ``guards``.
+    ``inputs`` (the leaves, in calling order), ``outputs``, ``guards``, and the
+    context's size variables ``vars`` (:class:`~.symbolic.SizeVars`).
 
-    ``var_name`` gives each dim variable its canonical name ``s<input>_<axis>``
-    (the first input axis it is read from).
+    ``canon`` gives each size variable its canonical name ``s<input>_<axis>``
+    (the input it is read from): dumps, cache keys and the materialised size
+    arithmetic use those names, so they do not depend on which step traced.
     """
 
-    def __init__(self, inputs, nodes, outputs, guards=()):
+    def __init__(self, inputs, nodes, outputs, guards=(), vars=None):
         self.inputs, self.nodes, self.outputs = list(inputs), list(nodes), list(outputs)
         self.guards = list(guards)
+        self.vars = vars
         self.stage = "trace"
         self._index_vars()
 
     def _index_vars(self):
         pos = {n.uid: i for i, n in enumerate(self.inputs)}
-        self.var_names: dict = {}
+        self.canon: dict = {}
         for n in self.inputs:
             for e in n.shape:
-                for v in e.vars():
-                    leaf, axis = v.src
-                    self.var_names.setdefault(v.uid, f"s{pos[leaf.uid]}_{axis}")
+                for name in names_of(e):
+                    if name not in self.canon:
+                        leaf, axis = self.vars[name].src
+                        self.canon[name] = f"s{pos[leaf.uid]}_{axis}"
 
-    def namer(self, v: Var) -> str:
+    def namer(self, name: str) -> str:
+        """The canonical name of the variable ``name``."""
         try:
-            return self.var_names[v.uid]
+            return self.canon[name]
         except KeyError:
-            raise IRError(f"size variable {v.name} is not read from any input of the graph") from None
+            v = self.vars.get(name) if self.vars is not None else None
+            shown = name if v is None or v.name == name else f"{v.name} ({name})"
+            raise IRError(f"size variable {shown} is not read from any input of the graph") from None
+
+    def _signature(self, e: Expr) -> tuple:
+        """``e``'s structure with each variable by canonical name (cheap; the
+        key of the shared cache of canonical forms)."""
+        for name in names_of(e):
+            self.namer(name)  # an IRError for a variable not read from the inputs
+        return _structure(e, self.canon)
+
+    def _canonical_entry(self, e: Expr) -> tuple:
+        sig = self._signature(e)
+        entry = _CANONICAL.get(sig)
+        if entry is None:
+            c = sizes.substitute(e, {n: sizes.var(self.namer(n)) for n in names_of(e)})
+            if len(_CANONICAL) >= _CANONICAL_MAX:
+                _CANONICAL.clear()
+            entry = _CANONICAL[sig] = (c, str(c))
+        return entry
+
+    def canonical(self, e: Expr) -> Expr:
+        """``e`` over the canonical variable names."""
+        return e if e.is_const else self._canonical_entry(e)[0]
 
     def fmt_expr(self, e: Expr) -> str:
-        return e.fmt(self.namer)
+        """``e`` as text in canonical names (``2*s0_0``)."""
+        if e.is_const:
+            return str(e.value)
+        n = var_of(e)
+        return self.namer(n) if n is not None else self._canonical_entry(e)[1]
+
+
+def _structure(e: Expr, canon: dict) -> tuple:
+    """``e``'s terms with every variable renamed by ``canon`` (no renormalising).
+    Plain functions, not closures: a closure cycle would hold each step's graph."""
+    return tuple((tuple((_atom_structure(a, canon), p) for a, p in m), c) for m, c in e.terms)
+
+
+def _atom_structure(a, canon: dict):
+    if a.kind == "var":
+        return canon[a.name]
+    return (a.kind,) + tuple(_structure(x, canon) for x in a.args)
+
+
+# structure with canonical names -> (canonical Expr, its text), shared by every
+# graph: variable names differ from step to step, canonical structures repeat
+_CANONICAL: dict = {}
+_CANONICAL_MAX = 4096
 
 
 def fmt_type(g: Graph, n: Node) -> str:
@@ -137,11 +193,11 @@ def dump(g: Graph) -> str:
             if n.kwargs:
                 parts.append(fa(n.kwargs))
             body = f"{n.op}({', '.join(parts)})"
-        note = f"  # {g.fmt_expr(n.data)}" if n.dtype == SIZE and n.data is not None and n.op != "sym_size" else ""
+        note = f"  # {n.data}" if n.dtype == SIZE and n.data is not None and n.op != "sym_size" else ""
         lines.append(f"%{ids[n.uid]} = {body} : {fmt_type(g, n)}{note}")
     lines.append("return (" + ", ".join(f"%{ids[o.uid]}" for o in g.outputs) + ")")
     for gd in g.guards:
-        lines.append(f"# guard: {gd.fmt(g.namer)}")
+        lines.append(f"# guard: {gd.fmt(g.fmt_expr)}")
     return "\n".join(lines)
 
 
@@ -171,12 +227,12 @@ def verify(g: Graph, known_ops) -> Graph:
             elif g.stage in ("materialised", "fx"):
                 raise IRError(f"{where}: size expression {a} left after materialise_sizes")
             else:
-                for v in a.vars():
+                for v in names_of(a):
                     g.namer(v)
         for e in n.shape:
             if not isinstance(e, Expr):
                 raise IRError(f"{where}: shape entry {e!r} is not a size expression")
-            for v in e.vars():
+            for v in names_of(e):
                 g.namer(v)
         seen.add(n.uid)
     for o in g.outputs:

@@ -18,34 +18,40 @@ import operator
 import torch
 import torch.fx as fx
 
+from backends import sizes
+from backends.sizes import Expr
+
 from .ir import SIZE, Graph, IRError, Node, dump, remap, verify, walk
 from .ops import LOWER
-from .symbolic import Expr
+from .symbolic import names_of, var_of
 
 SIZE_LOWER = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
-              "floordiv": operator.floordiv, "mod": operator.mod}
+              "floordiv": operator.floordiv, "mod": operator.mod, "max": torch.sym_max, "min": torch.sym_min}
 PIPELINE = ("canonicalise", "materialise_sizes", "lower_fx", "codegen")
 
 
 # ---------------------------------------------------------------------------
 # trace: the pending graph of some tensors
 # ---------------------------------------------------------------------------
-def _deps(n: Node) -> list:
+def _deps(n: Node, table) -> list:
     out = []
     exprs = list(n.shape)
     for a in walk((n.args, n.kwargs)):
         (out if isinstance(a, Node) else exprs).append(a)
     for e in exprs:
-        for v in e.vars():
-            if v.src is None:
-                raise IRError(f"size {v.name} belongs to a finished step (its input is released)")
+        for name in names_of(e):
+            v = table.get(name)
+            if v is None or v.src is None:
+                raise IRError(f"size {name if v is None else v.name} belongs to a finished step "
+                              f"(its input is released)")
             out.append(v.src[0])
     return out
 
 
-def trace(roots) -> Graph:
+def trace(roots, table) -> Graph:
     """Topologically sorted graph reaching ``roots`` (leaves first), with the
-    leaves that any symbolic size reads from."""
+    leaves that any symbolic size reads from (``table``: the context's
+    :class:`~.symbolic.SizeVars`)."""
     order, state = [], {}
     for r in roots:
         stack = [(r, False)]
@@ -60,9 +66,9 @@ def trace(roots) -> Graph:
                 continue
             state[n.uid] = 1
             stack.append((n, True))
-            stack.extend((d, False) for d in reversed(_deps(n)) if d.uid not in state)
+            stack.extend((d, False) for d in reversed(_deps(n, table)) if d.uid not in state)
     leaves = sorted((n for n in order if n.is_leaf), key=lambda n: n.uid)  # creation (argument) order
-    return Graph(leaves, leaves + [n for n in order if not n.is_leaf], roots)
+    return Graph(leaves, leaves + [n for n in order if not n.is_leaf], roots, vars=table)
 
 
 def _sig(a, ids, fmt):
@@ -92,16 +98,27 @@ def key(g: Graph, mode: str) -> tuple:
     out = [mode]
     for n in g.nodes:
         if n.is_leaf:
-            dims = tuple(g.fmt_expr(e) + (f"<={v.bound}" if mode == "bounded" and len(e.vars()) == 1 and
-                                           (v := e.vars()[0]).bound is not None else "") for e in n.shape)
+            dims = tuple(g.fmt_expr(e) + _bound(g, e) if mode == "bounded" else g.fmt_expr(e) for e in n.shape)
             if mode == "static":
                 dims += tuple(n.data.shape)
             out.append(("in", str(n.dtype), dims))
         else:
             out.append((n.op, sig(n.args), sig(n.kwargs), str(n.dtype)))
     out.append(("out",) + tuple(ids[o.uid] for o in g.outputs))
-    out.extend(("guard", gd.fmt(g.namer)) for gd in g.guards)
+    out.extend(("guard", gd.fmt(g.fmt_expr)) for gd in g.guards)
     return tuple(out)
+
+
+def _bound(g: Graph, e: Expr) -> str:
+    """``<=max`` for a dim over one bounded variable (bounded mode's key)."""
+    if e.is_const:
+        return ""
+    name = var_of(e)
+    if name is None:
+        names = e.vars
+        name = next(iter(names)) if len(names) == 1 else None
+    v = None if name is None else g.vars.get(name)
+    return "" if v is None or v.bound is None else f"<={v.bound}"
 
 
 # ---------------------------------------------------------------------------
@@ -122,60 +139,49 @@ def canonicalise(g: Graph) -> Graph:
             copies[n.uid] = c
             n = c
         nodes.append(n)
-    out = Graph(g.inputs, nodes, [copies.get(o.uid, o) for o in g.outputs], g.guards)
+    out = Graph(g.inputs, nodes, [copies.get(o.uid, o) for o in g.outputs], g.guards, g.vars)
     out.stage = "canonical"
     return out
 
 
+class _SizeOps(sizes.NodeOps):
+    """:class:`backends.sizes.NodeOps` making IR size nodes; a variable is
+    ``sym_size(leaf, axis)`` with ``env`` mapping its name to ``(leaf, axis)``."""
+
+    def var(self, name, env):
+        leaf, axis = super().var(name, env)
+        return self.make("sym_size", (leaf, axis))
+
+
 def materialise_sizes(g: Graph) -> Graph:
     """Turn every size expression in an operand into scalar ``int`` nodes
-    (``sym_size``, ``mul``, ``add``, ...), shared between uses (CSE)."""
-    memo: dict = {}
+    (``sym_size``, ``mul``, ``add``, ...), shared between uses (CSE).
+
+    Each size is renamed to canonical variables and evaluated by
+    ``sizes.evaluate`` with ops that make nodes: constants stay ints, a node is
+    made once per ``(op, operands)``, terms come positive first, then
+    negative, the constant last; ``memo`` (one per graph) shares every
+    sub-expression by normal form. A size node's ``data`` is the size it computes.
+    """
     nodes: list = []
-    inputs = {n.uid: n for n in g.inputs}
 
-    def emit(op, args, e):
-        k = g.fmt_expr(e)
-        if k not in memo:
-            memo[k] = Node(op, args, shape=(), dtype=SIZE, data=e)
-            nodes.append(memo[k])
-        return memo[k]
+    def make(op, args):
+        n = Node(op, args, shape=(), dtype=SIZE)
+        nodes.append(n)
+        return n
 
-    def atom(a):
-        if hasattr(a, "src"):  # Var
-            leaf, axis = a.src
-            return emit("sym_size", (inputs[leaf.uid], axis), Expr.var(a))
-        return emit(a.kind, (size(a.num), size(a.den)), Expr.atom(a))
+    def note(e, value):
+        if isinstance(value, Node) and value.data is None:
+            value.data = e
 
-    def size(e: Expr):
-        if e.is_const:
-            return e.value
-        if g.fmt_expr(e) in memo:
-            return memo[g.fmt_expr(e)]
-        acc = acc_e = None
-        for mono, c in sorted(e.terms, key=lambda mc: (not mc[0], mc[1] < 0, Expr({mc[0]: 1}).fmt(g.namer))):
-            term, term_e = abs(c), Expr.const(abs(c))
-            if mono:
-                term, term_e = None, Expr.const(1)
-                for a, p in mono:
-                    for _ in range(p):
-                        term_e = term_e.mul(Expr.atom(a))
-                        term = atom(a) if term is None else emit("mul", (term, atom(a)), term_e)
-                if abs(c) != 1:
-                    term_e = term_e.mul(Expr.const(abs(c)))
-                    term = emit("mul", (term, abs(c)), term_e)
-            if acc is None:  # the first term is never the constant (constants sort last)
-                acc, acc_e = term, term_e
-                if c < 0:
-                    acc_e = term_e.mul(Expr.const(-1))
-                    acc = emit("mul", (term, -1), acc_e)
-            else:
-                acc_e = acc_e.add(term_e, 1 if c > 0 else -1)
-                acc = emit("add" if c > 0 else "sub", (acc, term), acc_e)
-        return acc
+    env = {}
+    for name, canon in g.canon.items():
+        leaf, axis = g.vars[name].src
+        env[canon] = (leaf, axis)
+    ops, memo = _SizeOps(make, note), {}
 
     def m(a):
-        return size(a) if isinstance(a, Expr) else a
+        return sizes.evaluate(g.canonical(a), env, ops, memo) if isinstance(a, Expr) else a
 
     out_nodes = []
     for n in g.nodes:
@@ -184,7 +190,7 @@ def materialise_sizes(g: Graph) -> Graph:
             n.args, n.kwargs = remap(n.args, m), remap(n.kwargs, m)
             out_nodes.extend(nodes)
         out_nodes.append(n)
-    out = Graph(g.inputs, out_nodes, g.outputs, g.guards)
+    out = Graph(g.inputs, out_nodes, g.outputs, g.guards, g.vars)
     out.stage = "materialised"
     return out
 

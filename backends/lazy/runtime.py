@@ -17,9 +17,11 @@ import time
 
 import torch
 
+from backends.sizes import Expr
+
 from . import passes
 from .ir import IRError, Node
-from .symbolic import Expr, Var, compare
+from .symbolic import SizeVars, SymSize, compare, const, names_of, rename
 from .tensor import OPS, LazyTensor
 
 MODES = ("static", "bounded", "unbounded")
@@ -31,19 +33,25 @@ class BoundError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class Guard:
-    """``lhs op rhs`` held (``result``) when the program forced a size (``reason``)."""
+    """``lhs op rhs`` held (``result``) when the program forced a size (``reason``).
+
+    ``vars``: the variable names in it; ``names``: ``(name, display name)``
+    pairs for those the user named (``str()`` shows those names)."""
 
     lhs: Expr
     op: str
     rhs: Expr
     result: bool
     reason: str
+    vars: frozenset = frozenset()
+    names: tuple = ()
 
-    def vars(self):
-        return self.lhs.vars() + self.rhs.vars()
-
-    def fmt(self, namer=lambda v: v.name) -> str:
-        return f"{self.lhs.fmt(namer)} {self.op} {self.rhs.fmt(namer)} is {self.result} ({self.reason})"
+    def fmt(self, fmt=None) -> str:
+        """The guard as text, each side written by ``fmt`` (default: display names)."""
+        if fmt is None:
+            def fmt(e):
+                return rename(e, self.names)
+        return f"{fmt(self.lhs)} {self.op} {fmt(self.rhs)} is {self.result} ({self.reason})"
 
     def __str__(self) -> str:
         return self.fmt()
@@ -65,23 +73,24 @@ class LazyContext:
         self.compile_time_s = 0.0
         self.guards: list = []
         self._guard_keys: set = set()
-        self._vars: dict = {}
+        self.vars = SizeVars()  # the step's size variables, by algebra name
+        self._named: dict = {}  # user dim name -> Var
         self.last: passes.Compiled | None = None
 
     # -- leaves ------------------------------------------------------------
     def new_step(self) -> None:
-        """Forget the named size variables and guards of the previous step."""
-        self._vars.clear()
+        """Forget the size variables and guards of the previous step."""
+        self._named.clear()
+        self.vars.clear()
         self.guards, self._guard_keys = [], set()
 
     def release(self, tensors) -> None:
-        """End of a step: cut the leaf -> size variable -> leaf cycles of these
-        leaves so refcounting frees the step at once (no GC pauses). Their
-        size variables can no longer be read by a later graph."""
+        """End of a step: the size variables of these leaves stop holding
+        them, so refcounting frees the step at once. Their size variables can
+        no longer be read by a later graph."""
         for t in tensors:
             for e in t.node.shape:
-                for v in e.vars():
-                    v.src = None
+                self.vars.release(names_of(e))
 
     def input(self, t: torch.Tensor, dims=True, bounds=None) -> LazyTensor:
         """A lazy leaf over ``t``.
@@ -104,44 +113,45 @@ class LazyContext:
         shape = []
         for axis, size in enumerate(t.shape):
             if axis not in dims:
-                shape.append(Expr.const(size))
+                shape.append(const(size))
                 continue
             name = dims[axis]
             bound = bounds.get(axis) if self.mode == "bounded" else None
             if bound is not None and size > bound:
                 raise BoundError(f"dim {name or axis} of input is {size}, past the bound {bound} "
                                  f"this graph is compiled for")
-            v = self._vars.get(name) if name else None
+            v = self._named.get(name) if name else None
             if v is None:
-                v = Var(name or f"d{node.uid}_{axis}", size, (node, axis), bound)
+                v = self.vars.new(node, axis, size, name, bound)
                 if name:
-                    self._vars[name] = v
+                    self._named[name] = v
             elif v.hint != size:
                 raise ValueError(f"dim {name} is {v.hint} in one input and {size} in another")
-            shape.append(Expr.var(v))
+            shape.append(v.expr)
         node.shape = tuple(shape)
         return LazyTensor(node, self)
 
     def constant(self, t: torch.Tensor) -> Node:
         """A leaf for a concrete tensor met during tracing (all axes constant)."""
-        return Node("input", shape=tuple(Expr.const(s) for s in t.shape), dtype=t.dtype, data=t)
+        return Node("input", shape=tuple(const(s) for s in t.shape), dtype=t.dtype, data=t)
 
     # -- guards ------------------------------------------------------------
     def guard(self, lhs: Expr, op: str, rhs: Expr, reason: str) -> bool:
         """Decide ``lhs op rhs`` on the current sizes; record it unless constant."""
-        result = compare(lhs, op, rhs)
+        result = compare(lhs, op, rhs, self.vars.hints)
         if lhs.is_const and rhs.is_const:
             return result
-        k = (lhs.key, op, rhs.key)
+        k = (lhs, op, rhs)
         if k not in self._guard_keys:
             self._guard_keys.add(k)
-            self.guards.append(Guard(lhs, op, rhs, result, reason))
+            names = lhs.vars | rhs.vars
+            self.guards.append(Guard(lhs, op, rhs, result, reason, names, self.vars.display(names)))
         return result
 
     def specialise(self, e: Expr, reason: str) -> int:
         """The concrete value of ``e``, guarded."""
-        v = e.eval()
-        self.guard(e, "==", Expr.const(v), reason)
+        v = self.vars.hint(e)
+        self.guard(e, "==", const(v), reason)
         return v
 
     # -- sync -----------------------------------------------------------------
@@ -152,9 +162,9 @@ class LazyContext:
             if not n.is_leaf and n.uid not in seen:
                 seen.add(n.uid)
                 roots.append(n)
-        g = passes.trace(roots)
-        names = g.var_names
-        g.guards = [gd for gd in self.guards if all(v.uid in names for v in gd.vars())]
+        g = passes.trace(roots, self.vars)
+        names = g.canon
+        g.guards = [gd for gd in self.guards if all(n in names for n in gd.vars)]
         return g
 
     def sync(self, tensors=None) -> None:
@@ -181,9 +191,10 @@ class LazyContext:
             self.stats["hit"] += 1
         self.last = entry
         outs = entry.kernel(*[n.data for n in g.inputs])
+        hints = self.vars.hints
         for node, out in zip(g.outputs, outs):
-            if self.check and (tuple(out.shape) != node.hints() or out.dtype != node.dtype):
-                raise IRError(f"shape rule for {node.op} predicted {node.dtype}{list(node.hints())}, "
+            if self.check and (tuple(out.shape) != node.hints(hints) or out.dtype != node.dtype):
+                raise IRError(f"shape rule for {node.op} predicted {node.dtype}{list(node.hints(hints))}, "
                               f"ran to {out.dtype}{list(out.shape)}\n{entry.ir}")
             node.op, node.args, node.kwargs, node.data = "input", (), {}, out
 
@@ -303,8 +314,6 @@ _CREATION = ("zeros", "ones", "empty", "full", "arange", "eye")
 
 
 def _has_sym(obj) -> bool:
-    from .symbolic import SymSize
-
     if isinstance(obj, SymSize):
         return True
     if isinstance(obj, (list, tuple)):

@@ -1,253 +1,201 @@
-"""Size expressions: a small normalised algebra over input dim variables.
+"""Symbolic sizes as the traced program sees them, over :mod:`backends.sizes`.
 
-An :class:`Expr` is an integer polynomial whose atoms are dim variables
-(:class:`Var`) or opaque ``floordiv``/``mod`` terms. Construction normalises
-(terms merged and sorted, exact divisions folded), so structurally equal sizes
-hash equal -- the same idea as jax's shape_poly.
+Sizes are :class:`backends.sizes.Expr` over variable *names*; the algebra
+(normal form, ``+ - * // %``, printing, evaluation) is the project's one.
+This module adds what the lazy path needs on top:
 
-:class:`SymSize` / :class:`SymBool` are the user-facing values (``x.shape[0]``,
-``x.shape[0] == 3``). Arithmetic on them stays symbolic; anything that needs a
-concrete Python value (``int()``, ``bool()``, ``if``) specialises on the
-current size and records a guard in the tensor's context.
+* :class:`Var`, the record of one dynamic input dim -- its current size
+  (``hint``), the ``(leaf node, axis)`` it is read from (``src``), its bound
+  and its display ``name``. The variable's name in the algebra is
+  ``d<leaf uid>_<axis>`` (the leaf and axis that created it), unique across
+  steps even when two steps reuse a user name such as ``n``.
+* :class:`SizeVars`, a context's table of them: ``vars[name]`` and
+  ``hints = {name: size}`` (the environment of ``sizes.evaluate``).
+* :class:`SymSize` / :class:`SymBool`, the user-facing values (``x.shape[0]``,
+  ``x.shape[0] == 3``). Arithmetic on them stays symbolic; anything that
+  needs a concrete Python value (``int()``, ``bool()``, ``if``) specialises
+  on the current size and records a guard in the tensor's context.
 """
 
 from __future__ import annotations
 
-import itertools
 import operator
 
-_uids = itertools.count()
+from backends import sizes
+from backends.sizes import Expr
 
 
 class Var:
-    """A dynamic input dim. ``src`` is the ``(leaf node, axis)`` it is read from."""
+    """A dynamic input dim; ``expr`` is it as a size (the variable ``sym``)."""
 
-    __slots__ = ("uid", "name", "hint", "src", "bound", "key")
+    __slots__ = ("sym", "name", "hint", "src", "bound", "expr")
 
-    def __init__(self, name: str, hint: int, src, bound: int | None = None):
-        self.uid = next(_uids)
-        self.name, self.hint, self.src, self.bound = name, hint, src, bound
-        self.key = ("v", self.uid)
-
-    def eval(self) -> int:
-        return self.hint
-
-    def vars(self):
-        return (self,)
-
-    def fmt(self, namer) -> str:
-        return namer(self)
+    def __init__(self, sym: str, name: str, hint: int, src, bound: int | None = None):
+        self.sym, self.name, self.hint, self.src, self.bound = sym, name, hint, src, bound
+        self.expr = sizes.var(sym)
 
 
-class _Op:
-    """An opaque ``num // den`` or ``num % den`` atom."""
-
-    __slots__ = ("kind", "num", "den", "key")
-
-    def __init__(self, kind: str, num: "Expr", den: "Expr"):
-        self.kind, self.num, self.den = kind, num, den
-        self.key = (kind, num.key, den.key)
-
-    def eval(self) -> int:
-        f = operator.floordiv if self.kind == "floordiv" else operator.mod
-        return f(self.num.eval(), self.den.eval())
-
-    def vars(self):
-        return self.num.vars() + self.den.vars()
-
-    def fmt(self, namer) -> str:
-        sym = "//" if self.kind == "floordiv" else "%"
-        return f"({self.num.fmt(namer)} {sym} {self.den.fmt(namer)})"
+_NAMES: set = set()  # user dim names checked to be valid variable names
 
 
-def _mono_key(mono) -> tuple:
-    return tuple((a.key, p) for a, p in mono)
+class SizeVars:
+    """The size variables of a context's current step, by algebra name.
+
+    The table holds each variable's leaf (its ``src``) until the step ends:
+    :meth:`release` cuts the leaves of a finished step, :meth:`clear` (at the
+    next step) forgets the records. A context used without ``jit`` keeps its
+    variables until it starts a step (``LazyContext.new_step``).
+    """
+
+    __slots__ = ("vars", "hints")
+
+    def __init__(self):
+        self.vars: dict = {}
+        self.hints: dict = {}
+
+    def new(self, leaf, axis: int, hint: int, name: str | None = None, bound: int | None = None) -> Var:
+        sym = f"d{leaf.uid}_{axis}"
+        if name is not None and name not in _NAMES:
+            try:
+                sizes.var(name)
+            except sizes.SizeError:
+                raise ValueError(f"dim name {name!r} is not an identifier (dim names are size variables)") from None
+            _NAMES.add(name)
+        v = self.vars[sym] = Var(sym, name or sym, hint, (leaf, axis), bound)
+        self.hints[sym] = hint
+        return v
+
+    def __getitem__(self, sym: str) -> Var:
+        return self.vars[sym]
+
+    def get(self, sym: str) -> Var | None:
+        return self.vars.get(sym)
+
+    def clear(self) -> None:
+        self.vars.clear()
+        self.hints.clear()
+
+    def release(self, names) -> None:
+        for n in names:
+            v = self.vars.get(n)
+            if v is not None:
+                v.src = None
+
+    def hint(self, e: Expr) -> int:
+        """The value of ``e`` under the current sizes."""
+        return hint(e, self.hints, self._evaluate)
+
+    def _evaluate(self, e: Expr) -> int:
+        try:
+            return sizes.evaluate(e, self.hints)
+        except sizes.SizeError as err:
+            if isinstance(err, ZeroDivisionError):
+                raise
+            raise sizes.SizeError(f"{err} (a size of a finished step?)") from None
+
+    def display(self, names) -> tuple:
+        """``(name, display name)`` pairs for the named variables among ``names``."""
+        out = []
+        for n in names:
+            v = self.vars.get(n)
+            if v is not None and v.name != n:
+                out.append((n, v.name))
+        return tuple(sorted(out))
+
+    def text(self, e: Expr) -> str:
+        """``e`` written with the variables' display names."""
+        return rename(e, self.display(e.vars))
 
 
-class Expr:
-    """An immutable integer polynomial: ``terms`` is a sorted tuple of
-    ``(monomial, coeff)``; a monomial is a sorted tuple of ``(atom, power)``;
-    the constant term has the empty monomial."""
-
-    __slots__ = ("terms", "key", "_hash")
-
-    def __init__(self, d: dict):
-        items = sorted(((m, c) for m, c in d.items() if c), key=lambda mc: _mono_key(mc[0]))
-        self.terms = tuple(items)
-        self.key = tuple((_mono_key(m), c) for m, c in items)
-        self._hash = hash(self.key)
-
-    # -- construction --------------------------------------------------
-    @staticmethod
-    def const(c: int) -> "Expr":
-        return Expr({(): int(c)})
-
-    @staticmethod
-    def var(v: Var) -> "Expr":
-        return Expr({((v, 1),): 1})
-
-    @staticmethod
-    def atom(a) -> "Expr":
-        return Expr({((a, 1),): 1})
-
-    # -- queries ---------------------------------------------------------
-    @property
-    def is_const(self) -> bool:
-        return not self.terms or (len(self.terms) == 1 and self.terms[0][0] == ())
-
-    @property
-    def value(self) -> int:
-        """The constant value (only when ``is_const``)."""
-        return self.terms[0][1] if self.terms else 0
-
-    def eval(self) -> int:
-        """The value under the current sizes (the hint)."""
-        total = 0
-        for mono, c in self.terms:
-            p = c
-            for a, k in mono:
-                p *= a.eval() ** k
-            total += p
-        return total
-
-    def vars(self) -> tuple:
-        out = ()
-        for mono, _ in self.terms:
-            for a, _ in mono:
-                out += a.vars()
-        return out
-
-    def fmt(self, namer=lambda v: v.name) -> str:
-        parts = []
-        for mono, c in self.terms:
-            body = "*".join(a.fmt(namer) + (f"^{p}" if p > 1 else "") for a, p in mono)
-            parts.append((body, c))
-        parts.sort(key=lambda bc: (bc[0] == "", bc[1] < 0, bc[0]))
-        out = ""
-        for body, c in parts:
-            mag = abs(c)
-            s = str(mag) if not body else (body if mag == 1 else f"{mag}*{body}")
-            out += (" - " if c < 0 else " + ") + s if out else ("-" if c < 0 else "") + s
-        return out or "0"
-
-    __str__ = fmt
-
-    def __repr__(self) -> str:
-        return f"Expr({self.fmt()})"
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, Expr) and self.key == other.key
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    # -- arithmetic (always returns a normalised Expr) --------------------
-    def add(self, other: "Expr", sign: int = 1) -> "Expr":
-        d = dict(self.terms)
-        for m, c in other.terms:
-            d[m] = d.get(m, 0) + sign * c
-        return Expr(d)
-
-    def sub(self, other: "Expr") -> "Expr":
-        return self.add(other, -1)
-
-    def mul(self, other: "Expr") -> "Expr":
-        d: dict = {}
-        for m1, c1 in self.terms:
-            for m2, c2 in other.terms:
-                m = _mono_mul(m1, m2)
-                d[m] = d.get(m, 0) + c1 * c2
-        return Expr(d)
-
-    def floordiv(self, other: "Expr") -> "Expr":
-        if other.is_const:
-            c = other.value
-            if c == 0:
-                raise ZeroDivisionError("symbolic size divided by zero")
-            if c == 1:
-                return self
-            if c > 0:  # (q*c + r) // c == q + r // c for integer polynomial q
-                q = {m: k // c for m, k in self.terms}
-                r = {m: k % c for m, k in self.terms}
-                rest = Expr(r)
-                tail = Expr.const(rest.value // c) if rest.is_const else Expr.atom(_Op("floordiv", rest, other))
-                return Expr(q).add(tail)
-        if self == other:
-            return Expr.const(1)
-        if len(other.terms) == 1:
-            (dm, dc), = other.terms
-            q = {}
-            for m, k in self.terms:
-                mq = _mono_div(m, dm)
-                if mq is None or k % dc:
-                    break
-                q[mq] = k // dc
-            else:
-                return Expr(q)
-        if self.is_const and self.value == 0:
-            return self
-        return Expr.atom(_Op("floordiv", self, other))
-
-    def mod(self, other: "Expr") -> "Expr":
-        if other.is_const and other.value > 0:
-            c = other.value
-            rest = Expr({m: k % c for m, k in self.terms})
-            return Expr.const(rest.value % c) if rest.is_const else Expr.atom(_Op("mod", rest, other))
-        q = self.floordiv(other)
-        if not any(isinstance(a, _Op) for m, _ in q.terms for a, _ in m):
-            return self.sub(other.mul(q))
-        return Expr.atom(_Op("mod", self, other))
+def hint(e: Expr, env: dict, evaluate=None) -> int:
+    """``sizes.evaluate(e, env)``, with fast paths for a constant and a single
+    variable (most dims; this runs for every dim of every step)."""
+    terms = e.terms
+    if not terms:
+        return 0
+    if len(terms) == 1:
+        m, c = terms[0]
+        if not m:
+            return c
+        if len(m) == 1 and m[0][1] == 1 and m[0][0].kind == "var" and m[0][0].name in env:
+            return c * env[m[0][0].name]
+    return evaluate(e) if evaluate is not None else sizes.evaluate(e, env)
 
 
-def _mono_mul(m1, m2):
-    d = dict(m1)
-    for a, p in m2:
-        d[a] = d.get(a, 0) + p
-    return tuple(sorted(d.items(), key=lambda ap: ap[0].key))
+def rename(e: Expr, pairs) -> str:
+    """``e`` as text, each variable in ``pairs`` (``(name, new name)``) renamed."""
+    if not pairs:
+        return str(e)
+    return str(sizes.substitute(e, {n: sizes.var(d) for n, d in pairs}))
 
 
-def _mono_div(m, dm):
-    d = dict(m)
-    for a, p in dm:
-        if d.get(a, 0) < p:
-            return None
-        d[a] -= p
-    return tuple(sorted(((a, p) for a, p in d.items() if p), key=lambda ap: ap[0].key))
+def var_of(e: Expr) -> str | None:
+    """The variable's name when ``e`` is exactly one variable."""
+    a = e.single_atom()
+    return a.name if a is not None and a.kind == "var" else None
 
 
-# Expr atoms must hash by key for the dicts above.
-for _cls in (Var, _Op):
-    _cls.__hash__ = lambda self: hash(self.key)
-    _cls.__eq__ = lambda self, other: getattr(other, "key", None) == self.key
+def names_of(e: Expr):
+    """The variable names in ``e`` (a fast path for constants and ``c*v**p``)."""
+    t = e.terms
+    if not t:
+        return ()
+    if len(t) == 1:
+        m = t[0][0]
+        if not m:
+            return ()
+        if len(m) == 1 and m[0][0].kind == "var":
+            return (m[0][0].name,)
+    return e.vars
+
+
+_CONSTS: dict = {}
+
+
+def const(c: int) -> Expr:
+    """``sizes.const(c)``, shared: the sizes of every step's static dims repeat."""
+    e = _CONSTS.get(c)
+    if e is None:
+        if len(_CONSTS) >= 4096:
+            _CONSTS.clear()
+        e = _CONSTS[c] = sizes.const(c)
+    return e
 
 
 def as_expr(x) -> Expr:
-    """An int, :class:`SymSize` or :class:`Expr` as an :class:`Expr`."""
+    """An int, :class:`SymSize` or :class:`~backends.sizes.Expr` as an Expr."""
     if isinstance(x, Expr):
         return x
+    if type(x) is int:
+        return const(x)
     if isinstance(x, SymSize):
         return x.expr
-    if isinstance(x, bool) or not isinstance(x, int):
-        try:
-            x = operator.index(x)
-        except TypeError:
-            raise TypeError(f"expected a size (int or symbolic size), got {type(x).__name__}") from None
-    return Expr.const(x)
+    if isinstance(x, bool):
+        return const(int(x))
+    try:
+        return sizes.as_expr(x)
+    except sizes.SizeError:
+        raise TypeError(f"expected a size (int or symbolic size), got {type(x).__name__}") from None
 
 
 def is_size(x) -> bool:
     return isinstance(x, (SymSize, Expr)) or (isinstance(x, int) and not isinstance(x, bool))
 
 
-# ---------------------------------------------------------------------------
-# user-facing symbolic values
-# ---------------------------------------------------------------------------
 _CMP = {
     "==": operator.eq, "!=": operator.ne, "<": operator.lt,
     "<=": operator.le, ">": operator.gt, ">=": operator.ge,
 }
 
 
+def compare(lhs: Expr, op: str, rhs: Expr, hints) -> bool:
+    """``lhs op rhs`` on the current sizes (``hints``)."""
+    return _CMP[op](sizes.evaluate(lhs, hints), sizes.evaluate(rhs, hints))
+
+
+# ---------------------------------------------------------------------------
+# user-facing symbolic values
+# ---------------------------------------------------------------------------
 class SymBool:
     """A pending comparison of sizes; ``bool()`` specialises and records a guard."""
 
@@ -260,7 +208,39 @@ class SymBool:
         return self.ctx.guard(self.lhs, self.op, self.rhs, reason="bool")
 
     def __repr__(self) -> str:
-        return f"SymBool({self.lhs} {self.op} {self.rhs})"
+        t = self.ctx.vars.text
+        return f"SymBool({t(self.lhs)} {self.op} {t(self.rhs)})"
+
+
+def _sym(fn):
+    def method(self, o):
+        if not is_size(o):
+            if isinstance(o, float):
+                return fn(float(self), o)
+            return NotImplemented
+        return SymSize.wrap(fn(self.expr, as_expr(o)), self.ctx)
+
+    return method
+
+
+def _rsym(fn):
+    def method(self, o):
+        if not is_size(o):
+            if isinstance(o, float):
+                return fn(o, float(self))
+            return NotImplemented
+        return SymSize.wrap(fn(as_expr(o), self.expr), self.ctx)
+
+    return method
+
+
+def _cmp(op):
+    def method(self, o):
+        if not is_size(o):
+            return NotImplemented
+        return SymBool(op, self.expr, as_expr(o), self.ctx)
+
+    return method
 
 
 class SymSize:
@@ -283,48 +263,26 @@ class SymSize:
 
     @property
     def hint(self) -> int:
-        return self.expr.eval()
+        return self.ctx.vars.hint(self.expr)
 
-    def _bin(self, other, fn, rev=False):
-        if not is_size(other):
-            if isinstance(other, float):
-                return fn(float(other), float(self)) if rev else fn(float(self), float(other))
-            return NotImplemented
-        a, b = self.expr, as_expr(other)
-        if rev:
-            a, b = b, a
-        return SymSize.wrap(fn(a, b), self.ctx)
+    __add__, __radd__ = _sym(operator.add), _rsym(operator.add)
+    __sub__, __rsub__ = _sym(operator.sub), _rsym(operator.sub)
+    __mul__, __rmul__ = _sym(operator.mul), _rsym(operator.mul)
+    __floordiv__, __rfloordiv__ = _sym(operator.floordiv), _rsym(operator.floordiv)
+    __mod__, __rmod__ = _sym(operator.mod), _rsym(operator.mod)
+    __eq__, __ne__, __lt__, __le__, __gt__, __ge__ = (_cmp(o) for o in ("==", "!=", "<", "<=", ">", ">="))
 
-    def __add__(self, o): return self._bin(o, Expr.add)
-    def __radd__(self, o): return self._bin(o, Expr.add, True)
-    def __sub__(self, o): return self._bin(o, Expr.sub)
-    def __rsub__(self, o): return self._bin(o, Expr.sub, True)
-    def __mul__(self, o): return self._bin(o, Expr.mul)
-    def __rmul__(self, o): return self._bin(o, Expr.mul, True)
-    def __floordiv__(self, o): return self._bin(o, Expr.floordiv)
-    def __rfloordiv__(self, o): return self._bin(o, Expr.floordiv, True)
-    def __mod__(self, o): return self._bin(o, Expr.mod)
-    def __rmod__(self, o): return self._bin(o, Expr.mod, True)
-    def __neg__(self): return SymSize.wrap(self.expr.mul(Expr.const(-1)), self.ctx)
-    def __pos__(self): return self
+    def __neg__(self):
+        return SymSize.wrap(-self.expr, self.ctx)
+
+    def __pos__(self):
+        return self
 
     def __truediv__(self, o):
         return float(self) / float(o)
 
     def __rtruediv__(self, o):
         return float(o) / float(self)
-
-    def _cmp(self, other, op):
-        if not is_size(other):
-            return NotImplemented
-        return SymBool(op, self.expr, as_expr(other), self.ctx)
-
-    def __eq__(self, o): return self._cmp(o, "==")
-    def __ne__(self, o): return self._cmp(o, "!=")
-    def __lt__(self, o): return self._cmp(o, "<")
-    def __le__(self, o): return self._cmp(o, "<=")
-    def __gt__(self, o): return self._cmp(o, ">")
-    def __ge__(self, o): return self._cmp(o, ">=")
 
     def __hash__(self) -> int:
         return hash(self.expr)
@@ -339,14 +297,9 @@ class SymSize:
         return float(self.ctx.specialise(self.expr, reason="float"))
 
     def __bool__(self) -> bool:
-        return self.ctx.guard(self.expr, "!=", Expr.const(0), reason="bool")
+        return self.ctx.guard(self.expr, "!=", const(0), reason="bool")
 
     def __repr__(self) -> str:
-        return f"SymSize({self.expr}, hint={self.hint})"
+        return f"SymSize({self.ctx.vars.text(self.expr)}, hint={self.hint})"
 
     __str__ = __repr__
-
-
-def compare(lhs: Expr, op: str, rhs: Expr) -> bool:
-    """Evaluate ``lhs op rhs`` on the current sizes."""
-    return _CMP[op](lhs.eval(), rhs.eval())

@@ -3,20 +3,42 @@
 Not a ``torch.Tensor`` subclass: a plain class with the tensor surface
 (methods, operators, ``shape`` as :class:`~.symbolic.SymSize`) and a
 ``__torch_function__`` hook, so ``torch.xxx(lazy, ...)`` and
-``torch.nn.functional.xxx(lazy, ...)`` reach the op table in :mod:`.ops`.
+``torch.nn.functional.xxx(lazy, ...)`` reach the op registry in :mod:`.ops`.
 Materialisation (``numpy()``, ``tolist()``, ``item()``, printing, ``bool()``,
 ``float()``, ``cpu()``, ``sync()``) compiles the pending graph and runs it.
+
+The Python operators are defined here, from :data:`OPERATORS`; the tensor
+methods are the registry's (:func:`install_methods`, called once by
+:mod:`.ops`).
 """
 
 from __future__ import annotations
 
+import math
+
 import torch
 
+from backends import sizes
+
 from .ir import Node
-from .symbolic import Expr, SymSize
+from .symbolic import SymSize
 
 OPS: dict = {}  # torch function / method name -> implementation (filled by .ops)
 F_OPS: dict = {}  # torch.nn.functional name -> implementation (filled by .ops)
+
+# Python operator -> (op name in OPS, operands swapped); the reflected forms
+# serve ``2 - x`` and torch's ``Tensor.__rsub__`` met by ``__torch_function__``.
+_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "floordiv": "floor_divide",
+           "mod": "remainder", "pow": "pow", "matmul": "matmul", "and": "bitwise_and", "or": "bitwise_or",
+           "xor": "bitwise_xor"}
+OPERATORS = {
+    **{f"__{d}__": (n, False) for d, n in _BINARY.items()},
+    **{f"__r{d}__": (n, True) for d, n in _BINARY.items()},
+    **{f"__{d}__": (d, False) for d in ("eq", "ne", "lt", "le", "gt", "ge")},
+    **{f"__i{d}__": (n + "_", False) for d, n in _BINARY.items() if d in ("add", "sub", "mul", "truediv")},
+    "__neg__": ("neg", False), "__abs__": ("abs", False), "__invert__": ("bitwise_not", False),
+    "__getitem__": ("__getitem__", False), "__setitem__": ("__setitem__", False),
+}
 
 
 class Unsupported(NotImplementedError):
@@ -54,10 +76,7 @@ class LazyTensor:
         return self.ndim
 
     def numel(self):
-        n = Expr.const(1)
-        for e in self.node.shape:
-            n = n.mul(e)
-        return SymSize.wrap(n, self.ctx)
+        return SymSize.wrap(math.prod(self.node.shape, start=sizes.const(1)), self.ctx)
 
     def __len__(self) -> int:
         if not self.node.shape:
@@ -125,6 +144,17 @@ class LazyTensor:
     def __iter__(self):
         return iter(OPS["unbind"](self, 0))
 
+    def __pos__(self):
+        return self
+
+    @property
+    def T(self):
+        return OPS["permute"](self, list(range(self.ndim))[::-1])
+
+    @property
+    def mT(self):
+        return OPS["transpose"](self, -2, -1)
+
     __hash__ = object.__hash__
 
     # -- torch function hook ----------------------------------------------
@@ -135,17 +165,36 @@ class LazyTensor:
         if getattr(func, "__module__", None) == "torch.nn.functional" and name in F_OPS:
             return F_OPS[name](*args, **kwargs)
         impl = OPS.get(name)
-        if impl is None and name.startswith("__r") and name[3:-2] in _REFLECTED:
-            a, b = args[0], args[1]
-            return OPS[_REFLECTED[name[3:-2]]](b, a)
+        if impl is None and name in OPERATORS:
+            op, swap = OPERATORS[name]
+            impl = OPS[op]
+            if swap:
+                args = (args[1], args[0]) + tuple(args[2:])
         if impl is None:
             raise Unsupported(f"lazy: torch function {name!r} is not supported by the lazy path")
         return impl(*args, **kwargs)
 
 
-_REFLECTED = {"add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "floordiv": "floor_divide",
-              "mod": "remainder", "pow": "pow", "matmul": "matmul", "and": "bitwise_and",
-              "or": "bitwise_or", "xor": "bitwise_xor"}
+def _operator(op: str, swap: bool):
+    if swap:
+        def method(self, other):
+            return OPS[op](other, self)
+    else:
+        def method(self, *args):
+            return OPS[op](self, *args)
+    return method
+
+
+for _name, (_op, _swap) in OPERATORS.items():
+    setattr(LazyTensor, _name, _operator(_op, _swap))
+
+
+def install_methods(methods: dict) -> None:
+    """Make each registered method (``name -> implementation``) a method of
+    :class:`LazyTensor`, unless the class defines it (metadata, operators)."""
+    for name, fn in methods.items():
+        if not hasattr(LazyTensor, name):
+            setattr(LazyTensor, name, fn)
 
 
 def ctx_of(*objs):

@@ -366,6 +366,8 @@ def mod(n, d) -> Expr:
         _, n = _split(n, dm, dc)
         if not n.terms:
             return ZERO
+        if n.is_const and d.is_const:  # (2*a + 1) % 2 == 1
+            return const(n.value % d.value)
         if d.is_const:
             inner = n.single_atom()
             if (inner is not None and inner.kind == "mod" and inner.args[1].is_const

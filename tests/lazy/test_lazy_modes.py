@@ -1,6 +1,8 @@
 """Exact compile counts per mode, bounds, guards and recompilation, and the
 harness backend on the catalogue."""
 
+import gc
+
 import numpy as np
 import pytest
 import torch
@@ -38,9 +40,11 @@ def test_static_compiles_once_per_shape_unbounded_once():
 
 def test_static_graph_holds_constants():
     f = L.jit(expand_over_batch, mode="static")
-    text = f.dump(torch.zeros(3, 3, 2, 2), torch.ones(1, 1, 4))
+    x, emb = torch.zeros(3, 3, 2, 2), torch.randn(1, 1, 4)
+    text = f.dump(x, emb)
     # x is no input at all: only its (constant) size was used
     assert "sym_size" not in text and "%1 = expand(%0, [6, -1, -1]) : f32[6, 1, 4]" in text
+    assert torch.equal(f(x, emb), expand_over_batch(x, emb))  # the dumped program, against eager torch
 
 
 def test_bounded_one_compile_and_bound_error():
@@ -71,6 +75,26 @@ def test_guard_recorded_and_violation_recompiles():
     assert [str(g) for g in f.guards] == ["n > 4 is False (bool)"]
     f(torch.ones(2, 2))
     assert f.ctx.compiles() == 2
+
+
+def test_a_step_leaves_no_cyclic_garbage():
+    """Each step's graph, nodes and tensors are freed by refcounting when the
+    step ends (no collector pauses in a loop of steps)."""
+    f = L.jit(expand_over_batch, dims=[{0: "b"}, {}])
+    emb = torch.randn(1, 1, 4)
+    for b in (2, 3):
+        f(torch.zeros(b, 3, 2, 2), emb)
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        for b in (4, 5, 6):
+            assert torch.equal(f(torch.zeros(b, 3, 2, 2), emb), emb.expand(2 * b, 1, 4))
+        gc.collect()
+        garbage = sorted({type(o).__name__ for o in gc.garbage})
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert garbage == [] and f.ctx.compiles() == 1
 
 
 def _reasons(mode="unbounded"):
@@ -226,3 +250,4 @@ def test_catalogue_expand_dump():
     text = f.dump(x, emb)
     assert "%2 = sym_size(%0, 0) : int" in text and "%3 = mul(%2, 2) : int  # 2*s0_0" in text
     assert "%4 = expand(%1, [%3, -1, -1]) : f32[2*s0_0, 1, 768]" in text
+    assert torch.equal(f(x, emb), case.torch_fn()(x, emb))  # the dumped program, against eager torch

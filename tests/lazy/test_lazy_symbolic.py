@@ -1,38 +1,46 @@
-"""The size algebra: normal forms, folding, and guards on forced values."""
+"""Sizes on the lazy path: input dims as variables of the size algebra
+(``backends.sizes``; the algebra itself is tested in tests/sizes), their
+hints, and guards on forced values."""
 
 import pytest
 import torch
 
 import backends.lazy as L
-from backends.lazy.symbolic import Expr
+from backends import sizes
 
 
-def _vars(*sizes):
+def _vars(*dims):
     ctx = L.LazyContext()
-    x = ctx.input(torch.zeros(*sizes))
+    x = ctx.input(torch.zeros(*dims))
     return ctx, [e for e in x.node.shape]
 
 
-def test_equal_structures_hash_equal():
-    _, (a, b) = _vars(3, 4)
-    two = Expr.const(2)
-    e1 = a.mul(two).add(b).add(Expr.const(1))
-    e2 = Expr.const(1).add(b).add(two.mul(a))
-    assert e1 == e2 and hash(e1) == hash(e2) and e1.key == e2.key
-    assert a.add(b).sub(b) == a
-    assert a.mul(b).sub(b.mul(a)) == Expr.const(0)
+def test_input_dims_are_size_variables_with_hints():
+    ctx, (a, b) = _vars(3, 4)
+    assert isinstance(a, sizes.Expr) and L.Expr is sizes.Expr
+    assert a.vars == {ctx.vars[sizes.emit.parse(str(a)).single_atom().name].sym}
+    e1 = a * 2 + b + 1
+    assert e1 == 1 + b + 2 * a and hash(e1) == hash(1 + b + 2 * a)
+    assert a + b - b == a and a * b - b * a == 0
+    assert sizes.evaluate(e1, ctx.vars.hints) == 11
+    named = L.LazyContext()
+    x, y = named.input(torch.zeros(5), {0: "n"}), named.input(torch.zeros(5), {0: "n"})
+    assert x.node.shape == y.node.shape  # one variable for one name
+    assert str(x.shape[0] * 2) == "SymSize(2*n, hint=10)"  # shown with the user's name
+    with pytest.raises(ValueError, match="dim n is 5 in one input and 6"):
+        named.input(torch.zeros(6), {0: "n"})
 
 
-def test_floordiv_and_mod_fold():
-    _, (a, b) = _vars(6, 4)
-    assert a.mul(Expr.const(4)).floordiv(Expr.const(2)) == a.mul(Expr.const(2))
-    assert a.mul(b).floordiv(b) == a
-    odd = a.mul(Expr.const(2)).add(Expr.const(1))
-    assert odd.floordiv(Expr.const(2)) == a  # (2a + 1) // 2 == a
-    assert odd.mod(Expr.const(2)) == Expr.const(1)
-    opaque = a.floordiv(Expr.const(4))
-    assert not opaque.is_const and opaque.eval() == 1
-    assert a.mod(b).eval() == 2
+def test_floordiv_and_mod_fold_and_evaluate_on_hints():
+    ctx, (a, b) = _vars(6, 4)
+    hint = ctx.vars.hint
+    assert (a * 4) // 2 == a * 2
+    assert (a * b) // b == a
+    odd = a * 2 + 1
+    assert odd // 2 == a and odd % 2 == 1  # (2a + 1) // 2 == a
+    opaque = a // 4
+    assert not opaque.is_const and hint(opaque) == 1
+    assert hint(a % b) == 2 and hint(odd) == 13
 
 
 def test_symsize_arithmetic_stays_symbolic():

@@ -147,6 +147,8 @@ def test_ring_laws_hold_structurally(x, y, z):
     ("(a + b) % (a + b)", "0"),
     ("(6*a + b + 7) // 3", "2*a + 2 + (b + 1) // 3"),
     ("(6*a + b + 7) % 3", "(b + 1) % 3"),
+    ("(6*a + 7) % 3", "1"),  # the remainder left is a constant: folded
+    ("(2*a + 1) % 2", "1"),
     ("(-a) // 2", "a // 2 - a"),
     ("a // -3", "(-a) // 3"),
     ("a % -3", "-((-a) % 3)"),

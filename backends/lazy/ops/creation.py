@@ -1,0 +1,109 @@
+"""Creation ops whose sizes may be symbolic: ``torch.zeros(x.shape[0], 4)``
+(reached through ``runtime.tracing()`` as ``lazy_zeros``), ``*_like``,
+``new_*``, ``arange``, ``eye``."""
+
+from __future__ import annotations
+
+import torch
+
+from ..symbolic import as_expr, is_size
+from ..tensor import OPS, Unsupported
+from .registry import ctx_for, lazy_op, record
+from .rules import ZERO, clamp, size_list
+
+_DROP = ("device", "layout", "pin_memory", "requires_grad", "memory_format", "generator")
+
+
+def _create(name, default_fill=None):
+    def impl(*size, fill_value=None, dtype=None, _ctx_=None, **kwargs):
+        for k in _DROP:
+            kwargs.pop(k, None)
+        if kwargs:
+            raise Unsupported(f"lazy: {name} with {sorted(kwargs)}")
+        if name == "full":
+            (size, fill_value) = (size[0], size[1]) if len(size) == 2 else (size[0], fill_value)
+            size = (size,)
+        sizes_ = [as_expr(s) for s in size_list(size)]
+        ctx = _ctx_ or ctx_for(size)
+        if dtype is None:
+            fv = fill_value if name == "full" else default_fill
+            dtype = torch.bool if isinstance(fv, bool) else torch.int64 if isinstance(fv, int) and name == "full" \
+                else torch.get_default_dtype()
+        args = (tuple(sizes_), fill_value) if name == "full" else (tuple(sizes_),)
+        return record(ctx, name, args, {"dtype": dtype}, sizes_, dtype)
+
+    impl.__name__ = name
+    return impl
+
+
+CREATE = {"zeros": 0.0, "ones": 1.0, "empty": 0.0, "full": None}
+for _n, _fill in CREATE.items():
+    lazy_op("lazy_" + _n, method=False, lowers={_n: getattr(torch, _n)})(_create(_n, _fill))
+
+
+def _like(name):
+    base = name[:-5]
+
+    def impl(x, *args, dtype=None, **kwargs):
+        for k in _DROP:
+            kwargs.pop(k, None)
+        dtype = dtype or x.dtype
+        fill = (args[0] if args else kwargs.pop("fill_value")) if base == "full" else None
+        if base == "full":
+            return record(x.ctx, "full", (x.node.shape, fill), {"dtype": dtype}, x.node.shape, dtype)
+        return record(x.ctx, base, (x.node.shape,), {"dtype": dtype}, x.node.shape, dtype)
+
+    impl.__name__ = name
+    return impl
+
+
+for _n in ("zeros_like", "ones_like", "empty_like", "full_like"):
+    lazy_op(_n, method=False)(_like(_n))
+
+
+def _new(name):
+    base = name[4:]
+
+    def impl(x, *args, dtype=None, **kwargs):
+        for k in _DROP:
+            kwargs.pop(k, None)
+        if base == "full":
+            return OPS["lazy_full"](args[0], args[1] if len(args) > 1 else kwargs["fill_value"], dtype=dtype or x.dtype,
+                                    _ctx_=x.ctx)
+        sizes_ = [as_expr(s) for s in size_list(args)]
+        dt = dtype or x.dtype
+        return record(x.ctx, base, (tuple(sizes_),), {"dtype": dt}, sizes_, dt)
+
+    impl.__name__ = name
+    return impl
+
+
+for _n in ("new_zeros", "new_ones", "new_empty", "new_full"):
+    lazy_op(_n)(_new(_n))
+
+
+@lazy_op("lazy_arange", method=False, lowers={"arange": torch.arange})
+def lazy_arange(*args, dtype=None, **kwargs):
+    for k in _DROP:
+        kwargs.pop(k, None)
+    start, end, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) > 2 else 1)
+    start, end, step = kwargs.pop("start", start), kwargs.pop("end", end), kwargs.pop("step", step)
+    ctx = ctx_for(start, end, step)
+    if not all(is_size(v) for v in (start, end, step)):
+        raise Unsupported("lazy: arange with float bounds and symbolic sizes")
+    st = as_expr(step)
+    if not (st.is_const and st.value > 0):
+        raise Unsupported("lazy: arange with a non-constant or negative step")
+    span = as_expr(end) - as_expr(start)
+    span = clamp(ctx, span, ZERO, span)
+    n = span if st.value == 1 else (span + (st.value - 1)) // st
+    dt = dtype or torch.int64
+    return record(ctx, "arange", (start, end, step), {"dtype": dt}, (n,), dt)
+
+
+@lazy_op("lazy_eye", method=False, lowers={"eye": torch.eye})
+def lazy_eye(n, m=None, dtype=None, **kwargs):
+    ctx = ctx_for(n, m)
+    m = n if m is None else m
+    dt = dtype or torch.get_default_dtype()
+    return record(ctx, "eye", (n, m), {"dtype": dt}, (as_expr(n), as_expr(m)), dt)

@@ -1,0 +1,184 @@
+"""Elementwise ops: arithmetic and comparisons (with Python-scalar operands),
+unary math and activations, ``where``, softmax, dtype conversion, closeness."""
+
+from __future__ import annotations
+
+import operator
+
+import torch
+import torch.nn.functional as F
+
+from ..tensor import LazyTensor, Unsupported
+from .registry import ctx_for, lazy_op, record
+from .rules import broadcast, float_of, int_sum_dtype, is_tensor, promote, shape_of
+
+# Python's operator for each binary op: ``2 - x`` records ``py_sub(2, x)``
+PYOPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
+         "floor_divide": operator.floordiv, "remainder": operator.mod, "pow": operator.pow,
+         "eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
+         "ge": operator.ge, "bitwise_and": operator.and_, "bitwise_or": operator.or_, "bitwise_xor": operator.xor}
+COMPARE = ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor")
+# op -> its other torch names
+BINARY = {"add": (), "sub": ("subtract",), "mul": ("multiply",), "div": ("true_divide", "divide"),
+          "floor_divide": (), "remainder": (), "fmod": (), "pow": (), "maximum": (), "minimum": (), "atan2": (),
+          "bitwise_and": (), "bitwise_or": (), "bitwise_xor": (), "gt": ("greater",), "lt": ("less",),
+          **{n: () for n in COMPARE if n not in ("gt", "lt")}}
+
+
+def _binary(name):
+    def impl(a, b, **kwargs):
+        ctx = ctx_for(a, b)
+        shape = broadcast(ctx, *(shape_of(x) for x in (a, b) if is_tensor(x)))
+        if name in COMPARE:
+            dt = torch.bool
+        else:
+            dt = promote(a, b)
+            if name == "div" and kwargs.get("rounding_mode") is None:
+                dt = float_of(dt)
+        if not is_tensor(a):  # reflected: ``2 - x`` runs as operator.sub(2, x)
+            if kwargs:
+                raise Unsupported(f"lazy: {name} with a scalar first operand and {kwargs}")
+            return record(ctx, "py_" + name, (a, b), {}, shape, dt)
+        return record(ctx, name, (a, b), kwargs, shape, dt)
+
+    impl.__name__ = name
+    return impl
+
+
+for _n, _aliases in BINARY.items():
+    _lowers = {_n: getattr(torch, _n), **({"py_" + _n: PYOPS[_n]} if _n in PYOPS else {})}
+    lazy_op(_n, *_aliases, lowers=_lowers)(_binary(_n))
+
+
+@lazy_op("where", lowers=torch.where)
+def where(cond, a=None, b=None):
+    if a is None:
+        raise Unsupported("lazy: torch.where(cond) has a data-dependent output size")
+    ctx = ctx_for(cond, a, b)
+    shape = broadcast(ctx, *(shape_of(x) for x in (cond, a, b) if is_tensor(x)))
+    return record(ctx, "where", (cond, a, b), {}, shape, promote(*(x for x in (a, b))))
+
+
+# unary: name -> (runtime target, dtype rule)
+_SAME, _FLOAT, _BOOL = "same", "float", "bool"
+UNARY = {
+    **{n: (getattr(torch, n), _SAME) for n in ("neg", "abs", "relu", "sign", "floor", "ceil", "round", "trunc",
+                                              "square", "clone", "logical_not", "bitwise_not")},
+    **{n: (getattr(torch, n), _FLOAT) for n in ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt",
+                                               "rsqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
+                                               "cosh", "tanh", "sigmoid", "erf", "erfc", "reciprocal")},
+    **{n: (getattr(torch, n), _BOOL) for n in ("isnan", "isinf", "isfinite")},
+    **{n: (getattr(F, n), _FLOAT) for n in ("gelu", "silu", "softplus", "elu", "leaky_relu", "relu6",
+                                           "hardtanh", "mish", "logsigmoid", "selu", "celu", "softsign")},
+    "contiguous": (torch.Tensor.contiguous, _SAME), "detach": (torch.Tensor.detach, _SAME),
+    "nan_to_num": (torch.nan_to_num, _SAME),
+    "clamp": (torch.clamp, _SAME), "clip": (torch.clip, _SAME),
+    "clamp_min": (torch.clamp_min, _SAME), "clamp_max": (torch.clamp_max, _SAME),
+    "tril": (torch.tril, _SAME), "triu": (torch.triu, _SAME), "flip": (torch.flip, _SAME),
+    "roll": (torch.roll, _SAME), "cumsum": (torch.cumsum, "sum"), "cumprod": (torch.cumprod, "sum"),
+    "layer_norm": (F.layer_norm, _SAME), "normalize": (F.normalize, _SAME),
+    "dropout": (F.dropout, _SAME),
+}
+# those torch.nn.functional also has: ``F.relu(x, inplace=False)`` records ``F.relu``
+_UNARY_F = ("relu", "gelu", "silu", "softplus", "elu", "leaky_relu", "relu6", "hardtanh", "mish", "logsigmoid",
+            "selu", "celu", "softsign", "sigmoid", "tanh", "layer_norm", "normalize", "dropout")
+
+
+def _unary(name, rule, opname=None):
+    def impl(x, *args, **kwargs):
+        ctx = ctx_for(x)
+        if name == "dropout" and (kwargs.get("training", args[1] if len(args) > 1 else True)):
+            if kwargs.get("p", args[0] if args else 0.5) != 0:
+                raise Unsupported("lazy: dropout in training mode is random")
+        dt = x.dtype
+        if rule == _FLOAT:
+            dt = float_of(dt)
+        elif rule == _BOOL:
+            dt = torch.bool
+        elif rule == "sum":
+            given = kwargs.get("dtype", args[1] if len(args) > 1 else None)
+            dt = given if isinstance(given, torch.dtype) else int_sum_dtype(dt)
+        elif name.startswith("clamp") or name == "clip":
+            dt = promote(x, *[a for a in list(args) + list(kwargs.values()) if a is not None])
+        return record(ctx, opname or name, (x,) + args, kwargs, x.node.shape, dt)
+
+    impl.__name__ = name
+    return impl
+
+
+for _n, (_t, _r) in UNARY.items():
+    lazy_op(_n, lowers=_t)(_unary(_n, _r))
+    if _n in _UNARY_F:
+        lazy_op(fnames=(_n,), lowers={"F." + _n: getattr(F, _n)})(_unary(_n, _r, "F." + _n))
+
+
+def _softmax(name):
+    def impl(x, dim=None, _stacklevel=3, dtype=None):
+        if dim is None:
+            raise Unsupported(f"lazy: {name} without dim")
+        kwargs = {} if dtype is None else {"dtype": dtype}
+        return record(x.ctx, name, (x, dim), kwargs, x.node.shape, dtype or x.dtype)
+
+    impl.__name__ = name
+    return impl
+
+
+for _n in ("softmax", "log_softmax"):
+    lazy_op(_n, fnames=(_n,), lowers=getattr(torch, _n))(_softmax(_n))
+
+
+# ---------------------------------------------------------------------------
+# dtype conversion
+# ---------------------------------------------------------------------------
+@lazy_op("to", "type", lowers=torch.Tensor.to)
+def to(x, *args, **kwargs):
+    dtype = kwargs.get("dtype")
+    for a in args:
+        if isinstance(a, torch.dtype):
+            dtype = a
+        elif isinstance(a, (str, torch.device)) and str(a) != "cpu" and not str(a).startswith("cpu"):
+            raise Unsupported(f"lazy: .to({a!r}): only the CPU device runs the lazy path")
+        elif is_tensor(a):
+            dtype = a.dtype
+    if dtype is None:
+        if any(str(a).startswith("cpu") for a in list(args) + [kwargs.get("device")] if a is not None):
+            return x.value()  # .to("cpu") transfers: materialises
+        return x
+    if dtype == x.dtype:
+        return x
+    return record(ctx_for(x), "to", (x, dtype), {}, x.node.shape, dtype)
+
+
+def _cast(dtype):
+    return lambda x: to(x, dtype)
+
+
+for _n, _dt in [("float", torch.float32), ("double", torch.float64), ("half", torch.float16),
+                ("bfloat16", torch.bfloat16), ("long", torch.int64), ("int", torch.int32), ("bool", torch.bool)]:
+    lazy_op(_n, function=False)(_cast(_dt))
+
+
+@lazy_op("type_as")
+def type_as(x, other):
+    return to(x, other.dtype)
+
+
+# ---------------------------------------------------------------------------
+# closeness
+# ---------------------------------------------------------------------------
+def _materialising(name, fn):
+    def impl(*args, **kwargs):
+        vals = [a.value() if isinstance(a, LazyTensor) else a for a in args]
+        return fn(*vals, **kwargs)
+
+    impl.__name__ = name
+    return impl
+
+
+for _n in ("equal", "allclose"):
+    lazy_op(_n)(_materialising(_n, getattr(torch, _n)))
+
+
+@lazy_op("isclose")
+def isclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False):
+    return abs(a - b) <= abs(b) * rtol + atol

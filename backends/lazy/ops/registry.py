@@ -1,0 +1,109 @@
+"""The op registry: one registration per op, and the recording helpers.
+
+    @lazy_op("unsqueeze", lowers=torch.Tensor.unsqueeze)
+    def unsqueeze(x, dim): ...
+
+``lazy_op(*names)`` maps torch functions and Tensor methods named ``names``
+(and ``torch.nn.functional`` functions ``fnames``) to one implementation; the
+implementation records IR nodes whose runtime callables it registers with
+``lowers``. The tables are the coverage list (:func:`covered_ops`):
+
+``OPS``     torch function / method name -> implementation (``__torch_function__``)
+``F_OPS``   ``torch.nn.functional`` name -> implementation
+``METHODS`` Tensor method name -> implementation (``tensor.install_methods``)
+``LOWER``   IR op name -> runtime callable (what ``lower_fx`` calls)
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..ir import Node
+from ..symbolic import SymSize, as_expr
+from ..tensor import F_OPS, OPS, LazyTensor, ctx_of
+
+METHODS: dict = {}
+LOWER: dict = {}
+
+
+class ShapeError(RuntimeError):
+    pass
+
+
+def _put(table: dict, name: str, fn, what: str) -> None:
+    if name in table and table[name] is not fn:
+        raise ValueError(f"duplicate lazy {what} registration for {name!r}")
+    table[name] = fn
+
+
+def lazy_op(*names, lowers=None, method: bool = True, function: bool = True, fnames=()):
+    """Register the decorated implementation under ``names`` (a torch
+    function if ``function``, a :class:`LazyTensor` method if ``method``) and
+    under the ``torch.nn.functional`` names ``fnames``.
+
+    ``lowers``: the runtime callable of the IR op the implementation records,
+    named ``names[0]``, or ``{IR op name: callable}`` when it records others.
+    """
+
+    def deco(fn):
+        for n in names:
+            if function:
+                _put(OPS, n, fn, "function")
+            if method:
+                _put(METHODS, n, fn, "method")
+        for n in fnames:
+            _put(F_OPS, n, fn, "torch.nn.functional")
+        if lowers is not None:
+            for k, target in (lowers.items() if isinstance(lowers, dict) else [(names[0], lowers)]):
+                _put(LOWER, k, target, "lowering")
+        return fn
+
+    return deco
+
+
+def covered_ops() -> dict:
+    """The coverage list: ``{"torch": [...], "methods": [...], "functional": [...], "ir": [...]}``."""
+    return {"torch": sorted(OPS), "methods": sorted(METHODS), "functional": sorted(F_OPS), "ir": sorted(LOWER)}
+
+
+# ---------------------------------------------------------------------------
+# recording
+# ---------------------------------------------------------------------------
+def lift(ctx, obj):
+    """A nested op argument in IR form: lazy tensors -> Nodes, torch tensors ->
+    constant leaves, sizes -> Exprs, ``torch.Size`` -> tuple."""
+    if isinstance(obj, LazyTensor):
+        return obj.node
+    if isinstance(obj, torch.Tensor):
+        return ctx.constant(obj)
+    if isinstance(obj, SymSize):
+        return obj.expr
+    if isinstance(obj, (list, tuple)):
+        t = [lift(ctx, o) for o in obj]
+        return t if isinstance(obj, list) else tuple(t)
+    if isinstance(obj, slice):
+        return slice(lift(ctx, obj.start), lift(ctx, obj.stop), lift(ctx, obj.step))
+    if isinstance(obj, dict):
+        return {k: lift(ctx, v) for k, v in obj.items()}
+    return obj
+
+
+def record(ctx, op, args, kwargs, shape, dtype) -> LazyTensor:
+    """A new lazy tensor: the IR node ``op(*args, **kwargs)`` (``op`` must be in
+    ``LOWER``) with the predicted symbolic ``shape`` and ``dtype``."""
+    assert op in LOWER, op
+    node = Node(op, lift(ctx, tuple(args)), lift(ctx, dict(kwargs)), tuple(as_expr(s) for s in shape), dtype)
+    return LazyTensor(node, ctx)
+
+
+def ctx_for(*args):
+    """The lazy context of the operands (a TypeError when none is lazy)."""
+    ctx = ctx_of(*args)
+    if ctx is None:
+        raise TypeError("no lazy tensor among the operands")
+    return ctx
+
+
+# functions that only need the tensor's metadata (answered without recording)
+for _n in ("numel", "size", "dim", "is_floating_point"):
+    lazy_op(_n, method=False)(getattr(LazyTensor, _n))
