@@ -18,13 +18,12 @@ import time
 import torch
 
 from backends.sizes import Expr
+from cases.model import MODES
 
 from . import passes
 from .ir import IRError, Node
 from .symbolic import SizeVars, SymSize, compare, const, names_of, rename
 from .tensor import OPS, LazyTensor
-
-MODES = ("static", "bounded", "unbounded")
 
 
 class BoundError(ValueError):
