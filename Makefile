@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PYTEST_FLAGS ?= -n 2
 
-.PHONY: setup run test gate bench asv-quick clean
+.PHONY: setup run test lint gate bench asv-quick clean
 
 setup: $(STAMP)
 
@@ -25,8 +25,12 @@ RUN_FLAGS ?= --quick --jobs 2
 run: $(STAMP) xla-env
 	$(PY) -m harness run $(RUN_FLAGS)
 
-test: $(STAMP) xla-env
+test: $(STAMP) xla-env lint
 	$(PY) -m pytest tests/ cases/ $(PYTEST_FLAGS)
+
+# pyflakes rules (unused imports, undefined names): the tree stays clean
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
 
 # the conformance gate alone
 gate: $(STAMP)

@@ -9,7 +9,7 @@ lowered text must contain (``?`` dims / ``#stablehlo.bounds``).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Dict, List, Sequence
 
 import numpy as np
