@@ -1,7 +1,7 @@
 """One tiny adapter per array library: how each primitive is spelled in generated code.
 
 Adapters only produce *source text*; the generated function imports nothing
-else.  Sizes arrive as source text too (``Expr.code()``), read at run time.
+else.  Sizes arrive as source text too (``backends.sizes.source``), read at run time.
 """
 import numpy as _np
 

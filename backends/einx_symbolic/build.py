@@ -2,15 +2,15 @@
 import operator as _operator
 import re
 
+from backends import sizes as sz
+
 from . import codegen as cg
 from .backends import ADAPTERS, namespace
 from .errors import AxisSizeError, SemanticError
 from .expand import expand, leaves
-from .expr import Expr, as_operand
-from .semantics import FAMILY, OUTPUT_AXIS, _names_pos, analyse
+from .semantics import FAMILY, _names_pos, analyse
 from .solve import Check, dim_code, param_code, solve
-from .expr import Sym
-from .tree import Axis, Concat, List, axes, nodes
+from .tree import Axis, Concat, List, axes
 
 COUNT = [0]
 _DIM = re.compile(r"\bd\d+_\d+\b")
@@ -64,14 +64,14 @@ def _analyse_solve(op, desc, fam, ranks, params, static):
         for e in e_in:
             for a in leaves(e):
                 if not a.marked and a.name not in out_names and a.name not in gone:
-                    s = Expr.const(a.value) if a.value is not None else sizes[a.name]
-                    if s.is_const() and s.value() == 1:
+                    s = sz.const(a.value) if a.value is not None else sizes[a.name]
+                    if s == 1:
                         continue
-                    if s.is_const() or a.value is not None:
+                    if s.is_const or a.value is not None:
                         raise SemanticError(desc, f"The input axes {{{a.name!r}}} must appear in the output expression.\n%EXPR%",
                                             _names_pos(ins + outs, {a.name}))
                     gone.append(a.name)
-                    checks.append(Check("one", s, Expr.const(1), a.name, "its size", _names_pos(ins + outs, {a.name})))
+                    checks.append(Check("one", s, sz.const(1), a.name, "its size", _names_pos(ins + outs, {a.name})))
     return e_in, e_out, sizes, checks, params
 
 
@@ -135,7 +135,7 @@ def _simple(desc, fam, ranks, scalars, libs, lib, params):
     sizes, checks = {}, []
     for i, e in enumerate(ins):
         for j, (name, pos) in enumerate(e):
-            v = Sym(dim_code(i, j))
+            v = sz.var(dim_code(i, j))
             s = sizes.get(name)
             if s is None:
                 sizes[name] = v
@@ -181,9 +181,9 @@ def _source(op, desc, fam, lib, ranks, scalars, libs, params, static, e_in, e_ou
     args = [f"t{i}" for i in range(len(ranks))]
     conds = []
     for k, c in enumerate(checks):
-        L, R = c.lhs.code(), c.rhs.code()
-        cond = {"eq": f"{L} != {R}", "one": f"{L} != 1", "nonneg": f"{L} < 0", "div": f"{R} == 0 or {L} % {as_operand(R)} != 0"}[c.kind]
-        conds.append(f"if {cond}: _fail({k}, {L}, {R})")
+        cond = _condition(c)
+        if cond is not None:
+            conds.append(f"if {cond}: _fail({k}, {sz.source(c.lhs)}, {sz.source(c.rhs)})")
     # read only the dims the code uses (the rank is part of the signature, so it needs no run-time check)
     # a tensor whose dims only one check reads: read them there (t0.shape[0] is a postfix expression, safe to substitute)
     used = set(_DIM.findall("\n".join(conds + g.lines + res)))
@@ -223,6 +223,26 @@ def _source(op, desc, fam, lib, ranks, scalars, libs, params, static, e_in, e_ou
     return src, checks
 
 
+def _condition(c):
+    """Python source that is true when check ``c`` fails, or None when it evidently holds."""
+    lhs = sz.source(c.lhs)
+    if c.kind == "eq":
+        return f"{lhs} != {sz.source(c.rhs)}"  # comparisons bind looser than arithmetic: no brackets needed
+    if c.kind == "one":
+        return f"{lhs} != 1"
+    if c.kind == "nonneg":
+        return f"{lhs} < 0"
+    # "div": lhs % rhs != 0, and a zero divisor fails too
+    if c.rhs.is_const:
+        if c.rhs == 0:
+            return "True"
+        zero = []
+    else:
+        zero = [f"{sz.source(c.rhs)} == 0"]
+    rem = c.lhs % c.rhs  # normal form (a symbolic divisor assumed nonzero: the test before it)
+    return " or ".join(zero + ([] if rem == 0 else [f"{sz.source(rem)} != 0"])) or None
+
+
 def _failer(desc, checks):
     """The ``_fail(k, lhs, rhs)`` of generated code: raise the error of ``checks[k]`` for sizes lhs, rhs."""
     def _fail(k, lhs, rhs, _checks=checks, _desc=desc):
@@ -232,12 +252,12 @@ def _failer(desc, checks):
                                 "only axes of size 1 may be dropped).\n%EXPR%", c.pos)
         if c.kind == "div":
             raise AxisSizeError(_desc, f"Failed to determine the size of all axes in the expression under the given constraints: "
-                                f"{c.what} = {c.where} = {lhs} is not divisible by {c.rhs.code()} = {rhs}.\n%EXPR%", c.pos)
+                                f"{c.what} = {c.where} = {lhs} is not divisible by {sz.source(c.rhs)} = {rhs}.\n%EXPR%", c.pos)
         if c.kind == "nonneg":
             raise AxisSizeError(_desc, f"Failed to determine the size of all axes in the expression under the given constraints: "
                                 f"axis {c.what} = {c.where} = {lhs} would be negative.\n%EXPR%", c.pos)
         raise AxisSizeError(_desc, f"Failed to determine the size of all axes in the expression under the given constraints: "
-                            f"{c.what} = {c.lhs.code()} = {lhs}, but {c.where} = {rhs}.\n%EXPR%", c.pos)
+                            f"{c.what} = {sz.source(c.lhs)} = {lhs}, but {c.where} = {rhs}.\n%EXPR%", c.pos)
     return _fail
 
 
@@ -285,7 +305,7 @@ def _family_checks(desc, fam, e_in, e_out):
             raise SemanticError(desc, "The number of coordinates must match the number of axes in brackets in the first input expression.\n%EXPR%",
                                 _pos(allx, [a.name for a in _marked(e_in[0])]))
         if free:
-            extra.append((Concat(caxes) if len(caxes) > 1 else caxes[0], Expr.const(n), "number of marked axes of the 1st input"))
+            extra.append((Concat(caxes) if len(caxes) > 1 else caxes[0], sz.const(n), "number of marked axes of the 1st input"))
     if fam == "argfind":
         mi, mo = _marked(e_in[0]), _marked(e_out[0])
         if len(mo) > 1:
@@ -297,7 +317,7 @@ def _family_checks(desc, fam, e_in, e_out):
             if mo[0].value is not None and mo[0].value != len(mi):
                 raise SemanticError(desc, f"The value of the marked axis in the output expression ({mo[0].value}) must match the number of "
                                     f"marked axes in the input expression ({len(mi)}).\n%EXPR%", _pos(allx, [mo[0].name] + [a.name for a in mi]))
-            extra.append((mo[0], Expr.const(len(mi)), "number of marked input axes"))
+            extra.append((mo[0], sz.const(len(mi)), "number of marked input axes"))
     return extra
 
 

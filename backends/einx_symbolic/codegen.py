@@ -4,11 +4,13 @@ All sizes in the generated code are expressions over ``d{i}_{j}`` (the input
 dims, unpacked from ``t{i}.shape`` at the top) and ``p_*`` (constraints): no
 concrete size is ever baked in.
 """
+import math
+
+from backends import sizes as sz
+
 from .errors import NotSupportedError, SemanticError
 from .expand import leaves
-from .expr import Expr, prod
-from .solve import param_code
-from .tree import Axis, Concat, Flat, List
+from .tree import Axis, Concat, Flat
 
 SCALAR_OP_REDUCE = {"sum", "mean", "var", "std", "prod", "any", "all", "max", "min"}
 
@@ -37,15 +39,16 @@ class Gen:
         if isinstance(d, str):
             return self.sizes[d]
         if isinstance(d, Axis):
-            return Expr.const(d.value) if d.value is not None else self.sizes[d.name]
+            return sz.const(d.value) if d.value is not None else self.sizes[d.name]
         if isinstance(d, Flat):
-            return prod(self.size(c) for c in d.inner.children)
+            return math.prod((self.size(c) for c in d.inner.children), start=sz.const(1))
         if isinstance(d, Concat):
-            return sum((self.size(c) for c in d.children), start=Expr.const(0))
+            return sum((self.size(c) for c in d.children), start=sz.const(0))
         raise AssertionError(d)
 
-    def scode(self, d):
-        return self.size(d).code()
+    def scode(self, d, atomic=False):
+        """Source of the size of ``d``; ``atomic``: safe as an operand of any operator."""
+        return sz.source(self.size(d), atomic=atomic)
 
     # -- layout ------------------------------------------------------------------
     def decompose(self, v, dims, allow_diag=True):
@@ -286,7 +289,8 @@ def gen_argfind(g, op, ins, outs):
         marked = list(range(len(axes) - len(marked), len(axes)))
     msizes = [axes[k] for k in marked]
     if len(marked) > 1:
-        shape = [g.scode(a) for a in axes[:marked[0]]] + [prod(g.size(a) for a in msizes).code()] + [g.scode(a) for a in axes[marked[-1] + 1:]]
+        mtotal = sz.source(math.prod((g.size(a) for a in msizes), start=sz.const(1)))
+        shape = [g.scode(a) for a in axes[:marked[0]]] + [mtotal] + [g.scode(a) for a in axes[marked[-1] + 1:]]
         v = g.emit(ad.reshape(v, shape))
     v = g.emit(ad.call(op, [v], axes=[marked[0]]))
     rest = [a.name for k, a in enumerate(axes) if k not in marked]
@@ -302,7 +306,7 @@ def gen_argfind(g, op, ins, outs):
         else:
             parts = [None] * len(msizes)
             for i in reversed(range(len(msizes))):
-                s = g.scode(msizes[i])
+                s = g.scode(msizes[i], atomic=True)
                 parts[i] = g.emit(f"{v} % {s}")
                 v = g.emit(f"{v} // {s}")
             v = g.emit(ad.stack(parts, k))
@@ -321,9 +325,9 @@ def _coords(g, ins, ncoord_inputs):
             continue
         k = marked[0]
         n = g.size(axes[k])
-        if not n.is_const():
+        if not n.is_const:
             raise NotSupportedError(g.desc, "the coordinate axis length must be known from the expression.\n%EXPR%")
-        for c in range(n.value()):
+        for c in range(n.value):
             idx = ", ".join([":"] * k + [str(c)])
             coords.append((g.emit(f"{v}[{idx}]"), names))
     return coords
@@ -332,7 +336,7 @@ def _coords(g, ins, ncoord_inputs):
 def _ravel(g, tensor_axes, coords, out_names):
     ad = g.ad
     coords = list(coords)
-    full, stride = [], Expr.const(1)
+    stride = sz.const(1)
     strides = []
     for a in reversed(tensor_axes):
         strides.insert(0, stride)
@@ -344,8 +348,8 @@ def _ravel(g, tensor_axes, coords, out_names):
             v, names = coords.pop(0)
         else:
             v, names = g.emit(ad.arange(g.scode(a), like)), [a.name]
-        if not (st.is_const() and st.value() == 1):
-            v = g.emit(f"{v} * {st.code()}")
+        if st != 1:
+            v = g.emit(f"{v} * {sz.source(st, atomic=True)}")
         terms.append(g.align(v, names, out_names, broadcast=False))
     idx = terms[0]
     for t in terms[1:]:
@@ -360,7 +364,7 @@ def gen_get_at(g, ins, outs):
     out = outs[0]
     out_names = _names(leaves(out))
     idx, total = _ravel(g, taxes, coords, out_names)
-    flat = g.emit(ad.reshape(vt, [total.code()]))
+    flat = g.emit(ad.reshape(vt, [sz.source(total)]))
     v = g.emit(ad.flat_take(flat, idx))
     v = g.emit(ad.broadcast_to(v, [g.scode(n) for n in out_names]))
     return [g.compose(v, out.children)]
@@ -378,7 +382,7 @@ def gen_update_at(g, op, ins, outs):
                 inter.append(n)
     idx, total = _ravel(g, taxes, coords, inter)
     upd = g.align(vu, _names(uaxes), inter, broadcast=False)
-    flat = g.emit(ad.reshape(vt, [total.code()]))
+    flat = g.emit(ad.reshape(vt, [sz.source(total)]))
     if ad.name == "torch":
         idx, upd = g.emit(f"torch.broadcast_tensors({idx}, {upd})[0]"), g.emit(f"torch.broadcast_tensors({idx}, {upd})[1]")
         if op == "subtract_at":

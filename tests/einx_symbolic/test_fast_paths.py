@@ -7,15 +7,16 @@ import pytest
 import torch
 
 from backends import einx_symbolic as ex
+from backends import sizes
 from backends.einx_symbolic import build as B
 from backends.einx_symbolic.expand import leaves
 
 
-def _dump(e_in, e_out, sizes, checks):
+def _dump(e_in, e_out, sizes_, checks):
     def ax(e):
         return [(a.name, a.value, a.marked, a.pos) for a in leaves(e)]
-    return ([ax(e) for e in e_in], [ax(e) for e in e_out], {k: v.code() for k, v in sizes.items()},
-            [(c.kind, c.lhs, c.rhs, c.lhs.code(), c.rhs.code(), c.what, c.where, c.pos) for c in checks])
+    return ([ax(e) for e in e_in], [ax(e) for e in e_out], {k: sizes.source(v) for k, v in sizes_.items()},
+            [(c.kind, c.lhs, c.rhs, sizes.source(c.lhs), sizes.source(c.rhs), c.what, c.where, c.pos) for c in checks])
 
 
 def _descs():
