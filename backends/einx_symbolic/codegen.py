@@ -78,30 +78,21 @@ class Gen:
         return [(v, axes)]
 
     def align(self, v, names_in, names_out, broadcast, inline=False):
-        """Drop (size-1) axes not in ``names_out``, permute, insert new axes, optionally broadcast.
+        """Drop (size-1) axes not in ``names_out``, permute, insert new axes (the steps of
+        :func:`layout`), optionally broadcast.
 
         ``inline``: the result is used once, as an operand; without broadcasting it is
         returned as one postfix expression instead of being bound to variables."""
         inline = inline and not broadcast
-        if any(n not in names_out for n in names_in):
-            idx = ", ".join("0" if n not in names_out else ":" for n in names_in)
-            v = self.emit(f"{v}[{idx}]", inline)
-            names_in = [n for n in names_in if n in names_out]
-        perm = [names_in.index(n) for n in names_out if n in names_in]
-        if perm != list(range(len(perm))):
-            v = self.emit(self.ad.transpose(v, perm), inline)
-        if len(names_in) < len(names_out):
-            new = [k for k, n in enumerate(names_out) if n not in names_in]
-            if hasattr(self.ad, "unsqueeze") and len(new) <= 2:
-                for k in new:
-                    v = self.emit(self.ad.unsqueeze(v, k), inline)
-            else:
-                idx = [":" if n in names_in else "None" for n in names_out]
-                while idx and idx[-1] == ":":
-                    idx.pop()
-                v = self.emit(f"{v}[{', '.join(idx)}]", inline)
-            if broadcast:
-                v = self.emit(self.ad.broadcast_to(v, [self.scode(n) for n in names_out]))
+        for kind, a in layout(names_in, names_out, hasattr(self.ad, "unsqueeze")):
+            if kind == "perm":
+                v = self.emit(self.ad.transpose(v, a), inline)
+            elif kind == "unsqueeze":
+                v = self.emit(self.ad.unsqueeze(v, a), inline)
+            else:  # "take" or "index"
+                v = self.emit(f"{v}[{', '.join(_INDEX_TEXT.get(i, str(i)) for i in a)}]", inline)
+        if broadcast and any(n not in names_in for n in names_out):
+            v = self.emit(self.ad.broadcast_to(v, [self.scode(n) for n in names_out]))
         return v
 
     def compose(self, v, out_dims):
@@ -113,6 +104,51 @@ class Gen:
         pieces = self.decompose(v, e.children, allow_diag)
         assert len(pieces) == 1
         return pieces[0]
+
+
+_INDEX_TEXT = {None: "None", ":": ":"}
+
+
+def layout(names_in, names_out, unsqueeze):
+    """The steps that bring axes ``names_in`` into the order of ``names_out``, before any broadcast
+    (``Gen.align`` writes them as source, ``closure.py`` applies them):
+
+    ``("take", idx)`` drops the axes not in ``names_out`` (indexing them at 0; they have size 1),
+    ``("perm", perm)`` permutes, ``("unsqueeze", k)`` inserts an axis at ``k`` (``unsqueeze``: the
+    library has it; used for at most two new axes), ``("index", idx)`` inserts the new axes by indexing
+    with ``None``. An ``idx`` holds ``0``, ``":"`` or ``None`` per position (``":"``: every element).
+    """
+    steps = []
+    if any(n not in names_out for n in names_in):
+        steps.append(("take", tuple(":" if n in names_out else 0 for n in names_in)))
+        names_in = [n for n in names_in if n in names_out]
+    perm = [names_in.index(n) for n in names_out if n in names_in]
+    if perm != list(range(len(perm))):
+        steps.append(("perm", tuple(perm)))
+    if len(names_in) < len(names_out):
+        new = [k for k, n in enumerate(names_out) if n not in names_in]
+        if unsqueeze and len(new) <= 2:
+            steps.extend(("unsqueeze", k) for k in new)
+        else:
+            idx = [":" if n in names_in else None for n in names_out]
+            while idx and idx[-1] == ":":
+                idx.pop()
+            steps.append(("index", tuple(idx)))
+    return steps
+
+
+FOLDS = ("add", "multiply", "logaddexp", "logical_and", "logical_or", "maximum", "minimum")
+
+
+def combine(ad, op, nargs, scalar_first=False):
+    """How the elementwise ``op`` combines its ``nargs`` arguments: ``("operator", sym)``
+    folds them with a Python operator (torch's ``+ - * /``: the same aten ops, when the
+    left operand is a tensor), ``("fold", op)`` folds the library's binary op over them
+    (einx folds these; one argument is returned as is), ``("call", op)`` calls it once."""
+    sym = getattr(ad, "binop", {}).get(op)
+    if sym is not None and nargs >= 2 and not scalar_first and (nargs == 2 or op in ("add", "multiply")):
+        return "operator", sym
+    return ("fold" if op in FOLDS else "call"), op
 
 
 def _unflatten(d):
@@ -179,19 +215,13 @@ def gen_elementwise(g, op, ins, outs, scalars):
                 for i, a in enumerate(args)]
     elif len(scalars) == len(ins):
         args[0] = ad.to_array(args[0])
-    sym = getattr(ad, "binop", {}).get(op)
-    if sym is not None and len(args) >= 2 and 0 not in scalars and (len(args) == 2 or op in ("add", "multiply")):
-        # torch: left operand is a tensor, so ``a / b`` is torch.divide(a, b) etc.
-        v = args[0]
-        for a in args[1:]:
-            v = g.emit(f"{v} {sym} {a}")
-    elif op in ("add", "multiply", "logaddexp", "logical_and", "logical_or", "maximum", "minimum"):
-        # einx folds these over their inputs: one input is returned as it is
-        v = args[0]
-        for a in args[1:]:
-            v = g.emit(ad.call(op, [v, a]))
-    else:
+    kind, f = combine(ad, op, len(args), 0 in scalars)
+    if kind == "call":
         v = g.emit(ad.call(op, args))
+    else:
+        v = args[0]
+        for a in args[1:]:
+            v = g.emit(f"{v} {f} {a}" if kind == "operator" else ad.call(op, [v, a]))
     if any(n not in present for n in out_names):
         v = g.emit(ad.broadcast_to(v, [g.scode(n) for n in out_names]))
     return [g.compose(v, out.children)]

@@ -10,17 +10,19 @@ Sizes are expressions of :mod:`backends.sizes` over variables named like the
 locals of the generated code (``d0_1`` for ``t0.shape[1]``, ``p_b`` for the
 constraint ``b``), so ``sizes.source(e)`` is the code that computes ``e``.
 """
+import functools
 import math
 from dataclasses import dataclass
 
 from backends import sizes as sz
 
-from .errors import AxisSizeError
+from .errors import AxisSizeError, SemanticError
 from .tree import Axis, Concat, Flat, List
 
 
 @dataclass
 class Check:
+    """A condition the equations impose on the sizes, checked at run time."""
     kind: str  # "eq" | "div" | "nonneg" | "one"
     lhs: sz.Expr
     rhs: sz.Expr
@@ -29,13 +31,46 @@ class Check:
     pos: list
 
 
+def failer(desc, checks):
+    """``_fail(k, lhs, rhs)``: raise the error of ``checks[k]``, failed with sizes lhs, rhs (generated code and closures call it)."""
+    def _fail(k, lhs, rhs, _checks=checks, _desc=desc):
+        c = _checks[k]
+        if c.kind == "one":
+            raise SemanticError(_desc, f"The input axes {{{c.what!r}}} must appear in the output expression (its size is {lhs}, "
+                                "only axes of size 1 may be dropped).\n%EXPR%", c.pos)
+        if c.kind == "div":
+            raise AxisSizeError(_desc, f"Failed to determine the size of all axes in the expression under the given constraints: "
+                                f"{c.what} = {c.where} = {lhs} is not divisible by {sz.source(c.rhs)} = {rhs}.\n%EXPR%", c.pos)
+        if c.kind == "nonneg":
+            raise AxisSizeError(_desc, f"Failed to determine the size of all axes in the expression under the given constraints: "
+                                f"axis {c.what} = {c.where} = {lhs} would be negative.\n%EXPR%", c.pos)
+        raise AxisSizeError(_desc, f"Failed to determine the size of all axes in the expression under the given constraints: "
+                            f"{c.what} = {sz.source(c.lhs)} = {lhs}, but {c.where} = {rhs}.\n%EXPR%", c.pos)
+    return _fail
+
+
 def dim_code(i, j):
+    """The size variable (and local of generated code) of ``t{i}.shape[j]``."""
     return f"d{i}_{j}"
 
 
+#: the size variable of a name (``dim_code``, ``param_code``); expressions are immutable, so one per name is shared
+size_var = functools.cache(sz.var)
+
+
 def param_code(name, idx=None):
+    """The size variable (and local of generated code) of constraint ``name`` (``name[idx]``)."""
     safe = name.replace(".", "_")
     return f"p_{safe}" if idx is None else f"p_{safe}_{idx}"
+
+
+def dim_index(e):
+    """``(i, j)`` when size ``e`` is exactly the input dim ``t{i}.shape[j]`` (``dim_code(i, j)``), else None."""
+    a = e.single_atom()
+    if a is None or a.kind != "var" or a.name[0] != "d":
+        return None
+    i, _, j = a.name[1:].partition("_")
+    return (int(i), int(j)) if i.isdigit() and j.isdigit() else None
 
 
 class _Solver:
@@ -120,13 +155,13 @@ def solve(desc, exprs_in, exprs_all, params, extra=()):
     pending = []
     for name, shape in params.items():
         if shape is None:
-            pending.append((Axis(name), sz.var(param_code(name)), f"constraint {name}", []))
+            pending.append((Axis(name), size_var(param_code(name)), f"constraint {name}", []))
         else:
             for i in range(shape):
-                pending.append((Axis(f"{name}.{i}"), sz.var(param_code(name, i)), f"constraint {name}[{i}]", []))
+                pending.append((Axis(f"{name}.{i}"), size_var(param_code(name, i)), f"constraint {name}[{i}]", []))
     for i, e in enumerate(exprs_in):
         for j, d in enumerate(e.children):
-            pending.append((d, sz.var(dim_code(i, j)), f"args[{i}].shape[{j}]", list(range(*d.pos)) if d.pos[0] >= 0 else []))
+            pending.append((d, size_var(dim_code(i, j)), f"args[{i}].shape[{j}]", list(range(*d.pos)) if d.pos[0] >= 0 else []))
     for d, v, where in extra:
         pending.append((d, v, where, []))
     # Prefer defining axes from tensor dims that are a single axis (cheapest code)
