@@ -4,13 +4,12 @@
 run time), so a case costs exactly 1 compile however many shapes it sees.
 ``static`` is offered for comparison: it emulates per-shape specialisation
 with one graph per concrete input shape, i.e. one build per novel shape,
-like einx 0.4.3 (a shape seen before finds its graph again). The emulation
-keeps its per-shape graphs itself (``api.build_for``), outside einx_symbolic's
-shared caches.
+like einx 0.4.3 (a shape seen before finds its graph again, process-wide as
+einx's cache is): ``api.specialised`` ops, whose signature includes the input
+shapes, in einx_symbolic's one cache.
 
-Counts are ours: unbounded reads einx_symbolic's log of graphs built through
-its caches (process-wide, baselined; reason: the new signature); static counts
-its own per-shape builds (reason: the new input shapes it keys on).
+Counts are ours, both modes: einx_symbolic's log of graphs built (process-wide,
+baselined), with its reasons (the new signature; static: the new input shapes).
 """
 
 from __future__ import annotations
@@ -41,27 +40,15 @@ class EinxSymbolic(TorchArrays, Backend):
         from backends.einx_symbolic import api
 
         form = case.einx
-        op = getattr(ex, form.op)
+        op = api.specialised(form.op) if mode == "static" else getattr(ex, form.op)
         description, params = form.description, dict(form.params)
 
-        if mode == "static":
-            graphs: dict = {}
-
-            def program(*args):
-                key = tuple(tuple(a.shape) for a in args)
-                run = graphs.get(key)
-                if run is None:
-                    with self.counting(STAGE, f"new input shapes {key}"):
-                        run = graphs[key] = api.build_for(form.op, description, args, params)
-                return run(*args)
-        else:
-
-            def program(*args):
-                return op(description, *args, **params)
+        def program(*args):
+            return op(description, *args, **params)
 
         return program
 
-    # -- compile counting: graphs built through einx_symbolic's caches ---------
+    # -- compile counting: einx_symbolic's log of the graphs it built ----------
     def system_stats(self):
         from backends.einx_symbolic import api
 

@@ -1,46 +1,61 @@
 """Public entry points: einx 0.4.3's call signature, one graph per signature.
 
-Hot path: build a tuple key (op, description, backend, per-argument (class,
-ndim, dtype), parameter kinds, static kwargs), one dict lookup, call the
-generated function.  Sizes never enter the key.
+One cache, :data:`GRAPHS`, holds one :class:`~.build.Graph` per
+:class:`~.recipe.Signature` (built once, logged in :data:`BUILD_LOG`). A call
+finds it by its *key*, what the call site reads in nanoseconds:
+``(op, description, class, ndim, dtype of each argument)`` plus, only when
+the call has any, one element ``(backend, constraint kinds, static op kwargs,
+input shapes)``. A key seen for the first time is resolved to its signature
+(array library, ranks, dtype names, ...) and stored next to it, pointing at
+the same graph: calls that differ only where the signature does not (jax
+arrays and tracers, ``int`` and ``np.int64`` constraints) share one graph.
+
+Sizes never enter a key, except through :func:`specialised`: the static
+mode's emulation of einx 0.4.3's per-shape graphs, where the input shapes
+join the signature (one build per new input shapes, in the same cache).
+
+Hot path: build the key, one dict lookup, call ``graph.fn``.
 """
 import time as _time
 
 import numpy as _np
 
 from .backends import library_of
-from .build import COUNT, build
+from .build import build
 from .errors import CallOperationError, EinxError
+from .recipe import Signature
 from .semantics import FAMILY
 
-_CACHE = {}  # fast key -> entry: (fn, src), or [fn, None, make_src] (source text generated on first use)
-_CANON = {}  # canonical signature -> entry; shared by e.g. jax arrays and jax tracers
+#: call key -> Graph, and Signature -> Graph: the one cache (one Graph per Signature)
+GRAPHS: dict = {}
+#: why each graph was built, one line per build in order (``Signature.reason``), and
+#: the seconds the builds took: what a caller reads to say why and how long it compiled
+BUILD_LOG: list = []
+BUILD_S = [0.0]
 _NO_DTYPE = object()
+_MISS = object()
 
 
 def compile_count():
     """Number of graphs built in this process (one per distinct signature)."""
-    return COUNT[0]
+    return len(BUILD_LOG)
 
 
 def clear_cache():
-    """Forget all generated graphs (the compile counter is not reset)."""
-    _CACHE.clear()
-    _CANON.clear()
+    """Forget all graphs (the build log, and so the compile count, is kept)."""
+    GRAPHS.clear()
 
 
-#: one line per graph built through the caches (a new signature), and their
-#: total build seconds: what a caller reads to say why and how long it compiled
-BUILD_LOG: list = []
-BUILD_S = [0.0]
-
-
-def _src(entry):
-    """The source text of an entry (generated now if the entry was built without it)."""
-    src = entry[1]
-    if src is None:
-        src = entry[1] = entry[2]()
-    return src
+def graph_of(sig):
+    """The graph of signature ``sig``: the cached one, or built now (timed and logged)."""
+    g = GRAPHS.get(sig)
+    if g is None:
+        t0 = _time.perf_counter()
+        g = build(sig)
+        BUILD_S[0] += _time.perf_counter() - t0
+        BUILD_LOG.append(sig.reason())
+        GRAPHS[sig] = g
+    return g
 
 
 def _psig(v):
@@ -76,176 +91,129 @@ def _lib(libs, backend):
     return "numpy"
 
 
-def _signature(op, description, tensors, backend, params, static):
-    """(canonical signature, build arguments) of one call."""
-    libs = [library_of(t) for t in tensors]
-    lib = _lib(libs, backend)
-    ranks = tuple(0 if l == "scalar" else len(t.shape) for t, l in zip(tensors, libs))
-    scalars = frozenset(i for i, l in enumerate(libs) if l == "scalar")
-    pkinds = {k: _psig(v) for k, v in params.items()}
-    canon = (op, description, lib, ranks, scalars, tuple(libs),
-             tuple(str(getattr(t, "dtype", type(t).__name__)) for t in tensors), tuple(sorted(pkinds.items())), static)
-    return canon, (op, description, lib, ranks, scalars, libs, pkinds, dict(static))
+def _shapes(tensors):
+    return tuple(tuple(getattr(t, "shape", ())) for t in tensors)
 
 
-def _describe(canon):
-    op, description, lib, ranks, _, _, dtypes, pkinds, static = canon
-    out = f"{op}({description!r}) on {lib}, ranks {ranks}, dtypes ({', '.join(dtypes)})"
-    if pkinds:
-        out += f", parameters {dict(pkinds)}"
-    if static:
-        out += f", {dict(static)}"
-    return out
+def _signature(op, description, tensors, backend, params, static, specialise):
+    libs = tuple(library_of(t) for t in tensors)
+    return Signature(op, description, _lib(libs, backend), tuple(0 if l == "scalar" else len(t.shape) for t, l in zip(tensors, libs)),
+                     frozenset(i for i, l in enumerate(libs) if l == "scalar"), libs,
+                     tuple(str(getattr(t, "dtype", type(t).__name__)) for t in tensors),
+                     tuple(sorted((k, _psig(v)) for k, v in params.items())), static,
+                     _shapes(tensors) if specialise else None)
 
 
-def _slow(key, op, description, tensors, backend, params, static):
-    canon, args = _signature(op, description, tensors, backend, params, key[-1])
-    entry = _CANON.get(canon)
-    if entry is None:
-        t0 = _time.perf_counter()
-        entry = build(*args)
-        BUILD_S[0] += _time.perf_counter() - t0
-        BUILD_LOG.append("new signature " + _describe(canon))
-        _CANON[canon] = entry
-    _CACHE[key] = entry
-    return entry
-
-
-def build_for(op, description, tensors, kwargs=None):
-    """A graph for this one call, built afresh outside the caches (one build,
-    not in :data:`BUILD_LOG`): returns ``run(*tensors)``, which runs it on
-    arrays of the same signature.
-
-    Used to emulate per-shape specialisation for comparison without touching
-    the shared caches: the caller keeps one ``run`` per shape."""
-    params = dict(kwargs or {})
-    static = ()
-    if FAMILY[op] == "reduce" and params.get("keepdims"):
-        static = (("keepdims", bool(params.pop("keepdims"))),)
-    elif op == "roll":
-        shift = params.pop("shift")
-        static = (("shift", tuple(shift) if isinstance(shift, (list, tuple)) else shift),)
-    _, args = _signature(op, description, tuple(tensors), None, params, static)
-    entry = build(*args)
-
-    def run(*ts):
-        try:
-            return entry[0](*ts, P=params) if params else entry[0](*ts)
-        except EinxError:
-            raise
-        except Exception as e:
-            raise CallOperationError.create(e, _src(entry)) from e
-
-    return run
-
-
-def _entry(op, description, tensors, backend, params, static):
-    """(fn, src) for one call, through ``_call``'s key (used on fast-path misses)."""
-    return _lookup(_key(op, description, tensors, backend, params, static), op, description, tensors, backend, params, static)
-
-
-def _key(op, description, tensors, backend, params, static):
-    key = [op, description, backend]
+def _key(op, description, tensors, backend=None, params=None, static=(), specialise=False):
+    """A call's key (the fast paths in ``_make`` spell the same tuple inline)."""
+    key = [op, description]
     for t in tensors:
-        key.append((t.__class__, getattr(t, "ndim", -1), getattr(t, "dtype", _NO_DTYPE)))
-    if params:
-        key.append(tuple((k, v.__class__, len(v) if isinstance(v, (tuple, list)) else -1) for k, v in params.items()))
-    key.append(static)
+        key += (t.__class__, getattr(t, "ndim", -1), getattr(t, "dtype", _NO_DTYPE))
+    if backend is not None or params or static or specialise:
+        # a constraint's class and its length or shape: everything its kind (``_psig``) depends on
+        pkey = tuple((k, v.__class__, len(v) if isinstance(v, (tuple, list)) else getattr(v, "shape", -1))
+                     for k, v in (params or {}).items())
+        key.append((backend, pkey, static, _shapes(tensors) if specialise else None))
     return tuple(key)
 
 
-def _lookup(key, op, description, tensors, backend, params, static):
-    entry = _CACHE.get(key)
-    if entry is None:
-        entry = _slow(key, op, description, tensors, backend, params, dict(static))
-    return entry
+def _lookup(key, op, description, tensors, backend=None, params=None, static=(), specialise=False):
+    """The graph of a call whose key is not in :data:`GRAPHS` yet (stored there under ``key``)."""
+    g = GRAPHS[key] = graph_of(_signature(op, description, tensors, backend, params or {}, static, specialise))
+    return g
 
 
-def _call(op, description, tensors, backend, graph, params, static=()):
-    entry = _lookup(_key(op, description, tensors, backend, params, static), op, description, tensors, backend, params, static)
-    if graph:
-        return _src(entry)
+def _run(g, tensors, params):
     try:
-        if params:
-            return entry[0](*tensors, P=params)
-        return entry[0](*tensors)
+        return g.fn(*tensors, P=params) if params else g.fn(*tensors)
     except EinxError:
         raise
     except Exception as e:
-        raise CallOperationError.create(e, _src(entry)) from e
+        raise CallOperationError.create(e, g.source) from e
 
 
-_MISS = object()
+def _call(op, description, tensors, backend, graph, params, static=(), specialise=False):
+    key = _key(op, description, tensors, backend, params, static, specialise)
+    g = GRAPHS.get(key)
+    if g is None:
+        g = _lookup(key, op, description, tensors, backend, params, static, specialise)
+    return g.source if graph else _run(g, tensors, params)
 
 
 def _one_array(op, description, tensor):
-    """Fast path of a one-array call with no keywords: a flat key, one lookup.
+    """Fast path of a one-array call with no keywords: the key inline, one lookup.
     ``_MISS`` when ``tensor`` is not an array (no ``ndim``/``dtype``)."""
     try:
         key = (op, description, tensor.__class__, tensor.ndim, tensor.dtype)
     except AttributeError:
         return _MISS
-    entry = _CACHE.get(key)
-    if entry is None:
-        entry = _CACHE[key] = _entry(op, description, (tensor,), None, {}, ())
+    g = GRAPHS.get(key)
+    if g is None:
+        g = _lookup(key, op, description, (tensor,))
     try:
-        return entry[0](tensor)
+        return g.fn(tensor)
     except EinxError:
         raise
     except Exception as e:
-        raise CallOperationError.create(e, _src(entry)) from e
+        raise CallOperationError.create(e, g.source) from e
 
 
-def _make(op):
+def _make(op, specialise=False):
     fam = FAMILY[op]
+    fast = not specialise
 
-    # Fast path (no backend/graph/constraint kwargs, array arguments): a flat key
-    # (op, description, then class, ndim, dtype per argument) in the same active
-    # cache; it carries the same information as ``_call``'s key for such calls.
-    # Arguments without ndim/dtype (Python scalars, ...) take ``_call``.
+    # Fast paths (no backend/graph/constraint kwargs, array arguments): the key of
+    # ``_key`` spelled inline. Arguments without ndim/dtype (Python scalars, ...) take ``_call``.
     if fam == "reduce":
         def f(description, tensor, *, keepdims=None, backend=None, graph=False, **parameters):
-            if backend is None and not graph and not parameters and not keepdims:
+            if backend is None and not graph and not parameters and not keepdims and fast:
                 out = _one_array(op, description, tensor)
                 if out is not _MISS:
                     return out
-            return _call(op, description, (tensor,), backend, graph, parameters, (("keepdims", bool(keepdims)),) if keepdims else ())
+            return _call(op, description, (tensor,), backend, graph, parameters,
+                         (("keepdims", bool(keepdims)),) if keepdims else (), specialise)
     elif fam in ("preserve", "argfind") and op != "roll":
         def f(description, tensor, *, backend=None, graph=False, **parameters):
-            if backend is None and not graph and not parameters:
+            if backend is None and not graph and not parameters and fast:
                 out = _one_array(op, description, tensor)
                 if out is not _MISS:
                     return out
-            return _call(op, description, (tensor,), backend, graph, parameters)
+            return _call(op, description, (tensor,), backend, graph, parameters, (), specialise)
     elif op == "roll":
         def f(description, tensor, *, shift, backend=None, graph=False, **parameters):
             return _call(op, description, (tensor,), backend, graph, parameters,
-                         (("shift", tuple(shift) if isinstance(shift, (list, tuple)) else shift),))
+                         (("shift", tuple(shift) if isinstance(shift, (list, tuple)) else shift),), specialise)
     elif op == "where":
         def f(description, mask, x, y, *, backend=None, graph=False, **parameters):
-            return _call(op, description, (mask, x, y), backend, graph, parameters)
+            return _call(op, description, (mask, x, y), backend, graph, parameters, (), specialise)
     else:
         def f(description, *tensors, backend=None, graph=False, **parameters):
-            if backend is None and not graph and not parameters and len(tensors) == 2:
+            if backend is None and not graph and not parameters and len(tensors) == 2 and fast:
                 a, b = tensors
                 try:
                     key = (op, description, a.__class__, a.ndim, a.dtype, b.__class__, b.ndim, b.dtype)
                 except AttributeError:
                     pass
                 else:
-                    entry = _CACHE.get(key)
-                    if entry is None:
-                        entry = _CACHE[key] = _entry(op, description, tensors, None, {}, ())
+                    g = GRAPHS.get(key)
+                    if g is None:
+                        g = _lookup(key, op, description, tensors)
                     try:
-                        return entry[0](a, b)
+                        return g.fn(a, b)
                     except EinxError:
                         raise
                     except Exception as e:
-                        raise CallOperationError.create(e, _src(entry)) from e
-            return _call(op, description, tensors, backend, graph, parameters)
+                        raise CallOperationError.create(e, g.source) from e
+            return _call(op, description, tensors, backend, graph, parameters, (), specialise)
     f.__name__ = f.__qualname__ = op
     f.__doc__ = f"einx.{op} with graphs built once per signature (see einx 0.4.3 docs for the notation)."
     return f
+
+
+def specialised(op):
+    """``op`` with one graph per input shapes, as einx 0.4.3 caches its graphs: the
+    shapes join the signature (the static mode's emulation, for comparison)."""
+    return _make(op, specialise=True)
 
 
 OPS = {op: _make(op) for op in FAMILY}

@@ -1,7 +1,7 @@
 """One tiny adapter per array library: how each primitive is spelled in generated code.
 
 Adapters only produce *source text*; the generated function imports nothing
-else.  Sizes arrive as source text too (``Expr.code()``), read at run time.
+else.  Sizes arrive as source text too (``backends.sizes.source``), read at run time.
 """
 import numpy as _np
 
@@ -14,6 +14,7 @@ def _tup(xs):
 class Adapter:
     name = None
     module = None  # name the library is bound to in generated code
+    permute = None  # the function that permutes axes (``transpose(v, perm)``)
     ops = {}
     reduce_ops = {}
 
@@ -21,7 +22,7 @@ class Adapter:
         return f"{self.module}.reshape({v}, {_tup(shape)})"
 
     def transpose(self, v, perm):
-        return f"{self.module}.transpose({v}, {_tup(map(str, perm))})"
+        return f"{self.permute}({v}, {_tup(map(str, perm))})"
 
     def broadcast_to(self, v, shape):
         return f"{self.module}.broadcast_to({v}, {_tup(shape)})"
@@ -72,7 +73,7 @@ _ELEMENTWISE = ["add", "subtract", "multiply", "true_divide", "floor_divide", "d
 
 
 class Torch(Adapter):
-    name, module = "torch", "torch"
+    name, module, permute = "torch", "torch", "torch.permute"
     ops = {**{n: f"torch.{n}" for n in _ELEMENTWISE}, "equal": "torch.eq", "not_equal": "torch.ne", "where": "torch.where",
            "sum": "torch.sum({x}, dim={ax})", "mean": "torch.mean({x}, dim={ax})", "var": "torch.var({x}, dim={ax})",
            "std": "torch.std({x}, dim={ax})", "prod": "torch.prod({x}, dim={ax})", "count_nonzero": "torch.count_nonzero({x}, dim={ax})",
@@ -92,9 +93,6 @@ class Torch(Adapter):
     # binary ops spelled as Python operators when the left operand is a tensor
     # (Tensor.__add__ etc. dispatch to the same aten ops as torch.add etc.)
     binop = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "true_divide": "/"}
-
-    def transpose(self, v, perm):
-        return f"torch.permute({v}, {_tup(map(str, perm))})"
 
     def split(self, v, sizes, axis):
         return f"torch.split({v}, [{', '.join(sizes)}], dim={axis})"
@@ -116,7 +114,7 @@ class Torch(Adapter):
 
 
 class Numpy(Adapter):
-    name, module = "numpy", "np"
+    name, module, permute = "numpy", "np", "np.transpose"
     ops = {**{n: f"np.{n}" for n in _ELEMENTWISE}, "where": "np.where", "exp": "np.exp", "log": "np.log", "neg": "np.negative",
            **{n: f"np.{n}({{x}}, axis={{ax}})" for n in ["sum", "mean", "var", "std", "prod", "count_nonzero", "any", "all",
                                                           "max", "min", "argmax", "argmin", "sort", "argsort", "flip"]},
@@ -131,7 +129,7 @@ class Numpy(Adapter):
 
 
 class Jax(Numpy):
-    name, module = "jax", "jnp"
+    name, module, permute = "jax", "jnp", "jnp.transpose"
     ops = {**Numpy.ops, **{k: v.replace("np.", "jnp.") for k, v in Numpy.ops.items()},
            "logsumexp": "jax.nn.logsumexp({x}, axis={ax})", "softmax": "jax.nn.softmax({x}, axis={ax})",
            "log_softmax": "jax.nn.log_softmax({x}, axis={ax})", "detach": "jax.lax.stop_gradient({x})"}

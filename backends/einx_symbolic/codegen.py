@@ -4,11 +4,13 @@ All sizes in the generated code are expressions over ``d{i}_{j}`` (the input
 dims, unpacked from ``t{i}.shape`` at the top) and ``p_*`` (constraints): no
 concrete size is ever baked in.
 """
+import math
+
+from backends import sizes as sz
+
 from .errors import NotSupportedError, SemanticError
 from .expand import leaves
-from .expr import Expr, prod
-from .solve import param_code
-from .tree import Axis, Concat, Flat, List
+from .tree import Axis, Concat, Flat
 
 SCALAR_OP_REDUCE = {"sum", "mean", "var", "std", "prod", "any", "all", "max", "min"}
 
@@ -37,15 +39,16 @@ class Gen:
         if isinstance(d, str):
             return self.sizes[d]
         if isinstance(d, Axis):
-            return Expr.const(d.value) if d.value is not None else self.sizes[d.name]
+            return sz.const(d.value) if d.value is not None else self.sizes[d.name]
         if isinstance(d, Flat):
-            return prod(self.size(c) for c in d.inner.children)
+            return math.prod((self.size(c) for c in d.inner.children), start=sz.const(1))
         if isinstance(d, Concat):
-            return sum((self.size(c) for c in d.children), start=Expr.const(0))
+            return sum((self.size(c) for c in d.children), start=sz.const(0))
         raise AssertionError(d)
 
-    def scode(self, d):
-        return self.size(d).code()
+    def scode(self, d, atomic=False):
+        """Source of the size of ``d``; ``atomic``: safe as an operand of any operator."""
+        return sz.source(self.size(d), atomic=atomic)
 
     # -- layout ------------------------------------------------------------------
     def decompose(self, v, dims, allow_diag=True):
@@ -75,30 +78,21 @@ class Gen:
         return [(v, axes)]
 
     def align(self, v, names_in, names_out, broadcast, inline=False):
-        """Drop (size-1) axes not in ``names_out``, permute, insert new axes, optionally broadcast.
+        """Drop (size-1) axes not in ``names_out``, permute, insert new axes (the steps of
+        :func:`layout`), optionally broadcast.
 
         ``inline``: the result is used once, as an operand; without broadcasting it is
         returned as one postfix expression instead of being bound to variables."""
         inline = inline and not broadcast
-        if any(n not in names_out for n in names_in):
-            idx = ", ".join("0" if n not in names_out else ":" for n in names_in)
-            v = self.emit(f"{v}[{idx}]", inline)
-            names_in = [n for n in names_in if n in names_out]
-        perm = [names_in.index(n) for n in names_out if n in names_in]
-        if perm != list(range(len(perm))):
-            v = self.emit(self.ad.transpose(v, perm), inline)
-        if len(names_in) < len(names_out):
-            new = [k for k, n in enumerate(names_out) if n not in names_in]
-            if hasattr(self.ad, "unsqueeze") and len(new) <= 2:
-                for k in new:
-                    v = self.emit(self.ad.unsqueeze(v, k), inline)
-            else:
-                idx = [":" if n in names_in else "None" for n in names_out]
-                while idx and idx[-1] == ":":
-                    idx.pop()
-                v = self.emit(f"{v}[{', '.join(idx)}]", inline)
-            if broadcast:
-                v = self.emit(self.ad.broadcast_to(v, [self.scode(n) for n in names_out]))
+        for kind, a in layout(names_in, names_out, hasattr(self.ad, "unsqueeze")):
+            if kind == "perm":
+                v = self.emit(self.ad.transpose(v, a), inline)
+            elif kind == "unsqueeze":
+                v = self.emit(self.ad.unsqueeze(v, a), inline)
+            else:  # "take" or "index"
+                v = self.emit(f"{v}[{', '.join(_INDEX_TEXT.get(i, str(i)) for i in a)}]", inline)
+        if broadcast and any(n not in names_in for n in names_out):
+            v = self.emit(self.ad.broadcast_to(v, [self.scode(n) for n in names_out]))
         return v
 
     def compose(self, v, out_dims):
@@ -110,6 +104,51 @@ class Gen:
         pieces = self.decompose(v, e.children, allow_diag)
         assert len(pieces) == 1
         return pieces[0]
+
+
+_INDEX_TEXT = {None: "None", ":": ":"}
+
+
+def layout(names_in, names_out, unsqueeze):
+    """The steps that bring axes ``names_in`` into the order of ``names_out``, before any broadcast
+    (``Gen.align`` writes them as source, ``closure.py`` applies them):
+
+    ``("take", idx)`` drops the axes not in ``names_out`` (indexing them at 0; they have size 1),
+    ``("perm", perm)`` permutes, ``("unsqueeze", k)`` inserts an axis at ``k`` (``unsqueeze``: the
+    library has it; used for at most two new axes), ``("index", idx)`` inserts the new axes by indexing
+    with ``None``. An ``idx`` holds ``0``, ``":"`` or ``None`` per position (``":"``: every element).
+    """
+    steps = []
+    if any(n not in names_out for n in names_in):
+        steps.append(("take", tuple(":" if n in names_out else 0 for n in names_in)))
+        names_in = [n for n in names_in if n in names_out]
+    perm = [names_in.index(n) for n in names_out if n in names_in]
+    if perm != list(range(len(perm))):
+        steps.append(("perm", tuple(perm)))
+    if len(names_in) < len(names_out):
+        new = [k for k, n in enumerate(names_out) if n not in names_in]
+        if unsqueeze and len(new) <= 2:
+            steps.extend(("unsqueeze", k) for k in new)
+        else:
+            idx = [":" if n in names_in else None for n in names_out]
+            while idx and idx[-1] == ":":
+                idx.pop()
+            steps.append(("index", tuple(idx)))
+    return steps
+
+
+FOLDS = ("add", "multiply", "logaddexp", "logical_and", "logical_or", "maximum", "minimum")
+
+
+def combine(ad, op, nargs, scalar_first=False):
+    """How the elementwise ``op`` combines its ``nargs`` arguments: ``("operator", sym)``
+    folds them with a Python operator (torch's ``+ - * /``: the same aten ops, when the
+    left operand is a tensor), ``("fold", op)`` folds the library's binary op over them
+    (einx folds these; one argument is returned as is), ``("call", op)`` calls it once."""
+    sym = getattr(ad, "binop", {}).get(op)
+    if sym is not None and nargs >= 2 and not scalar_first and (nargs == 2 or op in ("add", "multiply")):
+        return "operator", sym
+    return ("fold" if op in FOLDS else "call"), op
 
 
 def _unflatten(d):
@@ -176,19 +215,13 @@ def gen_elementwise(g, op, ins, outs, scalars):
                 for i, a in enumerate(args)]
     elif len(scalars) == len(ins):
         args[0] = ad.to_array(args[0])
-    sym = getattr(ad, "binop", {}).get(op)
-    if sym is not None and len(args) >= 2 and 0 not in scalars and (len(args) == 2 or op in ("add", "multiply")):
-        # torch: left operand is a tensor, so ``a / b`` is torch.divide(a, b) etc.
-        v = args[0]
-        for a in args[1:]:
-            v = g.emit(f"{v} {sym} {a}")
-    elif op in ("add", "multiply", "logaddexp", "logical_and", "logical_or", "maximum", "minimum"):
-        # einx folds these over their inputs: one input is returned as it is
-        v = args[0]
-        for a in args[1:]:
-            v = g.emit(ad.call(op, [v, a]))
-    else:
+    kind, f = combine(ad, op, len(args), 0 in scalars)
+    if kind == "call":
         v = g.emit(ad.call(op, args))
+    else:
+        v = args[0]
+        for a in args[1:]:
+            v = g.emit(f"{v} {f} {a}" if kind == "operator" else ad.call(op, [v, a]))
     if any(n not in present for n in out_names):
         v = g.emit(ad.broadcast_to(v, [g.scode(n) for n in out_names]))
     return [g.compose(v, out.children)]
@@ -286,7 +319,8 @@ def gen_argfind(g, op, ins, outs):
         marked = list(range(len(axes) - len(marked), len(axes)))
     msizes = [axes[k] for k in marked]
     if len(marked) > 1:
-        shape = [g.scode(a) for a in axes[:marked[0]]] + [prod(g.size(a) for a in msizes).code()] + [g.scode(a) for a in axes[marked[-1] + 1:]]
+        mtotal = sz.source(math.prod((g.size(a) for a in msizes), start=sz.const(1)))
+        shape = [g.scode(a) for a in axes[:marked[0]]] + [mtotal] + [g.scode(a) for a in axes[marked[-1] + 1:]]
         v = g.emit(ad.reshape(v, shape))
     v = g.emit(ad.call(op, [v], axes=[marked[0]]))
     rest = [a.name for k, a in enumerate(axes) if k not in marked]
@@ -302,7 +336,7 @@ def gen_argfind(g, op, ins, outs):
         else:
             parts = [None] * len(msizes)
             for i in reversed(range(len(msizes))):
-                s = g.scode(msizes[i])
+                s = g.scode(msizes[i], atomic=True)
                 parts[i] = g.emit(f"{v} % {s}")
                 v = g.emit(f"{v} // {s}")
             v = g.emit(ad.stack(parts, k))
@@ -321,9 +355,9 @@ def _coords(g, ins, ncoord_inputs):
             continue
         k = marked[0]
         n = g.size(axes[k])
-        if not n.is_const():
+        if not n.is_const:
             raise NotSupportedError(g.desc, "the coordinate axis length must be known from the expression.\n%EXPR%")
-        for c in range(n.value()):
+        for c in range(n.value):
             idx = ", ".join([":"] * k + [str(c)])
             coords.append((g.emit(f"{v}[{idx}]"), names))
     return coords
@@ -332,7 +366,7 @@ def _coords(g, ins, ncoord_inputs):
 def _ravel(g, tensor_axes, coords, out_names):
     ad = g.ad
     coords = list(coords)
-    full, stride = [], Expr.const(1)
+    stride = sz.const(1)
     strides = []
     for a in reversed(tensor_axes):
         strides.insert(0, stride)
@@ -344,8 +378,8 @@ def _ravel(g, tensor_axes, coords, out_names):
             v, names = coords.pop(0)
         else:
             v, names = g.emit(ad.arange(g.scode(a), like)), [a.name]
-        if not (st.is_const() and st.value() == 1):
-            v = g.emit(f"{v} * {st.code()}")
+        if st != 1:
+            v = g.emit(f"{v} * {sz.source(st, atomic=True)}")
         terms.append(g.align(v, names, out_names, broadcast=False))
     idx = terms[0]
     for t in terms[1:]:
@@ -360,7 +394,7 @@ def gen_get_at(g, ins, outs):
     out = outs[0]
     out_names = _names(leaves(out))
     idx, total = _ravel(g, taxes, coords, out_names)
-    flat = g.emit(ad.reshape(vt, [total.code()]))
+    flat = g.emit(ad.reshape(vt, [sz.source(total)]))
     v = g.emit(ad.flat_take(flat, idx))
     v = g.emit(ad.broadcast_to(v, [g.scode(n) for n in out_names]))
     return [g.compose(v, out.children)]
@@ -378,7 +412,7 @@ def gen_update_at(g, op, ins, outs):
                 inter.append(n)
     idx, total = _ravel(g, taxes, coords, inter)
     upd = g.align(vu, _names(uaxes), inter, broadcast=False)
-    flat = g.emit(ad.reshape(vt, [total.code()]))
+    flat = g.emit(ad.reshape(vt, [sz.source(total)]))
     if ad.name == "torch":
         idx, upd = g.emit(f"torch.broadcast_tensors({idx}, {upd})[0]"), g.emit(f"torch.broadcast_tensors({idx}, {upd})[1]")
         if op == "subtract_at":

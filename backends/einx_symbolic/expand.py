@@ -6,7 +6,7 @@ each an ``Axis`` (``marked`` if it was in brackets), ``Flat`` (of a ``List``) or
 ``Concat``.  Named-ellipsis axes ``x...`` become ``x.0, x.1, ...``.
 """
 from .errors import AxisSizeError, NotSupportedError, RankError
-from .tree import ANON, Axis, Brackets, Concat, Ell, Flat, List, nodes
+from .tree import Axis, Brackets, Concat, Ell, Flat, List, nodes
 
 
 def _ndim(n):

@@ -5,7 +5,7 @@ Everything here depends on the description (and op family) only.
 """
 from .errors import SemanticError
 from .parse import parse
-from .tree import (Axis, Brackets, Concat, Ell, Flat, List, axes, bracket_axes, copy, el_part, has_brackets,
+from .tree import (Axis, Brackets, Concat, Flat, List, axes, bracket_axes, copy, el_part, has_brackets,
                    is_empty, nodes, remove_brackets)
 
 ELEMENTWISE = ["add", "subtract", "multiply", "true_divide", "floor_divide", "divide", "logical_and", "logical_or", "where",

@@ -5,31 +5,72 @@ constraint equations) and defines each unknown axis from the first equation
 that isolates it.  Every other equation, plus the divisibility / sign side
 conditions of the definitions, becomes a ``Check`` evaluated by the generated
 code at run time -- unless it is a syntactic identity of the normal forms.
+
+Sizes are expressions of :mod:`backends.sizes` over variables named like the
+locals of the generated code (``d0_1`` for ``t0.shape[1]``, ``p_b`` for the
+constraint ``b``), so ``sizes.source(e)`` is the code that computes ``e``.
 """
+import functools
+import math
 from dataclasses import dataclass
 
-from .errors import AxisSizeError
-from .expr import Expr, Sym, prod
+from backends import sizes as sz
+
+from .errors import AxisSizeError, SemanticError
 from .tree import Axis, Concat, Flat, List
 
 
 @dataclass
 class Check:
-    kind: str  # "eq" | "div" | "nonneg"
-    lhs: Expr
-    rhs: Expr
+    """A condition the equations impose on the sizes, checked at run time."""
+    kind: str  # "eq" | "div" | "nonneg" | "one"
+    lhs: sz.Expr
+    rhs: sz.Expr
     what: str  # human description of the left side (axis/expression)
     where: str  # human description of the right side (e.g. args[1].shape[0])
     pos: list
 
 
+def failer(desc, checks):
+    """``_fail(k, lhs, rhs)``: raise the error of ``checks[k]``, failed with sizes lhs, rhs (generated code and closures call it)."""
+    def _fail(k, lhs, rhs, _checks=checks, _desc=desc):
+        c = _checks[k]
+        if c.kind == "one":
+            raise SemanticError(_desc, f"The input axes {{{c.what!r}}} must appear in the output expression (its size is {lhs}, "
+                                "only axes of size 1 may be dropped).\n%EXPR%", c.pos)
+        if c.kind == "div":
+            raise AxisSizeError(_desc, f"Failed to determine the size of all axes in the expression under the given constraints: "
+                                f"{c.what} = {c.where} = {lhs} is not divisible by {sz.source(c.rhs)} = {rhs}.\n%EXPR%", c.pos)
+        if c.kind == "nonneg":
+            raise AxisSizeError(_desc, f"Failed to determine the size of all axes in the expression under the given constraints: "
+                                f"axis {c.what} = {c.where} = {lhs} would be negative.\n%EXPR%", c.pos)
+        raise AxisSizeError(_desc, f"Failed to determine the size of all axes in the expression under the given constraints: "
+                            f"{c.what} = {sz.source(c.lhs)} = {lhs}, but {c.where} = {rhs}.\n%EXPR%", c.pos)
+    return _fail
+
+
 def dim_code(i, j):
+    """The size variable (and local of generated code) of ``t{i}.shape[j]``."""
     return f"d{i}_{j}"
 
 
+#: the size variable of a name (``dim_code``, ``param_code``); expressions are immutable, so one per name is shared
+size_var = functools.cache(sz.var)
+
+
 def param_code(name, idx=None):
+    """The size variable (and local of generated code) of constraint ``name`` (``name[idx]``)."""
     safe = name.replace(".", "_")
     return f"p_{safe}" if idx is None else f"p_{safe}_{idx}"
+
+
+def dim_index(e):
+    """``(i, j)`` when size ``e`` is exactly the input dim ``t{i}.shape[j]`` (``dim_code(i, j)``), else None."""
+    a = e.single_atom()
+    if a is None or a.kind != "var" or a.name[0] != "d":
+        return None
+    i, _, j = a.name[1:].partition("_")
+    return (int(i), int(j)) if i.isdigit() and j.isdigit() else None
 
 
 class _Solver:
@@ -39,24 +80,24 @@ class _Solver:
         self.checks = []
 
     def size(self, d):
-        """Expr for a dim node, or None if it contains unknowns."""
+        """The size of a dim node, or None if it contains unknowns."""
         if isinstance(d, Axis):
             if d.value is not None:
-                return Expr.const(d.value)
+                return sz.const(d.value)
             return self.sizes.get(d.name)
         if isinstance(d, Flat):
-            return self.size_list(d.inner.children, prod)
+            return self.size_list(d.inner.children, math.prod, 1)
         if isinstance(d, Concat):
-            return self.size_list(d.children, sum)
+            return self.size_list(d.children, sum, 0)
         if isinstance(d, List):
-            return self.size_list(d.children, prod)
+            return self.size_list(d.children, math.prod, 1)
         raise AssertionError(type(d))
 
-    def size_list(self, ds, combine):
+    def size_list(self, ds, combine, start):
         vals = [self.size(c) for c in ds]
         if any(v is None for v in vals):
             return None
-        return combine(vals, start=Expr.const(0)) if combine is sum else prod(vals)
+        return combine(vals, start=sz.const(start))
 
     def unknown_leaves(self, d):
         if isinstance(d, Axis):
@@ -80,14 +121,15 @@ class _Solver:
             return False
         u = unknown[0]
         if isinstance(d, Concat):
-            rest = sum((self.size(c) for c in kids if c is not u), start=Expr.const(0))
+            rest = sum((self.size(c) for c in kids if c is not u), start=sz.const(0))
             sub = value - rest
-            if not rest.is_const() or rest.value() != 0:
-                self.checks.append(Check("nonneg", sub, Expr.const(0), str_dim(u), f"{where} - ({rest.code()})", pos))
+            if rest != 0:
+                self.checks.append(Check("nonneg", sub, sz.const(0), str_dim(u), f"{where} - {sz.source(rest, atomic=True)}", pos))
         else:
-            rest = prod([self.size(c) for c in kids if c is not u])
-            sub = value // rest
-            if not (rest.is_const() and rest.value() == 1):
+            rest = math.prod((self.size(c) for c in kids if c is not u), start=sz.const(1))
+            # a constant 0 divisor: the "div" check always fails at run time, before the quotient is used
+            sub = value // rest if rest != 0 else rest
+            if rest != 1:
                 self.checks.append(Check("div", value, rest, str_dim(d), where, pos))
         return self.equate(u, sub, where, pos)
 
@@ -107,19 +149,19 @@ def solve(desc, exprs_in, exprs_all, params, extra=()):
 
     ``exprs_in``: expanded input expressions (their dims are read at run time);
     ``exprs_all``: every expanded expression (for unknown detection);
-    ``params``: {axis name: None | tuple length}; ``extra``: [(dim node, Expr, where)].
+    ``params``: {axis name: None | tuple length}; ``extra``: [(dim node, size, where)].
     """
     s = _Solver(desc)
     pending = []
     for name, shape in params.items():
         if shape is None:
-            pending.append((Axis(name), Sym(param_code(name)), f"constraint {name}", []))
+            pending.append((Axis(name), size_var(param_code(name)), f"constraint {name}", []))
         else:
             for i in range(shape):
-                pending.append((Axis(f"{name}.{i}"), Sym(param_code(name, i)), f"constraint {name}[{i}]", []))
+                pending.append((Axis(f"{name}.{i}"), size_var(param_code(name, i)), f"constraint {name}[{i}]", []))
     for i, e in enumerate(exprs_in):
         for j, d in enumerate(e.children):
-            pending.append((d, Sym(dim_code(i, j)), f"args[{i}].shape[{j}]", list(range(*d.pos)) if d.pos[0] >= 0 else []))
+            pending.append((d, size_var(dim_code(i, j)), f"args[{i}].shape[{j}]", list(range(*d.pos)) if d.pos[0] >= 0 else []))
     for d, v, where in extra:
         pending.append((d, v, where, []))
     # Prefer defining axes from tensor dims that are a single axis (cheapest code)

@@ -1,4 +1,4 @@
-"""The fast paths (plain-axis elementwise build, flat call key) must agree with the general ones."""
+"""The fast paths (plain-axis recipe, closure graphs, inline call keys) must agree with the general ones."""
 import random
 
 import einx
@@ -7,15 +7,23 @@ import pytest
 import torch
 
 from backends import einx_symbolic as ex
+from backends import sizes
+from backends.einx_symbolic import api
 from backends.einx_symbolic import build as B
+from backends.einx_symbolic import recipe as R
 from backends.einx_symbolic.expand import leaves
 
 
-def _dump(e_in, e_out, sizes, checks):
+def _dump(r):
     def ax(e):
         return [(a.name, a.value, a.marked, a.pos) for a in leaves(e)]
-    return ([ax(e) for e in e_in], [ax(e) for e in e_out], {k: v.code() for k, v in sizes.items()},
-            [(c.kind, c.lhs, c.rhs, c.lhs.code(), c.rhs.code(), c.what, c.where, c.pos) for c in checks])
+    return ([ax(e) for e in r.e_in], [ax(e) for e in r.e_out], {k: sizes.source(v) for k, v in r.sizes.items()},
+            [(c.kind, c.lhs, c.rhs, sizes.source(c.lhs), sizes.source(c.rhs), c.what, c.where, c.pos) for c in r.checks])
+
+
+def _sig(op, desc, lib, ranks):
+    dtype = {"torch": "torch.float32", "numpy": "float32", "jax": "float32"}[lib]
+    return R.Signature(op, desc, lib, ranks, frozenset(), (lib,) * len(ranks), (dtype,) * len(ranks))
 
 
 def _descs():
@@ -68,22 +76,22 @@ def test_simple_build_matches_general_path(op):
         nin = desc.split("->")[0].count(",") + 1
         ranks = tuple(len(e.split()) for e in desc.split("->")[0].split(","))
         for rk in {ranks, tuple(r + 1 for r in ranks)}:
-            libs = ["torch"] * nin
-            simple = B._simple(desc, "elementwise", rk, frozenset(), libs, "torch", {})
+            sig = _sig(op, desc, "torch", rk)
+            simple = R._simple(sig)
             try:
-                general = B._analyse_solve(op, desc, "elementwise", rk, {}, {})
+                general = R._analyse_solve(sig)
             except Exception as e:  # noqa: BLE001
                 assert simple is None, (desc, rk, e)
                 continue
             if simple is not None:
                 fast += 1
-                assert _dump(*simple) == _dump(*general[:4]), (desc, rk)
-                assert general[4] == {}
-                fn_fast, src_fast = B._generate(op, desc, "elementwise", "torch", rk, frozenset(), libs, {}, {}, *simple)
-                src_gen = B._generate(op, desc, "elementwise", "torch", rk, frozenset(), libs, {}, {}, *general[:4])[1]
-                assert src_fast == src_gen
+                assert _dump(R.recipe(sig)) == _dump(simple)  # recipe() takes the plain path here
+                assert _dump(simple) == _dump(general), (desc, rk)
+                assert general.params == {} == simple.params
+                g_fast = B.generated(simple)
+                assert g_fast.source == B.source(general)
                 if fast <= EINX_CHECKS:
-                    _einx_agrees(op, desc, fn_fast, _arrays("torch", desc, rk, rng))
+                    _einx_agrees(op, desc, g_fast.fn, _arrays("torch", desc, rk, rng))
     assert fast == 216  # the seeded corpus's (description, rank) pairs the fast path takes: a change is deliberate
 
 
@@ -161,26 +169,25 @@ def test_closure_graph_matches_generated_graph(lib):
         nin = desc.split("->")[0].count(",") + 1
         ranks = tuple(len(e.split()) for e in desc.split("->")[0].split(","))
         for rk in {ranks, tuple(r + 1 for r in ranks)}:
-            libs = [lib] * nin
-            simple = B._simple(desc, "elementwise", rk, frozenset(), libs, lib, {})
-            if simple is None:
+            if R._simple(_sig("add", desc, lib, rk)) is None:
                 continue
             for op in (["divide", "add", "subtract", "maximum", "less", "where"] if lib != "jax" else ["divide", "add", "where"]):
+                sig = _sig(op, desc, lib, rk)
+                ex.clear_cache()
                 n0 = ex.compile_count()
-                entry = B.build(op, desc, lib, rk, frozenset(), libs, {}, {})
-                assert ex.compile_count() == n0 + 1
-                if not isinstance(entry, list):
+                g = api.graph_of(sig)  # through the one cache: one build, logged
+                assert ex.compile_count() == n0 + 1 and api.BUILD_LOG[-1] == sig.reason()
+                if g.text is not None:  # an exec'd graph (its source generated to build it)
                     assert nin < 2
                     continue
                 closures += 1
-                fn_gen, src_gen = B._generate(op, desc, "elementwise", lib, rk, frozenset(), libs, {}, {},
-                                              *B._simple(desc, "elementwise", rk, frozenset(), libs, lib, {}))
-                assert entry[1] is None and entry[2]() == src_gen, (op, desc, rk)
+                gen = B.generated(R._simple(sig))
+                assert g.text is None and g.source == gen.source, (op, desc, rk)  # source generated on first use only
                 for perturb in (None, 0, nin - 1):
                     args = _arrays(lib, desc, rk, rng, perturb)
-                    assert _outcome(entry[0], args) == _outcome(fn_gen, args), (op, desc, rk, perturb)
+                    assert _outcome(g.fn, args) == _outcome(gen.fn, args), (op, desc, rk, perturb)
                 if closures <= EINX_CHECKS:
-                    _einx_agrees(op, desc, entry[0], _arrays(lib, desc, rk, rng))
+                    _einx_agrees(op, desc, g.fn, _arrays(lib, desc, rk, rng))
     assert closures == CLOSURES[lib]  # graphs the closure path built for the seeded corpus: a change is deliberate
 
 
@@ -199,3 +206,21 @@ def test_closure_graph_public_api_errors_and_source():
     ex.clear_cache()
     assert ex.divide("e d, e -> e d", d, c, graph=True) == (
         "def op(t0, t1):\n    if t0.shape[0] != t1.shape[0]: _fail(0, t0.shape[0], t1.shape[0])\n    return t0 / t1.unsqueeze(1)\n")
+
+
+@pytest.mark.parametrize("desc,shapes", [("... d, ... -> ... d", [(3, 4, 5), (3, 4)]), ("b... d, d -> d b...", [(2, 3, 5), (5,)]),
+                                         ("a ..., ... -> ... a", [(2, 3), (3,)])])
+def test_closure_graph_of_a_general_recipe(desc, shapes):
+    """Closures are derived from the recipe, whichever path made it: ellipses expanded to plain axes qualify."""
+    rng = np.random.default_rng(0)
+    sig = _sig("divide", desc, "torch", tuple(len(s) for s in shapes))
+    assert R._simple(sig) is None
+    r = R.recipe(sig)
+    g, gen = B.build(sig), B.generated(r)
+    assert g.text is None and g.source == gen.source
+    for perturb in (None, 0, 1):
+        args = [torch.from_numpy(rng.standard_normal(s).astype(np.float32) + 3) for s in shapes]
+        if perturb is not None:
+            args[perturb] = torch.ones(*(n + 1 for n in shapes[perturb]))
+        assert _outcome(g.fn, args) == _outcome(gen.fn, args), (desc, perturb)
+        _einx_agrees("divide", desc, g.fn, args)

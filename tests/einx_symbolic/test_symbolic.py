@@ -125,3 +125,24 @@ def test_rearrange_alias_and_backend_kwarg():
     assert ex.rearrange("a b -> b a", x).shape == (3, 2)
     y = ex.id("a b -> b a", x, backend="torch")
     assert isinstance(y, torch.Tensor) and y.shape == (3, 2)
+
+
+@pytest.mark.parametrize("n", range(1, 31))
+def test_divisor_of_several_factors_agrees_with_einx(n, cmp):
+    # the divisor of "(a b c)" given a and b is the product a*b: the check must test d % (a*b),
+    # not (d % a) * b (14 is divisible by a=2 but not by a*b=6: einx raises AxisSizeError)
+    for args in [("rearrange", "(a b c) -> a b c", np.arange(n), {"a": 2, "b": 3}),
+                 ("id", "(a b c) d -> a b c d", torch.randn(n, 1), {"b": 1, "c": 2}),
+                 ("id", "(a b c) d -> a b c d", torch.randn(n, 2), {"b": 2, "c": 2})]:
+        (k1, r1), (k2, r2) = cmp(*args[:3], **args[3])
+        if k1 == "err":  # the same error class as einx: the divisibility check, not a failure later on
+            assert isinstance(r1, einx.errors.AxisSizeError) and isinstance(r2, einx.errors.AxisSizeError), (args, r1, r2)
+
+
+def test_product_divisor_check_and_source():
+    with pytest.raises(einx.errors.AxisSizeError, match="not divisible by p_a \\* p_b = 6"):
+        ex.rearrange("(a b c) -> a b c", np.arange(14), a=2, b=3)
+    x = torch.randn(2, 1)
+    assert torch.equal(ex.id("(a b c) d -> a b c d", x, b=1, c=2), einx.id("(a b c) d -> a b c d", x, b=1, c=2))
+    code = ex.rearrange("(a b c) -> a b c", np.arange(12), a=2, b=3, graph=True)
+    assert "d0_0 % (p_a * p_b) != 0" in code and "d0_0 // (p_a * p_b)" in code

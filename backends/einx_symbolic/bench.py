@@ -1,12 +1,15 @@
 """Benchmark: einx 0.4.3 vs einx_symbolic vs raw torch on the report's divide loop.
 
-    .venv/bin/python -m harness.bench_einx_symbolic [--repeats 5]
+    .venv/bin/python -m backends.einx_symbolic.bench [--repeats 5] [--skip-einx]
 
 Each loop measurement runs in a fresh process (so the graph builds are
 included): ``n`` novel edge counts E = 1000..1000+n-1, d = 8, op
 ``divide("e d, e -> e d", d, c)`` (raw torch: ``d / c.unsqueeze(-1)``).
 Cached-call overhead: one shape, many calls, microseconds per call.
 Medians over ``--repeats`` runs.
+
+The asv benchmarks (``harness/benchmarks/bench_einx_symbolic.py``) take the
+workload from here: :data:`DESC`, :func:`inputs`, :func:`fresh`.
 """
 import argparse
 import json
@@ -16,10 +19,28 @@ import sys
 import time
 
 DESC = "e d, e -> e d"
+D = 8
+FIRST_E = 1000  # the n novel edge counts of a loop: FIRST_E, FIRST_E + 1, ...
+
+
+def inputs(edges):
+    """``[(d, c), ...]``: one pair of torch inputs of ``divide(DESC, d, c)`` per edge count."""
+    import torch
+    return [(torch.randn(e, D), torch.rand(e) + 1) for e in edges]
+
+
+def fresh():
+    """The einx_symbolic module with nothing cached, as in a fresh process: its graphs
+    and the parses of descriptions (``clear_cache`` keeps those) are forgotten."""
+    from backends import einx_symbolic as ex
+    from backends.einx_symbolic import parse
+
+    ex.clear_cache()
+    parse.parse.cache_clear()
+    return ex
 
 
 def _impl(name):
-    import torch
     if name == "torch":
         return lambda d, c: d / c.unsqueeze(-1)
     if name == "einx":
@@ -30,16 +51,15 @@ def _impl(name):
 
 
 def worker(name, n, mode):
-    import torch
     f = _impl(name)
     if mode == "loop":
-        data = [(torch.randn(e, 8), torch.rand(e) + 1) for e in range(1000, 1000 + n)]
+        data = inputs(range(FIRST_E, FIRST_E + n))
         t = time.perf_counter()
         for d, c in data:
             f(d, c)
         dt = time.perf_counter() - t
     else:  # cached: warm up once, then n calls on one shape
-        d, c = torch.randn(1000, 8), torch.rand(1000) + 1
+        (d, c), = inputs([FIRST_E])
         for _ in range(50):
             f(d, c)
         t = time.perf_counter()
@@ -54,7 +74,7 @@ def worker(name, n, mode):
 
 
 def _once(name, n, mode):
-    out = subprocess.run([sys.executable, "-m", "harness.bench_einx_symbolic", "--worker", name, str(n), mode],
+    out = subprocess.run([sys.executable, "-m", "backends.einx_symbolic.bench", "--worker", name, str(n), mode],
                          capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 

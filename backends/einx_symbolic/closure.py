@@ -1,0 +1,141 @@
+"""Closure graphs: what ``build.source`` would generate for a plain elementwise recipe, as closures.
+
+No ``compile()``/``exec``: building one costs a few closures. A recipe
+qualifies when it is an elementwise op on arrays of the signature's library
+(two or more, no Python scalars, no constraints) whose expressions are plain
+axes (no compositions, brackets or numbers, no name twice in one expression),
+one output with every input axis in it and nothing else, and whose checks
+are equalities of input dims (``d0_0 != d1_0``). The closure then does what
+the generated code does, derived from the same pieces: the recipe's checks
+in order, raising through the same ``solve.failer``; per input the steps of
+``codegen.layout``; the combination of ``codegen.combine``, with the library
+function resolved from the adapter's spelling of it.
+"""
+import operator as _operator
+
+from . import codegen as cg
+from .backends import ADAPTERS, namespace
+from .semantics import FAMILY
+from .solve import dim_index, failer
+from .tree import Axis
+
+_PYOPS = {"+": _operator.add, "-": _operator.sub, "*": _operator.mul, "/": _operator.truediv}
+
+
+def _resolve(lib, spec):
+    """The library function ``spec`` ("torch.divide", "jnp.add", ...) names in generated code, or None."""
+    if not isinstance(spec, str) or "{" in spec or "(" in spec:
+        return None
+    parts = spec.split(".")
+    obj = namespace(lib).get(parts[0])
+    for p in parts[1:]:
+        obj = getattr(obj, p, None)
+    return obj if callable(obj) else None
+
+
+def _plain(e):
+    """The axis names of a plain expression (distinct, unmarked, named axes), or None."""
+    names = []
+    for d in e.children:
+        if not isinstance(d, Axis) or d.value is not None or d.marked or d.name in names:
+            return None
+        names.append(d.name)
+    return names
+
+
+def _transform(ad, names_in, names_out):
+    """``codegen.layout``'s steps for one input as a callable (None: identity)."""
+    steps = cg.layout(names_in, names_out, hasattr(ad, "unsqueeze"))
+    if not steps:
+        return None
+    if len(steps) == 1 and steps[0][0] == "unsqueeze":
+        k = steps[0][1]
+
+        def unsqueeze(t):
+            return t.unsqueeze(k)
+        unsqueeze.unsqueeze_dim = k
+        return unsqueeze
+    permute = _resolve(ad.name, ad.permute)
+    steps = [(kind, tuple(slice(None) if i == ":" else i for i in a) if kind in ("take", "index") else a)
+             for kind, a in steps]
+
+    def f(t):
+        for kind, a in steps:
+            if kind == "perm":
+                t = permute(t, a)
+            elif kind == "unsqueeze":
+                t = t.unsqueeze(a)
+            else:
+                t = t[a]
+        return t
+    return f
+
+
+def make(r):
+    """The closure graph of recipe ``r``, or None where it does not qualify (see the module doc)."""
+    sig = r.sig
+    op, lib, n = sig.op, sig.lib, len(sig.ranks)
+    ad = ADAPTERS[lib]
+    if (FAMILY[op] != "elementwise" or n < 2 or sig.scalars or r.params or any(x != lib for x in sig.libs)
+            or len(r.e_out) != 1 or op not in ad.ops):
+        return None
+    ins, out = [_plain(e) for e in r.e_in], _plain(r.e_out[0])
+    if out is None or any(e is None for e in ins) or set(out) != {a for e in ins for a in e}:
+        return None
+    checks = []
+    for c in r.checks:
+        lhs, rhs = dim_index(c.lhs), dim_index(c.rhs)
+        if c.kind != "eq" or lhs is None or rhs is None:
+            return None
+        checks.append(lhs + rhs)
+    kind, f = cg.combine(ad, op, n)
+    if kind == "operator":
+        f2, fn_all = _PYOPS[f], None
+    else:
+        f = _resolve(lib, ad.ops[op])
+        if f is None:
+            return None
+        f2, fn_all = (f, None) if kind == "fold" else (None, f)
+    xs = [_transform(ad, e, out) for e in ins]
+    _fail = failer(sig.description, r.checks)
+
+    if n == 2 and fn_all is None and (not checks or (len(checks) == 1 and checks[0][::2] == (0, 1))):
+        x0, x1 = xs
+        if not checks:
+            def op2(t0, t1):
+                return f2(t0 if x0 is None else x0(t0), t1 if x1 is None else x1(t1))
+            return op2
+        (_, j0, _, j1), = checks  # t0.shape[j0] == t1.shape[j1]
+        k1 = getattr(x1, "unsqueeze_dim", None)
+        if x0 is None and k1 is not None and f2 is _operator.truediv:  # the report's graph, operator inlined
+            def op2(t0, t1):
+                if t0.shape[j0] != t1.shape[j1]:
+                    _fail(0, t0.shape[j0], t1.shape[j1])
+                return t0 / t1.unsqueeze(k1)
+            return op2
+        if x0 is None and k1 is not None:
+            def op2(t0, t1):
+                if t0.shape[j0] != t1.shape[j1]:
+                    _fail(0, t0.shape[j0], t1.shape[j1])
+                return f2(t0, t1.unsqueeze(k1))
+            return op2
+
+        def op2(t0, t1):
+            if t0.shape[j0] != t1.shape[j1]:
+                _fail(0, t0.shape[j0], t1.shape[j1])
+            return f2(t0 if x0 is None else x0(t0), t1 if x1 is None else x1(t1))
+        return op2
+    cks = [(k, *c) for k, c in enumerate(checks)]
+
+    def opn(*ts):
+        for k, i0, j0, i1, j1 in cks:
+            if ts[i0].shape[j0] != ts[i1].shape[j1]:
+                _fail(k, ts[i0].shape[j0], ts[i1].shape[j1])
+        args = [t if x is None else x(t) for t, x in zip(ts, xs)]
+        if fn_all is not None:
+            return fn_all(*args)
+        v = args[0]
+        for a in args[1:]:
+            v = f2(v, a)
+        return v
+    return opn

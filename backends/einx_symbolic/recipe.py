@@ -1,0 +1,249 @@
+"""The recipe of one signature: what every graph of it is built from (sizes never enter).
+
+A :class:`Signature` is what a call's graph depends on: op, description, array
+library, ranks, dtypes, which arguments are Python scalars, the kinds of the
+constraints (scalar or tuple length, not their values), static op kwargs and,
+only for the static-mode emulation, the input shapes. Its :class:`Recipe`
+(:func:`recipe`): parse + family semantics -> ellipsis expansion -> symbolic
+solve, i.e. the expanded expressions, every axis size as an expression of
+input dims and constraints, and the checks the generated code makes. Plain
+elementwise descriptions (``"e d, e -> e d"``) get the same recipe directly
+from ``_simple`` (tested to agree with the general path).
+"""
+import re
+from dataclasses import dataclass
+
+from backends import sizes as sz
+
+from .errors import SemanticError
+from .expand import expand, leaves
+from .semantics import FAMILY, _names_pos, analyse
+from .solve import Check, dim_code, size_var, solve
+from .tree import Axis, Concat, List, axes
+
+
+@dataclass(frozen=True)
+class Signature:
+    """Everything a graph depends on; equal signatures share one graph."""
+    op: str
+    description: str
+    lib: str  # the array library of the graph: "torch" | "numpy" | "jax"
+    ranks: tuple
+    scalars: frozenset  # positions of Python-scalar arguments
+    libs: tuple  # library of each argument ("scalar" for Python scalars)
+    dtypes: tuple
+    params: tuple = ()  # sorted ((constraint name, None | tuple length), ...)
+    static: tuple = ()  # ((op kwarg, value), ...): keepdims, shift
+    shapes: tuple | None = None  # the input shapes, for the static-mode emulation only
+
+    def reason(self):
+        """Why this signature's graph was built, for the build log."""
+        if self.shapes is not None:
+            return f"new input shapes {self.shapes}"
+        out = f"new signature {self.op}({self.description!r}) on {self.lib}, ranks {self.ranks}, dtypes ({', '.join(self.dtypes)})"
+        if self.params:
+            out += f", parameters {dict(self.params)}"
+        if self.static:
+            out += f", {dict(self.static)}"
+        return out
+
+
+@dataclass
+class Recipe:
+    sig: Signature
+    e_in: list  # expanded input expressions (``List`` of dims)
+    e_out: list  # expanded output expressions
+    sizes: dict  # axis name -> size (``backends.sizes`` expression of ``d{i}_{j}`` and ``p_*``)
+    checks: list  # ``solve.Check`` in the order the graph makes them
+    params: dict  # the constraints the description uses: name -> None | tuple length
+
+
+def recipe(sig):
+    """The :class:`Recipe` of ``sig`` (raises the einx error of a description that cannot work)."""
+    fam = FAMILY[sig.op]
+    if fam == "elementwise":
+        r = _simple(sig)
+        if r is not None:
+            return r
+    return _analyse_solve(sig)
+
+
+def _s(n):
+    return "s" if n != 1 else ""
+
+
+def _analyse_solve(sig):
+    """The general path: parse + family semantics -> ellipsis expansion -> symbolic solve."""
+    op, desc, ranks, fam = sig.op, sig.description, sig.ranks, FAMILY[sig.op]
+    ins, outs = analyse(desc, op, keepdims=bool(dict(sig.static).get("keepdims")))
+    if len(ins) != len(ranks):
+        raise ValueError(f"The operation is defined with {len(ins)} input expression{_s(len(ins))}, but {len(ranks)} input "
+                         f"tensor{_s(len(ranks))} {'are' if len(ranks) != 1 else 'is'} given as argument{_s(len(ranks))}.")
+    used = {a.name for e in ins + outs for a in axes(e)}
+    params = {k: v for k, v in sig.params if k in used}
+    exp, reps = expand(desc, ins + outs, list(ranks) + [None] * len(outs), params)
+    e_in, e_out = exp[:len(ins)], exp[len(ins):]
+    extra = _family_checks(desc, fam, e_in, e_out)
+    if op in ("sort", "argsort"):
+        sort_check(desc, e_in, e_out)
+    sizes, checks = solve(desc, e_in, exp, params, extra)
+
+    # Unmarked input axes that vanish from the output must have size 1 (einx rejects anything else)
+    if fam != "update_at":
+        out_names = {a.name for e in e_out for a in leaves(e) if not a.marked}
+        gone = []
+        for e in e_in:
+            for a in leaves(e):
+                if not a.marked and a.name not in out_names and a.name not in gone:
+                    s = sz.const(a.value) if a.value is not None else sizes[a.name]
+                    if s == 1:
+                        continue
+                    if s.is_const or a.value is not None:
+                        raise SemanticError(desc, f"The input axes {{{a.name!r}}} must appear in the output expression.\n%EXPR%",
+                                            _names_pos(ins + outs, {a.name}))
+                    gone.append(a.name)
+                    checks.append(Check("one", s, sz.const(1), a.name, "its size", _names_pos(ins + outs, {a.name})))
+    return Recipe(sig, e_in, e_out, sizes, checks, params)
+
+
+# Plain named axes only: "a b, b -> a b" (ASCII names, single spaces or more, one '->')
+_TOK = r"[A-Za-z_][A-Za-z0-9_]*"
+_SEXPR = rf" *{_TOK}(?: +{_TOK})* *"
+_SIMPLE = re.compile(rf"{_SEXPR}(?:,{_SEXPR})*->{_SEXPR}")
+_WORD = re.compile(rf"{_TOK}|,|->")
+
+
+def _plan(desc, ranks):
+    """Plain named axes: ``([[(name, span), ...] per input], [(name, span), ...] of the output)`` or None.
+
+    Accepts exactly what ``_simple`` accepts (it is built on this): one output, ranks
+    matching, no repeated name within an expression, every input axis in the output
+    and vice versa."""
+    if _SIMPLE.fullmatch(desc) is None:
+        return None
+    exprs, cur = [[]], None
+    for m in _WORD.finditer(desc):
+        t = m.group()
+        if t == ",":
+            exprs.append([])
+        elif t == "->":
+            if cur is not None:
+                return None
+            cur = len(exprs)
+            exprs.append([])
+        else:
+            exprs[-1].append((t, m.span()))
+    ins, outs = exprs[:cur], exprs[cur:]
+    if len(outs) != 1 or len(ins) != len(ranks):
+        return None
+    seen = set()
+    for e, r in zip(ins, ranks):
+        names = {a[0] for a in e}
+        if len(e) != r or len(names) != r:
+            return None
+        seen |= names
+    out = {a[0] for a in outs[0]}
+    if len(out) != len(outs[0]) or out != seen:
+        return None
+    return ins, outs[0]
+
+
+def _simple(sig):
+    """The recipe of an elementwise op on plain named axes, or None.
+
+    Produces exactly what ``_analyse_solve`` produces for such descriptions (same
+    expanded expressions, sizes and checks, in the same order; tested), when every
+    input axis appears in the output, every output axis in some input, no name
+    repeats within an expression, ranks match, and there are no constraints or
+    scalars.  Anything else (including every case that raises) takes the general path.
+    """
+    desc = sig.description
+    if sig.params or sig.scalars or not isinstance(desc, str):
+        return None
+    plan = _plan(desc, sig.ranks)
+    if plan is None:
+        return None
+    ins, out = plan
+    sizes, checks = {}, []
+    for i, e in enumerate(ins):
+        for j, (name, pos) in enumerate(e):
+            v = size_var(dim_code(i, j))
+            s = sizes.get(name)
+            if s is None:
+                sizes[name] = v
+            else:
+                checks.append(Check("eq", s, v, name, f"args[{i}].shape[{j}]", list(range(*pos))))
+    return Recipe(sig, [List([Axis(n, pos=p) for n, p in e]) for e in ins], [List([Axis(n, pos=p) for n, p in out])], sizes,
+                  checks, {})
+
+
+def _marked(e):
+    return [a for a in leaves(e) if a.marked]
+
+
+def _family_checks(desc, fam, e_in, e_out):
+    """Name-based checks of einx (after expansion) and extra size equations."""
+    allx = e_in + e_out
+    extra = []
+    if fam == "dot":
+        if len(e_in) < 2:
+            raise SemanticError(desc, f"The dot operation requires at least 2 input expressions, but only {len(e_in)} is given.\n%EXPR%")
+        bad = sorted({a.name for e in e_in for a in _marked(e)
+                      if sum(a.name in {b.name for b in leaves(f)} for f in e_in) != 2})
+        if bad:
+            raise SemanticError(desc, "All contracted axes must appear in exactly two input expressions.\n%EXPR%", _pos(allx, bad))
+    if fam == "get_at" or fam == "update_at":
+        if len(e_in) < 2:
+            n = "2" if fam == "get_at" else "3"
+            raise SemanticError(desc, f"The operation expects at least {n} input expressions, but found {len(e_in)}.\n%EXPR%")
+        coords = e_in[1:] if fam == "get_at" else e_in[1:-1]
+        caxes = []
+        for c in coords:
+            m = _marked(c)
+            if len({a.name for a in m}) > 1 or len(m) > 1:
+                raise SemanticError(desc, "Each coordinate expression must contain at most one axis in brackets.\n%EXPR%",
+                                    _pos(allx, [a.name for a in m]))
+            caxes.append(m[0] if m else Axis("unnamed.coord", 1))
+        n = len(_marked(e_in[0]))
+        if fam == "update_at":
+            tin = {a.name for a in _marked(e_in[0])}
+            tout = {a.name for a in _marked(e_out[0])}
+            if tin != tout:
+                raise SemanticError(desc, "The first input and output expressions must have the same set of axes in brackets.\n%EXPR%",
+                                    _pos(allx, tin ^ tout))
+            inter = tin & {a.name for e in e_in[1:] for a in _marked(e)}
+            if inter:
+                raise SemanticError(desc, "Axes may not appear in brackets both in the first input tensor and in a coordinate or update "
+                                    "expression.\n%EXPR%", _pos(allx, inter))
+        fixed = sum(a.value for a in caxes if a.value is not None)
+        free = [a for a in caxes if a.value is None]
+        if not free and fixed != n:
+            raise SemanticError(desc, "The number of coordinates must match the number of axes in brackets in the first input expression.\n%EXPR%",
+                                _pos(allx, [a.name for a in _marked(e_in[0])]))
+        if free:
+            extra.append((Concat(caxes) if len(caxes) > 1 else caxes[0], sz.const(n), "number of marked axes of the 1st input"))
+    if fam == "argfind":
+        mi, mo = _marked(e_in[0]), _marked(e_out[0])
+        if len(mo) > 1:
+            raise SemanticError(desc, "The output expression must contain at most one axis in brackets.\n%EXPR%", _pos(allx, [a.name for a in mo]))
+        if not mo and len(mi) != 1:
+            raise SemanticError(desc, "If no axis is marked with brackets in the output expression, exactly one axis must be marked in the "
+                                f"input expression, but found {len(mi)} marked axes.\n%EXPR%", _pos(allx, [a.name for a in mi]))
+        if mo:
+            if mo[0].value is not None and mo[0].value != len(mi):
+                raise SemanticError(desc, f"The value of the marked axis in the output expression ({mo[0].value}) must match the number of "
+                                    f"marked axes in the input expression ({len(mi)}).\n%EXPR%", _pos(allx, [mo[0].name] + [a.name for a in mi]))
+            extra.append((mo[0], sz.const(len(mi)), "number of marked input axes"))
+    return extra
+
+
+def _pos(exprs, names):
+    names = set(names)
+    return [p for e in exprs for a in leaves(e) if a.name in names and a.pos[0] >= 0 for p in range(*a.pos)]
+
+
+def sort_check(desc, e_in, e_out):
+    for e in e_in + e_out:
+        m = [a.name for a in leaves(e) if a.marked]
+        if len(m) != 1:
+            raise SemanticError(desc, "The expression for this operation must contain exactly one axis in brackets.\n%EXPR%", _pos(e_in + e_out, m))
