@@ -73,7 +73,6 @@ def test_simple_build_matches_general_path(op):
     rng = np.random.default_rng(0)
     fast = 0
     for desc in _descs():
-        nin = desc.split("->")[0].count(",") + 1
         ranks = tuple(len(e.split()) for e in desc.split("->")[0].split(","))
         for rk in {ranks, tuple(r + 1 for r in ranks)}:
             sig = _sig(op, desc, "torch", rk)
