@@ -9,7 +9,7 @@ import re
 from functools import lru_cache
 
 from .errors import SyntaxError
-from .tree import ANON, Axis, Brackets, Concat, Ell, Flat, List, axes, is_empty
+from .tree import ANON, Axis, Brackets, Concat, Ell, Flat, List, axes
 
 _NARY = ["->", "|", ",", "+", " "]
 _OPEN = {"(": ")", "[": "]"}
@@ -155,10 +155,6 @@ def _parse(text, group, in_paren=False):
     raise SyntaxError(text, msg, range(b, e))
 
 
-def _wrap(cls, inner, n):
-    return cls(inner, pos=n.pos)
-
-
 def _move_up(text, n, level_cls, what):
     """Lift nested '->' (level_cls=_Op) or ',' (_Args) to the top, like einx."""
     if isinstance(n, Axis):
@@ -230,7 +226,3 @@ def _check_bracket_consistency(text, sides):
         pos = [p for side in sides for e in side for a in axes(e) if a.name == name for p in range(*a.pos)]
         raise SyntaxError(text, f"There are multiple occurrences of axis {name} with inconsistent bracket usage:\n%EXPR%\n"
                           "An axis may only appear with brackets or without brackets, but not both.", pos)
-
-
-def is_trivially_empty(e):
-    return is_empty(e)
