@@ -6,11 +6,12 @@
     counts come from ``torch_xla.debug.metrics`` (``UncachedCompile``).
 ``torch_xla_stablehlo`` (:mod:`.stablehlo_backend`)
     ``torch.export`` + ``torch_xla.stablehlo.exported_program_to_stablehlo``.
-    The backend object runs in the ``main`` environment: on the first call it
-    spawns ``.venv-xla/bin/python -m backends.torch_xla.export`` once to turn
-    the case into StableHLO text, then executes that text with
-    ``backends.stablehlo.execute`` (jax's refinement + XLA CPU, or the
-    reference interpreter).
+    The backend object runs in the ``main`` environment: its ``startup``
+    starts an export server, ``.venv-xla/bin/python -m backends.torch_xla.export``,
+    which imports torch and torch_xla (start-up, not the first call); the first
+    call sends it the case to turn into StableHLO text, then every call runs
+    that text with our executors (jax's refinement + XLA CPU, or the reference
+    interpreter).
 
 Nothing here imports torch or torch_xla at module level: ``dynshape list``
 imports every backend module in the main environment, which has no torch_xla,
