@@ -70,6 +70,7 @@ class Ledger:
         self.reasons: list[str] = []
         self.baseline: dict[str, int] = {}
         self.baseline_seconds: dict[str, float] = {}
+        self.reason_pos: dict[str, int] = {}
 
 
 class Backend:
@@ -188,12 +189,19 @@ class Backend:
         """The system's own cumulative compile seconds per stage, where it reports them."""
         return {}
 
+    def system_reason_logs(self) -> dict[str, list[str]]:
+        """Per stage, a process-wide, append-only log of compile reasons the
+        system (or a shared cache of ours) keeps; this job reads the lines
+        appended since :meth:`reset_counters`."""
+        return {}
+
     def reset_counters(self) -> None:
         """Start this job's counts at zero: our ledger is cleared and the
-        system's counters are snapshotted (called before ``prepare``)."""
+        system's counters and reason logs are snapshotted (called before ``prepare``)."""
         led = self.__dict__["_ledger"] = Ledger()
         led.baseline = dict(self.system_stats())
         led.baseline_seconds = dict(self.system_seconds())
+        led.reason_pos = {stage: len(log) for stage, log in self.system_reason_logs().items()}
 
     def compile_stats(self) -> dict[str, int]:
         """Exact compile counts of this job so far, per stage.
@@ -232,6 +240,9 @@ class Backend:
         guard failures, jax's cache-miss explanation, our cache keys)."""
         led = self.ledger
         out, led.reasons = led.reasons, []
+        for stage, log in self.system_reason_logs().items():
+            out += [f"{stage}: {r}" for r in log[led.reason_pos.get(stage, 0):]]
+            led.reason_pos[stage] = len(log)
         return out
 
     def guards(self) -> list[str]:

@@ -59,17 +59,7 @@ class EinxSymbolic(TorchArrays, Backend):
 
         return {STAGE: api.BUILD_S[0]}
 
-    def reset_counters(self):
+    def system_reason_logs(self):
         from backends.einx_symbolic import api
 
-        super().reset_counters()
-        self._log_pos = len(api.BUILD_LOG)
-
-    def compile_reasons(self):
-        from backends.einx_symbolic import api
-
-        out = super().compile_reasons()
-        pos = getattr(self, "_log_pos", 0)
-        out += [f"{STAGE}: {r}" for r in api.BUILD_LOG[pos:]]
-        self._log_pos = len(api.BUILD_LOG)
-        return out
+        return {STAGE: api.BUILD_LOG}

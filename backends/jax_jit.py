@@ -178,13 +178,8 @@ class JaxJit(JaxArrays, Backend):
         return {STAGE: _Xla.seconds}
 
     def reset_counters(self):
+        _Xla.pending = []  # a miss explained before this job is not this job's
         super().reset_counters()
-        self._reason_pos = len(_Xla.reasons)
-        _Xla.pending = []
 
-    def compile_reasons(self):
-        out = super().compile_reasons()
-        pos = getattr(self, "_reason_pos", 0)
-        out += [f"{STAGE}: {r}" for r in _Xla.reasons[pos:]]
-        self._reason_pos = len(_Xla.reasons)
-        return out
+    def system_reason_logs(self):
+        return {STAGE: _Xla.reasons}
