@@ -96,11 +96,19 @@ def _shapes(tensors):
 
 
 def _signature(op, description, tensors, backend, params, static, specialise):
-    libs = tuple(library_of(t) for t in tensors)
-    return Signature(op, description, _lib(libs, backend), tuple(0 if l == "scalar" else len(t.shape) for t, l in zip(tensors, libs)),
-                     frozenset(i for i, l in enumerate(libs) if l == "scalar"), libs,
-                     tuple(str(getattr(t, "dtype", type(t).__name__)) for t in tensors),
-                     tuple(sorted((k, _psig(v)) for k, v in params.items())), static,
+    libs, ranks, dtypes, scalars = [], [], [], []
+    for i, t in enumerate(tensors):  # one pass: a graph's first call pays for every line run here
+        lib = library_of(t)
+        libs.append(lib)
+        if lib == "scalar":
+            scalars.append(i)
+            ranks.append(0)
+        else:
+            ranks.append(len(t.shape))
+        dtypes.append(str(getattr(t, "dtype", type(t).__name__)))
+    libs = tuple(libs)
+    return Signature(op, description, _lib(libs, backend), tuple(ranks), frozenset(scalars), libs, tuple(dtypes),
+                     tuple(sorted((k, _psig(v)) for k, v in params.items())) if params else (), static,
                      _shapes(tensors) if specialise else None)
 
 

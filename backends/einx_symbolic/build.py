@@ -53,7 +53,7 @@ def generated(r):
     """The graph of recipe ``r`` as generated source, exec'd."""
     text = source(r)
     ns = dict(namespace(r.sig.lib))
-    ns["_fail"] = failer(r.sig.description, r.checks)
+    ns["_fail"] = failer(r)
     exec(compile(text, f"<einx_symbolic {r.sig.op} {r.sig.description!r}>", "exec"), ns)
     return Graph(ns["op"], r, text)
 

@@ -15,6 +15,7 @@ import operator as _operator
 
 from . import codegen as cg
 from .backends import ADAPTERS, namespace
+from .recipe import Plain
 from .semantics import FAMILY
 from .solve import dim_index, failer
 from .tree import Axis
@@ -71,23 +72,39 @@ def _transform(ad, names_in, names_out):
     return f
 
 
+def plain_form(r):
+    """The :class:`~.recipe.Plain` form of recipe ``r``: what the recipe states (a plain
+    elementwise recipe), else derived from its expressions and checks; None where the
+    expressions are not plain axes with one output holding every input axis and nothing
+    else, or a check is not an equality of two input dims."""
+    if r.plain is not None:
+        return r.plain
+    if len(r.e_out) != 1:
+        return None
+    ins, out = [_plain(e) for e in r.e_in], _plain(r.e_out[0])
+    if out is None or any(e is None for e in ins) or set(out) != {a for e in ins for a in e}:
+        return None
+    eqs = []
+    for c in r.checks:
+        lhs, rhs = dim_index(c.lhs), dim_index(c.rhs)
+        if c.kind != "eq" or lhs is None or rhs is None:
+            return None
+        eqs.append(lhs + rhs)
+    return Plain(tuple(map(tuple, ins)), tuple(out), tuple(eqs))
+
+
 def make(r):
     """The closure graph of recipe ``r``, or None where it does not qualify (see the module doc)."""
     sig = r.sig
     op, lib, n = sig.op, sig.lib, len(sig.ranks)
     ad = ADAPTERS[lib]
     if (FAMILY[op] != "elementwise" or n < 2 or sig.scalars or r.params or any(x != lib for x in sig.libs)
-            or len(r.e_out) != 1 or op not in ad.ops):
+            or op not in ad.ops):
         return None
-    ins, out = [_plain(e) for e in r.e_in], _plain(r.e_out[0])
-    if out is None or any(e is None for e in ins) or set(out) != {a for e in ins for a in e}:
+    form = plain_form(r)
+    if form is None:
         return None
-    checks = []
-    for c in r.checks:
-        lhs, rhs = dim_index(c.lhs), dim_index(c.rhs)
-        if c.kind != "eq" or lhs is None or rhs is None:
-            return None
-        checks.append(lhs + rhs)
+    ins, out, checks = form.ins, list(form.out), form.eqs
     kind, f = cg.combine(ad, op, n)
     if kind == "operator":
         f2, fn_all = _PYOPS[f], None
@@ -96,8 +113,8 @@ def make(r):
         if f is None:
             return None
         f2, fn_all = (f, None) if kind == "fold" else (None, f)
-    xs = [_transform(ad, e, out) for e in ins]
-    _fail = failer(sig.description, r.checks)
+    xs = [_transform(ad, list(e), out) for e in ins]
+    _fail = failer(r)
 
     if n == 2 and fn_all is None and (not checks or (len(checks) == 1 and checks[0][::2] == (0, 1))):
         x0, x1 = xs

@@ -12,6 +12,8 @@ from ``_simple`` (tested to agree with the general path).
 """
 import re
 from dataclasses import dataclass
+from functools import cached_property
+from typing import NamedTuple
 
 from backends import sizes as sz
 
@@ -22,9 +24,12 @@ from .solve import Check, dim_code, size_var, solve
 from .tree import Axis, Concat, List, axes
 
 
-@dataclass(frozen=True)
-class Signature:
-    """Everything a graph depends on; equal signatures share one graph."""
+class Signature(NamedTuple):
+    """Everything a graph depends on; equal signatures share one graph.
+
+    A named tuple: made and hashed in C on a graph's first call. (It shares
+    :data:`api.GRAPHS` with call keys, which are tuples too; a key's third item is a
+    class, a signature's a library name, so the two never compare equal.)"""
     op: str
     description: str
     lib: str  # the array library of the graph: "torch" | "numpy" | "jax"
@@ -56,6 +61,56 @@ class Recipe:
     sizes: dict  # axis name -> size (``backends.sizes`` expression of ``d{i}_{j}`` and ``p_*``)
     checks: list  # ``solve.Check`` in the order the graph makes them
     params: dict  # the constraints the description uses: name -> None | tuple length
+
+    #: the :class:`Plain` form where the recipe says it directly (``PlainRecipe``), else None
+    plain = None
+
+
+class Plain(NamedTuple):
+    """A description of plain named axes as a closure reads it: the axis names of each
+    input and of the one output, and the checks as equalities of input dims
+    ``(i0, j0, i1, j1)`` (``t{i0}.shape[j0] == t{i1}.shape[j1]``), in the recipe's order."""
+    ins: tuple
+    out: tuple
+    eqs: tuple
+
+
+class PlainRecipe(Recipe):
+    """The recipe of a plain elementwise description (``_simple``), built from its plan alone.
+
+    The closure graph reads only :attr:`plain`; the expanded expressions, sizes and
+    checks (what generated source and error messages read) are derived from the same
+    plan on first use, equal to what ``_analyse_solve`` produces (tested)."""
+
+    def __init__(self, sig, ins, out):
+        self.sig, self.params = sig, {}
+        self._ins, self._out = ins, out  # [(name, span), ...] per input / of the output
+        first, eqs = {}, []
+        for i, e in enumerate(ins):
+            for j, (name, pos) in enumerate(e):
+                f = first.setdefault(name, (i, j))
+                if f != (i, j):
+                    eqs.append((name, f, (i, j), pos))
+        self._first, self._eqs = first, eqs
+        self.plain = Plain(tuple(tuple(a[0] for a in e) for e in ins), tuple(a[0] for a in out),
+                           tuple((*f, *d) for _, f, d, _ in eqs))
+
+    @cached_property
+    def e_in(self):
+        return [List([Axis(n, pos=p) for n, p in e]) for e in self._ins]
+
+    @cached_property
+    def e_out(self):
+        return [List([Axis(n, pos=p) for n, p in self._out])]
+
+    @cached_property
+    def sizes(self):
+        return {name: size_var(dim_code(*f)) for name, f in self._first.items()}
+
+    @cached_property
+    def checks(self):
+        return [Check("eq", size_var(dim_code(*f)), size_var(dim_code(*d)), name, f"args[{d[0]}].shape[{d[1]}]", list(range(*pos)))
+                for name, f, d, pos in self._eqs]
 
 
 def recipe(sig):
@@ -149,7 +204,7 @@ def _plan(desc, ranks):
 
 
 def _simple(sig):
-    """The recipe of an elementwise op on plain named axes, or None.
+    """The recipe of an elementwise op on plain named axes (a :class:`PlainRecipe`), or None.
 
     Produces exactly what ``_analyse_solve`` produces for such descriptions (same
     expanded expressions, sizes and checks, in the same order; tested), when every
@@ -161,20 +216,7 @@ def _simple(sig):
     if sig.params or sig.scalars or not isinstance(desc, str):
         return None
     plan = _plan(desc, sig.ranks)
-    if plan is None:
-        return None
-    ins, out = plan
-    sizes, checks = {}, []
-    for i, e in enumerate(ins):
-        for j, (name, pos) in enumerate(e):
-            v = size_var(dim_code(i, j))
-            s = sizes.get(name)
-            if s is None:
-                sizes[name] = v
-            else:
-                checks.append(Check("eq", s, v, name, f"args[{i}].shape[{j}]", list(range(*pos))))
-    return Recipe(sig, [List([Axis(n, pos=p) for n, p in e]) for e in ins], [List([Axis(n, pos=p) for n, p in out])], sizes,
-                  checks, {})
+    return None if plan is None else PlainRecipe(sig, *plan)
 
 
 def _marked(e):

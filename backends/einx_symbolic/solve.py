@@ -31,10 +31,11 @@ class Check:
     pos: list
 
 
-def failer(desc, checks):
-    """``_fail(k, lhs, rhs)``: raise the error of ``checks[k]``, failed with sizes lhs, rhs (generated code and closures call it)."""
-    def _fail(k, lhs, rhs, _checks=checks, _desc=desc):
-        c = _checks[k]
+def failer(r):
+    """``_fail(k, lhs, rhs)``: raise the error of recipe ``r``'s ``checks[k]``, failed with sizes
+    lhs, rhs (generated code and closures call it; the checks are read only on failure)."""
+    def _fail(k, lhs, rhs, _r=r, _desc=r.sig.description):
+        c = _r.checks[k]
         if c.kind == "one":
             raise SemanticError(_desc, f"The input axes {{{c.what!r}}} must appear in the output expression (its size is {lhs}, "
                                 "only axes of size 1 may be dropped).\n%EXPR%", c.pos)
