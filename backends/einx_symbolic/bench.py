@@ -52,7 +52,14 @@ def _impl(name):
 
 def worker(name, n, mode):
     f = _impl(name)
-    if mode == "loop":
+    if mode == "first":  # the first call of the process (the graph build) and the next, on a novel size
+        (d, c), (d2, c2) = inputs([FIRST_E, FIRST_E + 1])
+        t = time.perf_counter()
+        f(d, c)
+        t1 = time.perf_counter()
+        f(d2, c2)
+        dt, second = t1 - t, time.perf_counter() - t1
+    elif mode == "loop":
         data = inputs(range(FIRST_E, FIRST_E + n))
         t = time.perf_counter()
         for d, c in data:
@@ -70,7 +77,7 @@ def worker(name, n, mode):
     if name == "einx_symbolic":
         from backends import einx_symbolic as ex
         builds = ex.compile_count()
-    print(json.dumps({"seconds": dt, "builds": builds}))
+    print(json.dumps({"seconds": dt, "builds": builds, **({"second": second} if mode == "first" else {})}))
 
 
 def _once(name, n, mode):
@@ -98,12 +105,18 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--skip-einx", action="store_true", help="only raw torch and einx_symbolic (quick iterations)")
+    p.add_argument("--first", action="store_true", help="only the first and second call of a fresh process (the build's cost)")
     p.add_argument("--worker", nargs=3, metavar=("IMPL", "N", "MODE"), help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.worker:
         worker(a.worker[0], int(a.worker[1]), a.worker[2])
         return
     names = ("torch", "einx_symbolic") if a.skip_einx else ("torch", "einx_symbolic", "einx")
+    if a.first:
+        m, fastest, _ = measure_all(0, "first", a.repeats, names)
+        print(f"first call of a fresh process (us), median / fastest of {a.repeats}: "
+              + ", ".join(f"{k} {m[k] * 1e6:.0f} / {fastest[k] * 1e6:.0f}" for k in names))
+        return
     rows, fastest = [], {}
     for n in (50, 500):
         m, fastest[n], builds = measure_all(n, "loop", a.repeats, names)
