@@ -75,7 +75,8 @@ class Rule:
         return ", ".join(parts)
 
 
-def load(path: str | Path = DEFAULT) -> list[Rule]:
+def load(path: str | Path | None = None) -> list[Rule]:
+    path = DEFAULT if path is None else path
     with open(path, "rb") as f:
         data = tomllib.load(f)
     rules = []

@@ -78,6 +78,8 @@ def run(job: dict, backend, emit: Callable[[dict], None]) -> None:
     except Unsupported as e:
         emit(dict(base, **meter.take(), status="unsupported", ok=None, message=str(e)))
         return
+    except MemoryError:
+        raise  # the worker reports it as ``oom``: the process may not recover
     except Exception as e:
         emit(dict(base, **meter.take(), status="error", ok=False, message=f"prepare failed: {_error(e)}"))
         return
@@ -99,6 +101,8 @@ def run(job: dict, backend, emit: Callable[[dict], None]) -> None:
         except Unsupported as e:
             emit(dict(shape, **meter.take(), status="unsupported", ok=None, message=str(e)))
             continue
+        except MemoryError:
+            raise
         except Exception as e:
             emit(dict(shape, **meter.take(), status="error", ok=False, message=_error(e)))
             continue
@@ -115,6 +119,8 @@ def run(job: dict, backend, emit: Callable[[dict], None]) -> None:
             out = program(*args)
             backend.sync(out)
             verdict = oracle.compare(backend.to_numpy(out), expected, case.out_dtype, tol.rtol, tol.atol)
+        except MemoryError:
+            raise
         except Exception as e:
             emit(dict(shape, **meter.take(), status="error", ok=False, message=f"cached call failed: {_error(e)}"))
             continue
