@@ -24,7 +24,7 @@ import traceback
 from typing import Callable
 
 import cases
-from backends.base import Unsupported
+from backends.base import Unsupported, check_bounds
 
 from . import oracle
 
@@ -92,6 +92,7 @@ def run(job: dict, backend, emit: Callable[[dict], None]) -> None:
         expected = case.expected(inputs)
         shape = dict(base, shape_index=index, sizes=sizes, shapes=[list(a.shape) for a in inputs], novel=True)
         try:
+            check_bounds(case, mode, inputs)  # no system sees a size above its bound
             args = backend.convert(inputs)
             t0 = time.perf_counter()
             out = program(*args)
