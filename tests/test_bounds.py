@@ -3,6 +3,7 @@ error naming the dim (or the input's axis), the size and the bound, never a
 silent result; and the harness itself refuses such a shape before any system
 sees it."""
 
+import dataclasses
 import re
 
 import pytest
@@ -52,7 +53,9 @@ def test_check_bounds_names_case_input_dim_size_and_bound():
 
 
 def test_the_harness_records_a_shape_above_its_bound_as_an_error(fake_backends, monkeypatch):
-    monkeypatch.setattr(cases.Case, "sizes_for", lambda self, profile: [{"e": 2049}])
+    twin = dataclasses.replace(cases.get(CASE))
+    object.__setattr__(twin, "sizes_for", lambda profile: [{"e": 2049}])  # a sweep past the bound
+    monkeypatch.setattr(cases, "get", lambda name: twin)
     got = []
     measure.run({"case": CASE, "mode": "bounded", "profile": "quick", "repeats": 1, "warmup": 1},
                 fake_backends("Sleepy"), got.append)
