@@ -39,7 +39,7 @@ def sleepy(fake_backends, monkeypatch):
 
 
 def _start(out, sleep):
-    env = dict(os.environ, DYNSHAPE_FAKE_SLEEP=str(sleep),
+    env = dict(os.environ, DYNSHAPE_FAKE_SLEEP=str(sleep), DYNSHAPE_TEST_MARK=str(out),
                PYTHONPATH=os.pathsep.join([str(FIXTURES), str(ROOT), os.environ.get("PYTHONPATH", "")]))
     return subprocess.Popen([sys.executable, "-c", PARENT, "run", *SELECT, "--out", str(out), *FLAGS],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -57,6 +57,19 @@ def _wait_for_records(out, n, proc, limit=60):
     raise AssertionError(f"no {n} records within {limit}s")
 
 
+def _marked(out) -> list[int]:
+    """Processes (the parent, its workers) started with ``DYNSHAPE_TEST_MARK=out``."""
+    mark = f"DYNSHAPE_TEST_MARK={out}".encode()
+    pids = []
+    for env in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if mark in env.read_bytes().split(b"\0"):
+                pids.append(int(env.parent.name))
+        except OSError:
+            pass
+    return pids
+
+
 def _jobs(path):
     return sorted({(r["case"], r["backend"], r["mode"], r["shape_index"], r["novel"], r["status"])
                    for r in results.read_records(path)})
@@ -66,8 +79,13 @@ def test_killed_run_resumes_to_the_job_set_of_an_uninterrupted_run(sleepy, tmp_p
     out = tmp_path / "interrupted"
     proc = _start(out, sleep=0.1)
     path = _wait_for_records(out, 7, proc)
-    proc.kill()  # no cleanup in the parent: its workers die with it (PDEATHSIG)
+    assert len(_marked(out)) >= 2  # the parent and its worker
+    proc.kill()  # no cleanup in the parent: its worker dies with it (PDEATHSIG)
     proc.wait()
+    t0 = time.monotonic()
+    while _marked(out) and time.monotonic() - t0 < 10:
+        time.sleep(0.05)
+    assert _marked(out) == []
     run_id = path.stem
     before = results.read_records(path)
     plan = json.loads((out / f"{run_id}.plan.json").read_text())
@@ -101,6 +119,7 @@ def test_ctrl_c_kills_the_workers_and_says_how_to_resume(sleepy, tmp_path):
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == cli.EXIT_INTERRUPTED
+    assert _marked(out) == []  # the worker was killed before the parent exited
     run_id = path.stem
     assert err.rstrip().endswith(f"dynshape: interrupted; every record written is kept in {path}; finish the run with\n"
                                  f"  dynshape run --resume {run_id} --out {out}")
