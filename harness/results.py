@@ -137,6 +137,10 @@ def read_records(path: str | os.PathLike) -> list[dict]:
                                              f"(a JSON {type(rec).__name__}, not an object)"))
                 continue
             schema = rec.get("schema")
+            if not isinstance(schema, int) or isinstance(schema, bool):
+                warnings.warn(ResultsWarning(f"{path}:{n}: skipped an object with no schema version "
+                                             f"(schema: {schema!r}): not a record"))
+                continue
             if isinstance(schema, int) and not isinstance(schema, bool) and schema > SCHEMA:
                 raise ResultsError(f"{path}:{n}: schema {schema} is newer than this harness reads "
                                    f"(up to {SCHEMA}): update dynshape to read this file")

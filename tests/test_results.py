@@ -57,13 +57,14 @@ def test_load_refuses_other_schema_versions_by_name(tmp_path):
 def test_torn_and_corrupt_lines_are_skipped_with_a_warning_naming_file_and_line(tmp_path):
     path = tmp_path / "torn.jsonl"
     good = json.dumps(results.record(case="a", status="pass"))
-    path.write_text(good + "\n[1, 2]\n" + good + "\n{\"schema\": 1, \"ca")
+    path.write_text(good + "\n[1, 2]\n" + good + "\n{\"case\": \"x\"}\n{\"schema\": 1, \"ca")
     with pytest.warns(results.ResultsWarning) as caught:
         df = results.load([path])
     assert list(df["case"]) == ["a", "a"]
     assert [str(w.message) for w in caught] == [
         f"{path}:2: skipped a line that is not a record (a JSON list, not an object)",
-        f"{path}:4: skipped a line that is not JSON (Unterminated string starting at column 15; "
+        f"{path}:4: skipped an object with no schema version (schema: None): not a record",
+        f"{path}:5: skipped a line that is not JSON (Unterminated string starting at column 15; "
         "a run killed mid-write leaves a torn last line)",
     ]
 
