@@ -43,6 +43,26 @@ SOURCES = {
 }
 
 
+class BoundError(ValueError):
+    """An input size above the bound a bounded program was built for."""
+
+
+def check_bounds(case, mode: str, arrays: Sequence[Any]) -> None:
+    """In ``bounded`` mode, raise :class:`BoundError` naming the case, the
+    input, the dim, its size and its bound when an input is above its bound
+    (``arrays``: anything with ``.shape``). The harness checks every shape
+    before ``convert``; backends whose system would not say it as plainly
+    check in their own ``convert`` too."""
+    if mode != "bounded":
+        return
+    for inp, axes, a in zip(case.inputs, case.dynamic_axes(mode), arrays):
+        for axis, dim in axes.items():
+            size = int(a.shape[axis])
+            if dim.max is not None and size > dim.max:
+                raise BoundError(f"{case.name}: input {inp.name!r} dim {dim.name!r} (axis {axis}) is {size}, "
+                                 f"above its bound {dim.max} (bounded mode)")
+
+
 @dataclasses.dataclass
 class Counter:
     """What one compile stage counts: ``source`` (a key of :data:`SOURCES`) and

@@ -23,7 +23,8 @@ ENVS = {
     "xla": {
         "python": ROOT / ".venv-xla" / "bin" / "python",
         "override": "DYNSHAPE_XLA_PYTHON",
-        "hint": "run `make xla-env` to create .venv-xla (torch 2.9.1 + torch_xla 2.9.0)",
+        "hint": "torch 2.9.1 + torch_xla 2.9.0, ~3 min and ~7 GB the first time",
+        "create": "make xla-env",
         "vars": {"PJRT_DEVICE": "CPU", "EXPERIMENTAL_XLA_UNBOUNDED_DYNAMISM": "1"},
     },
 }
@@ -42,8 +43,19 @@ def python_for(env: str) -> str:
         return sys.executable
     path = Path(os.environ.get(spec.get("override", ""), "") or spec["python"])
     if not path.exists():
-        raise EnvError(f"environment {env!r} not found at {path}: {spec['hint']}")
+        raise EnvError(f"environment {env!r} not found at {path}: create it with `{create_command(env)}` "
+                       f"({spec['hint']})")
     return str(path)
+
+
+def create_command(env: str) -> str:
+    """The command that creates (or repairs) environment ``env``, run in the repository root."""
+    spec = ENVS[env]
+    override = os.environ.get(spec.get("override", ""), "")
+    if override and Path(override).parent.name == "bin":
+        # the Makefile's knob for a venv elsewhere (mk/xla.mk: XLA_VENV)
+        return f"{spec['create']} XLA_VENV={Path(override).parent.parent}"
+    return spec["create"]
 
 
 def env_vars(env: str) -> dict[str, str]:
@@ -62,7 +74,8 @@ def modules_available(env: str, modules: tuple[str, ...]) -> tuple[bool, str]:
         return False, str(e)
     missing = _missing(python, tuple(modules))
     if missing:
-        return False, f"not installed in env {env!r}: {', '.join(missing)}"
+        fix = f"; (re)create it with `{create_command(env)}`" if ENVS[env].get("create") else ""
+        return False, f"not installed in env {env!r}: {', '.join(missing)}{fix}"
     return True, ""
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Backend, Counter, Unsupported, torch_dims
+from .base import Backend, Counter, Unsupported, check_bounds, torch_dims
 
 LOWERING = Counter("ours", "torch.export + our StableHLO lowering of the program")
 XLA = Counter("ours", "our XLA executor refines @main to a new concrete argument shape "
@@ -120,6 +120,7 @@ class _StablehloTorch(Backend):
     requires = ("torch", "jax", "jaxlib")
 
     def prepare(self, case, mode):
+        self._job = (case, mode)
         state = {}
 
         def program(*args):
@@ -156,6 +157,10 @@ class StablehloXla(XlaArrays, _StablehloTorch):
     name = "stablehlo_xla"
     counters = {"lowering": LOWERING, "xla": XLA}
 
+    def convert(self, arrays):
+        check_bounds(*self._job, arrays)  # naming the dim, not only the argument's axis
+        return super().convert(arrays)
+
     def _executor_program(self, module):
         from backends.stablehlo import XlaProgram
 
@@ -165,6 +170,10 @@ class StablehloXla(XlaArrays, _StablehloTorch):
 class StablehloInterp(InterpreterHost, _StablehloTorch):
     name = "stablehlo_interp"
     counters = {"lowering": LOWERING, "parse": PARSE}
+
+    def convert(self, arrays):
+        check_bounds(*self._job, arrays)  # naming the dim, not only the argument's axis
+        return super().convert(arrays)
 
     def _executor_program(self, module):
         from backends.stablehlo import InterpreterProgram
@@ -206,6 +215,7 @@ class JaxExport(XlaArrays, Backend):
         from backends.stablehlo import Module, XlaProgram
         from backends.stablehlo import jax_export as JE
 
+        self._job = (case, mode)
         specs, constraints = jax_specs(case, mode)
         shapes = ", ".join(f"({s})" for s, _ in specs)
         try:
@@ -224,5 +234,8 @@ class JaxExport(XlaArrays, Backend):
         return program
 
     def convert(self, arrays):
-        """Device arrays in the module's dtypes (jax's x64-off canonicalisation)."""
+        """Device arrays in the module's dtypes (jax's x64-off canonicalisation).
+        Bounded mode: an input above its bound is refused naming dim, size and
+        bound (jax's shape assertion gives only the deficit)."""
+        check_bounds(*self._job, arrays)
         return self._program.convert(arrays, canonicalize=True)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 
-from .base import Backend, Counter, TorchArrays
+from .base import Backend, Counter, TorchArrays, check_bounds
 
 STAGE = "dynamo_graph"
 
@@ -88,9 +88,18 @@ class TorchCompile(TorchArrays, Backend):
             import torch._inductor.graph  # noqa: F401
             import torch.utils.cpp_extension  # noqa: F401
 
+    def convert(self, arrays):
+        """Bounded mode: an input above its bound is refused naming the dim
+        (dynamo's ConstraintViolationError says only "17 not in range [2, 16]")."""
+        if getattr(self, "_job", None):
+            check_bounds(*self._job, arrays)
+        return super().convert(arrays)
+
     def prepare(self, case, mode):
         import torch
         import torch._dynamo
+
+        self._job = (case, mode)
 
         cfg = torch._dynamo.config
         cfg.recompile_limit = 10**6

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import Backend, TorchArrays
+from .base import Backend, TorchArrays, check_bounds
 
 
 class TorchEager(TorchArrays, Backend):
@@ -16,4 +16,11 @@ class TorchEager(TorchArrays, Backend):
         import torch  # noqa: F401
 
     def prepare(self, case, mode):
+        self._job = (case, mode)
         return case.torch_fn()
+
+    def convert(self, arrays):
+        """Bounded mode: an input above its bound is refused (eager itself has no bound)."""
+        if getattr(self, "_job", None):
+            check_bounds(*self._job, arrays)
+        return super().convert(arrays)

@@ -31,6 +31,8 @@ class TorchExport(TorchArrays, Backend):
         import torch.export._trace  # noqa: F401
 
     def prepare(self, case, mode):
+        from torch.fx.experimental.symbolic_shapes import ConstraintViolationError
+
         fn = case.torch_fn()
         dynamic = None if mode == "static" else tuple(torch_dims(case, mode))
         programs: dict = {}
@@ -44,12 +46,12 @@ class TorchExport(TorchArrays, Backend):
         def program(*args):
             key = tuple(tuple(a.shape) for a in args) if mode == "static" else None
             mod = programs.get(key)
-            if mod is None:
-                with self.counting(STAGE, f"new input shapes {key}" if mode == "static" else why):
-                    mod = programs[key] = export(fn, args, dynamic, case.name).module()
             try:
+                if mod is None:
+                    with self.counting(STAGE, f"new input shapes {key}" if mode == "static" else why):
+                        mod = programs[key] = export(fn, args, dynamic, case.name).module()
                 return mod(*args)
-            except AssertionError as e:  # ep.module()'s input guards
+            except (AssertionError, ConstraintViolationError) as e:  # ep.module()'s guards; export out of range
                 raise _range_error(case, mode, args, e) from e
 
         return program

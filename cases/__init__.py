@@ -22,10 +22,28 @@ from .model import (
 )
 
 
+_CHECKED: set[int] = set()  # ids of the cases whose oracle ran
+
+
 def catalogue() -> tuple[Case, ...]:
+    """Every case, checked once per process (:func:`check`) before any backend runs."""
     from . import expand, gnn
 
-    return gnn.CASES + expand.CASES
+    return check(gnn.CASES + expand.CASES)
+
+
+def check(found: tuple[Case, ...]) -> tuple[Case, ...]:
+    """Refuse duplicate names and run each new case's oracle once
+    (:meth:`Case.check_oracle`); :class:`CaseError` names the case and field."""
+    seen = set()
+    for c in found:
+        if c.name in seen:
+            raise CaseError(f"case {c.name!r}, field 'name': defined twice in the catalogue")
+        seen.add(c.name)
+        if id(c) not in _CHECKED:
+            c.check_oracle()
+            _CHECKED.add(id(c))
+    return found
 
 
 def get(name: str) -> Case:
@@ -37,5 +55,5 @@ def get(name: str) -> Case:
 
 __all__ = [
     "MODES", "PROFILES", "Case", "CaseError", "Dim", "EinxForm", "Input", "Tolerance",
-    "bounded", "catalogue", "get", "match_globs", "static", "unbounded",
+    "bounded", "catalogue", "check", "get", "match_globs", "static", "unbounded",
 ]

@@ -142,32 +142,58 @@ class Case:
     exact: bool = False
 
     def __post_init__(self) -> None:
+        def bad(field: str, why: str) -> CaseError:
+            return CaseError(f"case {self.name!r}, field {field!r}: {why}")
+
+        if not callable(self.oracle):
+            raise bad("oracle", f"missing ({self.oracle!r}): give a NumPy function of the inputs that returns "
+                                "the expected output")
         names = [d.name for d in self.dims]
         if len(set(names)) != len(names):
-            raise CaseError(f"case {self.name!r}: duplicate dim names {names}")
+            raise bad("dims", f"duplicate dim names {names}")
         for inp in self.inputs:
             for ax in inp.shape:
                 if isinstance(ax, str) and ax not in names:
-                    raise CaseError(f"case {self.name!r}: input {inp.name!r} uses unknown dim {ax!r}")
+                    raise bad("inputs", f"input {inp.name!r} uses unknown dim {ax!r}; dims: {', '.join(names)}")
         dynamic = {d.name for d in self.dims if d.dynamic}
+        if dynamic and not self.sweep:
+            raise bad("sweep", f"empty, but dims {sorted(dynamic)} are dynamic: give at least one entry of sizes")
         for i, sizes in enumerate(self.sweep):
             if set(sizes) != dynamic:
-                raise CaseError(
-                    f"case {self.name!r}: sweep[{i}] sets {sorted(sizes)}, "
-                    f"expected exactly the dynamic dims {sorted(dynamic)}"
-                )
+                raise bad("sweep", f"sweep[{i}] sets {sorted(sizes)}, expected exactly the dynamic dims "
+                                   f"{sorted(dynamic)}")
             for name, size in sizes.items():
                 dim = self.dim(name)
-                if size < dim.min or (dim.max is not None and size > dim.max):
-                    raise CaseError(
-                        f"case {self.name!r}: sweep[{i}] {name}={size} outside "
-                        f"[{dim.min}, {dim.max if dim.max is not None else 'inf'}]"
-                    )
+                if not isinstance(size, int) or size < dim.min or (dim.max is not None and size > dim.max):
+                    raise bad("sweep", f"sweep[{i}] {name}={size} outside "
+                                       f"[{dim.min}, {dim.max if dim.max is not None else 'inf'}] (dim {name!r})")
         for i in self.quick:
             if not 0 <= i < len(self.sweep):
-                raise CaseError(f"case {self.name!r}: quick index {i} outside the sweep")
+                raise bad("quick", f"quick index {i} outside the sweep (0..{len(self.sweep) - 1})")
         if self.only_modes is not None and not set(self.only_modes) <= set(self._dim_modes()):
-            raise CaseError(f"case {self.name!r}: only_modes {self.only_modes} not among {self._dim_modes()}")
+            raise bad("only_modes", f"{self.only_modes} not among {self._dim_modes()}")
+
+    def check_oracle(self) -> None:
+        """Run the oracle on the first shape of the quick sweep: its output
+        must have the shape ``out_shape`` gives and a dtype ``out_dtype`` can
+        hold; else :class:`CaseError` naming the case and the field."""
+        sizes = self.sizes_for("quick")[0] if self.quick else (dict(self.sweep[0]) if self.sweep else {})
+        where = f"case {self.name!r}, field 'oracle'"
+        try:
+            out = self.expected(self.make_inputs(sizes, seed=0))
+            want = self.out_shape_for(sizes)
+        except CaseError:
+            raise
+        except Exception as e:
+            raise CaseError(f"{where}: raised {type(e).__name__}: {e} on sizes {sizes}") from None
+        if out.shape != want:
+            raise CaseError(f"{where}: returns shape {out.shape} on sizes {sizes}, but out_shape "
+                            f"{self.out_shape} says {want}")
+        kind = "f" if self.out_dtype == "bfloat16" else np.dtype(self.out_dtype).kind
+        allowed = {"f": "fiub", "c": "cfiub", "i": "iub", "u": "iub", "b": "b"}.get(kind, kind)
+        if out.dtype.kind not in allowed:
+            raise CaseError(f"{where}: returns dtype {out.dtype} on sizes {sizes}, which out_dtype "
+                            f"{self.out_dtype!r} does not hold exactly")
 
     # -- dims and modes --------------------------------------------------
     def dim(self, name: str) -> Dim:

@@ -5,12 +5,45 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from pathlib import Path
 
 import cases
+from harness import limits, results
 from harness.runner import DEFAULT_REPEATS, DEFAULT_WARMUP
 
-EXIT_USAGE = 2
+#: exit codes: every job as expected; a job ended otherwise than
+#: ``cases/expectations.toml`` says (or B regressed, for ``compare``); bad
+#: usage (an unknown name, a value out of range); interrupted (Ctrl-C)
+EXIT_OK, EXIT_UNEXPECTED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+#: the allowed range of each numeric flag
+RANGES = {"jobs": (1, 64), "repeats": (1, 10_000), "warmup": (0, 1_000), "threads": (0, 1_024),
+          "timeout": (1.0, 86_400.0), "max_slowdown": (1.0, 1_000.0)}
+
+
+def _in_range(name: str, kind=int):
+    """An argparse type: ``kind`` within ``RANGES[name]``, else a usage error naming the range."""
+    lo, hi = RANGES[name]
+
+    def parse(text: str):
+        try:
+            v = kind(text)
+        except ValueError:
+            v = None
+        if v is None or not lo <= v <= hi:
+            raise argparse.ArgumentTypeError(f"must be {'an integer' if kind is int else 'a number'} "
+                                             f"in [{lo}, {hi}], got {text!r}")
+        return v
+
+    return parse
+
+
+def _memory(text: str):
+    try:
+        return limits.parse(text)
+    except limits.LimitError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -30,12 +63,20 @@ def _parser() -> argparse.ArgumentParser:
     prof.add_argument("--full", dest="profile", action="store_const", const="full", help="each case's whole sweep")
     run.set_defaults(profile="quick")
     run.add_argument("--out", default="results", help="directory for the run's JSONL (default: results/)")
-    run.add_argument("--jobs", type=int, default=1, help="workers at a time (timings are cleaner with 1)")
-    run.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, help="timed repeats per shape in the cached phase")
-    run.add_argument("--warmup", type=int, default=DEFAULT_WARMUP,
-                     help="warm-up calls per shape before the cached phase")
-    run.add_argument("--timeout", type=float, help="seconds per job (default: the backend's)")
-    run.add_argument("--threads", type=int, default=1,
+    run.add_argument("--jobs", type=_in_range("jobs"), default=1,
+                     help="workers at a time, 1-64 (timings are cleaner with 1)")
+    run.add_argument("--repeats", type=_in_range("repeats"), default=DEFAULT_REPEATS,
+                     help="timed repeats per shape in the cached phase (1-10000)")
+    run.add_argument("--warmup", type=_in_range("warmup"), default=DEFAULT_WARMUP,
+                     help="warm-up calls per shape before the cached phase (0-1000)")
+    run.add_argument("--timeout", type=_in_range("timeout", float), help="seconds per job (default: the backend's)")
+    run.add_argument("--max-memory", type=_memory, default=limits.default_bytes(), metavar="SIZE",
+                     help=f"memory each worker may allocate: 8G, 512M, 50%% (of the machine) or 0 for no limit; past "
+                          f"it the job is recorded as oom (default: {limits.DEFAULT_FRACTION:.0%} of this machine, "
+                          f"{limits.fmt(limits.default_bytes())})")
+    run.add_argument("--resume", metavar="RUN_ID",
+                     help="finish an interrupted run: run its missing and incomplete jobs, appending to it")
+    run.add_argument("--threads", type=_in_range("threads"), default=1,
                      help="threads per worker for torch, BLAS and XLA alike (default 1, steadier timings; "
                           "0: the frameworks' defaults)")
     run.add_argument("--trace", metavar="DIR",
@@ -55,25 +96,35 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument("a")
     cmp.add_argument("b")
     cmp.add_argument("--results", default="results")
-    cmp.add_argument("--max-slowdown", type=float, default=1.5,
+    cmp.add_argument("--max-slowdown", type=_in_range("max_slowdown", float), default=1.5,
                      help="B/A latency ratio above which B counts as a regression (default 1.5)")
     return p
 
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
-    try:
-        return {"list": _list, "run": _run, "report": _report, "compare": _compare}[args.command](args)
-    except cases.CaseError as e:
-        print(f"dynshape: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except Exception as e:
-        from . import registry, results
-
-        if isinstance(e, (registry.RegistryError, results.ResultsError)):
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        try:
+            return {"list": _list, "run": _run, "report": _report, "compare": _compare}[args.command](args)
+        except cases.CaseError as e:
             print(f"dynshape: {e}", file=sys.stderr)
             return EXIT_USAGE
-        raise
+        except Exception as e:
+            from . import expectations, registry
+
+            if isinstance(e, (registry.RegistryError, results.ResultsError, expectations.ExpectationError)):
+                print(f"dynshape: {e}", file=sys.stderr)
+                return EXIT_USAGE
+            raise
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    """Results warnings as one ``dynshape: warning:`` line; others as Python prints them."""
+    if issubclass(category, results.ResultsWarning):
+        print(f"dynshape: warning: {message}", file=sys.stderr)
+    else:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
 
 
 def _list(args) -> int:
@@ -113,24 +164,45 @@ def _list(args) -> int:
 
 
 def _run(args) -> int:
-    from . import report, results, runner
+    from . import report, resume, runner
 
-    combos = runner.plan(args.cases, args.backends, args.modes)
-    if not combos:
-        print("dynshape: nothing to run: no case has the selected modes", file=sys.stderr)
-        return EXIT_USAGE
-    r = runner.Runner(args.out, profile=args.profile, repeats=args.repeats, warmup=args.warmup,
-                      timeout_s=args.timeout, warm_cache=args.warm_cache, progress=not args.no_progress,
-                      threads=args.threads or None, trace_dir=args.trace)
-    print(f"run {r.run_id}: {len(combos)} jobs, profile {args.profile} → {r.path}", file=sys.stderr)
-    path = r.run(combos, jobs=args.jobs)
+    if args.resume:
+        chosen = [f for f, v in (("--cases", args.cases), ("--backends", args.backends), ("--modes", args.modes)) if v]
+        if chosen:
+            print(f"dynshape: --resume runs the jobs the run planned; drop {', '.join(chosen)}", file=sys.stderr)
+            return EXIT_USAGE
+        r, combos = resume.resume(args.out, args.resume, progress=not args.no_progress)
+        print(f"run {r.run_id}: resuming, {len(combos)} jobs missing or incomplete → {r.path}", file=sys.stderr)
+    else:
+        combos = runner.plan(args.cases, args.backends, args.modes)
+        if not combos:
+            print("dynshape: nothing to run: no case has the selected modes", file=sys.stderr)
+            return EXIT_USAGE
+        r = runner.Runner(args.out, profile=args.profile, repeats=args.repeats, warmup=args.warmup,
+                          timeout_s=args.timeout, warm_cache=args.warm_cache, progress=not args.no_progress,
+                          threads=args.threads or None, trace_dir=args.trace, max_memory=args.max_memory)
+        print(f"run {r.run_id}: {len(combos)} jobs, profile {args.profile} → {r.path}", file=sys.stderr)
+    try:
+        path = r.run(combos, jobs=args.jobs)
+    except KeyboardInterrupt:
+        print(f"\ndynshape: interrupted; every record written is kept in {r.path}; finish the run with\n"
+              f"  dynshape run --resume {r.run_id} --out {args.out}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     df = results.load([path])
-    summary = report.annotate(report.summarise(df), df)
+    verdicts = report.verdicts(df)
+    summary = report.annotate(report.summarise(df), df, judged=verdicts)
     print(report.markdown(summary))
     csv = path.with_suffix(".report.csv")
     summary.to_csv(csv, index=False)
     print(f"\nrecords: {path}\nreport CSV: {csv}", file=sys.stderr)
-    return 0
+    bad = {k: v for k, v in verdicts.items() if not v.ok}
+    if bad:
+        print(f"dynshape: {len(bad)} of {len(verdicts)} jobs ended otherwise than cases/expectations.toml says:",
+              file=sys.stderr)
+        for (case, backend, mode), v in bad.items():
+            print(f"  {case}[{backend}-{mode}]: {v.outcome}: {v.problems[0]}", file=sys.stderr)
+        return EXIT_UNEXPECTED
+    return EXIT_OK
 
 
 def _report(args) -> int:

@@ -75,43 +75,92 @@ class Rule:
         return ", ".join(parts)
 
 
-def load(path: str | Path = DEFAULT) -> list[Rule]:
-    with open(path, "rb") as f:
-        data = tomllib.load(f)
+def load(path: str | Path | None = None, known: dict | bool | None = None) -> list[Rule]:
+    """The rules of ``path`` (default: ``cases/expectations.toml``).
+
+    A malformed file raises :class:`ExpectationError` naming the file, the
+    rule (``rule #n``, counted from 1) and the key: an unknown key, a value of
+    the wrong type, a formula that does not parse, a bad ``match`` regex,
+    ``xfail`` without ``match``, or a ``case``/``backend``/``mode`` glob that
+    matches none of the ``known`` names (default: the catalogue's cases, the
+    registered backends and the modes; ``False``: no glob check).
+    """
+    path = DEFAULT if path is None else path
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise ExpectationError(f"{path}: not valid TOML: {e}") from None
+    names = _known() if known is None else known
     rules = []
-    for i, raw in enumerate(data.get("expect", [])):
+    raws = data.get("expect", [])
+    if not isinstance(raws, list) or not all(isinstance(r, dict) for r in raws):
+        raise ExpectationError(f"{path}: 'expect' must be an array of tables ([[expect]])")
+    for i, raw in enumerate(raws):
         where = f"{path}: rule #{i + 1}"
-        unknown = set(raw) - KEYS
+
+        def bad(key: str, why: str) -> ExpectationError:
+            return ExpectationError(f"{where}, key {key!r}: {why}")
+
+        unknown = sorted(set(raw) - KEYS)
         if unknown:
-            raise ExpectationError(f"{where} has unknown keys {sorted(unknown)}; valid: {sorted(KEYS)}")
+            raise bad(unknown[0], f"unknown key; valid: {', '.join(sorted(KEYS))}")
+        for key, v in raw.items():
+            want = dict if key in ("stages", "shape_stages") else (str, int) if key in FORMULAS else str
+            if not isinstance(v, want) or isinstance(v, bool):
+                raise bad(key, f"{v!r} is a {type(v).__name__}, expected "
+                               f"{'a table' if want is dict else 'a formula' if key in FORMULAS else 'a string'}")
         if "compiles" not in raw and "per_shape" not in raw:
-            raise ExpectationError(f"{where} states no compile count: give 'per_shape' (or 'compiles')")
+            raise bad("per_shape", "missing: the rule states no compile count (give 'per_shape' or 'compiles')")
         if ("xfail" in raw) != ("match" in raw):
-            raise ExpectationError(f"{where}: 'xfail' and 'match' go together (match: a regex every failure "
-                                   "of the job must fit)")
+            key, other = ("xfail", "match") if "xfail" in raw else ("match", "xfail")
+            raise bad(key, f"needs {other!r}: 'xfail' (why the job fails) and 'match' (a regex every failure "
+                           "of the job must fit) go together")
+        if "stages" in raw and "compiles" not in raw:
+            raise bad("stages", "'stages' goes with 'compiles'")
+        if "shape_stages" in raw and "per_shape" not in raw:
+            raise bad("shape_stages", "'shape_stages' goes with 'per_shape'")
+        for key in ("case", "backend", "mode"):
+            glob = raw.get(key, "*")
+            if names and not any(fnmatch.fnmatchcase(n, glob) for n in names[key]):
+                raise bad(key, f"{glob!r} matches no {key}; valid: {', '.join(names[key])}")
         rule = Rule(
             case=raw.get("case", "*"), backend=raw.get("backend", "*"), mode=raw.get("mode", "*"),
             compiles=_str(raw.get("compiles")), stages=_pairs(raw.get("stages")),
             per_shape=_str(raw.get("per_shape")), shape_stages=_pairs(raw.get("shape_stages")),
             xfail=raw.get("xfail"), match=raw.get("match"), index=i,
         )
-        if rule.stages and rule.compiles is None:
-            raise ExpectationError(f"{where}: 'stages' goes with 'compiles'")
-        if rule.shape_stages and rule.per_shape is None:
-            raise ExpectationError(f"{where}: 'shape_stages' goes with 'per_shape'")
-        for formula in [rule.compiles, *(v for _, v in rule.stages)]:
+        checks = [("compiles", rule.compiles, evaluate, (1,)), ("per_shape", rule.per_shape, evaluate_shape, (0, 1))]
+        checks += [(f"stages.{k}", v, evaluate, (1,)) for k, v in rule.stages]
+        checks += [(f"shape_stages.{k}", v, evaluate_shape, (0, 1)) for k, v in rule.shape_stages]
+        for key, formula, fn, args in checks:
             if formula is not None:
-                evaluate(formula, 1)  # fail early on a bad formula, naming it
-        for formula in [rule.per_shape, *(v for _, v in rule.shape_stages)]:
-            if formula is not None:
-                evaluate_shape(formula, 0, 1)
+                try:
+                    fn(formula, *args)  # fail early on a bad formula, naming it
+                except ExpectationError as e:
+                    raise bad(key, str(e)) from None
         if rule.match is not None:
             try:
                 re.compile(rule.match)
             except re.error as e:
-                raise ExpectationError(f"{where}: bad 'match' regex {rule.match!r}: {e}") from None
+                raise bad("match", f"bad regex {rule.match!r}: {e}") from None
         rules.append(rule)
     return rules
+
+
+FORMULAS = ("compiles", "per_shape")
+
+
+def _known() -> dict[str, list[str]]:
+    """Names a rule's globs may match: cases, registered backends (entry
+    points, loadable or not), modes."""
+    import cases
+
+    from . import registry
+
+    return {"case": [c.name for c in cases.catalogue()],
+            "backend": registry.names(),
+            "mode": list(cases.MODES)}
 
 
 def _str(v) -> str | None:

@@ -24,7 +24,7 @@ import traceback
 from typing import Callable
 
 import cases
-from backends.base import Unsupported
+from backends.base import Unsupported, check_bounds
 
 from . import oracle
 
@@ -78,6 +78,8 @@ def run(job: dict, backend, emit: Callable[[dict], None]) -> None:
     except Unsupported as e:
         emit(dict(base, **meter.take(), status="unsupported", ok=None, message=str(e)))
         return
+    except MemoryError:
+        raise  # the worker reports it as ``oom``: the process may not recover
     except Exception as e:
         emit(dict(base, **meter.take(), status="error", ok=False, message=f"prepare failed: {_error(e)}"))
         return
@@ -90,6 +92,7 @@ def run(job: dict, backend, emit: Callable[[dict], None]) -> None:
         expected = case.expected(inputs)
         shape = dict(base, shape_index=index, sizes=sizes, shapes=[list(a.shape) for a in inputs], novel=True)
         try:
+            check_bounds(case, mode, inputs)  # no system sees a size above its bound
             args = backend.convert(inputs)
             t0 = time.perf_counter()
             out = program(*args)
@@ -99,6 +102,8 @@ def run(job: dict, backend, emit: Callable[[dict], None]) -> None:
         except Unsupported as e:
             emit(dict(shape, **meter.take(), status="unsupported", ok=None, message=str(e)))
             continue
+        except MemoryError:
+            raise
         except Exception as e:
             emit(dict(shape, **meter.take(), status="error", ok=False, message=_error(e)))
             continue
@@ -115,6 +120,8 @@ def run(job: dict, backend, emit: Callable[[dict], None]) -> None:
             out = program(*args)
             backend.sync(out)
             verdict = oracle.compare(backend.to_numpy(out), expected, case.out_dtype, tol.rtol, tol.atol)
+        except MemoryError:
+            raise
         except Exception as e:
             emit(dict(shape, **meter.take(), status="error", ok=False, message=f"cached call failed: {_error(e)}"))
             continue

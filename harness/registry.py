@@ -33,6 +33,11 @@ def _entry_points():
     return metadata.entry_points(group=GROUP)
 
 
+def names() -> list[str]:
+    """Every registered backend's name, loadable or not (nothing is imported)."""
+    return sorted({ep.name for ep in _entry_points()})
+
+
 @functools.lru_cache(maxsize=None)
 def backends() -> dict[str, Backend]:
     """Every registered backend by name, instantiated, in name order."""

@@ -165,23 +165,27 @@ def counters_table(backends) -> str:
     return "\n".join(lines) + "\n\nSources: " + legend + "."
 
 
-def annotate(summary: pd.DataFrame, df: pd.DataFrame, rules=None) -> pd.DataFrame:
-    """Add ``expected``: what ``cases/expectations.toml`` says of each job,
-    judged on the job's records by :func:`harness.expectations.verdict` (the
-    gate's own judgement): ``= counts`` when it conforms, ``≠ counts: the
-    first problem`` when it does not, ``xfail: reason`` for an expected failure."""
+def verdicts(df: pd.DataFrame, rules=None) -> dict:
+    """Each job's :class:`harness.expectations.Verdict` (the gate's own
+    judgement), keyed by (case, backend, mode) (and run id, if ``df`` holds several runs)."""
     from . import expectations
 
     rules = expectations.load() if rules is None else rules
+    keys = KEYS + (["run_id"] if df["run_id"].nunique() > 1 else [])
+    return {k: expectations.verdict(g.to_dict("records"), expectations.lookup(rules, *k[:3]))
+            for k, g in df.groupby(keys, sort=False, dropna=False)}
+
+
+def annotate(summary: pd.DataFrame, df: pd.DataFrame, rules=None, judged=None) -> pd.DataFrame:
+    """Add ``expected``: what ``cases/expectations.toml`` says of each job,
+    judged on the job's records by :func:`harness.expectations.verdict` (the
+    gate's own judgement): ``= counts`` when it conforms, ``≠ counts: the
+    first problem`` when it does not, ``xfail: reason`` for an expected failure.
+    ``judged``: from :func:`verdicts`, when the caller has them already."""
+    judged = verdicts(df, rules) if judged is None else judged
     keys = KEYS + (["run_id"] if "run_id" in summary.columns else [])
-    jobs = {k if isinstance(k, tuple) else (k,): g for k, g in df.groupby(keys, sort=False, dropna=False)}
     out = summary.copy()
-    notes = []
-    for _, r in out.iterrows():
-        records = jobs[tuple(r[k] for k in keys)].to_dict("records")
-        rule = expectations.lookup(rules, r["case"], r["backend"], r["mode"])
-        notes.append(expectations.verdict(records, rule).note)
-    out["expected"] = notes
+    out["expected"] = [judged[tuple(r[k] for k in keys)].note for _, r in out.iterrows()]
     return out[[c for c in NAMES + ["run_id"] if c in out.columns]]
 
 

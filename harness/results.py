@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import IO, Iterable
 
@@ -17,7 +18,7 @@ SCHEMA = 2
 READABLE = (1, 2)
 
 #: every status, worst first: a job's status is the worst of its records
-SEVERITY = ("crashed", "timeout", "error", "mismatch", "recompiled", "skipped", "unsupported", "pass")
+SEVERITY = ("crashed", "oom", "timeout", "error", "mismatch", "recompiled", "skipped", "unsupported", "pass")
 STATUSES = SEVERITY
 
 #: fields every record has (``None`` where they do not apply). Timing rule,
@@ -41,6 +42,10 @@ FIELDS = (
 
 class ResultsError(ValueError):
     pass
+
+
+class ResultsWarning(UserWarning):
+    """A line of a results file was skipped (torn by an interrupted write, or corrupt)."""
 
 
 def record(**fields) -> dict:
@@ -90,7 +95,10 @@ def run_files(paths: Iterable[str | os.PathLike] | None = None, default_dir: str
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            out.extend(sorted(p.glob("*.jsonl")))
+            found = sorted(p.glob("*.jsonl"))
+            if not found:
+                raise ResultsError(f"no results files (*.jsonl) in directory {p}")
+            out.extend(found)
         elif p.exists():
             out.append(p)
         else:
@@ -104,8 +112,15 @@ def latest_run(directory: str | os.PathLike = "results") -> Path | None:
 
 
 def read_records(path: str | os.PathLike) -> list[dict]:
+    """The records of one JSONL file.
+
+    A line that is not a JSON object (the torn last line of a killed run, or
+    a corrupt one) is skipped with a :class:`ResultsWarning` naming the file
+    and line; a record of a schema this harness cannot read raises
+    :class:`ResultsError` naming the version.
+    """
     out = []
-    with open(path, encoding="utf-8") as f:
+    with open(path, encoding="utf-8", errors="replace") as f:
         for n, line in enumerate(f, 1):
             line = line.strip()
             if not line:
@@ -113,18 +128,39 @@ def read_records(path: str | os.PathLike) -> list[dict]:
             try:
                 rec = json.loads(line)
             except json.JSONDecodeError as e:
-                # a run killed mid-write leaves at most one torn last line
-                raise ResultsError(f"{path}:{n}: not JSON ({e.msg})") from None
-            if rec.get("schema") not in READABLE:
-                raise ResultsError(f"{path}:{n}: schema {rec.get('schema')!r} is not supported "
+                at = e.msg + (" column" if e.msg.endswith(" at") else " at column")
+                warnings.warn(ResultsWarning(f"{path}:{n}: skipped a line that is not JSON ({at} {e.colno}; "
+                                             "a run killed mid-write leaves a torn last line)"))
+                continue
+            if not isinstance(rec, dict):
+                warnings.warn(ResultsWarning(f"{path}:{n}: skipped a line that is not a record "
+                                             f"(a JSON {type(rec).__name__}, not an object)"))
+                continue
+            schema = rec.get("schema")
+            if not isinstance(schema, int) or isinstance(schema, bool):
+                warnings.warn(ResultsWarning(f"{path}:{n}: skipped an object with no schema version "
+                                             f"(schema: {schema!r}): not a record"))
+                continue
+            if isinstance(schema, int) and not isinstance(schema, bool) and schema > SCHEMA:
+                raise ResultsError(f"{path}:{n}: schema {schema} is newer than this harness reads "
+                                   f"(up to {SCHEMA}): update dynshape to read this file")
+            if schema not in READABLE:
+                raise ResultsError(f"{path}:{n}: schema {schema!r} is not supported "
                                    f"(this harness reads {', '.join(map(str, READABLE))})")
             out.append(rec)
     return out
 
 
 def load(paths: Iterable[str | os.PathLike] | None = None, default_dir="results"):
-    """Records of the given runs (files or directories; default: the latest run) as a DataFrame."""
+    """Records of the given runs (files or directories; default: the latest run) as a DataFrame.
+
+    Raises :class:`ResultsError` when the files hold no record at all.
+    """
     import pandas as pd
 
-    recs = [r for p in run_files(paths, default_dir) for r in read_records(p)]
+    files = run_files(paths, default_dir)
+    recs = [r for p in files for r in read_records(p)]
+    if not recs:
+        raise ResultsError(f"no records in {', '.join(map(str, files))} (an empty run: was it interrupted "
+                           "before its first job finished?)")
     return pd.DataFrame.from_records(recs, columns=list(FIELDS))

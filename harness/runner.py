@@ -1,8 +1,11 @@
 """Plan and run jobs: each (case, backend, mode) in its own worker process.
 
-A worker that crashes, aborts or runs past its timeout becomes a record with
-status ``crashed`` / ``timeout``; the run goes on, and every record the worker
-streamed before is already on disk.
+A worker that crashes, aborts, runs out of memory under its limit
+(``max_memory``) or runs past its timeout becomes a record with status
+``crashed`` / ``oom`` / ``timeout`` (the signal and the last lines of its
+stderr in the message); the run goes on, and every record the worker streamed
+before is already on disk. An interrupted run (Ctrl-C, a killed parent) keeps
+every record written; :func:`harness.resume.resume` finishes it.
 """
 
 from __future__ import annotations
@@ -27,10 +30,13 @@ from backends.base import MODES
 
 from backends import envs
 
-from . import meta, registry, results, threads
+from . import limits, meta, registry, results, threads
 
 DEFAULT_REPEATS = 7
 DEFAULT_WARMUP = 2
+#: ``<run_id>.plan.json``: the run's jobs and these settings, for ``--resume``
+PLAN_SUFFIX = ".plan.json"
+SETTINGS = ("profile", "repeats", "warmup", "timeout_s", "threads", "max_memory", "warm_cache")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,6 +96,7 @@ class Runner:
         progress: bool = True,
         threads: int | None = 1,
         trace_dir: str | os.PathLike | None = None,
+        max_memory: int | None | str = "default",
     ):
         if profile not in cases.PROFILES:
             raise cases.CaseError(f"unknown profile {profile!r}; valid: {', '.join(cases.PROFILES)}")
@@ -99,6 +106,10 @@ class Runner:
         self.timeout_s, self.warm_cache, self.progress = timeout_s, warm_cache, progress
         self.threads = threads
         self.trace_dir = Path(trace_dir) if trace_dir else None
+        #: bytes a worker may allocate (``None``: no limit)
+        self.max_memory = limits.default_bytes() if max_memory == "default" else max_memory
+        #: set on Ctrl-C: running workers are killed, pending jobs not started
+        self.stop = threading.Event()
         commit, dirty = meta.git_state()
         self._common = {
             "run_id": self.run_id, "commit": commit, "dirty": dirty, "profile": profile,
@@ -107,31 +118,60 @@ class Runner:
         self._lock = threading.Lock()
 
     def run(self, combos: Iterable[Combo], jobs: int = 1) -> Path:
-        """Run every combo (``jobs`` workers at a time) and return the JSONL path."""
+        """Run every combo (``jobs`` workers at a time) and return the JSONL path.
+
+        On Ctrl-C the running workers are killed, no other job starts, and
+        the ``KeyboardInterrupt`` propagates; every record written stays.
+        """
         combos = list(combos)
         total = sum(
             0 if c.skip_reason() else 2 * len(c.case.sizes_for(self.profile)) for c in combos
         ) + sum(1 for c in combos if c.skip_reason())
+        self.write_plan(combos)
         bar = _progress(total, self.progress)
-        with results.Writer(self.path) as writer:
+        try:
+            with results.Writer(self.path) as writer:
 
-            def one(combo: Combo) -> None:
-                def sink(rec: dict) -> None:
-                    with self._lock:
-                        writer.write(rec)
-                        bar.update(1)
-                        bar.set_postfix_str(combo.id, refresh=False)
+                def one(combo: Combo) -> None:
+                    if self.stop.is_set():
+                        return
 
-                self.run_one(combo, sink)
+                    def sink(rec: dict) -> None:
+                        with self._lock:
+                            writer.write(rec)
+                            bar.update(1)
+                            bar.set_postfix_str(combo.id, refresh=False)
 
-            if jobs <= 1:
-                for combo in combos:
-                    one(combo)
-            else:
-                with ThreadPoolExecutor(jobs) as pool:
-                    list(pool.map(one, combos))
-        bar.close()
+                    self.run_one(combo, sink)
+
+                if jobs <= 1:
+                    for combo in combos:
+                        one(combo)
+                else:
+                    with ThreadPoolExecutor(jobs) as pool:
+                        futures = [pool.submit(one, c) for c in combos]
+                        try:
+                            for f in futures:
+                                f.result()
+                        except BaseException:
+                            self.stop.set()
+                            raise
+        except BaseException:
+            self.stop.set()
+            raise
+        finally:
+            bar.close()
         return self.path
+
+    def write_plan(self, combos: list[Combo]) -> Path:
+        """Write ``<run_id>.plan.json`` (the jobs and settings), unless the run has one."""
+        path = plan_path(self.path)
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            data = {"run_id": self.run_id, **{k: getattr(self, k) for k in SETTINGS},
+                    "jobs": [[c.case.name, c.backend.name, c.mode] for c in combos]}
+            atomic_write(path, json.dumps(data, indent=1) + "\n")
+        return path
 
     def run_one(self, combo: Combo, sink: Callable[[dict], None]) -> list[dict]:
         """Run one combo in a worker; each record goes to ``sink`` as it arrives."""
@@ -151,6 +191,7 @@ class Runner:
         job = {
             "case": combo.case.name, "mode": combo.mode, "profile": self.profile,
             "repeats": self.repeats, "warmup": self.warmup, "spec": combo.backend.spec,
+            "max_memory": self.max_memory,
         }
         timeout = self.timeout_s or combo.backend.timeout_s
         cache_dir = None if self.warm_cache else tempfile.mkdtemp(prefix="dynshape-cache-")
@@ -186,18 +227,35 @@ class Runner:
         lines: queue.Queue = queue.Queue()
         tail: collections.deque = collections.deque(maxlen=60)
         threading.Thread(target=_pump, args=(proc.stdout, lines.put, True), daemon=True).start()
-        threading.Thread(target=_pump, args=(proc.stderr, tail.append), daemon=True).start()
-        versions, done, fatal, measured = None, False, None, 0
+        err = threading.Thread(target=_pump, args=(proc.stderr, tail.append), daemon=True)
+        err.start()
+        # the tail is read once the worker has ended and its stderr is drained
+        tail = _Tail(tail, err)
+        try:
+            self._watch(proc, lines, tail, spawned, timeout, emit)
+        except BaseException:  # Ctrl-C in this thread: the worker goes too
+            _kill(proc)
+            raise
+
+    def _watch(self, proc, lines, tail, spawned, timeout, emit) -> None:
+        """Turn the worker's protocol lines into records until it ends, is
+        killed at ``timeout``, or the run is stopped."""
+        versions, done, fatal, oom, measured = None, False, None, None, 0
         job_fields: dict = {}
         deadline = time.monotonic() + timeout
         while True:
+            if self.stop.is_set():
+                _kill(proc)
+                return
             try:
-                line = lines.get(timeout=max(deadline - time.monotonic(), 0))
+                line = lines.get(timeout=min(max(deadline - time.monotonic(), 0), 0.25))
             except queue.Empty:
+                if time.monotonic() < deadline:
+                    continue
                 _kill(proc)
                 emit(versions=versions, **job_fields, status="timeout", ok=False,
-                     message=f"no result within {timeout:.0f}s; {measured} records were measured before; "
-                             f"stderr: {_tail(tail)}")
+                     message=f"killed (SIGKILL) after no result within {timeout:.0f}s; {measured} records were "
+                             f"measured before; stderr: {_tail(tail)}")
                 return
             if line is None:
                 break
@@ -217,6 +275,8 @@ class Runner:
                 emit(versions=versions, **{**job_fields, **msg["record"]})
             elif "fatal" in msg:
                 fatal = msg["fatal"]
+            elif "oom" in msg:
+                oom = msg["oom"]
             elif msg.get("done"):
                 done = True
         try:
@@ -224,13 +284,53 @@ class Runner:
         except subprocess.TimeoutExpired:
             _kill(proc)
             code = proc.wait()
-        if fatal:
+        how = f"signal {signal.Signals(-code).name}" if code and code < 0 else f"exit code {code}"
+        limit = f"its memory limit of {limits.fmt(self.max_memory)} (--max-memory)"
+        if oom or (not done and _looks_oom(tail)):
+            last = (oom or "").strip().splitlines()[-1:] or ["(no Python error)"]
+            emit(versions=versions, **job_fields, status="oom", ok=False,
+                 message=f"worker ran out of memory under {limit} ({how}) after {measured} records: {last[0]}; "
+                         f"stderr: {_tail(tail)}")
+        elif fatal:
             emit(versions=versions, **job_fields, status="error", ok=False,
                  message=f"worker failed: {fatal.strip()[-1500:]}")
         elif not done:
-            how = f"signal {signal.Signals(-code).name}" if code and code < 0 else f"exit code {code}"
             emit(versions=versions, **job_fields, status="crashed", ok=False,
                  message=f"worker died ({how}) after {measured} records; stderr: {_tail(tail)}")
+
+
+class _Tail:
+    """The last lines of a worker's stderr, read after its pump has drained the pipe."""
+
+    def __init__(self, lines: collections.deque, pump: threading.Thread):
+        self.lines, self.pump = lines, pump
+
+    def append(self, line: str) -> None:
+        self.lines.append(line)
+
+    def __iter__(self):
+        self.pump.join(timeout=5)
+        return iter(list(self.lines))
+
+
+def _looks_oom(tail) -> bool:
+    """Whether a dead worker's stderr says an allocation failed (C++ or C)."""
+    text = "\n".join(list(tail)[-20:])
+    return any(s in text for s in ("std::bad_alloc", "MemoryError", "Cannot allocate memory", "out of memory"))
+
+
+def plan_path(run_path: Path) -> Path:
+    return Path(run_path).with_suffix(PLAN_SUFFIX)
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` so a reader sees the old file or the new, never half."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
 
 
 def _cache_env(cache_dir: str | None) -> dict[str, str]:
@@ -261,7 +361,15 @@ def _pump(stream, put, eof: bool = False) -> None:
 
 
 def _tail(tail) -> str:
-    lines = [l for l in tail if l]
+    """The last lines of a worker's stderr, on one line. After a fatal signal
+    (Python's faulthandler is on in workers): the lines before ``Fatal Python
+    error``, that line, and the two innermost frames of the crashing thread."""
+    lines = [l.strip() for l in tail if l.strip() and not l.startswith("Extension modules:")]
+    fatal = [i for i, l in enumerate(lines) if l.startswith("Fatal Python error")]
+    if fatal:
+        f = fatal[-1]
+        frames = [l for l in lines[f + 1:] if l.startswith("File ")][:2]
+        lines = lines[max(0, f - 3):f + 1] + frames
     return " | ".join(lines[-8:])[-1500:] or "(empty)"
 
 

@@ -6,11 +6,13 @@ Runs one job and writes one JSON line per record to the protocol stream
 ``Backend.startup`` (its wall-clock time, so the parent can compute the job's
 ``startup_s`` from the moment it spawned the process, and the thread policy
 seen); one ``record`` per measured call; last ``{"done": true}``, whose absence
-tells the parent the worker died.
+tells the parent the worker died; ``oom`` when an allocation failed under the
+job's memory limit (``max_memory``, applied before anything is imported).
 """
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import sys
@@ -20,6 +22,11 @@ import time
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     job = json.loads(argv[0])
+    from . import limits
+
+    limits.die_with_parent()
+    limits.apply(job.get("max_memory"))
+    faulthandler.enable()  # a segfault leaves its Python stack in stderr
     proto = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     os.dup2(2, 1)  # library prints must not corrupt the protocol
     sys.stdout = sys.stderr
@@ -36,6 +43,8 @@ def main(argv=None) -> int:
         backend = load_spec(job["spec"])
         try:
             backend.startup()
+        except MemoryError:
+            raise
         except Exception:
             send({"fatal": "startup failed: " + measure.describe_exception()})
             return 1
@@ -44,6 +53,9 @@ def main(argv=None) -> int:
             measure.run(job, backend, lambda rec: send({"record": rec}))
         finally:
             backend.teardown()
+    except MemoryError:
+        send({"oom": measure.describe_exception()})
+        return 1
     except Exception:
         send({"fatal": measure.describe_exception()})
         return 1

@@ -66,12 +66,70 @@ def test_modes_follow_the_dims():
     assert cases.get("expand_over_batch").dynamic_axes("static") == [{}, {}]
 
 
-def test_bad_definitions_name_the_case():
-    with pytest.raises(cases.CaseError, match="case 'bad': input 'x' uses unknown dim 'q'"):
-        cases.Case(name="bad", tags=(), dims=(cases.static("d", 2),), inputs=(cases.Input("x", ("q",)),),
-                   sweep=(), oracle=lambda x: x, out_shape=("d",), quick=())
-    with pytest.raises(cases.CaseError, match=r"case 'bad': sweep\[0\] e=100 outside \[0, 64\]"):
-        cases.Case(name="bad", tags=(), dims=(cases.bounded("e", max=64),), inputs=(cases.Input("x", ("e",)),),
-                   sweep=({"e": 100},), oracle=lambda x: x, out_shape=("e",), quick=())
+def _case(**kw):
+    spec = dict(name="bad", tags=(), dims=(cases.bounded("e", max=64), cases.static("d", 2)),
+                inputs=(cases.Input("x", ("e", "d")),), sweep=({"e": 3},), oracle=lambda x: x * 2,
+                out_shape=("e", "d"), quick=(0,))
+    spec.update(kw)
+    return cases.Case(**spec)
+
+
+@pytest.mark.parametrize("kw,message", [
+    (dict(oracle=None), "case 'bad', field 'oracle': missing (None): give a NumPy function of the inputs that "
+                        "returns the expected output"),
+    (dict(sweep=(), quick=()), "case 'bad', field 'sweep': empty, but dims ['e'] are dynamic: give at least one "
+                               "entry of sizes"),
+    (dict(inputs=(cases.Input("x", ("q",)),)), "case 'bad', field 'inputs': input 'x' uses unknown dim 'q'; "
+                                               "dims: e, d"),
+    (dict(sweep=({"e": 100},)), "case 'bad', field 'sweep': sweep[0] e=100 outside [0, 64] (dim 'e')"),
+    (dict(sweep=({"d": 2},)), "case 'bad', field 'sweep': sweep[0] sets ['d'], expected exactly the dynamic "
+                              "dims ['e']"),
+    (dict(quick=(0, 1)), "case 'bad', field 'quick': quick index 1 outside the sweep (0..0)"),
+])
+def test_a_malformed_case_is_refused_naming_case_and_field(kw, message):
+    with pytest.raises(cases.CaseError) as e:
+        _case(**kw)
+    assert str(e.value) == message
+
+
+@pytest.mark.parametrize("kw,message", [
+    (dict(oracle=lambda x: x.sum(1)), "case 'bad', field 'oracle': returns shape (3,) on sizes {'e': 3}, but "
+                                      "out_shape ('e', 'd') says (3, 2)"),
+    (dict(oracle=lambda x: x.astype(complex)), "case 'bad', field 'oracle': returns dtype complex128 on sizes "
+                                               "{'e': 3}, which out_dtype 'float32' does not hold exactly"),
+    (dict(oracle=lambda x: x, out_dtype="int64"), "case 'bad', field 'oracle': returns dtype float64 on sizes "
+                                                  "{'e': 3}, which out_dtype 'int64' does not hold exactly"),
+    (dict(oracle=lambda x: x[5]), "case 'bad', field 'oracle': raised IndexError: index 5 is out of bounds for "
+                                  "axis 0 with size 3 on sizes {'e': 3}"),
+])
+def test_a_wrong_oracle_is_refused_when_the_catalogue_loads(kw, message, monkeypatch):
+    from cases import gnn
+
+    monkeypatch.setattr(gnn, "CASES", gnn.CASES + (_case(**kw),))
+    with pytest.raises(cases.CaseError) as e:
+        cases.catalogue()
+    assert str(e.value) == message
+
+
+def test_a_case_defined_twice_is_refused(monkeypatch):
+    from cases import gnn
+
+    monkeypatch.setattr(gnn, "CASES", gnn.CASES + (gnn.CASES[0],))
+    with pytest.raises(cases.CaseError) as e:
+        cases.catalogue()
+    assert str(e.value) == "case 'gnn_edge_divide', field 'name': defined twice in the catalogue"
+
+
+def test_unknown_case_names_the_valid_ones():
     with pytest.raises(cases.CaseError, match="unknown case 'nope'; valid: gnn_edge_divide"):
         cases.get("nope")
+
+
+def test_a_malformed_case_stops_the_cli_before_any_backend_runs(monkeypatch, tmp_path, capsys):
+    from cases import gnn
+    from harness import cli
+
+    monkeypatch.setattr(gnn, "CASES", gnn.CASES + (_case(oracle=lambda x: x.sum(1)),))
+    assert cli.main(["run", "--cases", "gnn_edge_divide", "--backends", "torch_eager", "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith("dynshape: case 'bad', field 'oracle': returns shape (3,)")
+    assert not list(tmp_path.iterdir())

@@ -41,3 +41,77 @@ def test_run_writes_records_and_prints_the_report(tmp_path, capsys):
     # report re-reads the latest run
     assert cli.main(["report", str(tmp_path)]) == 0
     assert "| gnn_edge_divide | torch_eager | unbounded | pass |" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["run", "--jobs", "0"], "argument --jobs: must be an integer in [1, 64], got '0'"),
+    (["run", "--jobs", "65"], "argument --jobs: must be an integer in [1, 64], got '65'"),
+    (["run", "--jobs", "two"], "argument --jobs: must be an integer in [1, 64], got 'two'"),
+    (["run", "--repeats", "0"], "argument --repeats: must be an integer in [1, 10000], got '0'"),
+    (["run", "--warmup", "-1"], "argument --warmup: must be an integer in [0, 1000], got '-1'"),
+    (["run", "--threads", "5000"], "argument --threads: must be an integer in [0, 1024], got '5000'"),
+    (["run", "--timeout", "0"], "argument --timeout: must be a number in [1.0, 86400.0], got '0'"),
+    (["run", "--max-memory", "lots"], "argument --max-memory: cannot read memory size 'lots': give e.g. 8G, 512M, "
+                                      "50% (of "),
+    (["run", "--max-memory", "1k"], "argument --max-memory: memory limit '1k' = 1.0 KiB is outside the allowed range "
+                                    "[64.0 MiB, "),
+    (["compare", "a", "b", "--max-slowdown", "0.5"], "argument --max-slowdown: must be a number in [1.0, 1000.0], "
+                                                      "got '0.5'"),
+])
+def test_numeric_flags_out_of_range_exit_2_naming_the_range(argv, message, capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(argv)
+    assert e.value.code == cli.EXIT_USAGE
+    assert message in capsys.readouterr().err
+
+
+def test_unknown_names_exit_2_for_report_too(tmp_path, capsys):
+    with results.Writer(tmp_path / "r.jsonl") as w:
+        w.write(results.record(run_id="r", case="gnn_edge_divide", backend="torch_eager", mode="static",
+                               status="skipped"))
+    for flag, value, what in (("--cases", "nope", "case"), ("--backends", "tpu*", "backend"),
+                              ("--modes", "dynamic", "mode")):
+        assert cli.main(["report", str(tmp_path), flag, value]) == cli.EXIT_USAGE
+        assert capsys.readouterr().err == (f"dynshape: unknown {what} {value!r}; valid: "
+                                           f"{ {'case': 'gnn_edge_divide', 'backend': 'torch_eager', 'mode': 'static'}[what]}\n")
+
+
+def test_compare_and_report_of_missing_runs_exit_2(tmp_path, capsys):
+    assert cli.main(["compare", "nope", "nada", "--results", str(tmp_path)]) == cli.EXIT_USAGE
+    assert capsys.readouterr().err == (f"dynshape: 'nope' is neither a results file, a directory, a run id nor a "
+                                       f"commit with runs in {tmp_path}/\n")
+    assert cli.main(["report", str(tmp_path)]) == cli.EXIT_USAGE
+    assert capsys.readouterr().err == f"dynshape: no results files (*.jsonl) in directory {tmp_path}\n"
+
+
+def test_report_renders_a_torn_run_and_warns_once_per_bad_line(tmp_path, capsys):
+    path = tmp_path / "r.jsonl"
+    with results.Writer(path) as w:
+        w.write(results.record(run_id="r", case="gnn_edge_divide", backend="torch_eager", mode="static",
+                               status="skipped", message="not today"))
+    with open(path, "a") as f:
+        f.write('{"schema": 2, "run_id": "r", "ca')
+    assert cli.main(["report", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert "- torch_eager, skipped: not today: gnn_edge_divide[static]" in out
+    assert err.splitlines()[0] == (f"dynshape: warning: {path}:2: skipped a line that is not JSON (Unterminated "
+                                   "string starting at column 30; a run killed mid-write leaves a torn last line)")
+
+
+def test_run_exits_1_when_a_job_ends_unexpectedly(fake_backends, monkeypatch, tmp_path, capsys):
+    from harness import expectations, registry
+
+    crasher, sleepy = fake_backends("Crasher"), fake_backends("Sleepy")
+    monkeypatch.setattr(registry, "backends", lambda: {"crasher": crasher, "sleepy": sleepy})
+    rules = tmp_path / "e.toml"
+    rules.write_text('[[expect]]\nbackend = "*"\nper_shape = "0"\n')
+    monkeypatch.setattr(expectations, "DEFAULT", rules)
+    argv = ["run", "--cases", "gnn_edge_divide", "--modes", "static", "--out", str(tmp_path), "--repeats", "1",
+            "--no-progress"]
+    assert cli.main([*argv, "--backends", "sleepy"]) == cli.EXIT_OK
+    capsys.readouterr()
+    assert cli.main([*argv, "--backends", "crasher,sleepy"]) == cli.EXIT_UNEXPECTED
+    err = capsys.readouterr().err.splitlines()
+    assert err[-2] == "dynshape: 1 of 2 jobs ended otherwise than cases/expectations.toml says:"
+    assert err[-1].startswith("  gnn_edge_divide[crasher-static]: fail: job crashed: worker died (signal SIGABRT) "
+                              "after 1 records; stderr: error: unknown op 'stablehlo.frobnicate' | Fatal Python error")

@@ -26,7 +26,7 @@ def test_formulas():
 def _load(tmp_path, text):
     p = tmp_path / "e.toml"
     p.write_text(text)
-    return ex.load(p)
+    return ex.load(p, known=False)  # rules over made-up names
 
 
 def test_most_specific_rule_wins(tmp_path):
@@ -39,18 +39,51 @@ def test_most_specific_rule_wins(tmp_path):
     assert ex.lookup(rules, "c2", "other", "static").compiles == "0"
 
 
+GOOD = '[[expect]]\nbackend = "torch_eager"\nper_shape = "0"\n'
+
+
 @pytest.mark.parametrize("text, message", [
-    ('[[expect]]\nbackend = "b"\n', "states no compile count"),
-    ('[[expect]]\nxfail = "why"\nper_shape = "0"\n', "'xfail' and 'match' go together"),
-    ('[[expect]]\nmatch = "x"\nper_shape = "0"\n', "'xfail' and 'match' go together"),
-    ('[[expect]]\nper_shape = "1"\nxfail = "why"\nmatch = "(unclosed"\n', "bad 'match' regex"),
-    ('[[expect]]\nper_shape = "1"\ncolour = "red"\n', "unknown keys \\['colour'\\]"),
-    ('[[expect]]\nper_shape = "1"\nstages = { a = "1" }\n', "'stages' goes with 'compiles'"),
-    ('[[expect]]\nper_shape = "bogus"\n', "bad compile-count formula 'bogus'"),
+    ('[[expect]]\nbackend = "torch_eager"\n',
+     "key 'per_shape': missing: the rule states no compile count (give 'per_shape' or 'compiles')"),
+    ('[[expect]]\nxfail = "why"\nper_shape = "0"\n', "key 'xfail': needs 'match': 'xfail' (why the job fails) and "
+                                                     "'match' (a regex every failure of the job must fit) go together"),
+    ('[[expect]]\nmatch = "x"\nper_shape = "0"\n', "key 'match': needs 'xfail': 'xfail' (why the job fails) and "
+                                                    "'match' (a regex every failure of the job must fit) go together"),
+    ('[[expect]]\nper_shape = "1"\nxfail = "why"\nmatch = "(unclosed"\n',
+     "key 'match': bad regex '(unclosed': missing ), unterminated subpattern at position 0"),
+    ('[[expect]]\nper_shape = "1"\ncolour = "red"\n', "key 'colour': unknown key; valid: backend, case, compiles, "
+                                                       "match, mode, per_shape, shape_stages, stages, xfail"),
+    ('[[expect]]\nper_shape = "1"\nstages = { a = "1" }\n', "key 'stages': 'stages' goes with 'compiles'"),
+    ('[[expect]]\nper_shape = "bogus"\n', "key 'per_shape': bad compile-count formula 'bogus': "),
+    ('[[expect]]\nper_shape = "1 +"\n', "key 'per_shape': bad compile-count formula '1 +': "),
+    ('[[expect]]\ncompiles = "1"\nstages = { xla = "n_shapes *" }\n', "key 'stages.xla': bad compile-count "
+                                                                         "formula 'n_shapes *': "),
+    ('[[expect]]\nper_shape = "1"\nbackend = "tpu*"\n', "key 'backend': 'tpu*' matches no backend; valid: einx, "),
+    ('[[expect]]\nper_shape = "1"\ncase = "gnn_edge_divid"\n', "key 'case': 'gnn_edge_divid' matches no case; valid: "
+                                                                "gnn_edge_divide, "),
+    ('[[expect]]\nper_shape = "1"\nmode = "dynamic"\n', "key 'mode': 'dynamic' matches no mode; valid: static, "
+                                                         "bounded, unbounded"),
+    ('[[expect]]\nper_shape = true\n', "key 'per_shape': True is a bool, expected a formula"),
+    ('[[expect]]\nper_shape = "1"\ncase = ["a"]\n', "key 'case': ['a'] is a list, expected a string"),
 ])
-def test_bad_rules_are_refused_naming_the_rule(tmp_path, text, message):
-    with pytest.raises(ex.ExpectationError, match=f"rule #1.*{message}|{message}"):
-        _load(tmp_path, text)
+def test_bad_rules_are_refused_naming_file_rule_and_key(tmp_path, text, message):
+    p = tmp_path / "e.toml"
+    p.write_text(GOOD + text)
+    with pytest.raises(ex.ExpectationError) as e:
+        ex.load(p)
+    assert str(e.value).startswith(f"{p}: rule #2, {message}"), str(e.value)
+
+
+def test_a_file_that_is_not_toml_is_refused_naming_it(tmp_path):
+    p = tmp_path / "e.toml"
+    p.write_text("[[expect]\nper_shape = 1\n")
+    with pytest.raises(ex.ExpectationError) as e:
+        ex.load(p)
+    assert str(e.value).startswith(f"{p}: not valid TOML: ")
+
+
+def test_the_projects_file_loads_with_every_glob_matching():
+    assert len(ex.load()) == sum(1 for line in ex.DEFAULT.read_text().splitlines() if line == "[[expect]]")
 
 
 def _records(deltas, cached_deltas=None, statuses=None, messages=None):

@@ -54,11 +54,28 @@ def test_load_refuses_other_schema_versions_by_name(tmp_path):
         results.load([path])
 
 
-def test_torn_line_is_reported_with_its_position(tmp_path):
+def test_torn_and_corrupt_lines_are_skipped_with_a_warning_naming_file_and_line(tmp_path):
     path = tmp_path / "torn.jsonl"
-    path.write_text(json.dumps(results.record(status="pass")) + "\n{\"schema\": 1, \"ca")
-    with pytest.raises(results.ResultsError, match=r"torn.jsonl:2: not JSON"):
+    good = json.dumps(results.record(case="a", status="pass"))
+    path.write_text(good + "\n[1, 2]\n" + good + "\n{\"case\": \"x\"}\n{\"schema\": 1, \"ca")
+    with pytest.warns(results.ResultsWarning) as caught:
+        df = results.load([path])
+    assert list(df["case"]) == ["a", "a"]
+    assert [str(w.message) for w in caught] == [
+        f"{path}:2: skipped a line that is not a record (a JSON list, not an object)",
+        f"{path}:4: skipped an object with no schema version (schema: None): not a record",
+        f"{path}:5: skipped a line that is not JSON (Unterminated string starting at column 15; "
+        "a run killed mid-write leaves a torn last line)",
+    ]
+
+
+def test_a_newer_schema_is_refused_naming_the_version(tmp_path):
+    path = tmp_path / "new.jsonl"
+    path.write_text(json.dumps({"schema": results.SCHEMA + 1, "case": "x"}) + "\n")
+    with pytest.raises(results.ResultsError) as e:
         results.load([path])
+    assert str(e.value) == (f"{path}:1: schema {results.SCHEMA + 1} is newer than this harness reads "
+                            f"(up to {results.SCHEMA}): update dynshape to read this file")
 
 
 def test_missing_paths_and_empty_dirs_are_clear_errors(tmp_path):
@@ -66,3 +83,11 @@ def test_missing_paths_and_empty_dirs_are_clear_errors(tmp_path):
         results.load([tmp_path / "nope.jsonl"])
     with pytest.raises(results.ResultsError, match="no runs in"):
         results.load(None, default_dir=tmp_path)
+    with pytest.raises(results.ResultsError) as e:
+        results.load([tmp_path])
+    assert str(e.value) == f"no results files (*.jsonl) in directory {tmp_path}"
+    (tmp_path / "empty.jsonl").write_text("")
+    with pytest.raises(results.ResultsError) as e:
+        results.load([tmp_path])
+    assert str(e.value) == (f"no records in {tmp_path / 'empty.jsonl'} (an empty run: was it interrupted "
+                            "before its first job finished?)")

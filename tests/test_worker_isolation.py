@@ -27,7 +27,8 @@ def test_abort_is_recorded_as_crashed_and_keeps_earlier_records(fake_backends, t
 def test_hang_is_recorded_as_timeout(fake_backends, tmp_path):
     got = _run(fake_backends("Hanger"), tmp_path, timeout=15)
     assert [r["status"] for r in got] == ["pass", "timeout"]
-    assert "no result within 15s" in got[1]["message"]
+    assert got[1]["message"] == ("killed (SIGKILL) after no result within 15s; 1 records were measured before; "
+                                 "stderr: fake: waiting forever")
 
 
 def test_exception_in_one_shape_does_not_stop_the_sweep(fake_backends, tmp_path):

@@ -6,16 +6,25 @@ quotes the description with the offending characters marked by ``^``.
 """
 import einx.errors as _ee
 
-__all__ = ["EinxError", "SyntaxError", "RankError", "AxisSizeError", "SemanticError",
+__all__ = ["EinxError", "SyntaxError", "RankError", "AxisSizeError", "SemanticError", "InputCountError",
            "CallOperationError", "NotSupportedError", "mark"]
 
 EinxError = _ee.EinxError
 
 
+def shown(ch):
+    """How character ``ch`` of a description is printed: itself, or escaped
+    (``\\n``, ``\\t``, ``\\x00``) when it would break the two-line indicator."""
+    return ch if ch.isprintable() else repr(ch)[1:-1]
+
+
 def mark(description, pos=()):
-    """Return the einx-style two-line indicator for ``pos`` in ``description``."""
+    """Return the einx-style two-line indicator for ``pos`` in ``description``
+    (a control character is printed escaped, with as many markers as it takes)."""
     pos = set(pos)
-    return f'Expression: "{description}"\n' + " " * 13 + "".join("^" if i in pos else " " for i in range(len(description)))
+    text = "".join(shown(c) for c in description)
+    marks = "".join(("^" if i in pos else " ") * len(shown(c)) for i, c in enumerate(description))
+    return f'Expression: "{text}"\n' + " " * 13 + marks
 
 
 def _message(description, message, pos):
@@ -47,6 +56,11 @@ class SemanticError(_ee.SemanticError):
     def __init__(self, description, message, pos=None):
         self.pos = list(pos or [])
         _ee.EinxError.__init__(self, _message(description, message, self.pos))
+
+
+class InputCountError(SemanticError, ValueError):
+    """The description's inputs and the arguments differ in number (a ``ValueError`` too,
+    which is what einx 0.4.3 raises there)."""
 
 
 class NotSupportedError(_ee.OperationNotSupportedError):

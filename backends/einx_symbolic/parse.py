@@ -8,13 +8,25 @@ exactly like einx does.
 import re
 from functools import lru_cache
 
-from .errors import SyntaxError
+from .errors import SyntaxError, shown
 from .tree import ANON, Axis, Brackets, Concat, Ell, Flat, List, axes
 
 _NARY = ["->", "|", ",", "+", " "]
 _OPEN = {"(": ")", "[": "]"}
 _LITERALS = _NARY + ["(", "[", ")", "]", "..."]
 _NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+_DIGITS = re.compile(r"[0-9]+")  # ASCII: str.isdigit() also takes "²" and "٣"
+
+
+def identifier(name):
+    """``name`` if it is an axis name the notation allows (ASCII
+    ``[a-zA-Z_][a-zA-Z0-9_]*``), else ``ValueError``. These are the only
+    characters of a description that reach generated code, and only inside
+    our own prefixed locals (``p_<name>``), so keywords, builtins and
+    dunders (``lambda``, ``print``, ``__import__``) are safe axis names."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValueError(f"{name!r} is not an axis name: it must match {_NAME.pattern}")
+    return name
 
 
 class _Tok:
@@ -48,8 +60,8 @@ def _lex(text):
         nonlocal start
         if start != end:
             t = text[start:end]
-            if t not in _LITERALS and not _NAME.fullmatch(t) and not t.isdigit():
-                raise SyntaxError(text, f"The expression '{t}' is not allowed:\n%EXPR%\nThe following expressions are allowed:\n"
+            if t not in _LITERALS and not _NAME.fullmatch(t) and not _DIGITS.fullmatch(t):
+                raise SyntaxError(text, f"The expression '{''.join(map(shown, t))}' is not allowed:\n%EXPR%\nThe following expressions are allowed:\n"
                                   "- Literals: -> + , [ ] ( ) ... whitespace\n- Named axes: Must match the regex [a-zA-Z_][a-zA-Z0-9_]*\n"
                                   "- Unnamed axes: Must match the regex [0-9]+\n", range(start, end))
             toks.append(_Tok(start, t))

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from backends import sizes as sz
 
-from .errors import SemanticError
+from .errors import InputCountError, SemanticError
 from .expand import expand, leaves
 from .semantics import FAMILY, _names_pos, analyse
 from .solve import Check, dim_code, size_var, solve
@@ -132,8 +132,9 @@ def _analyse_solve(sig):
     op, desc, ranks, fam = sig.op, sig.description, sig.ranks, FAMILY[sig.op]
     ins, outs = analyse(desc, op, keepdims=bool(dict(sig.static).get("keepdims")))
     if len(ins) != len(ranks):
-        raise ValueError(f"The operation is defined with {len(ins)} input expression{_s(len(ins))}, but {len(ranks)} input "
-                         f"tensor{_s(len(ranks))} {'are' if len(ranks) != 1 else 'is'} given as argument{_s(len(ranks))}.")
+        raise InputCountError(desc, f"The operation is defined with {len(ins)} input expression{_s(len(ins))}, but "
+                              f"{len(ranks)} input tensor{_s(len(ranks))} {'are' if len(ranks) != 1 else 'is'} given as "
+                              f"argument{_s(len(ranks))}.\n%EXPR%", [i for i, ch in enumerate(desc) if ch == ","])
     used = {a.name for e in ins + outs for a in axes(e)}
     params = {k: v for k, v in sig.params if k in used}
     exp, reps = expand(desc, ins + outs, list(ranks) + [None] * len(outs), params)

@@ -86,7 +86,8 @@ def analyse(desc, op, keepdims=False):
         raise SemanticError(desc, f"The operation expects {len(el_op_out)} output expression(s), but found {len(outs)}.\n%EXPR%")
 
     if outs is None:
-        no_output = SemanticError(desc, "The operation expects an output expression, but no '->' was found.\n%EXPR%")
+        no_output = SemanticError(desc, "The operation expects an output expression, but no '->' was found.\n%EXPR%",
+                                  range(len(desc)))
         if fam == "update_at":
             outs = [copy(ins[0])]
         elif len(el_op_in) == 1 and len(el_op_out) == 1 and _same(el_op_in[0], el_op_out[0]):

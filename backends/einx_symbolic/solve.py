@@ -12,11 +12,13 @@ constraint ``b``), so ``sizes.source(e)`` is the code that computes ``e``.
 """
 import functools
 import math
+import re
 from dataclasses import dataclass
 
 from backends import sizes as sz
 
 from .errors import AxisSizeError, SemanticError
+from .parse import identifier
 from .tree import Axis, Concat, Flat, List
 
 
@@ -31,6 +33,13 @@ class Check:
     pos: list
 
 
+def readable(src):
+    """Size source as the user wrote it: ``d0_1`` -> ``args[0].shape[1]``, ``p_b`` -> ``b``, ``p0_b`` -> ``b[0]``."""
+    src = re.sub(r"\bd(\d+)_(\d+)\b", r"args[\1].shape[\2]", src)
+    src = re.sub(r"\bp_([A-Za-z0-9_]+)", r"\1", src)
+    return re.sub(r"\bp(\d+)_([A-Za-z0-9_]+)", r"\2[\1]", src)
+
+
 def failer(r):
     """``_fail(k, lhs, rhs)``: raise the error of recipe ``r``'s ``checks[k]``, failed with sizes
     lhs, rhs (generated code and closures call it; the checks are read only on failure)."""
@@ -41,12 +50,13 @@ def failer(r):
                                 "only axes of size 1 may be dropped).\n%EXPR%", c.pos)
         if c.kind == "div":
             raise AxisSizeError(_desc, f"Failed to determine the size of all axes in the expression under the given constraints: "
-                                f"{c.what} = {c.where} = {lhs} is not divisible by {sz.source(c.rhs)} = {rhs}.\n%EXPR%", c.pos)
+                                f"{c.what} = {readable(c.where)} = {lhs} is not divisible by {readable(sz.source(c.rhs))} = {rhs}."
+                                "\n%EXPR%", c.pos)
         if c.kind == "nonneg":
             raise AxisSizeError(_desc, f"Failed to determine the size of all axes in the expression under the given constraints: "
-                                f"axis {c.what} = {c.where} = {lhs} would be negative.\n%EXPR%", c.pos)
+                                f"axis {c.what} = {readable(c.where)} = {lhs} would be negative.\n%EXPR%", c.pos)
         raise AxisSizeError(_desc, f"Failed to determine the size of all axes in the expression under the given constraints: "
-                            f"{c.what} = {sz.source(c.lhs)} = {lhs}, but {c.where} = {rhs}.\n%EXPR%", c.pos)
+                            f"{c.what} = {readable(sz.source(c.lhs))} = {lhs}, but {readable(c.where)} = {rhs}.\n%EXPR%", c.pos)
     return _fail
 
 
@@ -60,9 +70,11 @@ size_var = functools.cache(sz.var)
 
 
 def param_code(name, idx=None):
-    """The size variable (and local of generated code) of constraint ``name`` (``name[idx]``)."""
-    safe = name.replace(".", "_")
-    return f"p_{safe}" if idx is None else f"p_{safe}_{idx}"
+    """The size variable (and local of generated code) of constraint ``name``
+    (``p_b``), or of element ``idx`` of a tuple constraint (``p0_b``: no
+    constraint named ``b_0`` can take its name)."""
+    safe = identifier(name)
+    return f"p_{safe}" if idx is None else f"p{int(idx)}_{safe}"
 
 
 def dim_index(e):
@@ -180,6 +192,10 @@ def solve(desc, exprs_in, exprs_all, params, extra=()):
         word = "axes" if len(unknown) > 1 else "axis"
         raise AxisSizeError(desc, f"Failed to uniquely determine the size of the {word} {', '.join(shown)}. "
                             "Please provide more constraints.\n%EXPR%", pos)
+    for e in exprs_all:  # unnamed axes ("1" in "a b -> a 1 b") have their size in the description
+        for a in _all_axes(e):
+            if a.value is not None:
+                s.sizes.setdefault(a.name, sz.const(a.value))
     return s.sizes, s.checks
 
 

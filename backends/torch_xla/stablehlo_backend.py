@@ -39,7 +39,7 @@ import threading
 
 import numpy as np
 
-from ..base import Backend, Counter
+from ..base import Backend, Counter, check_bounds
 from ..stablehlo_backends import PARSE, XLA, InterpreterHost, XlaArrays
 
 EXPORT = Counter("instrumented", "torch.export + torch_xla exported_program_to_stablehlo runs "
@@ -217,8 +217,14 @@ class TorchXlaStableHLO(XlaArrays, Backend):
             self.server.close()
             self._startup_failure = str(e) if isinstance(e, ExportFailed) else f"{type(e).__name__}: {e}"
 
+    def convert(self, arrays):
+        """Bounded mode: an input above its bound is refused naming dim, size and bound."""
+        check_bounds(*self._job, arrays)
+        return super().convert(arrays)
+
     def prepare(self, case, mode):
         self._reset()
+        self._job = (case, mode)
         state = {}
 
         def program(*args):

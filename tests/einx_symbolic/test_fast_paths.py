@@ -196,7 +196,7 @@ def test_closure_graph_public_api_errors_and_source():
     with pytest.raises(einx.errors.AxisSizeError) as ei:
         ex.divide("e d, e -> e d", d, torch.ones(5))
     assert str(ei.value) == ("Failed to determine the size of all axes in the expression under the given constraints: "
-                             "e = d0_0 = 4, but args[1].shape[0] = 5.\nExpression: \"e d, e -> e d\"\n" + " " * 13 + "     ^       ")
+                             "e = args[0].shape[0] = 4, but args[1].shape[0] = 5.\nExpression: \"e d, e -> e d\"\n" + " " * 13 + "     ^       ")
     # a library error inside the graph: CallOperationError quoting the (lazily generated) source
     ex.clear_cache()
     with pytest.raises(einx.errors.CallOperationError) as ei:

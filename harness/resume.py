@@ -1,0 +1,97 @@
+"""Finish an interrupted run: ``dynshape run --resume RUN_ID``.
+
+A run writes ``<run_id>.plan.json`` beside its records before its first job:
+the jobs it will run and the settings they run with. Resuming reads the plan
+and the records, keeps every job that ended (its records say so: see
+:func:`complete_jobs`), moves the records of jobs cut short to
+``<run_id>.incomplete`` (kept, out of the reports' way), and runs the missing
+and incomplete jobs again, appending to the same ``<run_id>.jsonl``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import cases
+
+from . import registry, results
+from .runner import PLAN_SUFFIX, SETTINGS, Combo, Runner, atomic_write, plan_path
+
+
+def complete_jobs(records: list[dict], profile: str) -> set[tuple[str, str, str]]:
+    """The (case, backend, mode) jobs whose records show they ended: a
+    job-level record (``novel`` null: skipped, unsupported, prepare failed,
+    crashed, oom, timeout, worker error), or a novel record for every shape
+    of the profile and a cached record for every novel one that passed (what
+    :func:`harness.measure.run` writes when it finishes)."""
+    by_job: dict[tuple, list[dict]] = {}
+    for r in records:
+        by_job.setdefault((r.get("case"), r.get("backend"), r.get("mode")), []).append(r)
+    done = set()
+    for key, recs in by_job.items():
+        if any(r.get("novel") is None for r in recs):
+            done.add(key)
+            continue
+        try:
+            n = len(cases.get(key[0]).sizes_for(profile))
+        except cases.CaseError:
+            continue
+        novel = {r["shape_index"] for r in recs if r.get("novel") is True}
+        passed = {r["shape_index"] for r in recs if r.get("novel") is True and r.get("status") == "pass"}
+        cached = {r["shape_index"] for r in recs if r.get("novel") is False}
+        if novel == set(range(n)) and cached == passed:
+            done.add(key)
+    return done
+
+
+def resume(out_dir: str | os.PathLike, run_id: str, **overrides):
+    """``(runner, pending combos)`` to finish run ``run_id`` in ``out_dir``.
+
+    Raises :class:`harness.results.ResultsError` naming the valid run ids
+    when there is no such run or it has no plan.
+    """
+    out = Path(out_dir)
+    path = out / f"{run_id}.jsonl"
+    plan_file = plan_path(path)
+    if not path.exists() and not plan_file.exists():
+        runs = sorted(p.name[: -len(PLAN_SUFFIX)] for p in out.glob(f"*{PLAN_SUFFIX}"))
+        raise results.ResultsError(f"no run {run_id!r} in {out}/; resumable runs: {', '.join(runs) or 'none'}")
+    if not plan_file.exists():
+        raise results.ResultsError(f"run {run_id!r} has no plan ({plan_file.name}): it was started by a harness "
+                                   "without --resume support, so its job list is unknown")
+    plan = json.loads(plan_file.read_text(encoding="utf-8"))
+    settings = {k: plan[k] for k in SETTINGS if k in plan}
+    settings.update(overrides)
+    runner = Runner(out, run_id=run_id, **settings)
+    catalogue = {c.name: c for c in cases.catalogue()}
+    backends = registry.backends()
+    combos = []
+    for case, backend, mode in plan["jobs"]:
+        if case not in catalogue:
+            raise cases.CaseError(f"run {run_id!r} planned case {case!r}, which no longer exists; "
+                                  f"valid: {', '.join(catalogue)}")
+        if backend not in backends:
+            raise registry.RegistryError(f"run {run_id!r} planned backend {backend!r}, which is not registered; "
+                                         f"valid: {', '.join(backends)}")
+        combos.append(Combo(catalogue[case], backends[backend], mode))
+    records = results.read_records(path) if path.exists() else []
+    done = complete_jobs(records, runner.profile)
+    _set_aside(path, records, done)
+    return runner, [c for c in combos if (c.case.name, c.backend.name, c.mode) not in done]
+
+
+def _set_aside(path: Path, records: list[dict], done: set) -> None:
+    """Keep only the records of ended jobs in ``path`` (and no torn line);
+    append the others to ``<run_id>.incomplete``."""
+    keep = [r for r in records if (r.get("case"), r.get("backend"), r.get("mode")) in done]
+    if not path.exists():
+        return
+    drop = [r for r in records if (r.get("case"), r.get("backend"), r.get("mode")) not in done]
+    if drop:
+        with open(path.with_suffix(".incomplete"), "a", encoding="utf-8") as f:
+            f.writelines(json.dumps(r, default=str) + "\n" for r in drop)
+            f.flush()
+            os.fsync(f.fileno())
+    atomic_write(path, "".join(json.dumps(r, default=str) + "\n" for r in keep))
