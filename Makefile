@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PYTEST_FLAGS ?= -n 2
 
-.PHONY: setup run test lint gate bench asv-quick clean
+.PHONY: setup run test lint gate bench asv-quick browser-check clean
 
 setup: $(STAMP)
 
@@ -39,6 +39,15 @@ gate: $(STAMP)
 asv-quick: $(STAMP)
 	$(VENV)/bin/asv machine --yes >/dev/null
 	$(VENV)/bin/asv run --python=same --quick --show-stderr
+
+# the HTML report in headless Chromium (Debian's chromium, installed with apt if
+# missing): every image decodes, nothing fails to load; also the latest run's report
+browser-check: $(STAMP)
+	@command -v chromium >/dev/null || { apt-get update && apt-get install -y chromium; }
+	@if ls results/*.jsonl >/dev/null 2>&1; then \
+	  $(PY) -m harness report --html results/latest.html >/dev/null && \
+	  DYNSHAPE_HTML=$(abspath results/latest.html) $(PY) -m pytest tests/test_html.py -q; \
+	else $(PY) -m pytest tests/test_html.py -q; fi
 
 clean:
 	rm -rf $(VENV) .pytest_cache results/.cache

@@ -50,6 +50,9 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--cases", help="only these cases (comma-separated globs)")
     rep.add_argument("--backends", help="only these backends (comma-separated globs)")
     rep.add_argument("--modes", help="only these modes (comma-separated globs)")
+    rep.add_argument("--html", metavar="OUT.html", help="also write a self-contained HTML report with plots")
+    rep.add_argument("--per-shape", metavar="CASE",
+                     help="instead of the summary: one row per job and novel shape of CASE (Markdown; CSV with --csv)")
 
     cmp = sub.add_parser("compare", help="compare two runs (files, directories, run ids or commits)")
     cmp.add_argument("a")
@@ -138,6 +141,20 @@ def _report(args) -> int:
 
     files = results.run_files(args.paths, args.results)
     df = results.load(files)
+    if args.html:
+        from . import html
+
+        df = _select_records(df, args)
+        Path(args.html).write_text(html.render(df, title=f"dynshape: {', '.join(f.stem for f in files)}"),
+                                   encoding="utf-8")
+        print(f"HTML report: {args.html}", file=sys.stderr)
+    if args.per_shape:
+        table = report.per_shape(_select_records(df, args, case=args.per_shape))
+        print(report.per_shape_markdown(table))
+        if args.csv:
+            table.to_csv(args.csv, index=False)
+            print(f"\nper-shape CSV: {args.csv}", file=sys.stderr)
+        return 0
     summary = report.annotate(report.summarise(df), df)
     summary = report.select(summary, args.cases, args.backends, args.modes)
     print(report.markdown(summary))
@@ -145,6 +162,15 @@ def _report(args) -> int:
     summary.to_csv(csv, index=False)
     print(f"\nreport CSV: {csv}", file=sys.stderr)
     return 0
+
+
+def _select_records(df, args, case=None):
+    """Records of the jobs the ``--cases/--backends/--modes`` globs (or ``case``) select."""
+    from . import report
+
+    jobs = df[["case", "backend", "mode"]].drop_duplicates()
+    keep = report.select(jobs, case or args.cases, args.backends, args.modes)
+    return df.merge(keep, on=["case", "backend", "mode"])
 
 
 def _compare(args) -> int:
