@@ -42,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="set TORCH_TRACE per job to DIR/<job> (dynamo/inductor logs for tlparse)")
     run.add_argument("--warm-cache", action="store_true", help="keep on-disk compile caches between runs")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--processes", type=int, default=1, metavar="N",
+                     help="repeat each job's novel phase in N fresh workers, keeping every sample "
+                          "(compare needs 6 to call a novel-sweep change significant)")
 
     rep = sub.add_parser("report", help="summarise runs (default: the latest)")
     rep.add_argument("paths", nargs="*", help="JSONL files or directories")
@@ -59,7 +62,9 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument("b")
     cmp.add_argument("--results", default="results")
     cmp.add_argument("--max-slowdown", type=float, default=1.5,
-                     help="B/A latency ratio above which B counts as a regression (default 1.5)")
+                     help="B/A latency ratio above which a significant change counts as a regression (default 1.5)")
+    cmp.add_argument("--force", action="store_true",
+                     help="compare runs of different profiles, machines or thread settings")
     return p
 
 
@@ -124,7 +129,7 @@ def _run(args) -> int:
         return EXIT_USAGE
     r = runner.Runner(args.out, profile=args.profile, repeats=args.repeats, warmup=args.warmup,
                       timeout_s=args.timeout, warm_cache=args.warm_cache, progress=not args.no_progress,
-                      threads=args.threads or None, trace_dir=args.trace)
+                      threads=args.threads or None, trace_dir=args.trace, processes=args.processes)
     print(f"run {r.run_id}: {len(combos)} jobs, profile {args.profile} → {r.path}", file=sys.stderr)
     path = r.run(combos, jobs=args.jobs)
     df = results.load([path])
@@ -177,12 +182,13 @@ def _compare(args) -> int:
     from . import compare, results
 
     a, b = compare.resolve(args.a, args.results), compare.resolve(args.b, args.results)
-    df = compare.compare(results.load([a]), results.load([b]), args.max_slowdown)
+    df = compare.compare(results.load([a]), results.load([b]), args.max_slowdown, force=args.force)
     print(f"A: {a}\nB: {b}\n")
     print(compare.markdown(df))
     bad = df[df["regression"]] if len(df) else df
     if len(bad):
-        print(f"\n{len(bad)} regression(s) beyond {args.max_slowdown}× or in compile counts", file=sys.stderr)
+        print(f"\n{len(bad)} regression(s): significant and beyond {args.max_slowdown}×, or in compile counts "
+              "or status", file=sys.stderr)
         return 1
     return 0
 

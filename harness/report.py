@@ -85,7 +85,7 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
 
     ``compiles`` is the last cumulative count of the job; ``novel_sweep_s`` is
     ``prepare_s`` plus the sum of first-call latencies (every backend by the
-    same rule; ``startup_s``, the worker's start and framework import, is its
+    same rule; the median over processes with ``run --processes``; ``startup_s``, the worker's start and framework import, is its
     own column); ``compile_time`` the job's compile seconds per stage;
     ``why`` the reason the system gave for the first compile after the first
     shape (a recompile); ``cached_median_s`` the median over shapes of the
@@ -118,7 +118,7 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
             "stages": _stages(_last_dict(g["compile_stages"])),
             "startup_s": _first(g["startup_s"]),
             "prepare_s": prepare,
-            "novel_sweep_s": (float(timed["latency_s"].sum()) + (prepare or 0.0)) if len(timed) else None,
+            "novel_sweep_s": _sweep(timed),
             "compile_time": _times(_last_dict(g["compile_times"])),
             "cached_median_s": float(cached["cached_latency_s"].median()) if len(cached) else None,
             "max_abs_err": _max(g["max_abs_err"]),
@@ -129,6 +129,15 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame(rows, columns=[c for c in NAMES if c not in ("novel_vs_eager", "cached_vs_eager", "expected")]
                        + [k for k in ("run_id", "host") if k in keys])
     return _relative(out)
+
+
+def _sweep(timed: pd.DataFrame) -> float | None:
+    """``prepare_s`` plus the first calls; with several processes
+    (``run --processes``), the median over them."""
+    if not len(timed):
+        return None
+    per = timed.groupby(timed["process"].fillna(0)).agg(calls=("latency_s", "sum"), prepare=("prepare_s", "first"))
+    return float((per["calls"] + per["prepare"].fillna(0.0)).median())
 
 
 def first_recompile_reason(novel: pd.DataFrame) -> str:
