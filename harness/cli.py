@@ -42,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="set TORCH_TRACE per job to DIR/<job> (dynamo/inductor logs for tlparse)")
     run.add_argument("--warm-cache", action="store_true", help="keep on-disk compile caches between runs")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--check", action="store_true",
+                     help="exit 1 when a job contradicts cases/expectations.toml (≠, xpass), recompiled, "
+                          "or has no rule (for CI)")
     run.add_argument("--processes", type=int, default=1, metavar="N",
                      help="repeat each job's novel phase in N fresh workers, keeping every sample "
                           "(compare needs 6 to call a novel-sweep change significant)")
@@ -53,6 +56,8 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--cases", help="only these cases (comma-separated globs)")
     rep.add_argument("--backends", help="only these backends (comma-separated globs)")
     rep.add_argument("--modes", help="only these modes (comma-separated globs)")
+    rep.add_argument("--check", action="store_true",
+                     help="exit 1 when a job contradicts cases/expectations.toml, recompiled, or has no rule")
     rep.add_argument("--html", metavar="OUT.html", help="also write a self-contained HTML report with plots")
     rep.add_argument("--per-shape", metavar="CASE",
                      help="instead of the summary: one row per job and novel shape of CASE (Markdown; CSV with --csv)")
@@ -138,7 +143,24 @@ def _run(args) -> int:
     csv = path.with_suffix(".report.csv")
     summary.to_csv(csv, index=False)
     print(f"\nrecords: {path}\nreport CSV: {csv}", file=sys.stderr)
-    return 0
+    return _check(df) if args.check else 0
+
+
+#: gate outcomes ``--check`` fails on (beside a ``recompiled`` status)
+UNEXPECTED = ("fail", "xpass", "norule")
+
+
+def _check(df) -> int:
+    """1 (printing them) when jobs contradict the expectations, recompiled, or have no rule."""
+    from . import frames
+
+    jobs = frames.jobs(df)
+    bad = jobs[jobs["outcome"].isin(UNEXPECTED) | (jobs["status"] == "recompiled")]
+    for _, r in bad.iterrows():
+        print(f"check: {r['case']}[{r['backend']}-{r['mode']}]: {r['status']}: {r['expected']}", file=sys.stderr)
+    print(f"check: {len(bad)} of {len(jobs)} jobs unexpected" if len(bad) else f"check: all {len(jobs)} jobs as expected",
+          file=sys.stderr)
+    return 1 if len(bad) else 0
 
 
 def _report(args) -> int:
@@ -166,7 +188,7 @@ def _report(args) -> int:
     csv = Path(args.csv) if args.csv else files[0].with_suffix(".report.csv")
     summary.to_csv(csv, index=False)
     print(f"\nreport CSV: {csv}", file=sys.stderr)
-    return 0
+    return _check(df) if args.check else 0
 
 
 def _select_records(df, args, case=None):

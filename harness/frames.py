@@ -111,9 +111,9 @@ def jobs(df: pd.DataFrame, rules=None) -> pd.DataFrame:
     verdicts = df.groupby(keys, dropna=False, sort=False, observed=True)[list(df.columns)].apply(judge)
     shapes = per_shape(df)
     later = shapes[(shapes["new_compiles"] > 0) & (shapes["shape_index"] > 0)]
-    why = (later.groupby(keys, dropna=False).first()
-           .apply(lambda r: f"shape {r['shape_index']}: {r['reason'] or '(no reason given)'}", axis=1))
-    out = s.join(verdicts, on=keys).join(why.rename("why") if len(why) else pd.Series(dtype=object, name="why"), on=keys)
+    first = later.groupby(keys, dropna=False).first()
+    why = ("shape " + first["shape_index"].astype(str) + ": " + first["reason"].fillna("(no reason given)")).rename("why")
+    out = s.join(verdicts, on=keys).merge(why.reset_index(), on=keys, how="left")
     out["why"] = out["why"].fillna("")
     return out
 

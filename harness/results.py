@@ -88,6 +88,21 @@ class Writer:
         self.close()
 
 
+class SharedWriter(Writer):
+    """A :class:`Writer` that several processes may append to at once (each
+    record written under an exclusive ``flock``): the gate's xdist workers
+    share one run file."""
+
+    def write(self, rec: dict) -> None:
+        import fcntl
+
+        fcntl.flock(self._f.fileno(), fcntl.LOCK_EX)
+        try:
+            super().write(rec)
+        finally:
+            fcntl.flock(self._f.fileno(), fcntl.LOCK_UN)
+
+
 def run_files(paths: Iterable[str | os.PathLike] | None = None, default_dir: str | os.PathLike = "results") -> list[Path]:
     """Expand files and directories to JSONL files; none given: the latest run in ``default_dir``."""
     paths = list(paths or [])
