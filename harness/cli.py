@@ -1,4 +1,4 @@
-"""Command line: ``python -m harness {list,run,report,compare}`` (also ``dynshape``)."""
+"""Command line: ``python -m harness {list,run,report,compare,history}`` (also ``dynshape``)."""
 
 from __future__ import annotations
 
@@ -62,6 +62,16 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--per-shape", metavar="CASE",
                      help="instead of the summary: one row per job and novel shape of CASE (Markdown; CSV with --csv)")
 
+    his = sub.add_parser("history", help="compiles (per shape) and latency by commit, from runs and asv results")
+    his.add_argument("paths", nargs="*", help="JSONL files or directories (default: every run in --results)")
+    his.add_argument("--since", metavar="REV", help="only runs and asv results at REV and the commits after it")
+    his.add_argument("--results", default="results", help="where runs (and asv/, asv's results) are")
+    his.add_argument("--asv", metavar="DIR", help="asv's results directory (default: RESULTS/asv)")
+    his.add_argument("--csv", help="also write the table as CSV")
+    his.add_argument("--cases", help="only these cases (comma-separated globs)")
+    his.add_argument("--backends", help="only these backends (comma-separated globs)")
+    his.add_argument("--modes", help="only these modes (comma-separated globs)")
+
     cmp = sub.add_parser("compare", help="compare two runs (files, directories, run ids or commits)")
     cmp.add_argument("a")
     cmp.add_argument("b")
@@ -76,7 +86,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return {"list": _list, "run": _run, "report": _report, "compare": _compare}[args.command](args)
+        return {"list": _list, "run": _run, "report": _report, "compare": _compare,
+                "history": _history}[args.command](args)
     except cases.CaseError as e:
         print(f"dynshape: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -189,6 +200,18 @@ def _report(args) -> int:
     summary.to_csv(csv, index=False)
     print(f"\nreport CSV: {csv}", file=sys.stderr)
     return _check(df) if args.check else 0
+
+
+def _history(args) -> int:
+    from . import history, report
+
+    df = history.history(args.paths, args.results, since=args.since, asv_dir=args.asv)
+    df = report.select(df, args.cases, args.backends, args.modes)
+    print(history.markdown(df))
+    if args.csv:
+        df.to_csv(args.csv, index=False)
+        print(f"\nhistory CSV: {args.csv}", file=sys.stderr)
+    return 0
 
 
 def _select_records(df, args, case=None):

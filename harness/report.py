@@ -317,7 +317,7 @@ def table(df: pd.DataFrame, columns: list[Column]) -> str:
 
 
 def _missing(v) -> bool:
-    return v is None or v is pd.NA or _nan(v)
+    return v is None or v is pd.NA or v is pd.NaT or _nan(v)
 
 
 def per_shape_markdown(shapes: pd.DataFrame) -> str:
