@@ -15,7 +15,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
-	$(PY) -m pip install --quiet -e '.[main,test,bench]'
+	$(PY) -m pip install --quiet -e '.[main,test,bench,distributed]'
 	@touch $@
 
 # two workers at a time keep the default profile under 10 minutes on 2 cores;

@@ -1,4 +1,4 @@
-"""Command line: ``python -m harness {list,run,report,compare,history}`` (also ``dynshape``)."""
+"""Command line: ``python -m harness {list,run,report,compare,history,merge}`` (also ``dynshape``)."""
 
 from __future__ import annotations
 
@@ -45,6 +45,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--check", action="store_true",
                      help="exit 1 when a job contradicts cases/expectations.toml (≠, xpass), recompiled, "
                           "or has no rule (for CI)")
+    run.add_argument("--shard", metavar="i/n",
+                     help="run only shard i of n of the selected jobs (every n-th by id; `merge` joins the shards)")
+    run.add_argument("--scheduler", metavar="ADDRESS", nargs="?", const="local",
+                     help="run each job's worker on a Dask distributed cluster at ADDRESS (tcp://host:8786); "
+                          "without an address, on a LocalCluster (needs the 'distributed' extra)")
     run.add_argument("--processes", type=int, default=1, metavar="N",
                      help="repeat each job's novel phase in N fresh workers, keeping every sample "
                           "(compare needs 6 to call a novel-sweep change significant)")
@@ -72,6 +77,12 @@ def _parser() -> argparse.ArgumentParser:
     his.add_argument("--backends", help="only these backends (comma-separated globs)")
     his.add_argument("--modes", help="only these modes (comma-separated globs)")
 
+    mrg = sub.add_parser("merge", help="join runs (e.g. shards from several machines) into one run file")
+    mrg.add_argument("paths", nargs="+", help="JSONL files or directories")
+    mrg.add_argument("--out", required=True, help="the merged JSONL file (must not exist)")
+    mrg.add_argument("--run-id", help="the merged run's id (default: a new one)")
+    mrg.add_argument("--force", action="store_true", help="merge runs of different commits or profiles")
+
     cmp = sub.add_parser("compare", help="compare two runs (files, directories, run ids or commits)")
     cmp.add_argument("a")
     cmp.add_argument("b")
@@ -87,14 +98,16 @@ def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     try:
         return {"list": _list, "run": _run, "report": _report, "compare": _compare,
-                "history": _history}[args.command](args)
+                "history": _history, "merge": _merge}[args.command](args)
     except cases.CaseError as e:
         print(f"dynshape: {e}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as e:
         from . import registry, results
 
-        if isinstance(e, (registry.RegistryError, results.ResultsError)):
+        from .shards import ShardError
+
+        if isinstance(e, (registry.RegistryError, results.ResultsError, ShardError)):
             print(f"dynshape: {e}", file=sys.stderr)
             return EXIT_USAGE
         raise
@@ -143,11 +156,25 @@ def _run(args) -> int:
     if not combos:
         print("dynshape: nothing to run: no case has the selected modes", file=sys.stderr)
         return EXIT_USAGE
+    if args.shard:
+        from . import shards
+
+        i, n = shards.parse(args.shard)
+        combos = shards.select(combos, i, n)
+        print(f"shard {i}/{n}: {len(combos)} jobs", file=sys.stderr)
+        if not combos:
+            print(f"dynshape: shard {i}/{n} of the selection is empty", file=sys.stderr)
+            return EXIT_USAGE
     r = runner.Runner(args.out, profile=args.profile, repeats=args.repeats, warmup=args.warmup,
                       timeout_s=args.timeout, warm_cache=args.warm_cache, progress=not args.no_progress,
                       threads=args.threads or None, trace_dir=args.trace, processes=args.processes)
     print(f"run {r.run_id}: {len(combos)} jobs, profile {args.profile} → {r.path}", file=sys.stderr)
-    path = r.run(combos, jobs=args.jobs)
+    if args.scheduler:
+        from . import cluster
+
+        path = cluster.run(r, combos, None if args.scheduler == "local" else args.scheduler, jobs=args.jobs)
+    else:
+        path = r.run(combos, jobs=args.jobs)
     df = results.load([path])
     summary = report.annotate(report.summarise(df), df)
     print(report.markdown(summary))
@@ -211,6 +238,14 @@ def _history(args) -> int:
     if args.csv:
         df.to_csv(args.csv, index=False)
         print(f"\nhistory CSV: {args.csv}", file=sys.stderr)
+    return 0
+
+
+def _merge(args) -> int:
+    from . import shards
+
+    out, n = shards.merge(args.paths, args.out, run_id=args.run_id, force=args.force)
+    print(f"merged {n} records into {out}", file=sys.stderr)
     return 0
 
 
