@@ -65,6 +65,7 @@ def case_plots(case: str, shapes: pd.DataFrame, jobs: pd.DataFrame, many: bool) 
     sizes = [c for c in s.columns if c.startswith("size_") and s[c].notna().any()]
     if s["first_call_s"].notna().any():
         fig, ax = plt.subplots(figsize=(7.5, 3.6))
+        ax.set_prop_cycle(_styles())
         for label, g in s.groupby("label", sort=True):
             g = g.sort_values("shape_index")
             ax.plot(g["shape_index"].astype(int), g["first_call_s"], marker="o", ms=3, label=label)
@@ -78,17 +79,20 @@ def case_plots(case: str, shapes: pd.DataFrame, jobs: pd.DataFrame, many: bool) 
         out.append((f"{case}: first-call latency per novel shape", _png(fig)))
     if s["new_compiles"].notna().any():
         fig, ax = plt.subplots(figsize=(7.5, 3.6))
+        # jobs with the same steps share a line (else they hide each other): one per pattern
+        steps: dict = {}
         for label, g in s.groupby("label", sort=True):
             g = g.sort_values("shape_index")
-            seen = list(range(0, len(g) + 1))
-            total = [0] + list(g["new_compiles"].fillna(0).astype(int).cumsum())
-            ax.step(seen, total, where="post", label=label)
+            total = (0, *g["new_compiles"].fillna(0).astype(int).cumsum())
+            steps.setdefault(total, []).append(label)
+        for total, labels in sorted(steps.items(), key=lambda kv: -kv[0][-1]):
+            ax.step(range(len(total)), total, where="post", marker="o", ms=3, label=_wrap(labels))
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("shapes seen")
         ax.set_ylabel("cumulative compiles")
         ax.set_title(f"{case}: compiles as novel shapes arrive")
-        ax.legend(fontsize=6, ncol=2, loc="center left", bbox_to_anchor=(1.0, 0.5))
+        ax.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5))
         ax.grid(True, alpha=0.3)
         out.append((f"{case}: cumulative compiles against shapes seen", _png(fig)))
     j = jobs[(jobs["case"] == case) & jobs["cached_vs_eager"].notna()].copy()
@@ -104,6 +108,25 @@ def case_plots(case: str, shapes: pd.DataFrame, jobs: pd.DataFrame, many: bool) 
         ax.tick_params(axis="y", labelsize=7)
         out.append((f"{case}: cached latency relative to torch eager", _png(fig)))
     return out
+
+
+def _styles():
+    """Colours × line styles: 40 distinguishable lines (tab20 alone repeats after 20)."""
+    from cycler import cycler
+    from matplotlib import colormaps
+
+    return cycler(linestyle=["-", "--"]) * cycler(color=list(colormaps["tab20"].colors))
+
+
+def _wrap(labels: list[str], width: int = 60) -> str:
+    lines, cur = [], ""
+    for lab in labels:
+        if cur and len(cur) + len(lab) + 2 > width:
+            lines.append(cur + ",")
+            cur = lab
+        else:
+            cur = f"{cur}, {lab}" if cur else lab
+    return "\n".join(lines + [cur])
 
 
 def history_plots(hist: pd.DataFrame) -> list[tuple[str, str]]:
