@@ -36,9 +36,11 @@ lint: $(STAMP)
 gate: $(STAMP)
 	$(PY) -m pytest cases/ $(PYTEST_FLAGS)
 
+# one sample of each benchmark of the report's case (ASV_QUICK=. for the whole grid)
+ASV_QUICK ?= gnn_edge_divide
 asv-quick: $(STAMP)
 	$(VENV)/bin/asv machine --yes >/dev/null
-	$(VENV)/bin/asv run --python=same --quick --show-stderr
+	$(VENV)/bin/asv run --python=same --quick --show-stderr -b "$(ASV_QUICK)"
 
 # the HTML report in headless Chromium (Debian's chromium, installed with apt if
 # missing): every image decodes, nothing fails to load; also the latest run's report
