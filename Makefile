@@ -42,7 +42,7 @@ gate: $(STAMP)
 ASV_QUICK ?= (Catalogue|Compiles)\.\w+\(.gnn_edge_divide.
 asv-quick: $(STAMP)
 	$(VENV)/bin/asv machine --yes >/dev/null
-	$(VENV)/bin/asv run --python=same --quick --show-stderr -b "$(ASV_QUICK)"
+	$(VENV)/bin/asv run --python=same --quick --show-stderr --set-commit-hash $$(git rev-parse HEAD) -b "$(ASV_QUICK)"
 
 # the HTML report in headless Chromium (Debian's chromium, installed with apt if
 # missing): every image decodes, nothing fails to load; also the latest run's report

@@ -25,7 +25,7 @@ ASV_METRICS = {
     "Catalogue.time_novel_sweep": "novel_sweep_s",
     "CachedCall.time_cached_call": "cached_median_s",
     "Compiles.track_compiles": "compiles",
-    "CompileTime.track_compile_time": "compile_time_s",
+    "Compiles.track_compile_time": "compile_time_s",
 }
 COLUMNS = ["machine", "case", "backend", "mode", "commit", "timestamp", "source", "run_id", "status", "compiles",
            "compiles_by_shape", "compile_time_s", "novel_sweep_s", "cached_median_s"]
@@ -67,8 +67,8 @@ def asv_frame(asv_dir: str | Path = "results/asv", commits: list[str] | None = N
     job, with the metrics of :data:`ASV_METRICS` (``None``: skipped or failed)."""
     rows = []
     for path in sorted(Path(asv_dir).glob("*/*.json")):
-        if path.name in ("machine.json", "benchmarks.json"):
-            continue
+        if path.name == "machine.json" or not (path.parent / "machine.json").is_file():
+            continue  # only a machine's result files (not a published site's)
         data = json.loads(path.read_text(encoding="utf-8"))
         commit = data.get("commit_hash")
         if not commit or (commits is not None and not any(c.startswith(commit) or commit.startswith(c)

@@ -41,9 +41,10 @@ def three_commits(tmp_path):
                "result_columns": ["result", "params", "version", "started_at", "duration"],
                "results": {"suite.Compiles.track_compiles": [[3 if i < 2 else 1, None, 0, 0], params, "v", 0, 1.0],
                            "suite.Catalogue.time_novel_sweep": [[0.12 + i, None, 1e-3, float("nan")], params, "v", 0, 1.0],
-                           "suite.CompileTime.track_compile_time": [[0.05, None, 0.0, 0.0], params, "v", 0, 1.0]},
+                           "suite.Compiles.track_compile_time": [[0.05, None, 0.0, 0.0], params, "v", 0, 1.0]},
                "durations": {}, "version": 2}
         (res / "asv" / "vm").mkdir(parents=True, exist_ok=True)
+        (res / "asv" / "vm" / "machine.json").write_text(json.dumps({"machine": "vm", "version": 1}))
         (res / "asv" / "vm" / f"{c[:8]}-existing-py.json").write_text(json.dumps(asv))
     return repo, commits
 
