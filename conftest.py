@@ -26,3 +26,20 @@ settings.register_profile(
 )
 settings.register_profile("dev", settings.get_profile("ci"), max_examples=12)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_addoption(parser):
+    parser.addoption("--dynshape-out", default="results", metavar="DIR",
+                     help="where the conformance gate (cases/) keeps its records: DIR/gate-<id>.jsonl, one run "
+                          "that `harness report`/`compare` read (default: results/; 'none' keeps nothing)")
+
+
+def pytest_configure(config):
+    """Register the gate's markers: one per backend, one per environment."""
+    from backends import envs
+    from harness import registry
+
+    for name in registry.backends():
+        config.addinivalue_line("markers", f"{name}: gate items of the {name} backend")
+    for env in envs.ENVS:
+        config.addinivalue_line("markers", f"{env}: gate items whose backend runs (or starts helpers) in the {env} env")

@@ -103,6 +103,8 @@ class Backend:
       env: the Python environment its worker runs in (``main`` or ``xla``,
         see ``harness.envs``).
       requires: modules that must be importable in ``env``.
+      helper_envs: other environments its helper processes run in (the
+        gate marks its items with them, as with ``env``: ``-m "not xla"``).
       timeout_s: wall-clock limit of one job (case, backend, mode).
       counters: per compile stage, a :class:`Counter` saying whether the count
         is the system's own counter or ours, and what event it counts.
@@ -123,6 +125,7 @@ class Backend:
     modes: ClassVar[tuple[str, ...]] = ()
     env: ClassVar[str] = "main"
     requires: ClassVar[tuple[str, ...]] = ()
+    helper_envs: ClassVar[tuple[str, ...]] = ()
     timeout_s: ClassVar[float] = 900.0
     counters: ClassVar[dict[str, Counter]] = {}
     mode_notes: ClassVar[dict[str, str]] = {}

@@ -17,21 +17,34 @@ COMBOS = [c for c in runner.plan() if c.backend.unsupported_reason(c.case, c.mod
 BACKENDS = list(registry.backends().values())
 
 
-@pytest.mark.parametrize("backend", BACKENDS, ids=[b.name for b in BACKENDS])
+def _marks(backend) -> list:
+    """The item's markers: its backend's name and the environments it runs in (``-m "not xla"``)."""
+    used = dict.fromkeys([getattr(backend, "env", "main") or "main", *getattr(backend, "helper_envs", ())])
+    return [getattr(pytest.mark, backend.name), *(getattr(pytest.mark, e) for e in used)]
+
+
+@pytest.mark.parametrize("backend", [pytest.param(b, marks=_marks(b), id=b.name) for b in BACKENDS])
 def test_backend_loads(backend):
     if isinstance(backend, registry.Broken):
         pytest.fail(f"backend {backend.name} is registered but cannot be loaded: {backend.available()[1]}")
 
 
-@pytest.mark.parametrize("combo", COMBOS, ids=[c.id for c in COMBOS])
-def test_conformance(combo, rules, tmp_path):
+@pytest.mark.parametrize("combo", [pytest.param(c, marks=_marks(c.backend), id=c.id) for c in COMBOS])
+def test_conformance(combo, rules, gate_run, tmp_path):
     ok, why = combo.backend.available()
     if not ok:
         pytest.skip(f"{combo.backend.name} unavailable: {why}")
     rule = expectations.lookup(rules, combo.case.name, combo.backend.name, combo.mode)
-    run = runner.Runner(tmp_path, profile="quick", repeats=2, warmup=1, progress=False)
+    run_id, writer = gate_run
+    run = runner.Runner(tmp_path, run_id=run_id, profile="quick", repeats=2, warmup=1, progress=False)
     records: list[dict] = []
-    run.run_one(combo, records.append)
+
+    def keep(rec: dict) -> None:
+        records.append(rec)
+        if writer is not None:
+            writer.write(rec)
+
+    run.run_one(combo, keep)
     v = expectations.verdict(records, rule)
     if v.outcome == "xfail":
         pytest.xfail(rule.xfail)

@@ -1,4 +1,4 @@
-"""Command line: ``python -m harness {list,run,report,compare}`` (also ``dynshape``)."""
+"""Command line: ``python -m harness {list,run,report,compare,history,merge}`` (also ``dynshape``)."""
 
 from __future__ import annotations
 
@@ -83,6 +83,14 @@ def _parser() -> argparse.ArgumentParser:
                      help="set TORCH_TRACE per job to DIR/<job> (dynamo/inductor logs for tlparse)")
     run.add_argument("--warm-cache", action="store_true", help="keep on-disk compile caches between runs")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--shard", metavar="i/n",
+                     help="run only shard i of n of the selected jobs (every n-th by id; `merge` joins the shards)")
+    run.add_argument("--scheduler", metavar="ADDRESS", nargs="?", const="local",
+                     help="run each job's worker on a Dask distributed cluster at ADDRESS (tcp://host:8786); "
+                          "without an address, on a LocalCluster (needs the 'distributed' extra)")
+    run.add_argument("--processes", type=int, default=1, metavar="N",
+                     help="repeat each job's novel phase in N fresh workers, keeping every sample "
+                          "(compare needs 6 to call a novel-sweep change significant)")
 
     rep = sub.add_parser("report", help="summarise runs (default: the latest)")
     rep.add_argument("paths", nargs="*", help="JSONL files or directories")
@@ -91,13 +99,36 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--cases", help="only these cases (comma-separated globs)")
     rep.add_argument("--backends", help="only these backends (comma-separated globs)")
     rep.add_argument("--modes", help="only these modes (comma-separated globs)")
+    rep.add_argument("--check", action="store_true",
+                     help="exit 1 when a job contradicts cases/expectations.toml, recompiled, or has no rule")
+    rep.add_argument("--html", metavar="OUT.html", help="also write a self-contained HTML report with plots")
+    rep.add_argument("--per-shape", metavar="CASE",
+                     help="instead of the summary: one row per job and novel shape of CASE (Markdown; CSV with --csv)")
+
+    his = sub.add_parser("history", help="compiles (per shape) and latency by commit, from runs and asv results")
+    his.add_argument("paths", nargs="*", help="JSONL files or directories (default: every run in --results)")
+    his.add_argument("--since", metavar="REV", help="only runs and asv results at REV and the commits after it")
+    his.add_argument("--results", default="results", help="where runs (and asv/, asv's results) are")
+    his.add_argument("--asv", metavar="DIR", help="asv's results directory (default: RESULTS/asv)")
+    his.add_argument("--csv", help="also write the table as CSV")
+    his.add_argument("--cases", help="only these cases (comma-separated globs)")
+    his.add_argument("--backends", help="only these backends (comma-separated globs)")
+    his.add_argument("--modes", help="only these modes (comma-separated globs)")
+
+    mrg = sub.add_parser("merge", help="join runs (e.g. shards from several machines) into one run file")
+    mrg.add_argument("paths", nargs="+", help="JSONL files or directories")
+    mrg.add_argument("--out", required=True, help="the merged JSONL file (must not exist)")
+    mrg.add_argument("--run-id", help="the merged run's id (default: a new one)")
+    mrg.add_argument("--force", action="store_true", help="merge runs of different commits or profiles")
 
     cmp = sub.add_parser("compare", help="compare two runs (files, directories, run ids or commits)")
     cmp.add_argument("a")
     cmp.add_argument("b")
     cmp.add_argument("--results", default="results")
     cmp.add_argument("--max-slowdown", type=_in_range("max_slowdown", float), default=1.5,
-                     help="B/A latency ratio above which B counts as a regression (default 1.5)")
+                     help="B/A latency ratio above which a significant change counts as a regression (default 1.5)")
+    cmp.add_argument("--force", action="store_true",
+                     help="compare runs of different profiles, machines or thread settings")
     return p
 
 
@@ -106,7 +137,8 @@ def main(argv=None) -> int:
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
         try:
-            return {"list": _list, "run": _run, "report": _report, "compare": _compare}[args.command](args)
+            return {"list": _list, "run": _run, "report": _report, "compare": _compare,
+                    "history": _history, "merge": _merge}[args.command](args)
         except cases.CaseError as e:
             print(f"dynshape: {e}", file=sys.stderr)
             return EXIT_USAGE
@@ -167,7 +199,8 @@ def _run(args) -> int:
     from . import report, resume, runner
 
     if args.resume:
-        chosen = [f for f, v in (("--cases", args.cases), ("--backends", args.backends), ("--modes", args.modes)) if v]
+        chosen = [f for f, v in (("--cases", args.cases), ("--backends", args.backends), ("--modes", args.modes),
+                                 ("--shard", args.shard), ("--scheduler", args.scheduler)) if v]
         if chosen:
             print(f"dynshape: --resume runs the jobs the run planned; drop {', '.join(chosen)}", file=sys.stderr)
             return EXIT_USAGE
@@ -178,29 +211,52 @@ def _run(args) -> int:
         if not combos:
             print("dynshape: nothing to run: no case has the selected modes", file=sys.stderr)
             return EXIT_USAGE
+        if args.shard:
+            from . import shards
+
+            i, n = shards.parse(args.shard)
+            combos = shards.select(combos, i, n)
+            print(f"shard {i}/{n}: {len(combos)} jobs", file=sys.stderr)
+            if not combos:
+                print(f"dynshape: shard {i}/{n} of the selection is empty", file=sys.stderr)
+                return EXIT_USAGE
         r = runner.Runner(args.out, profile=args.profile, repeats=args.repeats, warmup=args.warmup,
                           timeout_s=args.timeout, warm_cache=args.warm_cache, progress=not args.no_progress,
-                          threads=args.threads or None, trace_dir=args.trace, max_memory=args.max_memory)
+                          threads=args.threads or None, trace_dir=args.trace, max_memory=args.max_memory,
+                          processes=args.processes)
         print(f"run {r.run_id}: {len(combos)} jobs, profile {args.profile} → {r.path}", file=sys.stderr)
     try:
-        path = r.run(combos, jobs=args.jobs)
+        if args.scheduler:
+            from . import cluster
+
+            path = cluster.run(r, combos, None if args.scheduler == "local" else args.scheduler, jobs=args.jobs)
+        else:
+            path = r.run(combos, jobs=args.jobs)
     except KeyboardInterrupt:
         print(f"\ndynshape: interrupted; every record written is kept in {r.path}; finish the run with\n"
               f"  dynshape run --resume {r.run_id} --out {args.out}", file=sys.stderr)
         return EXIT_INTERRUPTED
     df = results.load([path])
-    verdicts = report.verdicts(df)
-    summary = report.annotate(report.summarise(df), df, judged=verdicts)
+    summary = report.summarise(df)
+    verdicts = report.verdicts(df, by=report.job_by(summary))
+    summary = report.annotate(summary, df, judged=verdicts)
     print(report.markdown(summary))
     csv = path.with_suffix(".report.csv")
     summary.to_csv(csv, index=False)
     print(f"\nrecords: {path}\nreport CSV: {csv}", file=sys.stderr)
+    return _unexpected(verdicts)
+
+
+def _unexpected(verdicts) -> int:
+    """EXIT_UNEXPECTED (listing them on stderr) when jobs ended otherwise than the expectations say
+    (failed, crashed, recompiled, ``≠`` counts, xpass, or no rule), else EXIT_OK: the exit code of
+    ``run`` and of ``report --check``."""
     bad = {k: v for k, v in verdicts.items() if not v.ok}
     if bad:
         print(f"dynshape: {len(bad)} of {len(verdicts)} jobs ended otherwise than cases/expectations.toml says:",
               file=sys.stderr)
-        for (case, backend, mode), v in bad.items():
-            print(f"  {case}[{backend}-{mode}]: {v.outcome}: {v.problems[0]}", file=sys.stderr)
+        for (case, backend, mode, *_), v in bad.items():
+            print(f"  {case}[{backend}-{mode}]: {v.outcome}: {v.problems[0] if v.problems else v.outcome}", file=sys.stderr)
         return EXIT_UNEXPECTED
     return EXIT_OK
 
@@ -210,25 +266,71 @@ def _report(args) -> int:
 
     files = results.run_files(args.paths, args.results)
     df = results.load(files)
-    summary = report.annotate(report.summarise(df), df)
+    if args.html:
+        from . import html
+
+        df = _select_records(df, args)
+        Path(args.html).write_text(html.render(df, title=f"dynshape: {', '.join(f.stem for f in files)}"),
+                                   encoding="utf-8")
+        print(f"HTML report: {args.html}", file=sys.stderr)
+    if args.per_shape:
+        table = report.per_shape(_select_records(df, args, case=args.per_shape))
+        print(report.per_shape_markdown(table))
+        if args.csv:
+            table.to_csv(args.csv, index=False)
+            print(f"\nper-shape CSV: {args.csv}", file=sys.stderr)
+        return 0
+    summary = report.summarise(df)
+    verdicts = report.verdicts(df, by=report.job_by(summary))
+    summary = report.annotate(summary, df, judged=verdicts)
     summary = report.select(summary, args.cases, args.backends, args.modes)
     print(report.markdown(summary))
     csv = Path(args.csv) if args.csv else files[0].with_suffix(".report.csv")
     summary.to_csv(csv, index=False)
     print(f"\nreport CSV: {csv}", file=sys.stderr)
+    return _unexpected(verdicts) if args.check else EXIT_OK
+
+
+def _history(args) -> int:
+    from . import history, report
+
+    df = history.history(args.paths, args.results, since=args.since, asv_dir=args.asv)
+    df = report.select(df, args.cases, args.backends, args.modes)
+    print(history.markdown(df))
+    if args.csv:
+        df.to_csv(args.csv, index=False)
+        print(f"\nhistory CSV: {args.csv}", file=sys.stderr)
     return 0
+
+
+def _merge(args) -> int:
+    from . import shards
+
+    out, n = shards.merge(args.paths, args.out, run_id=args.run_id, force=args.force)
+    print(f"merged {n} records into {out}", file=sys.stderr)
+    return 0
+
+
+def _select_records(df, args, case=None):
+    """Records of the jobs the ``--cases/--backends/--modes`` globs (or ``case``) select."""
+    from . import report
+
+    jobs = df[["case", "backend", "mode"]].drop_duplicates()
+    keep = report.select(jobs, case or args.cases, args.backends, args.modes)
+    return df.merge(keep, on=["case", "backend", "mode"])
 
 
 def _compare(args) -> int:
     from . import compare, results
 
     a, b = compare.resolve(args.a, args.results), compare.resolve(args.b, args.results)
-    df = compare.compare(results.load([a]), results.load([b]), args.max_slowdown)
+    df = compare.compare(results.load([a]), results.load([b]), args.max_slowdown, force=args.force)
     print(f"A: {a}\nB: {b}\n")
     print(compare.markdown(df))
     bad = df[df["regression"]] if len(df) else df
     if len(bad):
-        print(f"\n{len(bad)} regression(s) beyond {args.max_slowdown}× or in compile counts", file=sys.stderr)
+        print(f"\n{len(bad)} regression(s): significant and beyond {args.max_slowdown}×, or in compile counts "
+              "or status", file=sys.stderr)
         return 1
     return 0
 

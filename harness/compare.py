@@ -6,11 +6,12 @@ directory, or a commit (prefix): the latest run recorded at that commit.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
 
-from . import report, results
+from . import report, results, stats
 
 
 def resolve(name: str, results_dir: str = "results") -> Path:
@@ -37,40 +38,150 @@ def resolve(name: str, results_dir: str = "results") -> Path:
     raise results.ResultsError(f"{name!r} is neither a results file, a directory, a run id nor a commit with runs in {results_dir}/")
 
 
-def compare(a: pd.DataFrame, b: pd.DataFrame, max_slowdown: float = 1.5) -> pd.DataFrame:
-    """Per (case, backend, mode) in both runs: compiles and latencies of A and B,
-    the B/A ratios, and ``verdict`` (``ok``, ``more compiles``, ``slower``,
-    ``fewer compiles``, ``faster``, ``status changed``)."""
-    sa, sb = report.summarise(a), report.summarise(b)
+class CompareError(results.ResultsError):
+    """The runs are not comparable (``--force`` compares them anyway)."""
+
+
+#: what must agree between two runs for their latencies to be comparable
+SETTINGS = ("profile", "host", "cpu", "cores", "cores_usable", "cpu_quota", "threads", "worker_threads")
+
+
+def settings(df: pd.DataFrame) -> dict[str, set]:
+    """Per setting of :data:`SETTINGS`, the values the run's records carry."""
+    machine = df["machine"].map(lambda m: m if isinstance(m, dict) else {})
+    out = {"profile": set(df["profile"].dropna())}
+    for k in SETTINGS[1:]:
+        out[k] = {_hashable(m.get(k)) for m in machine if k in m}
+    return out
+
+
+def _hashable(v):
+    return tuple(v.items()) if isinstance(v, dict) else v
+
+
+def differences(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
+    """``setting: A … vs B …`` for every setting the two runs disagree on."""
+    sa, sb = settings(a), settings(b)
+    return [f"{k}: A {_show(sa[k])} vs B {_show(sb[k])}" for k in SETTINGS if sa[k] and sb[k] and sa[k] != sb[k]]
+
+
+def _show(values: set) -> str:
+    return ", ".join(sorted(map(str, values)))
+
+
+def samples(df: pd.DataFrame) -> pd.DataFrame:
+    """Per job: ``novel`` (one novel-sweep total per process) and ``cached``
+    (every raw cached sample of its passing shapes; the per-shape medians for
+    records without raw samples) as lists."""
+    f = results.flat(df)
+    keys = report.KEYS
+    novel = f[f["novel"].fillna(False) & f["latency_s"].notna()]
+    per = novel.groupby(keys + ["process"]).agg(calls=("latency_s", "sum"), prepare=("prepare_s", "first"))
+    sweep = (per["calls"] + per["prepare"].fillna(0.0)).groupby(keys).agg(list).rename("novel")
+    cached = f[(f["novel"] == False) & (f["status"] == "pass")]  # noqa: E712
+    raw = cached["cached_samples_s"].where(cached["cached_samples_s"].map(lambda v: isinstance(v, list)),
+                                           cached["cached_latency_s"].map(lambda v: [v]))
+    pooled = raw.groupby([cached[k] for k in keys]).agg(lambda vs: [x for v in vs for x in v]).rename("cached")
+    return pd.concat([sweep, pooled], axis=1)
+
+
+def shape_compiles(df: pd.DataFrame) -> pd.Series:
+    """Per job, the novel compiles of each shape of the first process, as a tuple."""
+    p = report.per_shape(df)
+    return p.groupby(report.KEYS)["new_compiles"].agg(lambda v: tuple(int(x) for x in v.fillna(0)))
+
+
+#: a ratio further from 1 than this that the rank test calls noise is marked ``~``
+VISIBLE = 1.1
+
+
+def latency_mark(ratio, sa, sb, max_slowdown: float) -> str:
+    """How a B/A latency ratio reads: ``+`` a significant slowdown beyond
+    ``max_slowdown`` (a regression), ``-`` a significant speed-up beyond it,
+    ``~`` a change of more than :data:`VISIBLE` within noise (the rank
+    test cannot tell A from B), ``""`` a
+    significant change inside the threshold or a change under
+    :data:`VISIBLE` that noise explains, ``?`` too few samples to test
+    (then the ratio alone decides: ``?+`` beyond the threshold)."""
+    if ratio is None or _nan(ratio):
+        return ""
+    diff = stats.is_different(sa or [], sb or [])
+    beyond = "+" if ratio > max_slowdown else "-" if ratio < 1 / max_slowdown else ""
+    if diff is None:
+        return "?" + beyond
+    if not diff:
+        return "~" if beyond or not 1 / VISIBLE <= ratio <= VISIBLE else ""
+    return beyond
+
+
+def _nan(v) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def compare(a: pd.DataFrame, b: pd.DataFrame, max_slowdown: float = 1.5, force: bool = False) -> pd.DataFrame:
+    """Per (case, backend, mode) in both runs: compiles (per shape) and
+    latencies of A and B, the B/A ratios with their marks
+    (:func:`latency_mark`), and ``verdict``: a regression is a status
+    regression, more compiles on some shape, or a latency that is slower
+    beyond ``max_slowdown`` *and* significantly so (asv's Mann-Whitney rule).
+    Runs of different profiles, machines or thread settings raise
+    :class:`CompareError` naming what differs, unless ``force``."""
+    diffs = differences(a, b)
+    if diffs and not force:
+        raise CompareError("the runs are not comparable (--force compares them anyway): " + "; ".join(diffs))
+    sa = report.summarise(a).join(shape_compiles(a).rename("by_shape"), on=report.KEYS)
+    sb = report.summarise(b).join(shape_compiles(b).rename("by_shape"), on=report.KEYS)
+    smp_a, smp_b = samples(a), samples(b)
     m = sa.merge(sb, on=report.KEYS, suffixes=("_a", "_b"))
     rows = []
     for _, r in m.iterrows():
+        key = tuple(r[k] for k in report.KEYS)
+        get = (lambda smp, col: smp.at[key, col] if key in smp.index and isinstance(smp.at[key, col], list) else [])
         novel = report._ratio(r["novel_sweep_s_b"], r["novel_sweep_s_a"])
         cached = report._ratio(r["cached_median_s_b"], r["cached_median_s_a"])
+        novel_mark = latency_mark(novel, get(smp_a, "novel"), get(smp_b, "novel"), max_slowdown)
+        cached_mark = latency_mark(cached, get(smp_a, "cached"), get(smp_b, "cached"), max_slowdown)
         ca, cb = r["compiles_a"], r["compiles_b"]
         delta = None if ca is None or cb is None or report._nan(ca) or report._nan(cb) else int(cb) - int(ca)
+        shapes = _shape_changes(r["by_shape_a"], r["by_shape_b"])
         verdicts = []
         if r["status_a"] == "pass" and r["status_b"] != "pass":
             verdicts.append(f"status {r['status_a']}→{r['status_b']}")
-        if delta is not None and delta > 0:
-            verdicts.append("more compiles")
-        if (novel is not None and novel > max_slowdown) or (cached is not None and cached > max_slowdown):
+        if any(x > y for x, y, _ in shapes) or (not shapes and delta is not None and delta > 0):
+            verdicts.append("more compiles" + _where(shapes, lambda x, y: x > y))
+        if novel_mark.endswith("+") or cached_mark.endswith("+"):
             verdicts.append("slower")
         regress = bool(verdicts)
         if not verdicts:
-            if delta is not None and delta < 0:
-                verdicts.append("fewer compiles")
-            if (novel is not None and novel < 1 / max_slowdown) or (cached is not None and cached < 1 / max_slowdown):
+            if any(x < y for x, y, _ in shapes) or (not shapes and delta is not None and delta < 0):
+                verdicts.append("fewer compiles" + _where(shapes, lambda x, y: x < y))
+            if novel_mark.endswith("-") or cached_mark.endswith("-"):
                 verdicts.append("faster")
+            if not verdicts and "~" in (novel_mark, cached_mark):
+                verdicts.append("~")
         rows.append({
             "case": r["case"], "backend": r["backend"], "mode": r["mode"],
             "compiles_a": ca, "compiles_b": cb, "compile_delta": delta,
             "novel_a": r["novel_sweep_s_a"], "novel_b": r["novel_sweep_s_b"], "novel_ratio": novel,
+            "novel_mark": novel_mark,
             "cached_a": r["cached_median_s_a"], "cached_b": r["cached_median_s_b"], "cached_ratio": cached,
+            "cached_mark": cached_mark,
             "status_a": r["status_a"], "status_b": r["status_b"],
             "verdict": ", ".join(verdicts) or "ok", "regression": regress,
         })
     return pd.DataFrame(rows)
+
+
+def _shape_changes(a, b) -> list[tuple[int, int, int]]:
+    """``(compiles in B, in A, shape)`` for every shape both runs measured."""
+    if not isinstance(a, tuple) or not isinstance(b, tuple):
+        return []
+    return [(y, x, i) for i, (x, y) in enumerate(zip(a, b))]
+
+
+def _where(shapes, pred) -> str:
+    hit = [f"shape {i}: {x_a}→{x_b}" for x_b, x_a, i in shapes if pred(x_b, x_a)]
+    return f" ({', '.join(hit[:3])}{', …' if len(hit) > 3 else ''})" if hit else ""
 
 
 #: the comparison's columns, in the report's column model
@@ -78,8 +189,8 @@ COLUMNS = [
     report.BY_NAME["case"], report.BY_NAME["backend"], report.BY_NAME["mode"],
     report.Column("compiles_a", "compiles A", report.BY_NAME["compiles"].fmt),
     report.Column("compiles_b", "compiles B", report.BY_NAME["compiles"].fmt),
-    report.Column("novel_ratio", "novel B/A", lambda v: f"{v:.2f}×"),
-    report.Column("cached_ratio", "cached B/A", lambda v: f"{v:.2f}×"),
+    report.Column("novel_show", "novel B/A"),
+    report.Column("cached_show", "cached B/A"),
     report.Column("verdict", "verdict", text=True),
 ]
 
@@ -87,4 +198,9 @@ COLUMNS = [
 def markdown(df: pd.DataFrame) -> str:
     if not len(df):
         return "(no (case, backend, mode) in both runs)"
-    return report.table(df, COLUMNS)
+    df = df.assign(**{f"{c}_show": [None if report._missing(v) else f"{v:.2f}× {m}".rstrip()
+                                    for v, m in zip(df[f"{c}_ratio"], df[f"{c}_mark"])] for c in ("novel", "cached")})
+    legend = ("\n\nB/A marks: + slower beyond the threshold and significant (Mann-Whitney U, p < "
+              f"{stats.P_THRESHOLD}, as asv), - faster likewise, ~ within noise, ? too few samples to test "
+              "(the ratio alone decides; `run --processes 6` gives the novel sweep enough)")
+    return report.table(df, COLUMNS) + legend

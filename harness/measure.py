@@ -63,7 +63,7 @@ class _Meter:
 
 def run(job: dict, backend, emit: Callable[[dict], None]) -> None:
     """Measure ``job`` (keys: case, mode, profile, repeats, warmup; the runner
-    fills them, with its defaults) on ``backend``,
+    fills them, with its defaults; ``novel_only``: stop after the novel phase) on ``backend``,
     calling ``emit(fields)`` once per measured call (and once for a job that
     cannot start)."""
     case = cases.get(job["case"])
@@ -114,6 +114,8 @@ def run(job: dict, backend, emit: Callable[[dict], None]) -> None:
         if verdict.ok:
             runnable.append((args, expected, dict(shape, novel=False)))
 
+    if job.get("novel_only"):  # a repeat of the novel phase (``harness run --processes``)
+        return
     for args, expected, shape in runnable:
         try:
             samples = _time_cached(program, backend, args, job["warmup"], job["repeats"])
@@ -138,7 +140,7 @@ def run(job: dict, backend, emit: Callable[[dict], None]) -> None:
         else:
             status, message = "pass", None
         emit(dict(shape, **fields, latency_s=med, cached_latency_s=med, cached_iqr_s=q[2] - q[0],
-                  cached_repeats=len(samples), max_abs_err=verdict.max_abs_err, max_rel_err=verdict.max_rel_err,
+                  cached_repeats=len(samples), cached_samples_s=samples, max_abs_err=verdict.max_abs_err, max_rel_err=verdict.max_rel_err,
                   ok=status == "pass", status=status, message=message))
 
 

@@ -1,5 +1,9 @@
 """Summaries of results: one row per (case, backend, mode), as a DataFrame,
-Markdown and CSV."""
+Markdown and CSV.
+
+The pandas views (:func:`summary`, :func:`per_shape`, :func:`conformance_matrix`,
+:func:`history`, :func:`jobs`) live in :mod:`harness.frames` and are re-exported here.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from typing import Callable
 import pandas as pd
 
 from . import results
+from .frames import conformance_matrix, history, jobs, per_shape, summary  # noqa: F401 (the pandas API)
 
 KEYS = ["case", "backend", "mode"]
 BASELINE = "torch_eager"
@@ -63,7 +68,7 @@ COLUMNS = [
     Column("why", "why it recompiled (first)", _clip(90), text=True),
     Column("message", "note", _clip(90), text=True),
 ]
-BY_NAME = {c.name: c for c in [*COLUMNS, Column("run_id", "run", text=True)]}
+BY_NAME = {c.name: c for c in [*COLUMNS, Column("run_id", "run", text=True), Column("host", "machine", text=True)]}
 NAMES = [c.name for c in COLUMNS]
 
 
@@ -80,7 +85,7 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
 
     ``compiles`` is the last cumulative count of the job; ``novel_sweep_s`` is
     ``prepare_s`` plus the sum of first-call latencies (every backend by the
-    same rule; ``startup_s``, the worker's start and framework import, is its
+    same rule; the median over processes with ``run --processes``; ``startup_s``, the worker's start and framework import, is its
     own column); ``compile_time`` the job's compile seconds per stage;
     ``why`` the reason the system gave for the first compile after the first
     shape (a recompile); ``cached_median_s`` the median over shapes of the
@@ -88,7 +93,10 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
     case (same mode where it ran, else any mode): >1 is slower. Rows of a mode
     a backend labels (``Backend.mode_notes``) carry the label in ``message``.
     """
+    hosts = df["machine"].map(lambda m: m.get("host", "?") if isinstance(m, dict) else m)
     keys = KEYS + (["run_id"] if df["run_id"].nunique() > 1 else [])
+    if hosts.nunique() > 1:  # runs merged from several machines stay apart
+        df, keys = df.assign(host=hosts), keys + ["host"]
     rows = []
     for key, g in df.groupby(keys, sort=True, dropna=False):
         key = dict(zip(keys, key))
@@ -110,7 +118,7 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
             "stages": _stages(_last_dict(g["compile_stages"])),
             "startup_s": _first(g["startup_s"]),
             "prepare_s": prepare,
-            "novel_sweep_s": (float(timed["latency_s"].sum()) + (prepare or 0.0)) if len(timed) else None,
+            "novel_sweep_s": _sweep(timed),
             "compile_time": _times(_last_dict(g["compile_times"])),
             "cached_median_s": float(cached["cached_latency_s"].median()) if len(cached) else None,
             "max_abs_err": _max(g["max_abs_err"]),
@@ -119,8 +127,17 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
             "message": "; ".join(m for m in (label, messages[0] if messages else "") if m),
         })
     out = pd.DataFrame(rows, columns=[c for c in NAMES if c not in ("novel_vs_eager", "cached_vs_eager", "expected")]
-                       + (["run_id"] if "run_id" in keys else []))
+                       + [k for k in ("run_id", "host") if k in keys])
     return _relative(out)
+
+
+def _sweep(timed: pd.DataFrame) -> float | None:
+    """``prepare_s`` plus the first calls; with several processes
+    (``run --processes``), the median over them."""
+    if not len(timed):
+        return None
+    per = timed.groupby(timed["process"].fillna(0)).agg(calls=("latency_s", "sum"), prepare=("prepare_s", "first"))
+    return float((per["calls"] + per["prepare"].fillna(0.0)).median())
 
 
 def first_recompile_reason(novel: pd.DataFrame) -> str:
@@ -165,44 +182,50 @@ def counters_table(backends) -> str:
     return "\n".join(lines) + "\n\nSources: " + legend + "."
 
 
-def verdicts(df: pd.DataFrame, rules=None) -> dict:
-    """Each job's :class:`harness.expectations.Verdict` (the gate's own
-    judgement), keyed by (case, backend, mode) (and run id, if ``df`` holds several runs)."""
+def job_by(rows: pd.DataFrame) -> list[str]:
+    """The columns beyond (case, backend, mode) that tell a summary's jobs apart: ``run_id``
+    and ``host`` where the summary has them (several runs, several machines)."""
+    return [k for k in ("run_id", "host") if k in rows.columns]
+
+
+def verdicts(df: pd.DataFrame, rules=None, by=None) -> dict:
+    """Each job's :class:`harness.expectations.Verdict` (the gate's own judgement), keyed
+    by (case, backend, mode) plus the ``by`` columns (default: ``run_id`` when ``df`` holds
+    several runs; ``host`` is each record's machine host)."""
     from . import expectations
 
     rules = expectations.load() if rules is None else rules
-    keys = KEYS + (["run_id"] if df["run_id"].nunique() > 1 else [])
-    return {k: expectations.verdict(g.to_dict("records"), expectations.lookup(rules, *k[:3]))
+    by = (["run_id"] if df["run_id"].nunique() > 1 else []) if by is None else list(by)
+    if "host" in by:
+        df = df.assign(host=df["machine"].map(lambda m: m.get("host", "?") if isinstance(m, dict) else m))
+    keys = KEYS + by
+    return {k if isinstance(k, tuple) else (k,): expectations.verdict(g.to_dict("records"), expectations.lookup(rules, *k[:3]))
             for k, g in df.groupby(keys, sort=False, dropna=False)}
 
 
-def annotate(summary: pd.DataFrame, df: pd.DataFrame, rules=None, judged=None) -> pd.DataFrame:
+def annotate(rows: pd.DataFrame, df: pd.DataFrame, rules=None, judged=None) -> pd.DataFrame:
     """Add ``expected``: what ``cases/expectations.toml`` says of each job,
     judged on the job's records by :func:`harness.expectations.verdict` (the
     gate's own judgement): ``= counts`` when it conforms, ``≠ counts: the
     first problem`` when it does not, ``xfail: reason`` for an expected failure.
-    ``judged``: from :func:`verdicts`, when the caller has them already."""
-    judged = verdicts(df, rules) if judged is None else judged
-    keys = KEYS + (["run_id"] if "run_id" in summary.columns else [])
-    out = summary.copy()
+    ``judged``: from :func:`verdicts` with ``by=job_by(rows)``, when the caller has them already."""
+    by = job_by(rows)
+    judged = verdicts(df, rules, by) if judged is None else judged
+    keys = KEYS + by
+    out = rows.copy()
     out["expected"] = [judged[tuple(r[k] for k in keys)].note for _, r in out.iterrows()]
-    return out[[c for c in NAMES + ["run_id"] if c in out.columns]]
+    return out[[c for c in NAMES + ["run_id", "host"] if c in out.columns]]
 
 
 def _relative(out: pd.DataFrame) -> pd.DataFrame:
-    out["novel_vs_eager"] = None
-    out["cached_vs_eager"] = None
-    base = out[out["backend"] == BASELINE]
-    for i, row in out.iterrows():
-        b = base[base["case"] == row["case"]]
-        same = b[b["mode"] == row["mode"]]
-        b = same if len(same) else b
-        if not len(b):
-            continue
-        b = b.iloc[0]
-        out.at[i, "novel_vs_eager"] = _ratio(row["novel_sweep_s"], b["novel_sweep_s"])
-        out.at[i, "cached_vs_eager"] = _ratio(row["cached_median_s"], b["cached_median_s"])
-    return out[[c for c in NAMES + ["run_id"] if c in out.columns]]
+    """``*_vs_eager``: against torch eager of the same case, run and machine
+    (``frames.relative``)."""
+    from . import frames
+
+    rel = frames.relative(out.rename(columns={"host": "machine"})).rename(columns={"machine": "host"})
+    rel[["novel_vs_eager", "cached_vs_eager"]] = rel[["novel_vs_eager", "cached_vs_eager"]].astype(object).where(
+        rel[["novel_vs_eager", "cached_vs_eager"]].notna(), None)
+    return rel[[c for c in NAMES + ["run_id", "host"] if c in rel.columns]]
 
 
 def _ratio(a, b):
@@ -259,14 +282,14 @@ def fmt_seconds(x) -> str:
     return f"{x * 1e6:.1f} µs"
 
 
-def markdown(summary: pd.DataFrame, counters: bool = True) -> str:
+def markdown(rows: pd.DataFrame, counters: bool = True) -> str:
     """Measured jobs as a table; jobs not run are summarised below it, one
     line per backend and reason; then (``counters``) what each backend's
     compile count counts."""
-    ran = summary[~summary["status"].isin(["unsupported", "skipped"])]
-    cols = [c for c in NAMES + ["run_id"] if c in summary.columns and c != "message"] + ["message"]
+    ran = rows[~rows["status"].isin(["unsupported", "skipped"])]
+    cols = [c for c in NAMES + ["run_id", "host"] if c in rows.columns and c != "message"] + ["message"]
     lines = [_table(ran, cols)] if len(ran) else ["(no measured jobs)"]
-    idle = summary[summary["status"].isin(["unsupported", "skipped"])]
+    idle = rows[rows["status"].isin(["unsupported", "skipped"])]
     if len(idle):
         lines += ["", f"Not run ({len(idle)}):"]
         groups: dict = {}
@@ -281,16 +304,16 @@ def markdown(summary: pd.DataFrame, counters: bool = True) -> str:
     return "\n".join(lines)
 
 
-def select(summary: pd.DataFrame, cases=None, backends=None, modes=None) -> pd.DataFrame:
+def select(rows: pd.DataFrame, cases=None, backends=None, modes=None) -> pd.DataFrame:
     """Rows whose case, backend and mode match the comma-separated globs
     (``cases.match_globs``: a glob matching no row raises ``CaseError``)."""
     from cases import match_globs
 
     keep = {}
     for col, globs in (("case", cases), ("backend", backends), ("mode", modes)):
-        keep[col] = set(match_globs(list(dict.fromkeys(summary[col])), globs, col))
-    mask = summary["case"].isin(keep["case"]) & summary["backend"].isin(keep["backend"]) & summary["mode"].isin(keep["mode"])
-    return summary[mask]
+        keep[col] = set(match_globs(list(dict.fromkeys(rows[col])), globs, col))
+    mask = rows["case"].isin(keep["case"]) & rows["backend"].isin(keep["backend"]) & rows["mode"].isin(keep["mode"])
+    return rows[mask]
 
 
 def _table(df: pd.DataFrame, cols) -> str:
@@ -307,4 +330,19 @@ def table(df: pd.DataFrame, columns: list[Column]) -> str:
 
 
 def _missing(v) -> bool:
-    return v is None or _nan(v)
+    return v is None or v is pd.NA or v is pd.NaT or _nan(v)
+
+
+def per_shape_markdown(shapes: pd.DataFrame) -> str:
+    """:func:`per_shape` as Markdown: sizes, first call, compiles (and per stage), reason, cached call."""
+    sizes = [c for c in shapes.columns if c.startswith("size_") and shapes[c].notna().any()]
+    stages = [c for c in shapes.columns if c.startswith("new_compiles_") and shapes[c].notna().any()]
+    many = shapes[["run_id", "machine"]].drop_duplicates().shape[0] > 1
+    cols = ([Column("run_id", "run", text=True), Column("machine", "machine", text=True)] if many else []) + [
+        BY_NAME["backend"], BY_NAME["mode"], Column("shape_index", "shape", str),
+        *[Column(c, c[5:], str) for c in sizes],
+        Column("first_call_s", "first call", fmt_seconds), Column("new_compiles", "compiles", str),
+        *[Column(c, c[len("new_compiles_"):], str) for c in stages],
+        Column("cached_s", "cached call", fmt_seconds), Column("status", "status", str, text=True),
+        Column("reason", "reason", _clip(80), text=True)]
+    return table(shapes, cols) if len(shapes) else "(no novel shapes measured)"

@@ -20,6 +20,9 @@ READABLE = (1, 2)
 #: every status, worst first: a job's status is the worst of its records
 SEVERITY = ("crashed", "oom", "timeout", "error", "mismatch", "recompiled", "skipped", "unsupported", "pass")
 STATUSES = SEVERITY
+#: status order, best first: ``df["status"].max()`` of a flat frame is the worst
+STATUS_ORDER = list(reversed(SEVERITY))
+_INTS = ("shape_index", "compiles", "cached_repeats", "process", "new_compiles")
 
 #: fields every record has (``None`` where they do not apply). Timing rule,
 #: the same for every backend: ``startup_s`` is the worker's start (interpreter,
@@ -37,7 +40,13 @@ FIELDS = (
     "compiles", "compile_stages", "compile_delta", "compile_times", "compile_time_s", "compile_reasons", "guards",
     "latency_s", "cached_latency_s", "cached_iqr_s", "cached_repeats", "call_breakdown",
     "max_abs_err", "max_rel_err", "ok", "status", "message",
+    "process", "cached_samples_s", "node",
 )
+#: ``process``: which fresh worker of the job measured the record (0, then
+#: 1… for ``harness run --processes N``, which repeats the novel phase);
+#: ``cached_samples_s`` the raw per-repeat seconds behind ``cached_latency_s``;
+#: ``node`` the host whose worker ran the job (a Dask worker's, with
+#: ``--scheduler``), ``None`` where it is the run's own machine.
 
 
 class ResultsError(ValueError):
@@ -82,6 +91,21 @@ class Writer:
 
     def __exit__(self, *exc):
         self.close()
+
+
+class SharedWriter(Writer):
+    """A :class:`Writer` that several processes may append to at once (each
+    record written under an exclusive ``flock``): the gate's xdist workers
+    share one run file."""
+
+    def write(self, rec: dict) -> None:
+        import fcntl
+
+        fcntl.flock(self._f.fileno(), fcntl.LOCK_EX)
+        try:
+            super().write(rec)
+        finally:
+            fcntl.flock(self._f.fileno(), fcntl.LOCK_UN)
 
 
 def run_files(paths: Iterable[str | os.PathLike] | None = None, default_dir: str | os.PathLike = "results") -> list[Path]:
@@ -151,16 +175,64 @@ def read_records(path: str | os.PathLike) -> list[dict]:
     return out
 
 
-def load(paths: Iterable[str | os.PathLike] | None = None, default_dir="results"):
-    """Records of the given runs (files or directories; default: the latest run) as a DataFrame.
+def load(paths: Iterable[str | os.PathLike] | None = None, default_dir="results", flatten: bool = False):
+    """Records of the given runs (files or directories; default: the latest run) as a DataFrame
+    (``flatten``: in the analysis form of :func:`flat`).
 
     Raises :class:`ResultsError` when the files hold no record at all.
     """
-    import pandas as pd
-
     files = run_files(paths, default_dir)
     recs = [r for p in files for r in read_records(p)]
     if not recs:
         raise ResultsError(f"no records in {', '.join(map(str, files))} (an empty run: was it interrupted "
                            "before its first job finished?)")
-    return pd.DataFrame.from_records(recs, columns=list(FIELDS))
+    df = _pd().DataFrame.from_records(recs, columns=list(FIELDS))
+    return flat(df) if flatten else df
+
+
+def _pd():
+    import pandas as pd
+
+    return pd
+
+
+def _dicts(series):
+    """A column of dicts as a frame of their keys (missing: NA)."""
+    rows = [v if isinstance(v, dict) else {} for v in series]
+    return _pd().DataFrame(rows, index=series.index)
+
+
+def flat(df):
+    """One row per record with scalar columns: ``size_<dim>`` (from ``sizes``),
+    ``compiles_<stage>`` (cumulative, from ``compile_stages``),
+    ``new_compiles`` and ``new_compiles_<stage>`` (this call's, from
+    ``compile_delta``), ``machine`` (the host name) with ``machine_cpu``,
+    ``machine_cores``, ``machine_threads``, ``reason`` (the first compile
+    reason); ``status`` an ordered categorical (pass < … < crashed),
+    integers nullable (``Int64``), ``timestamp`` a UTC datetime. Idempotent."""
+    if df.attrs.get("flat"):
+        return df
+    out = df.copy()
+    pd = _pd()
+    sizes = _dicts(out["sizes"]).add_prefix("size_")
+    stages = _dicts(out["compile_stages"]).add_prefix("compiles_")
+    delta = _dicts(out["compile_delta"])
+    new = delta.add_prefix("new_compiles_")
+    machine = _dicts(out["machine"])
+    counted = out["compile_delta"].map(lambda v: isinstance(v, dict))
+    out["new_compiles"] = (delta.sum(axis=1) if len(delta.columns) else 0)
+    out["new_compiles"] = out["new_compiles"].where(counted)
+    out["machine_cpu"] = machine.get("cpu")
+    out["machine_cores"] = machine.get("cores")
+    out["machine_threads"] = machine.get("threads")
+    out["machine"] = machine.get("host", pd.Series(index=out.index, dtype=object)).fillna("?")
+    out["reason"] = out["compile_reasons"].map(lambda v: v[0] if isinstance(v, list) and v else None)
+    out = pd.concat([out, sizes.astype("Int64"), stages.astype("Int64"), new.astype("Int64")], axis=1)
+    for col in _INTS + ("machine_cores", "machine_threads"):
+        out[col] = pd.to_numeric(out[col], errors="coerce").astype("Int64")
+    out["status"] = out["status"].astype(pd.CategoricalDtype(STATUS_ORDER, ordered=True))
+    out["timestamp"] = pd.to_datetime(out["timestamp"], utc=True, format="ISO8601")
+    out["novel"] = out["novel"].astype("boolean")
+    out["process"] = out["process"].fillna(0)
+    out.attrs["flat"] = True
+    return out

@@ -36,7 +36,7 @@ DEFAULT_REPEATS = 7
 DEFAULT_WARMUP = 2
 #: ``<run_id>.plan.json``: the run's jobs and these settings, for ``--resume``
 PLAN_SUFFIX = ".plan.json"
-SETTINGS = ("profile", "repeats", "warmup", "timeout_s", "threads", "max_memory", "warm_cache")
+SETTINGS = ("profile", "repeats", "warmup", "timeout_s", "threads", "max_memory", "warm_cache", "processes")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,6 +97,7 @@ class Runner:
         threads: int | None = 1,
         trace_dir: str | os.PathLike | None = None,
         max_memory: int | None | str = "default",
+        processes: int = 1,
     ):
         if profile not in cases.PROFILES:
             raise cases.CaseError(f"unknown profile {profile!r}; valid: {', '.join(cases.PROFILES)}")
@@ -105,6 +106,11 @@ class Runner:
         self.profile, self.repeats, self.warmup = profile, repeats, warmup
         self.timeout_s, self.warm_cache, self.progress = timeout_s, warm_cache, progress
         self.threads = threads
+        if processes < 1:
+            raise cases.CaseError(f"processes must be at least 1, not {processes}")
+        #: fresh workers per job: the first measures everything, the others
+        #: repeat the novel phase (``process`` 1…), for samples of the sweep
+        self.processes = processes
         self.trace_dir = Path(trace_dir) if trace_dir else None
         #: bytes a worker may allocate (``None``: no limit)
         self.max_memory = limits.default_bytes() if max_memory == "default" else max_memory
@@ -125,7 +131,7 @@ class Runner:
         """
         combos = list(combos)
         total = sum(
-            0 if c.skip_reason() else 2 * len(c.case.sizes_for(self.profile)) for c in combos
+            0 if c.skip_reason() else (1 + self.processes) * len(c.case.sizes_for(self.profile)) for c in combos
         ) + sum(1 for c in combos if c.skip_reason())
         self.write_plan(combos)
         bar = _progress(total, self.progress)
@@ -177,7 +183,7 @@ class Runner:
         """Run one combo in a worker; each record goes to ``sink`` as it arrives."""
         got: list[dict] = []
         base = dict(self._common, case=combo.case.name, backend=combo.backend.name, mode=combo.mode,
-                    env=combo.backend.env)
+                    env=combo.backend.env, process=0)
 
         def emit(**fields) -> None:
             rec = results.record(**{**base, "timestamp": meta.now(), **fields})
@@ -197,6 +203,15 @@ class Runner:
         cache_dir = None if self.warm_cache else tempfile.mkdtemp(prefix="dynshape-cache-")
         try:
             self._work(combo, job, timeout, cache_dir, emit)
+            for k in range(1, self.processes):
+                if cache_dir:  # every repeat starts cold, as the first did
+                    shutil.rmtree(cache_dir, ignore_errors=True)
+                    os.makedirs(cache_dir)
+
+                def again(k=k, **fields) -> None:
+                    emit(**fields, process=k)
+
+                self._work(combo, dict(job, novel_only=True), timeout, cache_dir, again)
         finally:
             if cache_dir:
                 shutil.rmtree(cache_dir, ignore_errors=True)

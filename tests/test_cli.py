@@ -29,7 +29,7 @@ def test_unknown_names_exit_2_and_list_valid_ones(flag, value, what, capsys, tmp
 def test_run_writes_records_and_prints_the_report(tmp_path, capsys):
     code = cli.main(["run", "--cases", "gnn_edge_divide", "--backends", "torch_eager", "--modes", "unbounded",
                      "--out", str(tmp_path), "--repeats", "2", "--no-progress"])
-    assert code == 0
+    assert code == 0  # the job conforms to cases/expectations.toml (else exit 1)
     out = capsys.readouterr().out
     assert "| gnn_edge_divide | torch_eager | unbounded | pass | = 0/shape | 3 | 0 |" in out
     df = results.load([tmp_path])
@@ -115,3 +115,30 @@ def test_run_exits_1_when_a_job_ends_unexpectedly(fake_backends, monkeypatch, tm
     assert err[-2] == "dynshape: 1 of 2 jobs ended otherwise than cases/expectations.toml says:"
     assert err[-1].startswith("  gnn_edge_divide[crasher-static]: fail: job crashed: worker died (signal SIGABRT) "
                               "after 1 records; stderr: error: unknown op 'stablehlo.frobnicate' | Fatal Python error")
+def _records(path, recs):
+    with results.Writer(path) as w:
+        for r in recs:
+            w.write(r)
+
+
+@pytest.mark.parametrize("change,exit_code,says", [
+    (None, 0, ""),
+    ("recompiled", 1, "  gnn_edge_divide[torch_eager-unbounded]: fail: "),
+    ("norule", 1, "  gnn_edge_divide[torch_tpu-unbounded]: norule: "),
+    ("more", 1, "  gnn_edge_divide[torch_eager-unbounded]: fail: "),
+])
+def test_check_exits_1_on_unexpected_recompiled_or_unruled_jobs(change, exit_code, says, tmp_path, capsys):
+    import sys
+
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    from synthetic import job
+
+    recs = job("gnn_edge_divide", "torch_tpu" if change == "norule" else "torch_eager", "unbounded",
+               [1e-3] * 3, [1e-5] * 3, [0, 1, 1] if change == "more" else [0, 0, 0],
+               status="pass")
+    if change == "recompiled":
+        recs[-1]["status"] = "recompiled"
+    _records(tmp_path / "r.jsonl", recs)
+    assert cli.main(["report", str(tmp_path / "r.jsonl"), "--check", "--csv", str(tmp_path / "r.csv")]) == exit_code
+    err = capsys.readouterr().err
+    assert says in err and ("ended otherwise than" in err) == bool(exit_code)

@@ -1,8 +1,9 @@
-"""compare: compile deltas, latency ratios and the verdict; the CLI's exit code."""
+"""compare: compile deltas per shape, latency ratios tested for noise, refusal of
+incomparable runs, and the verdict; the CLI's exit code."""
 
 import pytest
 
-from harness import cli, compare, results
+from harness import cli, compare, results, stats
 
 from synthetic import frame, job
 
@@ -30,7 +31,7 @@ def test_slowdown_beyond_threshold_is_a_regression_within_is_not():
 
 def test_improvements_are_reported_not_failed():
     r = _runs([0, 0], 0.5e-4)
-    assert not r["regression"] and r["verdict"] == "fewer compiles, faster"
+    assert not r["regression"] and r["verdict"] == "fewer compiles (shape 0: 1→0), faster"
 
 
 def test_status_change_is_a_regression():
@@ -53,3 +54,75 @@ def test_cli_exit_codes_and_resolution_by_run_id(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "| c | x | static | 1 | 2 |" in out and "more compiles" in out
     assert cli.main(["compare", "A", "nonexistent", "--results", str(tmp_path)]) == 2
+
+
+def _sampled(run_id, sweeps, cached, profile="quick", threads=1):
+    """One single-shape job measured in ``len(sweeps)`` processes (novel-sweep
+    totals ``sweeps``), its cached phase with raw samples ``cached``."""
+    common = dict(run_id=run_id, case="c", backend="x", mode="static", profile=profile,
+                  machine={"host": "vm", "cpu": "EPYC", "cores": 2, "threads": threads})
+    recs = [results.record(**common, shape_index=0, novel=True, latency_s=t, compiles=1, compile_delta={"x": 1},
+                           process=p, status="pass", ok=True) for p, t in enumerate(sweeps)]
+    med = sorted(cached)[len(cached) // 2]
+    recs.append(results.record(**common, shape_index=0, novel=False, latency_s=med, cached_latency_s=med,
+                               cached_samples_s=list(cached), compiles=1, compile_delta={"x": 0}, process=0,
+                               status="pass", ok=True))
+    import pandas as pd
+
+    return pd.DataFrame.from_records(recs, columns=list(results.FIELDS))
+
+
+NOISY = [0.10, 0.16, 0.08, 0.13, 0.09, 0.15, 0.11]
+CACHED = [1.0e-4, 1.3e-4, 0.9e-4, 1.2e-4, 0.95e-4, 1.25e-4, 1.1e-4]
+
+
+def test_a_1_3x_change_within_noise_is_tilde_a_clean_3x_change_a_regression():
+    a = _sampled("A", NOISY, CACHED)
+    # 1.3× slower, but the samples overlap: the rank test cannot tell them apart
+    shuffled = [NOISY[i] * 1.3 for i in (3, 0, 6, 1, 4, 2, 5)]
+    r = compare.compare(a, _sampled("B", shuffled, [v * 1.3 for v in CACHED[::-1]])).iloc[0]
+    assert r["novel_ratio"] == pytest.approx(1.3, rel=0.05)
+    assert r["novel_mark"] == "~" and r["cached_mark"] == "~"
+    assert r["verdict"] == "~" and not r["regression"]
+    # a clean 3×: every B sample slower than every A sample
+    clean = [0.100, 0.101, 0.102, 0.099, 0.100, 0.101, 0.100]
+    r = compare.compare(_sampled("A", clean, CACHED), _sampled("B", [3 * v for v in clean], CACHED)).iloc[0]
+    assert r["novel_mark"] == "+" and r["cached_mark"] == ""
+    assert r["verdict"] == "slower" and r["regression"]
+
+
+def test_a_significant_change_inside_the_threshold_is_not_a_regression():
+    clean = [0.100, 0.101, 0.102, 0.099, 0.100, 0.101, 0.100]
+    r = compare.compare(_sampled("A", clean, CACHED), _sampled("B", [1.2 * v for v in clean], CACHED)).iloc[0]
+    assert r["novel_mark"] == "" and r["verdict"] == "ok" and not r["regression"]
+
+
+def test_too_few_samples_fall_back_to_the_ratio():
+    assert not stats.testable(2, 2) and not stats.testable(5, 5) and stats.testable(6, 6)
+    r = compare.compare(_sampled("A", [0.1], CACHED[:2]), _sampled("B", [0.3], CACHED[:2])).iloc[0]
+    assert r["novel_mark"] == "?+" and r["regression"]
+
+
+def test_compiles_are_compared_per_shape():
+    # the same total (2), but B compiles on shape 1 where A did not
+    a = frame(job("c", "x", "static", [0.1] * 3, [1e-4] * 3, [1, 2, 2], run_id="A"))
+    b = frame(job("c", "x", "static", [0.1] * 3, [1e-4] * 3, [1, 1, 2], run_id="B"))
+    r = compare.compare(a, b).iloc[0]
+    assert r["compile_delta"] == 0 and r["regression"]
+    assert r["verdict"] == "more compiles (shape 2: 0→1)"
+
+
+def test_runs_of_other_profiles_machines_or_threads_are_refused_unless_forced():
+    a = _sampled("A", NOISY, CACHED)
+    with pytest.raises(compare.CompareError, match=r"profile: A quick vs B full; threads: A 1 vs B 4"):
+        compare.compare(a, _sampled("B", NOISY, CACHED, profile="full", threads=4))
+    assert compare.compare(a, _sampled("B", NOISY, CACHED, profile="full"), force=True).iloc[0]["verdict"] == "ok"
+
+
+def test_cli_refuses_and_forces(tmp_path, capsys):
+    _write(tmp_path / "A.jsonl", _sampled("A", NOISY, CACHED))
+    _write(tmp_path / "B.jsonl", _sampled("B", NOISY, CACHED, threads=2))
+    assert cli.main(["compare", "A", "B", "--results", str(tmp_path)]) == 2
+    assert "threads: A 1 vs B 2" in capsys.readouterr().err
+    assert cli.main(["compare", "A", "B", "--results", str(tmp_path), "--force"]) == 0
+    assert "Mann-Whitney" in capsys.readouterr().out

@@ -104,3 +104,22 @@ def test_trace_dir_sets_torch_trace_per_job(fake_backends, tmp_path):
     got = []
     r.run_one(combo, got.append)
     assert got[0]["compile_reasons"] == [f"TORCH_TRACE={tmp_path / 'tr' / 'gnn_edge_divide-env_reporter-static'}"]
+
+
+def test_processes_repeat_the_novel_phase_in_fresh_workers_and_keep_raw_samples(fake_backends, tmp_path):
+    combo = runner.Combo(cases.get("gnn_edge_divide"), fake_backends("CompilesTwiceFirst"), "unbounded")
+    r = runner.Runner(tmp_path, profile="quick", repeats=3, warmup=1, progress=False, processes=3)
+    got = []
+    r.run_one(combo, got.append)
+    novel = [(x["process"], x["shape_index"], x["compile_delta"]["fake"]) for x in got if x["novel"]]
+    # each process is fresh: its first shape compiles again, as in the first process
+    assert novel == [(p, i, n) for p in range(3) for i, n in enumerate((2, 1, 0))]
+    cached = [x for x in got if x["novel"] is False]
+    assert [x["process"] for x in cached] == [0, 0, 0]  # the cached phase runs once
+    assert all(len(x["cached_samples_s"]) == 3 and x["cached_latency_s"] in x["cached_samples_s"] for x in cached)
+    import pandas as pd
+
+    from harness import report, results
+
+    s = report.summarise(pd.DataFrame.from_records(got, columns=list(results.FIELDS))).iloc[0]
+    assert s["shapes"] == 3 and s["compiles"] == 3

@@ -184,6 +184,7 @@ class TorchXlaStableHLO(XlaArrays, Backend):
     modes = ("unbounded", "bounded")
     env = "main"  # the executors are here; the export runs in a server process of the xla env
     requires = ("jax", "jaxlib")
+    helper_envs = ("xla",)
     counters = {"export": EXPORT, "xla": XLA}
     canonicalize = False
 

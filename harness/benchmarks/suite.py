@@ -8,14 +8,20 @@
 - ``time_cached_call``: one call on a shape compiled during setup. The
   compiled program is built once per process and reused by every sample
   (asv re-runs ``setup`` before each one).
-- ``track_compiles``: exact compiles over the quick sweep (unit "compiles").
+- ``track_compiles``: exact compiles over the quick sweep (unit "compiles");
+  ``track_compile_time`` the compile seconds the backend counted over it.
+  Backends of another environment (torch_xla's) report both from a worker in
+  their environment, as ``harness run`` measures them.
 
 The benchmark functions time only the work (tests/test_asv_suite.py checks
 that they import nothing ``setup`` did not).
 
-Combinations that cannot run (no such form or mode, backend unavailable or
-in another environment) raise ``NotImplementedError`` in setup, which asv
-reports as skipped.
+Combinations that cannot run (no such form or mode, backend unavailable, in
+another environment for the timed benchmarks) or that ``cases/expectations.toml``
+marks as known failures (``xfail``) raise ``NotImplementedError`` in setup,
+with the reason; asv reports them as skipped (``n/a``). ``asv run -b REGEX``
+selects parameter combinations too: the regex is matched against
+``suite.Compiles.track_compiles('gnn_edge_divide', 'einx', 'static')``.
 """
 
 import os
@@ -44,14 +50,13 @@ def _backend_names():
 BACKENDS = _backend_names()
 
 
-def _prepare(case_name, backend_name, mode):
-    """``(backend, program, [native inputs per shape], case)``, or NotImplementedError.
+def _combo(case_name, backend_name, mode):
+    """The runner's job for these parameters, or NotImplementedError (asv:
+    skipped) with the reason: the runner's planning (``runner.plan`` /
+    ``Combo.skip_reason``, as in ``harness run``), or a known failure that
+    ``cases/expectations.toml`` explains (its ``xfail``)."""
+    from harness import expectations, runner
 
-    Which combinations run, and why the others do not, is the runner's
-    planning (``runner.plan`` / ``Combo.skip_reason``), as in ``harness run``."""
-    from harness import runner
-
-    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="dynshape-asv-"))
     combos = runner.plan(case_name, backend_name, mode)
     if not combos:
         raise NotImplementedError(f"case {case_name} has no {mode} mode")
@@ -59,9 +64,22 @@ def _prepare(case_name, backend_name, mode):
     skip = combo.skip_reason()
     if skip:
         raise NotImplementedError(skip[1])
+    rule = expectations.lookup(expectations.load(), case_name, backend_name, mode)
+    if rule is not None and rule.xfail:
+        raise NotImplementedError(f"known failure ({rule.describe()}): {rule.xfail}")
+    return combo
+
+
+def _prepare(case_name, backend_name, mode):
+    """``(backend, program, [native inputs per shape], case)`` of a job that
+    runs in this process, or NotImplementedError (see :func:`_combo`)."""
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="dynshape-asv-"))
+    combo = _combo(case_name, backend_name, mode)
     backend, case = combo.backend, combo.case
     if backend.env != "main":
-        raise NotImplementedError(f"{backend_name} runs in env {backend.env!r}; use `python -m harness run`")
+        raise NotImplementedError(f"{backend_name} runs in the {backend.env!r} environment, not asv's: its compiles "
+                                  "and compile time are tracked through a worker (Compiles), its times by "
+                                  "`python -m harness run`")
     backend.startup()  # the worker's untimed start: framework imports
     backend.reset_counters()
     program = backend.prepare(case, mode)
@@ -74,10 +92,12 @@ class Catalogue:
     param_names = ["case", "backend", "mode"]
     timeout = 900
     # one sample per process, no warm-up: every shape is novel when timed (a second
-    # sample in the same process would find the backend's caches warm: keep repeat = 1)
+    # sample in the same process would find the backend's caches warm: keep repeat = 1).
+    # Six processes: asv's Mann-Whitney test cannot call a change significant with
+    # fewer samples a side (p >= 1/C(10, 5) = 0.004 > 0.002 at five); --quick runs one
     number = 1
     repeat = 1
-    rounds = 2
+    rounds = 6
     warmup_time = 0
 
     def setup(self, case, backend, mode):
@@ -111,16 +131,52 @@ class CachedCall:
 
 
 class Compiles:
+    """Exact compiles and compile seconds over the quick sweep. A backend of
+    another environment (torch_xla's) runs its job in a worker in that
+    environment, as ``harness run`` does, and reports the worker's counts."""
+
     params = Catalogue.params
     param_names = Catalogue.param_names
     timeout = 900
     unit = "compiles"
+    rounds = 1  # exact counts: a second process would only repeat them
 
     def setup(self, case, backend, mode):
+        combo = _combo(case, backend, mode)
+        if combo.backend.env != "main":
+            self.records = _worker_records(combo)
+            return
+        self.records = None
         self.backend, self.program, self.inputs, self.case = _prepare(case, backend, mode)
+        self.seconds0 = sum((self.backend.compile_times() or {}).values())
 
     def track_compiles(self, case, backend, mode):
+        if self.records is not None:
+            return self.records[-1]["compiles"]
         before = sum(self.backend.compile_stats().values())
         for args in self.inputs:
             self.backend.sync(self.program(*args))
         return sum(self.backend.compile_stats().values()) - before
+
+    def track_compile_time(self, case, backend, mode):
+        if self.records is not None:
+            return self.records[-1]["compile_time_s"] or 0.0
+        for args in self.inputs:
+            self.backend.sync(self.program(*args))
+        return sum((self.backend.compile_times() or {}).values()) - self.seconds0
+
+    track_compile_time.unit = "seconds"
+
+
+def _worker_records(combo):
+    """The novel records of ``combo`` run in a worker of its environment, as
+    ``harness run --quick`` runs it; a failed job is an error naming its message."""
+    from harness import runner
+
+    with tempfile.TemporaryDirectory(prefix="dynshape-asv-") as tmp:
+        got = runner.Runner(tmp, profile="quick", repeats=1, warmup=1, progress=False).run_one(combo, lambda r: None)
+    novel = [g for g in got if g.get("novel")]
+    bad = [g for g in got if g.get("status") != "pass"]
+    if bad or not novel:
+        raise RuntimeError(f"{combo.id} failed in its worker: {(bad or [{}])[0].get('message', 'no records')}")
+    return novel

@@ -1,0 +1,135 @@
+"""History across commits: the harness's runs and asv's results, per job and commit.
+
+``harness history [RUNS…|--since REV]`` reads every run in ``results/`` (or
+the runs given, or those recorded at REV and the commits after it) and asv's
+result files (``results/asv/<machine>/<commit>-<env>.json``, written by
+``asv run`` from ``harness/benchmarks/suite.py``), and tabulates per case ×
+backend × mode and commit: compiles (per shape, from the harness), latency
+(novel sweep, cached call) and, from asv, compile time.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import json
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+
+from . import frames, results
+
+#: asv benchmark (the last two parts of its name) → history column
+ASV_METRICS = {
+    "Catalogue.time_novel_sweep": "novel_sweep_s",
+    "CachedCall.time_cached_call": "cached_median_s",
+    "Compiles.track_compiles": "compiles",
+    "Compiles.track_compile_time": "compile_time_s",
+}
+COLUMNS = ["machine", "case", "backend", "mode", "commit", "timestamp", "source", "run_id", "status", "compiles",
+           "compiles_by_shape", "compile_time_s", "novel_sweep_s", "cached_median_s"]
+
+
+def commits_since(rev: str, root: str | Path = ".") -> list[str]:
+    """``rev`` and every commit after it up to HEAD (full hashes)."""
+    def git(*args) -> list[str]:
+        out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
+        if out.returncode:
+            raise results.ResultsError(f"git {' '.join(args)}: {out.stderr.strip() or 'failed'}")
+        return out.stdout.split()
+
+    return git("rev-parse", "--verify", f"{rev}^{{commit}}") + git("rev-list", f"{rev}..HEAD")
+
+
+def run_paths(paths=None, results_dir: str | Path = "results", commits: list[str] | None = None) -> list[Path]:
+    """The runs given (files or directories), else every run in ``results_dir``;
+    with ``commits``, only runs recorded at one of them."""
+    files = results.run_files(paths) if paths else sorted(Path(results_dir).glob("*.jsonl"))
+    if commits is None:
+        return files
+    wanted = set(commits)
+    keep = []
+    for f in files:
+        with open(f, encoding="utf-8") as fh:
+            first = fh.readline()
+        try:
+            commit = json.loads(first).get("commit") if first.strip() else None
+        except json.JSONDecodeError:
+            commit = None
+        if commit in wanted:
+            keep.append(f)
+    return keep
+
+
+def asv_frame(asv_dir: str | Path = "results/asv", commits: list[str] | None = None) -> pd.DataFrame:
+    """asv's results of the catalogue suite: one row per machine, commit and
+    job, with the metrics of :data:`ASV_METRICS` (``None``: skipped or failed)."""
+    rows = []
+    for path in sorted(Path(asv_dir).glob("*/*.json")):
+        if path.name == "machine.json" or not (path.parent / "machine.json").is_file():
+            continue  # only a machine's result files (not a published site's)
+        data = json.loads(path.read_text(encoding="utf-8"))
+        commit = data.get("commit_hash")
+        if not commit or (commits is not None and not any(c.startswith(commit) or commit.startswith(c)
+                                                         for c in commits)):
+            continue
+        cols = data.get("result_columns", ["result", "params"])
+        when = pd.to_datetime(data.get("date"), unit="ms", utc=True) if data.get("date") else pd.NaT
+        machine = (data.get("params") or {}).get("machine", path.parent.name)
+        for name, row in data.get("results", {}).items():
+            metric = ASV_METRICS.get(".".join(name.split(".")[-2:]))
+            if metric is None:
+                continue
+            entry = dict(zip(cols, row))
+            params = [[ast.literal_eval(p) for p in axis] for axis in entry.get("params") or []]
+            values = entry.get("result") or []
+            for (case, backend, mode), v in zip(itertools.product(*params), values):
+                ok = v is not None and v == v  # None: skipped; NaN: failed
+                rows.append({"machine": machine, "case": case, "backend": backend, "mode": mode,
+                             "commit": commit, "timestamp": when, metric: float(v) if ok else None})
+    if not rows:
+        return pd.DataFrame(columns=COLUMNS)
+    df = pd.DataFrame(rows)
+    keys = ["machine", "case", "backend", "mode", "commit"]
+    out = df.groupby(keys, dropna=False).first().reset_index()  # first non-null metric of each row
+    out["source"] = "asv"
+    return out.reindex(columns=COLUMNS)
+
+
+def history(paths=None, results_dir: str | Path = "results", since: str | None = None,
+            asv_dir: str | Path | None = None, root: str | Path = ".") -> pd.DataFrame:
+    """Harness runs and asv results by commit, per job, oldest first (see
+    module doc); ``since`` is resolved in the git repository at ``root``."""
+    commits = commits_since(since, root) if since else None
+    files = run_paths(paths, results_dir, commits)
+    parts = []
+    if files:
+        h = frames.history(results.load(files)).assign(source="harness")
+        parts.append(h.reindex(columns=COLUMNS))
+    asv_dir = Path(results_dir) / "asv" if asv_dir is None else Path(asv_dir)
+    if asv_dir.is_dir():
+        parts.append(asv_frame(asv_dir, commits))
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        raise results.ResultsError(f"no runs{' since ' + since if since else ''} in {results_dir}/ and no asv "
+                                   f"results in {asv_dir}/")
+    out = pd.concat(parts, ignore_index=True)
+    return out.sort_values(["machine", "case", "backend", "mode", "timestamp", "source"]).reset_index(drop=True)
+
+
+def markdown(df: pd.DataFrame) -> str:
+    """The history as a Markdown table, one row per job, commit and source."""
+    from . import report
+
+    shape = (lambda v: ",".join(map(str, v)) if isinstance(v, tuple) else "–")
+    cols = [report.Column("machine", "machine", text=True), report.BY_NAME["case"], report.BY_NAME["backend"],
+            report.BY_NAME["mode"], report.Column("commit", "commit", lambda v: str(v)[:10], text=True),
+            report.Column("timestamp", "date", lambda v: v.strftime("%Y-%m-%d %H:%M"), text=True),
+            report.Column("source", "source", text=True), report.Column("status", "status", text=True),
+            report.Column("compiles", "compiles", lambda v: str(int(v))),
+            report.Column("compiles_by_shape", "per shape", shape, text=True),
+            report.Column("compile_time_s", "compile time", report.fmt_seconds),
+            report.Column("novel_sweep_s", "novel sweep", report.fmt_seconds),
+            report.Column("cached_median_s", "cached call", report.fmt_seconds)]
+    return report.table(df, cols)

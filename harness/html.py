@@ -1,0 +1,234 @@
+"""``harness report --html``: one self-contained HTML file with plots.
+
+Per case: the latency of every first call across the novel-shape sweep (one
+line per backend/mode, log scale: compile spikes stand out), cumulative
+compiles against shapes seen (a step plot), and the cached call relative to
+torch eager of the same run and machine. For the whole run: the conformance
+matrix (case × backend/mode, coloured by status; the expectation and the first
+recompile reason in each cell's note and tooltip), and, when the records span
+several commits, compiles and latency by commit. Images are PNGs embedded as
+``data:`` URIs, so the file needs nothing else.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+
+import pandas as pd
+
+from . import frames
+
+COLOURS = {
+    "pass": "#c8e6c9", "unsupported": "#eeeeee", "skipped": "#e0e0e0", "recompiled": "#ffe082",
+    "mismatch": "#ffab91", "error": "#ef9a9a", "timeout": "#ce93d8", "crashed": "#e57373",
+}
+OUTCOME_MARK = {"pass": "", "xfail": " (xfail)", "fail": " ≠", "xpass": " (xpass)", "norule": " (no rule)", "idle": ""}
+
+
+def _png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _img(uri: str, alt: str) -> str:
+    return f'<img src="{uri}" alt="{html.escape(alt)}">'
+
+
+def _label(keys: pd.DataFrame, many: bool) -> pd.Series:
+    lab = keys["backend"] + "/" + keys["mode"]
+    return lab + " @" + keys["machine"] + " " + keys["run_id"].str[-6:] if many else lab
+
+
+def _figures():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def case_plots(case: str, shapes: pd.DataFrame, jobs: pd.DataFrame, many: bool) -> list[tuple[str, str]]:
+    """``[(alt text, PNG data URI)]``: the three plots of one case."""
+    plt = _figures()
+    from matplotlib.ticker import MaxNLocator
+
+    out = []
+    s = shapes[shapes["case"] == case].copy()
+    s["label"] = _label(s, many)
+    sizes = [c for c in s.columns if c.startswith("size_") and s[c].notna().any()]
+    if s["first_call_s"].notna().any():
+        fig, ax = plt.subplots(figsize=(7.5, 3.6))
+        ax.set_prop_cycle(_styles())
+        for label, g in s.groupby("label", sort=True):
+            g = g.sort_values("shape_index")
+            ax.plot(g["shape_index"].astype(int), g["first_call_s"], marker="o", ms=3, label=label)
+        ax.set_yscale("log")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlabel("novel shape #" + (f" ({', '.join(c[5:] for c in sizes)} grows)" if sizes else ""))
+        ax.set_ylabel("first call (s, log)")
+        ax.set_title(f"{case}: latency of each first call on a novel shape")
+        ax.legend(fontsize=6, ncol=2, loc="center left", bbox_to_anchor=(1.0, 0.5))
+        ax.grid(True, which="both", alpha=0.3)
+        out.append((f"{case}: first-call latency per novel shape", _png(fig)))
+    if s["new_compiles"].notna().any():
+        fig, ax = plt.subplots(figsize=(7.5, 3.6))
+        # jobs with the same steps share a line (else they hide each other): one per pattern
+        steps: dict = {}
+        for label, g in s.groupby("label", sort=True):
+            g = g.sort_values("shape_index")
+            total = (0, *g["new_compiles"].fillna(0).astype(int).cumsum())
+            steps.setdefault(total, []).append(label)
+        for total, labels in sorted(steps.items(), key=lambda kv: -kv[0][-1]):
+            ax.step(range(len(total)), total, where="post", marker="o", ms=3, label=_wrap(labels))
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlabel("shapes seen")
+        ax.set_ylabel("cumulative compiles")
+        ax.set_title(f"{case}: compiles as novel shapes arrive")
+        ax.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5))
+        ax.grid(True, alpha=0.3)
+        out.append((f"{case}: cumulative compiles against shapes seen", _png(fig)))
+    j = jobs[(jobs["case"] == case) & jobs["cached_vs_eager"].notna()].copy()
+    if len(j):
+        j["label"] = _label(j, many)
+        j = j.sort_values("cached_vs_eager")
+        fig, ax = plt.subplots(figsize=(7.5, 0.3 * len(j) + 1.2))
+        ax.barh(j["label"], j["cached_vs_eager"].astype(float), color="#64b5f6")
+        ax.axvline(1.0, color="k", lw=0.8)
+        ax.set_xscale("log")
+        ax.set_xlabel("cached call ÷ torch eager (same run and machine; log)")
+        ax.set_title(f"{case}: cached call relative to torch eager")
+        ax.tick_params(axis="y", labelsize=7)
+        out.append((f"{case}: cached latency relative to torch eager", _png(fig)))
+    return out
+
+
+def _styles():
+    """Colours × line styles: 40 distinguishable lines (tab20 alone repeats after 20)."""
+    from cycler import cycler
+    from matplotlib import colormaps
+
+    return cycler(linestyle=["-", "--"]) * cycler(color=list(colormaps["tab20"].colors))
+
+
+def _wrap(labels: list[str], width: int = 60) -> str:
+    lines, cur = [], ""
+    for lab in labels:
+        if cur and len(cur) + len(lab) + 2 > width:
+            lines.append(cur + ",")
+            cur = lab
+        else:
+            cur = f"{cur}, {lab}" if cur else lab
+    return "\n".join(lines + [cur])
+
+
+def history_plots(hist: pd.DataFrame) -> list[tuple[str, str]]:
+    """Per case, compiles and novel sweep by commit (oldest left), one line per job."""
+    plt = _figures()
+    out = []
+    order = hist.groupby("commit")["timestamp"].min().sort_values()
+    pos = {c: i for i, c in enumerate(order.index)}
+    names = [str(c)[:8] for c in order.index]
+    for case, h in hist.groupby("case"):
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.4))
+        for (machine, backend, mode), g in h.groupby(["machine", "backend", "mode"]):
+            if g["compiles"].isna().all():
+                continue
+            x = g["commit"].map(pos)
+            lab = f"{backend}/{mode}" + (f" @{machine}" if h["machine"].nunique() > 1 else "")
+            a1.plot(x, g["compiles"].astype(float), marker="o", label=lab)
+            a2.plot(x, g["novel_sweep_s"], marker="o", label=lab)
+        for ax, what in ((a1, "compiles"), (a2, "novel sweep (s, log)")):
+            ax.set_xticks(range(len(names)), names, rotation=30, fontsize=7)
+            ax.set_ylabel(what)
+            ax.grid(True, alpha=0.3)
+        a2.set_yscale("log")
+        a1.set_title(f"{case}: compiles by commit")
+        a2.set_title(f"{case}: novel sweep by commit")
+        a2.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5))
+        out.append((f"{case}: history by commit", _png(fig)))
+    return out
+
+
+def matrix_html(jobs: pd.DataFrame) -> str:
+    """The conformance matrix as an HTML table: a cell per job, coloured by status."""
+    j = jobs.copy()
+    j["col"] = j["backend"] + "/" + j["mode"]
+    many = j[frames.RUN].drop_duplicates().shape[0] > 1
+    j["row"] = j["case"] + (" @" + j["machine"] + " " + j["run_id"].str[-6:] if many else "")
+    cols = sorted(j["col"].unique())
+    head = "<tr><th>case</th>" + "".join(f"<th class=rot><div>{html.escape(c)}</div></th>" for c in cols) + "</tr>"
+    cells = j.set_index(["row", "col"])
+    body = []
+    for row in sorted(j["row"].unique()):
+        tds = []
+        for c in cols:
+            if (row, c) not in cells.index:
+                tds.append("<td class=none></td>")
+                continue
+            r = cells.loc[(row, c)]
+            status = str(r["status"])
+            note = "; ".join(x for x in (r["expected"], r["why"]) if x)
+            tip = html.escape(f"{c} on {r['case']}: {status}" + (f" — {note}" if note else ""), quote=True)
+            mark = OUTCOME_MARK.get(r["outcome"], "")
+            cell = "; ".join(x for x in (r["expected"], r["why"].split(":")[0]) if x)  # e.g. "= 1/shape; shape 1"
+            small = f"<small>{html.escape(_clip(cell, 40))}</small>" if cell else ""
+            tds.append(f'<td style="background:{COLOURS.get(status, "#fff")}" title="{tip}">'
+                       f"{html.escape(status + mark)}{small}</td>")
+        body.append(f"<tr><th>{html.escape(row)}</th>{''.join(tds)}</tr>")
+    legend = " ".join(f'<span class=key style="background:{v}">{k}</span>' for k, v in COLOURS.items())
+    return f"<p>{legend}</p><table class=matrix>{head}{''.join(body)}</table>"
+
+
+def _clip(s: str, n: int) -> str:
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+STYLE = """
+body{font-family:sans-serif;margin:1.5em;max-width:1400px}
+table.matrix{border-collapse:collapse;font-size:11px}
+table.matrix td,table.matrix th{border:1px solid #bbb;padding:3px;vertical-align:top;max-width:7em}
+table.matrix td small{display:block;color:#333;font-size:9px}
+th.rot div{writing-mode:vertical-rl;transform:rotate(180deg);white-space:nowrap}
+td.none{background:#fafafa}
+span.key{padding:2px 6px;margin-right:4px;font-size:11px}
+img{max-width:100%;display:block;margin:0.5em 0}
+table.summary{border-collapse:collapse;font-size:11px}
+table.summary td,table.summary th{border:1px solid #ccc;padding:2px 5px}
+"""
+
+
+def render(df: pd.DataFrame, title: str = "dynshape report", rules=None) -> str:
+    """The HTML report of the records in ``df`` (raw or :func:`frames.flat`)."""
+    df = frames.flat(df)
+    jobs = frames.jobs(df, rules)
+    shapes = frames.per_shape(df)
+    many = jobs[frames.RUN].drop_duplicates().shape[0] > 1
+    runs = ", ".join(f"{r} on {m}" for r, m in jobs[frames.RUN].drop_duplicates().itertuples(index=False))
+    parts = [f"<!doctype html><html><head><meta charset=utf-8><title>{html.escape(title)}</title>"
+             f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>",
+             f"<p>Runs: {html.escape(runs)}. Commits: "
+             f"{html.escape(', '.join(str(c)[:10] for c in jobs['commit'].dropna().unique()))}.</p>",
+             "<h2>Conformance matrix</h2>", matrix_html(jobs)]
+    hist = frames.history(df)
+    if hist["commit"].nunique() > 1:
+        parts.append("<h2>History by commit</h2>")
+        parts += [_img(uri, alt) for alt, uri in history_plots(hist)]
+    ran = jobs[jobs["shapes"] > 0]
+    for case in sorted(ran["case"].unique()):
+        parts.append(f"<h2 id={html.escape(case)}>{html.escape(case)}</h2>")
+        parts += [_img(uri, alt) for alt, uri in case_plots(case, shapes, jobs, many)]
+        table = ran[ran["case"] == case][[*(["machine", "run_id"] if many else []), "backend", "mode", "status",
+                                          "expected", "shapes", "compiles", "novel_sweep_s", "cached_median_s",
+                                          "cached_vs_eager", "why"]]
+        parts.append(table.to_html(index=False, classes="summary", na_rep="–", float_format=lambda v: f"{v:.3g}",
+                                   escape=True))
+    parts.append("</body></html>")
+    return "\n".join(parts)

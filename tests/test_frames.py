@@ -1,0 +1,94 @@
+"""The pandas API: the flat record frame and its groupby/merge views."""
+
+import pandas as pd
+import pytest
+
+from harness import expectations, report, results
+
+from synthetic import frame, job
+
+
+def _at(records, run_id, host, commit="c0", day=1, **extra):
+    """``records`` as measured in run ``run_id`` on ``host`` at ``commit``."""
+    return [dict(r, run_id=run_id, machine={"host": host, "cpu": "EPYC", "cores": 2, "threads": 1}, commit=commit,
+                 timestamp=f"2026-11-{day:02d}T00:00:00.000+00:00", profile="quick", **extra)
+            for r in records]
+
+
+def _run(run_id, host, eager_cached, einx_cached, commit="c0", day=1, einx_compiles=(1, 2, 3)):
+    return [
+        *_at(job("c", "torch_eager", "static", [1e-3] * 3, [eager_cached] * 3, [0, 0, 0]), run_id, host, commit, day),
+        *_at(job("c", "einx", "static", [0.1, 0.01, 0.01], [einx_cached] * 3, list(einx_compiles),
+                 reasons={1: ["einx_graph: new shapes ((2, 8),)"]}), run_id, host, commit, day),
+    ]
+
+
+def test_flat_has_scalar_columns_and_pandas_types():
+    recs = _run("r", "vm", 1e-5, 4e-5)
+    for i, r in enumerate(recs):
+        r["sizes"] = {"e": 1000 + r["shape_index"], "d": 8}
+    df = results.flat(frame(recs))
+    assert {"size_e", "size_d", "compiles_x", "new_compiles", "new_compiles_x", "machine_cpu"} <= set(df.columns)
+    assert str(df["size_e"].dtype) == "Int64" and str(df["compiles"].dtype) == "Int64"
+    assert df["status"].dtype == pd.CategoricalDtype(results.STATUS_ORDER, ordered=True)
+    assert list(df["status"].cat.categories[[0, -1]]) == ["pass", "crashed"]
+    assert str(df["timestamp"].dtype).startswith("datetime64") and df["machine"].iloc[0] == "vm"
+    einx = df[(df["backend"] == "einx") & df["novel"]]
+    assert list(einx["new_compiles"]) == [1, 1, 1] and list(einx["size_e"]) == [1000, 1001, 1002]
+    assert results.flat(df) is df  # idempotent
+
+
+def test_load_flatten(tmp_path):
+    with results.Writer(tmp_path / "r.jsonl") as w:
+        for rec in _run("r", "vm", 1e-5, 4e-5):
+            w.write(rec)
+    df = results.load([tmp_path], flatten=True)
+    assert len(df) == 12 and "compiles_x" in df.columns and df.attrs["flat"]
+    df.loc[0, "status"] = "crashed"
+    assert df.groupby("backend", observed=True)["status"].max()["torch_eager"] == "crashed"
+
+
+def test_ratios_to_eager_stay_within_run_and_machine():
+    # two runs on two machines: eager is 10 µs on one, 40 µs on the other
+    df = frame(_run("r1", "fast", 1e-5, 4e-5), _run("r2", "slow", 4e-5, 8e-5))
+    s = report.summary(df).set_index(["machine", "backend"])
+    assert s.loc[("fast", "einx"), "cached_vs_eager"] == pytest.approx(4.0)
+    assert s.loc[("slow", "einx"), "cached_vs_eager"] == pytest.approx(2.0)
+    assert s.loc[("fast", "einx"), "compiles"] == 3 and s.loc[("fast", "einx"), "shapes"] == 3
+    assert s.loc[("fast", "einx"), "novel_sweep_s"] == pytest.approx(0.12)
+    # the Markdown summary keeps them apart too
+    text = report.markdown(report.summarise(df))
+    assert "| c | einx | static | pass |" in text and "| r1 | fast |" in text and "4.00×" in text and "2.00×" in text
+
+
+def test_per_shape_has_sizes_compiles_and_reason():
+    df = frame(_run("r", "vm", 1e-5, 4e-5))
+    p = report.per_shape(df)
+    einx = p[p["backend"] == "einx"]
+    assert list(einx["new_compiles"]) == [1, 1, 1] and list(einx["shape_index"]) == [0, 1, 2]
+    assert einx["reason"].iloc[1] == "einx_graph: new shapes ((2, 8),)"
+    assert list(einx["first_call_s"]) == pytest.approx([0.1, 0.01, 0.01])
+    assert list(einx["cached_s"]) == pytest.approx([4e-5] * 3)
+    text = report.per_shape_markdown(einx)
+    assert "| einx | static | 1 | 10.00 ms | 1 | 1 | 40.0 µs | pass | einx_graph: new shapes ((2, 8),) |" in text
+
+
+def test_conformance_matrix_pivots_status_expectation_and_reason():
+    df = frame(_run("r", "vm", 1e-5, 4e-5))
+    df.loc[(df["backend"] == "einx") & (df["shape_index"] == 2) & (df["novel"] == False), "status"] = "recompiled"  # noqa: E712
+    rules = [expectations.Rule(backend="einx", per_shape="1", index=0)]
+    m = report.conformance_matrix(df, rules=rules)
+    assert m.loc["c", "einx/static"] == "recompiled" and m.loc["c", "torch_eager/static"] == "pass"
+    assert report.conformance_matrix(df, "outcome", rules).loc["c", "torch_eager/static"] == "norule"
+    assert report.conformance_matrix(df, "why", rules).loc["c", "einx/static"] == "shape 1: einx_graph: new shapes ((2, 8),)"
+
+
+def test_history_over_three_commits():
+    df = frame(_run("r1", "vm", 1e-5, 4e-5, "aaa", 1), _run("r2", "vm", 1e-5, 4e-5, "bbb", 2, (1, 1, 1)),
+               _run("r3", "vm", 1e-5, 4e-5, "ccc", 3, (1, 1, 1)), _run("r3b", "vm", 1e-5, 4e-5, "ccc", 4, (1, 2, 2)))
+    h = report.history(df)
+    einx = h[h["backend"] == "einx"]
+    assert list(einx["commit"]) == ["aaa", "bbb", "ccc"]
+    # per shape: a compile per shape, then one compile; at ccc the latest run (r3b) counts
+    assert list(einx["compiles_by_shape"]) == [(1, 1, 1), (1, 0, 0), (1, 1, 0)]
+    assert list(einx["compiles"]) == [3, 1, 2] and list(einx["run_id"]) == ["r1", "r2", "r3b"]

@@ -1,0 +1,87 @@
+"""The HTML report: self-contained, opened in headless Chromium, every image decoded.
+
+Chromium is Debian's ``chromium`` package (``make browser-check`` installs it);
+without it the browser test skips, naming that command. ``DYNSHAPE_HTML`` names
+an extra report to check the same way (``make browser-check`` passes the
+latest run's).
+"""
+
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from harness import cli, html, results
+
+from synthetic import frame, job
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+#: injected ahead of everything: records resources that fail to load, then on
+#: load decodes every image and writes the verdict into the DOM
+PROBE = """<script>
+window.__failed = [];
+window.addEventListener('error', e => { __failed.push((e.target && (e.target.src || e.target.href)) || String(e.message)); }, true);
+window.addEventListener('load', () => {
+  // at load every image has loaded or failed: a decoded one has its pixel size
+  const imgs = [...document.images];
+  const bad = imgs.filter(img => !(img.complete && img.naturalWidth > 0 && img.naturalHeight > 0)).map(img => img.alt);
+  const out = document.createElement('pre');
+  out.id = 'probe';
+  out.textContent = 'PROBE ' + JSON.stringify({images: imgs.length, undecoded: bad, failed: __failed});
+  document.body.appendChild(out);
+});
+</script>"""
+
+
+def _fixture_records():
+    reasons = {i: [f"x: new input shapes (({1000 + i}, 8),)"] for i in range(4)}
+    return frame(
+        job("gnn_edge_divide", "torch_eager", "unbounded", [5e-4, 4e-5, 3e-5, 3e-5], [7e-6] * 4, [0, 0, 0, 0]),
+        job("gnn_edge_divide", "einx", "static", [1.2, 0.02, 0.02, 0.02], [4e-5] * 4, [1, 2, 3, 4], reasons=reasons),
+        job("gnn_edge_divide", "einx_symbolic", "unbounded", [6e-4, 1e-4, 3e-5, 3e-5], [8e-6] * 4, [1, 1, 1, 1]),
+        [results.record(run_id="r", case="gnn_edge_divide", backend="jax_jit", mode="unbounded",
+                        status="unsupported", message="jax_jit offers no unbounded mode")],
+    )
+
+
+def test_report_is_self_contained_with_the_plots_of_each_case():
+    page = html.render(_fixture_records(), rules=[])
+    # every image is embedded; nothing is fetched
+    srcs = re.findall(r'<img src="([^"]+)"', page)
+    assert len(srcs) == 3 and all(s.startswith("data:image/png;base64,") for s in srcs)
+    assert not re.search(r'(src|href)="(?!data:)', page)
+    assert "gnn_edge_divide: first-call latency per novel shape" in page
+    assert "gnn_edge_divide: cumulative compiles against shapes seen" in page
+    assert "gnn_edge_divide: cached latency relative to torch eager" in page
+    # the matrix: a cell per job, coloured by status, its note and tooltip
+    assert 'title="einx/static on gnn_edge_divide: pass — no rule; shape 1: x: new input shapes ((1001, 8),)"' in page
+    assert 'background:#eeeeee" title="jax_jit/unbounded on gnn_edge_divide: unsupported' in page
+
+
+def _probe(path, tmp_path):
+    probed = tmp_path / ("probed-" + os.path.basename(path))
+    text = open(path, encoding="utf-8").read()
+    probed.write_text(text.replace("<head>", "<head>" + PROBE, 1), encoding="utf-8")
+    out = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=20000",
+                          "--dump-dom", probed.as_uri()], capture_output=True, text=True, timeout=180)
+    m = re.search(r"PROBE (\{.*?\})</pre>", out.stdout)
+    assert m, f"chromium did not run the probe (exit {out.returncode}): {out.stderr[-2000:]}"
+    import json
+
+    return json.loads(m.group(1).replace("&quot;", '"'))
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is absent: run `make browser-check` (apt-get install chromium)")
+def test_every_image_decodes_in_headless_chromium(tmp_path):
+    out = tmp_path / "report.html"
+    with results.Writer(tmp_path / "r.jsonl") as w:
+        for rec in _fixture_records().to_dict("records"):
+            w.write(rec)
+    assert cli.main(["report", str(tmp_path / "r.jsonl"), "--html", str(out), "--csv", str(tmp_path / "r.csv")]) == 0
+    reports = [out] + ([os.environ["DYNSHAPE_HTML"]] if os.environ.get("DYNSHAPE_HTML") else [])
+    for path in reports:
+        got = _probe(path, tmp_path)
+        assert got["images"] >= 3 and got["undecoded"] == [] and got["failed"] == [], (path, got)
