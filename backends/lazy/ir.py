@@ -28,10 +28,11 @@ class IRError(AssertionError):
 
 
 class Node:
-    __slots__ = ("uid", "op", "args", "kwargs", "shape", "dtype", "data", "__weakref__")
+    __slots__ = ("uid", "op", "args", "kwargs", "shape", "dtype", "data", "pos", "__weakref__")
 
     def __init__(self, op, args=(), kwargs=None, shape=(), dtype=None, data=None):
         self.uid = next(_uids)
+        self.pos = None  # its index in the context's step log (``LazyContext.log``), if logged
         self.op, self.args, self.kwargs = op, tuple(args), kwargs or {}
         self.shape, self.dtype, self.data = tuple(shape), dtype, data
 

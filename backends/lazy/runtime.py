@@ -11,7 +11,6 @@ Modes (the cache key):
 from __future__ import annotations
 
 import collections
-import contextlib
 import dataclasses
 import time
 
@@ -22,6 +21,7 @@ from cases.model import MODES
 
 from . import passes
 from .ir import IRError, Node
+from .steplog import StepLog, Unlogged
 from .symbolic import SizeVars, SymSize, compare, const, names_of, rename
 from .tensor import OPS, LazyTensor
 
@@ -75,6 +75,8 @@ class LazyContext:
         self.vars = SizeVars()  # the step's size variables, by algebra name
         self._named: dict = {}  # user dim name -> Var
         self.last: passes.Compiled | None = None
+        self.log: StepLog | None = None  # the step log while a step records (see .steplog)
+        self.fast: dict = {}  # step-log key -> (Compiled, input positions): the cached steps
 
     # -- leaves ------------------------------------------------------------
     def new_step(self) -> None:
@@ -82,11 +84,13 @@ class LazyContext:
         self._named.clear()
         self.vars.clear()
         self.guards, self._guard_keys = [], set()
+        self.log = StepLog(self.mode == "bounded")
 
     def release(self, tensors) -> None:
         """End of a step: the size variables of these leaves stop holding
         them, so refcounting frees the step at once. Their size variables can
         no longer be read by a later graph."""
+        self.log = None
         for t in tensors:
             for e in t.node.shape:
                 self.vars.release(names_of(e))
@@ -128,11 +132,26 @@ class LazyContext:
                 raise ValueError(f"dim {name} is {v.hint} in one input and {size} in another")
             shape.append(v.expr)
         node.shape = tuple(shape)
+        if self.log is not None:
+            self._logged(self.log.input, node, self.vars)
         return LazyTensor(node, self)
 
     def constant(self, t: torch.Tensor) -> Node:
         """A leaf for a concrete tensor met during tracing (all axes constant)."""
-        return Node("input", shape=tuple(const(s) for s in t.shape), dtype=t.dtype, data=t)
+        node = Node("input", shape=tuple(const(s) for s in t.shape), dtype=t.dtype, data=t)
+        if self.log is not None:
+            self.log.constant(node)
+        return node
+
+    def log_op(self, node: Node) -> None:
+        """Log a recorded op in the step log (called by ``ops.registry.record``)."""
+        self._logged(self.log.op, node)
+
+    def _logged(self, fn, *args) -> None:
+        try:
+            fn(*args)
+        except Unlogged:
+            self.log = None  # an operand from outside the step: this step syncs the full way
 
     # -- guards ------------------------------------------------------------
     def guard(self, lhs: Expr, op: str, rhs: Expr, reason: str) -> bool:
@@ -154,13 +173,19 @@ class LazyContext:
         return v
 
     # -- sync -----------------------------------------------------------------
-    def trace(self, tensors) -> passes.Graph:
+    @staticmethod
+    def _roots(tensors) -> list:
         roots, seen = [], set()
         for t in tensors:
             n = t.node
             if not n.is_leaf and n.uid not in seen:
                 seen.add(n.uid)
                 roots.append(n)
+        return roots
+
+    def trace(self, tensors, roots=None) -> passes.Graph:
+        if roots is None:
+            roots = self._roots(tensors)
         g = passes.trace(roots, self.vars)
         names = g.canon
         g.guards = [gd for gd in self.guards if all(n in names for n in gd.vars)]
@@ -170,9 +195,26 @@ class LazyContext:
         """Compile (on a cache miss) and run the pending graph of ``tensors``;
         each becomes a leaf holding its value."""
         tensors = [t for t in (tensors or []) if isinstance(t, LazyTensor)]
-        g = self.trace(tensors)
-        if not g.outputs:
+        roots = self._roots(tensors)
+        if not roots:
             return
+        log, lk = self.log, None
+        if log is not None:  # the step's first sync: its log names the graph
+            self.log = None
+            try:
+                lk = log.key(roots, self.guards)
+            except Unlogged:
+                lk = None
+            hit = self.fast.get(lk) if lk is not None else None
+            if hit is not None:
+                entry, positions = hit
+                self.stats["trace"] += 1
+                self.stats["hit"] += 1
+                self.last = entry
+                nodes = log.nodes
+                self._run(entry, [nodes[p].data for p in positions], roots)
+                return
+        g = self.trace(tensors, roots)
         self.stats["trace"] += 1
         k = passes.key(g, self.mode)
         entry = self.cache.get(k)
@@ -189,9 +231,18 @@ class LazyContext:
         else:
             self.stats["hit"] += 1
         self.last = entry
-        outs = entry.kernel(*[n.data for n in g.inputs])
+        if lk is not None:
+            try:
+                self.fast[lk] = (entry, tuple([log.pos(n) for n in g.inputs]))
+            except Unlogged:
+                pass
+        self._run(entry, [n.data for n in g.inputs], g.outputs)
+
+    def _run(self, entry, inputs, outputs) -> None:
+        """Run a compiled graph; each output node becomes a leaf holding its value."""
+        outs = entry.run(*inputs)
         hints = self.vars.hints
-        for node, out in zip(g.outputs, outs):
+        for node, out in zip(outputs, outs):
             if self.check and (tuple(out.shape) != node.hints(hints) or out.dtype != node.dtype):
                 raise IRError(f"shape rule for {node.op} predicted {node.dtype}{list(node.hints(hints))}, "
                               f"ran to {out.dtype}{list(out.shape)}\n{entry.ir}")
@@ -335,22 +386,28 @@ def _patched(name, orig):
 _PATCHES: dict = {}
 
 
-@contextlib.contextmanager
-def tracing():
+class tracing:
     """Route ``torch.zeros``/``ones``/``empty``/``full``/``arange``/``eye`` called
     with symbolic sizes to the lazy path (torch's argument parser would
-    otherwise force them to ints)."""
-    saved = {n: getattr(torch, n) for n in _CREATION}
-    try:
-        for n, f in saved.items():
+    otherwise force them to ints). A context manager (re-entrant); a class,
+    not a generator, since every step enters it."""
+
+    __slots__ = ("saved",)
+
+    def __enter__(self):
+        self.saved = saved = [getattr(torch, n) for n in _CREATION]
+        for n, f in zip(_CREATION, saved):
             if getattr(f, "__wrapped__", None) is None:  # not already inside tracing()
-                if n not in _PATCHES or _PATCHES[n].__wrapped__ is not f:
-                    _PATCHES[n] = _patched(n, f)
-                setattr(torch, n, _PATCHES[n])
-        yield
-    finally:
-        for n, f in saved.items():
+                p = _PATCHES.get(n)
+                if p is None or p.__wrapped__ is not f:
+                    p = _PATCHES[n] = _patched(n, f)
+                setattr(torch, n, p)
+        return self
+
+    def __exit__(self, *exc):
+        for n, f in zip(_CREATION, self.saved):
             setattr(torch, n, f)
+        return False
 
 
 # ---------------------------------------------------------------------------

@@ -92,7 +92,11 @@ def record(ctx, op, args, kwargs, shape, dtype) -> LazyTensor:
     """A new lazy tensor: the IR node ``op(*args, **kwargs)`` (``op`` must be in
     ``LOWER``) with the predicted symbolic ``shape`` and ``dtype``."""
     assert op in LOWER, op
-    node = Node(op, lift(ctx, tuple(args)), lift(ctx, dict(kwargs)), tuple(as_expr(s) for s in shape), dtype)
+    largs = tuple([a.node if type(a) is LazyTensor else lift(ctx, a) for a in args])
+    lkwargs = {k: lift(ctx, v) for k, v in kwargs.items()} if kwargs else {}
+    node = Node(op, largs, lkwargs, tuple([as_expr(s) for s in shape]), dtype)
+    if ctx.log is not None:
+        ctx.log_op(node)
     return LazyTensor(node, ctx)
 
 
