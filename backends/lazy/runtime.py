@@ -60,13 +60,17 @@ class LazyContext:
     """Owns the compile cache and the guards; makes leaves and syncs graphs.
 
     ``on_compile(seconds, reason)``, if set, is called after every compile
-    (a cache miss) with its time and :func:`explain_miss`'s reason."""
+    (a cache miss) with its time and :func:`explain_miss`'s reason.
+    ``compiler(graph, stats) -> passes.Compiled`` turns a verified graph into
+    what a step runs (default :func:`passes.compile_graph`: an FX module on
+    torch eager; :class:`.stablehlo.StablehloCompiler`: StableHLO on XLA)."""
 
-    def __init__(self, mode: str = "unbounded", check: bool = True, on_compile=None):
+    def __init__(self, mode: str = "unbounded", check: bool = True, on_compile=None, compiler=None):
         if mode not in MODES:
             raise ValueError(f"unknown lazy mode {mode!r}; valid: {', '.join(MODES)}")
         self.mode, self.check = mode, check
         self.on_compile = on_compile
+        self.compiler = compiler or passes.compile_graph
         self.cache: dict = {}
         self.stats: collections.Counter = collections.Counter()
         self.compile_time_s = 0.0
@@ -221,7 +225,7 @@ class LazyContext:
         if entry is None:
             reason = explain_miss(k, self.cache) if self.on_compile is not None else None
             t0 = time.perf_counter()
-            entry = passes.compile_graph(passes.verify(g, passes.LOWER), self.stats)
+            entry = self.compiler(passes.verify(g, passes.LOWER), self.stats)
             dt = time.perf_counter() - t0
             self.cache[k] = entry
             self.compile_time_s += dt
