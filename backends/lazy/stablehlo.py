@@ -84,7 +84,11 @@ def export(g: Graph, gm: torch.fx.GraphModule, bounded: bool):
 
 
 def executor(module, on_compile):
-    """The program that runs a lowered module (swap in a bounded executor here)."""
+    """The program that runs a lowered module: :class:`XlaProgram`, one compile
+    per concrete argument shape. The one place to plug in a compile-once
+    bounded executor for bounded modules (and a bucketed one for `?` modules):
+    pick it here by the module's bounds, and the ``lazy_stablehlo`` bounded
+    rule in cases/expectations.toml becomes ``xla = "first"``."""
     from backends.stablehlo import XlaProgram
 
     return XlaProgram(module, on_compile=on_compile)
