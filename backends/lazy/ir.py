@@ -42,7 +42,7 @@ class Node:
 
     def hints(self, env) -> tuple[int, ...]:
         """The shape under the current sizes (``env``: name -> size)."""
-        return tuple(hint(e, env) for e in self.shape)
+        return tuple([hint(e, env) for e in self.shape])
 
     def __repr__(self) -> str:
         return f"Node({self.op}#{self.uid})"

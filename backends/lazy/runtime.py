@@ -26,6 +26,9 @@ from .symbolic import SizeVars, SymSize, compare, const, names_of, rename
 from .tensor import OPS, LazyTensor
 
 
+_TENSOR = torch.Tensor
+
+
 class BoundError(ValueError):
     """An input size exceeds the bound the graph was compiled for."""
 
@@ -107,7 +110,7 @@ class LazyContext:
         name share one variable. ``bounds``: ``{axis: max}`` (bounded mode).
         Static mode makes every axis constant.
         """
-        if not isinstance(t, torch.Tensor):
+        if type(t) is not _TENSOR and not isinstance(t, _TENSOR):  # (torch's isinstance check is slow)
             t = torch.as_tensor(t)
         if self.mode == "static" or not dims:
             dims = {}
@@ -146,10 +149,6 @@ class LazyContext:
         if self.log is not None:
             self.log.constant(node)
         return node
-
-    def log_op(self, node: Node) -> None:
-        """Log a recorded op in the step log (called by ``ops.registry.record``)."""
-        self._logged(self.log.op, node)
 
     def _logged(self, fn, *args) -> None:
         try:
@@ -436,11 +435,11 @@ class LazyFunction:
         ctx.new_step()
         leaves = []
         for i, a in enumerate(args):
-            if isinstance(a, torch.Tensor):
+            if type(a) is _TENSOR or isinstance(a, _TENSOR):
                 a = ctx.input(a, True if self.dims is None else self.dims[i],
                               None if self.bounds is None else self.bounds[i])
             leaves.append(a)
-        self._leaves = [a for a in leaves if isinstance(a, LazyTensor)]
+        self._leaves = [a for a in leaves if type(a) is LazyTensor]
         with tracing():
             out = self.fn(*leaves)
         flat = list(out) if isinstance(out, (list, tuple)) else [out]
@@ -448,12 +447,13 @@ class LazyFunction:
 
     def __call__(self, *args):
         out, flat = self._record(args)
-        self.ctx.sync([o for o in flat if isinstance(o, LazyTensor)])
-        self.guards = list(self.ctx.guards)
+        ctx = self.ctx
+        ctx.sync([o for o in flat if type(o) is LazyTensor])
+        self.guards = list(ctx.guards)
         for g in self.guards:
             self.guard_log.setdefault(str(g))
-        res = [o.node.data if isinstance(o, LazyTensor) else o for o in flat]
-        self.ctx.release(self._leaves)
+        res = [o.node.data if type(o) is LazyTensor else o for o in flat]
+        ctx.release(self._leaves)
         self._leaves = []
         return type(out)(res) if isinstance(out, (list, tuple)) else res[0]
 

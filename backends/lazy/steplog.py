@@ -67,7 +67,10 @@ class StepLog:
         self._add(node, ("const", node.dtype, tuple(e.terms for e in node.shape)))
 
     def op(self, node: Node) -> None:
-        self._add(node, (node.op, self.sig(node.args), self.sig(node.kwargs), node.dtype))
+        entry = (node.op, self.sig(node.args), self.sig(node.kwargs) if node.kwargs else None, node.dtype)
+        node.pos = len(self.nodes)
+        self.nodes.append(node)
+        self.entries.append(entry)
 
     def pos(self, n: Node) -> int:
         p = n.pos
@@ -106,7 +109,7 @@ class StepLog:
         if t is Expr:
             return ("e", self.expr(a))
         if t is dict:
-            return ("d",) + tuple([(k, self.sig(v)) for k, v in sorted(a.items())])
+            return ("d",) + tuple([(k, self.sig(v)) for k, v in sorted(a.items())]) if a else ("d",)
         if t is slice:
             return ("sl", self.sig(a.start), self.sig(a.stop), self.sig(a.step))
         if isinstance(a, (Node, Expr, list, tuple, dict, slice)):

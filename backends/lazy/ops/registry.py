@@ -19,6 +19,7 @@ from __future__ import annotations
 import torch
 
 from ..ir import Node
+from ..steplog import Unlogged
 from ..symbolic import SymSize, as_expr
 from ..tensor import F_OPS, OPS, LazyTensor, ctx_of
 
@@ -95,8 +96,12 @@ def record(ctx, op, args, kwargs, shape, dtype) -> LazyTensor:
     largs = tuple([a.node if type(a) is LazyTensor else lift(ctx, a) for a in args])
     lkwargs = {k: lift(ctx, v) for k, v in kwargs.items()} if kwargs else {}
     node = Node(op, largs, lkwargs, tuple([as_expr(s) for s in shape]), dtype)
-    if ctx.log is not None:
-        ctx.log_op(node)
+    log = ctx.log
+    if log is not None:  # the step log (.steplog); an operand from outside the step turns it off
+        try:
+            log.op(node)
+        except Unlogged:
+            ctx.log = None
     return LazyTensor(node, ctx)
 
 
