@@ -91,7 +91,7 @@ class LazyContext:
         self._named.clear()
         self.vars.clear()
         self.guards, self._guard_keys = [], set()
-        self.log = StepLog(self.mode == "bounded")
+        self.log = StepLog()
 
     def release(self, tensors) -> None:
         """End of a step: the size variables of these leaves stop holding
@@ -120,10 +120,13 @@ class LazyContext:
             dims = {d: None for d in dims}
         bounds = bounds or {}
         node = Node("input", data=t, dtype=t.dtype)
-        shape = []
+        log = self.log
+        pos = len(log.nodes) if log is not None else 0
+        shape, sig = [], []  # sig: the dims as the step log keys them
         for axis, size in enumerate(t.shape):
             if axis not in dims:
                 shape.append(const(size))
+                sig.append(size)
                 continue
             name = dims[axis]
             bound = bounds.get(axis) if self.mode == "bounded" else None
@@ -138,9 +141,14 @@ class LazyContext:
             elif v.hint != size:
                 raise ValueError(f"dim {name} is {v.hint} in one input and {size} in another")
             shape.append(v.expr)
+            if log is not None:
+                c = log.canon.get(v.sym)
+                if c is None:
+                    c = log.canon[v.sym] = f"p{pos}_{axis}"
+                sig.append(c if v.bound is None or self.mode != "bounded" else (c, v.bound))
         node.shape = tuple(shape)
-        if self.log is not None:
-            self._logged(self.log.input, node, self.vars)
+        if log is not None:
+            log.input(node, tuple(sig))
         return LazyTensor(node, self)
 
     def constant(self, t: torch.Tensor) -> Node:
@@ -149,12 +157,6 @@ class LazyContext:
         if self.log is not None:
             self.log.constant(node)
         return node
-
-    def _logged(self, fn, *args) -> None:
-        try:
-            fn(*args)
-        except Unlogged:
-            self.log = None  # an operand from outside the step: this step syncs the full way
 
     # -- guards ------------------------------------------------------------
     def guard(self, lhs: Expr, op: str, rhs: Expr, reason: str) -> bool:

@@ -19,7 +19,6 @@ import torch
 from backends.sizes import Expr
 
 from .ir import Node, _atom_structure
-from .symbolic import var_of
 
 
 _PLAIN = frozenset({int, bool, str, type(None)})
@@ -34,33 +33,23 @@ class StepLog:
     """The log of one step: ``entries`` (hashable), ``nodes`` (by position),
     ``canon`` (size variable -> canonical name)."""
 
-    __slots__ = ("entries", "nodes", "canon", "bounded")
+    __slots__ = ("entries", "nodes", "canon")
 
-    def __init__(self, bounded: bool = False):
+    def __init__(self):
         self.entries: list = []
         self.nodes: list = []
         self.canon: dict = {}
-        self.bounded = bounded  # bounds are part of the key (bounded mode)
 
     def _add(self, node: Node, entry: tuple) -> None:
         node.pos = len(self.nodes)
         self.nodes.append(node)
         self.entries.append(entry)
 
-    def input(self, node: Node, table) -> None:
-        """A leaf over a user input; its new size variables get canonical names."""
-        pos, dims = len(self.nodes), []
-        for axis, e in enumerate(node.shape):
-            name = None if e.is_const else var_of(e)
-            if name is None:
-                dims.append(self.expr(e))
-                continue
-            c = self.canon.get(name)
-            if c is None:
-                c = self.canon[name] = f"p{pos}_{axis}"
-            bound = table[name].bound if self.bounded else None
-            dims.append(c if bound is None else (c, bound))
-        self._add(node, ("in", node.dtype, tuple(dims)))
+    def input(self, node: Node, dims: tuple) -> None:
+        """A leaf over a user input; ``dims``: each a size, or its variable's
+        canonical name (``p<position>_<axis>``, with the bound in bounded mode),
+        entered in ``canon`` by the caller."""
+        self._add(node, ("in", node.dtype, dims))
 
     def constant(self, node: Node) -> None:
         """A leaf for a concrete tensor met while tracing (its values are an input, its shape is keyed)."""
