@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import torch
 
+from backends.sizes import Expr
+
 from ..ir import Node
 from ..steplog import Unlogged
 from ..symbolic import SymSize, as_expr
@@ -70,9 +72,19 @@ def covered_ops() -> dict:
 # ---------------------------------------------------------------------------
 # recording
 # ---------------------------------------------------------------------------
+_ATOMIC = frozenset({int, float, bool, str, type(None), Expr, torch.dtype})
+
+
 def lift(ctx, obj):
     """A nested op argument in IR form: lazy tensors -> Nodes, torch tensors ->
     constant leaves, sizes -> Exprs, ``torch.Size`` -> tuple."""
+    t = type(obj)
+    if t is LazyTensor:
+        return obj.node
+    if t in _ATOMIC:  # (before isinstance: torch.Tensor's instance check is slow)
+        return obj
+    if t is tuple:
+        return tuple([lift(ctx, o) for o in obj])
     if isinstance(obj, LazyTensor):
         return obj.node
     if isinstance(obj, torch.Tensor):

@@ -34,7 +34,7 @@ def shape_of(x) -> tuple:
 
 
 def is_tensor(x) -> bool:
-    return isinstance(x, (LazyTensor, torch.Tensor))
+    return type(x) is LazyTensor or isinstance(x, (LazyTensor, torch.Tensor))
 
 
 def norm_dim(d, ndim: int) -> int:
