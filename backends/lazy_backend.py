@@ -40,8 +40,7 @@ class Lazy(TorchArrays, Backend):
         axes = case.dynamic_axes(mode)
         dims = [{ax: d.name for ax, d in a.items()} for a in axes]
         bounds = [{ax: d.max for ax, d in a.items() if d.max is not None} for a in axes]
-        ctx = lazy.LazyContext(mode, on_compile=lambda seconds, reason: self.count(STAGE, 1, seconds, reason))
-        fn = self._fn = lazy.LazyFunction(case.torch_fn(), mode, dims, bounds, ctx=ctx)
+        fn = self._fn = lazy.LazyFunction(case.torch_fn(), mode, dims, bounds, ctx=self.context(case, mode))
 
         def program(*args):
             try:
@@ -50,6 +49,12 @@ class Lazy(TorchArrays, Backend):
                 raise Unsupported(str(e)) from e
 
         return program
+
+    def context(self, case, mode):
+        """The lazy context of a job: its cache misses are counted as ``lazy_fx``."""
+        from backends import lazy
+
+        return lazy.LazyContext(mode, on_compile=lambda seconds, reason: self.count(STAGE, 1, seconds, reason))
 
     def guards(self):
         fn = getattr(self, "_fn", None)

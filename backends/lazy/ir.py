@@ -28,10 +28,11 @@ class IRError(AssertionError):
 
 
 class Node:
-    __slots__ = ("uid", "op", "args", "kwargs", "shape", "dtype", "data", "__weakref__")
+    __slots__ = ("uid", "op", "args", "kwargs", "shape", "dtype", "data", "pos", "__weakref__")
 
     def __init__(self, op, args=(), kwargs=None, shape=(), dtype=None, data=None):
         self.uid = next(_uids)
+        self.pos = None  # its index in the context's step log (``LazyContext.log``), if logged
         self.op, self.args, self.kwargs = op, tuple(args), kwargs or {}
         self.shape, self.dtype, self.data = tuple(shape), dtype, data
 
@@ -41,7 +42,7 @@ class Node:
 
     def hints(self, env) -> tuple[int, ...]:
         """The shape under the current sizes (``env``: name -> size)."""
-        return tuple(hint(e, env) for e in self.shape)
+        return tuple([hint(e, env) for e in self.shape])
 
     def __repr__(self) -> str:
         return f"Node({self.op}#{self.uid})"

@@ -27,6 +27,7 @@ from .symbolic import names_of, var_of
 
 SIZE_LOWER = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
               "floordiv": operator.floordiv, "mod": operator.mod, "max": torch.sym_max, "min": torch.sym_min}
+_REPR = (torch.dtype, float)  # keyed by repr (a module attribute lookup on torch is slow)
 PIPELINE = ("canonicalise", "materialise_sizes", "lower_fx", "codegen")
 
 
@@ -82,7 +83,7 @@ def _sig(a, ids, fmt):
         return ("d",) + tuple((k, _sig(v, ids, fmt)) for k, v in sorted(a.items()))
     if isinstance(a, slice):
         return ("sl", _sig(a.start, ids, fmt), _sig(a.stop, ids, fmt), _sig(a.step, ids, fmt))
-    if isinstance(a, (torch.dtype, float)):
+    if isinstance(a, _REPR):
         return (type(a).__name__, repr(a))
     return (type(a).__name__, a)
 
@@ -231,6 +232,11 @@ class Compiled:
     kernel: fx.GraphModule
     ir: str  # the IR dump after materialise_sizes
     code: str  # the generated Python
+    run: object = None  # what a step calls: the generated ``forward`` (no nn.Module call machinery)
+
+    def __post_init__(self):
+        if self.run is None:
+            self.run = self.kernel.forward
 
 
 def compile_graph(g: Graph, stats) -> Compiled:

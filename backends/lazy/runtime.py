@@ -11,7 +11,6 @@ Modes (the cache key):
 from __future__ import annotations
 
 import collections
-import contextlib
 import dataclasses
 import time
 
@@ -22,8 +21,12 @@ from cases.model import MODES
 
 from . import passes
 from .ir import IRError, Node
+from .steplog import StepLog, Unlogged
 from .symbolic import SizeVars, SymSize, compare, const, names_of, rename
 from .tensor import OPS, LazyTensor
+
+
+_TENSOR = torch.Tensor
 
 
 class BoundError(ValueError):
@@ -60,13 +63,17 @@ class LazyContext:
     """Owns the compile cache and the guards; makes leaves and syncs graphs.
 
     ``on_compile(seconds, reason)``, if set, is called after every compile
-    (a cache miss) with its time and :func:`explain_miss`'s reason."""
+    (a cache miss) with its time and :func:`explain_miss`'s reason.
+    ``compiler(graph, stats) -> passes.Compiled`` turns a verified graph into
+    what a step runs (default :func:`passes.compile_graph`: an FX module on
+    torch eager; :class:`.stablehlo.StablehloCompiler`: StableHLO on XLA)."""
 
-    def __init__(self, mode: str = "unbounded", check: bool = True, on_compile=None):
+    def __init__(self, mode: str = "unbounded", check: bool = True, on_compile=None, compiler=None):
         if mode not in MODES:
             raise ValueError(f"unknown lazy mode {mode!r}; valid: {', '.join(MODES)}")
         self.mode, self.check = mode, check
         self.on_compile = on_compile
+        self.compiler = compiler or passes.compile_graph
         self.cache: dict = {}
         self.stats: collections.Counter = collections.Counter()
         self.compile_time_s = 0.0
@@ -75,6 +82,8 @@ class LazyContext:
         self.vars = SizeVars()  # the step's size variables, by algebra name
         self._named: dict = {}  # user dim name -> Var
         self.last: passes.Compiled | None = None
+        self.log: StepLog | None = None  # the step log while a step records (see .steplog)
+        self.fast: dict = {}  # step-log key -> (Compiled, input positions): the cached steps
 
     # -- leaves ------------------------------------------------------------
     def new_step(self) -> None:
@@ -82,11 +91,13 @@ class LazyContext:
         self._named.clear()
         self.vars.clear()
         self.guards, self._guard_keys = [], set()
+        self.log = StepLog()
 
     def release(self, tensors) -> None:
         """End of a step: the size variables of these leaves stop holding
         them, so refcounting frees the step at once. Their size variables can
         no longer be read by a later graph."""
+        self.log = None
         for t in tensors:
             for e in t.node.shape:
                 self.vars.release(names_of(e))
@@ -99,7 +110,7 @@ class LazyContext:
         name share one variable. ``bounds``: ``{axis: max}`` (bounded mode).
         Static mode makes every axis constant.
         """
-        if not isinstance(t, torch.Tensor):
+        if type(t) is not _TENSOR and not isinstance(t, _TENSOR):  # (torch's isinstance check is slow)
             t = torch.as_tensor(t)
         if self.mode == "static" or not dims:
             dims = {}
@@ -109,10 +120,13 @@ class LazyContext:
             dims = {d: None for d in dims}
         bounds = bounds or {}
         node = Node("input", data=t, dtype=t.dtype)
-        shape = []
+        log = self.log
+        pos = len(log.nodes) if log is not None else 0
+        shape, sig = [], []  # sig: the dims as the step log keys them
         for axis, size in enumerate(t.shape):
             if axis not in dims:
                 shape.append(const(size))
+                sig.append(size)
                 continue
             name = dims[axis]
             bound = bounds.get(axis) if self.mode == "bounded" else None
@@ -127,12 +141,22 @@ class LazyContext:
             elif v.hint != size:
                 raise ValueError(f"dim {name} is {v.hint} in one input and {size} in another")
             shape.append(v.expr)
+            if log is not None:
+                c = log.canon.get(v.sym)
+                if c is None:
+                    c = log.canon[v.sym] = f"p{pos}_{axis}"
+                sig.append(c if v.bound is None or self.mode != "bounded" else (c, v.bound))
         node.shape = tuple(shape)
+        if log is not None:
+            log.input(node, tuple(sig))
         return LazyTensor(node, self)
 
     def constant(self, t: torch.Tensor) -> Node:
         """A leaf for a concrete tensor met during tracing (all axes constant)."""
-        return Node("input", shape=tuple(const(s) for s in t.shape), dtype=t.dtype, data=t)
+        node = Node("input", shape=tuple(const(s) for s in t.shape), dtype=t.dtype, data=t)
+        if self.log is not None:
+            self.log.constant(node)
+        return node
 
     # -- guards ------------------------------------------------------------
     def guard(self, lhs: Expr, op: str, rhs: Expr, reason: str) -> bool:
@@ -154,13 +178,19 @@ class LazyContext:
         return v
 
     # -- sync -----------------------------------------------------------------
-    def trace(self, tensors) -> passes.Graph:
+    @staticmethod
+    def _roots(tensors) -> list:
         roots, seen = [], set()
         for t in tensors:
             n = t.node
             if not n.is_leaf and n.uid not in seen:
                 seen.add(n.uid)
                 roots.append(n)
+        return roots
+
+    def trace(self, tensors, roots=None) -> passes.Graph:
+        if roots is None:
+            roots = self._roots(tensors)
         g = passes.trace(roots, self.vars)
         names = g.canon
         g.guards = [gd for gd in self.guards if all(n in names for n in gd.vars)]
@@ -170,16 +200,33 @@ class LazyContext:
         """Compile (on a cache miss) and run the pending graph of ``tensors``;
         each becomes a leaf holding its value."""
         tensors = [t for t in (tensors or []) if isinstance(t, LazyTensor)]
-        g = self.trace(tensors)
-        if not g.outputs:
+        roots = self._roots(tensors)
+        if not roots:
             return
+        log, lk = self.log, None
+        if log is not None:  # the step's first sync: its log names the graph
+            self.log = None
+            try:
+                lk = log.key(roots, self.guards)
+            except Unlogged:
+                lk = None
+            hit = self.fast.get(lk) if lk is not None else None
+            if hit is not None:
+                entry, positions = hit
+                self.stats["trace"] += 1
+                self.stats["hit"] += 1
+                self.last = entry
+                nodes = log.nodes
+                self._run(entry, [nodes[p].data for p in positions], roots)
+                return
+        g = self.trace(tensors, roots)
         self.stats["trace"] += 1
         k = passes.key(g, self.mode)
         entry = self.cache.get(k)
         if entry is None:
             reason = explain_miss(k, self.cache) if self.on_compile is not None else None
             t0 = time.perf_counter()
-            entry = passes.compile_graph(passes.verify(g, passes.LOWER), self.stats)
+            entry = self.compiler(passes.verify(g, passes.LOWER), self.stats)
             dt = time.perf_counter() - t0
             self.cache[k] = entry
             self.compile_time_s += dt
@@ -189,9 +236,18 @@ class LazyContext:
         else:
             self.stats["hit"] += 1
         self.last = entry
-        outs = entry.kernel(*[n.data for n in g.inputs])
+        if lk is not None:
+            try:
+                self.fast[lk] = (entry, tuple([log.pos(n) for n in g.inputs]))
+            except Unlogged:
+                pass
+        self._run(entry, [n.data for n in g.inputs], g.outputs)
+
+    def _run(self, entry, inputs, outputs) -> None:
+        """Run a compiled graph; each output node becomes a leaf holding its value."""
+        outs = entry.run(*inputs)
         hints = self.vars.hints
-        for node, out in zip(g.outputs, outs):
+        for node, out in zip(outputs, outs):
             if self.check and (tuple(out.shape) != node.hints(hints) or out.dtype != node.dtype):
                 raise IRError(f"shape rule for {node.op} predicted {node.dtype}{list(node.hints(hints))}, "
                               f"ran to {out.dtype}{list(out.shape)}\n{entry.ir}")
@@ -335,22 +391,28 @@ def _patched(name, orig):
 _PATCHES: dict = {}
 
 
-@contextlib.contextmanager
-def tracing():
+class tracing:
     """Route ``torch.zeros``/``ones``/``empty``/``full``/``arange``/``eye`` called
     with symbolic sizes to the lazy path (torch's argument parser would
-    otherwise force them to ints)."""
-    saved = {n: getattr(torch, n) for n in _CREATION}
-    try:
-        for n, f in saved.items():
+    otherwise force them to ints). A context manager (re-entrant); a class,
+    not a generator, since every step enters it."""
+
+    __slots__ = ("saved",)
+
+    def __enter__(self):
+        self.saved = saved = [getattr(torch, n) for n in _CREATION]
+        for n, f in zip(_CREATION, saved):
             if getattr(f, "__wrapped__", None) is None:  # not already inside tracing()
-                if n not in _PATCHES or _PATCHES[n].__wrapped__ is not f:
-                    _PATCHES[n] = _patched(n, f)
-                setattr(torch, n, _PATCHES[n])
-        yield
-    finally:
-        for n, f in saved.items():
+                p = _PATCHES.get(n)
+                if p is None or p.__wrapped__ is not f:
+                    p = _PATCHES[n] = _patched(n, f)
+                setattr(torch, n, p)
+        return self
+
+    def __exit__(self, *exc):
+        for n, f in zip(_CREATION, self.saved):
             setattr(torch, n, f)
+        return False
 
 
 # ---------------------------------------------------------------------------
@@ -375,11 +437,11 @@ class LazyFunction:
         ctx.new_step()
         leaves = []
         for i, a in enumerate(args):
-            if isinstance(a, torch.Tensor):
+            if type(a) is _TENSOR or isinstance(a, _TENSOR):
                 a = ctx.input(a, True if self.dims is None else self.dims[i],
                               None if self.bounds is None else self.bounds[i])
             leaves.append(a)
-        self._leaves = [a for a in leaves if isinstance(a, LazyTensor)]
+        self._leaves = [a for a in leaves if type(a) is LazyTensor]
         with tracing():
             out = self.fn(*leaves)
         flat = list(out) if isinstance(out, (list, tuple)) else [out]
@@ -387,12 +449,13 @@ class LazyFunction:
 
     def __call__(self, *args):
         out, flat = self._record(args)
-        self.ctx.sync([o for o in flat if isinstance(o, LazyTensor)])
-        self.guards = list(self.ctx.guards)
+        ctx = self.ctx
+        ctx.sync([o for o in flat if type(o) is LazyTensor])
+        self.guards = list(ctx.guards)
         for g in self.guards:
             self.guard_log.setdefault(str(g))
-        res = [o.node.data if isinstance(o, LazyTensor) else o for o in flat]
-        self.ctx.release(self._leaves)
+        res = [o.node.data if type(o) is LazyTensor else o for o in flat]
+        ctx.release(self._leaves)
         self._leaves = []
         return type(out)(res) if isinstance(out, (list, tuple)) else res[0]
 

@@ -91,6 +91,17 @@ class LazyTensor:
 
     requires_grad = False
     is_lazy = True
+    grad = None
+
+    # -- autograd: not traced ---------------------------------------------
+    def requires_grad_(self, requires_grad: bool = True) -> "LazyTensor":
+        if requires_grad:
+            raise Unsupported("lazy: autograd (requires_grad_) is not supported: the lazy path records "
+                              "forward ops only")
+        return self
+
+    def backward(self, *args, **kwargs):
+        raise Unsupported("lazy: autograd (backward) is not supported: the lazy path records forward ops only")
 
     # -- materialisation -----------------------------------------------
     def sync(self) -> "LazyTensor":

@@ -266,7 +266,14 @@ def var(name: str) -> Expr:
     """The size variable ``name`` (a Python identifier, not a keyword)."""
     if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
         raise SizeError(f"size variable name {name!r} is not an identifier")
-    return _make({((Atom("var", name), 1),): 1})
+    # the normal form of one variable, built directly (what _make would build;
+    # the lazy path makes one per dynamic input dim per step)
+    a = Atom("var", name)
+    e = object.__new__(Expr)
+    e.terms = ((((a, 1),), 1),)
+    e.key = ((((a.key, 1),), 1),)
+    e._hash = hash(e.key)
+    return e
 
 
 def as_expr(x) -> Expr:

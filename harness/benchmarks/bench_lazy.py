@@ -1,9 +1,11 @@
-"""asv benchmarks: per-step cost of the lazy path against torch eager.
+"""asv benchmarks: per-step cost of the lazy path against torch eager and torch._lazy.
 
 The steps, their cases and paths are the lazy path's own benchmark
 (``backends/lazy/bench.py``, ``python -m backends.lazy.bench``): ``eager``
 (the torch form on tensors), ``lazy`` (a cached step in unbounded mode),
-``trace`` (recording + graph collection + cache key only).
+``trace`` (recording + graph collection + full cache key only),
+``torch_lazy_ts`` (torch._lazy's TorchScript backend, symbolic-shape mode).
+torch_xla_lazy lives in another environment: the script measures it, asv does not.
 
 The benchmark function times one step; ``make_step`` (inputs, the compile and
 a warm-up call) runs in ``setup``, once per process: asv re-runs ``setup``

@@ -45,7 +45,7 @@ def _like(name):
     base = name[:-5]
 
     def impl(x, *args, dtype=None, **kwargs):
-        for k in _DROP:
+        for k in _DROP if kwargs else ():
             kwargs.pop(k, None)
         dtype = dtype or x.dtype
         fill = (args[0] if args else kwargs.pop("fill_value")) if base == "full" else None
@@ -65,7 +65,7 @@ def _new(name):
     base = name[4:]
 
     def impl(x, *args, dtype=None, **kwargs):
-        for k in _DROP:
+        for k in _DROP if kwargs else ():
             kwargs.pop(k, None)
         if base == "full":
             return OPS["lazy_full"](args[0], args[1] if len(args) > 1 else kwargs["fill_value"], dtype=dtype or x.dtype,

@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import torch
 
+from backends.sizes import Expr
+
 from ..ir import Node
+from ..steplog import Unlogged
 from ..symbolic import SymSize, as_expr
 from ..tensor import F_OPS, OPS, LazyTensor, ctx_of
 
@@ -69,9 +72,19 @@ def covered_ops() -> dict:
 # ---------------------------------------------------------------------------
 # recording
 # ---------------------------------------------------------------------------
+_ATOMIC = frozenset({int, float, bool, str, type(None), Expr, torch.dtype})
+
+
 def lift(ctx, obj):
     """A nested op argument in IR form: lazy tensors -> Nodes, torch tensors ->
     constant leaves, sizes -> Exprs, ``torch.Size`` -> tuple."""
+    t = type(obj)
+    if t is LazyTensor:
+        return obj.node
+    if t in _ATOMIC:  # (before isinstance: torch.Tensor's instance check is slow)
+        return obj
+    if t is tuple:
+        return tuple([lift(ctx, o) for o in obj])
     if isinstance(obj, LazyTensor):
         return obj.node
     if isinstance(obj, torch.Tensor):
@@ -92,7 +105,15 @@ def record(ctx, op, args, kwargs, shape, dtype) -> LazyTensor:
     """A new lazy tensor: the IR node ``op(*args, **kwargs)`` (``op`` must be in
     ``LOWER``) with the predicted symbolic ``shape`` and ``dtype``."""
     assert op in LOWER, op
-    node = Node(op, lift(ctx, tuple(args)), lift(ctx, dict(kwargs)), tuple(as_expr(s) for s in shape), dtype)
+    largs = tuple([a.node if type(a) is LazyTensor else lift(ctx, a) for a in args])
+    lkwargs = {k: lift(ctx, v) for k, v in kwargs.items()} if kwargs else {}
+    node = Node(op, largs, lkwargs, tuple([as_expr(s) for s in shape]), dtype)
+    log = ctx.log
+    if log is not None:  # the step log (.steplog); an operand from outside the step turns it off
+        try:
+            log.op(node)
+        except Unlogged:
+            ctx.log = None
     return LazyTensor(node, ctx)
 
 

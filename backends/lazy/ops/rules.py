@@ -34,7 +34,7 @@ def shape_of(x) -> tuple:
 
 
 def is_tensor(x) -> bool:
-    return isinstance(x, (LazyTensor, torch.Tensor))
+    return type(x) is LazyTensor or isinstance(x, (LazyTensor, torch.Tensor))
 
 
 def norm_dim(d, ndim: int) -> int:
@@ -77,7 +77,7 @@ def _is_one(e: Expr) -> bool:
 
 
 def bcast_dim(ctx, a: Expr, b: Expr) -> Expr:
-    if a is b or _is_one(b) or a == b:
+    if a is b or b is ONE or _is_one(b) or a == b:
         return a
     if _is_one(a):
         return b
@@ -93,12 +93,17 @@ def bcast_dim(ctx, a: Expr, b: Expr) -> Expr:
 
 
 def broadcast(ctx, *shapes) -> tuple:
-    n = max((len(s) for s in shapes), default=0)
-    out = [ONE] * n
-    for s in shapes:
+    if not shapes:
+        return ()
+    n = max(map(len, shapes))
+    first = shapes[0]
+    out = [ONE] * (n - len(first)) + list(first)
+    for s in shapes[1:]:
+        off = n - len(s)
         for i, e in enumerate(s):
-            j = n - len(s) + i
-            out[j] = bcast_dim(ctx, out[j], e)
+            o = out[off + i]
+            if o is not e:  # most dims of most operands are the same size object
+                out[off + i] = bcast_dim(ctx, o, e)
     return tuple(out)
 
 

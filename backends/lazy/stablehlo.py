@@ -1,0 +1,151 @@
+"""Lazy graph -> StableHLO -> XLA: the lazy trace's sizes kept symbolic into the compiler IR.
+
+A second back end for :class:`~.runtime.LazyContext` (its ``compiler``):
+
+    lazy graph --(passes.compile_graph)--> FX module reading sizes at run time
+               (``size = t0.size(0); mul = size * 2; expand(t1, (mul, -1, -1))``)
+    --(torch.export, one ``Dim`` per size variable of the graph)--> ExportedProgram
+    --(backends.stablehlo.lower)--> StableHLO with ``?`` dims
+               (``#stablehlo.bounds`` in bounded mode): ``get_dimension_size ->
+               multiply -> dynamic_broadcast_in_dim``, the same size expression
+               as the lazy IR's ``mul(%size0, 2)``
+    --(backends.stablehlo.XlaProgram)--> XLA CPU, refined and compiled per
+               concrete argument shape (bounded modules too, until a
+               compile-once bounded executor replaces :func:`executor`).
+
+Shared size variables (a user dim name on several inputs) share one ``Dim``;
+bounded variables get ``Dim(max=bound)``. Static mode has no variables: the
+module is static and the lazy cache key holds the shapes, so every stage runs
+once per shape. Inputs and outputs stay torch tensors (zero-copy DLPack to and
+from jax arrays), so the lazy runtime is unchanged.
+
+Ops the path cannot express raise :class:`Unsupported` naming the op: the lazy
+path's own refusals (``nonzero``, random ops, autograd) and any aten op the
+StableHLO lowering lacks.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from . import passes
+from .ir import Graph
+from .symbolic import var_of
+from .tensor import Unsupported
+
+MIN_DIM = 2  # torch.export specialises sizes 0 and 1
+
+
+def dynamic_shapes(g: Graph, bounded: bool) -> tuple:
+    """Per graph input, ``{axis: Dim}`` for its symbolic dims (one Dim per variable)."""
+    from torch.export import Dim
+
+    made: dict = {}
+    out = []
+    for leaf in g.inputs:
+        spec = {}
+        for axis, e in enumerate(leaf.shape):
+            if e.is_const:
+                continue
+            name = var_of(e)
+            if name is None:
+                raise Unsupported(f"lazy_stablehlo: input dim {axis} is the size expression {g.fmt_expr(e)}")
+            if name not in made:
+                v = g.vars[name]
+                kwargs = {"min": MIN_DIM}
+                if bounded and v.bound is not None:
+                    kwargs["max"] = v.bound
+                made[name] = Dim(g.namer(name), **kwargs)
+            spec[axis] = made[name]
+        out.append(spec or None)
+    return tuple(out)
+
+
+def export(g: Graph, gm: torch.fx.GraphModule, bounded: bool):
+    """``torch.export`` of the lazy graph's FX module over its current inputs."""
+
+    class Program(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gm = gm
+
+        def forward(self, *xs):
+            return self.gm(*xs)
+
+    shapes = dynamic_shapes(g, bounded)
+    args = tuple(n.data for n in g.inputs)
+    try:
+        return torch.export.export(Program(), args, dynamic_shapes=(shapes,) if any(shapes) else None, strict=False)
+    except torch._dynamo.exc.UserError as e:  # a constraint violation: the program fixes a size
+        raise Unsupported(f"lazy_stablehlo: torch.export could not keep the graph's sizes symbolic: "
+                          f"{str(e).splitlines()[0]}") from e
+
+
+def executor(module, on_compile):
+    """The program that runs a lowered module: :class:`XlaProgram`, one compile
+    per concrete argument shape. The one place to plug in a compile-once
+    bounded executor for bounded modules (and a bucketed one for `?` modules):
+    pick it here by the module's bounds, and the ``lazy_stablehlo`` bounded
+    rule in cases/expectations.toml becomes ``xla = "first"``."""
+    from backends.stablehlo import XlaProgram
+
+    return XlaProgram(module, on_compile=on_compile)
+
+
+class StablehloCompiler:
+    """A ``LazyContext`` compiler: each lazy cache miss is exported, lowered to
+    StableHLO and wrapped in an XLA program.
+
+    ``on_lowering(seconds, reason)`` / ``on_xla(seconds, reason)`` report the
+    stages (the lazy context reports the trace stage itself); ``modules``
+    keeps every lowered text, in order."""
+
+    def __init__(self, mode: str, label: str = "lazy", on_lowering=None, on_xla=None):
+        self.mode, self.label = mode, label
+        self.on_lowering, self.on_xla = on_lowering, on_xla
+        self.modules: list = []
+        self.lowering_s = 0.0  # seconds of the last lowering (within the lazy context's compile time)
+
+    def __call__(self, g: Graph, stats) -> passes.Compiled:
+        from backends.stablehlo import LoweringError, Module, lower
+
+        fx_entry = passes.compile_graph(g, stats)
+        t0 = time.perf_counter()
+        ep = export(g, fx_entry.kernel, self.mode == "bounded")
+        try:
+            text = lower(ep, bounded=self.mode == "bounded")
+        except LoweringError as e:
+            raise Unsupported(f"lazy_stablehlo: {e}") from e
+        shapes = ", ".join(str(tuple(n.data.shape)) for n in g.inputs)
+        module = Module(text, f"{self.label} ({self.mode}) #{len(self.modules)}")
+        dt = self.lowering_s = time.perf_counter() - t0
+        stats["stablehlo"] += 1
+        self.modules.append(text)
+        if self.on_lowering is not None:
+            self.on_lowering(dt, f"torch.export + StableHLO lowering of lazy graph #{len(self.modules) - 1} "
+                                 f"at input shapes {shapes}")
+        program = executor(module, self.on_xla)
+        return passes.Compiled(fx_entry.kernel, fx_entry.ir, text, run=_runner(program))
+
+
+def _runner(program):
+    """torch tensors in, torch tensors out (DLPack, zero-copy), the module run by ``program``."""
+    import jax
+    import jax.dlpack
+
+    wide = (torch.int64, torch.float64, torch.complex128)
+
+    def run(*inputs):
+        if any(t.dtype in wide for t in inputs):
+            with jax.enable_x64(True):  # else jax narrows 64-bit arrays
+                args = [jax.dlpack.from_dlpack(t.contiguous()) for t in inputs]
+        else:
+            args = [jax.dlpack.from_dlpack(t.contiguous()) for t in inputs]
+        outs = program(*args)
+        for o in outs:
+            o.block_until_ready()
+        return [torch.from_dlpack(o) for o in outs]
+
+    return run

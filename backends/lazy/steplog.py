@@ -1,0 +1,112 @@
+"""The step log: a cached step's key, built while the program records.
+
+A jit step (one :class:`~.runtime.LazyFunction` call) logs every leaf and op
+as it is made -- ``("in", dtype, dims)``, ``("const", dtype, shape)``,
+``(op, args, kwargs, dtype)`` -- with operands by log position and sizes over
+canonical names (``p<leaf position>_<axis>``). The log, the positions synced
+and the step's guards determine the traced graph and its cache key
+(:func:`.passes.key`), so a step whose log was seen before reuses that
+compile without walking the graph (:func:`.passes.trace`) or building its
+key: the fast path of a cached step. A node or size the log cannot name (one
+from another step) raises :class:`Unlogged`, and that step's sync takes the
+full path.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from backends.sizes import Expr
+
+from .ir import Node, _atom_structure
+
+
+_PLAIN = frozenset({int, bool, str, type(None)})
+_DTYPE = torch.dtype
+
+
+class Unlogged(Exception):
+    """An operand the step log cannot name (from another step or context)."""
+
+
+class StepLog:
+    """The log of one step: ``entries`` (hashable), ``nodes`` (by position),
+    ``canon`` (size variable -> canonical name)."""
+
+    __slots__ = ("entries", "nodes", "canon")
+
+    def __init__(self):
+        self.entries: list = []
+        self.nodes: list = []
+        self.canon: dict = {}
+
+    def _add(self, node: Node, entry: tuple) -> None:
+        node.pos = len(self.nodes)
+        self.nodes.append(node)
+        self.entries.append(entry)
+
+    def input(self, node: Node, dims: tuple) -> None:
+        """A leaf over a user input; ``dims``: each a size, or its variable's
+        canonical name (``p<position>_<axis>``, with the bound in bounded mode),
+        entered in ``canon`` by the caller."""
+        self._add(node, ("in", node.dtype, dims))
+
+    def constant(self, node: Node) -> None:
+        """A leaf for a concrete tensor met while tracing (its values are an input, its shape is keyed)."""
+        self._add(node, ("const", node.dtype, tuple(e.terms for e in node.shape)))
+
+    def op(self, node: Node) -> None:
+        entry = (node.op, self.sig(node.args), self.sig(node.kwargs) if node.kwargs else None, node.dtype)
+        node.pos = len(self.nodes)
+        self.nodes.append(node)
+        self.entries.append(entry)
+
+    def pos(self, n: Node) -> int:
+        p = n.pos
+        if p is None or p >= len(self.nodes) or self.nodes[p] is not n:
+            raise Unlogged(n)
+        return p
+
+    def expr(self, e: Expr):
+        t = e.terms
+        if not t:
+            return 0
+        if len(t) == 1 and not t[0][0]:  # a constant: its value
+            return t[0][1]
+        canon, out = self.canon, []
+        try:
+            for m, c in t:
+                if len(m) == 1 and m[0][0].kind == "var":  # c * v**p, the common term
+                    out.append((canon[m[0][0].name], m[0][1], c))
+                else:
+                    out.append((tuple([(_atom_structure(a, canon), p) for a, p in m]), c))
+        except KeyError:
+            raise Unlogged(e) from None
+        return tuple(out)
+
+    def sig(self, a):
+        """An operand as a hashable value that names nodes by position (as ``passes._sig`` does by index)."""
+        t = type(a)
+        if t is Node:
+            return ("%", self.pos(a))
+        if t in _PLAIN:
+            return (t, a)
+        if t is tuple or t is list:
+            return (t,) + tuple([self.sig(x) for x in a])
+        if t is float or t is _DTYPE:
+            return (t, repr(a))  # nan and -0.0 keyed apart
+        if t is Expr:
+            return ("e", self.expr(a))
+        if t is dict:
+            return ("d",) + tuple([(k, self.sig(v)) for k, v in sorted(a.items())]) if a else ("d",)
+        if t is slice:
+            return ("sl", self.sig(a.start), self.sig(a.stop), self.sig(a.step))
+        if isinstance(a, (Node, Expr, list, tuple, dict, slice)):
+            raise Unlogged(a)  # a subclass: not worth a fast path
+        return (t, a)
+
+    def key(self, roots, guards) -> tuple:
+        """The step's key: the log, the synced positions, and every guard of the step."""
+        outs = tuple([self.pos(r) for r in roots])
+        gs = tuple([(self.expr(g.lhs), g.op, self.expr(g.rhs), g.result) for g in guards])
+        return (tuple(self.entries), outs, gs)

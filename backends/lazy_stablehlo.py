@@ -1,0 +1,62 @@
+"""lazy_stablehlo: the lazy trace lowered to StableHLO with symbolic sizes, run by XLA.
+
+Every call traces the case's torch form on lazy leaves (``backends.lazy``, as
+the ``lazy`` backend does); a miss of the lazy graph cache is lowered through
+torch.export and our StableHLO lowering (``backends.lazy.stablehlo``): size
+variables become ``?`` dims (``#stablehlo.bounds`` in bounded mode) and size
+arithmetic stays arithmetic (``x.shape[0] * 2`` is ``get_dimension_size ->
+multiply`` feeding the broadcast). Our XLA executor refines ``@main`` to each
+call's shapes and compiles it. Stages, each counted by us:
+
+  trace     misses of the lazy graph cache (keyed by structure and guards;
+            static mode: and the shapes), each traced to an FX module;
+  lowering  torch.export of that module + the StableHLO lowering, per trace;
+  xla       XLA compiles of a refined module, one per concrete argument shape.
+
+static compiles every stage per shape (torch_xla LazyTensor's behaviour);
+unbounded traces and lowers once, XLA per shape; bounded likewise for now:
+our XLA executor compiles per shape. A compile-once bounded executor slots in
+at ``backends.lazy.stablehlo.executor``. Ops the path cannot express
+(``nonzero`` and other data-dependent sizes, random ops, autograd, an aten op
+the lowering lacks) are ``unsupported`` rows naming the op.
+"""
+
+from __future__ import annotations
+
+from .base import Counter
+from .lazy_backend import Lazy
+from .stablehlo_backends import XLA
+
+TRACE, LOWERING = "trace", "lowering"
+
+
+class LazyStablehlo(Lazy):
+    name = "lazy_stablehlo"
+    requires = ("torch", "jax", "jaxlib")
+    counters = {
+        TRACE: Counter("ours", "misses of the lazy graph cache (keyed by graph structure, guards, and in static "
+                               "mode the concrete shapes), each traced to an FX module"),
+        LOWERING: Counter("ours", "torch.export of the lazy graph's FX module (one Dim per size variable) + our "
+                                  "StableHLO lowering (`?` dims, bounds in bounded mode)"),
+        "xla": XLA,
+    }
+    mode_notes = {"bounded": "XLA compiles per shape (our executor refines bounded modules per shape)"}
+
+    def startup(self):
+        from backends.stablehlo.executors import load_runtime
+
+        super().startup()
+        load_runtime()
+
+    def context(self, case, mode):
+        from backends import lazy
+        from backends.lazy.stablehlo import StablehloCompiler
+
+        compiler = self.compiler = StablehloCompiler(
+            mode, case.name, on_lowering=lambda s, why: self.count(LOWERING, 1, s, why),
+            on_xla=lambda s, why: self.count("xla", 1, s, why))
+
+        def on_trace(seconds, reason):  # the context's compile time includes the lowering's
+            self.count(TRACE, 1, max(seconds - compiler.lowering_s, 0.0), reason)
+
+        return lazy.LazyContext(mode, on_compile=on_trace, compiler=compiler)

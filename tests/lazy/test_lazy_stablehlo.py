@@ -1,0 +1,105 @@
+"""lazy_stablehlo: the lazy trace lowered to StableHLO with its sizes symbolic,
+run by our XLA executor, every stage counted; the ops it refuses."""
+
+import re
+
+import numpy as np
+import pytest
+import torch
+
+import backends.lazy as L
+import cases
+from backends.base import Unsupported
+from backends.lazy.stablehlo import StablehloCompiler
+from backends.lazy_stablehlo import LazyStablehlo
+
+
+def _defs(text: str) -> dict:
+    """SSA name -> (op, operand names) of a pretty-printed StableHLO function."""
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"\s*(%\w+) = (?:stablehlo\.)?([\w.]+)(.*)", line)
+        if m:
+            out[m.group(1)] = (m.group(2), re.findall(r"%\w+", m.group(3).split(":")[0]))
+    return out
+
+
+def _reaches(defs, name, op, seen=None) -> bool:
+    """Whether ``name`` is computed from a value made by ``op``."""
+    seen = set() if seen is None else seen
+    if name in seen or name not in defs:
+        return False
+    seen.add(name)
+    this, operands = defs[name]
+    return this == op or any(_reaches(defs, o, op, seen) for o in operands)
+
+
+def test_size_arithmetic_is_the_same_expression_at_both_ends():
+    """expand_over_batch: the lazy IR's mul(%size, 2) is get_dimension_size -> multiply -> broadcast."""
+    compiler = StablehloCompiler("unbounded", "expand_over_batch")
+    f = L.jit(cases.get("expand_over_batch").torch_fn(), dims=[{0: "b"}, {}], ctx=L.LazyContext(compiler=compiler))
+    emb = torch.randn(1, 1, 4)
+    for b in (2, 3, 5):
+        out = f(torch.zeros(b, 3, 2, 2), emb)
+        assert torch.equal(out, emb.expand(2 * b, -1, -1))
+    ir = f.ctx.last.ir
+    assert "%2 = sym_size(%0, 0) : int" in ir and "%3 = mul(%2, 2) : int  # 2*s0_0" in ir
+    assert "expand(%1, [%3, -1, -1]) : f32[2*s0_0, 1, 4]" in ir
+    (text,) = compiler.modules  # one module for every b
+    assert "@main(%arg0: tensor<?x3x2x2xf32>, %arg1: tensor<1x1x4xf32>) -> tensor<?x1x4xf32>" in text
+    defs = _defs(text)
+    (mul,) = [n for n, (op, _) in defs.items() if op == "multiply"]
+    assert defs[defs[mul][1][0]][0] == "get_dimension_size" and "%arg0" in defs[defs[mul][1][0]][1]
+    (bcast,) = [n for n, (op, _) in defs.items() if op == "dynamic_broadcast_in_dim"]
+    shape_operand = defs[bcast][1][1]
+    assert _reaches(defs, shape_operand, "multiply") and _reaches(defs, shape_operand, "get_dimension_size")
+    assert f.ctx.compiles() == 1
+
+
+def _job(backend, case, mode, sizes):
+    backend.startup()
+    backend.reset_counters()
+    program = backend.prepare(case, mode)
+    steps = []
+    for i, s in enumerate(sizes):
+        arrays = case.make_inputs(s, seed=i)
+        out = program(*backend.convert(arrays))
+        np.testing.assert_allclose(backend.to_numpy(out), case.expected(arrays), rtol=1e-5, atol=1e-6)
+        steps.append((dict(backend.compile_stats()), backend.compile_reasons()))
+    return steps
+
+
+def test_bounded_traces_and_lowers_once_xla_compiles_per_shape():
+    backend = LazyStablehlo()
+    steps = _job(backend, cases.get("gnn_edge_divide"), "bounded", [{"e": e} for e in (20, 21, 20)])
+    assert [s for s, _ in steps] == [{"trace": 1, "lowering": 1, "xla": 1}, {"trace": 1, "lowering": 1, "xla": 2},
+                                     {"trace": 1, "lowering": 1, "xla": 2}]
+    first = steps[0][1]
+    assert first[0] == "lowering: torch.export + StableHLO lowering of lazy graph #0 at input shapes (20, 8), (20,)"
+    assert first[1] == "trace: first call: empty graph cache" and first[2].startswith("xla: new argument shapes")
+    assert set(backend.compile_times()) == {"trace", "lowering", "xla"}
+    (text,) = backend.compiler.modules  # bounded: the case's maximum is in the module's types
+    bound = cases.get("gnn_edge_divide").dims[0].max
+    assert f"tensor<?x8xf32, #stablehlo.bounds<{bound}, ?>>" in text
+
+
+@pytest.mark.parametrize("program, op", [
+    (lambda x: torch.nonzero(x), "nonzero"),
+    (lambda x: x + torch.rand_like(x), "rand_like"),
+    (lambda x: x.requires_grad_() * 2, "requires_grad_"),
+    (lambda x: (x * 2).backward(), "backward"),
+])
+def test_what_it_cannot_express_is_unsupported_naming_the_op(program, op):
+    f = L.jit(program, ctx=L.LazyContext(compiler=StablehloCompiler("unbounded")))
+    with pytest.raises(L.Unsupported, match=rf"\b{op}\b"):
+        f(torch.ones(3))
+
+
+def test_the_backend_reports_an_unsupported_op_as_unsupported():
+    case = cases.get("gnn_edge_divide")
+    backend = LazyStablehlo()
+    backend.startup()
+    program = backend.prepare(case, "unbounded")
+    backend._fn.fn = lambda d, c: torch.nonzero(d)
+    with pytest.raises(Unsupported, match="nonzero"):
+        program(*backend.convert(case.make_inputs({"e": 4}, seed=0)))

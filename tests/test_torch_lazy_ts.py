@@ -1,0 +1,78 @@
+"""torch_lazy_ts (``torch._lazy`` on its TorchScript backend): counts, cache
+hits and reasons, driven as the harness worker drives a backend.
+
+torch._lazy reads ``LTC_ENABLE_DYNAMIC_SHAPES`` once per process, so the
+static job runs in this process and the unbounded (symbolic-shape) jobs in a
+fresh one."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import cases
+from backends.base import Counter
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _job(backend, case, mode, sizes):
+    """``(count deltas, cache-hit deltas, reasons)`` per call, every output checked."""
+    backend.startup()
+    backend.reset_counters()
+    program = backend.prepare(case, mode)
+    deltas, hits, reasons = [], [], []
+    before, hits_before = 0, 0
+    for i, s in enumerate(sizes):
+        inputs = case.make_inputs(s, seed=i)
+        out = program(*backend.convert(inputs))
+        backend.sync(out)
+        np.testing.assert_allclose(backend.to_numpy(out), case.expected(inputs), rtol=1e-4, atol=1e-5)
+        n, h = sum(backend.compile_stats().values()), backend.cache_hits()
+        deltas.append(n - before)
+        hits.append(h - hits_before)
+        reasons.append(backend.compile_reasons())
+        before, hits_before = n, h
+    return deltas, hits, reasons
+
+
+def test_static_compiles_per_shape_and_refuses_a_symbolic_job_in_the_same_process():
+    from backends import torch_lazy_ts as T
+
+    b = T.TorchLazyTs()
+    assert b.counters == {"ts": Counter("system", b.counters["ts"].event)}
+    deltas, hits, reasons = _job(b, cases.get("gnn_edge_divide"), "static", [{"e": e} for e in (31, 32, 31)])
+    assert deltas == [1, 1, 0] and hits == [0, 0, 1]
+    assert reasons == [["ts: no cached graph for input shapes ((31, 8), (31,)) (UncachedCompile +1)"],
+                       ["ts: no cached graph for input shapes ((32, 8), (32,)) (UncachedCompile +1)"], []]
+    assert b.transfer_compiles() == 0
+    with pytest.raises(RuntimeError, match="unbounded mode needs a fresh process.*LTC_ENABLE_DYNAMIC_SHAPES"):
+        b.prepare(cases.get("gnn_edge_divide"), "unbounded")
+
+
+_UNBOUNDED = """
+import json, sys
+sys.path.insert(0, {root!r})
+import cases
+from backends.torch_lazy_ts import TorchLazyTs
+from tests.test_torch_lazy_ts import _job
+out = {{}}
+for name, sizes in [("gnn_edge_divide", [{{"e": 41}}, {{"e": 42}}, {{"e": 43}}]),
+                    ("expand_over_batch", [{{"b": 2}}, {{"b": 3}}, {{"b": 2}}])]:
+    deltas, hits, _ = _job(TorchLazyTs(), cases.get(name), "unbounded", sizes)
+    out[name] = [deltas, hits]
+print(json.dumps(out))
+"""
+
+
+def test_symbolic_shape_mode_compiles_the_divide_once_but_expand_per_shape():
+    """The finding pinned in cases/expectations.toml: x.shape[0] * 2 collapses to an int."""
+    proc = subprocess.run([sys.executable, "-c", _UNBOUNDED.format(root=str(ROOT))], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["gnn_edge_divide"] == [[1, 0, 0], [0, 1, 1]]
+    assert got["expand_over_batch"] == [[1, 1, 0], [0, 0, 1]]
