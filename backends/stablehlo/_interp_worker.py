@@ -10,6 +10,12 @@ argument types (a later call with other sizes fails with "invalid input
 argument type"), so :class:`Evaluator` keeps one parsed module per (module,
 concrete argument shapes) and re-runs it for every call of that shape.
 
+jax's ``shape_assertion`` custom calls (runtime assertions of an exported
+program) are not interpreter ops: for a module that has them, each new shape
+first checks them the way the xla executor does (``@main`` specialised to the
+shapes, ``refine_polymorphic_shapes`` evaluates them: a failed one is an error
+with its message), then the interpreter runs the module without them.
+
 Frames, parent -> worker: ``("register", module_id, text)`` (no answer) and
 ``("run", module_id, args)``, answered by ``("ok", outputs, info)`` or
 ``("error", message)``; the worker says ``("ready", None)`` once it has
@@ -37,11 +43,10 @@ def _to_attr(ir, a):
     import numpy as np
 
     a = np.ascontiguousarray(a)
-    if a.dtype == np.bool_:
-        # DenseElementsAttr.get wants i1 data bit-packed; go through the type
-        t = ir.RankedTensorType.get(list(a.shape), ir.IntegerType.get_signless(1))
-        return ir.DenseElementsAttr.get(np.packbits(a.reshape(-1), bitorder="little"), type=t)
-    return ir.DenseElementsAttr.get(a)
+    if a.dtype.kind == "u":  # numpy's unsigned ints would become signless iN
+        t = ir.RankedTensorType.get(list(a.shape), ir.IntegerType.get_unsigned(a.dtype.itemsize * 8))
+        return ir.DenseElementsAttr.get(a, type=t)
+    return ir.DenseElementsAttr.get(a)  # bool -> i1 (one byte per element)
 
 
 def _from_attr(attr):
@@ -62,6 +67,57 @@ def _from_attr(attr):
     if arr.shape != shape:
         arr = arr.reshape(shape)
     return arr
+
+
+def _main(module, ir):
+    for op in module.body.operations:
+        if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == "main":
+            return op
+    raise ValueError("module has no @main")
+
+
+def _assertions(op, found):
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                if inner.operation.name == "stablehlo.custom_call" and \
+                        str(inner.attributes["call_target_name"]) == '"shape_assertion"':
+                    found.append(inner)
+                else:
+                    _assertions(inner.operation, found)
+    return found
+
+
+def check_assertions(text: str, shapes) -> None:
+    """Evaluate the ``shape_assertion`` calls of ``text`` for concrete argument
+    ``shapes``: ``@main`` specialised (static argument types, a ``convert`` back
+    to the old type, as jax does) and refined; a failed assertion raises its message."""
+    import io
+
+    import jax.extend.mlir as jm
+    from jaxlib.mlir import ir
+    from jaxlib.mlir.dialects import stablehlo
+
+    module = ir.Module.parse(text)
+    main = _main(module, ir)
+    ft = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+    new = [ir.RankedTensorType.get(list(s), ir.RankedTensorType(t).element_type) for s, t in zip(shapes, ft.inputs)]
+    main.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(new, ft.results))
+    block = main.regions[0].blocks[0]
+    for i, t in enumerate(new):
+        arg, old = block.arguments[i], block.arguments[i].type
+        arg.set_type(t)
+        if str(old) != str(t):
+            conv = stablehlo.convert(old, arg, ip=ir.InsertionPoint.at_block_begin(block))
+            arg.replace_all_uses_except(conv, conv.owner.operation)
+    buf = io.BytesIO()
+    module.operation.write_bytecode(file=buf)
+    try:
+        jm.refine_polymorphic_shapes(buf.getvalue(), enable_shape_assertions=True, validate_static_shapes=False)
+    except Exception as e:
+        msg = str(e)
+        i = msg.find("error: ")
+        raise AssertionError(msg[i + len("error: "):].split("\n")[0] if i >= 0 else msg) from None
 
 
 class Evaluator:
@@ -93,6 +149,11 @@ class Evaluator:
             if module is None:
                 t0 = time.perf_counter()
                 module = ir.Module.parse(self.texts[module_id])
+                asserts = _assertions(module.operation, [])
+                if asserts:
+                    check_assertions(self.texts[module_id], key[1])
+                    for op in asserts:
+                        op.operation.erase()
                 info.update(parsed=True, parse_s=time.perf_counter() - t0)
             attrs = [_to_attr(ir, a) for a in args]
             t0 = time.perf_counter()

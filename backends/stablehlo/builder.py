@@ -42,7 +42,7 @@ class Value:
     name: str  # SSA name, e.g. "%v12"
     sym_shape: Tuple  # ints and (non-constant) sizes.Expr
     dtype: str  # mlir element type
-    is_sym: bool = False  # the value of a SymInt node (a Python int for type promotion)
+    is_sym: bool = False  # a SymInt/SymFloat/SymBool or scalar input (a Python number for type promotion)
 
     @property
     def rank(self) -> int:

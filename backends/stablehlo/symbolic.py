@@ -7,7 +7,8 @@ a non-constant :class:`backends.sizes.Expr` over the placeholders' symbols
 size as a ``tensor<i32>`` SSA value with :func:`backends.sizes.evaluate` and
 :class:`backends.sizes.StableHLOOps`:
 
-* a symbol is ``get_dimension_size`` of the first input dim it names; a
+* a symbol is ``get_dimension_size`` of the first input dim it names (or a
+  SymInt user input, converted); a
   derived input dim ``a*s + c`` is solved for ``s`` (``subtract``, then an
   exact ``divide``) when ``s`` has no dim of its own;
 * ``//`` and ``%`` get the ``select`` fix-ups of floor/Python semantics;
@@ -105,6 +106,13 @@ class SymbolicEmitter:
                 lin = _linear(d, name)
                 if name not in self.env and lin is not None:
                     self.env[name] = (value, i) + lin
+
+    def register_scalar(self, symint, value) -> None:
+        """A SymInt user input: its symbol's value is the (0-d) argument ``value``."""
+        a = as_dim(symint)
+        atom = a.single_atom() if isinstance(a, sizes.Expr) else None
+        if atom is not None and atom.kind == "var" and atom.name not in self.env:
+            self.env[atom.name] = self.ctx.op("stablehlo.convert", [value], ((), SHAPE_DTYPE))
 
     def emit(self, d):
         """Materialise a size (int, sympy, SymInt or Expr) as a ``tensor<i32>`` value."""

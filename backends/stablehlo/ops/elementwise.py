@@ -25,8 +25,8 @@ def promote(a, b) -> str:
     """torch type promotion of two operands (lowered Values or Python scalars)."""
     def dummy(x):
         if isinstance(x, Value):
-            if x.is_sym:
-                return 1
+            if x.is_sym:  # a Python number
+                return True if x.dtype == "i1" else 1.0 if T.is_float(x.dtype) else 1
             return torch.empty((1,) * x.rank if x.rank else (), dtype=_torch_dtype(x.dtype))
         return x
     return T.mlir_dtype(torch.result_type(dummy(a), dummy(b)))
