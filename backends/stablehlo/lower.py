@@ -52,6 +52,7 @@ def lower(ep: "torch.export.ExportedProgram", *, bounded: bool = True, decompose
     if decompose:
         ep = ep.run_decompositions()
     ctx = LoweringContext(ep, bounded=bounded)
+    ctx.lower_subgraph = lambda gm, values: _subgraph(ctx, gm, values)
     env: Dict[str, object] = {}
     args = _arguments(ctx, ep, env, params)
     outputs = lower_graph(ctx, ep.graph_module, env, lambda node, vals: _outputs(ctx, ep, node, vals))
@@ -83,6 +84,14 @@ def lower_graph(ctx: LoweringContext, gm, env: Dict[str, object], outputs=None) 
         else:
             raise LoweringError(f"unsupported fx node kind {node.op} ({node.name})", op=node.op, node=node.name)
     raise LoweringError("graph has no output node")
+
+
+def _subgraph(ctx: LoweringContext, gm, values) -> List[Value]:
+    """A higher-order op's subgraph on ``values`` (its placeholders in order), at the insertion point."""
+    names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(names) != len(values):
+        raise LoweringError(f"subgraph takes {len(names)} inputs, got {len(values)}")
+    return lower_graph(ctx, gm, dict(zip(names, values)))
 
 
 def _call(ctx: LoweringContext, node, env):

@@ -110,12 +110,44 @@ def _gather(ctx, node, x, dim, index, sparse_grad=False):
 @lowers(aten.index_put.default, aten.index_put_.default, aten._unsafe_index_put.default)
 def _index_put(ctx, node, x, indices, values, accumulate=False):
     tensors = [(k, t) for k, t in enumerate(indices) if t is not None]
-    if len(tensors) != 1 or any(t is not None for t in indices[:tensors[0][0]]):
-        raise NotImplementedError("index_put with more than one index tensor")
-    k, idx = tensors[0]
-    if idx.rank != 1 or idx.dtype == "i1":
-        raise NotImplementedError("index_put needs one 1-D integer index tensor")
-    return scatter_along(ctx, ctx.convert(x, ctx.out_dtype(node)), k, idx, values, bool(accumulate))
+    if not tensors:
+        return ctx.tensor(values, ctx.out_dtype(node), x.sym_shape)
+    ks = [k for k, _ in tensors]
+    if ks != list(range(ks[0], ks[0] + len(ks))):
+        raise NotImplementedError("index_put with index tensors separated by a slice (non-adjacent advanced indices)")
+    if any(t.dtype == "i1" for _, t in tensors):
+        raise NotImplementedError("index_put with a boolean mask has a data-dependent number of updates")
+    x = ctx.convert(x, ctx.out_dtype(node))
+    if len(tensors) == 1 and tensors[0][1].rank == 1:
+        return scatter_along(ctx, x, ks[0], tensors[0][1], values, bool(accumulate))
+    return _scatter_points(ctx, x, ks[0], [t for _, t in tensors], values, bool(accumulate))
+
+
+def _scatter_points(ctx, x, p, idxs, values, accumulate):
+    """x[:p, i0, i1, ..., rest] (+)= values for index tensors broadcast to a common shape S
+    (torch's adjacent advanced indexing: values broadcast to x.shape[:p] + S + rest)."""
+    k = len(idxs)
+    S = _broadcast_shape([t.sym_shape for t in idxs])
+    q = len(S)
+    pieces = [ctx.reshape(ctx.broadcast_to(ctx.convert(t, "i64"), S), S + (1,)) for t in idxs]
+    coords = pieces[0] if k == 1 else ctx.op("stablehlo.concatenate", pieces, (S + (k,), "i64"),
+                                               attrs={"dimension": f"{q} : i64"})
+    upd_shape = tuple(x.sym_shape[:p]) + S + tuple(x.sym_shape[p + k:])
+    updates = ctx.tensor(values, x.dtype, upd_shape)
+    window = list(range(p)) + list(range(p + q, len(upd_shape)))
+    dn = (f"#stablehlo.scatter<update_window_dims = {_ints(window)}, inserted_window_dims = {_ints(range(p, p + k))}, "
+          f"scatter_dims_to_operand_dims = {_ints(range(p, p + k))}, index_vector_dim = {q}>")
+    return _scatter(ctx, x, coords, updates, dn, accumulate)
+
+
+def _broadcast_shape(shapes):
+    r = max(len(s) for s in shapes)
+    out = []
+    for i in range(r):
+        dims = [s[i - r + len(s)] for s in shapes if i - r + len(s) >= 0]
+        dims = [d for d in dims if not (isinstance(d, int) and d == 1)] or [1]
+        out.append(dims[0])
+    return tuple(out)
 
 
 @lowers(aten.index_add.default)

@@ -3,8 +3,7 @@
 Means and variances over a dynamic dim divide by the element count computed
 from ``get_dimension_size`` (converted to the float type).  ``cumsum`` along a
 static dim is a ``reduce_window``; along a dynamic dim (the window would be
-dynamic) it is a product with a lower-triangular 0/1 matrix built from
-``dynamic_iota`` + ``compare`` (O(n^2), exact for integer dtypes).
+dynamic) it is a Hillis-Steele scan in a ``while`` loop (ceil(log2 n) steps of O(n)).
 """
 from __future__ import annotations
 
@@ -135,17 +134,31 @@ def _cumsum(ctx, node, x, dim, dtype=None):
             "window_dimensions": "array<i64: " + ", ".join(win) + ">",
             "padding": f"dense<[{pad}]> : tensor<{x.rank}x2xi64>"},
             regions=[ctx.scalar_region(out_dt, "stablehlo.add")])
-    # dynamic axis: y[..., j] = sum_i x[..., i] * (i <= j)
-    perm = [i for i in range(x.rank) if i != dim] + [dim]
-    xt = ctx.transpose(x, perm)
-    mdt = out_dt if out_dt != "i1" else "i64"
-    tri_shape = (n, n)
-    i = ctx.iota(tri_shape, 0, T.SHAPE_DTYPE)
-    j = ctx.iota(tri_shape, 1, T.SHAPE_DTYPE)
-    mask = ctx.convert(ctx.compare(i, j, "LE"), mdt)
-    batch = xt.sym_shape[:-1]
-    y = ctx.op("stablehlo.dot_general", [xt, mask], (batch + (n,), mdt), attrs={
-        "dot_dimension_numbers": f"#stablehlo.dot<lhs_contracting_dimensions = [{x.rank - 1}], "
-                                 f"rhs_contracting_dimensions = [0]>"})
-    inv = [perm.index(k) for k in range(x.rank)]
-    return ctx.transpose(y, inv)
+    return scan_add(ctx, x, dim)
+
+
+def scan_add(ctx, x, dim):
+    """Inclusive prefix sum along a dynamic ``dim`` in ceil(log2 n) steps of
+    O(n) (Hillis-Steele): ``y += shift(y, s)`` for s = 1, 2, 4, ... < n, the
+    shift a gather at ``max(i - s, 0)`` masked by ``i >= s``, in a ``while``."""
+    from .index import gather_along
+
+    n = x.sym_shape[dim]
+    i32 = T.SHAPE_DTYPE
+    pos = ctx.iota((n,), 0, i32)
+    mask_pos = ctx.iota(x.sym_shape, dim, i32)
+    zero = ctx.constant(0, x.dtype, x.sym_shape)
+    size = ctx.dim(n)
+
+    def cond(c, s, y):
+        return c.compare(s, size, "LT")
+
+    def body(c, s, y):
+        idx = c.binary("stablehlo.maximum", c.binary("stablehlo.subtract", pos, c.broadcast_to(s, (n,))),
+                       c.constant(0, i32, (n,)))
+        moved = gather_along(c, y, dim, idx, x.sym_shape)
+        keep = c.compare(mask_pos, c.broadcast_to(s, x.sym_shape), "GE")
+        y = c.binary("stablehlo.add", y, c.select(keep, moved, zero))
+        return [c.binary("stablehlo.multiply", s, c.constant(2, i32)), y]
+
+    return ctx.while_loop([ctx.constant(1, i32), x], cond, body)[1]
