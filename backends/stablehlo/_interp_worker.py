@@ -14,7 +14,8 @@ jax's ``shape_assertion`` custom calls (runtime assertions of an exported
 program) are not interpreter ops: for a module that has them, each new shape
 first checks them the way the xla executor does (``@main`` specialised to the
 shapes, ``refine_polymorphic_shapes`` evaluates them: a failed one is an error
-with its message), then the interpreter runs the module without them.
+with its message), then the interpreter runs the module without them. Each ``scatter`` gets a
+copy of its operand (the interpreter updates the operand in place).
 
 Frames, parent -> worker: ``("register", module_id, text)`` (no answer) and
 ``("run", module_id, args)``, answered by ``("ok", outputs, info)`` or
@@ -42,11 +43,13 @@ def _context():
 def _to_attr(ir, a):
     import numpy as np
 
-    a = np.ascontiguousarray(a)
+    shape = list(np.shape(a))
+    a = np.ascontiguousarray(a)  # (0-d arrays become 1-d here: the type below keeps the shape)
     if a.dtype.kind == "u":  # numpy's unsigned ints would become signless iN
-        t = ir.RankedTensorType.get(list(a.shape), ir.IntegerType.get_unsigned(a.dtype.itemsize * 8))
-        return ir.DenseElementsAttr.get(a, type=t)
-    return ir.DenseElementsAttr.get(a)  # bool -> i1 (one byte per element)
+        elt = ir.IntegerType.get_unsigned(a.dtype.itemsize * 8)
+    else:  # bool -> i1 (one byte per element)
+        elt = ir.DenseElementsAttr.get(a.reshape(-1)[:1] if a.size else np.zeros(1, a.dtype)).type.element_type
+    return ir.DenseElementsAttr.get(a, type=ir.RankedTensorType.get(shape, elt))
 
 
 def _from_attr(attr):
@@ -86,6 +89,30 @@ def _assertions(op, found):
                 else:
                     _assertions(inner.operation, found)
     return found
+
+
+def _scatters(op, found):
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                if inner.operation.name == "stablehlo.scatter":
+                    found.append(inner)
+                _scatters(inner.operation, found)
+    return found
+
+
+def copy_scatter_operands(module) -> None:
+    """The interpreter's ``scatter`` writes into its operand's buffer (two
+    scatters into one tensor see each other's updates): give each scatter a
+    fresh copy of its operand (a same-type ``convert``)."""
+    from jaxlib.mlir import ir
+    from jaxlib.mlir.dialects import stablehlo
+
+    for op in _scatters(module.operation, []):
+        n = (len(op.operation.operands) - 1) // 2  # (operands..., indices, updates...)
+        for i in range(n):
+            v = op.operation.operands[i]
+            op.operation.operands[i] = stablehlo.convert(v.type, v, ip=ir.InsertionPoint(op.operation))
 
 
 def check_assertions(text: str, shapes) -> None:
@@ -149,6 +176,7 @@ class Evaluator:
             if module is None:
                 t0 = time.perf_counter()
                 module = ir.Module.parse(self.texts[module_id])
+                copy_scatter_operands(module)
                 asserts = _assertions(module.operation, [])
                 if asserts:
                     check_assertions(self.texts[module_id], key[1])

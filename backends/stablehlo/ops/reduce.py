@@ -11,6 +11,7 @@ import torch
 
 from .. import types as T
 from ..registry import lowers
+from ..symbolic import as_dim
 
 aten = torch.ops.aten
 
@@ -139,26 +140,27 @@ def _cumsum(ctx, node, x, dim, dtype=None):
 
 def scan_add(ctx, x, dim):
     """Inclusive prefix sum along a dynamic ``dim`` in ceil(log2 n) steps of
-    O(n) (Hillis-Steele): ``y += shift(y, s)`` for s = 1, 2, 4, ... < n, the
-    shift a gather at ``max(i - s, 0)`` masked by ``i >= s``, in a ``while``."""
+    O(n) (Hillis-Steele): ``y += shift(y, s)`` for s = 1, 2, 4, ... < n, in a
+    ``while``. The shift gathers row ``max(i - s + 1, 0)`` of ``y`` with a zero
+    row prepended (so the gather's operand is never empty, even for n = 0)."""
     from .index import gather_along
 
     n = x.sym_shape[dim]
     i32 = T.SHAPE_DTYPE
     pos = ctx.iota((n,), 0, i32)
-    mask_pos = ctx.iota(x.sym_shape, dim, i32)
-    zero = ctx.constant(0, x.dtype, x.sym_shape)
+    zero_row = ctx.constant(0, x.dtype, tuple(1 if i == dim else d for i, d in enumerate(x.sym_shape)))
+    padded = tuple(as_dim(d + 1) if i == dim else d for i, d in enumerate(x.sym_shape))
     size = ctx.dim(n)
 
     def cond(c, s, y):
         return c.compare(s, size, "LT")
 
     def body(c, s, y):
-        idx = c.binary("stablehlo.maximum", c.binary("stablehlo.subtract", pos, c.broadcast_to(s, (n,))),
+        ypad = c.op("stablehlo.concatenate", [zero_row, y], (padded, x.dtype), attrs={"dimension": f"{dim} : i64"})
+        start = c.binary("stablehlo.subtract", c.constant(1, i32), s)
+        idx = c.binary("stablehlo.maximum", c.binary("stablehlo.add", pos, c.broadcast_to(start, (n,))),
                        c.constant(0, i32, (n,)))
-        moved = gather_along(c, y, dim, idx, x.sym_shape)
-        keep = c.compare(mask_pos, c.broadcast_to(s, x.sym_shape), "GE")
-        y = c.binary("stablehlo.add", y, c.select(keep, moved, zero))
+        y = c.binary("stablehlo.add", y, gather_along(c, ypad, dim, idx, x.sym_shape))
         return [c.binary("stablehlo.multiply", s, c.constant(2, i32)), y]
 
     return ctx.while_loop([ctx.constant(1, i32), x], cond, body)[1]
