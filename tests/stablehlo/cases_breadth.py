@@ -98,8 +98,8 @@ def _cond_data(s, x):
     return torch.cond(x.sum() > 0, lambda x: x * 2.0, lambda x: x.abs() + 1.0, (x,))
 
 
-def _map(s, xs, y):
-    return hmap(lambda x, y: x * 2 + y.sum() + x.max(), xs, y)
+def _map(s, xs, y, z):
+    return hmap(lambda x, y: x * 2 + y.sum() + x.max(), xs, y), hmap(lambda r: r.cumsum(0) * 2, z)
 
 
 def _scan(s, x):
@@ -181,8 +181,9 @@ def build() -> List[Program]:
                 expect=["stablehlo.if", "tensor<?x3xf32, #stablehlo.bounds<64, ?>>"], sizes=(1, 4, 5, 64)))
     add(Program("cond_data", Fn(_cond_data), lambda n, g: [r(g, n, 3) + (1.0 if n % 2 else -1.0)], ({0: n1},),
                 expect=["stablehlo.if", "tensor<?x3xf32>"], sizes=(1, 2, 5, 40)))
-    add(Program("map", Fn(_map), lambda n, g: [r(g, n, 3), r(g, 3)], ({0: n0}, None),
-                expect=["stablehlo.while", "stablehlo.dynamic_slice", "tensor<?x3xf32>"], sizes=(1, 2, 3, 40),
+    add(Program("map", Fn(_map), lambda n, g: [r(g, n, 3), r(g, 3), r(g, 3, n + 1)],
+                ({0: n0}, None, {1: Dim("m", min=1)}),
+                expect=["stablehlo.while", "stablehlo.dynamic_slice", "tensor<?x3xf32>", "tensor<3x?xf32>"], sizes=(1, 2, 3, 40),
                 oblivious=True))
     add(Program("scan", Fn(_scan), lambda n, g: [r(g, n, 3)], ({0: n0},),
                 expect=["stablehlo.while", "stablehlo.dynamic_update_slice", "tensor<?x3xf32>"],

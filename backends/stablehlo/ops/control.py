@@ -3,7 +3,7 @@ predicate picks its branch at lowering time), ``map`` and ``scan`` ->
 ``stablehlo.while`` over the leading dim (trip count: that dim's size, so a
 `?` dim works), each iteration slicing row ``i`` of the inputs
 (``dynamic_slice``) and writing row ``i`` of the stacked outputs
-(``dynamic_update_slice``). Subgraphs are lowered by the driver's
+(``dynamic_update_slice``); a row with `?` dims is a gather. Subgraphs are lowered by the driver's
 ``ctx.lower_subgraph(graph_module, input values)`` inside the regions.
 """
 from __future__ import annotations
@@ -13,6 +13,7 @@ import torch
 from ..builder import Value
 from ..registry import lowers
 from ..types import SHAPE_DTYPE
+from .index import gather_along
 
 hop = torch.ops.higher_order
 
@@ -38,10 +39,11 @@ def _cond(ctx, node, pred, true_gm, false_gm, operands, *rest):
 
 
 def _row(ctx, x, i):
-    """``x[i]`` for a loop index ``i`` (i32 scalar); the row's shape must be static."""
+    """``x[i]`` for a loop index ``i`` (i32 scalar): ``dynamic_slice`` when the
+    row is static, else a gather (its slice sizes from the dims, not from ``i``)."""
     rest = x.sym_shape[1:]
     if any(not isinstance(d, int) for d in rest):
-        raise NotImplementedError(f"map/scan over a tensor whose per-step slice has a dynamic shape {x.sym_shape}")
+        return gather_along(ctx, x, 0, i, rest)
     zero = ctx.constant(0, SHAPE_DTYPE)
     row = ctx.op("stablehlo.dynamic_slice", [x, i] + [zero] * len(rest), ((1,) + rest, x.dtype),
                  attrs={"slice_sizes": "array<i64: " + ", ".join(str(d) for d in (1,) + rest) + ">"})
