@@ -90,6 +90,14 @@ def _pad_sequence(s, a, b):
     return torch.nn.utils.rnn.pad_sequence([a, b], batch_first=True, padding_value=-1.0)
 
 
+def _advanced(s, x, i, j):
+    y = x.clone()
+    y[i, :, j] = 5.0  # index tensors around a slice: the indexed dims go first
+    z = x.clone()
+    z[:, 1, j] += 1.0  # a leading slice, then adjacent index dims
+    return x[i, :, j], x[i, 1], x[:, 2, j], x[i, j % 3], y, z
+
+
 def _cond_size(s, x, y):
     return torch.cond(x.shape[0] > 4, lambda x, y: x.sin() + y, lambda x, y: x.cos() * 2 - y, (x, y))
 
@@ -150,6 +158,12 @@ def build() -> List[Program]:
                               g.integers(0, 4, (2 * n,)).astype(np.int64), r(g, 2 * n)],
                 ({0: Dim("N", min=1)}, {0: Dim("E", min=0)}, {0: Dim("E", min=0)}, {0: Dim("E", min=0)}),
                 expect=["stablehlo.scatter", "tensor<?x4xf32>"], sizes=(0, 1, 3, 40), export_n=3, oblivious=True))
+    add(Program("advanced_indexing", Fn(_advanced),
+                lambda n, g: [r(g, n + 2, 3, 4), g.integers(0, n + 2, (2 * n,)).astype(np.int64),
+                              g.integers(0, 4, (2 * n,)).astype(np.int64)],
+                ({0: Dim("N", min=2)}, {0: Dim("E", min=0)}, {0: Dim("E", min=0)}),
+                expect=["stablehlo.gather", "stablehlo.scatter", "tensor<?x3xf32>"], sizes=(0, 1, 3, 40), export_n=3,
+                oblivious=True))
     add(Program("group_norm_dynamic_c", Fn(lambda s, x: F.group_norm(x, 2, eps=1e-5)),
                 lambda n, g: [r(g, 3, 2 * n, 5)], ({1: 2 * Dim("c", min=1)},),
                 expect=["tensor<3x?x5xf32>"], sizes=(1, 2, 5, 40)))

@@ -1,4 +1,4 @@
-"""Indexing: embedding, index_select, index (single tensor index), gather,
+"""Indexing: embedding, index_select, index (advanced: one or several index tensors), gather,
 index_put / index_add / scatter_add (GNN message passing).
 
 Gathers whose slice sizes involve a dynamic dim use ``dynamic_gather`` (slice
@@ -88,12 +88,39 @@ def _index_select(ctx, node, x, dim, index):
 @lowers(aten.index.Tensor)
 def _index(ctx, node, x, indices):
     tensors = [(k, t) for k, t in enumerate(indices) if t is not None]
-    if len(tensors) != 1 or any(t is not None for t in indices[:tensors[0][0]]):
-        raise NotImplementedError("aten.index with more than one index tensor (advanced indexing)")
-    k, idx = tensors[0]
-    if idx.dtype == "i1":
+    if any(t.dtype == "i1" for _, t in tensors):
         raise NotImplementedError("boolean-mask indexing has a data-dependent shape")
-    return gather_along(ctx, x, k, idx, ctx.out_shape(node))
+    if len(tensors) == 1 and all(t is None for t in indices[:tensors[0][0]]):
+        k, idx = tensors[0]
+        return gather_along(ctx, x, k, idx, ctx.out_shape(node))
+    ks, idxs = [k for k, _ in tensors], [t for _, t in tensors]
+    coords, S, p = _coordinates(ctx, ks, idxs)
+    q, r = len(S), x.rank
+    rest = [d for d in range(r) if d not in ks]
+    offset = list(range(p)) + list(range(p + q, q + len(rest)))
+    dn = (f"#stablehlo.gather<offset_dims = {_ints(offset)}, collapsed_slice_dims = {_ints(sorted(ks))}, "
+          f"start_index_map = {_ints(ks)}, index_vector_dim = {q}>")
+    slice_sizes = [1 if d in ks else x.sym_shape[d] for d in range(r)]
+    out = ctx.out_shape(node)
+    if all(isinstance(d, int) for d in slice_sizes):
+        return ctx.op("stablehlo.gather", [x, coords], (out, x.dtype), attrs={
+            "dimension_numbers": dn, "slice_sizes": "array<i64: " + ", ".join(map(str, slice_sizes)) + ">",
+            "indices_are_sorted": "false"})
+    return ctx.op("stablehlo.dynamic_gather", [x, coords, ctx.shape_tensor(slice_sizes)], (out, x.dtype),
+                  attrs={"dimension_numbers": dn, "indices_are_sorted": "false"})
+
+
+def _coordinates(ctx, ks, idxs):
+    """Index tensors at dims ``ks`` broadcast to their common shape S, stacked
+    into (S..., len(ks)) int64 coordinates; ``p`` is where torch puts S in the
+    result: at ``ks[0]`` when the index dims are adjacent, else first."""
+    S = _broadcast_shape([t.sym_shape for t in idxs])
+    q = len(S)
+    pieces = [ctx.reshape(ctx.broadcast_to(ctx.convert(t, "i64"), S), S + (1,)) for t in idxs]
+    coords = pieces[0] if len(pieces) == 1 else ctx.op("stablehlo.concatenate", pieces, (S + (len(idxs),), "i64"),
+                                                       attrs={"dimension": f"{q} : i64"})
+    adjacent = ks == list(range(ks[0], ks[0] + len(ks)))
+    return coords, S, ks[0] if adjacent else 0
 
 
 @lowers(aten.gather.default)
@@ -112,31 +139,26 @@ def _index_put(ctx, node, x, indices, values, accumulate=False):
     tensors = [(k, t) for k, t in enumerate(indices) if t is not None]
     if not tensors:
         return ctx.tensor(values, ctx.out_dtype(node), x.sym_shape)
-    ks = [k for k, _ in tensors]
-    if ks != list(range(ks[0], ks[0] + len(ks))):
-        raise NotImplementedError("index_put with index tensors separated by a slice (non-adjacent advanced indices)")
     if any(t.dtype == "i1" for _, t in tensors):
         raise NotImplementedError("index_put with a boolean mask has a data-dependent number of updates")
     x = ctx.convert(x, ctx.out_dtype(node))
     if len(tensors) == 1 and tensors[0][1].rank == 1:
-        return scatter_along(ctx, x, ks[0], tensors[0][1], values, bool(accumulate))
-    return _scatter_points(ctx, x, ks[0], [t for _, t in tensors], values, bool(accumulate))
+        return scatter_along(ctx, x, tensors[0][0], tensors[0][1], values, bool(accumulate))
+    return _scatter_points(ctx, x, [k for k, _ in tensors], [t for _, t in tensors], values, bool(accumulate))
 
 
-def _scatter_points(ctx, x, p, idxs, values, accumulate):
-    """x[:p, i0, i1, ..., rest] (+)= values for index tensors broadcast to a common shape S
-    (torch's adjacent advanced indexing: values broadcast to x.shape[:p] + S + rest)."""
-    k = len(idxs)
-    S = _broadcast_shape([t.sym_shape for t in idxs])
+def _scatter_points(ctx, x, ks, idxs, values, accumulate):
+    """x[..., i0, ..., i1, ...] (+)= values for index tensors at dims ``ks``
+    (torch's advanced indexing: values broadcast to the indexed result's shape)."""
+    coords, S, p = _coordinates(ctx, ks, idxs)
     q = len(S)
-    pieces = [ctx.reshape(ctx.broadcast_to(ctx.convert(t, "i64"), S), S + (1,)) for t in idxs]
-    coords = pieces[0] if k == 1 else ctx.op("stablehlo.concatenate", pieces, (S + (k,), "i64"),
-                                               attrs={"dimension": f"{q} : i64"})
-    upd_shape = tuple(x.sym_shape[:p]) + S + tuple(x.sym_shape[p + k:])
+    rest = [d for d in range(x.rank) if d not in ks]
+    rest_shape = tuple(x.sym_shape[d] for d in rest)
+    upd_shape = rest_shape[:p] + S + rest_shape[p:]
     updates = ctx.tensor(values, x.dtype, upd_shape)
     window = list(range(p)) + list(range(p + q, len(upd_shape)))
-    dn = (f"#stablehlo.scatter<update_window_dims = {_ints(window)}, inserted_window_dims = {_ints(range(p, p + k))}, "
-          f"scatter_dims_to_operand_dims = {_ints(range(p, p + k))}, index_vector_dim = {q}>")
+    dn = (f"#stablehlo.scatter<update_window_dims = {_ints(window)}, inserted_window_dims = {_ints(sorted(ks))}, "
+          f"scatter_dims_to_operand_dims = {_ints(ks)}, index_vector_dim = {q}>")
     return _scatter(ctx, x, coords, updates, dn, accumulate)
 
 
