@@ -160,6 +160,9 @@ class LoweringContext:
         """Emit one op in generic form; returns a Value (or list for multi-result)."""
         multi = isinstance(results, list)
         specs = [self._spec(r) for r in (results if multi else [results])]
+        if self.sym.data_symbols:
+            for sp in specs:
+                self.sym.check_shape(sp[0])
         for o in operands:
             if not isinstance(o, Value):
                 raise TypeError(f"{name}: operand {o!r} is not a lowered tensor value")

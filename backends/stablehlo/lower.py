@@ -144,7 +144,7 @@ def _arguments(ctx: LoweringContext, ep, env, params: str) -> List[Tuple[str, Va
             dt = "i1" if isinstance(val, bool) else "f64" if isinstance(val, float) else "i64"
             v = Value(f"%arg{i}", (), dt, is_sym=True)
             if isinstance(val, torch.SymInt):
-                ctx.sym.register_scalar(val, v)
+                ctx.sym.register_scalar(val, v, n.name)
         else:
             raise LoweringError(f"unsupported placeholder {n.name}: {val!r}", op="placeholder", node=n.name)
         env[n.name] = v

@@ -138,3 +138,14 @@ def test_interpreter_zero_size_contraction_is_a_named_limitation():
     # the worker restarts after the abort: a later call still runs
     np.testing.assert_array_equal(execute(text, [np.ones((2, 3), f32), np.ones((3, 4), f32)],
                                           executor="interpreter")[0], np.full((2, 4), 3.0, f32))
+
+
+class _SizedByValue(torch.nn.Module):
+    def forward(self, x, k):
+        return x.new_ones(k) * 2, x * k
+
+
+def test_a_dim_set_by_a_scalar_inputs_value_is_a_clear_lowering_error():
+    ep = torch.export.export(_SizedByValue(), (torch.randn(5), 3), dynamic_shapes=({0: Dim("n", min=1)}, Dim.DYNAMIC))
+    with pytest.raises(Exception, match=r"aten::full.*tensor dim s\d+ depends on s\d+, the value of scalar input 'k'"):
+        lower(ep)
