@@ -40,7 +40,7 @@ def covered_ops():
 
 
 def lower(ep: "torch.export.ExportedProgram", *, bounded: bool = True, decompose: bool = True,
-          params: str = "inline", verify: bool = True) -> str:
+          params: str = "inline", verify: bool = True, data_asserts: str = "error") -> str:
     """Lower an ExportedProgram to StableHLO MLIR text (parsed + verified).
 
     bounded:   emit ``#stablehlo.bounds`` for dims with a finite ``Dim(max=)``
@@ -48,10 +48,17 @@ def lower(ep: "torch.export.ExportedProgram", *, bounded: bool = True, decompose
     decompose: run ``ep.run_decompositions()`` (core ATen) first.
     params:    "inline" embeds parameters/buffers/constants as constants;
                "args" makes them leading ``@main`` arguments (see ``param_arrays``).
+    data_asserts: "error" (an assertion on tensor *data*, e.g. one_hot's
+               ``_assert_async``, which neither executor can check, is a
+               LoweringError) or "skip" (the caller accepts it is not checked).
+    Shape assertions are always kept as checks (``shape_assertion``).
     """
+    if data_asserts not in ("error", "skip"):
+        raise ValueError(f"data_asserts={data_asserts!r}: want 'error' or 'skip'")
     if decompose:
         ep = ep.run_decompositions()
     ctx = LoweringContext(ep, bounded=bounded)
+    ctx.data_asserts = data_asserts
     ctx.lower_subgraph = lambda gm, values: _subgraph(ctx, gm, values)
     env: Dict[str, object] = {}
     args = _arguments(ctx, ep, env, params)

@@ -98,6 +98,14 @@ def _advanced(s, x, i, j):
     return x[i, :, j], x[i, 1], x[:, 2, j], x[i, j % 3], y, z
 
 
+def _core_more(s, x):
+    a = x.clamp(-0.9, 0.9)
+    return (x.argmax(1), x.argmin(0), *x.max(1), *x.min(0, keepdim=True), x.prod(1), x.abs().log2(), x.abs().log10(),
+            torch.atan2(x, x + 1), torch.fmod(x, 0.3), x.tan(), a.asin(), a.acos(), x.atan(), x.sinh(), x.cosh(),
+            x.trunc(), x.isnan(), (x / 0).isinf(), F.hardtanh(x), F.leaky_relu(x, 0.1), F.elu(x), *torch.var_mean(x, 0),
+            x.norm(dim=1), torch.linalg.vector_norm(x, 3, 0), x.repeat(2, 3), s.bn(x[..., None])[..., 0])
+
+
 def _cond_size(s, x, y):
     return torch.cond(x.shape[0] > 4, lambda x, y: x.sin() + y, lambda x, y: x.cos() * 2 - y, (x, y))
 
@@ -191,6 +199,13 @@ def build() -> List[Program]:
                 lambda n, g: [r(g, 2, 4, n + 1)], ({2: Dim("L", min=2)},),
                 expect=["stablehlo.convolution", "lhs_dilate = [2]", "tensor<2x3x?xf32>"],
                 sizes=(1, 2, 5, 40), export_n=3, oblivious=True))
+    bn = torch.nn.BatchNorm1d(4).eval()
+    with torch.no_grad():
+        bn.running_mean.uniform_(-1, 1)
+        bn.running_var.uniform_(0.5, 2)
+    add(Program("core_aten_more", Fn(_core_more, bn=bn), lambda n, g: [distinct(g, n, 4) * 3], ({0: Dim("n", min=2)},),
+                expect=["stablehlo.atan2", "stablehlo.reduce", "tensor<?xi64>", "tensor<?x12xf32>"],
+                sizes=(2, 3, 7, 40), export_n=3, oblivious=True))
     add(Program("cond_size", Fn(_cond_size), lambda n, g: [r(g, n, 3), r(g, 3)], ({0: nb}, None),
                 expect=["stablehlo.if", "tensor<?x3xf32, #stablehlo.bounds<64, ?>>"], sizes=(1, 4, 5, 64)))
     add(Program("cond_data", Fn(_cond_data), lambda n, g: [r(g, n, 3) + (1.0 if n % 2 else -1.0)], ({0: n1},),

@@ -97,6 +97,8 @@ def test_data_assertion_is_a_lowering_error_not_dropped():
     ep = torch.export.export(_DataAssert(), (torch.ones(3),), dynamic_shapes=({0: Dim("n", min=1)},))
     with pytest.raises(Exception, match=r"sum must be positive.*cannot be checked by the StableHLO executors"):
         lower(ep)
+    text = lower(ep, data_asserts="skip")  # asked for explicitly
+    np.testing.assert_array_equal(execute(text, [np.ones(2, f32)], executor="xla")[0], np.full(2, 2.0, f32))
 
 
 class _Masks(torch.nn.Module):

@@ -219,3 +219,17 @@ def _slice_scatter(ctx, node, x, src, dim=0, start=None, end=None, step=1):
                                                  ctx.constant(step, "i64", (n,))),
                      ctx.broadcast_to(ctx.convert(ctx.dim(s), "i64"), (n,)))
     return scatter_along(ctx, x, dim, idx, src, False)
+
+
+@lowers(aten.repeat.default)
+def _repeat(ctx, node, x, repeats):
+    """Tile: broadcast to (r0, d0, r1, d1, ...) and merge each pair."""
+    reps = [int(r) for r in repeats]
+    lead = len(reps) - x.rank
+    dims = [1] * lead + list(x.sym_shape)
+    inter = []
+    for r, d in zip(reps, dims):
+        inter += [r, d]
+    xv = ctx.reshape(x, tuple(dims))
+    b = ctx.broadcast_to(xv, tuple(inter), dims=list(range(1, 2 * len(reps), 2)))
+    return ctx.reshape(b, ctx.out_shape(node))

@@ -1,4 +1,5 @@
-"""Reductions: sum, mean, var, amax/amin, any/all, softmax/log_softmax, cumsum.
+"""Reductions: sum, mean, var, var_mean, prod, amax/amin, argmax/argmin and
+max/min with indices, vector norms, any/all, softmax/log_softmax, cumsum.
 
 Means and variances over a dynamic dim divide by the element count computed
 from ``get_dimension_size`` (converted to the float type).  ``cumsum`` along a
@@ -7,7 +8,12 @@ dynamic) it is a Hillis-Steele scan in a ``while`` loop (ceil(log2 n) steps of O
 """
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import torch
+
+from backends import sizes
 
 from .. import types as T
 from ..registry import lowers
@@ -164,3 +170,93 @@ def scan_add(ctx, x, dim):
         return [c.binary("stablehlo.multiply", s, c.constant(2, i32)), y]
 
     return ctx.while_loop([ctx.constant(1, i32), x], cond, body)[1]
+
+
+def arg_reduce(ctx, x, dim, kind, keepdim):
+    """(values, int64 indices) of the max/min along ``dim``: a two-operand
+    ``reduce``; ties pick the first index, as torch does."""
+    dt = x.dtype
+    dim = dim % x.rank
+    idx = ctx.iota(x.sym_shape, dim, "i64")
+    worst = (-math.inf if kind == "max" else math.inf) if T.is_float(dt) else (
+        np.iinfo(T.MLIR_TO_NUMPY[dt]).min if kind == "max" else np.iinfo(T.MLIR_TO_NUMPY[dt]).max)
+    if dt == "i1":
+        worst = kind != "max"
+
+    def pick(c, va, ia, vb, ib):
+        better = c.compare(vb, va, "GT" if kind == "max" else "LT")
+        tie = c.binary("stablehlo.and", c.compare(vb, va, "EQ"), c.compare(ib, ia, "LT"))
+        take = c.binary("stablehlo.or", better, tie)
+        return [c.select(take, vb, va), c.select(take, ib, ia)]
+
+    out = tuple(d for i, d in enumerate(x.sym_shape) if i != dim)
+    region = ctx.region([((), dt), ((), "i64"), ((), dt), ((), "i64")], pick)
+    vals, inds = ctx.op("stablehlo.reduce", [x, idx, ctx.constant(worst, dt), ctx.constant(2**63 - 1, "i64")],
+                        [(out, dt), (out, "i64")], attrs={"dimensions": f"array<i64: {dim}>"}, regions=[region])
+    if keepdim:
+        kept = tuple(1 if i == dim else d for i, d in enumerate(x.sym_shape))
+        vals, inds = ctx.reshape(vals, kept), ctx.reshape(inds, kept)
+    return vals, inds
+
+
+def _arg(kind):
+    def fn(ctx, node, x, dim=None, keepdim=False):
+        if dim is None:
+            x = ctx.reshape(x, (_flat_size(x),))
+            dim = 0
+        _, inds = arg_reduce(ctx, x, dim, kind, keepdim)
+        return ctx.reshape(inds, ctx.out_shape(node))
+
+    return fn
+
+
+def _flat_size(x):
+    return as_dim(math.prod(x.sym_shape, start=sizes.const(1)))
+
+
+lowers(aten.argmax.default)(_arg("max"))
+lowers(aten.argmin.default)(_arg("min"))
+
+
+@lowers(aten.max.dim)
+def _max_dim(ctx, node, x, dim, keepdim=False):
+    return list(arg_reduce(ctx, x, dim, "max", keepdim))
+
+
+@lowers(aten.min.dim)
+def _min_dim(ctx, node, x, dim, keepdim=False):
+    return list(arg_reduce(ctx, x, dim, "min", keepdim))
+
+
+@lowers(aten.prod.dim_int, aten.prod.default)
+def _prod(ctx, node, x, dim=None, keepdim=False, dtype=None):
+    r = ctx.reduce(x, _dims(x, dim), "mul", keepdim=keepdim, dtype=ctx.out_dtype(node))
+    return ctx.reshape(r, ctx.out_shape(node))
+
+
+@lowers(aten.var_mean.correction)
+def _var_mean(ctx, node, x, dims=None, *, correction=None, keepdim=False):
+    correction = 1 if correction is None else correction
+    v, m = variance(ctx, x, _dims(x, dims), correction, keepdim, ctx.out_dtype(node, 0))
+    return [ctx.reshape(v, ctx.out_shape(node, 0)), ctx.reshape(m, ctx.out_shape(node, 1))]
+
+
+@lowers(aten.linalg_vector_norm.default)
+def _vector_norm(ctx, node, x, ord=2, dim=None, keepdim=False, *, dtype=None):
+    dt = ctx.out_dtype(node)
+    a = ctx.unary("stablehlo.abs", ctx.convert(x, dt))
+    d = _dims(x, dim)
+    if ord == math.inf or ord == -math.inf:
+        r = ctx.reduce(a, d, "max" if ord > 0 else "min", keepdim=keepdim)
+    elif ord == 0:
+        r = ctx.reduce(ctx.convert(ctx.compare(a, ctx.constant(0, dt, a.sym_shape), "NE"), dt), d, "add",
+                       keepdim=keepdim)
+    elif ord == 1:
+        r = ctx.reduce(a, d, "add", keepdim=keepdim)
+    elif ord == 2:
+        r = ctx.unary("stablehlo.sqrt", ctx.reduce(ctx.binary("stablehlo.multiply", a, a), d, "add", keepdim=keepdim))
+    else:
+        p = ctx.binary("stablehlo.power", a, ctx.constant(float(ord), dt, a.sym_shape))
+        s = ctx.reduce(p, d, "add", keepdim=keepdim)
+        r = ctx.binary("stablehlo.power", s, ctx.constant(1.0 / float(ord), dt, s.sym_shape))
+    return ctx.reshape(r, ctx.out_shape(node))
