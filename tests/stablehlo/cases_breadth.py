@@ -172,6 +172,12 @@ def build() -> List[Program]:
                 ({0: Dim("N", min=2)}, {0: Dim("E", min=0)}, {0: Dim("E", min=0)}),
                 expect=["stablehlo.gather", "stablehlo.scatter", "tensor<?x3xf32>"], sizes=(0, 1, 3, 40), export_n=3,
                 oblivious=True))
+    add(Program("scatter_reduce", Fn(lambda s, x, i, v: tuple(
+        x.scatter_reduce(0, i[:, None].expand(-1, 4), v, red, include_self=inc)
+        for red in ("sum", "prod", "amax", "amin", "mean") for inc in (True, False))),
+                lambda n, g: [r(g, n + 2, 4), g.integers(0, n + 2, (2 * n,)).astype(np.int64), r(g, 2 * n, 4)],
+                ({0: Dim("N", min=2)}, {0: Dim("E", min=0)}, {0: Dim("E", min=0)}),
+                expect=["stablehlo.scatter", "tensor<?x4xf32>"], sizes=(0, 1, 3, 40), export_n=3, oblivious=True))
     add(Program("group_norm_dynamic_c", Fn(lambda s, x: F.group_norm(x, 2, eps=1e-5)),
                 lambda n, g: [r(g, 3, 2 * n, 5)], ({1: 2 * Dim("c", min=1)},),
                 expect=["tensor<3x?x5xf32>"], sizes=(1, 2, 5, 40)))

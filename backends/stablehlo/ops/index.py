@@ -7,8 +7,10 @@ assumed in range, as torch requires (out-of-range is undefined here, as in XLA).
 """
 from __future__ import annotations
 
+import numpy as np
 import torch
 
+from .. import types as T
 from ..builder import Value
 from ..registry import lowers
 
@@ -51,9 +53,16 @@ def scatter_along(ctx, x, dim, idx, updates, accumulate: bool):
     return _scatter(ctx, x, idx, updates, dn, accumulate)
 
 
+_COMBINE = {"sum": "stablehlo.add", "prod": "stablehlo.multiply", "amax": "stablehlo.maximum",
+            "amin": "stablehlo.minimum"}
+
+
 def _scatter(ctx, x, idx, updates, dn, accumulate):
+    """``accumulate``: False (replace), True (add) or a reduction name of ``_COMBINE``."""
     dt = x.dtype
-    if accumulate:
+    if isinstance(accumulate, str):
+        region = ctx.scalar_region(dt, _COMBINE[accumulate])
+    elif accumulate:
         region = ctx.scalar_region(dt, "stablehlo.add" if dt != "i1" else "stablehlo.or")
     else:
         region = ctx.region([((), dt), ((), dt)], lambda c, a, b: b)
@@ -185,6 +194,12 @@ def _index_add(ctx, node, x, dim, index, source, alpha=1):
 
 def _scatter_full(ctx, node, x, dim, index, src, accumulate):
     x = ctx.convert(x, ctx.out_dtype(node))
+    upd, coords, dn = _scatter_operands(ctx, x, dim, index, src)
+    return _scatter(ctx, x, coords, upd, dn, accumulate)
+
+
+def _scatter_operands(ctx, x, dim, index, src):
+    """(updates, coordinates, dimension numbers) of ``x.scatter*(dim, index, src)``."""
     r = x.rank
     S = index.sym_shape
     if isinstance(src, Value):
@@ -196,7 +211,7 @@ def _scatter_full(ctx, node, x, dim, index, src, accumulate):
     coords = full_coordinates(ctx, index, dim % r)
     dn = (f"#stablehlo.scatter<update_window_dims = [], inserted_window_dims = {_ints(range(r))}, "
           f"scatter_dims_to_operand_dims = {_ints(range(r))}, index_vector_dim = {r}>")
-    return _scatter(ctx, x, coords, upd, dn, accumulate)
+    return upd, coords, dn
 
 
 @lowers(aten.scatter_add.default)
@@ -207,3 +222,35 @@ def _scatter_add(ctx, node, x, dim, index, src):
 @lowers(aten.scatter.src, aten.scatter.value)
 def _scatter_src(ctx, node, x, dim, index, src):
     return _scatter_full(ctx, node, x, dim, index, src, False)
+
+
+@lowers(aten.scatter_reduce.two)
+def _scatter_reduce(ctx, node, x, dim, index, src, reduce, include_self=True):
+    """sum / prod / amax / amin / mean; without ``include_self`` the targets
+    start from the reduction's identity (mean: divide by the count of updates,
+    plus one when ``x`` is included; untouched elements keep ``x``)."""
+    dt = ctx.out_dtype(node)
+    x = ctx.convert(x, dt)
+    upd, coords, dn = _scatter_operands(ctx, x, dim, index, src)
+    kind = "sum" if reduce == "mean" else reduce
+    if kind not in _COMBINE:
+        raise NotImplementedError(f"scatter_reduce with reduce={reduce!r}")
+    hit = _scatter(ctx, ctx.constant(False, "i1", x.sym_shape), coords, ctx.constant(True, "i1", upd.sym_shape), dn,
+                   False)
+    base = x
+    if not include_self:
+        lo, hi = (float("-inf"), float("inf")) if T.is_float(dt) else (
+            int(np.iinfo(T.MLIR_TO_NUMPY[dt]).min), int(np.iinfo(T.MLIR_TO_NUMPY[dt]).max))
+        identity = {"sum": 0, "prod": 1, "amax": lo, "amin": hi}[kind]
+        base = ctx.select(hit, ctx.constant(identity, dt, x.sym_shape), x)
+    out = _scatter(ctx, base, coords, upd, dn, kind)
+    if reduce != "mean":
+        return out
+    count = _scatter(ctx, ctx.constant(1 if include_self else 0, dt, x.sym_shape), coords,
+                     ctx.constant(1, dt, upd.sym_shape), dn, True)
+    one = ctx.constant(1, dt, x.sym_shape)
+    mean = ctx.binary("stablehlo.divide", out, ctx.binary("stablehlo.maximum", count, one))
+    if not T.is_float(dt):  # torch floors the integer mean
+        from .elementwise import _floor_div_int
+        mean = _floor_div_int(ctx, out, ctx.binary("stablehlo.maximum", count, one))
+    return ctx.select(hit, mean, x)
