@@ -183,7 +183,8 @@ def build() -> List[Program]:
                 expect=["tensor<3x?x5xf32>"], sizes=(1, 2, 5, 40)))
     add(Program("pools", Fn(lambda s, x: (*F.max_pool2d(x, 2, return_indices=True),
                                           *F.max_pool2d(x, 3, 2, 1, return_indices=True),
-                                          F.avg_pool2d(x, 2), F.avg_pool2d(x, 3, 2, 1, count_include_pad=False))),
+                                          F.avg_pool2d(x, 2), F.avg_pool2d(x, 3, 2, 1, count_include_pad=False),
+                                          F.adaptive_avg_pool2d(x, (3, 2)), F.adaptive_avg_pool1d(x[0], 5))),
                 lambda n, g: [distinct(g, 2, 3, n + 3, 2 * n + 4)], ({2: Dim("h", min=3), 3: Dim("w", min=4)},),
                 expect=["stablehlo.reduce_window", "tensor<2x3x?x?xi64>"], sizes=(1, 2, 5, 30), export_n=3,
                 oblivious=True))

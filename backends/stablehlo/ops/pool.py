@@ -205,3 +205,42 @@ def _upsample_nearest(ctx, node, x, output_size=None, scale_factors=None):
 @lowers(aten.upsample_linear1d.vec, aten.upsample_bilinear2d.vec, aten.upsample_trilinear3d.vec)
 def _upsample_linear(ctx, node, x, output_size=None, align_corners=False, scale_factors=None):
     return _upsample(ctx, node, x, scale_factors, align_corners, linear=True)
+
+
+# ------------------------------------------------------ adaptive avg pooling
+def _prefix(ctx, x, d):
+    """Exclusive-inclusive prefix sums along ``d`` with a leading zero: (..., n + 1, ...)."""
+    from .reduce import cumsum_along
+
+    c = cumsum_along(ctx, x, d)
+    zero = ctx.constant(0, x.dtype, tuple(1 if i == d else s for i, s in enumerate(x.sym_shape)))
+    shape = tuple(as_dim(s + 1) if i == d else s for i, s in enumerate(x.sym_shape))
+    return ctx.op("stablehlo.concatenate", [zero, c], (shape, x.dtype), attrs={"dimension": f"{d} : i64"})
+
+
+@lowers(aten._adaptive_avg_pool2d.default, aten._adaptive_avg_pool3d.default)
+def _adaptive_avg_pool(ctx, node, x, output_size):
+    """Window i of n -> o: [floor(i*n/o), ceil((i+1)*n/o)); its mean from prefix
+    sums (two gathers and a divide per spatial dim; the windows are separable)."""
+    from .index import gather_along
+
+    shape, dt = ctx.out_spec(node)
+    cdt = "f32" if dt in ("f16", "bf16") else dt
+    y = ctx.convert(x, cdt)
+    for j, o in enumerate(output_size):
+        d = x.rank - len(output_size) + j
+        n = y.sym_shape[d]
+        nv = ctx.constant(n, "i64") if isinstance(n, int) else ctx.convert(ctx.dim(n), "i64")
+        i = ctx.iota((int(o),), 0, "i64")
+        c = lambda v: ctx.constant(v, "i64", (int(o),))  # noqa: E731
+        nb = ctx.broadcast_to(nv, (int(o),))
+        start = ctx.binary("stablehlo.divide", ctx.binary("stablehlo.multiply", i, nb), c(int(o)))
+        end = ctx.binary("stablehlo.divide", ctx.binary("stablehlo.add", ctx.binary(
+            "stablehlo.multiply", ctx.binary("stablehlo.add", i, c(1)), nb), c(int(o) - 1)), c(int(o)))
+        p = _prefix(ctx, y, d)
+        out_shape = tuple(int(o) if k == d else s for k, s in enumerate(y.sym_shape))
+        total = ctx.binary("stablehlo.subtract", gather_along(ctx, p, d, end, out_shape),
+                           gather_along(ctx, p, d, start, out_shape))
+        count = ctx.convert(ctx.binary("stablehlo.subtract", end, start), cdt)
+        y = ctx.binary("stablehlo.divide", total, ctx.broadcast_to(count, out_shape, dims=[d]))
+    return ctx.convert(y, dt)

@@ -126,11 +126,15 @@ def _log_softmax(ctx, node, x, dim, half_to_float=False, *a, **kw):
 
 @lowers(aten.cumsum.default)
 def _cumsum(ctx, node, x, dim, dtype=None):
-    out_dt = ctx.out_dtype(node)
-    x = ctx.convert(x, out_dt)
+    x = ctx.convert(x, ctx.out_dtype(node))
     if x.rank == 0:
         return x
-    dim = dim % x.rank
+    return cumsum_along(ctx, x, dim % x.rank)
+
+
+def cumsum_along(ctx, x, dim):
+    """Inclusive prefix sum of ``x`` along ``dim`` (in ``x``'s dtype)."""
+    out_dt = x.dtype
     n = x.sym_shape[dim]
     if isinstance(n, int):
         win = ["1"] * x.rank
