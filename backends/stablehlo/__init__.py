@@ -10,13 +10,13 @@ Backends hold a program per module instead (no per-call conversion):
     prog = XlaProgram(Module(text, "case (mode)"), on_compile=report)
     out = prog(*prog.convert([x, y]))                  # device arrays in and out
 """
-from .executors import (ExecutionError, InterpreterCrashed, InterpreterExecutor, InterpreterProgram,
+from .executors import (ExecutionError, InterpreterCrashed, InterpreterExecutor, InterpreterLimitation, InterpreterProgram,
                         InterpreterWorker, Module, XlaExecutor, XlaProgram, compile_count, execute,
                         interpreter_executor, xla_executor, xla_stats)
 from .builder import LoweringError
 from .lower import covered_ops, lower, param_arrays
 
 __all__ = ["lower", "execute", "compile_count", "xla_stats", "LoweringError", "ExecutionError",
-           "InterpreterCrashed", "covered_ops", "param_arrays", "XlaExecutor", "InterpreterExecutor",
+           "InterpreterCrashed", "InterpreterLimitation", "covered_ops", "param_arrays", "XlaExecutor", "InterpreterExecutor",
            "xla_executor", "interpreter_executor", "Module", "XlaProgram", "InterpreterProgram",
            "InterpreterWorker"]

@@ -10,6 +10,13 @@ argument types (a later call with other sizes fails with "invalid input
 argument type"), so :class:`Evaluator` keeps one parsed module per (module,
 concrete argument shapes) and re-runs it for every call of that shape.
 
+jax's ``shape_assertion`` custom calls (runtime assertions of an exported
+program) are not interpreter ops: for a module that has them, each new shape
+first checks them the way the xla executor does (``@main`` specialised to the
+shapes, ``refine_polymorphic_shapes`` evaluates them: a failed one is an error
+with its message), then the interpreter runs the module without them. Each ``scatter`` gets a
+copy of its operand (the interpreter updates the operand in place).
+
 Frames, parent -> worker: ``("register", module_id, text)`` (no answer) and
 ``("run", module_id, args)``, answered by ``("ok", outputs, info)`` or
 ``("error", message)``; the worker says ``("ready", None)`` once it has
@@ -36,12 +43,13 @@ def _context():
 def _to_attr(ir, a):
     import numpy as np
 
-    a = np.ascontiguousarray(a)
-    if a.dtype == np.bool_:
-        # DenseElementsAttr.get wants i1 data bit-packed; go through the type
-        t = ir.RankedTensorType.get(list(a.shape), ir.IntegerType.get_signless(1))
-        return ir.DenseElementsAttr.get(np.packbits(a.reshape(-1), bitorder="little"), type=t)
-    return ir.DenseElementsAttr.get(a)
+    shape = list(np.shape(a))
+    a = np.ascontiguousarray(a)  # (0-d arrays become 1-d here: the type below keeps the shape)
+    if a.dtype.kind == "u":  # numpy's unsigned ints would become signless iN
+        elt = ir.IntegerType.get_unsigned(a.dtype.itemsize * 8)
+    else:  # bool -> i1 (one byte per element)
+        elt = ir.DenseElementsAttr.get(a.reshape(-1)[:1] if a.size else np.zeros(1, a.dtype)).type.element_type
+    return ir.DenseElementsAttr.get(a, type=ir.RankedTensorType.get(shape, elt))
 
 
 def _from_attr(attr):
@@ -62,6 +70,81 @@ def _from_attr(attr):
     if arr.shape != shape:
         arr = arr.reshape(shape)
     return arr
+
+
+def _main(module, ir):
+    for op in module.body.operations:
+        if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == "main":
+            return op
+    raise ValueError("module has no @main")
+
+
+def _assertions(op, found):
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                if inner.operation.name == "stablehlo.custom_call" and \
+                        str(inner.attributes["call_target_name"]) == '"shape_assertion"':
+                    found.append(inner)
+                else:
+                    _assertions(inner.operation, found)
+    return found
+
+
+def _scatters(op, found):
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                if inner.operation.name == "stablehlo.scatter":
+                    found.append(inner)
+                _scatters(inner.operation, found)
+    return found
+
+
+def copy_scatter_operands(module) -> None:
+    """The interpreter's ``scatter`` writes into its operand's buffer (two
+    scatters into one tensor see each other's updates): give each scatter a
+    fresh copy of its operand (a same-type ``convert``)."""
+    from jaxlib.mlir import ir
+    from jaxlib.mlir.dialects import stablehlo
+
+    for op in _scatters(module.operation, []):
+        n = (len(op.operation.operands) - 1) // 2  # (operands..., indices, updates...)
+        for i in range(n):
+            v = op.operation.operands[i]
+            op.operation.operands[i] = stablehlo.convert(v.type, v, ip=ir.InsertionPoint(op.operation))
+
+
+def check_assertions(text: str, shapes) -> None:
+    """Evaluate the ``shape_assertion`` calls of ``text`` for concrete argument
+    ``shapes``: ``@main`` specialised (static argument types, a ``convert`` back
+    to the old type, as jax does) and refined; a failed assertion raises its message."""
+    import io
+
+    import jax.extend.mlir as jm
+    from jaxlib.mlir import ir
+    from jaxlib.mlir.dialects import stablehlo
+
+    module = ir.Module.parse(text)
+    main = _main(module, ir)
+    ft = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+    new = [ir.RankedTensorType.get(list(s), ir.RankedTensorType(t).element_type) for s, t in zip(shapes, ft.inputs)]
+    main.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(new, ft.results))
+    block = main.regions[0].blocks[0]
+    for i, t in enumerate(new):
+        arg, old = block.arguments[i], block.arguments[i].type
+        arg.set_type(t)
+        if str(old) != str(t):
+            conv = stablehlo.convert(old, arg, ip=ir.InsertionPoint.at_block_begin(block))
+            arg.replace_all_uses_except(conv, conv.owner.operation)
+    buf = io.BytesIO()
+    module.operation.write_bytecode(file=buf)
+    try:
+        jm.refine_polymorphic_shapes(buf.getvalue(), enable_shape_assertions=True, validate_static_shapes=False)
+    except Exception as e:
+        msg = str(e)
+        i = msg.find("error: ")
+        raise AssertionError(msg[i + len("error: "):].split("\n")[0] if i >= 0 else msg) from None
 
 
 class Evaluator:
@@ -93,6 +176,12 @@ class Evaluator:
             if module is None:
                 t0 = time.perf_counter()
                 module = ir.Module.parse(self.texts[module_id])
+                copy_scatter_operands(module)
+                asserts = _assertions(module.operation, [])
+                if asserts:
+                    check_assertions(self.texts[module_id], key[1])
+                    for op in asserts:
+                        op.operation.erase()
                 info.update(parsed=True, parse_s=time.perf_counter() - t0)
             attrs = [_to_attr(ir, a) for a in args]
             t0 = time.perf_counter()

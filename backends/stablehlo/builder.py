@@ -42,7 +42,7 @@ class Value:
     name: str  # SSA name, e.g. "%v12"
     sym_shape: Tuple  # ints and (non-constant) sizes.Expr
     dtype: str  # mlir element type
-    is_sym: bool = False  # the value of a SymInt node (a Python int for type promotion)
+    is_sym: bool = False  # a SymInt/SymFloat/SymBool or scalar input (a Python number for type promotion)
 
     @property
     def rank(self) -> int:
@@ -160,6 +160,9 @@ class LoweringContext:
         """Emit one op in generic form; returns a Value (or list for multi-result)."""
         multi = isinstance(results, list)
         specs = [self._spec(r) for r in (results if multi else [results])]
+        if self.sym.data_symbols:
+            for sp in specs:
+                self.sym.check_shape(sp[0])
         for o in operands:
             if not isinstance(o, Value):
                 raise TypeError(f"{name}: operand {o!r} is not a lowered tensor value")
@@ -181,22 +184,38 @@ class LoweringContext:
         rt = rtypes[0] if len(rtypes) == 1 else "(" + ", ".join(rtypes) + ")"
         self.emit_line(f'{lhs}"{name}"({ops}){reg}{at} : ({optypes}) -> {rt} loc("{self.loc}")')
         if len(specs) == 1:
-            return Value(res_name, specs[0][0], specs[0][1])
+            v = Value(res_name, specs[0][0], specs[0][1])
+            return [v] if multi else v
         vals = [Value(f"{res_name}#{i}", s[0], s[1]) for i, s in enumerate(specs)]
         return vals if multi else vals[0]
 
-    def region(self, arg_specs: Sequence, body) -> str:
-        """Build a one-block region; ``body(ctx, *block_args)`` returns the Values to return."""
+    def region(self, arg_specs: Sequence, body, terminator: str = "stablehlo.return") -> str:
+        """Build a one-block region; ``body(ctx, *block_args)`` returns the Values to return.
+
+        Sizes first emitted inside the region stay inside it (the size memo is
+        restored after), while values from above may be used (captured)."""
         self._buffers.append([])
+        memo = dict(self.sym.memo)
         args = [Value(self.fresh("a"), tuple(self._spec(s)[0]), self._spec(s)[1]) for s in arg_specs]
-        outs = body(self, *args)
+        try:
+            outs = body(self, *args)
+        finally:
+            self.sym.memo = memo
         if isinstance(outs, Value):
             outs = [outs]
-        self.emit_line('"stablehlo.return"(' + ", ".join(o.name for o in outs) + ") : ("
+        self.emit_line(f'"{terminator}"(' + ", ".join(o.name for o in outs) + ") : ("
                        + ", ".join(str(self.type_of(o)) for o in outs) + f') -> () loc("{self.loc}")')
         lines = self._buffers.pop()
         header = "^bb0(" + ", ".join(f"{a.name}: {self.type_of(a)}" for a in args) + "):"
         return "{\n" + header + "\n" + "\n".join("  " + l for l in lines) + "\n}"
+
+    def while_loop(self, init: Sequence[Value], cond, body) -> List[Value]:
+        """``stablehlo.while`` over loop-carried ``init``: ``cond(ctx, *vals)`` -> i1
+        scalar, ``body(ctx, *vals)`` -> the next values (same types)."""
+        specs = [(v.sym_shape, v.dtype) for v in init]
+        res = self.op("stablehlo.while", list(init), list(specs),
+                      regions=[self.region(specs, cond), self.region(specs, body)])
+        return res
 
     def scalar_region(self, dtype: str, opname: str) -> str:
         return self.region([((), dtype), ((), dtype)],

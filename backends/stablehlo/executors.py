@@ -20,7 +20,7 @@ from typing import List, Sequence
 
 import numpy as np
 
-from .interpreter import (InterpreterCrashed, InterpreterExecutor, InterpreterProgram,  # noqa: F401
+from .interpreter import (InterpreterCrashed, InterpreterExecutor, InterpreterLimitation, InterpreterProgram,  # noqa: F401
                           InterpreterWorker, LocalInterpreter)
 from .module import ExecutionError, Module, Report, digest, format_shapes, main_signature  # noqa: F401
 from .xla import (XlaExecutor, XlaProgram, XlaStats, cpu, device_put, load_runtime, refine,  # noqa: F401

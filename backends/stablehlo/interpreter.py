@@ -25,6 +25,18 @@ class InterpreterCrashed(ExecutionError):
     """The reference interpreter aborted the (worker) process."""
 
 
+class InterpreterLimitation(InterpreterCrashed):
+    """The interpreter aborted on a valid module it is known not to run (a
+    limitation of jaxlib's reference interpreter, not of the module)."""
+
+
+#: stderr text of a known interpreter abort -> what it cannot run
+KNOWN_ABORTS = {
+    "Incompatible index and shape found while flattening index":
+        "a zero-size dimension in an op such as dot_general (a zero-size contraction)",
+}
+
+
 class InterpreterWorker:
     """A persistent subprocess running ``_interp_worker.py``; restarted after a crash.
 
@@ -76,8 +88,15 @@ class InterpreterWorker:
             self.proc.wait()
             rc = self.proc.returncode
             self.proc = None
+            tail = self._stderr_tail()
+            for pattern, what in KNOWN_ABORTS.items():
+                if pattern in tail:
+                    raise InterpreterLimitation(
+                        f"{module.label}: jaxlib's StableHLO reference interpreter cannot run this module for argument "
+                        f"shapes {format_shapes(a.shape for a in args)}: it aborts on {what} ({pattern!r}); "
+                        f"a limitation of the interpreter, the xla executor runs it")
             raise InterpreterCrashed(f"{module.label}: StableHLO interpreter aborted (worker exit code {rc}); "
-                                     f"usually an op the interpreter does not implement:\n{self._stderr_tail()}")
+                                     f"usually an op the interpreter does not implement:\n{tail}")
         if msg[0] == "error":
             raise ExecutionError(f"{module.label}: StableHLO interpreter error: {msg[1]}")
         return msg[1], msg[2]

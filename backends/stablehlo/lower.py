@@ -17,6 +17,8 @@ import torch
 
 from . import ops  # noqa: F401  (fills the registry)
 from . import types as T
+from backends import sizes
+
 from .builder import LoweringContext, LoweringError, Value
 from .registry import LOWERINGS, target_name
 from .symbolic import as_dim
@@ -38,7 +40,7 @@ def covered_ops():
 
 
 def lower(ep: "torch.export.ExportedProgram", *, bounded: bool = True, decompose: bool = True,
-          params: str = "inline", verify: bool = True) -> str:
+          params: str = "inline", verify: bool = True, data_asserts: str = "error") -> str:
     """Lower an ExportedProgram to StableHLO MLIR text (parsed + verified).
 
     bounded:   emit ``#stablehlo.bounds`` for dims with a finite ``Dim(max=)``
@@ -46,22 +48,21 @@ def lower(ep: "torch.export.ExportedProgram", *, bounded: bool = True, decompose
     decompose: run ``ep.run_decompositions()`` (core ATen) first.
     params:    "inline" embeds parameters/buffers/constants as constants;
                "args" makes them leading ``@main`` arguments (see ``param_arrays``).
+    data_asserts: "error" (an assertion on tensor *data*, e.g. one_hot's
+               ``_assert_async``, which neither executor can check, is a
+               LoweringError) or "skip" (the caller accepts it is not checked).
+    Shape assertions are always kept as checks (``shape_assertion``).
     """
+    if data_asserts not in ("error", "skip"):
+        raise ValueError(f"data_asserts={data_asserts!r}: want 'error' or 'skip'")
     if decompose:
         ep = ep.run_decompositions()
     ctx = LoweringContext(ep, bounded=bounded)
+    ctx.data_asserts = data_asserts
+    ctx.lower_subgraph = lambda gm, values: _subgraph(ctx, gm, values)
     env: Dict[str, object] = {}
     args = _arguments(ctx, ep, env, params)
-    outputs: List[Value] = []
-    for node in ep.graph_module.graph.nodes:
-        if node.op == "placeholder":
-            continue
-        if node.op == "output":
-            outputs = _outputs(ctx, ep, node, env)
-        elif node.op == "call_function":
-            env[node.name] = _call(ctx, node, env)
-        else:
-            raise LoweringError(f"unsupported fx node kind {node.op} ({node.name})", op=node.op, node=node.name)
+    outputs = lower_graph(ctx, ep.graph_module, env, lambda node, vals: _outputs(ctx, ep, node, vals))
     text = _assemble(ctx, args, outputs)
     if not verify:
         return text
@@ -69,6 +70,35 @@ def lower(ep: "torch.export.ExportedProgram", *, bounded: bool = True, decompose
         return _verify(text)
     except VerificationError as e:
         raise LoweringError(f"lowered module failed StableHLO verification:\n{e}") from e
+
+
+def lower_graph(ctx: LoweringContext, gm, env: Dict[str, object], outputs=None) -> List[Value]:
+    """Lower the nodes of ``gm`` (placeholders already in ``env``) at the current
+    insertion point; returns the output Values (``outputs(node, vals)`` shapes
+    them; default: the flattened output tuple). Higher-order ops lower their
+    subgraphs (``get_attr`` nodes) through this, inside their regions."""
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            if node.name not in env:
+                raise LoweringError(f"subgraph placeholder {node.name} has no value", op="placeholder", node=node.name)
+        elif node.op == "get_attr":
+            env[node.name] = getattr(gm, node.target)
+        elif node.op == "call_function":
+            env[node.name] = _call(ctx, node, env)
+        elif node.op == "output":
+            vals = torch.fx.node.map_arg(node.args[0], lambda n: env[n.name])
+            return outputs(node, vals) if outputs is not None else list(vals)
+        else:
+            raise LoweringError(f"unsupported fx node kind {node.op} ({node.name})", op=node.op, node=node.name)
+    raise LoweringError("graph has no output node")
+
+
+def _subgraph(ctx: LoweringContext, gm, values) -> List[Value]:
+    """A higher-order op's subgraph on ``values`` (its placeholders in order), at the insertion point."""
+    names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(names) != len(values):
+        raise LoweringError(f"subgraph takes {len(names)} inputs, got {len(values)}")
+    return lower_graph(ctx, gm, dict(zip(names, values)))
 
 
 def _call(ctx: LoweringContext, node, env):
@@ -84,9 +114,10 @@ def _call(ctx: LoweringContext, node, env):
         with ctx.at(node):
             res = fn(ctx, node, *a, **kw)
             val = node.meta.get("val")
-            if isinstance(val, torch.SymInt) and isinstance(res, Value):
+            if isinstance(val, (torch.SymInt, torch.SymFloat, torch.SymBool)) and isinstance(res, Value):
                 res = Value(res.name, res.sym_shape, res.dtype, is_sym=True)
-                ctx.sym.bind(val, res)
+                if isinstance(val, torch.SymInt):
+                    _bind(ctx, val, res)
     except LoweringError as e:
         if e.node is None:
             e.node, e.op = node.name, opname
@@ -95,6 +126,13 @@ def _call(ctx: LoweringContext, node, env):
         raise LoweringError(f"While lowering %{node.name} = {opname}(...) [{node.format_node()}]: "
                             f"{type(e).__name__}: {e}", op=opname, node=node.name) from e
     return res
+
+
+def _bind(ctx, val, res) -> None:
+    try:
+        ctx.sym.bind(val, res)
+    except sizes.SizeError:
+        pass  # a size outside the algebra (e.g. round of a float): only its node's value is known
 
 
 def _arguments(ctx: LoweringContext, ep, env, params: str) -> List[Tuple[str, Value]]:
@@ -107,9 +145,13 @@ def _arguments(ctx: LoweringContext, ep, env, params: str) -> List[Tuple[str, Va
         val = n.meta.get("val")
         if isinstance(val, torch.Tensor):
             v = Value(f"%arg{i}", tuple(as_dim(d) for d in val.shape), T.mlir_dtype(val.dtype))
-        elif isinstance(val, (int, float, bool)) or val is None:
-            raise LoweringError(f"non-tensor user input {n.name} ({val!r}) is not supported", op="placeholder",
-                                node=n.name)
+        elif isinstance(val, (torch.SymInt, int, float, bool)):
+            # a Python scalar input: a 0-d argument (int -> i64, float -> f64, bool -> i1); a
+            # SymInt one is also the source of its size symbol
+            dt = "i1" if isinstance(val, bool) else "f64" if isinstance(val, float) else "i64"
+            v = Value(f"%arg{i}", (), dt, is_sym=True)
+            if isinstance(val, torch.SymInt):
+                ctx.sym.register_scalar(val, v, n.name)
         else:
             raise LoweringError(f"unsupported placeholder {n.name}: {val!r}", op="placeholder", node=n.name)
         env[n.name] = v
@@ -130,16 +172,16 @@ def _arguments(ctx: LoweringContext, ep, env, params: str) -> List[Tuple[str, Va
     return args
 
 
-def _outputs(ctx: LoweringContext, ep, node, env) -> List[Value]:
-    """The user outputs as Values (SymInts widened to i64, Python numbers as constants)."""
+def _outputs(ctx: LoweringContext, ep, node, vals) -> List[Value]:
+    """The user outputs as Values (SymInts widened to i64, SymFloats f64, Python numbers as constants)."""
     outputs = []
-    vals = torch.fx.node.map_arg(node.args[0], lambda n: env[n.name])
     for spec, v in zip(ep.graph_signature.output_specs, vals):
         if spec.kind.name != "USER_OUTPUT":
             continue  # buffer mutations etc. are not results of the pure function
         with ctx.at(node):
             if isinstance(v, Value):
-                outputs.append(ctx.convert(v, "i64") if v.is_sym else v)
+                outputs.append(ctx.convert(v, "i64" if v.dtype.startswith("i") and v.dtype != "i1" else v.dtype)
+                               if v.is_sym else v)
             elif isinstance(v, (int, float, bool)):
                 dt = "i1" if isinstance(v, bool) else "i64" if isinstance(v, int) else "f32"
                 outputs.append(ctx.constant(v, dt))

@@ -7,7 +7,8 @@ a non-constant :class:`backends.sizes.Expr` over the placeholders' symbols
 size as a ``tensor<i32>`` SSA value with :func:`backends.sizes.evaluate` and
 :class:`backends.sizes.StableHLOOps`:
 
-* a symbol is ``get_dimension_size`` of the first input dim it names; a
+* a symbol is ``get_dimension_size`` of the first input dim it names (or a
+  SymInt user input, converted); a
   derived input dim ``a*s + c`` is solved for ``s`` (``subtract``, then an
   exact ``divide``) when ``s`` has no dim of its own;
 * ``//`` and ``%`` get the ``select`` fix-ups of floor/Python semantics;
@@ -88,6 +89,7 @@ class SymbolicEmitter:
         self.ops = _Ops(ctx, SHAPE_DTYPE)
         self.env: Dict[str, tuple] = {}  # symbol -> (input value, axis[, a, c])
         self.memo: Dict[sizes.Expr, object] = {}  # normal form -> emitted value
+        self.data_symbols: Dict[str, str] = {}  # symbol -> the scalar input it is read from
 
     def register_input(self, value) -> None:
         """Record where the symbols of an input's dims can be read from."""
@@ -105,6 +107,24 @@ class SymbolicEmitter:
                 lin = _linear(d, name)
                 if name not in self.env and lin is not None:
                     self.env[name] = (value, i) + lin
+
+    def register_scalar(self, symint, value, input_name: str = "") -> None:
+        """A SymInt user input: its symbol's value is the (0-d) argument ``value``."""
+        a = as_dim(symint)
+        atom = a.single_atom() if isinstance(a, sizes.Expr) else None
+        if atom is not None and atom.kind == "var" and atom.name not in self.env:
+            self.env[atom.name] = self.ctx.op("stablehlo.convert", [value], ((), SHAPE_DTYPE))
+            self.data_symbols[atom.name] = input_name
+
+    def check_shape(self, sym_shape) -> None:
+        """A tensor dim may not depend on a scalar input's value: both executors
+        take sizes from argument shapes (refinement / the interpreter's static types)."""
+        for d in sym_shape:
+            if isinstance(d, sizes.Expr) and d.vars & self.data_symbols.keys():
+                name = sorted(d.vars & self.data_symbols.keys())[0]
+                raise sizes.SizeError(
+                    f"tensor dim {d} depends on {name}, the value of scalar input {self.data_symbols[name]!r}: "
+                    f"the StableHLO executors need every size from argument shapes (pass a tensor of that size instead)")
 
     def emit(self, d):
         """Materialise a size (int, sympy, SymInt or Expr) as a ``tensor<i32>`` value."""

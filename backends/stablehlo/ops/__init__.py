@@ -1,2 +1,2 @@
 """Op lowerings, one module per family; importing this fills the registry."""
-from . import symint, elementwise, creation, reduce, movement, linalg, conv, index, norm  # noqa: F401
+from . import symint, elementwise, creation, reduce, movement, linalg, conv, index, norm, sort, pool, control  # noqa: F401

@@ -1,8 +1,11 @@
-"""Convolution (conv1d/2d/3d, groups, stride, padding, dilation).
+"""Convolution (conv1d/2d/3d and transposed, groups, stride, padding, dilation).
 
 Padding is static in aten.convolution, so ``stablehlo.convolution`` with `?`
 batch/spatial dims suffices (``dynamic_conv`` is only needed for dynamic
-padding).  Transposed convolutions are not lowered.
+padding). A transposed convolution is the gradient form: the input dilated by
+the stride (``lhs_dilation``), padded by ``dilation*(k-1) - padding`` (plus
+``output_padding`` high), and the kernel flipped with in/out features swapped
+(per group).
 """
 from __future__ import annotations
 
@@ -13,25 +16,53 @@ from ..registry import lowers
 aten = torch.ops.aten
 
 
+def _per_dim(v, nsp):
+    v = [int(a) for a in v]
+    return v * (nsp // len(v)) if len(v) != nsp else v
+
+
+def _arr(v):
+    return "array<i64: " + ", ".join(str(int(a)) for a in v) + ">"
+
+
+def _transposed_kernel(ctx, w, groups, nsp):
+    """torch's (Cin, Cout/g, k...) transposed weight -> a flipped (Cout, Cin/g, k...) one."""
+    cin, cout_g = w.sym_shape[0], w.sym_shape[1]
+    k = tuple(w.sym_shape[2:])
+    g = int(groups)
+    w = ctx.reshape(w, (g, cin // g, cout_g) + k)
+    w = ctx.transpose(w, [0, 2, 1] + list(range(3, 3 + nsp)))
+    w = ctx.reshape(w, (g * cout_g, cin // g) + k)
+    return ctx.op("stablehlo.reverse", [w], (w.sym_shape, w.dtype),
+                  attrs={"dimensions": _arr(range(2, 2 + nsp))})
+
+
 @lowers(aten.convolution.default)
 def _convolution(ctx, node, x, w, bias, stride, padding, dilation, transposed, output_padding, groups):
-    if transposed:
-        raise NotImplementedError("transposed convolution is not lowered")
     shape, dt = ctx.out_spec(node)
     nsp = x.rank - 2
     sp = ", ".join(str(i) for i in range(nsp))
     dn = f"#stablehlo.conv<[b, f, {sp}]x[o, i, {sp}]->[b, f, {sp}]>"
-    arr = lambda v: "array<i64: " + ", ".join(str(int(a)) for a in v) + ">"  # noqa: E731
-    stride = list(stride) * (nsp // len(stride)) if len(stride) != nsp else list(stride)
-    dilation = list(dilation) * (nsp // len(dilation)) if len(dilation) != nsp else list(dilation)
-    padding = list(padding) * (nsp // len(padding)) if len(padding) != nsp else list(padding)
-    pad = ", ".join(f"[{int(p)}, {int(p)}]" for p in padding)
-    y = ctx.op("stablehlo.convolution", [ctx.convert(x, dt), ctx.convert(w, dt)], (shape, dt), attrs={
+    stride, dilation, padding = (_per_dim(v, nsp) for v in (stride, dilation, padding))
+    x, w = ctx.convert(x, dt), ctx.convert(w, dt)
+    if transposed:
+        if any(not isinstance(d, int) for d in w.sym_shape):
+            raise NotImplementedError("transposed convolution with a dynamic weight shape")
+        out_pad = _per_dim(output_padding, nsp)
+        k = [int(d) for d in w.sym_shape[2:]]
+        pads = [(dl * (kk - 1) - p, dl * (kk - 1) - p + op) for kk, dl, p, op in zip(k, dilation, padding, out_pad)]
+        w = _transposed_kernel(ctx, w, groups, nsp)
+        lhs_dil, strides = stride, [1] * nsp
+    else:
+        pads = [(p, p) for p in padding]
+        lhs_dil, strides = [1] * nsp, stride
+    pad = ", ".join(f"[{lo}, {hi}]" for lo, hi in pads)
+    y = ctx.op("stablehlo.convolution", [x, w], (shape, dt), attrs={
         "dimension_numbers": dn,
-        "window_strides": arr(stride),
+        "window_strides": _arr(strides),
         "padding": f"dense<[{pad}]> : tensor<{nsp}x2xi64>",
-        "lhs_dilation": arr([1] * nsp),
-        "rhs_dilation": arr(dilation),
+        "lhs_dilation": _arr(lhs_dil),
+        "rhs_dilation": _arr(dilation),
         "feature_group_count": f"{int(groups)} : i64",
         "batch_group_count": "1 : i64",
     })

@@ -25,8 +25,8 @@ def promote(a, b) -> str:
     """torch type promotion of two operands (lowered Values or Python scalars)."""
     def dummy(x):
         if isinstance(x, Value):
-            if x.is_sym:
-                return 1
+            if x.is_sym:  # a Python number
+                return True if x.dtype == "i1" else 1.0 if T.is_float(x.dtype) else 1
             return torch.empty((1,) * x.rank if x.rank else (), dtype=_torch_dtype(x.dtype))
         return x
     return T.mlir_dtype(torch.result_type(dummy(a), dummy(b)))
@@ -247,3 +247,102 @@ def _copy(ctx, node, a, *args, **kw):
 @lowers(aten.copy.default)
 def _copy2(ctx, node, dst, src, non_blocking=False):
     return ctx.tensor(src, ctx.out_dtype(node), ctx.out_shape(node))
+
+
+# ------------------------------------------------ more core ATen elementwise
+def _float_unary(fn):
+    def lowering(ctx, node, a, *rest, **kw):
+        dt = ctx.out_dtype(node)
+        cdt = "f32" if dt in ("f16", "bf16") else dt
+        return ctx.convert(fn(ctx, ctx.tensor(a, cdt), *rest), dt)
+
+    return lowering
+
+
+def _scaled_log(base):
+    return lambda ctx, x: ctx.binary("stablehlo.divide", ctx.unary("stablehlo.log", x),
+                                     ctx.constant(math.log(base), x.dtype, x.sym_shape))
+
+
+def _asin(ctx, x):  # atan2(x, sqrt(1 - x^2))
+    one = ctx.constant(1.0, x.dtype, x.sym_shape)
+    root = ctx.unary("stablehlo.sqrt", ctx.binary("stablehlo.subtract", one, ctx.binary("stablehlo.multiply", x, x)))
+    return ctx.binary("stablehlo.atan2", x, root)
+
+
+def _acos(ctx, x):  # atan2(sqrt(1 - x^2), x)
+    one = ctx.constant(1.0, x.dtype, x.sym_shape)
+    root = ctx.unary("stablehlo.sqrt", ctx.binary("stablehlo.subtract", one, ctx.binary("stablehlo.multiply", x, x)))
+    return ctx.binary("stablehlo.atan2", root, x)
+
+
+def _hyperbolic(sign):  # (exp(x) +- exp(-x)) / 2
+    def fn(ctx, x):
+        e, en = ctx.unary("stablehlo.exponential", x), ctx.unary("stablehlo.exponential", ctx.unary("stablehlo.negate", x))
+        s = ctx.binary("stablehlo.subtract" if sign < 0 else "stablehlo.add", e, en)
+        return ctx.binary("stablehlo.multiply", s, ctx.constant(0.5, x.dtype, x.sym_shape))
+
+    return fn
+
+
+for _ops, _fn in {
+    (aten.log2.default,): _scaled_log(2.0),
+    (aten.log10.default,): _scaled_log(10.0),
+    (aten.tan.default,): lambda ctx, x: ctx.unary("stablehlo.tan", x),
+    (aten.atan.default,): lambda ctx, x: ctx.binary("stablehlo.atan2", x, ctx.constant(1.0, x.dtype, x.sym_shape)),
+    (aten.asin.default,): _asin,
+    (aten.acos.default,): _acos,
+    (aten.sinh.default,): _hyperbolic(-1),
+    (aten.cosh.default,): _hyperbolic(1),
+}.items():
+    lowers(*_ops)(_float_unary(_fn))
+
+
+@lowers(aten.trunc.default)
+def _trunc(ctx, node, a):
+    dt = ctx.out_dtype(node)
+    x = ctx.tensor(a, dt)
+    if not T.is_float(dt):
+        return x
+    return ctx.select(ctx.compare(x, ctx.constant(0, dt, x.sym_shape), "LT"), ctx.unary("stablehlo.ceil", x),
+                      ctx.unary("stablehlo.floor", x))
+
+
+@lowers(aten.isnan.default)
+def _isnan(ctx, node, a):
+    return ctx.compare(a, a, "NE") if T.is_float(a.dtype) else ctx.constant(False, "i1", a.sym_shape)
+
+
+@lowers(aten.isinf.default)
+def _isinf(ctx, node, a):
+    if not T.is_float(a.dtype):
+        return ctx.constant(False, "i1", a.sym_shape)
+    return ctx.compare(ctx.unary("stablehlo.abs", a), ctx.constant(math.inf, a.dtype, a.sym_shape), "EQ")
+
+
+lowers(aten.atan2.default)(_binary("stablehlo.atan2"))
+lowers(aten.fmod.Tensor, aten.fmod.Scalar)(_binary("stablehlo.remainder"))  # truncated, like C fmod
+
+
+@lowers(aten.hardtanh.default)
+def _hardtanh(ctx, node, a, min_val=-1.0, max_val=1.0):
+    return _clamp(ctx, node, a, min_val, max_val)
+
+
+@lowers(aten.leaky_relu.default)
+def _leaky_relu(ctx, node, a, negative_slope=0.01):
+    dt = ctx.out_dtype(node)
+    x = ctx.tensor(a, dt)
+    neg = ctx.binary("stablehlo.multiply", x, ctx.constant(negative_slope, dt, x.sym_shape))
+    return ctx.select(ctx.compare(x, ctx.constant(0, dt, x.sym_shape), "GT"), x, neg)
+
+
+@lowers(aten.elu.default)
+def _elu(ctx, node, a, alpha=1.0, scale=1.0, input_scale=1.0):
+    dt = ctx.out_dtype(node)
+    x = ctx.tensor(a, dt)
+    c = lambda v: ctx.constant(v, dt, x.sym_shape)  # noqa: E731
+    neg = ctx.binary("stablehlo.multiply", c(alpha), ctx.unary("stablehlo.exponential_minus_one",
+                                                               ctx.binary("stablehlo.multiply", x, c(input_scale))))
+    y = ctx.select(ctx.compare(x, c(0), "GT"), x, neg)
+    return ctx.binary("stablehlo.multiply", y, c(scale)) if scale != 1.0 else y

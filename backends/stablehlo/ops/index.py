@@ -1,4 +1,4 @@
-"""Indexing: embedding, index_select, index (single tensor index), gather,
+"""Indexing: embedding, index_select, index (advanced: one or several index tensors), gather,
 index_put / index_add / scatter_add (GNN message passing).
 
 Gathers whose slice sizes involve a dynamic dim use ``dynamic_gather`` (slice
@@ -7,8 +7,10 @@ assumed in range, as torch requires (out-of-range is undefined here, as in XLA).
 """
 from __future__ import annotations
 
+import numpy as np
 import torch
 
+from .. import types as T
 from ..builder import Value
 from ..registry import lowers
 
@@ -51,9 +53,16 @@ def scatter_along(ctx, x, dim, idx, updates, accumulate: bool):
     return _scatter(ctx, x, idx, updates, dn, accumulate)
 
 
+_COMBINE = {"sum": "stablehlo.add", "prod": "stablehlo.multiply", "amax": "stablehlo.maximum",
+            "amin": "stablehlo.minimum"}
+
+
 def _scatter(ctx, x, idx, updates, dn, accumulate):
+    """``accumulate``: False (replace), True (add) or a reduction name of ``_COMBINE``."""
     dt = x.dtype
-    if accumulate:
+    if isinstance(accumulate, str):
+        region = ctx.scalar_region(dt, _COMBINE[accumulate])
+    elif accumulate:
         region = ctx.scalar_region(dt, "stablehlo.add" if dt != "i1" else "stablehlo.or")
     else:
         region = ctx.region([((), dt), ((), dt)], lambda c, a, b: b)
@@ -88,12 +97,39 @@ def _index_select(ctx, node, x, dim, index):
 @lowers(aten.index.Tensor)
 def _index(ctx, node, x, indices):
     tensors = [(k, t) for k, t in enumerate(indices) if t is not None]
-    if len(tensors) != 1 or any(t is not None for t in indices[:tensors[0][0]]):
-        raise NotImplementedError("aten.index with more than one index tensor (advanced indexing)")
-    k, idx = tensors[0]
-    if idx.dtype == "i1":
+    if any(t.dtype == "i1" for _, t in tensors):
         raise NotImplementedError("boolean-mask indexing has a data-dependent shape")
-    return gather_along(ctx, x, k, idx, ctx.out_shape(node))
+    if len(tensors) == 1 and all(t is None for t in indices[:tensors[0][0]]):
+        k, idx = tensors[0]
+        return gather_along(ctx, x, k, idx, ctx.out_shape(node))
+    ks, idxs = [k for k, _ in tensors], [t for _, t in tensors]
+    coords, S, p = _coordinates(ctx, ks, idxs)
+    q, r = len(S), x.rank
+    rest = [d for d in range(r) if d not in ks]
+    offset = list(range(p)) + list(range(p + q, q + len(rest)))
+    dn = (f"#stablehlo.gather<offset_dims = {_ints(offset)}, collapsed_slice_dims = {_ints(sorted(ks))}, "
+          f"start_index_map = {_ints(ks)}, index_vector_dim = {q}>")
+    slice_sizes = [1 if d in ks else x.sym_shape[d] for d in range(r)]
+    out = ctx.out_shape(node)
+    if all(isinstance(d, int) for d in slice_sizes):
+        return ctx.op("stablehlo.gather", [x, coords], (out, x.dtype), attrs={
+            "dimension_numbers": dn, "slice_sizes": "array<i64: " + ", ".join(map(str, slice_sizes)) + ">",
+            "indices_are_sorted": "false"})
+    return ctx.op("stablehlo.dynamic_gather", [x, coords, ctx.shape_tensor(slice_sizes)], (out, x.dtype),
+                  attrs={"dimension_numbers": dn, "indices_are_sorted": "false"})
+
+
+def _coordinates(ctx, ks, idxs):
+    """Index tensors at dims ``ks`` broadcast to their common shape S, stacked
+    into (S..., len(ks)) int64 coordinates; ``p`` is where torch puts S in the
+    result: at ``ks[0]`` when the index dims are adjacent, else first."""
+    S = _broadcast_shape([t.sym_shape for t in idxs])
+    q = len(S)
+    pieces = [ctx.reshape(ctx.broadcast_to(ctx.convert(t, "i64"), S), S + (1,)) for t in idxs]
+    coords = pieces[0] if len(pieces) == 1 else ctx.op("stablehlo.concatenate", pieces, (S + (len(idxs),), "i64"),
+                                                       attrs={"dimension": f"{q} : i64"})
+    adjacent = ks == list(range(ks[0], ks[0] + len(ks)))
+    return coords, S, ks[0] if adjacent else 0
 
 
 @lowers(aten.gather.default)
@@ -110,12 +146,39 @@ def _gather(ctx, node, x, dim, index, sparse_grad=False):
 @lowers(aten.index_put.default, aten.index_put_.default, aten._unsafe_index_put.default)
 def _index_put(ctx, node, x, indices, values, accumulate=False):
     tensors = [(k, t) for k, t in enumerate(indices) if t is not None]
-    if len(tensors) != 1 or any(t is not None for t in indices[:tensors[0][0]]):
-        raise NotImplementedError("index_put with more than one index tensor")
-    k, idx = tensors[0]
-    if idx.rank != 1 or idx.dtype == "i1":
-        raise NotImplementedError("index_put needs one 1-D integer index tensor")
-    return scatter_along(ctx, ctx.convert(x, ctx.out_dtype(node)), k, idx, values, bool(accumulate))
+    if not tensors:
+        return ctx.tensor(values, ctx.out_dtype(node), x.sym_shape)
+    if any(t.dtype == "i1" for _, t in tensors):
+        raise NotImplementedError("index_put with a boolean mask has a data-dependent number of updates")
+    x = ctx.convert(x, ctx.out_dtype(node))
+    if len(tensors) == 1 and tensors[0][1].rank == 1:
+        return scatter_along(ctx, x, tensors[0][0], tensors[0][1], values, bool(accumulate))
+    return _scatter_points(ctx, x, [k for k, _ in tensors], [t for _, t in tensors], values, bool(accumulate))
+
+
+def _scatter_points(ctx, x, ks, idxs, values, accumulate):
+    """x[..., i0, ..., i1, ...] (+)= values for index tensors at dims ``ks``
+    (torch's advanced indexing: values broadcast to the indexed result's shape)."""
+    coords, S, p = _coordinates(ctx, ks, idxs)
+    q = len(S)
+    rest = [d for d in range(x.rank) if d not in ks]
+    rest_shape = tuple(x.sym_shape[d] for d in rest)
+    upd_shape = rest_shape[:p] + S + rest_shape[p:]
+    updates = ctx.tensor(values, x.dtype, upd_shape)
+    window = list(range(p)) + list(range(p + q, len(upd_shape)))
+    dn = (f"#stablehlo.scatter<update_window_dims = {_ints(window)}, inserted_window_dims = {_ints(sorted(ks))}, "
+          f"scatter_dims_to_operand_dims = {_ints(ks)}, index_vector_dim = {q}>")
+    return _scatter(ctx, x, coords, updates, dn, accumulate)
+
+
+def _broadcast_shape(shapes):
+    r = max(len(s) for s in shapes)
+    out = []
+    for i in range(r):
+        dims = [s[i - r + len(s)] for s in shapes if i - r + len(s) >= 0]
+        dims = [d for d in dims if not (isinstance(d, int) and d == 1)] or [1]
+        out.append(dims[0])
+    return tuple(out)
 
 
 @lowers(aten.index_add.default)
@@ -131,6 +194,12 @@ def _index_add(ctx, node, x, dim, index, source, alpha=1):
 
 def _scatter_full(ctx, node, x, dim, index, src, accumulate):
     x = ctx.convert(x, ctx.out_dtype(node))
+    upd, coords, dn = _scatter_operands(ctx, x, dim, index, src)
+    return _scatter(ctx, x, coords, upd, dn, accumulate)
+
+
+def _scatter_operands(ctx, x, dim, index, src):
+    """(updates, coordinates, dimension numbers) of ``x.scatter*(dim, index, src)``."""
     r = x.rank
     S = index.sym_shape
     if isinstance(src, Value):
@@ -142,7 +211,7 @@ def _scatter_full(ctx, node, x, dim, index, src, accumulate):
     coords = full_coordinates(ctx, index, dim % r)
     dn = (f"#stablehlo.scatter<update_window_dims = [], inserted_window_dims = {_ints(range(r))}, "
           f"scatter_dims_to_operand_dims = {_ints(range(r))}, index_vector_dim = {r}>")
-    return _scatter(ctx, x, coords, upd, dn, accumulate)
+    return upd, coords, dn
 
 
 @lowers(aten.scatter_add.default)
@@ -153,3 +222,35 @@ def _scatter_add(ctx, node, x, dim, index, src):
 @lowers(aten.scatter.src, aten.scatter.value)
 def _scatter_src(ctx, node, x, dim, index, src):
     return _scatter_full(ctx, node, x, dim, index, src, False)
+
+
+@lowers(aten.scatter_reduce.two)
+def _scatter_reduce(ctx, node, x, dim, index, src, reduce, include_self=True):
+    """sum / prod / amax / amin / mean; without ``include_self`` the targets
+    start from the reduction's identity (mean: divide by the count of updates,
+    plus one when ``x`` is included; untouched elements keep ``x``)."""
+    dt = ctx.out_dtype(node)
+    x = ctx.convert(x, dt)
+    upd, coords, dn = _scatter_operands(ctx, x, dim, index, src)
+    kind = "sum" if reduce == "mean" else reduce
+    if kind not in _COMBINE:
+        raise NotImplementedError(f"scatter_reduce with reduce={reduce!r}")
+    hit = _scatter(ctx, ctx.constant(False, "i1", x.sym_shape), coords, ctx.constant(True, "i1", upd.sym_shape), dn,
+                   False)
+    base = x
+    if not include_self:
+        lo, hi = (float("-inf"), float("inf")) if T.is_float(dt) else (
+            int(np.iinfo(T.MLIR_TO_NUMPY[dt]).min), int(np.iinfo(T.MLIR_TO_NUMPY[dt]).max))
+        identity = {"sum": 0, "prod": 1, "amax": lo, "amin": hi}[kind]
+        base = ctx.select(hit, ctx.constant(identity, dt, x.sym_shape), x)
+    out = _scatter(ctx, base, coords, upd, dn, kind)
+    if reduce != "mean":
+        return out
+    count = _scatter(ctx, ctx.constant(1 if include_self else 0, dt, x.sym_shape), coords,
+                     ctx.constant(1, dt, upd.sym_shape), dn, True)
+    one = ctx.constant(1, dt, x.sym_shape)
+    mean = ctx.binary("stablehlo.divide", out, ctx.binary("stablehlo.maximum", count, one))
+    if not T.is_float(dt):  # torch floors the integer mean
+        from .elementwise import _floor_div_int
+        mean = _floor_div_int(ctx, out, ctx.binary("stablehlo.maximum", count, one))
+    return ctx.select(hit, mean, x)

@@ -171,20 +171,65 @@ def _flip(ctx, node, x, dims):
 
 @lowers(aten.constant_pad_nd.default)
 def _pad(ctx, node, x, pad, value=0):
-    """torch pad list is (last_lo, last_hi, prev_lo, ...); dynamic -> dynamic_pad."""
+    """torch pad list is (last_lo, last_hi, prev_lo, ...); symbolic widths (e.g.
+    ``pad_sequence``'s ``max_len - len``) or a dynamic dim -> dynamic_pad."""
     lo = [0] * x.rank
     hi = [0] * x.rank
+    pad_nodes = node.args[1] if len(node.args) > 1 else [None] * len(pad)
     for i in range(len(pad) // 2):
         d = x.rank - 1 - i
-        lo[d], hi[d] = pad[2 * i], pad[2 * i + 1]
-    if any(isinstance(p, Value) for p in lo + hi):
-        raise TypeError("symbolic pad widths are not supported")
+        lo[d], hi[d] = (_sym_arg(pad[2 * i + k], pad_nodes[2 * i + k]) for k in (0, 1))
     shape, dt = ctx.out_spec(node)
     pv = ctx.constant(value, dt)
-    if all(isinstance(d, int) for d in shape):
-        return ctx.op("stablehlo.pad", [x, pv], (shape, dt), attrs={
+    if all(isinstance(d, int) for d in list(shape) + lo + hi):
+        return ctx.op("stablehlo.pad", [ctx.convert(x, dt), pv], (shape, dt), attrs={
             "edge_padding_low": "array<i64: " + ", ".join(map(str, lo)) + ">",
             "edge_padding_high": "array<i64: " + ", ".join(map(str, hi)) + ">",
             "interior_padding": "array<i64: " + ", ".join("0" for _ in lo) + ">"})
-    return ctx.op("stablehlo.dynamic_pad", [x, pv, ctx.shape_tensor(lo), ctx.shape_tensor(hi),
+    return ctx.op("stablehlo.dynamic_pad", [ctx.convert(x, dt), pv, ctx.shape_tensor(lo), ctx.shape_tensor(hi),
                                             ctx.shape_tensor([0] * x.rank)], (shape, dt))
+
+
+def _sym_arg(lowered, fx_arg):
+    """A size argument as int or Expr (a SymInt's lowered value -> its node's expression)."""
+    if isinstance(lowered, Value):
+        if isinstance(fx_arg, torch.fx.Node) and isinstance(fx_arg.meta.get("val"), torch.SymInt):
+            return as_dim(fx_arg.meta["val"])
+        raise TypeError(f"tensor-valued size argument {fx_arg}")
+    return as_dim(lowered)
+
+
+@lowers(aten.slice_scatter.default)
+def _slice_scatter(ctx, node, x, src, dim=0, start=None, end=None, step=1):
+    """``x`` with ``x[start:end:step]`` along ``dim`` replaced by ``src`` (the
+    functional form of slice assignment): ``dynamic_update_slice`` for step 1,
+    a scatter at ``start + step * iota`` otherwise."""
+    dt = ctx.out_dtype(node)
+    x, src = ctx.convert(x, dt), ctx.convert(src, dt)
+    dim = dim % x.rank
+    s = _norm_index(_node_expr(node, 3, start), x.sym_shape[dim], 0)
+    if step == 1:
+        zero = ctx.constant(0, "i64")
+        starts = [ctx.convert(ctx.dim(s), "i64") if i == dim else zero for i in range(x.rank)]
+        return ctx.op("stablehlo.dynamic_update_slice", [x, src] + starts, (x.sym_shape, dt))
+    from .index import scatter_along
+
+    n = src.sym_shape[dim]
+    idx = ctx.binary("stablehlo.add", ctx.binary("stablehlo.multiply", ctx.iota((n,), 0, "i64"),
+                                                 ctx.constant(step, "i64", (n,))),
+                     ctx.broadcast_to(ctx.convert(ctx.dim(s), "i64"), (n,)))
+    return scatter_along(ctx, x, dim, idx, src, False)
+
+
+@lowers(aten.repeat.default)
+def _repeat(ctx, node, x, repeats):
+    """Tile: broadcast to (r0, d0, r1, d1, ...) and merge each pair."""
+    reps = [int(r) for r in repeats]
+    lead = len(reps) - x.rank
+    dims = [1] * lead + list(x.sym_shape)
+    inter = []
+    for r, d in zip(reps, dims):
+        inter += [r, d]
+    xv = ctx.reshape(x, tuple(dims))
+    b = ctx.broadcast_to(xv, tuple(inter), dims=list(range(1, 2 * len(reps), 2)))
+    return ctx.reshape(b, ctx.out_shape(node))

@@ -44,9 +44,7 @@ def _group_norm(ctx, node, x, weight, bias, N, C, HxW, group, eps):
     dt = ctx.out_dtype(node, 0)
     cdt = _cdt(dt)
     xc = ctx.convert(x, cdt)
-    n_e, c_e = x.sym_shape[0], x.sym_shape[1]
-    if not isinstance(c_e, int):
-        raise NotImplementedError("group_norm with a dynamic channel dim")
+    n_e, c_e = x.sym_shape[0], x.sym_shape[1]  # C may be dynamic (a multiple of group)
     spatial = math.prod(x.sym_shape[2:], start=sizes.const(1))
     grouped = (n_e, group, as_dim(c_e // group * spatial))
     xg = ctx.reshape(xc, grouped)
@@ -62,3 +60,21 @@ def _group_norm(ctx, node, x, weight, bias, N, C, HxW, group, eps):
         y = ctx.binary("stablehlo.add", y, ctx.broadcast_to(ctx.convert(bias, cdt), x.sym_shape, dims=[1]))
     return [ctx.convert(y, dt), ctx.reshape(ctx.convert(mean, ctx.out_dtype(node, 1)), ctx.out_shape(node, 1)),
             ctx.reshape(ctx.convert(rstd, ctx.out_dtype(node, 2)), ctx.out_shape(node, 2))]
+
+
+@lowers(aten._native_batch_norm_legit_no_training.default)
+def _batch_norm_eval(ctx, node, x, weight, bias, running_mean, running_var, momentum, eps):
+    """Inference batch norm with the running statistics, over dim 1 (channels)."""
+    dt = ctx.out_dtype(node, 0)
+    cdt = _cdt(dt)
+    shape = x.sym_shape
+    b = lambda v: ctx.broadcast_to(ctx.convert(v, cdt), shape, dims=[1])  # noqa: E731
+    rstd = ctx.unary("stablehlo.rsqrt", ctx.binary("stablehlo.add", ctx.convert(running_var, cdt),
+                                                   ctx.constant(eps, cdt, running_var.sym_shape)))
+    y = ctx.binary("stablehlo.multiply", ctx.binary("stablehlo.subtract", ctx.convert(x, cdt), b(running_mean)), b(rstd))
+    if weight is not None:
+        y = ctx.binary("stablehlo.multiply", y, b(weight))
+    if bias is not None:
+        y = ctx.binary("stablehlo.add", y, b(bias))
+    empty = [ctx.constant(0, ctx.out_dtype(node, i), ctx.out_shape(node, i)) for i in (1, 2)]
+    return [ctx.convert(y, dt)] + empty

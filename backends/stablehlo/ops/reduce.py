@@ -1,17 +1,23 @@
-"""Reductions: sum, mean, var, amax/amin, any/all, softmax/log_softmax, cumsum.
+"""Reductions: sum, mean, var, var_mean, prod, amax/amin, argmax/argmin and
+max/min with indices, vector norms, any/all, softmax/log_softmax, cumsum.
 
 Means and variances over a dynamic dim divide by the element count computed
 from ``get_dimension_size`` (converted to the float type).  ``cumsum`` along a
 static dim is a ``reduce_window``; along a dynamic dim (the window would be
-dynamic) it is a product with a lower-triangular 0/1 matrix built from
-``dynamic_iota`` + ``compare`` (O(n^2), exact for integer dtypes).
+dynamic) it is a Hillis-Steele scan in a ``while`` loop (ceil(log2 n) steps of O(n)).
 """
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import torch
+
+from backends import sizes
 
 from .. import types as T
 from ..registry import lowers
+from ..symbolic import as_dim
 
 aten = torch.ops.aten
 
@@ -120,11 +126,15 @@ def _log_softmax(ctx, node, x, dim, half_to_float=False, *a, **kw):
 
 @lowers(aten.cumsum.default)
 def _cumsum(ctx, node, x, dim, dtype=None):
-    out_dt = ctx.out_dtype(node)
-    x = ctx.convert(x, out_dt)
+    x = ctx.convert(x, ctx.out_dtype(node))
     if x.rank == 0:
         return x
-    dim = dim % x.rank
+    return cumsum_along(ctx, x, dim % x.rank)
+
+
+def cumsum_along(ctx, x, dim):
+    """Inclusive prefix sum of ``x`` along ``dim`` (in ``x``'s dtype)."""
+    out_dt = x.dtype
     n = x.sym_shape[dim]
     if isinstance(n, int):
         win = ["1"] * x.rank
@@ -135,17 +145,122 @@ def _cumsum(ctx, node, x, dim, dtype=None):
             "window_dimensions": "array<i64: " + ", ".join(win) + ">",
             "padding": f"dense<[{pad}]> : tensor<{x.rank}x2xi64>"},
             regions=[ctx.scalar_region(out_dt, "stablehlo.add")])
-    # dynamic axis: y[..., j] = sum_i x[..., i] * (i <= j)
-    perm = [i for i in range(x.rank) if i != dim] + [dim]
-    xt = ctx.transpose(x, perm)
-    mdt = out_dt if out_dt != "i1" else "i64"
-    tri_shape = (n, n)
-    i = ctx.iota(tri_shape, 0, T.SHAPE_DTYPE)
-    j = ctx.iota(tri_shape, 1, T.SHAPE_DTYPE)
-    mask = ctx.convert(ctx.compare(i, j, "LE"), mdt)
-    batch = xt.sym_shape[:-1]
-    y = ctx.op("stablehlo.dot_general", [xt, mask], (batch + (n,), mdt), attrs={
-        "dot_dimension_numbers": f"#stablehlo.dot<lhs_contracting_dimensions = [{x.rank - 1}], "
-                                 f"rhs_contracting_dimensions = [0]>"})
-    inv = [perm.index(k) for k in range(x.rank)]
-    return ctx.transpose(y, inv)
+    return scan_add(ctx, x, dim)
+
+
+def scan_add(ctx, x, dim):
+    """Inclusive prefix sum along a dynamic ``dim`` in ceil(log2 n) steps of
+    O(n) (Hillis-Steele): ``y += shift(y, s)`` for s = 1, 2, 4, ... < n, in a
+    ``while``. The shift gathers row ``max(i - s + 1, 0)`` of ``y`` with a zero
+    row prepended (so the gather's operand is never empty, even for n = 0)."""
+    from .index import gather_along
+
+    n = x.sym_shape[dim]
+    i32 = T.SHAPE_DTYPE
+    pos = ctx.iota((n,), 0, i32)
+    zero_row = ctx.constant(0, x.dtype, tuple(1 if i == dim else d for i, d in enumerate(x.sym_shape)))
+    padded = tuple(as_dim(d + 1) if i == dim else d for i, d in enumerate(x.sym_shape))
+    size = ctx.dim(n)
+
+    def cond(c, s, y):
+        return c.compare(s, size, "LT")
+
+    def body(c, s, y):
+        ypad = c.op("stablehlo.concatenate", [zero_row, y], (padded, x.dtype), attrs={"dimension": f"{dim} : i64"})
+        start = c.binary("stablehlo.subtract", c.constant(1, i32), s)
+        idx = c.binary("stablehlo.maximum", c.binary("stablehlo.add", pos, c.broadcast_to(start, (n,))),
+                       c.constant(0, i32, (n,)))
+        y = c.binary("stablehlo.add", y, gather_along(c, ypad, dim, idx, x.sym_shape))
+        return [c.binary("stablehlo.multiply", s, c.constant(2, i32)), y]
+
+    return ctx.while_loop([ctx.constant(1, i32), x], cond, body)[1]
+
+
+def arg_reduce(ctx, x, dim, kind, keepdim):
+    """(values, int64 indices) of the max/min along ``dim``: a two-operand
+    ``reduce``; ties pick the first index, as torch does."""
+    dt = x.dtype
+    dim = dim % x.rank
+    idx = ctx.iota(x.sym_shape, dim, "i64")
+    worst = (-math.inf if kind == "max" else math.inf) if T.is_float(dt) else (
+        np.iinfo(T.MLIR_TO_NUMPY[dt]).min if kind == "max" else np.iinfo(T.MLIR_TO_NUMPY[dt]).max)
+    if dt == "i1":
+        worst = kind != "max"
+
+    def pick(c, va, ia, vb, ib):
+        better = c.compare(vb, va, "GT" if kind == "max" else "LT")
+        tie = c.binary("stablehlo.and", c.compare(vb, va, "EQ"), c.compare(ib, ia, "LT"))
+        take = c.binary("stablehlo.or", better, tie)
+        return [c.select(take, vb, va), c.select(take, ib, ia)]
+
+    out = tuple(d for i, d in enumerate(x.sym_shape) if i != dim)
+    region = ctx.region([((), dt), ((), "i64"), ((), dt), ((), "i64")], pick)
+    vals, inds = ctx.op("stablehlo.reduce", [x, idx, ctx.constant(worst, dt), ctx.constant(2**63 - 1, "i64")],
+                        [(out, dt), (out, "i64")], attrs={"dimensions": f"array<i64: {dim}>"}, regions=[region])
+    if keepdim:
+        kept = tuple(1 if i == dim else d for i, d in enumerate(x.sym_shape))
+        vals, inds = ctx.reshape(vals, kept), ctx.reshape(inds, kept)
+    return vals, inds
+
+
+def _arg(kind):
+    def fn(ctx, node, x, dim=None, keepdim=False):
+        if dim is None:
+            x = ctx.reshape(x, (_flat_size(x),))
+            dim = 0
+        _, inds = arg_reduce(ctx, x, dim, kind, keepdim)
+        return ctx.reshape(inds, ctx.out_shape(node))
+
+    return fn
+
+
+def _flat_size(x):
+    return as_dim(math.prod(x.sym_shape, start=sizes.const(1)))
+
+
+lowers(aten.argmax.default)(_arg("max"))
+lowers(aten.argmin.default)(_arg("min"))
+
+
+@lowers(aten.max.dim)
+def _max_dim(ctx, node, x, dim, keepdim=False):
+    return list(arg_reduce(ctx, x, dim, "max", keepdim))
+
+
+@lowers(aten.min.dim)
+def _min_dim(ctx, node, x, dim, keepdim=False):
+    return list(arg_reduce(ctx, x, dim, "min", keepdim))
+
+
+@lowers(aten.prod.dim_int, aten.prod.default)
+def _prod(ctx, node, x, dim=None, keepdim=False, dtype=None):
+    r = ctx.reduce(x, _dims(x, dim), "mul", keepdim=keepdim, dtype=ctx.out_dtype(node))
+    return ctx.reshape(r, ctx.out_shape(node))
+
+
+@lowers(aten.var_mean.correction)
+def _var_mean(ctx, node, x, dims=None, *, correction=None, keepdim=False):
+    correction = 1 if correction is None else correction
+    v, m = variance(ctx, x, _dims(x, dims), correction, keepdim, ctx.out_dtype(node, 0))
+    return [ctx.reshape(v, ctx.out_shape(node, 0)), ctx.reshape(m, ctx.out_shape(node, 1))]
+
+
+@lowers(aten.linalg_vector_norm.default)
+def _vector_norm(ctx, node, x, ord=2, dim=None, keepdim=False, *, dtype=None):
+    dt = ctx.out_dtype(node)
+    a = ctx.unary("stablehlo.abs", ctx.convert(x, dt))
+    d = _dims(x, dim)
+    if ord == math.inf or ord == -math.inf:
+        r = ctx.reduce(a, d, "max" if ord > 0 else "min", keepdim=keepdim)
+    elif ord == 0:
+        r = ctx.reduce(ctx.convert(ctx.compare(a, ctx.constant(0, dt, a.sym_shape), "NE"), dt), d, "add",
+                       keepdim=keepdim)
+    elif ord == 1:
+        r = ctx.reduce(a, d, "add", keepdim=keepdim)
+    elif ord == 2:
+        r = ctx.unary("stablehlo.sqrt", ctx.reduce(ctx.binary("stablehlo.multiply", a, a), d, "add", keepdim=keepdim))
+    else:
+        p = ctx.binary("stablehlo.power", a, ctx.constant(float(ord), dt, a.sym_shape))
+        s = ctx.reduce(p, d, "add", keepdim=keepdim)
+        r = ctx.binary("stablehlo.power", s, ctx.constant(1.0 / float(ord), dt, s.sym_shape))
+    return ctx.reshape(r, ctx.out_shape(node))
