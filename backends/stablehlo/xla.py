@@ -52,7 +52,7 @@ def device_put(arrays) -> list:
 
     _, dev = cpu()
     with jax.enable_x64(True):  # else device_put narrows int64/float64
-        return [jax.device_put(np.asarray(a), dev) for a in arrays]
+        return list(jax.device_put([np.asarray(a) for a in arrays], dev))  # one batched transfer
 
 
 def to_host(out):
@@ -184,11 +184,28 @@ class XlaProgram:
         return hit
 
 
+def bound_kinds(module: Module) -> set:
+    """``{"bounded", "unbounded"}``: the kinds of @main's `?` argument dims."""
+    out = set()
+    for shape, _, bounds in module.inputs:
+        for d, s in enumerate(shape):
+            if s is None:
+                out.add("bounded" if bounds is not None and bounds[d] is not None else "unbounded")
+    return out
+
+
 class XlaExecutor:
-    """One :class:`XlaProgram` per module text, NumPy in and out (:func:`execute`)."""
+    """One program per module text, NumPy in and out (:func:`execute`).
+
+    A module with ``#stablehlo.bounds`` runs on the compile-once
+    :class:`~.padded.BoundedXlaProgram` (``on_unsupported="per_shape"`` lets
+    it fall back to a compile per shape); ``bucketed=True`` runs a `?` module
+    on :class:`~.padded.BucketedXlaProgram`, and so does a module with both
+    bounded and unbounded argument dims (bounded ones at their bound, once
+    per bucket of the others); else :class:`XlaProgram`."""
 
     def __init__(self):
-        self._programs: Dict[str, XlaProgram] = {}
+        self._programs: Dict[tuple, object] = {}
         self.stats = XlaStats()
 
     def compile_count(self) -> int:
@@ -197,14 +214,25 @@ class XlaExecutor:
     def clear(self) -> None:
         self._programs.clear()
 
-    def program(self, text: str) -> XlaProgram:
-        p = self._programs.get(text)
+    def program(self, text: str, on_unsupported: str = "error", bucketed: bool = False):
+        key = (text, on_unsupported, bucketed)
+        p = self._programs.get(key)
         if p is None:
-            p = self._programs[text] = XlaProgram(Module(text), stats=self.stats)
+            from .padded import BoundedXlaProgram, BucketedXlaProgram
+
+            module = Module(text)
+            kinds = bound_kinds(module)
+            if bucketed or kinds == {"bounded", "unbounded"}:
+                p = BucketedXlaProgram(module, stats=self.stats, on_unsupported=on_unsupported)
+            elif kinds == {"bounded"}:
+                p = BoundedXlaProgram(module, stats=self.stats, on_unsupported=on_unsupported)
+            else:
+                p = XlaProgram(module, stats=self.stats)
+            self._programs[key] = p
         return p
 
-    def run(self, text: str, args) -> List[np.ndarray]:
-        p = self.program(text)
+    def run(self, text: str, args, on_unsupported: str = "error", bucketed: bool = False) -> List[np.ndarray]:
+        p = self.program(text, on_unsupported, bucketed)
         before = self.stats.compiles
         outs = p(*p.convert(args))
         if self.stats.compiles == before:

@@ -1,0 +1,481 @@
+"""The bounded entry: one XLA executable for every size up to a module's bounds.
+
+XLA's CPU compiler takes a module whose entry parameters are *static at the
+bound*, marks each live size with ``stablehlo.set_dimension_size(param, n,
+dim)`` (``n`` an ``i32`` scalar argument), and lets its dynamic padder mask the
+padding: one compile serves every ``n <= bound``. It rejects bounded types at
+the entry (``PadToStatic``, which the CPU runtime lacks) and the ``dynamic_*``
+ops on bounded types ("can't be translated to XLA HLO").
+
+:func:`bound_entry` rewrites a module with ``#stablehlo.bounds`` (or a `?`
+module given per-argument bounds, the bucketed executor) into that form:
+
+* each dynamic argument dim becomes static at its bound, with its live size an
+  extra ``i32`` scalar argument (after the original ones, argument by
+  argument, dim by dim); ``set_dimension_size`` re-establishes the bounded type;
+* each ``dynamic_broadcast_in_dim`` / ``dynamic_reshape`` / ``dynamic_iota`` /
+  ``real_dynamic_slice`` / ``dynamic_pad`` becomes its static form at the
+  result's bound, followed by ``set_dimension_size`` with the live size read
+  from the shape operand (which must derive from ``get_dimension_size`` and
+  constants; otherwise the size is data-dependent and :class:`PadderUnsupported`
+  names the op);
+* each result is returned static at its bound (``set_dimension_size`` back to
+  the bound), followed by its live sizes (``get_dimension_size``) as ``i32``
+  scalars, which the caller uses to slice on the host.
+"""
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from . import types as T
+from .module import ExecutionError
+
+DYN_OPS = ("stablehlo.dynamic_broadcast_in_dim", "stablehlo.dynamic_reshape", "stablehlo.dynamic_iota",
+           "stablehlo.real_dynamic_slice", "stablehlo.dynamic_pad")
+#: ops a shape operand may be computed with (sizes from get_dimension_size and constants)
+SHAPE_OPS = {"stablehlo.get_dimension_size", "stablehlo.constant", "stablehlo.reshape", "stablehlo.concatenate",
+             "stablehlo.slice", "stablehlo.convert", "stablehlo.add", "stablehlo.subtract", "stablehlo.multiply",
+             "stablehlo.divide", "stablehlo.remainder", "stablehlo.maximum", "stablehlo.minimum",
+             "stablehlo.negate", "stablehlo.select", "stablehlo.compare", "stablehlo.clamp", "stablehlo.abs",
+             "stablehlo.sign", "stablehlo.and", "stablehlo.or", "stablehlo.not", "stablehlo.broadcast_in_dim",
+             "stablehlo.shift_right_arithmetic", "stablehlo.shift_left", "stablehlo.power",
+             "shape.shape_of", "arith.constant", "arith.index_cast"}
+
+
+class PadderUnsupported(ExecutionError):
+    """The bounded rewrite cannot serve this module (names the op and why)."""
+
+    def __init__(self, msg: str, op: str = ""):
+        super().__init__(msg)
+        self.op = op
+
+
+@dataclass
+class BoundedEntry:
+    """A module rewritten for the bounded executor (see the module docstring).
+
+    ``args``/``results``: per original argument/result, (static shape at the
+    bound, dynamic dims); ``bytecode`` is what XLA compiles."""
+
+    bytecode: bytes
+    args: List[Tuple[Tuple[int, ...], Tuple[int, ...]]]
+    results: List[Tuple[Tuple[int, ...], Tuple[int, ...]]]
+    rewritten: Dict[str, int]
+
+    @property
+    def n_arg_sizes(self) -> int:
+        return sum(len(d) for _, d in self.args)
+
+
+def _find_main(module):
+    from jaxlib.mlir import ir
+
+    for op in module.body.operations:
+        if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == "main":
+            return op
+    raise ExecutionError("module has no @main")
+
+
+def _walk(op, fn):
+    for region in op.regions:
+        for block in region.blocks:
+            for child in list(block.operations):
+                _walk(child.operation, fn)
+                fn(child.operation)
+
+
+def _bounds_attr(bounds, rank):
+    from jaxlib.mlir import ir
+
+    if bounds is None or all(b is None for b in bounds):
+        return None
+    return ir.Attribute.parse("#stablehlo.bounds<" + ", ".join("?" if b is None else str(b) for b in bounds) + ">")
+
+
+def _info(t) -> Tuple[Tuple[Optional[int], ...], Optional[Tuple[Optional[int], ...]]]:
+    shape, _, bounds = T.parse_tensor_type(str(t))
+    return shape, bounds
+
+
+def _at_bound(t, where: str, op: str):
+    """(static type at the bound, dynamic dims) of a ranked tensor type."""
+    from jaxlib.mlir import ir
+
+    rt = ir.RankedTensorType(t)
+    shape, bounds = _info(t)
+    full, dyn = [], []
+    for d, s in enumerate(shape):
+        if s is None:
+            b = bounds[d] if bounds is not None else None
+            if b is None:
+                raise PadderUnsupported(f"{where}: dim {d} of {t} has no bound (an unbounded or data-dependent "
+                                        f"size): the dynamic padder needs one", op)
+            full.append(b)
+            dyn.append(d)
+        else:
+            full.append(s)
+    return ir.RankedTensorType.get(full, rt.element_type), tuple(dyn), tuple(full)
+
+
+def _bounded_type(t, bounds: Sequence[Optional[int]]):
+    """``t`` (a `?`/static ranked type) with ``bounds`` on its `?` dims."""
+    from jaxlib.mlir import ir
+
+    rt = ir.RankedTensorType(t)
+    return ir.RankedTensorType.get(list(rt.shape), rt.element_type, _bounds_attr(bounds, rt.rank))
+
+
+def _check_shape_source(value, op_name: str, where: str, size_args) -> None:
+    """The shape operand must be computed from sizes and constants."""
+    from jaxlib.mlir import ir
+
+    seen, todo = set(), [value]
+    while todo:
+        v = todo.pop()
+        owner = v.owner
+        if isinstance(owner, ir.Block):
+            if any(v == a for a in size_args):
+                continue
+            raise PadderUnsupported(f"{where}: the shape operand of {op_name} derives from a function argument "
+                                    f"(a data-dependent size): the dynamic padder cannot bound it", op_name)
+        name = owner.name
+        if id(owner) in seen:
+            continue
+        seen.add(id(owner))
+        if name not in SHAPE_OPS:
+            raise PadderUnsupported(f"{where}: the shape operand of {op_name} is computed by {name} "
+                                    f"(a data-dependent size): the dynamic padder cannot bound it", op_name)
+        if name == "stablehlo.get_dimension_size":
+            continue
+        todo.extend(owner.operands)
+
+
+class _Rewriter:
+    def __init__(self, label: str, size_args):
+        self.label = label
+        self.size_args = size_args
+        self.counts: Dict[str, int] = {}
+
+    def scalar(self, shape_vec, d: int, ip):
+        """Element ``d`` of a 1-D shape tensor as ``tensor<i32>``."""
+        from jaxlib.mlir import ir
+        from jaxlib.mlir.dialects import stablehlo
+
+        et = ir.RankedTensorType(shape_vec.type).element_type
+        one = stablehlo.SliceOp(shape_vec, [d], [d + 1], [1], results=[ir.RankedTensorType.get([1], et)], ip=ip)
+        s = stablehlo.ReshapeOp(ir.RankedTensorType.get([], et), one.result, ip=ip).result
+        i32 = ir.IntegerType.get_signless(32)
+        if str(et) != "i32":
+            s = stablehlo.ConvertOp(ir.RankedTensorType.get([], i32), s, ip=ip).result
+        return s
+
+    def set_sizes(self, value, dyn, sizes, final_type, ip):
+        from jaxlib.mlir.dialects import stablehlo
+
+        for d in dyn:
+            value = stablehlo.SetDimensionSizeOp(value, sizes[d], d, ip=ip).result
+        if str(value.type) != str(final_type):
+            value.set_type(final_type)
+        return value
+
+    def rewrite(self, op) -> None:
+        from jaxlib.mlir import ir
+        from jaxlib.mlir.dialects import stablehlo
+
+        name = op.name
+        where = f"{self.label}: {name}"
+        result = op.results[0]
+        rtype = result.type
+        static_t, dyn, full = _at_bound(rtype, where, name)
+        ip = ir.InsertionPoint(op)
+        ops = list(op.operands)
+        if name == "stablehlo.dynamic_broadcast_in_dim":
+            shape_vec = ops[1]
+            dims = list(ir.DenseI64ArrayAttr(op.attributes["broadcast_dimensions"]))
+            new = stablehlo.BroadcastInDimOp(static_t, ops[0], dims, ip=ip).result
+        elif name == "stablehlo.dynamic_reshape":
+            shape_vec = ops[1]
+            new = stablehlo.ReshapeOp(static_t, ops[0], ip=ip).result
+        elif name == "stablehlo.dynamic_iota":
+            shape_vec = ops[0]
+            new = stablehlo.IotaOp(static_t, ir.IntegerAttr(op.attributes["iota_dimension"]).value, ip=ip).result
+        elif name == "stablehlo.real_dynamic_slice":
+            return self._slice(op, static_t, dyn, full, ip)
+        else:
+            raise PadderUnsupported(f"{where}: not rewritten by the bounded executor (no static form on bounded "
+                                    f"types here)", name)
+        _check_shape_source(shape_vec, name, self.label, self.size_args)
+        sizes = {d: self.scalar(shape_vec, d, ip) for d in dyn}
+        out = self.set_sizes(new, dyn, sizes, rtype, ip)
+        result.replace_all_uses_with(out)
+        op.erase()
+        self.counts[name] = self.counts.get(name, 0) + 1
+
+    def _slice(self, op, static_t, dyn, full, ip):
+        """``real_dynamic_slice`` with constant starts and strides: a static slice
+        of the result's bound, its live size ``ceil((limit - start) / stride)``."""
+        from jaxlib.mlir import ir
+        from jaxlib.mlir.dialects import stablehlo
+        import numpy as np
+
+        name = op.name
+        operand, start, limit, strides = op.operands
+        consts = []
+        for what, v in (("start", start), ("strides", strides)):
+            owner = v.owner
+            if isinstance(owner, ir.Block) or owner.name != "stablehlo.constant":
+                raise PadderUnsupported(f"{self.label}: {name} with non-constant {what} indices: no static form "
+                                        f"on bounded types", name)
+            consts.append(np.array(ir.DenseIntElementsAttr(owner.attributes["value"]), dtype=np.int64).reshape(-1))
+        st, sd = consts
+        _check_shape_source(limit, name, self.label, self.size_args)
+        oshape, obounds = _info(operand.type)
+        ofull = [s if s is not None else obounds[d] for d, s in enumerate(oshape)]
+        lim = []
+        for d in range(len(full)):
+            hi = int(st[d] + full[d] * sd[d]) if d in dyn else int(st[d] + (full[d] - 1) * sd[d] + 1)
+            lim.append(min(hi, ofull[d]))
+        new = stablehlo.SliceOp(operand, [int(x) for x in st], lim, [int(x) for x in sd], results=[static_t],
+                                ip=ip).result
+        sizes = {}
+        for d in dyn:
+            hi = self.scalar(limit, d, ip)
+            c = lambda x: stablehlo.ConstantOp(ir.DenseElementsAttr.get(np.array(x, np.int32)), ip=ip).result  # noqa
+            span = stablehlo.SubtractOp(hi, c(st[d]), ip=ip).result
+            if sd[d] != 1:
+                span = stablehlo.DivideOp(stablehlo.AddOp(span, c(sd[d] - 1), ip=ip).result, c(sd[d]), ip=ip).result
+            sizes[d] = span
+        out = self.set_sizes(new, dyn, sizes, op.results[0].type, ip)
+        op.results[0].replace_all_uses_with(out)
+        op.erase()
+        self.counts[name] = self.counts.get(name, 0) + 1
+
+
+def bound_entry(text: str, label: str = "module", arg_bounds: Optional[Sequence] = None) -> BoundedEntry:
+    """Rewrite ``text`` for the bounded executor (see the module docstring).
+
+    ``arg_bounds``: per argument, the static shape to serve (a bucket): every
+    `?` dim of the module then gets the bound its size has at those shapes
+    (:func:`_propagate_bounds`); ``None`` uses the module's own
+    ``#stablehlo.bounds``. Raises :class:`PadderUnsupported` naming the op."""
+    from jaxlib.mlir import ir, passmanager
+    from jaxlib.mlir.dialects import func, stablehlo
+
+    from .verify import make_context
+
+    ctx = make_context()
+    with ctx, ir.Location.unknown():
+        module = ir.Module.parse(text)
+        _inline_calls(module)
+        passmanager.PassManager.parse("builtin.module(symbol-dce)").run(module.operation)
+        main = _find_main(module)
+        if arg_bounds is not None:
+            _propagate_bounds(module, main, arg_bounds, label)
+        ft = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+        block = main.regions[0].blocks[0]
+        i32 = ir.RankedTensorType.get([], ir.IntegerType.get_signless(32))
+        # -- arguments: static at the bound + i32 live sizes
+        args_info, new_inputs, size_args = [], [], []
+        for i, t in enumerate(ft.inputs):
+            static_t, dyn, full = _at_bound(t, f"{label}: argument {i}", "func.func @main")
+            args_info.append((full, dyn))
+            new_inputs.append(static_t)
+        rw = _Rewriter(label, size_args)
+        for i, t in enumerate(ft.inputs):
+            dyn = args_info[i][1]
+            sizes = {}
+            for d in dyn:
+                sizes[d] = block.add_argument(i32, ir.Location.unknown())
+                size_args.append(sizes[d])
+            if not dyn:
+                continue
+            arg = block.arguments[i]
+            arg.set_type(new_inputs[i])
+            v = rw.set_sizes(arg, dyn, sizes, t, ir.InsertionPoint.at_block_begin(block))
+            first = v.owner
+            while first.operands[0] != arg:
+                first = first.operands[0].owner
+            arg.replace_all_uses_except(v, first.operation)
+        new_inputs += [i32] * len(size_args)
+        # -- dynamic ops: static forms on bounded types
+        doomed = []
+        _walk(module.operation, lambda op: doomed.append(op) if op.name in DYN_OPS else None)
+        for op in doomed:
+            rw.rewrite(op)
+        # -- results: static at the bound + live sizes
+        ret = block.operations[len(block.operations) - 1]
+        ip = ir.InsertionPoint(ret)
+        outs, sizes_out, res_info = [], [], []
+        for j, v in enumerate(ret.operands):
+            static_t, dyn, full = _at_bound(v.type, f"{label}: result {j}", "func.return")
+            res_info.append((full, dyn))
+            for d in dyn:
+                sizes_out.append(stablehlo.GetDimensionSizeOp(v, d, ip=ip).result)
+            for d in dyn:
+                c = stablehlo.ConstantOp(ir.DenseElementsAttr.get(_np_i32(full[d])), ip=ip).result
+                v = stablehlo.SetDimensionSizeOp(v, c, d, ip=ip).result
+            if dyn:
+                v.set_type(static_t)
+            outs.append(v)
+        func.ReturnOp(outs + sizes_out, ip=ip)
+        ret.erase()
+        results = [v.type for v in outs] + [i32] * len(sizes_out)
+        main.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(new_inputs, results))
+        for attrs in ("arg_attrs", "res_attrs"):  # per-argument/result attributes (jax's) no longer line up
+            if attrs in main.attributes:
+                del main.attributes[attrs]
+        _check_all_bounded(module, label)
+        try:
+            module.operation.verify()
+        except ir.MLIRError as e:
+            raise ExecutionError(f"{label}: the bounded rewrite produced an invalid module: {e}") from e
+        buf = io.BytesIO()
+        module.operation.write_bytecode(file=buf)
+        return BoundedEntry(buf.getvalue(), args_info, res_info, rw.counts)
+
+
+def _propagate_bounds(module, main, shapes: Sequence[Sequence[int]], label: str) -> None:
+    """Give every `?` dim of ``module`` (in place) the bound its size has when
+    @main's arguments have ``shapes``: a copy of the module, with a probe (a
+    side-effecting ``custom_call @dynshape_probe``) on every value with `?`
+    dims, is refined to those static shapes (jax's shape refinement), and each
+    probe's operand type is read back (probes survive the folding and CSE that
+    remove ops). This assumes sizes grow with the argument sizes (true of
+    broadcasts, reshapes, concatenations, prefix slices); the padder keeps
+    every live size at run time."""
+    from jaxlib.mlir import ir
+
+    from .xla import refine
+
+    _strip_assertions(module)
+    probed = []
+    with ir.Location.unknown():
+        copy = ir.Module.parse(module.operation.get_asm())
+
+        def probe(op):
+            for r in op.results:
+                if "?" in str(r.type).split(",")[0]:
+                    probed.append(len(probed))
+                    term = op.block.operations[len(op.block.operations) - 1]
+                    ir.Operation.create("stablehlo.custom_call", results=[], operands=[r], attributes={
+                        "call_target_name": ir.StringAttr.get("dynshape_probe"),
+                        "has_side_effect": ir.BoolAttr.get(True),
+                        "backend_config": ir.StringAttr.get(str(len(probed) - 1))}, ip=ir.InsertionPoint(term))
+
+        _walk(copy.operation, probe)
+        refined = ir.Module.parse(refine(copy.operation.get_asm(), [(tuple(s), None) for s in shapes], label))
+        found: Dict[int, object] = {}
+
+        def read(op):
+            if op.name == "stablehlo.custom_call" and \
+                    ir.StringAttr(op.attributes["call_target_name"]).value == "dynshape_probe":
+                found[int(ir.StringAttr(op.attributes["backend_config"]).value)] = op.operands[0].type
+
+        _walk(refined.operation, read)
+    values = []
+    _walk(module.operation, lambda op: values.extend((op, r) for r in op.results
+                                                     if "?" in str(r.type).split(",")[0]))
+    for k, (op, r) in enumerate(values):
+        rt = found.get(k)
+        shape, _, _ = T.parse_tensor_type(str(r.type))
+        full, _, _ = T.parse_tensor_type(str(rt)) if rt is not None else (None, None, None)
+        if full is None or None in full:
+            raise PadderUnsupported(f"{label}: {op.name} has a size shape refinement could not fix at argument "
+                                    f"shapes {shapes}: no bound for it", op.name)
+        r.set_type(_bounded_type(r.type, [f if s is None else None for s, f in zip(shape, full)]))
+    ft = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+    block = main.regions[0].blocks[0]
+    inputs = []
+    for i, (t, s) in enumerate(zip(ft.inputs, shapes)):
+        shape, _, _ = T.parse_tensor_type(str(t))
+        bt = _bounded_type(t, [n if d is None else None for d, n in zip(shape, s)])
+        block.arguments[i].set_type(bt)
+        inputs.append(bt)
+    ret = block.operations[len(block.operations) - 1]
+    main.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, [v.type for v in ret.operands]))
+
+
+def _inline_calls(module) -> None:
+    """Inline every ``func.call`` (jax's modules call private functions; the
+    MLIR ``inline`` pass in jaxlib has no inliner interface for them)."""
+    from jaxlib.mlir import ir
+
+    funcs = {ir.StringAttr(op.attributes["sym_name"]).value: op for op in module.body.operations
+             if op.operation.name == "func.func"}
+    for _ in range(64):  # nesting depth
+        calls = []
+        _walk(module.operation, lambda op: calls.append(op) if op.name == "func.call" else None)
+        if not calls:
+            return
+        for call in calls:
+            callee = funcs[ir.FlatSymbolRefAttr(call.attributes["callee"]).value]
+            body = callee.regions[0].blocks[0]
+            mapping = {}
+            for a, v in zip(body.arguments, call.operands):
+                mapping[a] = v
+            ip = ir.InsertionPoint(call)
+            ops = list(body.operations)
+            for op in ops[:-1]:
+                new = op.operation.clone(ip=ip)
+                _remap(new, mapping)
+                for old_r, new_r in zip(op.results, new.results):
+                    mapping[old_r] = new_r
+            for r, v in zip(call.results, ops[-1].operands):
+                r.replace_all_uses_with(mapping.get(v, v))
+            call.erase()
+    raise ExecutionError("func.call nesting deeper than 64: not inlined")
+
+
+def _remap(op, mapping) -> None:
+    for i, v in enumerate(op.operands):
+        w = mapping.get(v)
+        if w is not None:
+            op.operands[i] = w
+    for region in op.regions:
+        for block in region.blocks:
+            for child in block.operations:
+                _remap(child.operation, mapping)
+
+
+def _strip_assertions(module) -> None:
+    """Drop jax's ``shape_assertion`` custom calls (checked per concrete shape
+    on the host by the caller; XLA has no target for them)."""
+    from jaxlib.mlir import ir
+
+    doomed = []
+
+    def visit(op):
+        if op.name == "stablehlo.custom_call" and "call_target_name" in op.attributes:
+            if ir.StringAttr(op.attributes["call_target_name"]).value == "shape_assertion":
+                doomed.append(op)
+
+    _walk(module.operation, visit)
+    for op in doomed:
+        op.erase()
+
+
+def _np_i32(x):
+    import numpy as np
+
+    return np.array(x, np.int32)
+
+
+def _check_all_bounded(module, label: str) -> None:
+    """Every `?` dim left must carry a bound: else the size is data-dependent."""
+    bad = []
+
+    def visit(op):
+        for r in op.results:
+            s = str(r.type)
+            if s.startswith("tensor<") and "?" in s.split(",")[0]:
+                shape, _, bounds = T.parse_tensor_type(s)
+                if any(x is None and (bounds is None or bounds[d] is None) for d, x in enumerate(shape)):
+                    bad.append((op.name, s))
+
+    _walk(module.operation, visit)
+    if bad:
+        name, t = bad[0]
+        raise PadderUnsupported(f"{label}: {name} produces {t}, a size with no bound (data-dependent or "
+                                f"unbounded): the dynamic padder cannot serve it", name)
