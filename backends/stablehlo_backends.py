@@ -39,8 +39,8 @@ import numpy as np
 from .base import Backend, Counter, Unsupported, torch_dims
 
 LOWERING = Counter("ours", "torch.export + our StableHLO lowering of the program")
-XLA = Counter("ours", "our XLA executor refines @main to a new concrete argument shape "
-                      "and compiles it (PJRT CPU compile_and_load)")
+XLA = Counter("ours", "our XLA executor compiles @main (PJRT CPU compile_and_load): refined to each new "
+                      "concrete argument shape, or once per bounded module / per bucket (padded entry)")
 PARSE = Counter("ours", "the interpreter worker parses/specialises the module for a new concrete argument shape")
 
 

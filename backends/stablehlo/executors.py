@@ -26,8 +26,8 @@ import numpy as np
 from .interpreter import (InterpreterCrashed, InterpreterExecutor, InterpreterProgram,  # noqa: F401
                           InterpreterWorker, LocalInterpreter)
 from .module import ExecutionError, Module, Report, digest, format_shapes, main_signature  # noqa: F401
-from .padded import BoundedXlaProgram, BucketedXlaProgram, PadderUnsupported  # noqa: F401
-from .xla import (XlaExecutor, XlaProgram, XlaStats, cpu, device_put, load_runtime, refine,  # noqa: F401
+from .padded import BoundedXlaProgram, BucketedXlaProgram, PadderUnsupported, XlaExecutor  # noqa: F401
+from .xla import (XlaProgram, XlaStats, cpu, device_put, load_runtime, refine,  # noqa: F401
                   to_host)
 
 

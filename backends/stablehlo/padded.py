@@ -61,7 +61,10 @@ class _Padded:
         for a, (full, dyn) in zip(args, self.entry.args):
             live = a.shape
             if dyn and live != full:
-                buf = np.empty(full, a.dtype) if self.pad_value is None else np.full(full, self.pad_value, a.dtype)
+                if self.pad_value is None:
+                    buf = np.empty(full, a.dtype)
+                else:
+                    buf = np.full(full, _poison(self.pad_value, a.dtype), a.dtype)
                 buf[tuple(slice(0, n) for n in live)] = a
                 a = buf
             padded.append(a)
@@ -89,6 +92,14 @@ class _Padded:
                 o = o[tuple(idx)]
             res.append(o)
         return res
+
+
+def _poison(value, dtype):
+    """``value`` for float arrays; the largest value of other dtypes (a test's
+    way to fill the padding with what would show if it leaked)."""
+    if dtype.kind in "fc":
+        return value
+    return True if dtype.kind == "b" else np.iinfo(dtype).max
 
 
 class _HostProgram:
@@ -162,8 +173,9 @@ class BoundedXlaProgram(_HostProgram):
     up to its ``#stablehlo.bounds`` (compiled on the first call).
 
     ``how`` is ``"bounded"``, or ``"per_shape: <why>"`` after a fallback that
-    ``on_unsupported="per_shape"`` allowed; ``pad_value`` fills the padding
-    (default: uninitialised memory, which the padder masks)."""
+    ``on_unsupported="per_shape"`` allowed; ``pad_value`` fills the padding of
+    float arguments (others get their dtype's maximum; default: uninitialised
+    memory, which the padder masks)."""
 
     def __init__(self, module: Module, on_compile: Optional[Report] = None, stats: Optional[XlaStats] = None,
                  on_unsupported: str = "error", pad_value=None):
@@ -236,3 +248,57 @@ class BucketedXlaProgram(_HostProgram):
                 return self._unsupported(e)
             self.how = "bucketed"
         return hit
+
+
+def bound_kinds(module: Module) -> set:
+    """``{"bounded", "unbounded"}``: the kinds of @main's `?` argument dims."""
+    out = set()
+    for shape, _, bounds in module.inputs:
+        for d, s in enumerate(shape):
+            if s is None:
+                out.add("bounded" if bounds is not None and bounds[d] is not None else "unbounded")
+    return out
+
+
+class XlaExecutor:
+    """One program per module text, NumPy in and out (:func:`execute`).
+
+    A module with ``#stablehlo.bounds`` runs on the compile-once
+    :class:`~.padded.BoundedXlaProgram` (``on_unsupported="per_shape"`` lets
+    it fall back to a compile per shape); ``bucketed=True`` runs a `?` module
+    on :class:`~.padded.BucketedXlaProgram`, and so does a module with both
+    bounded and unbounded argument dims (bounded ones at their bound, once
+    per bucket of the others); else :class:`XlaProgram`."""
+
+    def __init__(self):
+        self._programs: Dict[tuple, object] = {}
+        self.stats = XlaStats()
+
+    def compile_count(self) -> int:
+        return self.stats.compiles
+
+    def clear(self) -> None:
+        self._programs.clear()
+
+    def program(self, text: str, on_unsupported: str = "error", bucketed: bool = False):
+        key = (text, on_unsupported, bucketed)
+        p = self._programs.get(key)
+        if p is None:
+            module = Module(text)
+            kinds = bound_kinds(module)
+            if bucketed or kinds == {"bounded", "unbounded"}:
+                p = BucketedXlaProgram(module, stats=self.stats, on_unsupported=on_unsupported)
+            elif kinds == {"bounded"}:
+                p = BoundedXlaProgram(module, stats=self.stats, on_unsupported=on_unsupported)
+            else:
+                p = XlaProgram(module, stats=self.stats)
+            self._programs[key] = p
+        return p
+
+    def run(self, text: str, args, on_unsupported: str = "error", bucketed: bool = False) -> List[np.ndarray]:
+        p = self.program(text, on_unsupported, bucketed)
+        before = self.stats.compiles
+        outs = p(*p.convert(args))
+        if self.stats.compiles == before:
+            self.stats.cache_hits += 1
+        return [np.asarray(o) for o in outs]

@@ -182,7 +182,9 @@ def describe_failure(res: dict) -> str:
 class TorchXlaStableHLO(XlaArrays, Backend):
     name = "torch_xla_stablehlo"
     forms = ("torch",)
-    modes = ("unbounded", "bounded", "bucketed")
+    # bucketed is offered where torch_xla's export gets through (the canon
+    # variant): as written, its export fails on every catalogue case in every mode
+    modes = ("unbounded", "bounded")
     env = "main"  # the executors are here; the export runs in a server process of the xla env
     requires = ("jax", "jaxlib")
     counters = {"export": EXPORT, "xla": XLA}
@@ -315,6 +317,7 @@ class TorchXlaStableHLO(XlaArrays, Backend):
 class TorchXlaStableHLOCanon(TorchXlaStableHLO):
     name = "torch_xla_stablehlo_canon"
     canonicalize = True
+    modes = ("unbounded", "bounded", "bucketed")
 
 
 class TorchXlaStableHLOCanonInterp(InterpreterHost, TorchXlaStableHLOCanon):
