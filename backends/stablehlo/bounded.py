@@ -222,6 +222,8 @@ class _Rewriter:
 
         name = op.name
         operand, start, limit, strides = op.operands
+        if _const(strides) is not None and all(x == 1 for x in _const(strides)) and _const(start) is None:
+            return self._dynamic_start_slice(op, static_t, dyn, full, ip)
         consts = []
         for what, v in (("start", start), ("strides", strides)):
             owner = v.owner
@@ -251,6 +253,50 @@ class _Rewriter:
         op.results[0].replace_all_uses_with(out)
         op.erase()
         self.counts[name] = self.counts.get(name, 0) + 1
+
+    def _dynamic_start_slice(self, op, static_t, dyn, full, ip):
+        """``real_dynamic_slice`` with unit strides and starts computed from sizes
+        (``x[n - 3:]``): the operand made static at its bound, padded at the end
+        by the result's bound (so ``dynamic_slice`` never clamps the start),
+        ``dynamic_slice`` of the result's bound, live size ``limit - start``."""
+        from jaxlib.mlir import ir
+        from jaxlib.mlir.dialects import stablehlo
+        import numpy as np
+
+        name = op.name
+        operand, start, limit, _ = op.operands
+        _check_shape_source(start, name, self.label, self.size_args)
+        _check_shape_source(limit, name, self.label, self.size_args)
+        ostatic, odyn, ofull = _at_bound(operand.type, f"{self.label}: {name}", name)
+        c = lambda x: stablehlo.ConstantOp(ir.DenseElementsAttr.get(np.array(x, np.int32)), ip=ip).result  # noqa
+        o = operand
+        for d in odyn:
+            o = stablehlo.SetDimensionSizeOp(o, c(ofull[d]), d, ip=ip).result
+        o.set_type(ostatic)
+        et = ir.RankedTensorType(ostatic).element_type
+        zero = ir.IntegerAttr.get(et, 0) if str(et)[0] in "iu" else ir.FloatAttr.get(et, 0.0)
+        pad_v = stablehlo.ConstantOp(ir.DenseElementsAttr.get_splat(ir.RankedTensorType.get([], et), zero), ip=ip)
+        rank = len(full)
+        padded_t = ir.RankedTensorType.get([a + b for a, b in zip(ofull, full)], et)
+        p = stablehlo.PadOp(o, pad_v.result, [0] * rank, list(full), [0] * rank, results=[padded_t], ip=ip).result
+        starts = [self.scalar(start, d, ip) for d in range(rank)]
+        new = stablehlo.DynamicSliceOp(p, starts, list(full), results=[static_t], ip=ip).result
+        sizes = {d: stablehlo.SubtractOp(self.scalar(limit, d, ip), starts[d], ip=ip).result for d in dyn}
+        out = self.set_sizes(new, dyn, sizes, op.results[0].type, ip)
+        op.results[0].replace_all_uses_with(out)
+        op.erase()
+        self.counts[name] = self.counts.get(name, 0) + 1
+
+
+def _const(v):
+    """The values of a ``stablehlo.constant`` operand (flat int64), or None."""
+    from jaxlib.mlir import ir
+    import numpy as np
+
+    owner = v.owner
+    if isinstance(owner, ir.Block) or owner.name != "stablehlo.constant":
+        return None
+    return np.array(ir.DenseIntElementsAttr(owner.attributes["value"]), dtype=np.int64).reshape(-1)
 
 
 def bound_entry(text: str, label: str = "module", arg_bounds: Optional[Sequence] = None) -> BoundedEntry:
