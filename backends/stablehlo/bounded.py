@@ -26,6 +26,7 @@ module given per-argument bounds, the bucketed executor) into that form:
 from __future__ import annotations
 
 import io
+import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -33,7 +34,7 @@ from . import types as T
 from .module import ExecutionError
 
 DYN_OPS = ("stablehlo.dynamic_broadcast_in_dim", "stablehlo.dynamic_reshape", "stablehlo.dynamic_iota",
-           "stablehlo.real_dynamic_slice", "stablehlo.dynamic_pad")
+           "stablehlo.real_dynamic_slice", "stablehlo.dynamic_gather", "stablehlo.dynamic_pad")
 #: ops a shape operand may be computed with (sizes from get_dimension_size and constants)
 SHAPE_OPS = {"stablehlo.get_dimension_size", "stablehlo.constant", "stablehlo.reshape", "stablehlo.concatenate",
              "stablehlo.slice", "stablehlo.convert", "stablehlo.add", "stablehlo.subtract", "stablehlo.multiply",
@@ -203,6 +204,8 @@ class _Rewriter:
             new = stablehlo.IotaOp(static_t, ir.IntegerAttr(op.attributes["iota_dimension"]).value, ip=ip).result
         elif name == "stablehlo.real_dynamic_slice":
             return self._slice(op, static_t, dyn, full, ip)
+        elif name == "stablehlo.dynamic_gather":
+            return self._gather(op, static_t, dyn, ip)
         else:
             raise PadderUnsupported(f"{where}: not rewritten by the bounded executor (no static form on bounded "
                                     f"types here)", name)
@@ -249,6 +252,61 @@ class _Rewriter:
             if sd[d] != 1:
                 span = stablehlo.DivideOp(stablehlo.AddOp(span, c(sd[d] - 1), ip=ip).result, c(sd[d]), ip=ip).result
             sizes[d] = span
+        out = self.set_sizes(new, dyn, sizes, op.results[0].type, ip)
+        op.results[0].replace_all_uses_with(out)
+        op.erase()
+        self.counts[name] = self.counts.get(name, 0) + 1
+
+    def _gather(self, op, static_t, dyn, ip):
+        """``dynamic_gather``: ``gather`` whose slice sizes are the constant ones
+        and, where computed from sizes, the operand's bound; each dynamic result
+        dim gets its live size from the slice sizes (offset dims) or the
+        indices (batch dims)."""
+        from jaxlib.mlir import ir
+        from jaxlib.mlir.dialects import stablehlo
+
+        name = op.name
+        operand, indices, slice_sizes = op.operands
+        _check_shape_source(slice_sizes, name, self.label, self.size_args)
+        _, _, ofull = _at_bound(operand.type, f"{self.label}: {name}", name)
+        dn = str(op.attributes["dimension_numbers"])
+        field = lambda k: [int(x) for x in re.findall(rf"{k} = \[([^\]]*)\]", dn)[0].split(",") if x.strip()] \
+            if re.search(rf"{k} = \[", dn) else []  # noqa: E731
+        offset_dims, collapsed = field("offset_dims"), set(field("collapsed_slice_dims")) | set(
+            field("operand_batching_dims"))
+        m = re.search(r"index_vector_dim = (\d+)", dn)
+        ivd = int(m.group(1)) if m else len(ir.RankedTensorType(indices.type).shape)
+        kept = [d for d in range(len(ofull)) if d not in collapsed]
+        batch_src = [d for d in range(len(ir.RankedTensorType(indices.type).shape)) if d != ivd]
+        # slice sizes: 1 on collapsed dims, the result's size where it is static, else the operand's bound
+        rshape, _ = _info(op.results[0].type)
+        known = _const(slice_sizes)
+        sizes_static = []
+        for d in range(len(ofull)):
+            if known is not None:
+                sizes_static.append(int(known[d]))
+            elif d in collapsed:
+                sizes_static.append(1)
+            else:
+                r = offset_dims[kept.index(d)]
+                sizes_static.append(rshape[r] if rshape[r] is not None else ofull[d])
+        attrs = {"dimension_numbers": op.attributes["dimension_numbers"],
+                 "slice_sizes": ir.DenseI64ArrayAttr.get(sizes_static)}
+        if "indices_are_sorted" in op.attributes:
+            attrs["indices_are_sorted"] = op.attributes["indices_are_sorted"]
+        new = ir.Operation.create("stablehlo.gather", results=[static_t], operands=[operand, indices],
+                                  attributes=attrs, ip=ip).result
+        sizes, bi = {}, 0
+        for r in range(len(ir.RankedTensorType(static_t).shape)):
+            if r in offset_dims:
+                src = ("slice", kept[offset_dims.index(r)])
+            else:
+                src, bi = ("indices", batch_src[bi]), bi + 1
+            if r in dyn:
+                if src[0] == "slice":
+                    sizes[r] = self.scalar(slice_sizes, src[1], ip)
+                else:
+                    sizes[r] = stablehlo.GetDimensionSizeOp(indices, src[1], ip=ip).result
         out = self.set_sizes(new, dyn, sizes, op.results[0].type, ip)
         op.results[0].replace_all_uses_with(out)
         op.erase()

@@ -13,17 +13,17 @@ from backends.stablehlo.bounded import bound_entry
 from .cases_stablehlo import CASES
 from .test_ops import _check, lowered
 
-#: bounded per-op cases XLA's dynamic padder cannot serve: the op its error names
+#: per-op cases XLA's dynamic padder cannot serve: the op its error names
 PADDER_LIMITS = {
-    "conv2d": "convolution",  # "Dynamic Spatial Convolution is not supported"
+    "conv1d": "convolution",  # "Dynamic Spatial Convolution is not supported"
+    "conv2d": "convolution",
     "group_norm": "reshape",  # "Dynamic input dimension to reshape that is both splitted and combined"
 }
-BOUNDED = [c for c in CASES if "#stablehlo.bounds" in "".join(c.expect)]
 
 
-@pytest.mark.parametrize("case", BOUNDED, ids=[c.name for c in BOUNDED])
-def test_bounded_cases_compile_once_padding_masked(case):
-    """Every size of a bounded per-op case from one executable per bucket of its
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_per_op_cases_compile_once_padding_masked(case):
+    """Every size of a per-op case from one executable per bucket of its
     unbounded dims (one in all where every dim is bounded), padding filled with
     NaN: any value the padder fails to mask shows up in the result."""
     _, text = lowered(case)
