@@ -30,8 +30,8 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from . import types as T
-from .module import ExecutionError
+from .bounds import check_all_bounded, find_main, info, inline_calls, propagate_bounds, walk
+from .module import ExecutionError, PadderUnsupported  # noqa: F401 (PadderUnsupported: re-exported)
 
 DYN_OPS = ("stablehlo.dynamic_broadcast_in_dim", "stablehlo.dynamic_reshape", "stablehlo.dynamic_iota",
            "stablehlo.real_dynamic_slice", "stablehlo.dynamic_gather", "stablehlo.dynamic_pad")
@@ -43,14 +43,6 @@ SHAPE_OPS = {"stablehlo.get_dimension_size", "stablehlo.constant", "stablehlo.re
              "stablehlo.sign", "stablehlo.and", "stablehlo.or", "stablehlo.not", "stablehlo.broadcast_in_dim",
              "stablehlo.shift_right_arithmetic", "stablehlo.shift_left", "stablehlo.power",
              "shape.shape_of", "arith.constant", "arith.index_cast"}
-
-
-class PadderUnsupported(ExecutionError):
-    """The bounded rewrite cannot serve this module (names the op and why)."""
-
-    def __init__(self, msg: str, op: str = ""):
-        super().__init__(msg)
-        self.op = op
 
 
 @dataclass
@@ -70,42 +62,12 @@ class BoundedEntry:
         return sum(len(d) for _, d in self.args)
 
 
-def _find_main(module):
-    from jaxlib.mlir import ir
-
-    for op in module.body.operations:
-        if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == "main":
-            return op
-    raise ExecutionError("module has no @main")
-
-
-def _walk(op, fn):
-    for region in op.regions:
-        for block in region.blocks:
-            for child in list(block.operations):
-                _walk(child.operation, fn)
-                fn(child.operation)
-
-
-def _bounds_attr(bounds, rank):
-    from jaxlib.mlir import ir
-
-    if bounds is None or all(b is None for b in bounds):
-        return None
-    return ir.Attribute.parse("#stablehlo.bounds<" + ", ".join("?" if b is None else str(b) for b in bounds) + ">")
-
-
-def _info(t) -> Tuple[Tuple[Optional[int], ...], Optional[Tuple[Optional[int], ...]]]:
-    shape, _, bounds = T.parse_tensor_type(str(t))
-    return shape, bounds
-
-
 def _at_bound(t, where: str, op: str):
     """(static type at the bound, dynamic dims) of a ranked tensor type."""
     from jaxlib.mlir import ir
 
     rt = ir.RankedTensorType(t)
-    shape, bounds = _info(t)
+    shape, bounds = info(t)
     full, dyn = [], []
     for d, s in enumerate(shape):
         if s is None:
@@ -118,14 +80,6 @@ def _at_bound(t, where: str, op: str):
         else:
             full.append(s)
     return ir.RankedTensorType.get(full, rt.element_type), tuple(dyn), tuple(full)
-
-
-def _bounded_type(t, bounds: Sequence[Optional[int]]):
-    """``t`` (a `?`/static ranked type) with ``bounds`` on its `?` dims."""
-    from jaxlib.mlir import ir
-
-    rt = ir.RankedTensorType(t)
-    return ir.RankedTensorType.get(list(rt.shape), rt.element_type, _bounds_attr(bounds, rt.rank))
 
 
 def _check_shape_source(value, op_name: str, where: str, size_args) -> None:
@@ -236,7 +190,7 @@ class _Rewriter:
             consts.append(np.array(ir.DenseIntElementsAttr(owner.attributes["value"]), dtype=np.int64).reshape(-1))
         st, sd = consts
         _check_shape_source(limit, name, self.label, self.size_args)
-        oshape, obounds = _info(operand.type)
+        oshape, obounds = info(operand.type)
         ofull = [s if s is not None else obounds[d] for d, s in enumerate(oshape)]
         lim = []
         for d in range(len(full)):
@@ -279,7 +233,7 @@ class _Rewriter:
         kept = [d for d in range(len(ofull)) if d not in collapsed]
         batch_src = [d for d in range(len(ir.RankedTensorType(indices.type).shape)) if d != ivd]
         # slice sizes: 1 on collapsed dims, the result's size where it is static, else the operand's bound
-        rshape, _ = _info(op.results[0].type)
+        rshape, _ = info(op.results[0].type)
         known = _const(slice_sizes)
         sizes_static = []
         for d in range(len(ofull)):
@@ -362,7 +316,7 @@ def bound_entry(text: str, label: str = "module", arg_bounds: Optional[Sequence]
 
     ``arg_bounds``: per argument, the static shape to serve (a bucket): every
     `?` dim of the module then gets the bound its size has at those shapes
-    (:func:`_propagate_bounds`); ``None`` uses the module's own
+    (:func:`propagate_bounds`); ``None`` uses the module's own
     ``#stablehlo.bounds``. Raises :class:`PadderUnsupported` naming the op."""
     from jaxlib.mlir import ir, passmanager
     from jaxlib.mlir.dialects import func, stablehlo
@@ -372,11 +326,11 @@ def bound_entry(text: str, label: str = "module", arg_bounds: Optional[Sequence]
     ctx = make_context()
     with ctx, ir.Location.unknown():
         module = ir.Module.parse(text)
-        _inline_calls(module)
+        inline_calls(module)
         passmanager.PassManager.parse("builtin.module(symbol-dce)").run(module.operation)
-        main = _find_main(module)
+        main = find_main(module)
         if arg_bounds is not None:
-            _propagate_bounds(module, main, arg_bounds, label)
+            propagate_bounds(module, main, arg_bounds, label)
         ft = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
         block = main.regions[0].blocks[0]
         i32 = ir.RankedTensorType.get([], ir.IntegerType.get_signless(32))
@@ -405,7 +359,7 @@ def bound_entry(text: str, label: str = "module", arg_bounds: Optional[Sequence]
         new_inputs += [i32] * len(size_args)
         # -- dynamic ops: static forms on bounded types
         doomed = []
-        _walk(module.operation, lambda op: doomed.append(op) if op.name in DYN_OPS else None)
+        walk(module.operation, lambda op: doomed.append(op) if op.name in DYN_OPS else None)
         for op in doomed:
             rw.rewrite(op)
         # -- results: static at the bound + live sizes
@@ -430,7 +384,7 @@ def bound_entry(text: str, label: str = "module", arg_bounds: Optional[Sequence]
         for attrs in ("arg_attrs", "res_attrs"):  # per-argument/result attributes (jax's) no longer line up
             if attrs in main.attributes:
                 del main.attributes[attrs]
-        _check_all_bounded(module, label)
+        check_all_bounded(module, label)
         try:
             module.operation.verify()
         except ir.MLIRError as e:
@@ -440,146 +394,9 @@ def bound_entry(text: str, label: str = "module", arg_bounds: Optional[Sequence]
         return BoundedEntry(buf.getvalue(), args_info, res_info, rw.counts)
 
 
-def _propagate_bounds(module, main, shapes: Sequence[Sequence[int]], label: str) -> None:
-    """Give every `?` dim of ``module`` (in place) the bound its size has when
-    @main's arguments have ``shapes``: a copy of the module, with a probe (a
-    side-effecting ``custom_call @dynshape_probe``) on every value with `?`
-    dims, is refined to those static shapes (jax's shape refinement), and each
-    probe's operand type is read back (probes survive the folding and CSE that
-    remove ops). This assumes sizes grow with the argument sizes (true of
-    broadcasts, reshapes, concatenations, prefix slices); the padder keeps
-    every live size at run time."""
-    from jaxlib.mlir import ir
-
-    from .xla import refine
-
-    _strip_assertions(module)
-    probed = []
-    with ir.Location.unknown():
-        copy = ir.Module.parse(module.operation.get_asm())
-
-        def probe(op):
-            for r in op.results:
-                if "?" in str(r.type).split(",")[0]:
-                    probed.append(len(probed))
-                    term = op.block.operations[len(op.block.operations) - 1]
-                    ir.Operation.create("stablehlo.custom_call", results=[], operands=[r], attributes={
-                        "call_target_name": ir.StringAttr.get("dynshape_probe"),
-                        "has_side_effect": ir.BoolAttr.get(True),
-                        "backend_config": ir.StringAttr.get(str(len(probed) - 1))}, ip=ir.InsertionPoint(term))
-
-        _walk(copy.operation, probe)
-        refined = ir.Module.parse(refine(copy.operation.get_asm(), [(tuple(s), None) for s in shapes], label))
-        found: Dict[int, object] = {}
-
-        def read(op):
-            if op.name == "stablehlo.custom_call" and \
-                    ir.StringAttr(op.attributes["call_target_name"]).value == "dynshape_probe":
-                found[int(ir.StringAttr(op.attributes["backend_config"]).value)] = op.operands[0].type
-
-        _walk(refined.operation, read)
-    values = []
-    _walk(module.operation, lambda op: values.extend((op, r) for r in op.results
-                                                     if "?" in str(r.type).split(",")[0]))
-    for k, (op, r) in enumerate(values):
-        rt = found.get(k)
-        shape, _, _ = T.parse_tensor_type(str(r.type))
-        full, _, _ = T.parse_tensor_type(str(rt)) if rt is not None else (None, None, None)
-        if full is None or None in full:
-            raise PadderUnsupported(f"{label}: {op.name} has a size shape refinement could not fix at argument "
-                                    f"shapes {shapes}: no bound for it", op.name)
-        r.set_type(_bounded_type(r.type, [f if s is None else None for s, f in zip(shape, full)]))
-    ft = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
-    block = main.regions[0].blocks[0]
-    inputs = []
-    for i, (t, s) in enumerate(zip(ft.inputs, shapes)):
-        shape, _, _ = T.parse_tensor_type(str(t))
-        bt = _bounded_type(t, [n if d is None else None for d, n in zip(shape, s)])
-        block.arguments[i].set_type(bt)
-        inputs.append(bt)
-    ret = block.operations[len(block.operations) - 1]
-    main.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, [v.type for v in ret.operands]))
-
-
-def _inline_calls(module) -> None:
-    """Inline every ``func.call`` (jax's modules call private functions; the
-    MLIR ``inline`` pass in jaxlib has no inliner interface for them)."""
-    from jaxlib.mlir import ir
-
-    funcs = {ir.StringAttr(op.attributes["sym_name"]).value: op for op in module.body.operations
-             if op.operation.name == "func.func"}
-    for _ in range(64):  # nesting depth
-        calls = []
-        _walk(module.operation, lambda op: calls.append(op) if op.name == "func.call" else None)
-        if not calls:
-            return
-        for call in calls:
-            callee = funcs[ir.FlatSymbolRefAttr(call.attributes["callee"]).value]
-            body = callee.regions[0].blocks[0]
-            mapping = {}
-            for a, v in zip(body.arguments, call.operands):
-                mapping[a] = v
-            ip = ir.InsertionPoint(call)
-            ops = list(body.operations)
-            for op in ops[:-1]:
-                new = op.operation.clone(ip=ip)
-                _remap(new, mapping)
-                for old_r, new_r in zip(op.results, new.results):
-                    mapping[old_r] = new_r
-            for r, v in zip(call.results, ops[-1].operands):
-                r.replace_all_uses_with(mapping.get(v, v))
-            call.erase()
-    raise ExecutionError("func.call nesting deeper than 64: not inlined")
-
-
-def _remap(op, mapping) -> None:
-    for i, v in enumerate(op.operands):
-        w = mapping.get(v)
-        if w is not None:
-            op.operands[i] = w
-    for region in op.regions:
-        for block in region.blocks:
-            for child in block.operations:
-                _remap(child.operation, mapping)
-
-
-def _strip_assertions(module) -> None:
-    """Drop jax's ``shape_assertion`` custom calls (checked per concrete shape
-    on the host by the caller; XLA has no target for them)."""
-    from jaxlib.mlir import ir
-
-    doomed = []
-
-    def visit(op):
-        if op.name == "stablehlo.custom_call" and "call_target_name" in op.attributes:
-            if ir.StringAttr(op.attributes["call_target_name"]).value == "shape_assertion":
-                doomed.append(op)
-
-    _walk(module.operation, visit)
-    for op in doomed:
-        op.erase()
-
-
 def _np_i32(x):
     import numpy as np
 
     return np.array(x, np.int32)
 
 
-def _check_all_bounded(module, label: str) -> None:
-    """Every `?` dim left must carry a bound: else the size is data-dependent."""
-    bad = []
-
-    def visit(op):
-        for r in op.results:
-            s = str(r.type)
-            if s.startswith("tensor<") and "?" in s.split(",")[0]:
-                shape, _, bounds = T.parse_tensor_type(s)
-                if any(x is None and (bounds is None or bounds[d] is None) for d, x in enumerate(shape)):
-                    bad.append((op.name, s))
-
-    _walk(module.operation, visit)
-    if bad:
-        name, t = bad[0]
-        raise PadderUnsupported(f"{label}: {name} produces {t}, a size with no bound (data-dependent or "
-                                f"unbounded): the dynamic padder cannot serve it", name)
