@@ -160,6 +160,8 @@ class _Rewriter:
             return self._slice(op, static_t, dyn, full, ip)
         elif name == "stablehlo.dynamic_gather":
             return self._gather(op, static_t, dyn, ip)
+        elif name == "stablehlo.dynamic_pad":
+            return self._pad(op, static_t, dyn, full, ip)
         else:
             raise PadderUnsupported(f"{where}: not rewritten by the bounded executor (no static form on bounded "
                                     f"types here)", name)
@@ -261,6 +263,55 @@ class _Rewriter:
                     sizes[r] = self.scalar(slice_sizes, src[1], ip)
                 else:
                     sizes[r] = stablehlo.GetDimensionSizeOp(indices, src[1], ip=ip).result
+        out = self.set_sizes(new, dyn, sizes, op.results[0].type, ip)
+        op.results[0].replace_all_uses_with(out)
+        op.erase()
+        self.counts[name] = self.counts.get(name, 0) + 1
+
+    def _pad(self, op, static_t, dyn, full, ip):
+        """``dynamic_pad`` with constant low padding and no interior padding:
+        the operand made static at its bound with its padding set to the pad
+        value (``select`` on an ``iota`` mask), a static ``pad`` up to the
+        result's bound, live size ``low + n + high``."""
+        from jaxlib.mlir import ir
+        from jaxlib.mlir.dialects import stablehlo
+        import numpy as np
+
+        name = op.name
+        operand, value, low, high, interior = op.operands
+        lo, inner = _const(low), _const(interior)
+        if lo is None or inner is None or any(inner):
+            raise PadderUnsupported(f"{self.label}: {name} with non-constant low or interior padding: no static "
+                                    f"form on bounded types here", name)
+        _check_shape_source(high, name, self.label, self.size_args)
+        ostatic, odyn, ofull = _at_bound(operand.type, f"{self.label}: {name}", name)
+        c = lambda x: stablehlo.ConstantOp(ir.DenseElementsAttr.get(np.array(x, np.int32)), ip=ip).result  # noqa
+        i32 = ir.RankedTensorType.get([], ir.IntegerType.get_signless(32))
+        live = {d: stablehlo.GetDimensionSizeOp(operand, d, ip=ip).result for d in odyn}
+        o = operand
+        for d in odyn:
+            o = stablehlo.SetDimensionSizeOp(o, c(ofull[d]), d, ip=ip).result
+        o.set_type(ostatic)
+        pred_t = ir.RankedTensorType.get(list(ofull), ir.IntegerType.get_signless(1))
+        vals = stablehlo.BroadcastInDimOp(ostatic, value, [], ip=ip).result
+        for d in odyn:  # the operand's padding becomes the pad value
+            iota = stablehlo.IotaOp(ir.RankedTensorType.get(list(ofull), i32.element_type), d, ip=ip).result
+            n = stablehlo.BroadcastInDimOp(ir.RankedTensorType.get(list(ofull), i32.element_type), live[d], [],
+                                           ip=ip).result
+            mask = stablehlo.CompareOp(iota, n, stablehlo.ComparisonDirectionAttr.get("LT"), results=[pred_t],
+                                       ip=ip).result
+            o = stablehlo.SelectOp(mask, o, vals, ip=ip).result
+        hi_static = [int(f - lo[d] - ofull[d]) for d, f in enumerate(full)]
+        if min(hi_static) < 0:
+            raise PadderUnsupported(f"{self.label}: {name}: the result's bound {full} is below the operand's "
+                                    f"{ofull} plus its low padding", name)
+        new = stablehlo.PadOp(o, value, [int(x) for x in lo], hi_static, [0] * len(full), results=[static_t],
+                              ip=ip).result
+        sizes = {}
+        for d in dyn:
+            n = live[d] if d in live else c(ofull[d])
+            sizes[d] = stablehlo.AddOp(stablehlo.AddOp(n, c(lo[d]), ip=ip).result, self.scalar(high, d, ip),
+                                       ip=ip).result
         out = self.set_sizes(new, dyn, sizes, op.results[0].type, ip)
         op.results[0].replace_all_uses_with(out)
         op.erase()

@@ -143,3 +143,31 @@ def test_bucket_policy():
     assert sum(flags) == 2 and flags[0] == 1 and flags[25] == 1  # E=1025 opens bucket 2048
     with pytest.raises(ValueError):
         buckets.bucket(-1)
+
+
+# x (n <= 8) padded with 7.0: one before, n after (a size-derived high), then summed
+DYNAMIC_PAD = """
+func.func public @main(%x: tensor<?xf32, #stablehlo.bounds<8>>) -> (tensor<?xf32, #stablehlo.bounds<17>>, tensor<f32>) {
+  %n = stablehlo.get_dimension_size %x, dim = 0 : (tensor<?xf32, #stablehlo.bounds<8>>) -> tensor<i32>
+  %h = stablehlo.reshape %n : (tensor<i32>) -> tensor<1xi32>
+  %l = stablehlo.constant dense<1> : tensor<1xi32>
+  %i = stablehlo.constant dense<0> : tensor<1xi32>
+  %v = stablehlo.constant dense<7.0> : tensor<f32>
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %y = stablehlo.dynamic_pad %x, %v, %l, %h, %i : (tensor<?xf32, #stablehlo.bounds<8>>, tensor<f32>, tensor<1xi32>, tensor<1xi32>, tensor<1xi32>) -> tensor<?xf32, #stablehlo.bounds<17>>
+  %s = stablehlo.reduce(%y init: %z) applies stablehlo.add across dimensions = [0] : (tensor<?xf32, #stablehlo.bounds<17>>, tensor<f32>) -> tensor<f32>
+  return %y, %s : tensor<?xf32, #stablehlo.bounds<17>>, tensor<f32>
+}
+"""
+
+
+def test_dynamic_pad_with_size_derived_high():
+    compiles = []
+    prog = BoundedXlaProgram(Module(DYNAMIC_PAD, "pad"), on_compile=lambda s, why: compiles.append(why), pad_value=np.nan)
+    for n in (1, 8, 3):
+        x = np.arange(n, dtype=np.float32) + 1
+        y, s = prog(*prog.convert([x]))
+        want = np.concatenate([[7.0], x, [7.0] * n])
+        np.testing.assert_array_equal(y, want)
+        assert float(s) == want.sum()
+    assert len(compiles) == 1 and "dynamic_pad x1" in compiles[0]
