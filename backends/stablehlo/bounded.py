@@ -14,11 +14,14 @@ module given per-argument bounds, the bucketed executor) into that form:
   extra ``i32`` scalar argument (after the original ones, argument by
   argument, dim by dim); ``set_dimension_size`` re-establishes the bounded type;
 * each ``dynamic_broadcast_in_dim`` / ``dynamic_reshape`` / ``dynamic_iota`` /
-  ``real_dynamic_slice`` / ``dynamic_pad`` becomes its static form at the
-  result's bound, followed by ``set_dimension_size`` with the live size read
-  from the shape operand (which must derive from ``get_dimension_size`` and
-  constants; otherwise the size is data-dependent and :class:`PadderUnsupported`
-  names the op);
+  ``real_dynamic_slice`` (constant starts, or unit strides) /
+  ``dynamic_gather`` / ``dynamic_pad`` (constant low, no interior) becomes its
+  static form at the result's bound, followed by ``set_dimension_size`` with
+  the live size read from the shape operand (which must derive from
+  ``get_dimension_size`` and constants; otherwise the size is data-dependent
+  and :class:`PadderUnsupported` names the op);
+* a ``reduce`` over a dynamic dim must start from its body's identity (the
+  padder fills the padding with the init value), else it is refused by name;
 * each result is returned static at its bound (``set_dimension_size`` back to
   the bound), followed by its live sizes (``get_dimension_size``) as ``i32``
   scalars, which the caller uses to slice on the host.
@@ -30,7 +33,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .bounds import check_all_bounded, find_main, info, inline_calls, propagate_bounds, walk
+from .bounds import check_all_bounded, check_reduce_inits, find_main, info, inline_calls, propagate_bounds, walk
 from .module import ExecutionError, PadderUnsupported  # noqa: F401 (PadderUnsupported: re-exported)
 
 DYN_OPS = ("stablehlo.dynamic_broadcast_in_dim", "stablehlo.dynamic_reshape", "stablehlo.dynamic_iota",
@@ -436,6 +439,7 @@ def bound_entry(text: str, label: str = "module", arg_bounds: Optional[Sequence]
             if attrs in main.attributes:
                 del main.attributes[attrs]
         check_all_bounded(module, label)
+        check_reduce_inits(module, label)
         try:
             module.operation.verify()
         except ir.MLIRError as e:

@@ -185,3 +185,49 @@ def check_all_bounded(module, label: str) -> None:
         name, t = bad[0]
         raise PadderUnsupported(f"{label}: {name} produces {t}, a size with no bound (data-dependent or "
                                 f"unbounded): the dynamic padder cannot serve it", name)
+
+
+#: the identity of each reduction body, per element kind ("f": float, "i": int/bool)
+_IDENTITY = {"stablehlo.add": lambda k, v: v == 0, "stablehlo.multiply": lambda k, v: v == 1,
+             "stablehlo.maximum": lambda k, v: v == -float("inf") if k == "f" else v <= -(2 ** 31) or v is False,
+             "stablehlo.minimum": lambda k, v: v == float("inf") if k == "f" else v >= 2 ** 31 - 1,
+             "stablehlo.or": lambda k, v: not v, "stablehlo.and": lambda k, v: bool(v) and v in (1, -1, True)}
+
+
+def check_reduce_inits(module, label: str) -> None:
+    """XLA's dynamic padder fills the padding a ``reduce`` sees with its init
+    value: right when the init is the identity of the body (0 for a sum,
+    -inf for a max), wrong otherwise. Refuse a reduce over a dynamic dim whose
+    init is not a constant identity, naming it (instead of a wrong sum)."""
+    import numpy as np
+    from jaxlib.mlir import ir
+
+    bad = []
+
+    def visit(op):
+        if op.name != "stablehlo.reduce":
+            return
+        n = len(op.operands) // 2
+        dims = list(ir.DenseI64ArrayAttr(op.attributes["dimensions"]))
+        for x, init in zip(op.operands[:n], op.operands[n:]):
+            shape, _, _ = T.parse_tensor_type(str(x.type))
+            if not any(shape[d] is None for d in dims):
+                continue
+            body = [o.name for o in op.regions[0].blocks[0].operations]
+            owner = init.owner
+            ok = False
+            if len(body) == 2 and body[0] in _IDENTITY and not isinstance(owner, ir.Block) \
+                    and owner.name == "stablehlo.constant":
+                v = np.array(ir.DenseElementsAttr(owner.attributes["value"])).reshape(-1)[0].item()
+                kind = "f" if isinstance(v, float) else "i"
+                ok = _IDENTITY[body[0]](kind, v)
+            if not ok:
+                where = "a computed init" if isinstance(owner, ir.Block) or "value" not in owner.attributes \
+                    else f"init {owner.attributes['value']}"
+                bad.append(f"{'/'.join(body[:-1])} with {where}")
+
+    walk(module.operation, visit)
+    if bad:
+        raise PadderUnsupported(f"{label}: stablehlo.reduce over a dynamic dim ({bad[0]}): XLA's dynamic padder fills "
+                                f"the padding with the init value, so an init that is not the body's identity "
+                                f"would count it", "stablehlo.reduce")

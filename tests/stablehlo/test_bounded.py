@@ -171,3 +171,12 @@ def test_dynamic_pad_with_size_derived_high():
         np.testing.assert_array_equal(y, want)
         assert float(s) == want.sum()
     assert len(compiles) == 1 and "dynamic_pad x1" in compiles[0]
+
+
+def test_reduce_with_a_non_identity_init_is_refused():
+    """XLA's padder counts the padding as the init value: right for an identity
+    init (a sum from 0), wrong for a sum from 7, which is refused by name."""
+    from_7 = DYNAMIC_PAD.replace("%s = stablehlo.reduce(%y init: %z)", "%s = stablehlo.reduce(%y init: %v)")
+    with pytest.raises(PadderUnsupported, match=r"stablehlo.reduce over a dynamic dim \(stablehlo.add with init "
+                                                r"dense<7.0+e\+00> : tensor<f32>\)"):
+        bound_entry(from_7, "from_7")
