@@ -209,7 +209,7 @@ class _Rewriter:
             c = lambda x: stablehlo.ConstantOp(ir.DenseElementsAttr.get(np.array(x, np.int32)), ip=ip).result  # noqa
             span = stablehlo.SubtractOp(hi, c(st[d]), ip=ip).result
             if sd[d] != 1:
-                span = stablehlo.DivideOp(stablehlo.AddOp(span, c(sd[d] - 1), ip=ip).result, c(sd[d]), ip=ip).result
+                span = stablehlo.DivOp(stablehlo.AddOp(span, c(sd[d] - 1), ip=ip).result, c(sd[d]), ip=ip).result
             sizes[d] = span
         out = self.set_sizes(new, dyn, sizes, op.results[0].type, ip)
         op.results[0].replace_all_uses_with(out)
