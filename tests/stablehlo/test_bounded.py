@@ -21,7 +21,15 @@ PADDER_LIMITS = {
 }
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+#: the per-op cases checked here: every bounded one, and the unbounded ones whose
+#: rewrites differ (size-derived slice starts, dynamic_gather, dynamic_iota,
+#: reshapes of several `?` dims, a padder refusal); the rest run in test_ops
+#: (every case passed here too when last checked in full; the test budget keeps this subset)
+CHECKED = [c for c in CASES if "#stablehlo.bounds" in "".join(c.expect)
+           or c.name in ("slice", "select", "index_select", "cumsum", "view_arith", "unsqueeze", "conv1d")]
+
+
+@pytest.mark.parametrize("case", CHECKED, ids=[c.name for c in CHECKED])
 def test_per_op_cases_compile_once_padding_masked(case):
     """Every size of a per-op case from one executable per bucket of its
     unbounded dims (one in all where every dim is bounded), padding filled with
