@@ -110,6 +110,9 @@ class Backend:
         is the system's own counter or ours, and what event it counts.
       mode_notes: per mode, a label the report shows beside every row of that
         mode (e.g. that a mode emulates another system).
+      opt_in: why a run includes this backend only where ``--backends``
+        names it (e.g. a compile too slow for the default profile); empty:
+        every run includes it.
 
     Compile counting. A backend reports cumulative counts per stage from
     :meth:`compile_stats`. Counts we make ourselves go through
@@ -129,6 +132,7 @@ class Backend:
     timeout_s: ClassVar[float] = 900.0
     counters: ClassVar[dict[str, Counter]] = {}
     mode_notes: ClassVar[dict[str, str]] = {}
+    opt_in: ClassVar[str] = ""
 
     # -- discovery (runs in the parent process) ---------------------------
     def available(self) -> tuple[bool, str]:

@@ -3,9 +3,14 @@
 ``stablehlo_xla``
     torch form -> torch.export with ``Dim`` (``Dim(max=)`` in bounded mode)
     -> ``backends.stablehlo.lower`` (`?` / ``#stablehlo.bounds`` types) ->
-    XLA CPU: refine to the call's shapes and compile once per concrete shape.
-    Stages: ``lowering`` (1 export+lower, in the first call) + ``xla`` (one
-    per shape). Inputs and outputs are jax arrays on the CPU device.
+    XLA CPU. ``unbounded``: refine to the call's shapes and compile once per
+    concrete shape. ``bounded``: one compile for every size up to the bounds
+    (XLA's dynamic padder, ``backends.stablehlo.padded``). ``bucketed``: the
+    `?` module compiled once per power-of-two bucket of its sizes
+    (``backends.buckets``). Stages: ``lowering`` (1 export+lower, in the first
+    call) + ``xla``. Inputs and outputs are jax arrays on the CPU device
+    (unbounded) or NumPy arrays, padded and sliced on the host in the call
+    (bounded, bucketed).
 ``stablehlo_interp``
     the same module on the StableHLO reference interpreter
     (``stablehlo.eval_module``) in a worker subprocess started by
@@ -18,7 +23,9 @@
     jax form -> ``jax.export`` with ``symbolic_shape`` (bounds as constraints
     ``b <= max``), in ``prepare`` -> that module's own text on our XLA
     executor (its ``shape_assertion`` custom calls are checked during
-    refinement). Stages: ``export`` 1 + ``xla`` per shape. Inputs are cast to
+    refinement). Stages: ``export`` 1 + ``xla`` per shape; in ``bucketed``
+    mode (no constraints) ``xla`` once per bucket, the assertions checked by
+    refinement alone on each new concrete shape. Inputs are cast to
     the module's dtypes (jax canonicalises int64 -> int32) by ``convert``.
 
 Each call of an XLA program is: look up the executable by the arguments'
@@ -32,8 +39,8 @@ import numpy as np
 from .base import Backend, Counter, Unsupported, check_bounds, torch_dims
 
 LOWERING = Counter("ours", "torch.export + our StableHLO lowering of the program")
-XLA = Counter("ours", "our XLA executor refines @main to a new concrete argument shape "
-                      "and compiles it (PJRT CPU compile_and_load)")
+XLA = Counter("ours", "our XLA executor compiles @main (PJRT CPU compile_and_load): refined to each new "
+                      "concrete argument shape, or once per bounded module / per bucket (padded entry)")
 PARSE = Counter("ours", "the interpreter worker parses/specialises the module for a new concrete argument shape")
 
 
@@ -41,9 +48,17 @@ def _single(outs):
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
+#: modes whose programs take host (NumPy) inputs: they pad them in the call
+HOST_MODES = ("bucketed",)
+
+
 class XlaArrays:
     """Mixin: inputs and outputs are jax arrays on the CPU device, dtypes kept
-    (no x64 canonicalisation); ``startup`` loads jax's CPU client and MLIR tools."""
+    (no x64 canonicalisation), except in the modes whose programs pad on the
+    host (``host_modes``: NumPy in and out); ``startup`` loads jax's CPU
+    client and MLIR tools."""
+
+    host_modes = HOST_MODES
 
     def startup(self):
         from backends.stablehlo.executors import load_runtime
@@ -51,18 +66,22 @@ class XlaArrays:
         super().startup()
         load_runtime()
 
+    def host_inputs(self, mode) -> None:
+        """Set by ``prepare``: whether this job's program takes NumPy inputs."""
+        self._host = mode in self.host_modes
+
     def convert(self, arrays):
         from backends.stablehlo.executors import device_put
 
+        if getattr(self, "_host", False):
+            return [np.ascontiguousarray(a) for a in arrays]
         return device_put(arrays)
 
     def sync(self, out):
         # timed: no import here (executors imports torch, so not at module level either)
-        if isinstance(out, tuple):
-            for o in out:
+        for o in (out if isinstance(out, tuple) else (out,)):
+            if not isinstance(o, np.ndarray):  # host programs answer with NumPy arrays, already computed
                 o.block_until_ready()
-        else:
-            out.block_until_ready()
 
     def to_numpy(self, out):
         from backends.stablehlo.executors import to_host
@@ -88,6 +107,9 @@ class InterpreterHost:
         if getattr(self, "_interp", None) is None:
             self._interp = InterpreterWorker()
         return self._interp
+
+    def host_inputs(self, mode) -> None:
+        """Inputs are always NumPy arrays here."""
 
     def convert(self, arrays):
         return [np.ascontiguousarray(a) for a in arrays]
@@ -122,6 +144,7 @@ class _StablehloTorch(Backend):
     def prepare(self, case, mode):
         self._job = (case, mode)
         state = {}
+        self.host_inputs(mode)
 
         def program(*args):
             run = state.get("run")
@@ -149,33 +172,41 @@ class _StablehloTorch(Backend):
             except LoweringError as e:
                 raise Unsupported(f"StableHLO lowering: {e}") from e
             module = Module(text, f"{case.name} ({mode})", [inp.name for inp in case.inputs])
-        self._program = self._executor_program(module)
+        self._program = self._executor_program(module, mode)
         return self._program
 
 
 class StablehloXla(XlaArrays, _StablehloTorch):
     name = "stablehlo_xla"
+    modes = ("bounded", "unbounded", "bucketed")
+    host_modes = ("bounded", "bucketed")
     counters = {"lowering": LOWERING, "xla": XLA}
 
     def convert(self, arrays):
         check_bounds(*self._job, arrays)  # naming the dim, not only the argument's axis
         return super().convert(arrays)
 
-    def _executor_program(self, module):
-        from backends.stablehlo import XlaProgram
+    def _executor_program(self, module, mode):
+        from backends.stablehlo import BoundedXlaProgram, BucketedXlaProgram, XlaProgram
 
-        return XlaProgram(module, on_compile=lambda s, why: self.count("xla", 1, s, why))
+        report = lambda s, why: self.count("xla", 1, s, why)  # noqa: E731
+        if mode == "bounded":
+            return BoundedXlaProgram(module, on_compile=report)
+        if mode == "bucketed":
+            return BucketedXlaProgram(module, on_compile=report)
+        return XlaProgram(module, on_compile=report)
 
 
 class StablehloInterp(InterpreterHost, _StablehloTorch):
     name = "stablehlo_interp"
+    modes = ("bounded", "unbounded")
     counters = {"lowering": LOWERING, "parse": PARSE}
 
     def convert(self, arrays):
         check_bounds(*self._job, arrays)  # naming the dim, not only the argument's axis
         return super().convert(arrays)
 
-    def _executor_program(self, module):
+    def _executor_program(self, module, mode):
         from backends.stablehlo import InterpreterProgram
 
         return InterpreterProgram(module, self.interpreter(), on_parse=lambda s, why: self.count("parse", 1, s, why))
@@ -207,12 +238,12 @@ def jax_specs(case, mode):
 class JaxExport(XlaArrays, Backend):
     name = "jax_export"
     forms = ("jax",)
-    modes = ("bounded", "unbounded")
+    modes = ("bounded", "unbounded", "bucketed")
     requires = ("jax", "jaxlib")
     counters = {"export": Counter("instrumented", "jax.export.export calls"), "xla": XLA}
 
     def prepare(self, case, mode):
-        from backends.stablehlo import Module, XlaProgram
+        from backends.stablehlo import BucketedXlaProgram, Module, XlaProgram
         from backends.stablehlo import jax_export as JE
 
         self._job = (case, mode)
@@ -226,7 +257,13 @@ class JaxExport(XlaArrays, Backend):
             raise Unsupported(f"jax.export with symbolic shapes failed: {type(e).__name__}: {e}") from e
         self.exported = exp  # the jax.export.Exported (the benchmark's jax.jit(exported.call) row runs it)
         module = Module(JE.module_text(exp), f"{case.name} ({mode}, jax.export)", [inp.name for inp in case.inputs])
-        run = self._program = XlaProgram(module, on_compile=lambda s, why: self.count("xla", 1, s, why))
+        report = lambda s, why: self.count("xla", 1, s, why)  # noqa: E731
+        self.host_inputs(mode)
+        if mode == "bucketed":
+            check = lambda shapes: JE.check_shapes(module.text, shapes)  # noqa: E731
+            run = self._program = BucketedXlaProgram(module, on_compile=report, check=check)
+        else:
+            run = self._program = XlaProgram(module, on_compile=report)
 
         def program(*args):
             return _single(run(*args))

@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-MODES = ("static", "bounded", "unbounded")
+MODES = ("static", "bounded", "unbounded", "bucketed")
 PROFILES = ("quick", "full")
 
 
@@ -208,9 +208,10 @@ class Case:
 
     @property
     def modes(self) -> tuple[str, ...]:
-        """Modes that make sense here: static always; unbounded when any dim
-        is dynamic; bounded when any dim carries a maximum (narrowed by
-        ``only_modes``)."""
+        """Modes that make sense here: static always; unbounded and bucketed
+        (unbounded sizes served by power-of-two buckets, ``backends.buckets``)
+        when any dim is dynamic; bounded when any dim carries a maximum
+        (narrowed by ``only_modes``)."""
         modes = self._dim_modes()
         return modes if self.only_modes is None else tuple(m for m in modes if m in self.only_modes)
 
@@ -218,7 +219,7 @@ class Case:
         kinds = {d.kind for d in self.dims}
         out = ["static"]
         if kinds & {"bounded", "unbounded"}:
-            out.append("unbounded")
+            out += ["unbounded", "bucketed"]
         if "bounded" in kinds:
             out.append("bounded")
         return tuple(m for m in MODES if m in out)
@@ -232,8 +233,8 @@ class Case:
     def dynamic_axes(self, mode: str) -> list[dict[int, Dim]]:
         """Per input, ``{axis: Dim}`` for the axes that are dynamic in ``mode``.
 
-        In ``static`` mode nothing is dynamic; in ``unbounded`` every dynamic
-        dim is unbounded (its max dropped); in ``bounded`` a bounded dim keeps
+        In ``static`` mode nothing is dynamic; in ``unbounded`` and
+        ``bucketed`` every dynamic dim is unbounded (its max dropped); in ``bounded`` a bounded dim keeps
         its max and an unbounded one stays unbounded.
         """
         if mode not in self._dim_modes():
@@ -244,7 +245,7 @@ class Case:
             for i, ax in enumerate(inp.shape):
                 if isinstance(ax, str) and self.dim(ax).dynamic and mode != "static":
                     d = self.dim(ax)
-                    if mode == "unbounded" and d.kind == "bounded":
+                    if mode in ("unbounded", "bucketed") and d.kind == "bounded":
                         d = Dim(d.name, "unbounded", min=d.min)
                     axes[i] = d
             out.append(axes)

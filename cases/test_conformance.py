@@ -31,9 +31,9 @@ def test_backend_loads(backend):
 
 @pytest.mark.parametrize("combo", [pytest.param(c, marks=_marks(c.backend), id=c.id) for c in COMBOS])
 def test_conformance(combo, rules, gate_run, tmp_path):
-    ok, why = combo.backend.available()
-    if not ok:
-        pytest.skip(f"{combo.backend.name} unavailable: {why}")
+    skip = combo.skip_reason()  # unavailable, or an opt-in backend (torch_aoti: tests/test_torch_aoti.py)
+    if skip is not None:
+        pytest.skip(f"{combo.backend.name}: {skip[1]}")
     rule = expectations.lookup(rules, combo.case.name, combo.backend.name, combo.mode)
     run_id, writer = gate_run
     run = runner.Runner(tmp_path, run_id=run_id, profile="quick", repeats=2, warmup=1, progress=False)

@@ -5,12 +5,15 @@ when left out) and states compile counts:
 
 - ``per_shape``: a formula for the compiles of each novel shape's first call
   (shape 0's count includes what ``prepare`` compiled), over ``i`` (the
-  shape's position in the sweep, from 0), ``first`` (1 on shape 0, else 0)
-  and ``n_shapes``: ``"1"`` for a compile per shape, ``"first"`` for one
-  compile on the first shape and none after; ``shape_stages`` the same per
-  compile stage;
-- ``compiles``: a formula over ``n_shapes`` for the job's total, with optional
-  ``stages`` totals per stage.
+  shape's position in the sweep, from 0), ``first`` (1 on shape 0, else 0),
+  ``n_shapes``, ``new_bucket`` (1 where the shape's power-of-two bucket,
+  ``backends.buckets``, was touched by no earlier shape) and ``n_buckets``:
+  ``"1"`` for a compile per shape, ``"first"`` for one compile on the first
+  shape and none after, ``"new_bucket"`` for one per bucket; ``shape_stages``
+  the same per compile stage;
+- ``compiles``: a formula over ``n_shapes`` and ``n_buckets`` (the distinct
+  buckets the sweep touched) for the job's total, with optional ``stages``
+  totals per stage.
 
 A rule may also say ``xfail`` (why the job is expected to fail) with
 ``match``, a regex every failing record's message must fit. The counts of an
@@ -176,14 +179,32 @@ def lookup(rules: list[Rule], case: str, backend: str, mode: str) -> Rule | None
     return max(hits, key=lambda r: r.specificity) if hits else None
 
 
-def evaluate(formula: str, n_shapes: int) -> int:
-    """Evaluate a job-total formula: ints, ``n_shapes``, ``+ - * //``, ``min``/``max``."""
-    return _eval(formula, {"n_shapes": n_shapes})
+def evaluate(formula: str, n_shapes: int, n_buckets: int | None = None) -> int:
+    """Evaluate a job-total formula: ints, ``n_shapes``, ``n_buckets``, ``+ - * //``, ``min``/``max``."""
+    return _eval(formula, {"n_shapes": n_shapes, "n_buckets": n_shapes if n_buckets is None else n_buckets})
 
 
-def evaluate_shape(formula: str, i: int, n_shapes: int) -> int:
-    """Evaluate a per-shape formula for shape ``i`` (0-based) of ``n_shapes``."""
-    return _eval(formula, {"i": i, "first": int(i == 0), "n_shapes": n_shapes})
+def evaluate_shape(formula: str, i: int, n_shapes: int, new_bucket: int | None = None,
+                   n_buckets: int | None = None) -> int:
+    """Evaluate a per-shape formula for shape ``i`` (0-based) of ``n_shapes``
+    (``new_bucket``: whether its bucket is new; default: as if every shape were)."""
+    return _eval(formula, {"i": i, "first": int(i == 0), "n_shapes": n_shapes,
+                           "new_bucket": 1 if new_bucket is None else new_bucket,
+                           "n_buckets": n_shapes if n_buckets is None else n_buckets})
+
+
+def bucket_flags(records: list[dict]) -> tuple[dict[int, int], int]:
+    """Per shape index of the novel ``records``, 1 where its bucket is new
+    (in sweep order); and the number of distinct buckets."""
+    from backends.buckets import bucket_key, new_buckets
+
+    by_index = {}
+    for r in records:
+        if isinstance(r.get("sizes"), dict):
+            by_index.setdefault(int(r["shape_index"]), r["sizes"])
+    order = sorted(by_index)
+    flags = new_buckets(by_index[i] for i in order)
+    return dict(zip(order, flags)), len({bucket_key(by_index[i]) for i in order})
 
 
 def _eval(formula: str, names: dict) -> int:
@@ -272,31 +293,33 @@ def count_problems(records: list[dict], rule: Rule) -> list[str]:
     novel = [r for r in records if r.get("novel") is True]
     out = []
     n = len({r["shape_index"] for r in novel})
+    flags, n_buckets = bucket_flags(novel)
     if rule.per_shape is not None:
         for r in novel:
             i, delta = int(r["shape_index"]), r.get("compile_delta")
             if not isinstance(delta, dict):
                 out.append(f"{_where(r)}: no per-call compile count recorded")
                 continue
-            want = evaluate_shape(rule.per_shape, i, n)
+            nb = flags.get(i)
+            want = evaluate_shape(rule.per_shape, i, n, nb, n_buckets)
             got = int(sum(delta.values()))
             if got != want:
                 out.append(f"{_where(r)}: {got} compile(s) {_stages(delta)}, expected "
                            f"{rule.per_shape} = {want} ({rule.describe()})")
             for stage, formula in rule.shape_stages:
-                want_s = evaluate_shape(formula, i, n)
+                want_s = evaluate_shape(formula, i, n, nb, n_buckets)
                 if delta.get(stage, 0) != want_s:
                     out.append(f"{_where(r)}: stage {stage}: {delta.get(stage, 0)}, expected {formula} = {want_s}")
     if rule.compiles is not None and novel:
         last = novel[-1]
-        want = evaluate(rule.compiles, n)
+        want = evaluate(rule.compiles, n, n_buckets)
         if last["compiles"] != want:
             out.append(f"compiles: got {last['compiles']} over {n} novel shapes, expected {rule.compiles} = {want} "
                        f"(stages {last.get('compile_stages')}; {rule.describe()})")
         for stage, formula in rule.stages:
             got = (last.get("compile_stages") or {}).get(stage, 0)
-            if got != evaluate(formula, n):
-                out.append(f"stage {stage}: got {got}, expected {formula} = {evaluate(formula, n)}")
+            if got != evaluate(formula, n, n_buckets):
+                out.append(f"stage {stage}: got {got}, expected {formula} = {evaluate(formula, n, n_buckets)}")
     return out
 
 

@@ -46,6 +46,8 @@ class Combo:
     case: cases.Case
     backend: object
     mode: str
+    #: the backend was named by the run's backend globs (an opt-in backend runs only then)
+    named: bool = True
 
     @property
     def id(self) -> str:
@@ -56,6 +58,9 @@ class Combo:
         reason = self.backend.unsupported_reason(self.case, self.mode)
         if reason:
             return "unsupported", reason
+        opt_in = getattr(self.backend, "opt_in", "")
+        if opt_in and not self.named:
+            return "skipped", f"{self.backend.name} is opt-in ({opt_in}): name it with --backends"
         ok, why = self.backend.available()
         if not ok:
             return "skipped", why
@@ -65,15 +70,18 @@ class Combo:
 def plan(case_globs: str | None = None, backend_globs: str | None = None, mode_globs: str | None = None) -> list[Combo]:
     """Every (case, backend, mode) the globs select, for the modes each case has.
 
-    Unknown names raise :class:`cases.CaseError` listing the valid ones.
+    An opt-in backend (``Backend.opt_in``) is planned but skipped unless a
+    backend glob names it without wildcards. Unknown names raise
+    :class:`cases.CaseError` listing the valid ones.
     """
     catalogue = {c.name: c for c in cases.catalogue()}
     all_backends = registry.backends()
     case_names = cases.match_globs(list(catalogue), case_globs, "case")
     backend_names = cases.match_globs(list(all_backends), backend_globs, "backend")
     modes = cases.match_globs(list(MODES), mode_globs, "mode")
+    named = {g.strip() for g in (backend_globs or "").split(",")}
     return [
-        Combo(catalogue[c], all_backends[b], m)
+        Combo(catalogue[c], all_backends[b], m, named=b in named)
         for c in case_names
         for b in backend_names
         for m in modes

@@ -27,7 +27,7 @@ def test_asv_discovers_the_suite_without_problems():
 
 def test_grid_is_the_catalogue_times_backends_times_modes():
     cases_, backends, modes = suite.Catalogue.params
-    assert "gnn_edge_divide" in cases_ and "einx" in backends and modes == ["static", "bounded", "unbounded"]
+    assert "gnn_edge_divide" in cases_ and "einx" in backends and modes == ["static", "bounded", "unbounded", "bucketed"]
 
 
 def test_track_compiles_counts_exactly():

@@ -57,12 +57,13 @@ def test_oracles_on_hand_examples():
 
 
 def test_modes_follow_the_dims():
-    assert cases.get("gnn_edge_divide").modes == ("static", "bounded", "unbounded")
-    assert cases.get("expand_over_batch").modes == ("static", "unbounded")
+    assert cases.get("gnn_edge_divide").modes == ("static", "bounded", "unbounded", "bucketed")
+    assert cases.get("expand_over_batch").modes == ("static", "unbounded", "bucketed")
     assert cases.get("expand_over_batch_bounded").modes == ("bounded",)  # its twin has the others
     axes = cases.get("expand_over_batch_bounded").dynamic_axes("bounded")
     assert axes[0][0].max == 64 and axes[1] == {}
     assert cases.get("expand_over_batch_bounded").dynamic_axes("unbounded")[0][0].max is None
+    assert cases.get("gnn_edge_divide").dynamic_axes("bucketed")[0][0].max is None  # buckets serve any size
     assert cases.get("expand_over_batch").dynamic_axes("static") == [{}, {}]
 
 

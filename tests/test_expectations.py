@@ -168,3 +168,27 @@ def test_the_checked_in_file_loads_and_states_counts_per_shape():
     assert len(rules) >= 20
     assert all(r.per_shape is not None for r in rules)
     assert all(r.match for r in rules if r.xfail)
+
+
+def _bucket_records(sizes, deltas):
+    recs, total = [], 0
+    for i, (e, d) in enumerate(zip(sizes, deltas)):
+        total += d
+        recs.append(results.record(shape_index=i, sizes={"e": e}, novel=True, compiles=total,
+                                   compile_stages={"s": total}, compile_delta={"s": d}, status="pass"))
+    return recs
+
+
+def test_new_bucket_and_n_buckets_follow_the_sizes():
+    """E = 1000..1049: buckets 1024 (shapes 0-24) and 2048 (from shape 25)."""
+    sizes = list(range(1000, 1050))
+    flags, n = ex.bucket_flags(_bucket_records(sizes, [0] * 50))
+    assert n == 2 and [i for i, f in flags.items() if f] == [0, 25]
+    per_bucket = ex.Rule(per_shape="new_bucket", compiles="n_buckets")
+    good = _bucket_records(sizes, [int(i in (0, 25)) for i in range(50)])
+    assert ex.verdict(good, per_bucket).outcome == "pass"
+    late = _bucket_records(sizes, [int(i in (0, 26)) for i in range(50)])  # right total, wrong shapes
+    v = ex.verdict(late, per_bucket)
+    assert v.outcome == "fail" and any("shape 25" in p for p in v.problems) and any("shape 26" in p for p in v.problems)
+    assert ex.verdict(_bucket_records(sizes, [1] * 50), per_bucket).outcome == "fail"
+    assert ex.evaluate("n_buckets + 1", 50, 2) == 3 and ex.evaluate_shape("first + new_bucket", 3, 50, 0, 2) == 0

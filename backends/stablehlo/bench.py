@@ -23,7 +23,7 @@ from torch.export import Dim
 
 from .interpreter import InterpreterExecutor
 from .lower import lower
-from .xla import XlaExecutor
+from .padded import XlaExecutor
 
 
 class Expand(torch.nn.Module):

@@ -35,13 +35,13 @@ import numpy as np
 ENV = {"XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false", "OMP_NUM_THREADS": "1"}
 
 
-def _one_thread(argv) -> None:
-    """Re-run this script with :data:`ENV` unless it is already set (jax and
-    torch read it when they start)."""
+def _one_thread(argv, module: str = "backends.stablehlo.bench_executors") -> None:
+    """Re-run ``module`` (this script by default) with :data:`ENV` unless it is
+    already set (jax and torch read it when they start)."""
     if all(os.environ.get(k) == v for k, v in ENV.items()):
         return
     os.environ.update(ENV)
-    os.execv(sys.executable, [sys.executable, "-m", "backends.stablehlo.bench_executors", *argv])
+    os.execv(sys.executable, [sys.executable, "-m", module, *argv])
 
 
 def harness_call(backend, case, mode, arrays):

@@ -6,7 +6,10 @@ makes (``@main``'s dtypes), so a call does no host work beyond a cache lookup.
 
 ``xla`` (:class:`~.xla.XlaProgram`, :mod:`.xla`)
     refine ``@main`` to the call's concrete shapes and compile it with the
-    PJRT CPU client: one compile per new shape.
+    PJRT CPU client: one compile per new shape. A module with
+    ``#stablehlo.bounds`` compiles once for every size up to its bounds
+    (:class:`~.padded.BoundedXlaProgram`); ``bucketed`` compiles a `?` module
+    once per power-of-two bucket (:class:`~.padded.BucketedXlaProgram`).
 ``interpreter`` (:class:`~.interpreter.InterpreterProgram`, :mod:`.interpreter`)
     the reference interpreter, in a worker subprocess by default (an abort
     becomes :class:`InterpreterCrashed`); one parse per new shape, no compile.
@@ -23,7 +26,8 @@ import numpy as np
 from .interpreter import (InterpreterCrashed, InterpreterExecutor, InterpreterLimitation, InterpreterProgram,  # noqa: F401
                           InterpreterWorker, LocalInterpreter)
 from .module import ExecutionError, Module, Report, digest, format_shapes, main_signature  # noqa: F401
-from .xla import (XlaExecutor, XlaProgram, XlaStats, cpu, device_put, load_runtime, refine,  # noqa: F401
+from .padded import BoundedXlaProgram, BucketedXlaProgram, PadderUnsupported, XlaExecutor  # noqa: F401
+from .xla import (XlaProgram, XlaStats, cpu, device_put, load_runtime, refine,  # noqa: F401
                   to_host)
 
 
@@ -41,15 +45,20 @@ def interpreter_executor(isolated: bool = True) -> InterpreterExecutor:
     return _INTERP[isolated]
 
 
-def execute(text: str, args: Sequence, executor: str = "xla", *, isolated: bool = True) -> List[np.ndarray]:
+def execute(text: str, args: Sequence, executor: str = "xla", *, isolated: bool = True,
+            on_unsupported: str = "error", bucketed: bool = False) -> List[np.ndarray]:
     """Run ``@main`` of StableHLO ``text`` on NumPy ``args``; returns NumPy arrays.
 
-    executor: "xla" (refine + compile per concrete shape, cached) or
+    executor: "xla" (a module with ``#stablehlo.bounds`` compiles once for every
+    size up to its bounds, :mod:`.padded`; where XLA's dynamic padder cannot
+    serve it this raises naming the op, unless ``on_unsupported="per_shape"``;
+    ``bucketed=True`` compiles a `?` module once per power-of-two bucket of its
+    sizes; otherwise refine + compile per concrete shape, cached) or
     "interpreter" (reference interpreter; ``isolated`` runs it in a worker
     subprocess so an abort becomes :class:`InterpreterCrashed`).
     """
     if executor == "xla":
-        return _XLA.run(text, args)
+        return _XLA.run(text, args, on_unsupported, bucketed)
     if executor in ("interpreter", "interp"):
         return interpreter_executor(isolated).run(text, args)
     raise ValueError(f"unknown executor {executor!r} (want 'xla' or 'interpreter')")

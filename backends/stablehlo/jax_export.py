@@ -99,7 +99,12 @@ def strip_shape_assertions(text: str) -> Tuple[str, int]:
 def check_shape_assertions(text: str, args: Sequence[np.ndarray]) -> None:
     """Evaluate jax's shape assertions for these argument shapes (raises ExecutionError)."""
     args = [np.asarray(a) for a in args]
-    refine(text, [(a.shape, a.dtype) for a in args])
+    check_shapes(text, [a.shape for a in args])
+
+
+def check_shapes(text: str, shapes: Sequence[Sequence[int]]) -> None:
+    """:func:`check_shape_assertions` on argument shapes (refinement only, no compile)."""
+    refine(text, [(tuple(s), None) for s in shapes])
 
 
 def run(text: str, args: Sequence[np.ndarray], executor: str = "xla", *, isolated: bool = True) -> List[np.ndarray]:

@@ -18,6 +18,14 @@ class ExecutionError(Exception):
     pass
 
 
+class PadderUnsupported(ExecutionError):
+    """The bounded rewrite cannot serve this module (names the op and why)."""
+
+    def __init__(self, msg: str, op: str = ""):
+        super().__init__(msg)
+        self.op = op
+
+
 def main_signature(text: str):
     """[(shape, dtype, bounds)] of @main's args and results (shape: None = `?`)."""
     return main_types(text)

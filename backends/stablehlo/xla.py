@@ -1,4 +1,4 @@
-"""The ``xla`` executor: ``@main`` refined to each call's concrete shapes and
+"""The per-shape ``xla`` program: ``@main`` refined to each call's concrete shapes and
 compiled by the PJRT CPU client (:class:`XlaProgram`), and the jax runtime
 helpers the backends share (``cpu``, ``load_runtime``, ``device_put``,
 ``to_host``).
@@ -52,7 +52,7 @@ def device_put(arrays) -> list:
 
     _, dev = cpu()
     with jax.enable_x64(True):  # else device_put narrows int64/float64
-        return [jax.device_put(np.asarray(a), dev) for a in arrays]
+        return list(jax.device_put([np.asarray(a) for a in arrays], dev))  # one batched transfer
 
 
 def to_host(out):
@@ -182,31 +182,3 @@ class XlaProgram:
             self.on_compile(t2 - t0, f"new argument shapes {format_shapes(shapes)} for {self.module.label}")
         self._exes[shapes] = hit = (exe, handlers)
         return hit
-
-
-class XlaExecutor:
-    """One :class:`XlaProgram` per module text, NumPy in and out (:func:`execute`)."""
-
-    def __init__(self):
-        self._programs: Dict[str, XlaProgram] = {}
-        self.stats = XlaStats()
-
-    def compile_count(self) -> int:
-        return self.stats.compiles
-
-    def clear(self) -> None:
-        self._programs.clear()
-
-    def program(self, text: str) -> XlaProgram:
-        p = self._programs.get(text)
-        if p is None:
-            p = self._programs[text] = XlaProgram(Module(text), stats=self.stats)
-        return p
-
-    def run(self, text: str, args) -> List[np.ndarray]:
-        p = self.program(text)
-        before = self.stats.compiles
-        outs = p(*p.convert(args))
-        if self.stats.compiles == before:
-            self.stats.cache_hits += 1
-        return [np.asarray(o) for o in outs]

@@ -43,8 +43,10 @@ def _backend_names():
     from harness import registry
 
     only = os.environ.get("DYNSHAPE_ASV_BACKENDS")
-    names = list(registry.backends())
-    return [n for n in names if not only or n in only.split(",")]
+    backends = registry.backends()
+    # an opt-in backend (Backend.opt_in: torch_aoti's C++ builds) only where DYNSHAPE_ASV_BACKENDS names it
+    return [n for n, b in backends.items()
+            if ((n in only.split(",")) if only else not getattr(b, "opt_in", ""))]
 
 
 BACKENDS = _backend_names()

@@ -40,10 +40,14 @@ def test_symint_arith_survives_and_output(text):
         assert s.dtype == np.int64 and int(s) == 3 * b + 1
 
 
-def test_xla_compiles_once_per_shape_interpreter_never(text):
+def test_xla_compiles_once_bounded_per_shape_unbounded_interpreter_never(text):
     ex = XlaExecutor()
     for b in (1, 2, 2, 5, 1, 5):
         ex.run(text, _args(b))
+    assert ex.compile_count() == 1 and ex.stats.cache_hits == 5  # bounded: one executable up to b = 64
+    ex = XlaExecutor()
+    for b in (1, 2, 2, 5, 1, 5):
+        ex.run(lower(_export(), bounded=False), _args(b))
     assert ex.compile_count() == 3 and ex.stats.cache_hits == 3
     it = InterpreterExecutor(isolated=False)
     for b in (1, 2, 5):

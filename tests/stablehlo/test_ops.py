@@ -55,5 +55,7 @@ def test_executors_match_numpy(case):
     for n in case.sizes:
         args = case.make(n, np.random.default_rng(n))
         want = case.oracle(params, *args)
-        _check(execute(text, args, executor="xla"), want, case, f"{case.name} xla n={n}")
+        # bounded modules compile once where XLA's padder can (tests/stablehlo/test_bounded.py
+        # pins which); here every op must be right either way
+        _check(execute(text, args, executor="xla", on_unsupported="per_shape"), want, case, f"{case.name} xla n={n}")
         _check(execute(text, args, executor="interpreter"), want, case, f"{case.name} interpreter n={n}")

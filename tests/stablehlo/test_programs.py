@@ -2,7 +2,7 @@
 convert (untimed), program + sync (timed), to_numpy (untimed).
 
 Exact counts: one XLA compile (or interpreter parse) per new argument shape,
-none for a seen one; the module's signature parsed and hashed once per
+none for a seen one (stablehlo_xla bounded: one compile for every size); the module's signature parsed and hashed once per
 program, its text sent to the interpreter worker once; the worker started by
 ``startup``, not by a call.
 """
@@ -56,13 +56,14 @@ def counted(monkeypatch):
     return n
 
 
-@pytest.mark.parametrize("cls,first,label", [(StablehloXla, "lowering", "gnn_edge_divide (bounded)"),
-                                             (JaxExport, "export", "gnn_edge_divide (bounded, jax.export)")])
-def test_xla_compiles_once_per_new_shape(cls, first, label, counted):
+@pytest.mark.parametrize("cls,mode,first,label", [
+    (StablehloXla, "unbounded", "lowering", "gnn_edge_divide (unbounded)"),
+    (JaxExport, "bounded", "export", "gnn_edge_divide (bounded, jax.export)")])
+def test_xla_compiles_once_per_new_shape(cls, mode, first, label, counted):
     import jax
 
     backend = cls()
-    program = started(backend)
+    program = started(backend, mode=mode)
     seen = set()
     for i, e in enumerate(SWEEP):
         arrays = CASE.make_inputs({"e": e}, seed=i)
@@ -81,20 +82,44 @@ def test_xla_compiles_once_per_new_shape(cls, first, label, counted):
     assert counted == {"signature": 1, "digest": 1, "refine": len(seen)}
 
 
+def test_bounded_compiles_once_for_every_size(counted):
+    """stablehlo_xla bounded: one XLA compile (no refinement) serves every size
+    up to the bound; NumPy in (padded in the call), NumPy out (sliced)."""
+    backend = StablehloXla()
+    program = started(backend)
+    for i, e in enumerate(SWEEP + [2048, 2]):
+        arrays = CASE.make_inputs({"e": e}, seed=i)
+        assert all(isinstance(a, np.ndarray) for a in backend.convert(arrays))
+        out, got = call(backend, program, arrays)
+        assert isinstance(out, np.ndarray) and out.shape == (e, 8)
+        np.testing.assert_allclose(got, CASE.expected(arrays), rtol=1e-6)
+        reasons = [r for r in backend.compile_reasons() if r.startswith("xla:")]
+        if i == 0:
+            assert len(reasons) == 1 and reasons[0].startswith("xla: bounded entry of gnn_edge_divide (bounded) ["), reasons
+            assert "argument bounds (2048, 8), (2048,)" in reasons[0]
+        else:
+            assert reasons == []
+        assert backend.compile_stats() == {"lowering": 1, "xla": 1}
+    assert counted == {"signature": 1, "digest": 1, "refine": 0}
+    assert backend._program.how == "bounded"
+
+
 def test_bound_checked_on_new_shape_names_input_and_dim():
+    import jax
+
     backend = StablehloXla()
     program = started(backend)
     call(backend, program, CASE.make_inputs({"e": 10}, seed=0))
-    with pytest.raises(ExecutionError, match=r"argument 0 \(d\) is a ndarray; the program takes the device arrays"):
-        program(*CASE.make_inputs({"e": 11}, seed=0))  # not converted
+    with pytest.raises(ExecutionError, match=r"argument 0 \(d\) is a ArrayImpl; the program takes the NumPy arrays"):
+        program(*[jax.numpy.asarray(a) for a in CASE.make_inputs({"e": 11}, seed=0)])  # not converted
     with pytest.raises(ExecutionError, match=r"gnn_edge_divide \(bounded\) \[\w+\]: argument 0 \(d\): "
                                              r"dim 0 is 2049, above its bound 2048"):
         call(backend, program, CASE.make_inputs({"e": 2049}, seed=0))
     assert backend.compile_stats() == {"lowering": 1, "xla": 1}
 
 
-@pytest.mark.parametrize("cls,index_dtype", [(StablehloXla, np.int64), (JaxExport, np.int32)])
-def test_int64_inputs_keep_their_semantics(cls, index_dtype):
+@pytest.mark.parametrize("cls,index_dtype,compiles", [(StablehloXla, np.int64, 1), (JaxExport, np.int32, 2)])
+def test_int64_inputs_keep_their_semantics(cls, index_dtype, compiles):
     """torch's module takes i64 (kept, no x64 mode per call); jax's export
     canonicalised int64 -> int32 and ``convert`` casts to it."""
     case = cases.get("gnn_message_passing")
@@ -105,7 +130,7 @@ def test_int64_inputs_keep_their_semantics(cls, index_dtype):
         assert [a.dtype for a in backend.convert(arrays)] == [np.float32, index_dtype, index_dtype, np.float32]
         _, got = call(backend, program, arrays)
         np.testing.assert_allclose(got, case.expected(arrays), rtol=1e-4, atol=1e-4)
-    assert backend.compile_stats()["xla"] == 2
+    assert backend.compile_stats()["xla"] == compiles  # stablehlo_xla bounded: once for every size
 
 
 def test_interpreter_worker_starts_in_startup_parses_once_per_shape(monkeypatch, counted):

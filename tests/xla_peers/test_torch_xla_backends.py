@@ -100,7 +100,9 @@ def test_backend_declarations():
 
     assert (TorchXlaLazy.env, TorchXlaLazy.modes) == ("xla", ("static", "unbounded"))
     for cls in (TorchXlaStableHLO, TorchXlaStableHLOCanon, TorchXlaStableHLOCanonInterp):
-        assert cls.env == "main" and cls.modes == ("unbounded", "bounded") and cls.forms == ("torch",)
+        assert cls.env == "main" and cls.forms == ("torch",)
+    assert TorchXlaStableHLO.modes == TorchXlaStableHLOCanonInterp.modes == ("unbounded", "bounded")
+    assert TorchXlaStableHLOCanon.modes == ("unbounded", "bounded", "bucketed")
     assert [c.name for c in (TorchXlaStableHLO, TorchXlaStableHLOCanon, TorchXlaStableHLOCanonInterp)] == [
         "torch_xla_stablehlo", "torch_xla_stablehlo_canon", "torch_xla_stablehlo_interp"]
 
