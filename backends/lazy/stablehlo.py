@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 import torch
 
 from . import passes
@@ -83,14 +84,14 @@ def export(g: Graph, gm: torch.fx.GraphModule, bounded: bool):
                           f"{str(e).splitlines()[0]}") from e
 
 
-def executor(module, on_compile):
-    """The program that runs a lowered module: :class:`XlaProgram`, one compile
-    per concrete argument shape. The one place to plug in a compile-once
-    bounded executor for bounded modules (and a bucketed one for `?` modules):
-    pick it here by the module's bounds, and the ``lazy_stablehlo`` bounded
-    rule in cases/expectations.toml becomes ``xla = "first"``."""
-    from backends.stablehlo import XlaProgram
+def executor(module, on_compile, mode):
+    """The program that runs a lowered module: for a bounded module the compile-once
+    :class:`BoundedXlaProgram` (one executable for every size up to the bounds, NumPy
+    in and out), else :class:`XlaProgram`, one compile per concrete argument shape."""
+    from backends.stablehlo import BoundedXlaProgram, XlaProgram
 
+    if mode == "bounded":
+        return BoundedXlaProgram(module, on_compile=on_compile)
     return XlaProgram(module, on_compile=on_compile)
 
 
@@ -126,8 +127,19 @@ class StablehloCompiler:
         if self.on_lowering is not None:
             self.on_lowering(dt, f"torch.export + StableHLO lowering of lazy graph #{len(self.modules) - 1} "
                                  f"at input shapes {shapes}")
-        program = executor(module, self.on_xla)
-        return passes.Compiled(fx_entry.kernel, fx_entry.ir, text, run=_runner(program))
+        program = executor(module, self.on_xla, self.mode)
+        run = _host_runner(program) if self.mode == "bounded" else _runner(program)
+        return passes.Compiled(fx_entry.kernel, fx_entry.ir, text, run=run)
+
+
+def _host_runner(program):
+    """torch tensors in and out through NumPy (zero-copy views on CPU), for a program that
+    pads on the host (the bounded executor)."""
+    def run(*inputs):
+        outs = program(*[t.detach().contiguous().numpy() for t in inputs])
+        return [torch.from_numpy(np.require(o, requirements="W")) for o in outs]  # a read-only result is copied
+
+    return run
 
 
 def _runner(program):
