@@ -33,7 +33,8 @@ def test_backend_loads(backend):
 def test_conformance(combo, rules, gate_run, tmp_path):
     skip = combo.skip_reason()  # unavailable, or an opt-in backend (torch_aoti: tests/test_torch_aoti.py)
     if skip is not None:
-        pytest.skip(f"{combo.backend.name}: {skip[1]}")
+        ok, why = combo.backend.available()
+        pytest.skip(f"{combo.backend.name} unavailable: {why}" if not ok else f"{combo.backend.name}: {skip[1]}")
     rule = expectations.lookup(rules, combo.case.name, combo.backend.name, combo.mode)
     run_id, writer = gate_run
     run = runner.Runner(tmp_path, run_id=run_id, profile="quick", repeats=2, warmup=1, progress=False)

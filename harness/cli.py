@@ -267,7 +267,7 @@ def _report(args) -> int:
     files = results.run_files(args.paths, args.results)
     df = results.load(files)
     if args.html:
-        from . import html
+        from . import html_report as html
 
         df = _select_records(df, args)
         Path(args.html).write_text(html.render(df, title=f"dynshape: {', '.join(f.stem for f in files)}"),

@@ -88,7 +88,7 @@ def test_history_since_a_revision(three_commits, monkeypatch, capsys):
 
 
 def test_html_report_plots_history_when_several_commits(three_commits):
-    from harness import html
+    from harness import html_report as html
 
     repo, _ = three_commits
     page = html.render(results.load([repo / "results"]), rules=[])

@@ -13,7 +13,8 @@ import subprocess
 
 import pytest
 
-from harness import cli, html, results
+from harness import cli, results
+from harness import html_report as html
 
 from synthetic import frame, job
 

@@ -53,5 +53,5 @@ def test_their_jobs_are_skipped_in_records_report_and_gate(no_xla_env, tmp_path)
 
     gate = importlib.import_module("cases.test_conformance")
     with pytest.raises(pytest.skip.Exception) as e:
-        gate.test_conformance(combo, expectations.load(), tmp_path)
+        gate.test_conformance(combo, expectations.load(), ("gate-test", None), tmp_path)
     assert str(e.value).startswith("torch_xla_lazy unavailable: environment 'xla' not found at")

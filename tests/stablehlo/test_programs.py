@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import cases
+from backends.base import BoundError
 from backends.stablehlo import ExecutionError, _interp_worker, module, xla
 from backends.stablehlo_backends import JaxExport, StablehloInterp, StablehloXla
 
@@ -112,9 +113,12 @@ def test_bound_checked_on_new_shape_names_input_and_dim():
     call(backend, program, CASE.make_inputs({"e": 10}, seed=0))
     with pytest.raises(ExecutionError, match=r"argument 0 \(d\) is a ArrayImpl; the program takes the NumPy arrays"):
         program(*[jax.numpy.asarray(a) for a in CASE.make_inputs({"e": 11}, seed=0)])  # not converted
+    big = CASE.make_inputs({"e": 2049}, seed=0)
+    with pytest.raises(BoundError, match=r"gnn_edge_divide: input 'd' dim 'e' \(axis 0\) is 2049, above its bound 2048"):
+        backend.convert(big)  # the backend names the case's dim before the program runs
     with pytest.raises(ExecutionError, match=r"gnn_edge_divide \(bounded\) \[\w+\]: argument 0 \(d\): "
                                              r"dim 0 is 2049, above its bound 2048"):
-        call(backend, program, CASE.make_inputs({"e": 2049}, seed=0))
+        program(*big)  # and the program refuses it by itself
     assert backend.compile_stats() == {"lowering": 1, "xla": 1}
 
 
