@@ -80,7 +80,11 @@ def _lib(libs, backend):
         if name not in ("torch", "numpy", "jax"):
             raise ValueError(f"Backend with name {backend} not found. einx_symbolic supports: torch, numpy, jax")
         return name
-    s = set(libs) - {"scalar"}
+    s = set(libs) - {"scalar", "factory"}
+    if not s and "factory" in libs:
+        from einx.errors import BackendResolutionError
+        raise BackendResolutionError("Failed to determine which backend to use for this operation: the arguments are tensor "
+                                     "factories and Python scalars only; pass backend='torch' (or 'numpy', 'jax').")
     if "torch" in s and "jax" in s:
         from einx.errors import BackendResolutionError
         raise BackendResolutionError("Failed to determine which backend to use for this operation: the arguments mix torch and jax tensors.")
@@ -97,7 +101,8 @@ def _shapes(tensors):
 
 def _signature(op, description, tensors, backend, params, static, specialise):
     libs = tuple(library_of(t) for t in tensors)
-    return Signature(op, description, _lib(libs, backend), tuple(0 if l == "scalar" else len(t.shape) for t, l in zip(tensors, libs)),
+    ranks = tuple(0 if l == "scalar" else None if l == "factory" else len(t.shape) for t, l in zip(tensors, libs))
+    return Signature(op, description, _lib(libs, backend), ranks,
                      frozenset(i for i, l in enumerate(libs) if l == "scalar"), libs,
                      tuple(str(getattr(t, "dtype", type(t).__name__)) for t in tensors),
                      tuple(sorted((k, _psig(v)) for k, v in params.items())), static,

@@ -76,7 +76,7 @@ def make(r):
     sig = r.sig
     op, lib, n = sig.op, sig.lib, len(sig.ranks)
     ad = ADAPTERS[lib]
-    if (FAMILY[op] != "elementwise" or n < 2 or sig.scalars or r.params or any(x != lib for x in sig.libs)
+    if (FAMILY[op] != "elementwise" or n < 2 or sig.scalars or sig.params or any(x != lib for x in sig.libs)
             or len(r.e_out) != 1 or op not in ad.ops):
         return None
     ins, out = [_plain(e) for e in r.e_in], _plain(r.e_out[0])

@@ -66,8 +66,10 @@ class Gen:
                 return [p for part, c in zip(parts, d.children) for p in self.decompose(part, flat[:j] + [c] + flat[j + 1:], allow_diag)]
         axes = list(flat)
         while True:
+            # a name repeated in brackets is separate axes of one size (einx); unmarked, a diagonal
             names = [a.name for a in axes]
-            dup = [(i, names.index(n, i + 1)) for i, n in enumerate(names) if n in names[i + 1:]]
+            dup = [(i, names.index(n, i + 1)) for i, n in enumerate(names) if n in names[i + 1:]
+                   and not (axes[i].marked and axes[names.index(n, i + 1)].marked)]
             if not dup:
                 break
             if not allow_diag:
@@ -119,6 +121,7 @@ def layout(names_in, names_out, unsqueeze):
     with ``None``. An ``idx`` holds ``0``, ``":"`` or ``None`` per position (``":"``: every element).
     """
     steps = []
+    names_in, names_out = _nth(names_in), _nth(names_out)  # a repeated name: its k-th occurrences correspond
     if any(n not in names_out for n in names_in):
         steps.append(("take", tuple(":" if n in names_out else 0 for n in names_in)))
         names_in = [n for n in names_in if n in names_out]
@@ -135,6 +138,16 @@ def layout(names_in, names_out, unsqueeze):
                 idx.pop()
             steps.append(("index", tuple(idx)))
     return steps
+
+
+def _nth(names):
+    """``names`` with each repetition of a name told apart: ``[a, b, b] -> [(a, 0), (b, 0), (b, 1)]``."""
+    seen = {}
+    out = []
+    for n in names:
+        out.append((n, seen.get(n, 0)))
+        seen[n] = seen.get(n, 0) + 1
+    return out
 
 
 FOLDS = ("add", "multiply", "logaddexp", "logical_and", "logical_or", "maximum", "minimum")
@@ -162,10 +175,11 @@ def _names(axes):
 
 
 # ---------------------------------------------------------------------------
-def gen_id(g, ins, outs):
+def gen_id(g, ins, outs, scalars=()):
     pieces = []
     for i, e in enumerate(ins):
         pieces.extend(g.decompose(f"t{i}", e.children))
+    g.scalar_vars = {f"t{i}" for i in scalars}
     out_pieces = [p for e in outs for p in _concat_pieces(e.children)]
     if len(pieces) != len(out_pieces):
         raise SemanticError(g.desc, "The number of input and output expressions (after decomposition of axis concatenations) must be the same, "
@@ -192,6 +206,8 @@ def _assemble(g, dims, it):
             parts = [_assemble(g, dims[:j] + [c] + dims[j + 1:], it) for c in d.children]
             return g.emit(g.ad.concat(parts, j))
     v, axes = next(it)
+    if dims and v in getattr(g, "scalar_vars", ()):  # a Python scalar is returned as is, unless an operation applies to it
+        v = g.emit(g.ad.to_array(v))
     out_names = _names(leaves(dims))
     v = g.align(v, _names(axes), out_names, broadcast=True)
     return g.compose(v, dims)

@@ -23,7 +23,7 @@ from .tree import Axis, Concat, Flat, List
 @dataclass
 class Check:
     """A condition the equations impose on the sizes, checked at run time."""
-    kind: str  # "eq" | "div" | "nonneg" | "one"
+    kind: str  # "eq" | "div" | "nonneg" | "one" | "raise" (always fails: ``what`` is the error)
     lhs: sz.Expr
     rhs: sz.Expr
     what: str  # human description of the left side (axis/expression)
@@ -35,6 +35,8 @@ def failer(desc, checks):
     """``_fail(k, lhs, rhs)``: raise the error of ``checks[k]``, failed with sizes lhs, rhs (generated code and closures call it)."""
     def _fail(k, lhs, rhs, _checks=checks, _desc=desc):
         c = _checks[k]
+        if c.kind == "raise":  # an error einx raises once the sizes are solved (``c.what``)
+            raise c.what.with_traceback(None)
         if c.kind == "one":
             raise SemanticError(_desc, f"The input axes {{{c.what!r}}} must appear in the output expression (its size is {lhs}, "
                                 "only axes of size 1 may be dropped).\n%EXPR%", c.pos)
@@ -144,23 +146,29 @@ def str_dim(d):
     return " ".join(str_dim(c) for c in d.children)
 
 
-def solve(desc, exprs_in, exprs_all, params, extra=()):
+def solve(desc, exprs_in, exprs_all, params, extra=(), reps=None):
     """Return ``(sizes, checks)``.
 
-    ``exprs_in``: expanded input expressions (their dims are read at run time);
+    ``exprs_in``: expanded input expressions (their dims are read at run time; ``None``
+    for an input whose dims are not read, a tensor factory's);
     ``exprs_all``: every expanded expression (for unknown detection);
-    ``params``: {axis name: None | tuple length}; ``extra``: [(dim node, size, where)].
+    ``params``: {axis name: None | tuple length}; ``extra``: [(dim node, size, where)];
+    ``reps``: {ellipsis axis name: repetitions} (a scalar constraint on such an axis sizes every repetition).
     """
     s = _Solver(desc)
     pending = []
+    reps = reps or {}
     for name, shape in params.items():
-        if shape is None:
+        if shape is None and name in reps:
+            for i in range(reps[name]):
+                pending.append((Axis(f"{name}.{i}"), size_var(param_code(name)), f"constraint {name}", []))
+        elif shape is None:
             pending.append((Axis(name), size_var(param_code(name)), f"constraint {name}", []))
         else:
             for i in range(shape):
                 pending.append((Axis(f"{name}.{i}"), size_var(param_code(name, i)), f"constraint {name}[{i}]", []))
     for i, e in enumerate(exprs_in):
-        for j, d in enumerate(e.children):
+        for j, d in enumerate(e.children if e is not None else ()):
             pending.append((d, size_var(dim_code(i, j)), f"args[{i}].shape[{j}]", list(range(*d.pos)) if d.pos[0] >= 0 else []))
     for d, v, where in extra:
         pending.append((d, v, where, []))
@@ -171,6 +179,10 @@ def solve(desc, exprs_in, exprs_all, params, extra=()):
         if len(rest) == len(pending):
             break
         pending = rest
+    for e in exprs_all:  # number axes: their value (an output-only number axis is read by name too)
+        for a in _all_axes(e):
+            if a.value is not None:
+                s.sizes[a.name] = sz.const(a.value)
     names = sorted({a.name for e in exprs_all for a in _all_axes(e) if a.value is None and a.name not in s.sizes})
     if pending or names:
         unknown = names or sorted({a.name for p in pending for a in s.unknown_leaves(p[0])})
