@@ -65,7 +65,7 @@ class Adapter:
 
 def _axis(axes):
     axes = tuple(axes)
-    return str(axes[0]) if len(axes) == 1 else _tup(map(str, axes))
+    return str(axes[0]) if len(axes) == 1 else _tup(map(str, axes)) if axes else "()"
 
 
 _ELEMENTWISE = ["add", "subtract", "multiply", "true_divide", "floor_divide", "divide", "logaddexp", "logical_and",

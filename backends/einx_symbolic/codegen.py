@@ -91,6 +91,8 @@ class Gen:
                 v = self.emit(self.ad.transpose(v, a), inline)
             elif kind == "unsqueeze":
                 v = self.emit(self.ad.unsqueeze(v, a), inline)
+            elif kind == "take" and ":" not in a and self.ad.name == "numpy":  # a 0-d array, not a NumPy scalar (as einx)
+                v = self.emit(self.ad.reshape(v, []), inline)
             else:  # "take" or "index"
                 v = self.emit(f"{v}[{', '.join(_INDEX_TEXT.get(i, str(i)) for i in a)}]", inline)
         if broadcast and any(n not in names_in for n in names_out):
@@ -253,6 +255,8 @@ def gen_reduce(g, op, ins, outs):
             v = _logsumexp(g, v, marked, len(axes))
         else:
             v = g.emit(g.ad.call(op, [v], axes=marked))
+    elif g.ad.name != "torch" and op != "logsumexp":  # einx calls the op with axis=() (var, std: zeros; any, all: bools)
+        v = g.emit(g.ad.call(op, [v], axes=[]))
     elif op not in SCALAR_OP_REDUCE:
         raise NotSupportedError(g.desc, f"{op} without any reduced axis.\n%EXPR%")
     rest = [a.name for a in axes if not a.marked]

@@ -15,12 +15,11 @@ from dataclasses import dataclass
 
 from backends import sizes as sz
 
-from .errors import EinxError, RankError, SemanticError
+from .errors import SemanticError
 from .expand import expand, leaves
-from .parse import parse
 from .semantics import FAMILY, _names_pos, analyse
 from .solve import Check, dim_code, size_var, solve
-from .tree import Axis, Concat, Flat, List, axes, copy
+from .tree import Axis, Concat, Flat, List, axes
 
 
 @dataclass(frozen=True)
@@ -76,11 +75,7 @@ def _s(n):
 def _analyse_solve(sig):
     """The general path: parse + family semantics -> ellipsis expansion -> symbolic solve."""
     op, desc, ranks, fam = sig.op, sig.description, sig.ranks, FAMILY[sig.op]
-    try:
-        ins, outs = analyse(desc, op, keepdims=bool(dict(sig.static).get("keepdims")))
-    except SemanticError:
-        _rank_first(sig)  # einx matches the inputs' ranks before it derives an implied output
-        raise
+    ins, outs = analyse(desc, op, keepdims=bool(dict(sig.static).get("keepdims")))
     if len(ins) != len(ranks):
         raise ValueError(f"The operation is defined with {len(ins)} input expression{_s(len(ins))}, but {len(ranks)} input "
                          f"tensor{_s(len(ranks))} {'are' if len(ranks) != 1 else 'is'} given as argument{_s(len(ranks))}.")
@@ -194,20 +189,6 @@ def _simple(sig):
                   checks, {})
 
 
-def _rank_first(sig):
-    """Raise the ``RankError`` of the inputs alone, if any (what einx reports before a semantic error)."""
-    ins = parse(sig.description)[0]
-    if len(ins) != len(sig.ranks):
-        return
-    used = {a.name for e in ins for a in axes(e)}
-    try:
-        expand(sig.description, [copy(e) for e in ins], list(sig.ranks), {k: v for k, v in sig.params if k in used})
-    except RankError:
-        raise
-    except EinxError:
-        pass
-
-
 def fuse(e_in, e_out, params):
     """Axes that only ever appear together, in one order, inside compositions (``(a b)`` in
     ``"(a b) c -> (a b c)"``, ``"([a b]) c"``) become one axis: the graph never needs their
@@ -298,8 +279,12 @@ def _match_pieces(desc, e_in, e_out, sizes, checks, trees, deferred):
     """einx's ``id``: the k-th input piece's axes (of size other than 1) must be in the k-th output piece."""
     pin = [p for e in e_in for p in _pieces(e.children)]
     pout = [p for e in e_out for p in _pieces(e.children)]
-    if len(pin) != len(pout) or (len(pin) == len(e_in) and len(pout) == len(e_out)):
-        return  # a count mismatch is the generator's error; without concatenations the global check covers it
+    if len(pin) != len(pout):
+        deferred.append(SemanticError(desc, "The number of input and output expressions (after decomposition of axis concatenations) "
+                                      f"must be the same, but got {len(pin)} input{_s(len(pin))} and {len(pout)} output{_s(len(pout))}.\n%EXPR%"))
+        return
+    if len(pin) == len(e_in) and len(pout) == len(e_out):
+        return  # without concatenations the global check covers it
     for k, (a, b) in enumerate(zip(pin, pout)):
         names = {x.name for x in b}
         for x in a:

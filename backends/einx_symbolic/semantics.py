@@ -103,7 +103,7 @@ def analyse(desc, op, keepdims=False):
             else:
                 if fam == "id":
                     raise no_output
-                names = [{a.name for a in axes(e) if a.value is None} for e in ins]
+                names = [{a.name for a in axes(e) if a.value != 1} for e in ins]  # number axes count, 1s do not
                 parents = [i for i, p in enumerate(names) if all(c <= p for j, c in enumerate(names) if j != i)]
                 # einx deduplicates structurally-equal candidate expressions (set of expressions)
                 uniq = []

@@ -119,6 +119,8 @@ class _Solver:
             return True
         kids = d.inner.children if isinstance(d, (Flat, List)) else d.children
         unknown = [c for c in kids if self.size(c) is None]
+        if len(unknown) > 1 and isinstance(d, Concat):
+            return self.equate_linear(d, kids, unknown, value, where, pos)
         if len(unknown) != 1:
             return False
         u = unknown[0]
@@ -134,6 +136,25 @@ class _Solver:
             if rest != 1:
                 self.checks.append(Check("div", value, rest, str_dim(d), where, pos))
         return self.equate(u, sub, where, pos)
+
+
+    def equate_linear(self, d, kids, unknown, value, where, pos):
+        """``(c + c)``, ``(c + (2 c))``: one unknown axis in several operands of a concatenation."""
+        name, coef = None, sz.const(0)
+        for u in unknown:
+            leaves = u.inner.children if isinstance(u, Flat) else [u]
+            un = [a for a in leaves if self.size(a) is None]
+            if len(un) != 1 or not isinstance(un[0], Axis) or (name is not None and un[0].name != name):
+                return False
+            name = un[0].name
+            coef = coef + math.prod((self.size(a) for a in leaves if a is not un[0]), start=sz.const(1))
+        rest = sum((self.size(c) for c in kids if all(c is not u for u in unknown)), start=sz.const(0))
+        sub = value - rest
+        if rest != 0:
+            self.checks.append(Check("nonneg", sub, sz.const(0), str_dim(d), f"{where} - {sz.source(rest, atomic=True)}", pos))
+        if coef != 1:
+            self.checks.append(Check("div", sub, coef, str_dim(d), where, pos))
+        return self.equate(Axis(name), sub // coef if coef != 0 else coef, where, pos)
 
 
 def str_dim(d):
