@@ -19,6 +19,7 @@ class Gen:
     def __init__(self, desc, ad, sizes):
         self.desc, self.ad, self.sizes = desc, ad, sizes
         self.lines, self.n = [], 0
+        self.rearrange = False  # ``id``: dropping every axis of a NumPy array leaves a 0-d array, not a scalar
 
     # -- helpers -------------------------------------------------------------
     def fresh(self):
@@ -91,7 +92,7 @@ class Gen:
                 v = self.emit(self.ad.transpose(v, a), inline)
             elif kind == "unsqueeze":
                 v = self.emit(self.ad.unsqueeze(v, a), inline)
-            elif kind == "take" and ":" not in a and self.ad.name == "numpy":  # a 0-d array, not a NumPy scalar (as einx)
+            elif kind == "take" and ":" not in a and self.ad.name == "numpy" and self.rearrange:  # a 0-d array (einx reshapes)
                 v = self.emit(self.ad.reshape(v, []), inline)
             else:  # "take" or "index"
                 v = self.emit(f"{v}[{', '.join(_INDEX_TEXT.get(i, str(i)) for i in a)}]", inline)
@@ -182,6 +183,7 @@ def gen_id(g, ins, outs, scalars=()):
     for i, e in enumerate(ins):
         pieces.extend(g.decompose(f"t{i}", e.children))
     g.scalar_vars = {f"t{i}" for i in scalars}
+    g.rearrange = True
     out_pieces = [p for e in outs for p in _concat_pieces(e.children)]
     if len(pieces) != len(out_pieces):
         raise SemanticError(g.desc, "The number of input and output expressions (after decomposition of axis concatenations) must be the same, "
@@ -296,8 +298,8 @@ def gen_preserve(g, op, ins, outs, shift):
     v, axes = g.single("t0", ins[0])
     marked = [k for k, a in enumerate(axes) if a.marked]
     if op in ("softmax", "log_softmax"):
-        if not marked:
-            pass
+        if not marked and ad.name == "torch":
+            pass  # einx: the input as is; numpy/jax: over axis=() (ones, zeros) as einx
         elif ad.name == "jax" or (ad.name == "torch" and len(marked) == 1):
             v = g.emit(ad.call(op + ("1" if ad.name == "torch" else ""), [v], axes=marked))
         else:

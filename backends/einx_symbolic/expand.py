@@ -5,7 +5,7 @@ shapes), never on sizes.  Result per expression: a ``List`` of top-level dims,
 each an ``Axis`` (``marked`` if it was in brackets), ``Flat`` (of a ``List``) or
 ``Concat``.  Named-ellipsis axes ``x...`` become ``x.0, x.1, ...``.
 """
-from .errors import AxisSizeError, NotSupportedError, RankError
+from .errors import NotSupportedError, RankError
 from .tree import Axis, Brackets, Concat, Ell, Flat, List, nodes
 
 
@@ -122,9 +122,6 @@ def expand(desc, exprs, ranks, params):
     for k in groups - top:
         known.setdefault(k, 1)
     missing = [k for k in groups if k not in known]
-    if missing and any(find(("ax", name)) in missing for name, shape in params.items() if shape is None and name in ell_names):
-        raise AxisSizeError(desc, "Failed to determine the size of all axes in the expression under the given constraints.\n%EXPR%",
-                            _ell_pos(exprs))
     if missing:
         raise RankError(desc, "Failed to uniquely determine the expansion of ellipses in the expression. Please provide more constraints.\n%EXPR%",
                         _ell_pos(exprs))

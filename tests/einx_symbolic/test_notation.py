@@ -126,3 +126,11 @@ def test_jax_jit_traces_per_shape_only(op, desc, make):
         np.testing.assert_allclose(np.asarray(f(x)), np.asarray(getattr(einx, op)(desc, x)), rtol=1e-5, atol=1e-5)
     assert len(traces) == 2  # jax's own retrace per new shape, nothing more
     assert ex.compile_count() - n0 == 1
+
+
+@pytest.mark.parametrize("name", ["vmap", "vmap_with_axis", "reduce", "elementwise", "arange"])
+def test_removed_operations_raise_like_einx(name):
+    with pytest.raises(Exception) as theirs:
+        getattr(einx, name)("a -> a", torch.ones(2))
+    with pytest.raises(type(theirs.value)):
+        getattr(ex, name)("a -> a", torch.ones(2))
