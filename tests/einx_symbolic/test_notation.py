@@ -72,6 +72,15 @@ def test_difference_einx_internal_failures_are_answered():
     np.testing.assert_array_equal(ex.id("t... () t... (b b 1) -> (b t...)", x, b=2).numpy(), [0.0, 3.0])
 
 
+def test_difference_diagonal_axis_order():
+    # einx 0.4.3 permutes the other axes of a diagonal wrongly when the repeated axes are not trailing
+    x = np.random.default_rng(0).standard_normal((2, 3, 2, 4)).astype(np.float32)
+    ref = np.einsum("cbcs->cbs", x)
+    assert np.abs(einx.id("c b c s -> c b s", x) - ref).max() > 0.1
+    np.testing.assert_array_equal(ex.id("c b c s -> c b s", x), ref)
+    np.testing.assert_array_equal(ex.id("c c -> c", x[:, 0, :, 0]), np.diagonal(x[:, 0, :, 0]))
+
+
 def test_difference_reduction_without_reduced_axis_not_supported():
     # einx reduces *everything* with torch here (its result does not match its own output expression)
     assert einx.count_nonzero("(s t)...", torch.ones(2), s=(1,)).shape == ()
