@@ -119,6 +119,8 @@ def expand(desc, exprs, ranks, params):
     # an ellipsis that only ever appears inside compositions ('(...)', '(b...)') is only needed as the
     # product of its axes: when nothing fixes its repetitions, one does (as in einx)
     top = {n._group for e in exprs for n in _outside_flat(e) if isinstance(n, Ell)}
+    # (not when one number constrains its axis: einx then fails to determine the expansion)
+    top |= {find(("ax", name)) for name, shape in params.items() if shape is None and name in ell_names}
     for k in groups - top:
         known.setdefault(k, 1)
     missing = [k for k in groups if k not in known]
