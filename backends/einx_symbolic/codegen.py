@@ -229,7 +229,9 @@ def gen_elementwise(g, op, ins, outs, scalars):
         present |= set(_names(axes))
         args.append(g.align(v, _names(axes), out_names, broadcast=False, inline=True))
     ad = g.ad
-    if op not in ad.scalar_ok:  # libraries that need arrays here
+    if ad.name == "numpy" and not present and len(scalars) < len(ins) and op != "where":
+        pass  # every array operand is 0-d: einx passes the scalar as is (a weak operand: float32 stays float32)
+    elif op not in ad.scalar_ok:  # libraries that need arrays here
         args = [ad.to_array(a) if i in scalars and (i == 0 or op not in ("where", "less", "less_equal", "greater", "greater_equal",
                                                                             "equal", "not_equal") or ad.name != "torch") else a
                 for i, a in enumerate(args)]
@@ -322,8 +324,10 @@ def gen_preserve(g, op, ins, outs, shift):
         if len(sh) != len(marked):
             if len(sh) == 1:
                 sh = sh * len(marked)
-            else:
-                raise ValueError(f"When 'shift' has length != 1, it must have the same length as 'axis'. Got lengths {len(sh)} and {len(marked)}.")
+            else:  # raised by the graph, after its size checks (a size error wins, as in einx)
+                g.lines.append(f"raise ValueError(\"When 'shift' has length != 1, it must have the same length as 'axis'. "
+                               f"Got lengths {len(sh)} and {len(marked)}.\")")
+                return ["None"]
         v = g.emit(ad.roll(v, sh, marked))
     out = outs[0]
     v = g.align(v, _names(axes), _names(leaves(out)), broadcast=True)

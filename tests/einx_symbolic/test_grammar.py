@@ -25,7 +25,7 @@ import grammar as gr
 from backends import einx_symbolic as ex
 
 #: examples per op family in the default (``ci``) profile; see the README for the measured cost
-EXAMPLES = int(os.environ.get("EINX_GRAMMAR_EXAMPLES", "300"))
+EXAMPLES = int(os.environ.get("EINX_GRAMMAR_EXAMPLES", "500"))
 _DEV = os.environ.get("HYPOTHESIS_PROFILE") == "dev"
 GRAMMAR = settings(max_examples=12 if _DEV else EXAMPLES, deadline=None, derandomize=True, database=None,
                    suppress_health_check=list(HealthCheck))
