@@ -22,7 +22,7 @@ import numpy as _np
 
 from .backends import library_of
 from .build import build
-from .errors import CallOperationError, EinxError
+from .errors import CallOperationError, EinxError, OpValueError
 from .recipe import Signature
 from .semantics import FAMILY
 
@@ -131,7 +131,7 @@ def _lookup(key, op, description, tensors, backend=None, params=None, static=(),
 def _run(g, tensors, params):
     try:
         return g.fn(*tensors, P=params) if params else g.fn(*tensors)
-    except EinxError:
+    except (EinxError, OpValueError):
         raise
     except Exception as e:
         raise CallOperationError.create(e, g.source) from e
@@ -157,7 +157,7 @@ def _one_array(op, description, tensor):
         g = _lookup(key, op, description, (tensor,))
     try:
         return g.fn(tensor)
-    except EinxError:
+    except (EinxError, OpValueError):
         raise
     except Exception as e:
         raise CallOperationError.create(e, g.source) from e
@@ -205,7 +205,7 @@ def _make(op, specialise=False):
                         g = _lookup(key, op, description, tensors)
                     try:
                         return g.fn(a, b)
-                    except EinxError:
+                    except (EinxError, OpValueError):
                         raise
                     except Exception as e:
                         raise CallOperationError.create(e, g.source) from e

@@ -15,6 +15,7 @@ from backends import sizes as sz
 from . import closure
 from . import codegen as cg
 from .backends import ADAPTERS, namespace
+from .errors import OpValueError
 from .recipe import Recipe, recipe
 from .semantics import FAMILY
 from .solve import dim_code, failer, param_code
@@ -55,6 +56,7 @@ def generated(r):
     ns = dict(namespace(r.sig.lib))
     ns["_fail"] = failer(r.sig.description, r.checks)
     ns["_factory"] = _factory
+    ns["_OpValueError"] = OpValueError
     exec(compile(text, f"<einx_symbolic {r.sig.op} {r.sig.description!r}>", "exec"), ns)
     return Graph(ns["op"], r, text)
 

@@ -325,7 +325,7 @@ def gen_preserve(g, op, ins, outs, shift):
             if len(sh) == 1:
                 sh = sh * len(marked)
             else:  # raised by the graph, after its size checks (a size error wins, as in einx)
-                g.lines.append(f"raise ValueError(\"When 'shift' has length != 1, it must have the same length as 'axis'. "
+                g.lines.append(f"raise _OpValueError(\"When 'shift' has length != 1, it must have the same length as 'axis'. "
                                f"Got lengths {len(sh)} and {len(marked)}.\")")
                 return ["None"]
         v = g.emit(ad.roll(v, sh, marked))

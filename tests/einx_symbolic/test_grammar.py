@@ -61,7 +61,7 @@ def error_class(e):
     for c in ERRORS:
         if isinstance(e, c):
             return c.__name__
-    return type(e).__name__
+    return next(c.__name__ for c in type(e).__mro__ if c.__module__ == "builtins")  # ValueError, TypeError, ...
 
 
 def _run(fn, desc, args, kw):
