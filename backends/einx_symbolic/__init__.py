@@ -12,5 +12,8 @@ from .api import OPS as _OPS, clear_cache, compile_count
 
 globals().update(_OPS)
 rearrange = _OPS["id"]
+# einx 0.4.3's removed operations: the same functions, raising its RemovedOperationError
+from einx import arange, elementwise, reduce, vmap, vmap_with_axis  # noqa: E402
 
-__all__ = sorted(_OPS) + ["rearrange", "compile_count", "clear_cache", "errors"]
+__all__ = sorted(_OPS) + ["rearrange", "compile_count", "clear_cache", "errors",
+                          "arange", "elementwise", "reduce", "vmap", "vmap_with_axis"]

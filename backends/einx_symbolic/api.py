@@ -22,7 +22,7 @@ import numpy as _np
 
 from .backends import library_of
 from .build import build
-from .errors import CallOperationError, EinxError
+from .errors import CallOperationError, EinxError, OpValueError
 from .recipe import Signature
 from .semantics import FAMILY
 
@@ -80,7 +80,11 @@ def _lib(libs, backend):
         if name not in ("torch", "numpy", "jax"):
             raise ValueError(f"Backend with name {backend} not found. einx_symbolic supports: torch, numpy, jax")
         return name
-    s = set(libs) - {"scalar"}
+    s = set(libs) - {"scalar", "factory"}
+    if not s and "factory" in libs:
+        from einx.errors import BackendResolutionError
+        raise BackendResolutionError("Failed to determine which backend to use for this operation: the arguments are tensor "
+                                     "factories and Python scalars only; pass backend='torch' (or 'numpy', 'jax').")
     if "torch" in s and "jax" in s:
         from einx.errors import BackendResolutionError
         raise BackendResolutionError("Failed to determine which backend to use for this operation: the arguments mix torch and jax tensors.")
@@ -104,7 +108,7 @@ def _signature(op, description, tensors, backend, params, static, specialise):
             scalars.append(i)
             ranks.append(0)
         else:
-            ranks.append(len(t.shape))
+            ranks.append(None if lib == "factory" else len(t.shape))
         dtypes.append(str(getattr(t, "dtype", type(t).__name__)))
     libs = tuple(libs)
     return Signature(op, description, _lib(libs, backend), tuple(ranks), frozenset(scalars), libs, tuple(dtypes),
@@ -134,7 +138,7 @@ def _lookup(key, op, description, tensors, backend=None, params=None, static=(),
 def _run(g, tensors, params):
     try:
         return g.fn(*tensors, P=params) if params else g.fn(*tensors)
-    except EinxError:
+    except (EinxError, OpValueError):
         raise
     except Exception as e:
         raise CallOperationError.create(e, g.source) from e
@@ -160,7 +164,7 @@ def _one_array(op, description, tensor):
         g = _lookup(key, op, description, (tensor,))
     try:
         return g.fn(tensor)
-    except EinxError:
+    except (EinxError, OpValueError):
         raise
     except Exception as e:
         raise CallOperationError.create(e, g.source) from e
@@ -208,7 +212,7 @@ def _make(op, specialise=False):
                         g = _lookup(key, op, description, tensors)
                     try:
                         return g.fn(a, b)
-                    except EinxError:
+                    except (EinxError, OpValueError):
                         raise
                     except Exception as e:
                         raise CallOperationError.create(e, g.source) from e

@@ -65,7 +65,7 @@ class Adapter:
 
 def _axis(axes):
     axes = tuple(axes)
-    return str(axes[0]) if len(axes) == 1 else _tup(map(str, axes))
+    return str(axes[0]) if len(axes) == 1 else _tup(map(str, axes)) if axes else "()"
 
 
 _ELEMENTWISE = ["add", "subtract", "multiply", "true_divide", "floor_divide", "divide", "logaddexp", "logical_and",
@@ -161,7 +161,7 @@ _TYPES = {}
 
 
 def library_of(x):
-    """'torch' | 'jax' | 'numpy' | 'scalar' for one argument."""
+    """'torch' | 'jax' | 'numpy' | 'scalar' | 'factory' (a callable) for one argument."""
     t = type(x)
     r = _TYPES.get(t)
     if r is None:
@@ -174,6 +174,8 @@ def library_of(x):
             r = "numpy"
         elif isinstance(x, (int, float, bool, _np.integer, _np.floating, _np.bool_)):
             r = "scalar"
+        elif callable(x):
+            r = "factory"  # called with the solved shape (einx's tensor factories)
         else:
             raise ValueError(f"The argument to the einx function has an invalid type: {t}")
         _TYPES[t] = r

@@ -15,6 +15,7 @@ from backends import sizes as sz
 from . import closure
 from . import codegen as cg
 from .backends import ADAPTERS, namespace
+from .errors import OpValueError
 from .recipe import Recipe, recipe
 from .semantics import FAMILY
 from .solve import dim_code, failer, param_code
@@ -54,8 +55,19 @@ def generated(r):
     text = source(r)
     ns = dict(namespace(r.sig.lib))
     ns["_fail"] = failer(r)
+    ns["_factory"] = _factory
+    ns["_OpValueError"] = OpValueError
     exec(compile(text, f"<einx_symbolic {r.sig.op} {r.sig.description!r}>", "exec"), ns)
     return Graph(ns["op"], r, text)
+
+
+def _factory(f, shape, i):
+    """Call tensor factory ``f`` (argument ``i``) with its solved ``shape``, as einx does, and check what it returns."""
+    t = f(shape)
+    if tuple(getattr(t, "shape", (None,))) != shape:
+        raise ValueError(f"The tensor factory given as argument {i} returned {type(t).__name__} of shape "
+                         f"{tuple(getattr(t, 'shape', ()))}, expected an array of shape {shape}.")
+    return t
 
 
 def source(r):
@@ -65,8 +77,10 @@ def source(r):
     op, lib, ranks, scalars, libs, fam = sig.op, sig.lib, sig.ranks, sig.scalars, sig.libs, FAMILY[sig.op]
     ad = ADAPTERS[lib]
     g = cg.Gen(sig.description, ad, r.sizes)
-    if fam == "id":
-        res = cg.gen_id(g, e_in, e_out)
+    if any(c.kind == "raise" for c in checks):  # the graph raises einx's error after its checks: no body
+        res = ["None"]
+    elif fam == "id":
+        res = cg.gen_id(g, e_in, e_out, scalars)
     elif fam == "elementwise":
         res = cg.gen_elementwise(g, op, e_in, e_out, scalars)
     elif fam == "reduce":
@@ -91,14 +105,19 @@ def source(r):
             conds.append(f"if {cond}: _fail({k}, {sz.source(c.lhs)}, {sz.source(c.rhs)})")
     # read only the dims the code uses (the rank is part of the signature, so it needs no run-time check)
     # a tensor whose dims only one check reads: read them there (t0.shape[0] is a postfix expression, safe to substitute)
-    used = set(_DIM.findall("\n".join(conds + g.lines + res)))
-    in_body = set(_DIM.findall("\n".join(g.lines + res)))
+    factories = []  # tensor factories: called with the solved shape, after the checks
+    for i, lib_i in enumerate(libs):
+        if lib_i == "factory":
+            shape = ", ".join(g.scode(d) for d in e_in[i].children)
+            factories.append(f"t{i} = _factory(t{i}, ({shape}{',' if len(e_in[i].children) == 1 else ''}), {i})")
+    used = set(_DIM.findall("\n".join(conds + factories + g.lines + res)))
+    in_body = set(_DIM.findall("\n".join(factories + g.lines + res)))
     head = []
     inline = {}
     for i, rank in enumerate(ranks):
-        if libs[i] not in (lib, "scalar"):
-            head.append(f"t{i} = {ad.to_array(f't{i}')}")
-        elif libs[i] == "scalar" and i not in scalars:
+        if libs[i] == "factory":
+            continue
+        if libs[i] not in (lib, "scalar") or (libs[i] == "scalar" and fam not in ("elementwise", "id")):
             head.append(f"t{i} = {ad.to_array(f't{i}')}")
         ds = [dim_code(i, j) for j in range(rank)]
         if not any(d in in_body for d in ds) and sum(any(d in c for d in ds if d in used) for c in conds) <= 1:
@@ -113,8 +132,8 @@ def source(r):
         else:
             for k in range(shape):
                 head.append(f"{param_code(name, k)} = P[{name!r}][{k}]")
-    head += conds
-    arglist = ", ".join(args + (["P=None"] if params else []))
+    head += conds + factories
+    arglist = ", ".join(args + (["P=None"] if sig.params else []))  # constraints the description does not use are accepted
     lines = list(g.lines)
     if len(res) == 1 and lines and lines[-1].startswith(res[0] + " = "):  # "v = x; return v" -> "return x"
         ret = lines.pop()[len(res[0]) + 3:]
@@ -134,6 +153,8 @@ def _condition(c):
         return f"{lhs} != {sz.source(c.rhs)}"  # comparisons bind looser than arithmetic: no brackets needed
     if c.kind == "one":
         return f"{lhs} != 1"
+    if c.kind == "raise":
+        return "True"
     if c.kind == "nonneg":
         return f"{lhs} < 0"
     # "div": lhs % rhs != 0, and a zero divisor fails too

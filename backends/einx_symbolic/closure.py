@@ -98,7 +98,7 @@ def make(r):
     sig = r.sig
     op, lib, n = sig.op, sig.lib, len(sig.ranks)
     ad = ADAPTERS[lib]
-    if (FAMILY[op] != "elementwise" or n < 2 or sig.scalars or r.params or any(x != lib for x in sig.libs)
+    if (FAMILY[op] != "elementwise" or n < 2 or sig.scalars or sig.params or any(x != lib for x in sig.libs)
             or op not in ad.ops):
         return None
     form = plain_form(r)

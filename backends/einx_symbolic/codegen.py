@@ -19,6 +19,7 @@ class Gen:
     def __init__(self, desc, ad, sizes):
         self.desc, self.ad, self.sizes = desc, ad, sizes
         self.lines, self.n = [], 0
+        self.rearrange = False  # ``id``: dropping every axis of a NumPy array leaves a 0-d array, not a scalar
 
     # -- helpers -------------------------------------------------------------
     def fresh(self):
@@ -66,8 +67,10 @@ class Gen:
                 return [p for part, c in zip(parts, d.children) for p in self.decompose(part, flat[:j] + [c] + flat[j + 1:], allow_diag)]
         axes = list(flat)
         while True:
+            # a name repeated in brackets is separate axes of one size (einx); unmarked, a diagonal
             names = [a.name for a in axes]
-            dup = [(i, names.index(n, i + 1)) for i, n in enumerate(names) if n in names[i + 1:]]
+            dup = [(i, names.index(n, i + 1)) for i, n in enumerate(names) if n in names[i + 1:]
+                   and not (axes[i].marked and axes[names.index(n, i + 1)].marked)]
             if not dup:
                 break
             if not allow_diag:
@@ -89,6 +92,8 @@ class Gen:
                 v = self.emit(self.ad.transpose(v, a), inline)
             elif kind == "unsqueeze":
                 v = self.emit(self.ad.unsqueeze(v, a), inline)
+            elif kind == "take" and ":" not in a and self.ad.name == "numpy" and self.rearrange:  # a 0-d array (einx reshapes)
+                v = self.emit(self.ad.reshape(v, []), inline)
             else:  # "take" or "index"
                 v = self.emit(f"{v}[{', '.join(_INDEX_TEXT.get(i, str(i)) for i in a)}]", inline)
         if broadcast and any(n not in names_in for n in names_out):
@@ -119,6 +124,7 @@ def layout(names_in, names_out, unsqueeze):
     with ``None``. An ``idx`` holds ``0``, ``":"`` or ``None`` per position (``":"``: every element).
     """
     steps = []
+    names_in, names_out = _nth(names_in), _nth(names_out)  # a repeated name: its k-th occurrences correspond
     if any(n not in names_out for n in names_in):
         steps.append(("take", tuple(":" if n in names_out else 0 for n in names_in)))
         names_in = [n for n in names_in if n in names_out]
@@ -135,6 +141,16 @@ def layout(names_in, names_out, unsqueeze):
                 idx.pop()
             steps.append(("index", tuple(idx)))
     return steps
+
+
+def _nth(names):
+    """``names`` with each repetition of a name told apart: ``[a, b, b] -> [(a, 0), (b, 0), (b, 1)]``."""
+    seen = {}
+    out = []
+    for n in names:
+        out.append((n, seen.get(n, 0)))
+        seen[n] = seen.get(n, 0) + 1
+    return out
 
 
 FOLDS = ("add", "multiply", "logaddexp", "logical_and", "logical_or", "maximum", "minimum")
@@ -162,10 +178,12 @@ def _names(axes):
 
 
 # ---------------------------------------------------------------------------
-def gen_id(g, ins, outs):
+def gen_id(g, ins, outs, scalars=()):
     pieces = []
     for i, e in enumerate(ins):
         pieces.extend(g.decompose(f"t{i}", e.children))
+    g.scalar_vars = {f"t{i}" for i in scalars}
+    g.rearrange = True
     out_pieces = [p for e in outs for p in _concat_pieces(e.children)]
     if len(pieces) != len(out_pieces):
         raise SemanticError(g.desc, "The number of input and output expressions (after decomposition of axis concatenations) must be the same, "
@@ -192,6 +210,8 @@ def _assemble(g, dims, it):
             parts = [_assemble(g, dims[:j] + [c] + dims[j + 1:], it) for c in d.children]
             return g.emit(g.ad.concat(parts, j))
     v, axes = next(it)
+    if dims and v in getattr(g, "scalar_vars", ()):  # a Python scalar is returned as is, unless an operation applies to it
+        v = g.emit(g.ad.to_array(v))
     out_names = _names(leaves(dims))
     v = g.align(v, _names(axes), out_names, broadcast=True)
     return g.compose(v, dims)
@@ -209,7 +229,9 @@ def gen_elementwise(g, op, ins, outs, scalars):
         present |= set(_names(axes))
         args.append(g.align(v, _names(axes), out_names, broadcast=False, inline=True))
     ad = g.ad
-    if op not in ad.scalar_ok:  # libraries that need arrays here
+    if ad.name == "numpy" and not present and len(scalars) < len(ins) and op != "where":
+        pass  # every array operand is 0-d: einx passes the scalar as is (a weak operand: float32 stays float32)
+    elif op not in ad.scalar_ok:  # libraries that need arrays here
         args = [ad.to_array(a) if i in scalars and (i == 0 or op not in ("where", "less", "less_equal", "greater", "greater_equal",
                                                                             "equal", "not_equal") or ad.name != "torch") else a
                 for i, a in enumerate(args)]
@@ -237,6 +259,8 @@ def gen_reduce(g, op, ins, outs):
             v = _logsumexp(g, v, marked, len(axes))
         else:
             v = g.emit(g.ad.call(op, [v], axes=marked))
+    elif g.ad.name != "torch" and op != "logsumexp":  # einx calls the op with axis=() (var, std: zeros; any, all: bools)
+        v = g.emit(g.ad.call(op, [v], axes=[]))
     elif op not in SCALAR_OP_REDUCE:
         raise NotSupportedError(g.desc, f"{op} without any reduced axis.\n%EXPR%")
     rest = [a.name for a in axes if not a.marked]
@@ -276,8 +300,8 @@ def gen_preserve(g, op, ins, outs, shift):
     v, axes = g.single("t0", ins[0])
     marked = [k for k, a in enumerate(axes) if a.marked]
     if op in ("softmax", "log_softmax"):
-        if not marked:
-            pass
+        if not marked and ad.name == "torch":
+            pass  # einx: the input as is; numpy/jax: over axis=() (ones, zeros) as einx
         elif ad.name == "jax" or (ad.name == "torch" and len(marked) == 1):
             v = g.emit(ad.call(op + ("1" if ad.name == "torch" else ""), [v], axes=marked))
         else:
@@ -300,8 +324,10 @@ def gen_preserve(g, op, ins, outs, shift):
         if len(sh) != len(marked):
             if len(sh) == 1:
                 sh = sh * len(marked)
-            else:
-                raise ValueError(f"When 'shift' has length != 1, it must have the same length as 'axis'. Got lengths {len(sh)} and {len(marked)}.")
+            else:  # raised by the graph, after its size checks (a size error wins, as in einx)
+                g.lines.append(f"raise _OpValueError(\"When 'shift' has length != 1, it must have the same length as 'axis'. "
+                               f"Got lengths {len(sh)} and {len(marked)}.\")")
+                return ["None"]
         v = g.emit(ad.roll(v, sh, marked))
     out = outs[0]
     v = g.align(v, _names(axes), _names(leaves(out)), broadcast=True)

@@ -7,7 +7,7 @@ quotes the description with the offending characters marked by ``^``.
 import einx.errors as _ee
 
 __all__ = ["EinxError", "SyntaxError", "RankError", "AxisSizeError", "SemanticError", "InputCountError",
-           "CallOperationError", "NotSupportedError", "mark"]
+           "CallOperationError", "NotSupportedError", "OpValueError", "mark"]
 
 EinxError = _ee.EinxError
 
@@ -72,3 +72,7 @@ class NotSupportedError(_ee.OperationNotSupportedError):
 
 
 CallOperationError = _ee.CallOperationError
+
+
+class OpValueError(ValueError):
+    """A ``ValueError`` einx raises as is (not inside ``CallOperationError``) that our graph raises after its checks."""

@@ -5,7 +5,7 @@ shapes), never on sizes.  Result per expression: a ``List`` of top-level dims,
 each an ``Axis`` (``marked`` if it was in brackets), ``Flat`` (of a ``List``) or
 ``Concat``.  Named-ellipsis axes ``x...`` become ``x.0, x.1, ...``.
 """
-from .errors import AxisSizeError, NotSupportedError, RankError
+from .errors import NotSupportedError, RankError
 from .tree import Axis, Brackets, Concat, Ell, Flat, List, nodes
 
 
@@ -55,6 +55,8 @@ def expand(desc, exprs, ranks, params):
                 key = ("ell", id(n)) if not names else ("ax", names[0])
                 for nm in names[1:]:
                     parent[find(("ax", nm))] = find(key)
+                if n.pos[0] >= 0:  # the same ellipsis of the text, also in derived expressions ('[s]...' -> '()...')
+                    parent[find(("pos", n.pos))] = find(key)
                 n._group = key
                 ell_names.update(names)
     plain = {a.name for e in exprs for a in nodes(e) if isinstance(a, Axis) and a.value is None} - ell_names
@@ -80,9 +82,8 @@ def expand(desc, exprs, ranks, params):
     known = {}
     for name, shape in params.items():
         if name in ell_names:
-            if shape is None:
-                raise AxisSizeError(desc, f"The constraint for axis {name} must be a tuple (one value per ellipsis repetition).\n%EXPR%",
-                                    _pos_of(exprs, {name}))
+            if shape is None:  # one number for every repetition (einx broadcasts it): says nothing about the count
+                continue
             g = find(("ax", name))
             if g in known and known[g] != shape:
                 raise RankError(desc, "Constraints imply different ellipsis expansions.\n%EXPR%", _pos_of(exprs, {name}))
@@ -115,12 +116,28 @@ def expand(desc, exprs, ranks, params):
         if s + sum(v * known[k] for k, v in g.items()) != r:
             _rank_fail(desc, exprs)
     groups = {n._group for e in exprs for n in nodes(e) if isinstance(n, Ell)}
+    # an ellipsis that only ever appears inside compositions ('(...)', '(b...)') is only needed as the
+    # product of its axes: when nothing fixes its repetitions, one does (as in einx)
+    top = {n._group for e in exprs for n in _outside_flat(e) if isinstance(n, Ell)}
+    # (not when one number constrains its axis: einx then fails to determine the expansion)
+    top |= {find(("ax", name)) for name, shape in params.items() if shape is None and name in ell_names}
+    for k in groups - top:
+        known.setdefault(k, 1)
     missing = [k for k in groups if k not in known]
     if missing:
         raise RankError(desc, "Failed to uniquely determine the expansion of ellipses in the expression. Please provide more constraints.\n%EXPR%",
                         _ell_pos(exprs))
     reps = {name: known[find(("ax", name))] for name in ell_names}
     return [List(_expand(e, known, "", False)) for e in exprs], reps
+
+
+def _outside_flat(n):
+    """The nodes of ``n`` not inside a composition."""
+    yield n
+    if not isinstance(n, Flat):
+        from .tree import children
+        for c in children(n):
+            yield from _outside_flat(c)
 
 
 def _axes_outside_ell(n):

@@ -21,7 +21,7 @@ from .errors import InputCountError, SemanticError
 from .expand import expand, leaves
 from .semantics import FAMILY, _names_pos, analyse
 from .solve import Check, dim_code, size_var, solve
-from .tree import Axis, Concat, List, axes
+from .tree import Axis, Concat, Flat, List, axes
 
 
 class Signature(NamedTuple):
@@ -139,10 +139,20 @@ def _analyse_solve(sig):
     params = {k: v for k, v in sig.params if k in used}
     exp, reps = expand(desc, ins + outs, list(ranks) + [None] * len(outs), params)
     e_in, e_out = exp[:len(ins)], exp[len(ins):]
-    extra = _family_checks(desc, fam, e_in, e_out)
+    # einx checks these after it has solved the sizes: a size error wins, so they fail in the graph, after its checks
+    deferred = []
+    extra = _family_checks(desc, fam, e_in, e_out, deferred)
     if op in ("sort", "argsort"):
-        sort_check(desc, e_in, e_out)
-    sizes, checks = solve(desc, e_in, exp, params, extra)
+        try:
+            sort_check(desc, e_in, e_out)
+        except SemanticError as e:
+            deferred.append(e)
+    e_in, e_out = fuse(e_in, e_out, params)
+    exp = e_in + e_out
+    read = [None if lib == "factory" else e for e, lib in zip(e_in, sig.libs)]  # a factory's dims are not read
+    sizes, checks = solve(desc, read, exp, params, extra, reps)
+    if fam == "id":
+        _match_pieces(desc, e_in, e_out, sizes, checks, ins + outs, deferred)
 
     # Unmarked input axes that vanish from the output must have size 1 (einx rejects anything else)
     if fam != "update_at":
@@ -154,11 +164,13 @@ def _analyse_solve(sig):
                     s = sz.const(a.value) if a.value is not None else sizes[a.name]
                     if s == 1:
                         continue
-                    if s.is_const or a.value is not None:
-                        raise SemanticError(desc, f"The input axes {{{a.name!r}}} must appear in the output expression.\n%EXPR%",
-                                            _names_pos(ins + outs, {a.name}))
                     gone.append(a.name)
+                    if s.is_const or a.value is not None:
+                        deferred.append(SemanticError(desc, f"The input axes {{{a.name!r}}} must appear in the output expression.\n%EXPR%",
+                                                      _names_pos(ins + outs, {a.name})))
+                        continue
                     checks.append(Check("one", s, sz.const(1), a.name, "its size", _names_pos(ins + outs, {a.name})))
+    checks += [Check("raise", sz.const(0), sz.const(0), e, "", e.pos) for e in deferred[:1]]
     return Recipe(sig, e_in, e_out, sizes, checks, params)
 
 
@@ -220,12 +232,128 @@ def _simple(sig):
     return None if plan is None else PlainRecipe(sig, *plan)
 
 
+def fuse(e_in, e_out, params):
+    """Axes that only ever appear together, in one order, inside compositions (``(a b)`` in
+    ``"(a b) c -> (a b c)"``, ``"([a b]) c"``) become one axis: the graph never needs their
+    separate sizes, so (like einx) none is demanded. Constrained axes are never fused."""
+    exprs = e_in + e_out
+    while True:
+        runs = {}  # name -> set of (next name, marked) after each occurrence; None: not inside a composition
+        prev = {}
+        for e in exprs:
+            for d in e.children:
+                if isinstance(d, Axis):
+                    runs[d.name] = None
+                    continue
+                for kids in _groups(d):
+                    for k, a in enumerate(kids):
+                        if not isinstance(a, Axis):
+                            continue
+                        nxt = kids[k + 1] if k + 1 < len(kids) else None
+                        key = (nxt.name, nxt.marked == a.marked) if isinstance(nxt, Axis) and nxt.value is None else None
+                        if a.name in runs and runs[a.name] is None:
+                            continue
+                        runs[a.name] = runs.get(a.name, set()) | {key}
+                        prev[nxt.name if isinstance(nxt, Axis) else None] = prev.get(nxt.name if isinstance(nxt, Axis) else None, set()) | {a.name}
+        pair = None
+        for name, nxts in runs.items():
+            if nxts is None or len(nxts) != 1 or None in nxts or _base(name) in params or name.startswith("unnamed."):
+                continue
+            (nxt, same_mark), = nxts
+            if (same_mark and nxt != name and runs.get(nxt) is not None and _base(nxt) not in params
+                    and prev.get(nxt) == {name} and not nxt.startswith("unnamed.")):
+                pair = (name, nxt)
+                break
+        if pair is None:
+            return e_in, e_out
+        exprs = [List([_fuse_dim(d, pair) for d in e.children], pos=e.pos) for e in exprs]
+        e_in, e_out = exprs[:len(e_in)], exprs[len(e_in):]
+
+
+def _base(name):
+    """The constraint name of an axis (``s`` for the ellipsis repetition ``s.1``)."""
+    return name.split(".")[0]
+
+
+def _groups(d):
+    """The child lists of the compositions/concatenations inside top-level dim ``d``."""
+    if isinstance(d, Flat):
+        yield d.inner.children
+        for c in d.inner.children:
+            yield from _groups(c)
+    elif isinstance(d, Concat):
+        yield d.children
+        for c in d.children:
+            yield from _groups(c)
+
+
+def _fuse_dim(d, pair):
+    if isinstance(d, Flat):
+        kids, out = d.inner.children, []
+        k = 0
+        while k < len(kids):
+            a = kids[k]
+            if isinstance(a, Axis) and a.name == pair[0] and k + 1 < len(kids):
+                out.append(Axis(f"{pair[0]} {pair[1]}", None, a.marked, pos=(a.pos[0], kids[k + 1].pos[1])))
+                k += 2
+            else:
+                out.append(_fuse_dim(a, pair))
+                k += 1
+        return Flat(List(out), pos=d.pos)
+    if isinstance(d, Concat):
+        return Concat([_fuse_dim(c, pair) for c in d.children], pos=d.pos)
+    return d
+
+
+def _pieces(dims):
+    """The axis names of each piece of an expression once its concatenations are split."""
+    flat = []
+    for d in dims:
+        flat.extend(d.inner.children if isinstance(d, Flat) else [d])
+    for j, d in enumerate(flat):
+        if isinstance(d, Concat):
+            return [p for c in d.children for p in _pieces(flat[:j] + [c] + flat[j + 1:])]
+        if isinstance(d, Flat):
+            return _pieces(flat[:j] + d.inner.children + flat[j + 1:])
+    return [leaves(flat)]
+
+
+def _match_pieces(desc, e_in, e_out, sizes, checks, trees, deferred):
+    """einx's ``id``: the k-th input piece's axes (of size other than 1) must be in the k-th output piece."""
+    pin = [p for e in e_in for p in _pieces(e.children)]
+    pout = [p for e in e_out for p in _pieces(e.children)]
+    if len(pin) != len(pout):
+        deferred.append(SemanticError(desc, "The number of input and output expressions (after decomposition of axis concatenations) "
+                                      f"must be the same, but got {len(pin)} input{_s(len(pin))} and {len(pout)} output{_s(len(pout))}.\n%EXPR%"))
+        return
+    if len(pin) == len(e_in) and len(pout) == len(e_out):
+        return  # without concatenations the global check covers it
+    for k, (a, b) in enumerate(zip(pin, pout)):
+        names = {x.name for x in b}
+        for x in a:
+            if x.name in names:
+                continue
+            s = sz.const(x.value) if x.value is not None else sizes[x.name]
+            if s == 1:
+                continue
+            if s.is_const:
+                deferred.append(SemanticError(desc, f"The {_ORD(k)} input expression is not compatible with the {_ORD(k)} output "
+                                              "expression (after decomposition of axis concatenations).\n%EXPR%", _names_pos(trees, {x.name})))
+                continue
+            checks.append(Check("one", s, sz.const(1), x.name, "its size", _names_pos(trees, {x.name})))
+
+
+def _ORD(k):
+    return {0: "1st", 1: "2nd", 2: "3rd"}.get(k, f"{k + 1}th")
+
+
 def _marked(e):
     return [a for a in leaves(e) if a.marked]
 
 
-def _family_checks(desc, fam, e_in, e_out):
-    """Name-based checks of einx (after expansion) and extra size equations."""
+def _family_checks(desc, fam, e_in, e_out, deferred):
+    """Name-based checks of einx (after expansion) and extra size equations; ``deferred`` receives
+    the errors einx raises only once the sizes are solved."""
     allx = e_in + e_out
     extra = []
     if fam == "dot":
@@ -234,7 +362,7 @@ def _family_checks(desc, fam, e_in, e_out):
         bad = sorted({a.name for e in e_in for a in _marked(e)
                       if sum(a.name in {b.name for b in leaves(f)} for f in e_in) != 2})
         if bad:
-            raise SemanticError(desc, "All contracted axes must appear in exactly two input expressions.\n%EXPR%", _pos(allx, bad))
+            deferred.append(SemanticError(desc, "All contracted axes must appear in exactly two input expressions.\n%EXPR%", _pos(allx, bad)))
     if fam == "get_at" or fam == "update_at":
         if len(e_in) < 2:
             n = "2" if fam == "get_at" else "3"

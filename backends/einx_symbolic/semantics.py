@@ -85,6 +85,7 @@ def analyse(desc, op, keepdims=False):
     if outs is not None and len(el_op_out) != len(outs):
         raise SemanticError(desc, f"The operation expects {len(el_op_out)} output expression(s), but found {len(outs)}.\n%EXPR%")
 
+    implicit = outs is None
     if outs is None:
         no_output = SemanticError(desc, "The operation expects an output expression, but no '->' was found.\n%EXPR%",
                                   range(len(desc)))
@@ -103,7 +104,7 @@ def analyse(desc, op, keepdims=False):
             else:
                 if fam == "id":
                     raise no_output
-                names = [{a.name for a in axes(e) if a.value is None} for e in ins]
+                names = [{a.name for a in axes(e) if a.value != 1} for e in ins]  # number axes count, 1s do not
                 parents = [i for i, p in enumerate(names) if all(c <= p for j, c in enumerate(names) if j != i)]
                 # einx deduplicates structurally-equal candidate expressions (set of expressions)
                 uniq = []
@@ -125,6 +126,9 @@ def analyse(desc, op, keepdims=False):
             outs = [_replace_brackets(e)]
         else:
             raise no_output
+
+    if implicit:  # a bracketed number axis of an implied output is a new axis (einx), not the input's
+        outs = [_fresh_numbers(e) for e in outs]
 
     # Bracket usage must match the elementary operation
     el_out = [el_part(e) for e in outs]
@@ -173,6 +177,14 @@ def analyse(desc, op, keepdims=False):
                 raise SemanticError(desc, "All axes marked with brackets must appear in the same order in the inputs and outputs of this "
                                     "operation.\n%EXPR%", _names_pos(ins + outs, set(a) | set(b)))
     return ins, outs
+
+
+def _fresh_numbers(e, inside=False):
+    if isinstance(e, Axis):
+        return Axis(e.name + "'", e.value, e.marked, pos=e.pos) if e.value is not None and inside else copy(e)
+    if isinstance(e, (List, Concat)):
+        return type(e)([_fresh_numbers(c, inside) for c in e.children], pos=e.pos)
+    return type(e)(_fresh_numbers(e.inner, inside or isinstance(e, Brackets)), pos=e.pos)
 
 
 def _same(a, b):

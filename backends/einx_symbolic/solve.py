@@ -25,7 +25,7 @@ from .tree import Axis, Concat, Flat, List
 @dataclass
 class Check:
     """A condition the equations impose on the sizes, checked at run time."""
-    kind: str  # "eq" | "div" | "nonneg" | "one"
+    kind: str  # "eq" | "div" | "nonneg" | "one" | "raise" (always fails: ``what`` is the error)
     lhs: sz.Expr
     rhs: sz.Expr
     what: str  # human description of the left side (axis/expression)
@@ -45,6 +45,8 @@ def failer(r):
     lhs, rhs (generated code and closures call it; the checks are read only on failure)."""
     def _fail(k, lhs, rhs, _r=r, _desc=r.sig.description):
         c = _r.checks[k]
+        if c.kind == "raise":  # an error einx raises once the sizes are solved (``c.what``)
+            raise c.what.with_traceback(None)
         if c.kind == "one":
             raise SemanticError(_desc, f"The input axes {{{c.what!r}}} must appear in the output expression (its size is {lhs}, "
                                 "only axes of size 1 may be dropped).\n%EXPR%", c.pos)
@@ -130,6 +132,8 @@ class _Solver:
             return True
         kids = d.inner.children if isinstance(d, (Flat, List)) else d.children
         unknown = [c for c in kids if self.size(c) is None]
+        if len(unknown) > 1 and isinstance(d, Concat):
+            return self.equate_linear(d, kids, unknown, value, where, pos)
         if len(unknown) != 1:
             return False
         u = unknown[0]
@@ -147,6 +151,25 @@ class _Solver:
         return self.equate(u, sub, where, pos)
 
 
+    def equate_linear(self, d, kids, unknown, value, where, pos):
+        """``(c + c)``, ``(c + (2 c))``: one unknown axis in several operands of a concatenation."""
+        name, coef = None, sz.const(0)
+        for u in unknown:
+            leaves = u.inner.children if isinstance(u, Flat) else [u]
+            un = [a for a in leaves if self.size(a) is None]
+            if len(un) != 1 or not isinstance(un[0], Axis) or (name is not None and un[0].name != name):
+                return False
+            name = un[0].name
+            coef = coef + math.prod((self.size(a) for a in leaves if a is not un[0]), start=sz.const(1))
+        rest = sum((self.size(c) for c in kids if all(c is not u for u in unknown)), start=sz.const(0))
+        sub = value - rest
+        if rest != 0:
+            self.checks.append(Check("nonneg", sub, sz.const(0), str_dim(d), f"{where} - {sz.source(rest, atomic=True)}", pos))
+        if coef != 1:
+            self.checks.append(Check("div", sub, coef, str_dim(d), where, pos))
+        return self.equate(Axis(name), sub // coef if coef != 0 else coef, where, pos)
+
+
 def str_dim(d):
     if isinstance(d, Axis):
         return str(d.value) if d.value is not None else d.name
@@ -157,23 +180,29 @@ def str_dim(d):
     return " ".join(str_dim(c) for c in d.children)
 
 
-def solve(desc, exprs_in, exprs_all, params, extra=()):
+def solve(desc, exprs_in, exprs_all, params, extra=(), reps=None):
     """Return ``(sizes, checks)``.
 
-    ``exprs_in``: expanded input expressions (their dims are read at run time);
+    ``exprs_in``: expanded input expressions (their dims are read at run time; ``None``
+    for an input whose dims are not read, a tensor factory's);
     ``exprs_all``: every expanded expression (for unknown detection);
-    ``params``: {axis name: None | tuple length}; ``extra``: [(dim node, size, where)].
+    ``params``: {axis name: None | tuple length}; ``extra``: [(dim node, size, where)];
+    ``reps``: {ellipsis axis name: repetitions} (a scalar constraint on such an axis sizes every repetition).
     """
     s = _Solver(desc)
     pending = []
+    reps = reps or {}
     for name, shape in params.items():
-        if shape is None:
+        if shape is None and name in reps:
+            for i in range(reps[name]):
+                pending.append((Axis(f"{name}.{i}"), size_var(param_code(name)), f"constraint {name}", []))
+        elif shape is None:
             pending.append((Axis(name), size_var(param_code(name)), f"constraint {name}", []))
         else:
             for i in range(shape):
                 pending.append((Axis(f"{name}.{i}"), size_var(param_code(name, i)), f"constraint {name}[{i}]", []))
     for i, e in enumerate(exprs_in):
-        for j, d in enumerate(e.children):
+        for j, d in enumerate(e.children if e is not None else ()):
             pending.append((d, size_var(dim_code(i, j)), f"args[{i}].shape[{j}]", list(range(*d.pos)) if d.pos[0] >= 0 else []))
     for d, v, where in extra:
         pending.append((d, v, where, []))
@@ -184,6 +213,10 @@ def solve(desc, exprs_in, exprs_all, params, extra=()):
         if len(rest) == len(pending):
             break
         pending = rest
+    for e in exprs_all:  # number axes: their value (an output-only number axis is read by name too)
+        for a in _all_axes(e):
+            if a.value is not None:
+                s.sizes[a.name] = sz.const(a.value)
     names = sorted({a.name for e in exprs_all for a in _all_axes(e) if a.value is None and a.name not in s.sizes})
     if pending or names:
         unknown = names or sorted({a.name for p in pending for a in s.unknown_leaves(p[0])})

@@ -1,0 +1,145 @@
+"""One example per class the grammar-driven suite found (against einx 0.4.3), the deliberate
+differences the README lists, and the new classes inside torch.compile / jax.jit."""
+import einx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import torch
+import torch._dynamo.testing
+
+from backends import einx_symbolic as ex
+from test_grammar import same
+
+X = torch.arange(24.0).reshape(2, 3, 4)
+SQ = torch.arange(18.0).reshape(2, 3, 3)
+
+
+def ones(shape):
+    return torch.ones(shape)
+
+
+# (class, op, description, args, kwargs): each agreed with einx 0.4.3 only after its fix
+CLASSES = [
+    ("output-only number axis", "id", "a b c -> a b c 1", (X,), {}),
+    ("output-only number axis", "add", "a b, a -> a b 2", (X[0], X[0, :, 0]), {}),
+    ("tensor factory", "add", "a, b -> a b", (ones, torch.ones(3)), {"a": 2}),
+    ("tensor factory", "set_at", "b [h], b c, b c", (torch.ones(2, 3), torch.zeros(2, 4, dtype=torch.long), ones), {}),
+    ("tensor factory, no backend", "id", "a -> a b", (ones,), {"a": 2, "b": 3}),
+    ("scalar with backend=", "id", "-> a", (1.0,), {"a": 3, "backend": "torch"}),
+    ("scalar in dot", "dot", "a, -> a", (torch.ones(2), 2.0), {}),
+    ("scalar in *_at", "set_at", "[a], , ", (torch.arange(5.0), 2, 7.0), {}),
+    ("repeated name in brackets", "sum", "a [b b]", (SQ,), {}),
+    ("repeated name in brackets", "flip", "a [b b]", (SQ,), {}),
+    ("repeated name in brackets", "softmax", "a [b b]", (SQ,), {}),
+    ("repeated name in brackets", "argmax", "a [b b]", (SQ,), {}),
+    ("ellipsis inside a composition", "sum", "([s])...", (torch.ones(2, 3),), {}),
+    ("ellipsis inside a composition", "sum", "[a]...", (torch.ones(2, 3),), {"keepdims": True}),
+    ("ellipsis inside a composition", "dot", "(s t)... (...), e, e -> (t... ... e) s...",
+     (torch.ones(6, 3, 2), torch.ones(2), torch.ones(2)), {"t": 3}),
+    ("one number for an ellipsis axis", "id", "s... c -> c s...", (torch.ones(2, 2, 4),), {"s": 2}),
+    ("sizes einx never needs", "sum", "([a b]) c", (torch.ones(6, 4),), {}),
+    ("sizes einx never needs", "id", "(a b) c -> (a b c)", (torch.ones(6, 4),), {}),
+    ("concatenation order", "id", "(a + b) -> (b + a)", (torch.ones(5),), {"a": 2}),
+    ("unused constraint", "all", "", (torch.tensor(True),), {"d": 1}),
+    ("number in brackets of an implied output", "flip", "[1 d] b", (torch.ones(1, 2, 3),), {}),
+    ("size error before semantic error", "dot", "[c] 3, [c] 3 -> ", (torch.ones(4, 3), torch.ones(3, 4)), {}),
+    ("rank error before implied output", "logical_and", "3, ", (ones, torch.ones(2, dtype=torch.bool)), {}),
+    ("tiny shapes", "argmax", "[a]", (torch.arange(5.0),), {}),
+    ("tiny shapes", "var", "", (torch.tensor(3.0),), {}),
+]
+
+
+@pytest.mark.parametrize("cls, op, desc, args, kw", CLASSES, ids=[f"{c[0]}: {c[1]}('{c[2]}')" for c in CLASSES])
+def test_class_agrees_with_einx(cls, op, desc, args, kw):
+    same(op, desc, *args, **kw)
+
+
+# -- deliberate differences (README) ------------------------------------------------------
+
+
+def test_difference_size_zero_axes_are_valid():
+    with pytest.raises(einx.errors.AxisSizeError):
+        einx.sum("a [b]", torch.zeros(3, 0))
+    assert ex.sum("a [b]", torch.zeros(3, 0)).tolist() == [0.0, 0.0, 0.0]
+
+
+def test_difference_einx_internal_failures_are_answered():
+    # einx 0.4.3 fails on its own diagonal here ("Cannot take diagonal over axes of different length")
+    x = torch.arange(4.0).reshape(1, 1, 1, 4)
+    with pytest.raises(ValueError, match="diagonal"):
+        einx.id("t... () t... (b b 1) -> (b t...)", x, b=2)
+    np.testing.assert_array_equal(ex.id("t... () t... (b b 1) -> (b t...)", x, b=2).numpy(), [0.0, 3.0])
+
+
+def test_difference_diagonal_axis_order():
+    # einx 0.4.3 permutes the other axes of a diagonal wrongly when the repeated axes are not trailing
+    x = np.random.default_rng(0).standard_normal((2, 3, 2, 4)).astype(np.float32)
+    ref = np.einsum("cbcs->cbs", x)
+    assert np.abs(einx.id("c b c s -> c b s", x) - ref).max() > 0.1
+    np.testing.assert_array_equal(ex.id("c b c s -> c b s", x), ref)
+    np.testing.assert_array_equal(ex.id("c c -> c", x[:, 0, :, 0]), np.diagonal(x[:, 0, :, 0]))
+
+
+def test_difference_reduction_without_reduced_axis_not_supported():
+    # einx reduces *everything* with torch here (its result does not match its own output expression)
+    assert einx.count_nonzero("(s t)...", torch.ones(2), s=(1,)).shape == ()
+    with pytest.raises(ex.errors.NotSupportedError):
+        ex.count_nonzero("(s t)...", torch.ones(2), s=(1,))
+
+
+def test_difference_factory_check_message():
+    def bad(shape):
+        return torch.ones(1)
+    with pytest.raises(einx.errors.CallOperationError):
+        einx.add("a, b -> a b", bad, torch.ones(3), a=2)
+    with pytest.raises(einx.errors.CallOperationError, match="expected an array of shape"):
+        ex.add("a, b -> a b", bad, torch.ones(3), a=2)
+
+
+# -- the new classes are still one graph, inside torch.compile and jax.jit -----------------
+
+DYNAMIC = [("sum", "a [b b]", lambda n: torch.randn(n, 3, 3)),
+           ("id", "(a b) c -> (a b c) 1", lambda n: torch.randn(2 * n, 4)),
+           ("sum", "([s])...", lambda n: torch.randn(n, 3))]
+
+
+@pytest.mark.parametrize("op, desc, make", DYNAMIC, ids=[d[1] for d in DYNAMIC])
+def test_torch_compile_dynamic_one_frame(op, desc, make):
+    torch._dynamo.reset()
+    ex.clear_cache()
+    getattr(ex, op)(desc, make(2))  # the graph is built before dynamo sees the call
+    n0 = ex.compile_count()
+    counter = torch._dynamo.testing.CompileCounter()
+    f = torch.compile(lambda x: getattr(ex, op)(desc, x), backend=counter, dynamic=True)
+    for n in (5, 7, 11, 13):  # none equal to a fixed size (3, 4): no duck-sizing guard
+        x = make(n)
+        torch.testing.assert_close(f(x), getattr(einx, op)(desc, x))
+    assert counter.frame_count == 1
+    assert ex.compile_count() == n0
+
+
+@pytest.mark.parametrize("op, desc, make", DYNAMIC, ids=[d[1] for d in DYNAMIC])
+def test_jax_jit_traces_per_shape_only(op, desc, make):
+    traces = []
+
+    @jax.jit
+    def f(x):
+        traces.append(x.shape)
+        return getattr(ex, op)(desc, x)
+
+    ex.clear_cache()
+    n0 = ex.compile_count()
+    for n in (3, 4, 3):
+        x = jnp.asarray(make(n).numpy())
+        np.testing.assert_allclose(np.asarray(f(x)), np.asarray(getattr(einx, op)(desc, x)), rtol=1e-5, atol=1e-5)
+    assert len(traces) == 2  # jax's own retrace per new shape, nothing more
+    assert ex.compile_count() - n0 == 1
+
+
+@pytest.mark.parametrize("name", ["vmap", "vmap_with_axis", "reduce", "elementwise", "arange"])
+def test_removed_operations_raise_like_einx(name):
+    with pytest.raises(Exception) as theirs:
+        getattr(einx, name)("a -> a", torch.ones(2))
+    with pytest.raises(type(theirs.value)):
+        getattr(ex, name)("a -> a", torch.ones(2))
