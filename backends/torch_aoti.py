@@ -19,7 +19,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 
-from .base import Backend, Counter, TorchArrays, torch_dims
+from .base import Backend, Counter, TorchArrays, check_bounds, torch_dims
 from .torch_export import export
 
 
@@ -60,7 +60,12 @@ class TorchAoti(TorchArrays, Backend):
             path = torch._inductor.aoti_compile_and_package(ep, package_path=path)
         return torch._inductor.aoti_load_package(path)
 
+    def convert(self, arrays):
+        check_bounds(*self._job, arrays)  # the package's own guard names only a symbol: name the case's dim
+        return super().convert(arrays)
+
     def prepare(self, case, mode):
+        self._job = (case, mode)
         if mode != "static":
             import torch
 

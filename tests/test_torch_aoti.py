@@ -43,3 +43,11 @@ def test_one_aot_compile_serves_the_bounded_range(tmp_path):
     assert v.outcome == "pass", v.problems
     novel = [r for r in records if r.get("novel")]
     assert novel[-1]["compile_stages"] == {"export": 1, "aoti": 1}
+    # a size above the bound: refused naming the dim, before the package sees it
+    from backends.base import BoundError
+
+    b, case = TorchAoti(), cases.get("gnn_edge_divide")
+    b.startup()
+    b.prepare(case, "bounded")
+    with pytest.raises(BoundError, match=r"dim 'e' \(axis 0\) is 2049, above its bound 2048"):
+        b.convert(case.make_inputs({"e": 2049}, seed=0))
