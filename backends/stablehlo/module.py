@@ -92,6 +92,17 @@ class Module:
             out.append(a)
         return out
 
+    def admit(self, args, kind, what: str) -> tuple:
+        """The argument shapes of a call, after checking each argument is a ``kind`` (``what``:
+        the arrays a program takes, for the message) and fits the module's types."""
+        for i, a in enumerate(args):
+            if not isinstance(a, kind):
+                raise ExecutionError(f"{self.label}: {self.arg(i)} is a {type(a).__name__}; "
+                                     f"the program takes {what} its convert() makes")
+        shapes = tuple(tuple(a.shape) for a in args)
+        self.check(shapes, [a.dtype for a in args])
+        return shapes
+
     def check(self, shapes, dtypes) -> None:
         """Check concrete argument shapes and dtypes against the signature."""
         self._arity(len(shapes))

@@ -26,7 +26,7 @@ from typing import Callable, Dict, List, Optional
 import numpy as np
 
 from .bounded import BoundedEntry, PadderUnsupported, bound_entry
-from .module import ExecutionError, Module, Report, format_shapes
+from .module import Module, Report, format_shapes
 from .xla import XlaProgram, XlaStats, cpu, device_put, result_handlers
 
 ON_UNSUPPORTED = ("error", "per_shape")
@@ -146,12 +146,7 @@ class _HostProgram:
         return self._per_shape
 
     def _admit(self, args) -> Callable:
-        for i, a in enumerate(args):
-            if not isinstance(a, np.ndarray):
-                raise ExecutionError(f"{self.module.label}: {self.module.arg(i)} is a {type(a).__name__}; "
-                                     f"the program takes the NumPy arrays its convert() makes")
-        shapes = tuple(tuple(a.shape) for a in args)
-        self.module.check(shapes, [a.dtype for a in args])
+        shapes = self.module.admit(args, np.ndarray, "the NumPy arrays")
         run = self._seen[shapes] = self._runner(shapes)
         return run
 

@@ -162,12 +162,7 @@ class XlaProgram:
     def _compile(self, args) -> tuple:
         import jax
 
-        for i, a in enumerate(args):
-            if not isinstance(a, jax.Array):
-                raise ExecutionError(f"{self.module.label}: {self.module.arg(i)} is a {type(a).__name__}; "
-                                     f"the program takes the device arrays its convert() makes")
-        shapes = tuple(tuple(a.shape) for a in args)
-        self.module.check(shapes, [a.dtype for a in args])
+        shapes = self.module.admit(args, jax.Array, "the device arrays")
         client, _ = cpu()
         t0 = time.perf_counter()
         refined = refine(self.module.text, [(s, a.dtype) for s, a in zip(shapes, args)], self.module.label)

@@ -10,6 +10,25 @@ from backends import einx_symbolic as ex
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 
 
+def arr(lib, shape, kind="float", seed=0, ints=(0, 4)):
+    """A seeded array of ``lib`` ("torch" | "numpy" | "jax"): float32 normals, bools, or int64
+    in ``[ints[0], ints[1])``."""
+    rng = np.random.default_rng(seed)
+    if kind == "float":
+        x = rng.standard_normal(shape).astype(np.float32)
+    elif kind == "bool":
+        x = rng.standard_normal(shape) > 0
+    else:
+        x = rng.integers(*ints, shape).astype(np.int64)
+    if lib == "torch":
+        import torch
+        return torch.from_numpy(np.ascontiguousarray(x))
+    if lib == "jax":
+        import jax.numpy as jnp
+        return jnp.asarray(x)
+    return x
+
+
 def to_numpy(x):
     if hasattr(x, "detach"):
         return x.detach().cpu().numpy()

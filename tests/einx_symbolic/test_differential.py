@@ -4,12 +4,15 @@ Random descriptions and shapes across the op set; identical values, shapes,
 dtypes and the same decision to raise.  Sizes are >= 1 here because einx
 0.4.3 rejects size-0 axes (einx_symbolic accepts them, see test_symbolic.test_zero_size_axes).
 """
+import functools
+
 import jax.numpy as jnp
 import numpy as np
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from conftest import arr as shared_arr
 from conftest import compare
 
 NAMES = "abcde"
@@ -22,19 +25,7 @@ ELEMENTWISE = ["add", "subtract", "multiply", "divide", "true_divide", "maximum"
 REDUCE = ["sum", "mean", "var", "std", "max", "min", "logsumexp", "prod", "any", "all", "count_nonzero"]
 
 
-def arr(lib, shape, kind="float", seed=0):
-    rng = np.random.default_rng(seed)
-    if kind == "float":
-        x = rng.standard_normal(shape).astype(np.float32)
-    elif kind == "bool":
-        x = rng.standard_normal(shape) > 0
-    else:
-        x = rng.integers(1, 5, shape).astype(np.int64)
-    if lib == "torch":
-        return torch.from_numpy(np.ascontiguousarray(x))
-    if lib == "jax":
-        return jnp.asarray(x)
-    return x
+arr = functools.partial(shared_arr, ints=(1, 5))  # ints in [1, 5)
 
 
 @st.composite

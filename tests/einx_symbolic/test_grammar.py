@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import grammar as gr
+from conftest import arr as shared_arr
 from backends import einx_symbolic as ex
 
 #: examples per op family in the default (``ci``) profile; see the README for the measured cost
@@ -35,19 +36,7 @@ ERRORS = [einx.errors.SyntaxError, einx.errors.RankError, einx.errors.AxisSizeEr
           einx.errors.BackendResolutionError, einx.errors.CallOperationError, einx.errors.EinxError]
 
 
-def arr(lib, shape, kind="float", seed=0):
-    rng = np.random.default_rng(seed)
-    if kind == "float":
-        x = rng.standard_normal(shape).astype(np.float32)
-    elif kind == "bool":
-        x = rng.standard_normal(shape) > 0
-    else:
-        x = rng.integers(0, 4, shape).astype(np.int64)
-    if lib == "torch":
-        return torch.from_numpy(np.ascontiguousarray(x))
-    if lib == "jax":
-        return jnp.asarray(x)
-    return x
+arr = shared_arr  # ints in [0, 4)
 
 
 def factory(lib, kind="float", seed=0):

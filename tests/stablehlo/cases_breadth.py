@@ -22,6 +22,8 @@ from torch._higher_order_ops.map import map as hmap
 from torch._higher_order_ops.scan import scan
 from torch.export import Dim
 
+from .cases_stablehlo import Fn  # one module wrapper for both case tables
+
 f32 = np.float32
 
 
@@ -38,17 +40,6 @@ class Program:
     export_kw: Dict = field(default_factory=dict)
     rtol: float = 1e-4
     atol: float = 1e-5
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn, **mods):
-        super().__init__()
-        self.fn = fn
-        for k, m in mods.items():
-            setattr(self, k, m)
-
-    def forward(self, *xs):
-        return self.fn(self, *xs)
 
 
 def r(g, *shape):
