@@ -422,7 +422,8 @@ def gen_get_at(g, ins, outs):
     idx, total = _ravel(g, taxes, coords, out_names)
     flat = g.emit(ad.reshape(vt, [sz.source(total)]))
     v = g.emit(ad.flat_take(flat, idx))
-    v = g.emit(ad.broadcast_to(v, [g.scode(n) for n in out_names]))
+    if out_names:  # to no axes, the taken element is already 0-d: NumPy keeps its scalar, as einx returns it
+        v = g.emit(ad.broadcast_to(v, [g.scode(n) for n in out_names]))
     return [g.compose(v, out.children)]
 
 
