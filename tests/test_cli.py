@@ -142,3 +142,19 @@ def test_check_exits_1_on_unexpected_recompiled_or_unruled_jobs(change, exit_cod
     assert cli.main(["report", str(tmp_path / "r.jsonl"), "--check", "--csv", str(tmp_path / "r.csv")]) == exit_code
     err = capsys.readouterr().err
     assert says in err and ("ended otherwise than" in err) == bool(exit_code)
+
+
+def _subcommands() -> list[str]:
+    import argparse
+
+    sub = next(a for a in cli._parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return sorted(sub.choices)
+
+
+@pytest.mark.parametrize("command", _subcommands())
+def test_every_subcommand_prints_its_help(command, capsys):
+    """argparse expands ``%`` in help strings: a stray one crashes ``--help``."""
+    with pytest.raises(SystemExit) as e:
+        cli.main([command, "--help"])
+    assert e.value.code == 0
+    assert command in capsys.readouterr().out
