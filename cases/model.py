@@ -74,7 +74,10 @@ class Input:
 
     ``gen`` is ``normal``, ``uniform`` (in ``[low, high)``), or ``index`` (int64
     in ``[0, size of dim high)``). ``pad`` is the neutral value that padding
-    backends (bucketing to a bound) fill with.
+    backends (bucketing, or padding to a bound) fill the padded region with:
+    0 for sums, ``-inf`` for softmax scores, 1 for divisors; ``"dummy"`` (index
+    inputs only) points padded entries at a slot past the real size of the dim
+    ``high`` names, which the padding backend adds and slices off.
     """
 
     name: str
@@ -83,7 +86,7 @@ class Input:
     gen: str = "normal"
     low: float = 0.0
     high: float | str = 1.0
-    pad: float = 0.0
+    pad: float | str = 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,6 +143,10 @@ class Case:
     #: the output is a copy of input values (expand, gather, reshape): it must
     #: equal the oracle bit for bit, whatever the dtype's usual tolerance
     exact: bool = False
+    #: why padding every dynamic dim to a bucket cannot be neutral here (a
+    #: ``cat`` of two dynamic tensors, a mean over a padded axis): the padding
+    #: backends' ``bucketed`` mode is then unsupported with this reason
+    bucket_unsupported: str | None = None
 
     def __post_init__(self) -> None:
         def bad(field: str, why: str) -> CaseError:
@@ -167,6 +174,10 @@ class Case:
                 if not isinstance(size, int) or size < dim.min or (dim.max is not None and size > dim.max):
                     raise bad("sweep", f"sweep[{i}] {name}={size} outside "
                                        f"[{dim.min}, {dim.max if dim.max is not None else 'inf'}] (dim {name!r})")
+        for inp in self.inputs:
+            if isinstance(inp.pad, str) and not (inp.pad == "dummy" and inp.gen == "index" and isinstance(inp.high, str)):
+                raise bad("inputs", f"input {inp.name!r}: pad {inp.pad!r} is not a number; only an index input "
+                                    "whose high names a dim may pad with 'dummy'")
         for i in self.quick:
             if not 0 <= i < len(self.sweep):
                 raise bad("quick", f"quick index {i} outside the sweep (0..{len(self.sweep) - 1})")

@@ -134,3 +134,17 @@ def test_a_malformed_case_stops_the_cli_before_any_backend_runs(monkeypatch, tmp
     assert cli.main(["run", "--cases", "gnn_edge_divide", "--backends", "torch_eager", "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err.startswith("dynshape: case 'bad', field 'oracle': returns shape (3,)")
     assert not list(tmp_path.iterdir())
+
+
+def test_a_dummy_pad_needs_an_index_input_into_a_dim():
+    from cases.model import Case, CaseError, Input, unbounded
+
+    def make(inp):
+        return Case(name="padded", tags=(), dims=(unbounded("e"), unbounded("n")), inputs=(inp,),
+                    sweep=({"e": 2, "n": 3},), oracle=lambda a: a, out_shape=("e",), quick=(0,))
+
+    make(Input("i", ("e",), dtype="int64", gen="index", high="n", pad="dummy"))
+    with pytest.raises(CaseError, match=r"case 'padded', field 'inputs': input 'a': pad 'dummy'"):
+        make(Input("a", ("e",), pad="dummy"))
+    with pytest.raises(CaseError, match=r"pad 'zero' is not a number"):
+        make(Input("i", ("e",), dtype="int64", gen="index", high="n", pad="zero"))
