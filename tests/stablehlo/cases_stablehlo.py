@@ -134,6 +134,10 @@ def build_cases() -> List[Case]:
              {"x": {0: _u()}, "i": {0: _u()}},
              lambda p, x, i: [np.cumsum(d(x), 0), np.cumsum(d(x), 1), np.cumsum(i)],
              expect=["tensor<?x4xf32>", "stablehlo.dynamic_iota", "stablehlo.reduce_window"]))
+    # bounded: ceil(log2 64) = 6 unrolled scan steps, no while: the dynamic padder serves it
+    add(Case("cumsum_bounded", Fn(lambda s, x: torch.cumsum(x, 0)), lambda n, g: [r(g, n, 3)],
+             {"x": {0: _b()}}, lambda p, x: [np.cumsum(d(x), 0)],
+             expect=["tensor<?x3xf32, #stablehlo.bounds<64, ?>>", "stablehlo.gather"]))
     add(Case("mean", Fn(lambda s, x: (x.mean(0), x.mean(1), x.mean(), x.mean((0, 2), keepdim=True))),
              lambda n, g: [r(g, n, 3, n + 1)], {"x": {0: _b(), 2: _u("m")}},
              lambda p, x: [d(x).mean(0), d(x).mean(1), d(x).mean(), d(x).mean((0, 2), keepdims=True)],

@@ -18,7 +18,6 @@ PADDER_LIMITS = {
     "conv1d": "convolution",  # "Dynamic Spatial Convolution is not supported"
     "conv2d": "convolution",
     "group_norm": "reshape",  # "Dynamic input dimension to reshape that is both splitted and combined"
-    "cumsum": "while",  # the O(n log n) scan's loop carries a `?` dim: "Unbounded dynamism is disabled"
 }
 
 

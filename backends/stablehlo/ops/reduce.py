@@ -4,7 +4,8 @@ max/min with indices, vector norms, any/all, softmax/log_softmax, cumsum.
 Means and variances over a dynamic dim divide by the element count computed
 from ``get_dimension_size`` (converted to the float type).  ``cumsum`` along a
 static dim is a ``reduce_window``; along a dynamic dim (the window would be
-dynamic) it is a Hillis-Steele scan in a ``while`` loop (ceil(log2 n) steps of O(n)).
+dynamic) it is a Hillis-Steele scan unrolled to ceil(log2 bound) steps of O(n)
+(31 without a bound), which XLA's dynamic padder serves (a ``while`` it cannot).
 """
 from __future__ import annotations
 
@@ -148,32 +149,37 @@ def cumsum_along(ctx, x, dim):
     return scan_add(ctx, x, dim)
 
 
+#: steps of the unrolled scan over a dim with no bound: sizes are i32, so n < 2**31
+MAX_SCAN_STEPS = 31
+
+
 def scan_add(ctx, x, dim):
-    """Inclusive prefix sum along a dynamic ``dim`` in ceil(log2 n) steps of
-    O(n) (Hillis-Steele): ``y += shift(y, s)`` for s = 1, 2, 4, ... < n, in a
-    ``while``. The shift gathers row ``max(i - s + 1, 0)`` of ``y`` with a zero
-    row prepended (so the gather's operand is never empty, even for n = 0)."""
+    """Inclusive prefix sum along a dynamic ``dim`` (Hillis-Steele): ``y +=
+    shift(y, s)`` for s = 1, 2, 4, ... The shift gathers row ``max(i - s + 1,
+    0)`` of ``y`` with a zero row prepended (so the gather's operand is never
+    empty, even for n = 0, and a step with ``s >= n`` adds zeros).
+
+    The steps are unrolled, no ``while``: ceil(log2 bound) of them where the dim
+    has a bound, else :data:`MAX_SCAN_STEPS`. A loop carrying a dynamic dim is
+    what XLA's dynamic padder cannot serve; straight-line gathers it can, so the
+    bounded and bucketed executors compile the scan once (each step O(n))."""
     from .index import gather_along
 
     n = x.sym_shape[dim]
+    bound = ctx.bound_of(n) if ctx.bounded else None
+    steps = MAX_SCAN_STEPS if bound is None else max(bound - 1, 0).bit_length()
     i32 = T.SHAPE_DTYPE
     pos = ctx.iota((n,), 0, i32)
     zero_row = ctx.constant(0, x.dtype, tuple(1 if i == dim else d for i, d in enumerate(x.sym_shape)))
     padded = tuple(as_dim(d + 1) if i == dim else d for i, d in enumerate(x.sym_shape))
-    size = ctx.dim(n)
-
-    def cond(c, s, y):
-        return c.compare(s, size, "LT")
-
-    def body(c, s, y):
-        ypad = c.op("stablehlo.concatenate", [zero_row, y], (padded, x.dtype), attrs={"dimension": f"{dim} : i64"})
-        start = c.binary("stablehlo.subtract", c.constant(1, i32), s)
-        idx = c.binary("stablehlo.maximum", c.binary("stablehlo.add", pos, c.broadcast_to(start, (n,))),
-                       c.constant(0, i32, (n,)))
-        y = c.binary("stablehlo.add", y, gather_along(c, ypad, dim, idx, x.sym_shape))
-        return [c.binary("stablehlo.multiply", s, c.constant(2, i32)), y]
-
-    return ctx.while_loop([ctx.constant(1, i32), x], cond, body)[1]
+    zero = ctx.constant(0, i32, (n,))
+    y = x
+    for k in range(steps):
+        ypad = ctx.op("stablehlo.concatenate", [zero_row, y], (padded, x.dtype), attrs={"dimension": f"{dim} : i64"})
+        idx = ctx.binary("stablehlo.maximum", ctx.binary("stablehlo.add", pos, ctx.constant(1 - 2 ** k, i32, (n,))),
+                         zero)
+        y = ctx.binary("stablehlo.add", y, gather_along(ctx, ypad, dim, idx, x.sym_shape))
+    return y
 
 
 def arg_reduce(ctx, x, dim, kind, keepdim):
