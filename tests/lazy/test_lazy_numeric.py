@@ -91,7 +91,17 @@ CASES = {
                          lambda n: [normal(n, 4), index(n + 1, n)], [0, 1, 8]),
     "layernorm_linear": (lambda x, w: F.layer_norm(F.linear(x, w), (w.shape[0],)),
                          lambda x, w: _ln_ref(x @ w.T), lambda n: [normal(n, 6), normal(5, 6)], [1, 4]),
+    "sdpa_length_mask": (lambda q, k, last: F.scaled_dot_product_attention(
+                             q, k, k, attn_mask=(torch.arange(k.shape[1]).unsqueeze(0) <= last.unsqueeze(1))[:, None]),
+                         lambda q, k, last: _sdpa_ref(q, k, last),
+                         lambda n: [normal(2, n + 1, 4), normal(2, n + 2, 4), index(n + 2, 2)], [0, 1, 6]),
 }
+
+
+def _sdpa_ref(q, k, last):
+    s = q @ k.transpose(0, 2, 1) / 2.0  # 1 / sqrt(4)
+    s = np.where(np.arange(k.shape[1])[None, None, :] <= last[:, None, None], s, -np.inf)
+    return np_softmax(s, -1) @ k
 
 
 def _scatter_ref(x, i):

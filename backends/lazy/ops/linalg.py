@@ -62,3 +62,26 @@ def einsum(equation, *operands):
         for c, e in zip(term, shape_of(x)):
             dims[c] = bcast_dim(ctx, dims[c], e) if c in dims else e
     return record(ctx, "einsum", (equation,) + tuple(operands), {}, [dims[c] for c in rhs], promote(*operands))
+
+
+@lazy_op("scaled_dot_product_attention", method=False, fnames=("scaled_dot_product_attention",),
+         lowers={"F.scaled_dot_product_attention": F.scaled_dot_product_attention})
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """``softmax(q @ k^T * scale + mask) @ v``: (..., L, E) x (..., S, E) x (..., S, Ev) -> (..., L, Ev)."""
+    if dropout_p:
+        raise Unsupported("lazy: scaled_dot_product_attention with dropout_p > 0 is random")
+    if enable_gqa:
+        raise Unsupported("lazy: scaled_dot_product_attention with enable_gqa")
+    ctx = ctx_for(query, key, value, attn_mask)
+    sq, sk, sv = shape_of(query), shape_of(key), shape_of(value)
+    if min(len(sq), len(sk), len(sv)) < 2:
+        raise ShapeError("scaled_dot_product_attention: query, key and value need at least 2 dims")
+    assume_eq(ctx, sq[-1], sk[-1], "scaled_dot_product_attention (query/key embedding)")
+    assume_eq(ctx, sk[-2], sv[-2], "scaled_dot_product_attention (key/value length)")
+    batch = broadcast(ctx, broadcast(ctx, sq[:-2], sk[:-2]), sv[:-2])
+    if attn_mask is not None:
+        broadcast(ctx, tuple(batch) + (sq[-2], sk[-2]), shape_of(attn_mask))
+    kwargs = {k: v for k, v in (("is_causal", is_causal), ("scale", scale)) if v}
+    return record(ctx, "F.scaled_dot_product_attention", (query, key, value, attn_mask), kwargs,
+                  tuple(batch) + (sq[-2], sv[-1]), promote(query, key, value))
