@@ -205,6 +205,11 @@ def build_cases() -> List[Case]:
              lambda n, g: [r(g, n, 3, n + 2)], {"x": {0: _u("B"), 2: _u("L")}},
              lambda p, x: [np_conv(d(x), p["c.weight"], p["c.bias"], pad=1), np_conv(d(x), p["c2.weight"], p["c2.bias"])],
              expect=["tensor<?x3x?xf32>", "tensor<?x4x?xf32>", "stablehlo.convolution"], oblivious=True))
+    # a static batch, a bounded length, stride 2, padding 1: the tap sum (gathers and dots)
+    add(Case("conv1d_strided", Fn(lambda s, x: s.c(x), c=torch.nn.Conv1d(3, 4, 3, stride=2, padding=1)),
+             lambda n, g: [r(g, 2, 3, n + 2)], {"x": {2: _b("L", 66)}},
+             lambda p, x: [np_conv(d(x), p["c.weight"], p["c.bias"], stride=2, pad=1)],
+             expect=["tensor<2x3x?xf32, #stablehlo.bounds<?, ?, 66>>", "stablehlo.dot_general"], oblivious=True))
     add(Case("conv2d", Fn(lambda s, x: s.c(x), c=torch.nn.Conv2d(2, 3, 3, padding=1)),
              lambda n, g: [r(g, n, 2, n + 1, n + 2)], {"x": {0: _b("B", 16), 2: _u("H"), 3: _u("W")}},
              lambda p, x: [np_conv(d(x), p["c.weight"], p["c.bias"], pad=1)],

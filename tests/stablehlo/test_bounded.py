@@ -15,7 +15,9 @@ from .test_ops import _check, lowered
 
 #: per-op cases XLA's dynamic padder cannot serve: the op its error names
 PADDER_LIMITS = {
-    "conv1d": "convolution",  # "Dynamic Spatial Convolution is not supported"
+    # a dynamic batch and spatial size: "Dynamic Spatial Convolution is not supported" (a static
+    # batch lowers to a tap sum the padder serves: conv1d_strided)
+    "conv1d": "convolution",
     "conv2d": "convolution",
     "group_norm": "reshape",  # "Dynamic input dimension to reshape that is both splitted and combined"
 }
@@ -26,7 +28,8 @@ PADDER_LIMITS = {
 #: reshapes of several `?` dims, a padder refusal); the rest run in test_ops
 #: (every case passed here too when last checked in full; the test budget keeps this subset)
 CHECKED = [c for c in CASES if "#stablehlo.bounds" in "".join(c.expect)
-           or c.name in ("slice", "select", "index_select", "cumsum", "view_arith", "unsqueeze", "conv1d")]
+           or c.name in ("slice", "select", "index_select", "cumsum", "view_arith", "unsqueeze", "conv1d",
+                                                                          "conv2d")]
 
 
 @pytest.mark.parametrize("case", CHECKED, ids=[c.name for c in CHECKED])
