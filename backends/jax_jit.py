@@ -123,6 +123,14 @@ class JaxJit(JaxArrays, Backend):
     requires = ("jax",)
     counters = {STAGE: Counter("system", f"jax.monitoring {COMPILE_EVENT!r} events: XLA backend compiles")}
 
+    def unsupported_reason(self, case, mode: str) -> str | None:
+        """Bounded mode pads to the bound: unsupported where padding cannot be
+        neutral (the case's ``bucket_unsupported`` says why)."""
+        why = super().unsupported_reason(case, mode)
+        if why is None and mode == "bounded" and getattr(case, "bucket_unsupported", None):
+            why = f"padding to the bound is not neutral for case {case.name}: {case.bucket_unsupported}"
+        return why
+
     def startup(self):
         import jax
 

@@ -204,6 +204,14 @@ def test_jax_jit_bounded_pads_to_one_executable_and_slices_back():
         program(*b.convert([x, np.zeros((1, 1, 768), np.float32)]))
 
 
+def test_jax_jit_bounded_is_unsupported_where_padding_is_not_neutral():
+    split = cases.get("seq_split_sizes")  # the split point T // 2 moves with T
+    why = JaxJit().unsupported_reason(split, "bounded")
+    assert why is not None and "not neutral" in why and "seq_split_sizes" in why
+    assert JaxJit().unsupported_reason(split, "static") is None
+    assert JaxJit().unsupported_reason(cases.get("seq_cumsum"), "bounded") is None
+
+
 def test_jax_jit_static_compiles_per_shape_and_says_which_shape_changed():
     case = cases.get(GNN)
     # sizes no other test uses: jax's tracing and compile caches are process-wide
