@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from ..symbolic import as_expr, is_size
+from ..symbolic import as_expr, is_size, var_of
 from ..tensor import OPS, Unsupported
 from .registry import ctx_for, lazy_op, record
 from .rules import ZERO, clamp, size_list
@@ -95,7 +95,8 @@ def lazy_arange(*args, dtype=None, **kwargs):
     if not (st.is_const and st.value > 0):
         raise Unsupported("lazy: arange with a non-constant or negative step")
     span = as_expr(end) - as_expr(start)
-    span = clamp(ctx, span, ZERO, span)
+    if not (as_expr(start) == ZERO and var_of(span) is not None):  # arange(n) of a size n: n >= 0, no guard
+        span = clamp(ctx, span, ZERO, span)
     n = span if st.value == 1 else (span + (st.value - 1)) // st
     dt = dtype or torch.int64
     return record(ctx, "arange", (start, end, step), {"dtype": dt}, (n,), dt)

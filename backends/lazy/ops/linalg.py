@@ -85,3 +85,40 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     kwargs = {k: v for k, v in (("is_causal", is_causal), ("scale", scale)) if v}
     return record(ctx, "F.scaled_dot_product_attention", (query, key, value, attn_mask), kwargs,
                   tuple(batch) + (sq[-2], sv[-1]), promote(query, key, value))
+
+
+def _conv(nsp: int):
+    name = f"conv{nsp}d"
+
+    def conv(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+        """N-d cross-correlation: (N, C, L...) x (O, C/groups, k...) -> (N, O, L_out...) with
+        ``L_out = (L + 2*pad - dil*(k - 1) - 1) // stride + 1`` ('valid': pad 0; 'same': L_out = L)."""
+        ctx = ctx_for(input, weight, bias)
+        sx, sw = shape_of(input), shape_of(weight)
+        if len(sx) != nsp + 2 or len(sw) != nsp + 2:
+            raise ShapeError(f"{name}: input {len(sx)}-d and weight {len(sw)}-d, expected {nsp + 2}-d")
+
+        def per_dim(v):
+            return list(v) * (nsp // len(v)) if isinstance(v, (list, tuple)) else [v] * nsp
+
+        if int(groups) == 1:
+            assume_eq(ctx, sx[1], sw[1], f"{name} (input channels)")
+        strides, dils = per_dim(stride), per_dim(dilation)
+        out = [sx[0], sw[0]]
+        for i in range(nsp):
+            n, k = sx[2 + i], sw[2 + i]
+            if padding == "same":
+                out.append(n)
+                continue
+            p = 0 if padding == "valid" else per_dim(padding)[i]
+            out.append((n + 2 * p - dils[i] * (k - 1) - 1) // strides[i] + 1)
+        kwargs = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
+        return record(ctx, "F." + name, (input, weight, bias), kwargs, tuple(out), promote(input, weight))
+
+    conv.__name__ = name
+    return conv
+
+
+for _nsp in (1, 2):
+    lazy_op(f"conv{_nsp}d", method=False, fnames=(f"conv{_nsp}d",),
+            lowers={f"F.conv{_nsp}d": getattr(F, f"conv{_nsp}d")})(_conv(_nsp))
