@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 
 from .base import Backend, Counter, TorchArrays
+from .padding import host_padding
 
 STAGE = "einx_graph"
 
@@ -65,6 +66,7 @@ def _shapes(args) -> tuple:
     return tuple(tuple(getattr(a, "shape", ())) for a in args)
 
 
+@host_padding("bucketed")
 class Einx(TorchArrays, Backend):
     name = "einx"
     forms = ("einx",)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 
 from .base import Backend, Counter, TorchArrays, check_bounds
+from .padding import host_padding
 
 STAGE = "dynamo_graph"
 
@@ -57,6 +58,7 @@ def _graph_breaks() -> tuple[int, list[str]]:
     return sum(gb.values()), list(gb)
 
 
+@host_padding("bucketed")
 class TorchCompile(TorchArrays, Backend):
     name = "torch_compile"
     forms = ("torch",)

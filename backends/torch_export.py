@@ -12,10 +12,12 @@ export covers. :func:`export` itself counts nothing, so other backends
 from __future__ import annotations
 
 from .base import Backend, Counter, TorchArrays, Unsupported, torch_dims
+from .padding import host_padding
 
 STAGE = "export"
 
 
+@host_padding("bucketed")
 class TorchExport(TorchArrays, Backend):
     name = "torch_export"
     forms = ("torch",)
