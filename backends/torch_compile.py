@@ -1,6 +1,8 @@
 """torch.compile: static = ``dynamic=False`` (one graph per shape); unbounded
 and bounded = the case's dynamic axes marked with ``mark_dynamic`` (with
-``max`` when bounded), every other axis static.
+``max`` when bounded), every other axis static; bucketed = the static program
+on inputs padded on the host to their bucket (``backends.padding``): one graph
+per bucket.
 
 Counts: dynamo's ``unique_graphs`` (each graph is compiled once by the
 chosen compiler backend, inductor by default). The recompile limit is lifted
