@@ -219,7 +219,7 @@ def bucket_policy(record: dict):
     from backends import buckets
 
     backend, mode = record.get("backend"), record.get("mode")
-    if backend and mode:
+    if backend and mode == "bucketed":  # the one mode whose counts follow buckets
         from . import registry
 
         try:
