@@ -111,10 +111,6 @@ class Padded:
     def __init__(self, value, shape: tuple[int, ...]):
         self.value, self.shape = value, shape
 
-    def block_until_ready(self):  # jax's sync protocol, for backends that call it on the output
-        self.value.block_until_ready()
-        return self
-
 
 class HostPadding:
     """Mixin (first base, see :func:`host_padding`) serving ``host_padded``
