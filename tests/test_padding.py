@@ -178,3 +178,37 @@ def test_the_gate_counts_buckets_by_the_padding_backends_policy(monkeypatch):
     assert ex.verdict(records("jax_jit", [1, 0, 0]), rule).outcome == "fail"
     assert ex.bucket_flags(records("stablehlo_xla", [1, 0, 0])) == ({0: 1, 1: 0, 2: 0}, 1)
     assert ex.verdict(records("stablehlo_xla", [1, 0, 0]), rule).outcome == "pass"
+
+
+def _scatter_jax():
+    import jax.numpy as jnp
+
+    def scatter(x, idx, w):
+        return jnp.zeros_like(x).at[idx].add(w[:, None])
+
+    return scatter
+
+
+def test_jax_jit_pads_a_dummy_index_once_per_bucket():
+    """The dummy node in a real per-shape compiler (the catalogue's bucketed
+    rows, `pytest cases/ -k bucketed`, pin the others): n = 15 and 16 fall in
+    different buckets (16 needs a 17th slot for the dummy), n = 9 shares 15's."""
+    import dataclasses
+
+    from backends.jax_jit import JaxJit
+
+    case = dataclasses.replace(SCATTER, jax_fn=_scatter_jax)
+    b = JaxJit()
+    b.startup()
+    b.reset_counters()
+    program = b.prepare(case, "bucketed")
+    deltas, before = [], 0
+    for i, s in enumerate([{"n": 15, "e": 30}, {"n": 16, "e": 31}, {"n": 9, "e": 17}, {"n": 9, "e": 12}]):
+        inputs = case.make_inputs(s, seed=i)
+        out = program(*b.convert(inputs))
+        b.sync(out)
+        np.testing.assert_allclose(b.to_numpy(out), case.expected(inputs), rtol=1e-5, atol=1e-5)
+        now = sum(b.compile_stats().values())
+        deltas.append(now - before)
+        before = now
+    assert deltas == [1, 1, 0, 1]  # buckets (n, e): (16, 32), (32, 32), (16, 32) again, (16, 16)
