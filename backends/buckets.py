@@ -44,12 +44,14 @@ def dummy_dims(case) -> frozenset[str]:
     return frozenset(inp.high for inp in case.inputs if inp.pad == "dummy")
 
 
-def padded_size(n: int, bound: int | None = None, room: int = 0, minimum: int = MIN_BUCKET) -> int:
+def padded_size(n: int, bound: int | None = None, room: int = 0, minimum: int = MIN_BUCKET,
+                own: tuple[int, ...] = ()) -> int:
     """The size a host padder serves a dim of size ``n`` at: the bucket of
-    ``n + room`` (``room`` 1 where a dummy index points past the real size),
-    capped at ``bound + room`` for a size within its bound. A power of two
-    ``>= n`` is ``>=`` the dim's minimum too, so the case's ``min`` needs no term."""
-    b = bucket(n + room, minimum)
+    ``n + room`` (``room`` 1 where a dummy index points past the real size) --
+    the first of the case's ``own`` buckets that holds it, else its power of
+    two -- capped at ``bound + room`` for a size within its bound. A power of
+    two ``>= n`` is ``>=`` the dim's minimum too, so ``min`` needs no term."""
+    b = next((s for s in own if s >= n + room), None) or bucket(n + room, minimum)
     if bound is not None and n <= bound:
         b = min(b, bound + room)
     return b
@@ -57,6 +59,8 @@ def padded_size(n: int, bound: int | None = None, room: int = 0, minimum: int = 
 
 def case_buckets(case, sizes: Mapping[str, int], minimum: int = MIN_BUCKET) -> dict[str, int]:
     """Per dynamic dim of ``case``, the size a host padder pads ``sizes`` up to
-    in ``bucketed`` mode (:func:`padded_size` with the dim's bound and room)."""
-    room = dummy_dims(case)
-    return {name: padded_size(int(n), case.dim(name).max, int(name in room), minimum) for name, n in sizes.items()}
+    in ``bucketed`` mode (:func:`padded_size` with the dim's bound, room and
+    the case's own ``buckets``)."""
+    room, own = dummy_dims(case), getattr(case, "buckets", None) or {}
+    return {name: padded_size(int(n), case.dim(name).max, int(name in room), minimum, tuple(own.get(name, ())))
+            for name, n in sizes.items()}

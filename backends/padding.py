@@ -6,7 +6,8 @@ modes, each run by that one static program on inputs padded on the host:
 
 ``bucketed``
     every dynamic dim padded up to its bucket (``backends.buckets.case_buckets``:
-    the next power of two, at least ``MIN_BUCKET``, capped at the dim's bound):
+    the next power of two, at least ``MIN_BUCKET``, or the next of the case's
+    own ``buckets``, capped at the dim's bound):
     one compile per bucket the sweep touches;
 ``bounded``
     every dynamic dim padded up to its bound: one compile for every size.

@@ -212,3 +212,18 @@ def test_jax_jit_pads_a_dummy_index_once_per_bucket():
         deltas.append(now - before)
         before = now
     assert deltas == [1, 1, 0, 1]  # buckets (n, e): (16, 32), (32, 32), (16, 32) again, (16, 16)
+
+
+def test_a_case_may_bring_its_own_buckets():
+    import dataclasses
+
+    from cases.model import CaseError
+
+    own = dataclasses.replace(SCATTER, buckets={"e": (24, 36)})
+    assert buckets.case_buckets(own, {"n": 5, "e": 3}) == {"n": 16, "e": 24}
+    assert buckets.case_buckets(own, {"n": 5, "e": 25}) == {"n": 16, "e": 36}
+    assert buckets.case_buckets(own, {"n": 5, "e": 37}) == {"n": 16, "e": 40}  # past the list: 64, capped at 40
+    with pytest.raises(CaseError, match=r"field 'buckets': dim 'f' is not a dynamic dim"):
+        dataclasses.replace(SCATTER, buckets={"f": (4,)})
+    with pytest.raises(CaseError, match=r"dim 'e': \(36, 24\) is not an ascending list"):
+        dataclasses.replace(SCATTER, buckets={"e": (36, 24)})
