@@ -218,16 +218,47 @@ def evaluate_shape(formula: str, i: int, n_shapes: int, new_bucket: int | None =
 
 def bucket_flags(records: list[dict]) -> tuple[dict[int, int], int]:
     """Per shape index of the novel ``records``, 1 where its bucket is new
-    (in sweep order); and the number of distinct buckets."""
-    from backends.buckets import bucket_key, new_buckets
+    (in sweep order); and the number of distinct buckets (the bucket as the
+    job's backend serves it: :func:`bucket_policy`)."""
+    from backends.buckets import new_buckets
 
     by_index = {}
     for r in records:
         if isinstance(r.get("sizes"), dict):
             by_index.setdefault(int(r["shape_index"]), r["sizes"])
     order = sorted(by_index)
-    flags = new_buckets(by_index[i] for i in order)
-    return dict(zip(order, flags)), len({bucket_key(by_index[i]) for i in order})
+    key = bucket_policy(records[0] if records else {})
+    flags = new_buckets((by_index[i] for i in order), key=key)
+    return dict(zip(order, flags)), len({key(by_index[i]) for i in order})
+
+
+def bucket_policy(record: dict):
+    """The bucket key of a shape's sizes for the job of ``record``: where its
+    backend pads that mode's inputs on the host (``Backend.host_padded``,
+    ``backends.padding``), the case's own policy (``buckets.case_buckets``: one
+    slot of room in a dim a dummy index points into, capped at the dim's
+    bound); else (our executors, which bucket `?` dims and mask the padding,
+    or a record whose case or backend is not known here) each size's bucket."""
+    from backends import buckets
+
+    backend, mode = record.get("backend"), record.get("mode")
+    if backend and mode == "bucketed":  # the one mode whose counts follow buckets
+        from . import registry
+
+        try:
+            padded = mode in getattr(registry.backends().get(backend), "host_padded", ())
+        except registry.RegistryError:
+            padded = False
+        if padded:
+            import cases
+
+            try:
+                case = cases.get(record.get("case"))
+            except cases.CaseError:
+                case = None
+            if case is not None:
+                return lambda sizes: tuple(sorted(buckets.case_buckets(case, sizes).items()))
+    return buckets.bucket_key
 
 
 def _eval(formula: str, names: dict) -> int:
