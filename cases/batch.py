@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .model import Case, Input, Tolerance, bounded, static, unbounded
+from .model import Case, EinxForm, Input, Tolerance, bounded, static, unbounded
 
 # 24 novel batch sizes, 2..199. From 2: the exporting paths (torch.export under
 # stablehlo_*, lazy_stablehlo, torch_xla) trace on the first shape, and torch.export
@@ -45,13 +45,14 @@ def _view_oracle(x):
 
 batch_view_arith = Case(
     name="batch_view_arith",
-    tags=("batch", "view", "size-arithmetic", "reshape"),
+    tags=("batch", "view", "size-arithmetic", "reshape", "einx"),
     description="x.view(x.shape[0] * x.shape[1], -1): flatten batch and sequence, the sym_size -> mul -> view graph",
     dims=(unbounded("b", min=2), static("s", 8), static("f", 16)),
     inputs=(Input("x", ("b", "s", "f")),),
     sweep=_sweep(),
     oracle=_view_oracle,
     out_shape=("b*s", "f"),
+    einx=EinxForm("id", "b s f -> (b s) f"),
     torch_fn=_view_torch,
     jax_fn=_view_jax,
     exact=True,  # a view copies x
@@ -181,7 +182,7 @@ def _bmm_oracle(a, b):
 
 batch_bmm = Case(
     name="batch_bmm",
-    tags=("batch", "linalg", "bmm"),
+    tags=("batch", "linalg", "bmm", "einx"),
     description="torch.bmm(a, b): (B, 8, 16) @ (B, 16, 12), one matmul per batch entry",
     dims=(unbounded("b", min=2), static("m", 8), static("k", 16), static("n", 12)),
     inputs=(Input("a", ("b", "m", "k")), Input("b", ("b", "k", "n"))),
@@ -189,6 +190,7 @@ batch_bmm = Case(
     quick=(3, 11, 19),
     oracle=_bmm_oracle,
     out_shape=("b", "m", "n"),
+    einx=EinxForm("dot", "b m k, b k n -> b m n"),
     torch_fn=_bmm_torch,
     jax_fn=_bmm_jax,
     # a 16-term float32 dot product per output
