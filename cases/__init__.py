@@ -23,15 +23,21 @@ from .model import (
 )
 
 
+#: the in-tree families, one module of ``cases/`` each
+FAMILIES = ("gnn", "expand", "batch")
+
 _CHECKED: set[int] = set()  # ids of the cases whose oracle ran
 
 
 def catalogue() -> tuple[Case, ...]:
-    """Every case, in-tree then from installed packs, checked once per process
-    (:func:`check`) before any backend runs."""
-    from . import expand, gnn, packs
+    """Every case, in-tree families (:data:`FAMILIES`) then installed packs,
+    checked once per process (:func:`check`) before any backend runs."""
+    import importlib
 
-    return check(gnn.CASES + expand.CASES + tuple(c for p in packs.packs() for c in p.cases))
+    from . import packs
+
+    found = tuple(c for family in FAMILIES for c in importlib.import_module(f"{__name__}.{family}").CASES)
+    return check(found + tuple(c for p in packs.packs() for c in p.cases))
 
 
 def check(found: tuple[Case, ...]) -> tuple[Case, ...]:
