@@ -51,7 +51,8 @@ PRELOAD = {
              "harness.worker", "harness.measure", "harness.meta", "harness.registry", "harness.threads"),
 }
 #: variables the child sets per job: nothing in :data:`PRELOAD` reads them at import
-PER_JOB = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
+#: (pytest sets ``PYTEST_CURRENT_TEST`` per test: the gate's jobs share a zygote)
+PER_JOB = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "PYTEST_CURRENT_TEST")
 #: variables read at import by a preloaded module, which a zygote cannot vary per job
 READ_AT_IMPORT = ("TORCH_TRACE",)
 #: seconds the zygote may take to import :data:`PRELOAD` (a loaded 2-core machine)

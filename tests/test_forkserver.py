@@ -52,10 +52,18 @@ def test_child_is_a_fresh_session_with_the_jobs_environment(tmp_path):
     assert got["var"] == "job 1" and got["argv"] == ["a", "b"] and got["cwd"] == str(envs.ROOT)
     assert got["threads"] == 1 and got["pdeathsig"] == 9 and got["torch_preloaded"]
     assert err.strip() == "to stderr"
-    # the next job's variables replace the first's
-    proc = forkserver.start(sys.executable, "main", ["-c", PROBE], {**env, "DYNSHAPE_PROBE": "job 2"},
+    # the next job's per-job variables replace the first's, in a child of the same zygote
+    again = {**env, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "job2"), "PYTEST_CURRENT_TEST": "another test"}
+    proc = forkserver.start(sys.executable, "main", ["-c", PROBE], again, str(envs.ROOT))
+    got2 = json.loads(proc.stdout.read())
+    assert got2["cache_dir"] == str(tmp_path / "job2") and got2["ppid"] == got["ppid"]
+    proc.stderr.read()
+    assert proc.wait(timeout=60) == 3
+    # any other variable may be read at import: another zygote
+    proc = forkserver.start(sys.executable, "main", ["-c", PROBE], {**env, "DYNSHAPE_PROBE": "job 3"},
                             str(envs.ROOT))
-    assert json.loads(proc.stdout.read())["var"] == "job 2"
+    got3 = json.loads(proc.stdout.read())
+    assert got3["var"] == "job 3" and got3["ppid"] != got["ppid"]
     proc.stderr.read()
     assert proc.wait(timeout=60) == 3
 
