@@ -29,15 +29,18 @@ FAMILIES = ("gnn", "expand", "batch")
 _CHECKED: set[int] = set()  # ids of the cases whose oracle ran
 
 
-def catalogue() -> tuple[Case, ...]:
+def catalogue(checked: bool = True) -> tuple[Case, ...]:
     """Every case, in-tree families (:data:`FAMILIES`) then installed packs,
-    checked once per process (:func:`check`) before any backend runs."""
+    checked once per process (:func:`check`) before any backend runs.
+    ``checked=False`` skips the oracle check: for a worker, whose parent checked
+    the catalogue when it planned the job (it would cost every job every oracle)."""
     import importlib
 
     from . import packs
 
     found = tuple(c for family in FAMILIES for c in importlib.import_module(f"{__name__}.{family}").CASES)
-    return check(found + tuple(c for p in packs.packs() for c in p.cases))
+    found += tuple(c for p in packs.packs() for c in p.cases)
+    return check(found) if checked else found
 
 
 def check(found: tuple[Case, ...]) -> tuple[Case, ...]:
@@ -54,11 +57,12 @@ def check(found: tuple[Case, ...]) -> tuple[Case, ...]:
     return found
 
 
-def get(name: str) -> Case:
-    for case in catalogue():
+def get(name: str, checked: bool = True) -> Case:
+    """The case called ``name`` (``checked``: as :func:`catalogue`)."""
+    for case in catalogue(checked):
         if case.name == name:
             return case
-    raise CaseError(f"unknown case {name!r}; valid: {', '.join(c.name for c in catalogue())}")
+    raise CaseError(f"unknown case {name!r}; valid: {', '.join(c.name for c in catalogue(checked))}")
 
 
 __all__ = [
