@@ -27,9 +27,9 @@ _CHECKED: set[int] = set()  # ids of the cases whose oracle ran
 
 def catalogue() -> tuple[Case, ...]:
     """Every case, checked once per process (:func:`check`) before any backend runs."""
-    from . import expand, gnn
+    from . import expand, gnn, sequence_shape
 
-    return check(gnn.CASES + expand.CASES)
+    return check(gnn.CASES + expand.CASES + sequence_shape.CASES)
 
 
 def check(found: tuple[Case, ...]) -> tuple[Case, ...]:
