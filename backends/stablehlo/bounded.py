@@ -237,8 +237,10 @@ class _Rewriter:
         ivd = int(m.group(1)) if m else len(ir.RankedTensorType(indices.type).shape)
         kept = [d for d in range(len(ofull)) if d not in collapsed]
         batch_src = [d for d in range(len(ir.RankedTensorType(indices.type).shape)) if d != ivd]
-        # slice sizes: 1 on collapsed dims, the result's size where it is static, else the operand's bound
+        # slice sizes: 1 on collapsed dims, the result's size where it is static, else its bound (a slice
+        # to t // 2 of a dim bounded at 16 gathers 8: the operand's bound would not fit the result)
         rshape, _ = info(op.results[0].type)
+        rbound = list(ir.RankedTensorType(static_t).shape)
         known = _const(slice_sizes)
         sizes_static = []
         for d in range(len(ofull)):
@@ -248,7 +250,7 @@ class _Rewriter:
                 sizes_static.append(1)
             else:
                 r = offset_dims[kept.index(d)]
-                sizes_static.append(rshape[r] if rshape[r] is not None else ofull[d])
+                sizes_static.append(rshape[r] if rshape[r] is not None else min(rbound[r], ofull[d]))
         attrs = {"dimension_numbers": op.attributes["dimension_numbers"],
                  "slice_sizes": ir.DenseI64ArrayAttr.get(sizes_static)}
         if "indices_are_sorted" in op.attributes:
