@@ -123,6 +123,15 @@ class JaxJit(JaxArrays, Backend):
     requires = ("jax",)
     counters = {STAGE: Counter("system", f"jax.monitoring {COMPILE_EVENT!r} events: XLA backend compiles")}
 
+    def unsupported_reason(self, case, mode):
+        """Bounded mode pads inputs to the bound: unsupported where no pad is
+        neutral for the case (``Case.bucket_unsupported`` says why)."""
+        reason = super().unsupported_reason(case, mode)
+        if reason is None and mode == "bounded" and getattr(case, "bucket_unsupported", None):
+            return f"bounded mode pads every dynamic dim to its bound, which is not neutral here: " \
+                   f"{case.bucket_unsupported}"
+        return reason
+
     def startup(self):
         import jax
 

@@ -204,6 +204,16 @@ def test_jax_jit_bounded_pads_to_one_executable_and_slices_back():
         program(*b.convert([x, np.zeros((1, 1, 768), np.float32)]))
 
 
+def test_jax_jit_bounded_is_unsupported_where_padding_is_not_neutral():
+    """seq_cat pads t1 between x1's and x2's rows: padding to the bound would
+    return the wrong rows, so the mode is unsupported with the case's reason."""
+    case = cases.get("seq_cat")
+    why = JaxJit().unsupported_reason(case, "bounded")
+    assert why is not None and why.endswith(case.bucket_unsupported) and "not neutral" in why
+    assert JaxJit().unsupported_reason(case, "static") is None
+    assert JaxJit().unsupported_reason(cases.get("seq_pad_multiple"), "bounded") is None
+
+
 def test_jax_jit_static_compiles_per_shape_and_says_which_shape_changed():
     case = cases.get(GNN)
     # sizes no other test uses: jax's tracing and compile caches are process-wide
