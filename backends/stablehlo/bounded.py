@@ -357,14 +357,23 @@ class _Rewriter:
 
 
 def _const(v):
-    """The values of a ``stablehlo.constant`` operand (flat int64), or None."""
+    """The values of a constant operand (flat int64), or None: a
+    ``stablehlo.constant``, a ``reshape`` of one, or a ``concatenate`` of such (jax.export builds a pad's ``low``/``interior``
+    as ``concatenate`` of per-dim constants)."""
     from jaxlib.mlir import ir
     import numpy as np
 
     owner = v.owner
-    if isinstance(owner, ir.Block) or owner.name != "stablehlo.constant":
+    if isinstance(owner, ir.Block):
         return None
-    return np.array(ir.DenseIntElementsAttr(owner.attributes["value"]), dtype=np.int64).reshape(-1)
+    if owner.name == "stablehlo.constant":
+        return np.array(ir.DenseIntElementsAttr(owner.attributes["value"]), dtype=np.int64).reshape(-1)
+    if owner.name == "stablehlo.reshape":
+        return _const(owner.operands[0])
+    if owner.name == "stablehlo.concatenate" and len(ir.RankedTensorType(v.type).shape) == 1:
+        parts = [_const(o) for o in owner.operands]
+        return None if any(p is None for p in parts) else np.concatenate(parts)
+    return None
 
 
 def bound_entry(text: str, label: str = "module", arg_bounds: Optional[Sequence] = None) -> BoundedEntry:

@@ -217,3 +217,20 @@ def test_dynamic_gather_with_size_derived_slice_gathers_the_result_bound():
         x = np.arange(2 * t, dtype=np.float32).reshape(2, t)
         np.testing.assert_array_equal(prog(*prog.convert([x]))[0], x[:, : t // 2])
     assert len(compiles) == 2 and all(c.startswith("new bucket") for c in compiles), compiles
+
+
+def test_dynamic_pad_whose_low_and_interior_are_concatenated_constants():
+    """jax.export writes a pad's low and interior as concatenates of reshaped
+    scalar constants: still constant, so the padder serves it."""
+    text = DYNAMIC_PAD.replace(
+        "  %l = stablehlo.constant dense<1> : tensor<1xi32>\n  %i = stablehlo.constant dense<0> : tensor<1xi32>\n",
+        "  %l0 = stablehlo.constant dense<1> : tensor<i32>\n"
+        "  %l = stablehlo.reshape %l0 : (tensor<i32>) -> tensor<1xi32>\n"
+        "  %i0 = stablehlo.constant dense<0> : tensor<1xi32>\n"
+        "  %i = stablehlo.concatenate %i0, dim = 0 : (tensor<1xi32>) -> tensor<1xi32>\n")
+    assert "stablehlo.reshape %l0" in text
+    prog = BoundedXlaProgram(Module(text, "pad_concat"), pad_value=np.nan)
+    for n in (1, 8, 3):
+        x = np.arange(n, dtype=np.float32) + 1
+        y, _ = prog(*prog.convert([x]))
+        np.testing.assert_array_equal(y, np.concatenate([[7.0], x, [7.0] * n]))
