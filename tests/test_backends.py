@@ -252,3 +252,17 @@ def test_jax_compile_of_a_jax_internal_computation_has_a_reason_too():
                                    "(a jax-internal computation)"] * n
     jnp.ones(7771) * 3.5  # cached
     assert b.compile_stats()["xla"] == n and b.compile_reasons() == []
+
+
+def test_our_lowering_exports_a_slice_to_half_size_obliviously_where_torch_export_refuses():
+    """x[:, : t // 2] with t from 2: torch.export guards t // 2 != 1 and refuses
+    the Dim (the torch_export peer reports it); our StableHLO path retries
+    size-obliviously and serves every t, t // 2 = 1 included, from one lowering."""
+    from backends.base import Unsupported
+    from backends.stablehlo_backends import StablehloXla
+
+    case = cases.get("seq_slice_half")
+    with pytest.raises(Unsupported, match=r"could not keep seq_slice_half's dims dynamic: Constraints violated"):
+        _job(TorchExport(), case, "unbounded", [{"t": 5}])
+    _, deltas, _ = _job(StablehloXla(), case, "unbounded", [{"t": 5}, {"t": 2}, {"t": 3}, {"t": 40}])
+    assert deltas == [2, 1, 1, 1]  # one lowering, then XLA per concrete shape
