@@ -190,8 +190,8 @@ def _positional_torch():
     import torch
 
     def add_positional(x):
-        pos = torch.arange(x.shape[1], dtype=torch.float32).unsqueeze(1)  # (t, 1)
-        freq = torch.exp(torch.arange(0, D, 2, dtype=torch.float32) * (-np.log(10000.0) / D))  # (d/2,)
+        pos = torch.arange(x.shape[1], dtype=x.dtype, device=x.device).unsqueeze(1)  # (t, 1)
+        freq = torch.exp(torch.arange(0, D, 2, dtype=x.dtype, device=x.device) * (-np.log(10000.0) / D))  # (d/2,)
         angles = pos * freq
         return x + torch.cat([torch.sin(angles), torch.cos(angles)], dim=1)
 
@@ -243,7 +243,7 @@ def _masked_mean_torch():
     import torch
 
     def masked_mean(x, lengths):
-        mask = torch.arange(x.shape[1]).unsqueeze(0) < lengths.unsqueeze(1)  # (b, t)
+        mask = torch.arange(x.shape[1], device=x.device).unsqueeze(0) < lengths.unsqueeze(1)  # (b, t)
         total = (x * mask.unsqueeze(2).to(x.dtype)).sum(dim=1)
         return total / lengths.clamp(min=1).unsqueeze(1).to(x.dtype)
 
