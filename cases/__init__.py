@@ -24,7 +24,7 @@ from .model import (
 
 
 #: the in-tree families, one module of ``cases/`` each
-FAMILIES = ("gnn", "expand", "batch")
+FAMILIES = ("gnn", "expand", "batch", "sequence_shape")
 
 _CHECKED: set[int] = set()  # ids of the cases whose oracle ran
 
