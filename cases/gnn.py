@@ -349,5 +349,58 @@ gnn_zero_edges = Case(
     tolerance=Tolerance(1e-4, 1e-4),
 )
 
+
+def _edge_attention_einx(einx):
+    def edge_attention(q, k, src, dst):
+        scores = einx.dot("e h d, e h d -> e h", einx.get_at("[n] h d, e -> e h d", q, dst),
+                          einx.get_at("[n] h d, e -> e h d", k, src))
+        return einx.softmax("[e] h", scores)
+
+    return edge_attention
+
+
+def _edge_attention_torch():
+    import torch
+
+    def edge_attention(q, k, src, dst):
+        return torch.softmax((q[dst] * k[src]).sum(2), dim=0)
+
+    return edge_attention
+
+
+def _edge_attention_jax():
+    import jax
+
+    def edge_attention(q, k, src, dst):
+        return jax.nn.softmax((q[dst] * k[src]).sum(2), axis=0)
+
+    return edge_attention
+
+
+def _edge_attention_oracle(q, k, src, dst):
+    s = np.einsum("ehd,ehd->eh", q[dst], k[src])
+    ex = np.exp(s - s.max(axis=0))
+    return ex / ex.sum(axis=0)
+
+
+gnn_edge_attention = Case(
+    name="gnn_edge_attention",
+    tags=("gnn", "einx", "gather", "dot", "softmax"),
+    description='einx.softmax("[e] h", einx.dot("e h d, e h d -> e h", q[dst], k[src])): per-edge attention scores '
+                "(q pre-scaled by 1/sqrt(d)), softmax over the dynamic edge axis per head",
+    dims=(bounded("n", max=512, min=2), bounded("e", max=4096, min=2), static("h", 4), static("d", 16)),
+    inputs=(Input("q", ("n", "h", "d")), Input("k", ("n", "h", "d")), _index("src"), _index("dst")),
+    sweep=NODE_EDGE_SWEEP,
+    oracle=_edge_attention_oracle,
+    out_shape=("e", "h"),
+    # three einx calls (two get_at, a dot) and a softmax: an einx program, not one op
+    einx=EinxForm("get_at, dot, softmax", '[n] h d, e -> e h d; e h d, e h d -> e h; [e] h',
+                  program=_edge_attention_einx),
+    torch_fn=_edge_attention_torch,
+    jax_fn=_edge_attention_jax,
+    bucket_unsupported="softmax over the padded edge axis: a padded edge scores q[dummy] . k[dummy] = 0, not -inf, "
+                       "and takes a share of every head's softmax",
+)
+
 CASES = (gnn_edge_divide, gnn_rbf_subtract, gnn_message_passing, gnn_degree_norm, gnn_segment_softmax,
-         gnn_gcn_layer, gnn_mean_pool, gnn_zero_edges)
+         gnn_gcn_layer, gnn_mean_pool, gnn_zero_edges, gnn_edge_attention)
