@@ -1,6 +1,7 @@
 """torch.export: static = one export per shape; unbounded/bounded = one
 export with ``torch.export.Dim`` (``Dim(max=)`` when bounded), run through
-``ep.module()``. An input outside the exported range raises torch's own
+``ep.module()``; bucketed = the static export per bucket of inputs padded on
+the host (``backends.padding``). An input outside the exported range raises torch's own
 guard error, naming the input and the bound.
 
 Counts: the backend counts its own calls of :func:`export` (one
@@ -12,10 +13,12 @@ export covers. :func:`export` itself counts nothing, so other backends
 from __future__ import annotations
 
 from .base import Backend, Counter, TorchArrays, Unsupported, torch_dims
+from .padding import host_padding
 
 STAGE = "export"
 
 
+@host_padding("bucketed")
 class TorchExport(TorchArrays, Backend):
     name = "torch_export"
     forms = ("torch",)

@@ -1,7 +1,8 @@
 """The case catalogue: dynamic-shape programs with their NumPy oracles.
 
-``catalogue()`` lists every case; ``get(name)`` finds one and names the valid
-ones when it does not exist.
+``catalogue()`` lists every case, the in-tree families' and those installed
+packages add (:mod:`cases.packs`, entry-point group ``dynshape.cases``);
+``get(name)`` finds one and names the valid ones when it does not exist.
 """
 
 from __future__ import annotations
@@ -26,10 +27,11 @@ _CHECKED: set[int] = set()  # ids of the cases whose oracle ran
 
 
 def catalogue() -> tuple[Case, ...]:
-    """Every case, checked once per process (:func:`check`) before any backend runs."""
-    from . import expand, gnn
+    """Every case, in-tree then from installed packs, checked once per process
+    (:func:`check`) before any backend runs."""
+    from . import expand, gnn, packs
 
-    return check(gnn.CASES + expand.CASES)
+    return check(gnn.CASES + expand.CASES + tuple(c for p in packs.packs() for c in p.cases))
 
 
 def check(found: tuple[Case, ...]) -> tuple[Case, ...]:

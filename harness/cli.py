@@ -50,7 +50,12 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="dynshape", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
 
-    ls = sub.add_parser("list", help="cases × backends × modes and their availability")
+    ls = sub.add_parser(
+        "list", help="cases × backends × modes and their availability",
+        description="Cases × backends × modes and their availability. Modes: static (a program per shape), "
+                    "unbounded (symbolic dims), bounded (dims up to a maximum), bucketed (power-of-two buckets: "
+                    "our XLA executors compile the `?` module per bucket; the per-shape compilers pad inputs "
+                    "on the host with each input's neutral pad and slice the output back, backends/padding.py).")
     ls.add_argument("--json", action="store_true", help="machine-readable output")
 
     run = sub.add_parser("run", help="run jobs and print the report")

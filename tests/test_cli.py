@@ -15,6 +15,10 @@ def test_list_json_shape(capsys):
     assert set(case) >= {"name", "tags", "dims"}
     for b in data["backends"]:
         assert set(b) >= {"name", "modes", "env", "available", "reason"}
+    bucketed = {b["name"] for b in data["backends"] if "bucketed" in b["modes"]}
+    # our XLA executors per `?` bucket, the per-shape compilers by host padding
+    assert bucketed >= {"stablehlo_xla", "jax_export", "jax_jit", "einx", "torch_compile", "torch_export",
+                        "torch_xla_lazy", "lazy", "lazy_stablehlo"}
 
 
 @pytest.mark.parametrize("flag,value,what", [("--cases", "nope", "case"), ("--backends", "tpu*", "backend"),
