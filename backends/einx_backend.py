@@ -86,14 +86,12 @@ class Einx(TorchArrays, Backend):
         import einx
 
         _install_counter()
-        form = case.einx
-        op = getattr(einx, form.op)
-        description, params = form.description, dict(form.params)
+        call = case.einx.bind(einx)
 
         def program(*args):
             n0, s0 = _Builds.count, _Builds.seconds
             try:
-                return op(description, *args, **params)
+                return call(*args)
             finally:
                 if _Builds.count != n0:
                     # einx's cache key holds the concrete shapes: a new shape is a new graph

@@ -91,11 +91,29 @@ class Input:
 
 @dataclasses.dataclass(frozen=True)
 class EinxForm:
-    """An einx call: ``getattr(einx, op)(description, *inputs, **params)``."""
+    """An einx call: ``getattr(einx, op)(description, *inputs, **params)``.
+
+    ``program``, when given, is a short einx program instead of one call: a
+    factory taking the einx module (real einx, or ``backends.einx_symbolic``)
+    and returning the function of the inputs; ``op`` and ``description`` then
+    name its einx calls for the report.
+    """
 
     op: str
     description: str
     params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    program: Callable[[Any], Callable] | None = None
+
+    def bind(self, einx_module: Any) -> Callable:
+        """The callable of the inputs, on ``einx_module`` (any object with the einx ops)."""
+        if self.program is not None:
+            return self.program(einx_module)
+        op, description, params = getattr(einx_module, self.op), self.description, dict(self.params)
+
+        def call(*args):
+            return op(description, *args, **params)
+
+        return call
 
 
 @dataclasses.dataclass(frozen=True)
