@@ -113,6 +113,10 @@ class Backend:
       opt_in: why a run includes this backend only where ``--backends``
         names it (e.g. a compile too slow for the default profile); empty:
         every run includes it.
+      forkable: whether its worker may be forked from the environment's fork
+        server (which has torch, numpy and jax imported, nothing initialised;
+        ``harness.forkserver``); ``False`` if the backend needs a variable
+        that a preloaded module reads at import to differ from job to job.
 
     Compile counting. A backend reports cumulative counts per stage from
     :meth:`compile_stats`. Counts we make ourselves go through
@@ -133,6 +137,7 @@ class Backend:
     counters: ClassVar[dict[str, Counter]] = {}
     mode_notes: ClassVar[dict[str, str]] = {}
     opt_in: ClassVar[str] = ""
+    forkable: ClassVar[bool] = True
 
     # -- discovery (runs in the parent process) ---------------------------
     def available(self) -> tuple[bool, str]:

@@ -1,7 +1,9 @@
 """Real einx 0.4.3 on torch tensors: one graph build per new input shape.
 
 einx caches a generated Python function per call signature, and the
-signature holds concrete shapes. Every graph construction passes through
+signature holds concrete shapes. ``bucketed``: the same per-shape einx call on
+inputs padded on the host to their power-of-two bucket (``backends.padding``):
+one build per bucket. Every graph construction passes through
 ``einx._src.tracer.optimize`` exactly once; we count calls to it, on the call
 of the program that made them (so the count is this job's, through the
 backend's ledger). The build's time runs from einx entering
@@ -15,6 +17,7 @@ from __future__ import annotations
 import time
 
 from .base import Backend, Counter, TorchArrays
+from .padding import host_padding
 
 STAGE = "einx_graph"
 
@@ -65,6 +68,7 @@ def _shapes(args) -> tuple:
     return tuple(tuple(getattr(a, "shape", ())) for a in args)
 
 
+@host_padding("bucketed")
 class Einx(TorchArrays, Backend):
     name = "einx"
     forms = ("einx",)
@@ -82,14 +86,12 @@ class Einx(TorchArrays, Backend):
         import einx
 
         _install_counter()
-        form = case.einx
-        op = getattr(einx, form.op)
-        description, params = form.description, dict(form.params)
+        call = case.einx.bind(einx)
 
         def program(*args):
             n0, s0 = _Builds.count, _Builds.seconds
             try:
-                return op(description, *args, **params)
+                return call(*args)
             finally:
                 if _Builds.count != n0:
                     # einx's cache key holds the concrete shapes: a new shape is a new graph

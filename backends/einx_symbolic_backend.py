@@ -19,6 +19,18 @@ from .base import Backend, Counter, TorchArrays
 STAGE = "einx_symbolic_graph"
 
 
+class _Specialised:
+    """einx_symbolic's ops, each with one graph per input shapes (``api.specialised``)."""
+
+    def __init__(self, api):
+        self._api = api
+
+    def __getattr__(self, op):
+        fn = self._api.specialised(op)
+        setattr(self, op, fn)
+        return fn
+
+
 class EinxSymbolic(TorchArrays, Backend):
     name = "einx_symbolic"
     forms = ("einx",)
@@ -39,14 +51,7 @@ class EinxSymbolic(TorchArrays, Backend):
         from backends import einx_symbolic as ex
         from backends.einx_symbolic import api
 
-        form = case.einx
-        op = api.specialised(form.op) if mode == "static" else getattr(ex, form.op)
-        description, params = form.description, dict(form.params)
-
-        def program(*args):
-            return op(description, *args, **params)
-
-        return program
+        return case.einx.bind(_Specialised(api) if mode == "static" else ex)
 
     # -- compile counting: einx_symbolic's log of the graphs it built ----------
     def system_stats(self):

@@ -1,6 +1,8 @@
 """jax.jit: static = XLA compiles once per input shape; bounded = pad every
 bounded axis to its maximum on the host (with each input's neutral ``pad``
-value), so one executable serves every size, and slice the result back.
+value), so one executable serves every size, and slice the result back;
+bucketed = pad every dynamic axis to its power-of-two bucket the same way,
+one executable per bucket (both ``backends.padding``).
 
 Counts come from jax.monitoring's backend-compile events: every XLA compile
 in the process, including any the padding or slicing would cause.
@@ -27,9 +29,8 @@ from __future__ import annotations
 import logging
 import re
 
-import numpy as np
-
 from .base import Backend, Counter, JaxArrays
+from .padding import host_padding
 
 STAGE = "xla"
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
@@ -105,31 +106,13 @@ def _listen() -> None:
     _Xla.listening = True
 
 
-class Padded:
-    """A padded device result and the valid region to read back."""
-
-    def __init__(self, value, shape):
-        self.value, self.shape = value, shape
-
-    def block_until_ready(self):
-        self.value.block_until_ready()
-        return self
-
-
+@host_padding("bounded", "bucketed")
 class JaxJit(JaxArrays, Backend):
     name = "jax_jit"
     forms = ("jax",)
-    modes = ("static", "bounded")
+    modes = ("static",)
     requires = ("jax",)
     counters = {STAGE: Counter("system", f"jax.monitoring {COMPILE_EVENT!r} events: XLA backend compiles")}
-
-    def unsupported_reason(self, case, mode: str) -> str | None:
-        """Bounded mode pads to the bound: unsupported where padding cannot be
-        neutral (the case's ``bucket_unsupported`` says why)."""
-        why = super().unsupported_reason(case, mode)
-        if why is None and mode == "bounded" and getattr(case, "bucket_unsupported", None):
-            why = f"padding to the bound is not neutral for case {case.name}: {case.bucket_unsupported}"
-        return why
 
     def startup(self):
         import jax
@@ -141,42 +124,7 @@ class JaxJit(JaxArrays, Backend):
         import jax
 
         _listen()
-        jitted = jax.jit(case.jax_fn())
-        # bounded mode pads NumPy inputs on the host before moving them
-        self._host_inputs = mode != "static"
-        if mode == "static":
-            return jitted
-        axes = case.dynamic_axes(mode)
-        pads = [inp.pad for inp in case.inputs]
-
-        def program(*arrays):
-            sizes = {}
-            padded = []
-            for a, spec, pad in zip(arrays, axes, pads):
-                widths = [(0, 0)] * a.ndim
-                for axis, dim in spec.items():
-                    sizes[dim.name] = a.shape[axis]
-                    if dim.max is None:
-                        raise ValueError(f"{case.name}: dim {dim.name!r} has no bound to pad to")
-                    if a.shape[axis] > dim.max:
-                        raise ValueError(
-                            f"{case.name}: dim {dim.name!r} = {a.shape[axis]} exceeds its bound {dim.max}"
-                        )
-                    widths[axis] = (0, dim.max - a.shape[axis])
-                padded.append(jax.device_put(np.pad(a, widths, constant_values=pad)))
-            return Padded(jitted(*padded), case.out_shape_for(sizes))
-
-        return program
-
-    def convert(self, arrays):
-        if getattr(self, "_host_inputs", False):
-            return list(arrays)
-        return super().convert(arrays)
-
-    def to_numpy(self, out):
-        if isinstance(out, Padded):
-            return np.asarray(out.value)[tuple(slice(0, n) for n in out.shape)]
-        return np.asarray(out)
+        return jax.jit(case.jax_fn())
 
     # -- compile counting ----------------------------------------------------
     def system_stats(self):

@@ -6,7 +6,9 @@ the compile cache is keyed by the graph's structure. Modes:
              one compile per shape (what torch_xla's LazyTensor does);
   unbounded  the case's dynamic dims are size variables: one compile;
   bounded    as unbounded with the case's maxima in the key: one compile for
-             the bound; an input past it raises ``BoundError`` naming dim and bound.
+             the bound; an input past it raises ``BoundError`` naming dim and bound;
+  bucketed   static, on inputs padded on the host to their power-of-two
+             bucket (``backends.padding``): one compile per bucket.
 Guards (sizes the program forced) are reported per distinct guard.
 
 Counts are ours (the lazy context's cache misses), recorded through the
@@ -17,10 +19,12 @@ that was new (``backends.lazy.runtime.explain_miss``).
 from __future__ import annotations
 
 from .base import Backend, Counter, TorchArrays, Unsupported
+from .padding import host_padding
 
 STAGE = "lazy_fx"
 
 
+@host_padding("bucketed")
 class Lazy(TorchArrays, Backend):
     name = "lazy"
     forms = ("torch",)

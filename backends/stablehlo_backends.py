@@ -166,7 +166,7 @@ class _StablehloTorch(Backend):
         reason = f"torch.export + StableHLO lowering of {case.name} ({mode}) at argument shapes {shapes}"
         with self.counting("lowering", reason):
             ep = export(case.torch_fn(), [torch.from_numpy(np.array(a)) for a in args],
-                        tuple(torch_dims(case, mode)), case.name)
+                        tuple(torch_dims(case, mode)), case.name, oblivious_retry=True)
             try:
                 text = lower(ep, bounded=(mode == "bounded"))
             except LoweringError as e:

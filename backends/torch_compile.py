@@ -1,6 +1,8 @@
 """torch.compile: static = ``dynamic=False`` (one graph per shape); unbounded
 and bounded = the case's dynamic axes marked with ``mark_dynamic`` (with
-``max`` when bounded), every other axis static.
+``max`` when bounded), every other axis static; bucketed = the static program
+on inputs padded on the host to their bucket (``backends.padding``): one graph
+per bucket.
 
 Counts: dynamo's ``unique_graphs`` (each graph is compiled once by the
 chosen compiler backend, inductor by default). The recompile limit is lifted
@@ -20,6 +22,7 @@ from __future__ import annotations
 import os
 
 from .base import Backend, Counter, TorchArrays, check_bounds
+from .padding import host_padding
 
 STAGE = "dynamo_graph"
 
@@ -57,6 +60,7 @@ def _graph_breaks() -> tuple[int, list[str]]:
     return sum(gb.values()), list(gb)
 
 
+@host_padding("bucketed")
 class TorchCompile(TorchArrays, Backend):
     name = "torch_compile"
     forms = ("torch",)

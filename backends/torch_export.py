@@ -1,6 +1,7 @@
 """torch.export: static = one export per shape; unbounded/bounded = one
 export with ``torch.export.Dim`` (``Dim(max=)`` when bounded), run through
-``ep.module()``. An input outside the exported range raises torch's own
+``ep.module()``; bucketed = the static export per bucket of inputs padded on
+the host (``backends.padding``). An input outside the exported range raises torch's own
 guard error, naming the input and the bound.
 
 Counts: the backend counts its own calls of :func:`export` (one
@@ -12,10 +13,12 @@ export covers. :func:`export` itself counts nothing, so other backends
 from __future__ import annotations
 
 from .base import Backend, Counter, TorchArrays, Unsupported, torch_dims
+from .padding import host_padding
 
 STAGE = "export"
 
 
+@host_padding("bucketed")
 class TorchExport(TorchArrays, Backend):
     name = "torch_export"
     forms = ("torch",)
@@ -75,19 +78,39 @@ def _range_error(case, mode, args, err: AssertionError) -> Exception:
     return err
 
 
-def export(fn, args, dynamic_shapes, case_name: str = "?"):
+def export(fn, args, dynamic_shapes, case_name: str = "?", oblivious_retry: bool = False):
     """``torch.export.export`` of a plain function (counts nothing: the caller
-    does, e.g. :class:`TorchExport` inside ``counting("export")``)."""
+    does, e.g. :class:`TorchExport` inside ``counting("export")``).
+
+    ``oblivious_retry`` (our lowering paths, not the torch_export peer): after a
+    constraint violation, export once more size-obliviously (see
+    :func:`export_oblivious_retry`)."""
     import torch
 
     class Program(torch.nn.Module):
         def forward(self, *xs):
             return fn(*xs)
 
+    # forward(*xs) takes one varargs parameter: its specs nest in a 1-tuple
+    shapes = None if dynamic_shapes is None else (tuple(dynamic_shapes),)
+    run = lambda: torch.export.export(Program(), tuple(args), dynamic_shapes=shapes, strict=False)  # noqa: E731
     try:
-        # forward(*xs) takes one varargs parameter: its specs nest in a 1-tuple
-        shapes = None if dynamic_shapes is None else (tuple(dynamic_shapes),)
-        ep = torch.export.export(Program(), tuple(args), dynamic_shapes=shapes, strict=False)
+        return export_oblivious_retry(run) if oblivious_retry else run()
     except torch._dynamo.exc.UserError as e:  # constraint violations: the dim is not dynamic
         raise Unsupported(f"torch.export could not keep {case_name}'s dims dynamic: {str(e).splitlines()[0]}") from e
-    return ep
+
+
+def export_oblivious_retry(run):
+    """``run()`` (a torch.export call); on a constraint violation, once more with
+    ``backed_size_oblivious``: torch.export guards a size computed from a Dim
+    against 0 and 1 (``x[:, : t // 2]`` guards ``t // 2 != 1``, which a Dim from 2
+    violates); size-oblivious reasoning drops those guards, and the lowered
+    program computes the same values for every size. A second violation raises."""
+    import torch
+    import torch.fx.experimental._config as fx_config
+
+    try:
+        return run()
+    except torch._dynamo.exc.UserError:
+        with fx_config.patch(backed_size_oblivious=True):
+            return run()

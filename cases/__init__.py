@@ -1,7 +1,8 @@
 """The case catalogue: dynamic-shape programs with their NumPy oracles.
 
-``catalogue()`` lists every case; ``get(name)`` finds one and names the valid
-ones when it does not exist.
+``catalogue()`` lists every case, the in-tree families' and those installed
+packages add (:mod:`cases.packs`, entry-point group ``dynshape.cases``);
+``get(name)`` finds one and names the valid ones when it does not exist.
 """
 
 from __future__ import annotations
@@ -22,14 +23,24 @@ from .model import (
 )
 
 
+#: the in-tree families, one module of ``cases/`` each
+FAMILIES = ("gnn", "expand", "batch", "sequence", "sequence_shape")
+
 _CHECKED: set[int] = set()  # ids of the cases whose oracle ran
 
 
-def catalogue() -> tuple[Case, ...]:
-    """Every case, checked once per process (:func:`check`) before any backend runs."""
-    from . import expand, gnn, sequence
+def catalogue(checked: bool = True) -> tuple[Case, ...]:
+    """Every case, in-tree families (:data:`FAMILIES`) then installed packs,
+    checked once per process (:func:`check`) before any backend runs.
+    ``checked=False`` skips the oracle check: for a worker, whose parent checked
+    the catalogue when it planned the job (it would cost every job every oracle)."""
+    import importlib
 
-    return check(gnn.CASES + expand.CASES + sequence.CASES)
+    from . import packs
+
+    found = tuple(c for family in FAMILIES for c in importlib.import_module(f"{__name__}.{family}").CASES)
+    found += tuple(c for p in packs.packs() for c in p.cases)
+    return check(found) if checked else found
 
 
 def check(found: tuple[Case, ...]) -> tuple[Case, ...]:
@@ -46,11 +57,12 @@ def check(found: tuple[Case, ...]) -> tuple[Case, ...]:
     return found
 
 
-def get(name: str) -> Case:
-    for case in catalogue():
+def get(name: str, checked: bool = True) -> Case:
+    """The case called ``name`` (``checked``: as :func:`catalogue`)."""
+    for case in catalogue(checked):
         if case.name == name:
             return case
-    raise CaseError(f"unknown case {name!r}; valid: {', '.join(c.name for c in catalogue())}")
+    raise CaseError(f"unknown case {name!r}; valid: {', '.join(c.name for c in catalogue(checked))}")
 
 
 __all__ = [

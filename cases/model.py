@@ -91,11 +91,29 @@ class Input:
 
 @dataclasses.dataclass(frozen=True)
 class EinxForm:
-    """An einx call: ``getattr(einx, op)(description, *inputs, **params)``."""
+    """An einx call: ``getattr(einx, op)(description, *inputs, **params)``.
+
+    ``program``, when given, is a short einx program instead of one call: a
+    factory taking the einx module (real einx, or ``backends.einx_symbolic``)
+    and returning the function of the inputs; ``op`` and ``description`` then
+    name its einx calls for the report.
+    """
 
     op: str
     description: str
     params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    program: Callable[[Any], Callable] | None = None
+
+    def bind(self, einx_module: Any) -> Callable:
+        """The callable of the inputs, on ``einx_module`` (any object with the einx ops)."""
+        if self.program is not None:
+            return self.program(einx_module)
+        op, description, params = getattr(einx_module, self.op), self.description, dict(self.params)
+
+        def call(*args):
+            return op(description, *args, **params)
+
+        return call
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,6 +165,10 @@ class Case:
     #: ``cat`` of two dynamic tensors, a mean over a padded axis): the padding
     #: backends' ``bucketed`` mode is then unsupported with this reason
     bucket_unsupported: str | None = None
+    #: the case's own buckets for some dynamic dims (ascending sizes, e.g. a
+    #: tokenizer's sequence lengths), used by the host-padding backends instead
+    #: of powers of two; a size past the last entry falls back to its power of two
+    buckets: Mapping[str, tuple[int, ...]] | None = None
 
     def __post_init__(self) -> None:
         def bad(field: str, why: str) -> CaseError:
@@ -178,6 +200,11 @@ class Case:
             if isinstance(inp.pad, str) and not (inp.pad == "dummy" and inp.gen == "index" and isinstance(inp.high, str)):
                 raise bad("inputs", f"input {inp.name!r}: pad {inp.pad!r} is not a number; only an index input "
                                     "whose high names a dim may pad with 'dummy'")
+        for name, sizes in (self.buckets or {}).items():
+            if name not in dynamic:
+                raise bad("buckets", f"dim {name!r} is not a dynamic dim (dynamic: {', '.join(sorted(dynamic))})")
+            if not sizes or any(not isinstance(n, int) or n < 1 for n in sizes) or list(sizes) != sorted(set(sizes)):
+                raise bad("buckets", f"dim {name!r}: {sizes!r} is not an ascending list of positive sizes")
         for i in self.quick:
             if not 0 <= i < len(self.sweep):
                 raise bad("quick", f"quick index {i} outside the sweep (0..{len(self.sweep) - 1})")

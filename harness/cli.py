@@ -50,7 +50,12 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="dynshape", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
 
-    ls = sub.add_parser("list", help="cases × backends × modes and their availability")
+    ls = sub.add_parser(
+        "list", help="cases × backends × modes and their availability",
+        description="Cases × backends × modes and their availability. Modes: static (a program per shape), "
+                    "unbounded (symbolic dims), bounded (dims up to a maximum), bucketed (power-of-two buckets: "
+                    "our XLA executors compile the `?` module per bucket; the per-shape compilers pad inputs "
+                    "on the host with each input's neutral pad and slice the output back, backends/padding.py).")
     ls.add_argument("--json", action="store_true", help="machine-readable output")
 
     run = sub.add_parser("run", help="run jobs and print the report")
@@ -83,6 +88,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="set TORCH_TRACE per job to DIR/<job> (dynamo/inductor logs for tlparse)")
     run.add_argument("--warm-cache", action="store_true", help="keep on-disk compile caches between runs")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--no-fork-server", action="store_true",
+                     help="spawn every worker as a new interpreter instead of forking it from the environment's "
+                          "fork server, which imported torch, numpy and jax once (also: DYNSHAPE_FORK_SERVER=0)")
     run.add_argument("--shard", metavar="i/n",
                      help="run only shard i of n of the selected jobs (every n-th by id; `merge` joins the shards)")
     run.add_argument("--scheduler", metavar="ADDRESS", nargs="?", const="local",
@@ -204,7 +212,8 @@ def _run(args) -> int:
         if chosen:
             print(f"dynshape: --resume runs the jobs the run planned; drop {', '.join(chosen)}", file=sys.stderr)
             return EXIT_USAGE
-        r, combos = resume.resume(args.out, args.resume, progress=not args.no_progress)
+        r, combos = resume.resume(args.out, args.resume, progress=not args.no_progress,
+                                  fork_server=False if args.no_fork_server else None)
         print(f"run {r.run_id}: resuming, {len(combos)} jobs missing or incomplete → {r.path}", file=sys.stderr)
     else:
         combos = runner.plan(args.cases, args.backends, args.modes)
@@ -223,7 +232,7 @@ def _run(args) -> int:
         r = runner.Runner(args.out, profile=args.profile, repeats=args.repeats, warmup=args.warmup,
                           timeout_s=args.timeout, warm_cache=args.warm_cache, progress=not args.no_progress,
                           threads=args.threads or None, trace_dir=args.trace, max_memory=args.max_memory,
-                          processes=args.processes)
+                          processes=args.processes, fork_server=False if args.no_fork_server else None)
         print(f"run {r.run_id}: {len(combos)} jobs, profile {args.profile} → {r.path}", file=sys.stderr)
     try:
         if args.scheduler:

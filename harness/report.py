@@ -85,7 +85,7 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
 
     ``compiles`` is the last cumulative count of the job; ``novel_sweep_s`` is
     ``prepare_s`` plus the sum of first-call latencies (every backend by the
-    same rule; the median over processes with ``run --processes``; ``startup_s``, the worker's start and framework import, is its
+    same rule; the median over processes with ``run --processes``; ``startup_s``, the worker's start (``machine.worker_start``), is its
     own column); ``compile_time`` the job's compile seconds per stage;
     ``why`` the reason the system gave for the first compile after the first
     shape (a recompile); ``cached_median_s`` the median over shapes of the

@@ -26,7 +26,8 @@ _INTS = ("shape_index", "compiles", "cached_repeats", "process", "new_compiles")
 
 #: fields every record has (``None`` where they do not apply). Timing rule,
 #: the same for every backend: ``startup_s`` is the worker's start (interpreter,
-#: framework import, helper processes: ``Backend.startup``); ``prepare_s`` the
+#: framework import, helper processes: ``Backend.startup``; for a worker forked
+#: from the fork server, from the fork on: ``machine["worker_start"]``); ``prepare_s`` the
 #: work before the first call (``Backend.prepare``: export, lowering, tracing
 #: done ahead); ``latency_s`` of a novel record the first call on that shape
 #: (compiles included). ``compile_delta`` is the per-stage compile count of

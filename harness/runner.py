@@ -30,7 +30,7 @@ from backends.base import MODES
 
 from backends import envs
 
-from . import limits, meta, registry, results, threads
+from . import forkserver, limits, meta, registry, results, threads
 
 DEFAULT_REPEATS = 7
 DEFAULT_WARMUP = 2
@@ -106,6 +106,7 @@ class Runner:
         trace_dir: str | os.PathLike | None = None,
         max_memory: int | None | str = "default",
         processes: int = 1,
+        fork_server: bool | None = None,
     ):
         if profile not in cases.PROFILES:
             raise cases.CaseError(f"unknown profile {profile!r}; valid: {', '.join(cases.PROFILES)}")
@@ -124,6 +125,9 @@ class Runner:
         self.max_memory = limits.default_bytes() if max_memory == "default" else max_memory
         #: set on Ctrl-C: running workers are killed, pending jobs not started
         self.stop = threading.Event()
+        #: fork workers from a zygote that imported the heavy modules once
+        #: (:mod:`harness.forkserver`; ``None``: unless ``DYNSHAPE_FORK_SERVER=0``)
+        self.fork_server = forkserver.enabled() if fork_server is None else fork_server
         commit, dirty = meta.git_state()
         self._common = {
             "run_id": self.run_id, "commit": commit, "dirty": dirty, "profile": profile,
@@ -241,12 +245,18 @@ class Runner:
         except envs.EnvError as e:
             emit(status="skipped", ok=None, message=str(e))
             return
-        spawned = time.time()
-        proc = subprocess.Popen(
-            [python, "-m", "harness.worker", json.dumps(job)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=env, cwd=envs.ROOT, start_new_session=True, text=True,
-        )
+        argv = ["-m", "harness.worker", json.dumps(job)]
+        proc = None
+        if self.fork_server and getattr(combo.backend, "forkable", True) and forkserver.usable(combo.backend.env, env):
+            proc = forkserver.start(python, combo.backend.env, argv, env, str(envs.ROOT))
+        if proc is not None:
+            spawned, start = proc.requested, {"how": "fork", "preload_s": proc.info.get("preload_s")}
+        else:
+            spawned, start = time.time(), {"how": "spawn", "preload_s": None}
+            proc = subprocess.Popen(
+                [python, *argv], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                env=env, cwd=envs.ROOT, start_new_session=True, text=True,
+            )
         lines: queue.Queue = queue.Queue()
         tail: collections.deque = collections.deque(maxlen=60)
         threading.Thread(target=_pump, args=(proc.stdout, lines.put, True), daemon=True).start()
@@ -255,14 +265,15 @@ class Runner:
         # the tail is read once the worker has ended and its stderr is drained
         tail = _Tail(tail, err)
         try:
-            self._watch(proc, lines, tail, spawned, timeout, emit)
+            self._watch(proc, lines, tail, spawned, timeout, emit, start)
         except BaseException:  # Ctrl-C in this thread: the worker goes too
             _kill(proc)
             raise
 
-    def _watch(self, proc, lines, tail, spawned, timeout, emit) -> None:
+    def _watch(self, proc, lines, tail, spawned, timeout, emit, start) -> None:
         """Turn the worker's protocol lines into records until it ends, is
-        killed at ``timeout``, or the run is stopped."""
+        killed at ``timeout``, or the run is stopped. ``start``: how the worker
+        started (``machine["worker_start"]`` of its records)."""
         versions, done, fatal, oom, measured = None, False, None, None, 0
         job_fields: dict = {}
         deadline = time.monotonic() + timeout
@@ -292,7 +303,8 @@ class Runner:
             elif "ready" in msg:
                 ready = msg["ready"]
                 job_fields = {"startup_s": max(0.0, ready["wall"] - spawned),
-                              "machine": dict(self._common["machine"], worker_threads=ready.get("threads"))}
+                              "machine": dict(self._common["machine"], worker_threads=ready.get("threads"),
+                                              worker_start=start)}
             elif "record" in msg:
                 measured += 1
                 emit(versions=versions, **{**job_fields, **msg["record"]})

@@ -1,13 +1,17 @@
-"""Worker process: ``python -m harness.worker JOB_JSON``.
+"""Worker process: ``python -m harness.worker JOB_JSON`` (spawned, or forked from
+the environment's fork server, :mod:`harness.forkserver`, which runs this module the same way).
 
 Runs one job and writes one JSON line per record to the protocol stream
 (the original stdout); anything the frameworks print goes to stderr. Lines:
 ``hello`` (versions) as soon as the interpreter runs; ``ready`` after
 ``Backend.startup`` (its wall-clock time, so the parent can compute the job's
 ``startup_s`` from the moment it spawned the process, and the thread policy
-seen); one ``record`` per measured call; last ``{"done": true}``, whose absence
-tells the parent the worker died; ``oom`` when an allocation failed under the
-job's memory limit (``max_memory``, applied before anything is imported).
+seen; for a forked worker the parent counts from the fork request, so the
+imports the fork server did once are not in it); one ``record`` per measured
+call; last ``{"done": true}``, whose absence tells the parent the worker died;
+``oom`` when an allocation failed under the job's memory limit
+(``max_memory``, applied before the job imports anything; a forked worker's
+limit also covers what the fork server had imported).
 """
 
 from __future__ import annotations

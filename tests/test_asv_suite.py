@@ -30,12 +30,39 @@ def test_grid_is_the_catalogue_times_backends_times_modes():
     assert "gnn_edge_divide" in cases_ and "einx" in backends and modes == ["static", "bounded", "unbounded", "bucketed"]
 
 
-def test_track_compiles_counts_exactly():
+def test_track_compiles_counts_exactly_and_runs_each_job_once(monkeypatch):
     c = suite.Compiles()
-    c.setup("gnn_edge_divide", "einx", "static")
-    assert c.track_compiles("gnn_edge_divide", "einx", "static") == 3  # the quick sweep's 3 novel shapes
-    c.setup("gnn_edge_divide", "torch_eager", "unbounded")
-    assert c.track_compiles("gnn_edge_divide", "torch_eager", "unbounded") == 0
+    cache = c.setup_cache()
+    c.setup(cache, "gnn_edge_divide", "einx", "static")
+    assert c.track_compiles(cache, "gnn_edge_divide", "einx", "static") == 3  # the quick sweep's 3 novel shapes
+    assert c.track_compile_time(cache, "gnn_edge_divide", "einx", "static") > 0
+    c.setup(cache, "gnn_edge_divide", "torch_eager", "unbounded")
+    assert c.track_compiles(cache, "gnn_edge_divide", "torch_eager", "unbounded") == 0
+    # the second benchmark of a combination (another process, same cache) reads the first's records
+    monkeypatch.setattr(suite, "_worker_records", lambda combo: pytest.fail(f"{combo.id} ran twice"))
+    again = suite.Compiles()
+    again.setup(cache, "gnn_edge_divide", "einx", "static")
+    assert again.track_compiles(cache, "gnn_edge_divide", "einx", "static") == 3
+
+
+def test_timed_benchmarks_run_the_timed_selection_only(monkeypatch):
+    monkeypatch.setattr(suite, "TIMED", "gnn_rbf_*")
+    with pytest.raises(NotImplementedError, match=r"timed benchmarks run for gnn_rbf_\* \(DYNSHAPE_ASV_TIMED.*"
+                                                  r"gnn_edge_divide's compiles are tracked by suite.Compiles"):
+        suite.Catalogue().setup("gnn_edge_divide", "torch_eager", "static")
+    monkeypatch.setattr(suite, "TIMED", "gnn_*")
+    suite.Catalogue().setup("gnn_rbf_subtract", "torch_eager", "static")
+
+
+def test_the_suite_module_preimports_the_frameworks_single_threaded():
+    """asv's forkserver forks samples from the process that imported the suite:
+    it must hold the frameworks already, and no thread (fork copies only the forking one)."""
+    out = subprocess.run([sys.executable, "-c", "import os, sys; sys.path.insert(0, 'harness'); "
+                          "import benchmarks.suite; print(len(os.listdir('/proc/self/task')), "
+                          "all(m in sys.modules for m in ('torch', 'jax')))"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.stdout.split() == ["1", "True"], out.stdout + out.stderr
+    assert json.loads((ROOT / "asv.conf.json").read_text())["launch_method"] == "forkserver"
 
 
 def test_impossible_combinations_are_skipped_by_setup():
@@ -165,7 +192,7 @@ def test_novel_sweep_takes_six_samples_for_asvs_rank_test():
 
 def test_known_failures_and_other_environments_are_skipped_with_their_reason():
     with pytest.raises(NotImplementedError, match=r"known failure \(rule #\d+ .*\): XLA's HLO verifier"):
-        suite.Compiles().setup("gnn_edge_divide", "torch_xla_lazy", "unbounded")
+        suite.Compiles().setup("/nonexistent", "gnn_edge_divide", "torch_xla_lazy", "unbounded")
     with pytest.raises(NotImplementedError, match="runs in the 'xla' environment, not asv's: its compiles and compile "
                                                   "time are tracked through a worker"):
         suite.Catalogue().setup("gnn_edge_divide", "torch_xla_lazy", "static")
@@ -180,9 +207,6 @@ def test_compiles_of_another_environment_come_from_a_worker():
     novel = suite._worker_records(combo)
     assert [r["shape_index"] for r in novel] == [0, 1, 2] and novel[-1]["compiles"] == 3
     assert novel[-1]["compile_time_s"] > 0
-    c = suite.Compiles()
-    c.setup("gnn_rbf_subtract", "einx", "static")  # sizes this process has not built (einx's cache is global)
-    assert c.track_compile_time("gnn_rbf_subtract", "einx", "static") > 0
     assert suite.Compiles.track_compile_time.unit == "seconds"
 
 

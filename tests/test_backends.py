@@ -205,11 +205,13 @@ def test_jax_jit_bounded_pads_to_one_executable_and_slices_back():
 
 
 def test_jax_jit_bounded_is_unsupported_where_padding_is_not_neutral():
-    split = cases.get("seq_split_sizes")  # the split point T // 2 moves with T
-    why = JaxJit().unsupported_reason(split, "bounded")
-    assert why is not None and "not neutral" in why and "seq_split_sizes" in why
-    assert JaxJit().unsupported_reason(split, "static") is None
-    assert JaxJit().unsupported_reason(cases.get("seq_cumsum"), "bounded") is None
+    """seq_cat pads t1 between x1's and x2's rows: padding to the bound would
+    return the wrong rows, so the mode is unsupported with the case's reason."""
+    case = cases.get("seq_cat")
+    why = JaxJit().unsupported_reason(case, "bounded")
+    assert why is not None and why.endswith(case.bucket_unsupported) and "cannot be padded neutrally" in why
+    assert JaxJit().unsupported_reason(case, "static") is None
+    assert JaxJit().unsupported_reason(cases.get("seq_pad_multiple"), "bounded") is None
 
 
 def test_jax_jit_static_compiles_per_shape_and_says_which_shape_changed():
@@ -250,3 +252,17 @@ def test_jax_compile_of_a_jax_internal_computation_has_a_reason_too():
                                    "(a jax-internal computation)"] * n
     jnp.ones(7771) * 3.5  # cached
     assert b.compile_stats()["xla"] == n and b.compile_reasons() == []
+
+
+def test_our_lowering_exports_a_slice_to_half_size_obliviously_where_torch_export_refuses():
+    """x[:, : t // 2] with t from 2: torch.export guards t // 2 != 1 and refuses
+    the Dim (the torch_export peer reports it); our StableHLO path retries
+    size-obliviously and serves every t, t // 2 = 1 included, from one lowering."""
+    from backends.base import Unsupported
+    from backends.stablehlo_backends import StablehloXla
+
+    case = cases.get("seq_slice_half")
+    with pytest.raises(Unsupported, match=r"could not keep seq_slice_half's dims dynamic: Constraints violated"):
+        _job(TorchExport(), case, "unbounded", [{"t": 5}])
+    _, deltas, _ = _job(StablehloXla(), case, "unbounded", [{"t": 5}, {"t": 2}, {"t": 3}, {"t": 40}])
+    assert deltas == [2, 1, 1, 1]  # one lowering, then XLA per concrete shape

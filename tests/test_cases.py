@@ -148,3 +148,19 @@ def test_a_dummy_pad_needs_an_index_input_into_a_dim():
         make(Input("a", ("e",), pad="dummy"))
     with pytest.raises(CaseError, match=r"pad 'zero' is not a number"):
         make(Input("i", ("e",), dtype="int64", gen="index", high="n", pad="zero"))
+
+
+def test_an_einx_form_binds_one_call_or_a_program_to_the_einx_module_it_is_given():
+    class Ops:  # stands in for einx / backends.einx_symbolic
+        def divide(self, description, *args, **params):
+            return ("divide", description, args, params)
+
+        def softmax(self, description, x):
+            return ("softmax", description, x)
+
+    EinxForm = cases.EinxForm
+    one = EinxForm("divide", "e d, e -> e d", {"d": 8}).bind(Ops())
+    assert one(1, 2) == ("divide", "e d, e -> e d", (1, 2), {"d": 8})
+    prog = EinxForm("divide, softmax", "a, a -> a; [a]",
+                    program=lambda ex: lambda x, y: ex.softmax("[a]", ex.divide("a, a -> a", x, y))).bind(Ops())
+    assert prog(3, 4) == ("softmax", "[a]", ("divide", "a, a -> a", (3, 4), {}))

@@ -15,6 +15,10 @@ def test_list_json_shape(capsys):
     assert set(case) >= {"name", "tags", "dims"}
     for b in data["backends"]:
         assert set(b) >= {"name", "modes", "env", "available", "reason"}
+    bucketed = {b["name"] for b in data["backends"] if "bucketed" in b["modes"]}
+    # our XLA executors per `?` bucket, the per-shape compilers by host padding
+    assert bucketed >= {"stablehlo_xla", "jax_export", "jax_jit", "einx", "torch_compile", "torch_export",
+                        "torch_xla_lazy", "lazy", "lazy_stablehlo"}
 
 
 @pytest.mark.parametrize("flag,value,what", [("--cases", "nope", "case"), ("--backends", "tpu*", "backend"),
@@ -26,9 +30,10 @@ def test_unknown_names_exit_2_and_list_valid_ones(flag, value, what, capsys, tmp
     assert not list(tmp_path.glob("*.jsonl"))
 
 
-def test_run_writes_records_and_prints_the_report(tmp_path, capsys):
+@pytest.mark.parametrize("flags, start", [([], "fork"), (["--no-fork-server"], "spawn")])
+def test_run_writes_records_and_prints_the_report(flags, start, tmp_path, capsys):
     code = cli.main(["run", "--cases", "gnn_edge_divide", "--backends", "torch_eager", "--modes", "unbounded",
-                     "--out", str(tmp_path), "--repeats", "2", "--no-progress"])
+                     "--out", str(tmp_path), "--repeats", "2", "--no-progress", *flags])
     assert code == 0  # the job conforms to cases/expectations.toml (else exit 1)
     out = capsys.readouterr().out
     assert "| gnn_edge_divide | torch_eager | unbounded | pass | = 0/shape | 3 | 0 |" in out
@@ -37,6 +42,7 @@ def test_run_writes_records_and_prints_the_report(tmp_path, capsys):
     novel = df[df["novel"] == True]  # noqa: E712
     assert list(novel["sizes"]) == [{"e": 1000}, {"e": 1001}, {"e": 1002}]
     assert novel["versions"].iloc[0]["torch"] == "2.13.0+cpu"
+    assert {m["worker_start"]["how"] for m in df["machine"]} == {start}
     assert list(tmp_path.glob("*.report.csv"))
     # report re-reads the latest run
     assert cli.main(["report", str(tmp_path)]) == 0

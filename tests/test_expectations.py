@@ -192,3 +192,16 @@ def test_new_bucket_and_n_buckets_follow_the_sizes():
     assert v.outcome == "fail" and any("shape 25" in p for p in v.problems) and any("shape 26" in p for p in v.problems)
     assert ex.verdict(_bucket_records(sizes, [1] * 50), per_bucket).outcome == "fail"
     assert ex.evaluate("n_buckets + 1", 50, 2) == 3 and ex.evaluate_shape("first + new_bucket", 3, 50, 0, 2) == 0
+
+
+def test_a_job_refused_at_run_time_fails_as_its_xfail_rule_says():
+    """torch.export's constraint violations surface as an ``unsupported``
+    record once the job runs: an xfail rule whose match fits judges it xfail,
+    anything else stays idle (not run)."""
+    refused = [results.record(status="unsupported", message="torch.export could not keep x's dims dynamic: "
+                                                             "Constraints violated (t)!")]
+    rule = ex.Rule(per_shape="0", xfail="export refuses t // 2", match=r"Constraints violated \(t\)")
+    assert ex.verdict(refused, rule).outcome == "xfail"
+    other = ex.Rule(per_shape="0", xfail="something else", match="HLO verifier")
+    assert ex.verdict(refused, other).outcome == "idle"
+    assert ex.verdict(refused, ex.Rule(per_shape="0")).outcome == "idle"

@@ -123,3 +123,16 @@ def test_processes_repeat_the_novel_phase_in_fresh_workers_and_keep_raw_samples(
 
     s = report.summarise(pd.DataFrame.from_records(got, columns=list(results.FIELDS))).iloc[0]
     assert s["shapes"] == 3 and s["compiles"] == 3
+
+
+def test_a_worker_runs_no_oracle_check(fake_backends, monkeypatch):
+    """The parent checked every oracle when it planned the job; a worker (and
+    each of 30+ cases' oracles) must not pay for it again per job."""
+    from harness import measure
+
+    monkeypatch.setattr(cases, "_CHECKED", set())
+    monkeypatch.setattr(cases.Case, "check_oracle", lambda self: pytest.fail(f"{self.name}: oracle checked in the worker"))
+    got = []
+    job = {"case": "gnn_edge_divide", "mode": "unbounded", "profile": "quick", "repeats": 1, "warmup": 0}
+    measure.run(job, fake_backends("CompilesTwiceFirst"), got.append)
+    assert [r["status"] for r in got] == ["pass"] * 6

@@ -78,7 +78,10 @@ def export(g: Graph, gm: torch.fx.GraphModule, bounded: bool):
     shapes = dynamic_shapes(g, bounded)
     args = tuple(n.data for n in g.inputs)
     try:
-        return torch.export.export(Program(), args, dynamic_shapes=(shapes,) if any(shapes) else None, strict=False)
+        from backends.torch_export import export_oblivious_retry
+
+        return export_oblivious_retry(lambda: torch.export.export(
+            Program(), args, dynamic_shapes=(shapes,) if any(shapes) else None, strict=False))
     except torch._dynamo.exc.UserError as e:  # a constraint violation: the program fixes a size
         raise Unsupported(f"lazy_stablehlo: torch.export could not keep the graph's sizes symbolic: "
                           f"{str(e).splitlines()[0]}") from e

@@ -391,7 +391,9 @@ class StableHLOOps(Ops):
 
     def add(self, a, b): return self._op("add", a, b)
     def sub(self, a, b): return self._op("subtract", a, b)
-    def neg(self, a): return self._op("negate", a)
+    # 0 - a, not negate: StableHLO's shape refinement folds subtract but has no
+    # folder for negate, so a negated size left the refined module dynamic
+    def neg(self, a): return self._op("subtract", self.const(0), a)
     def mul(self, a, b): return self._op("multiply", a, b)
     def max(self, a, b): return self._op("maximum", a, b)
     def min(self, a, b): return self._op("minimum", a, b)

@@ -237,8 +237,10 @@ class _Rewriter:
         ivd = int(m.group(1)) if m else len(ir.RankedTensorType(indices.type).shape)
         kept = [d for d in range(len(ofull)) if d not in collapsed]
         batch_src = [d for d in range(len(ir.RankedTensorType(indices.type).shape)) if d != ivd]
-        # slice sizes: 1 on collapsed dims, the result's size where it is static, else the operand's bound
+        # slice sizes: 1 on collapsed dims, the result's size where it is static, else its bound (a slice
+        # to t // 2 of a dim bounded at 16 gathers 8: the operand's bound would not fit the result)
         rshape, _ = info(op.results[0].type)
+        rbound = list(ir.RankedTensorType(static_t).shape)
         known = _const(slice_sizes)
         sizes_static = []
         for d in range(len(ofull)):
@@ -248,7 +250,7 @@ class _Rewriter:
                 sizes_static.append(1)
             else:
                 r = offset_dims[kept.index(d)]
-                sizes_static.append(rshape[r] if rshape[r] is not None else ofull[d])
+                sizes_static.append(rshape[r] if rshape[r] is not None else min(rbound[r], ofull[d]))
         attrs = {"dimension_numbers": op.attributes["dimension_numbers"],
                  "slice_sizes": ir.DenseI64ArrayAttr.get(sizes_static)}
         if "indices_are_sorted" in op.attributes:
@@ -355,14 +357,23 @@ class _Rewriter:
 
 
 def _const(v):
-    """The values of a ``stablehlo.constant`` operand (flat int64), or None."""
+    """The values of a constant operand (flat int64), or None: a
+    ``stablehlo.constant``, a ``reshape`` of one, or a ``concatenate`` of such (jax.export builds a pad's ``low``/``interior``
+    as ``concatenate`` of per-dim constants)."""
     from jaxlib.mlir import ir
     import numpy as np
 
     owner = v.owner
-    if isinstance(owner, ir.Block) or owner.name != "stablehlo.constant":
+    if isinstance(owner, ir.Block):
         return None
-    return np.array(ir.DenseIntElementsAttr(owner.attributes["value"]), dtype=np.int64).reshape(-1)
+    if owner.name == "stablehlo.constant":
+        return np.array(ir.DenseIntElementsAttr(owner.attributes["value"]), dtype=np.int64).reshape(-1)
+    if owner.name == "stablehlo.reshape":
+        return _const(owner.operands[0])
+    if owner.name == "stablehlo.concatenate" and len(ir.RankedTensorType(v.type).shape) == 1:
+        parts = [_const(o) for o in owner.operands]
+        return None if any(p is None for p in parts) else np.concatenate(parts)
+    return None
 
 
 def bound_entry(text: str, label: str = "module", arg_bounds: Optional[Sequence] = None) -> BoundedEntry:

@@ -190,7 +190,7 @@ def run_job(job: dict) -> dict:
     import cases
 
     try:
-        case = cases.get(job["case"])
+        case = cases.get(job["case"], checked=False)  # the harness checked its oracle
         with np.load(job["inputs"], allow_pickle=False) as z:
             arrays = [z[f"arg{i}"] for i in range(len(z.files))]
         return export_case(case, job["mode"], arrays, bool(job.get("canonicalize")))

@@ -22,6 +22,10 @@ of each compile is the counter's move with the input shapes of the call that
 moved it (torch_xla exposes no cheaper why: its graph hash would cost a hash of
 the pending graph on every call).
 
+bucketed
+    static on inputs padded on the host to their power-of-two bucket
+    (``backends.padding``): one ``UncachedCompile`` per bucket.
+
 See FINDINGS.md beside this file for the per-case record.
 """
 
@@ -30,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import Backend, Counter
+from ..padding import host_padding
 
 COUNTER_UNCACHED = "UncachedCompile"
 COUNTER_CACHED = "CachedCompile"
@@ -53,6 +58,7 @@ def compile_seconds() -> float | None:
     return float(data[1]) / 1e9
 
 
+@host_padding("bucketed")
 class TorchXlaLazy(Backend):
     name = "torch_xla_lazy"
     forms = ("torch",)

@@ -1,20 +1,31 @@
 """The catalogue as an asv suite: case × backend × mode.
 
+- ``track_compiles``: exact compiles over the quick sweep (unit "compiles");
+  ``track_compile_time`` the compile seconds the backend counted over it.
+  Every combination of the catalogue, each run once per commit as ``harness
+  run --quick`` runs it: in a fresh worker of the backend's environment
+  (torch_xla's included), with cold on-disk compile caches. The two share one
+  run of the job (``setup_cache`` gives the directory its records wait in).
 - ``time_novel_sweep``: the quick sweep's shapes, each new to the process,
   compiles included (one sample per process: ``repeat = number = 1``, no
-  warm-up; asv's ``rounds`` give fresh processes). As in ``harness run``, the
-  backend's ``startup`` (framework imports) and ``prepare`` run in setup, the
-  calls (first-call compiles included) are timed.
+  warm-up; six rounds give six fresh processes, the fewest asv's rank test can
+  call significant). As in ``harness run``, the backend's ``startup``
+  (framework imports) and ``prepare`` run in setup, the calls (first-call
+  compiles included) are timed.
 - ``time_cached_call``: one call on a shape compiled during setup. The
   compiled program is built once per process and reused by every sample
   (asv re-runs ``setup`` before each one).
-- ``track_compiles``: exact compiles over the quick sweep (unit "compiles");
-  ``track_compile_time`` the compile seconds the backend counted over it.
-  Backends of another environment (torch_xla's) report both from a worker in
-  their environment, as ``harness run`` measures them.
+
+The timed benchmarks run for the cases :data:`TIMED` selects (globs; default
+one headline case per family, ``DYNSHAPE_ASV_TIMED='*'`` for all): six fresh
+processes per combination is what makes a commit of ``asv run`` cost what it
+does, and the compile counts of every case are tracked regardless.
 
 The benchmark functions time only the work (tests/test_asv_suite.py checks
-that they import nothing ``setup`` did not).
+that they import nothing ``setup`` did not). asv.conf.json asks for asv's
+``forkserver`` launch: this module imports the frameworks once (under the
+harness's one-thread policy, so the server has one thread when it forks), and
+no sample pays for them.
 
 Combinations that cannot run (no such form or mode, backend unavailable, in
 another environment for the timed benchmarks) or that ``cases/expectations.toml``
@@ -24,6 +35,8 @@ selects parameter combinations too: the regex is matched against
 ``suite.Compiles.track_compiles('gnn_edge_divide', 'einx', 'static')``.
 """
 
+import fnmatch
+import json
 import os
 import tempfile
 
@@ -36,7 +49,26 @@ from harness import threads
 for _k, _v in threads.env_for(int(os.environ.get("DYNSHAPE_ASV_THREADS", "1"))).items():
     os.environ.setdefault(_k, _v)
 
+
+def _preimport() -> None:
+    """Import the main environment's frameworks once, here: asv's forkserver
+    imports this module before forking each sample, so no sample pays for them
+    (a backend's ``startup`` then finds them loaded). Import only: no device,
+    no thread pool."""
+    for name in ("numpy", "torch", "jax", "jax.numpy"):
+        try:
+            __import__(name)
+        except ImportError:  # an environment without it: its backends say so
+            pass
+
+
+_preimport()
+
 CASES = [c.name for c in cases.catalogue()]
+
+#: the cases the timed benchmarks run (comma-separated globs)
+TIMED = os.environ.get("DYNSHAPE_ASV_TIMED",
+                       "gnn_edge_divide,gnn_message_passing,expand_over_batch,seq_softmax,batch_linear")
 
 
 def _backend_names():
@@ -74,7 +106,11 @@ def _combo(case_name, backend_name, mode):
 
 def _prepare(case_name, backend_name, mode):
     """``(backend, program, [native inputs per shape], case)`` of a job that
-    runs in this process, or NotImplementedError (see :func:`_combo`)."""
+    runs in this process, or NotImplementedError (see :func:`_combo`, and the
+    timed selection :data:`TIMED`)."""
+    if not any(fnmatch.fnmatchcase(case_name, g.strip()) for g in TIMED.split(",") if g.strip()):
+        raise NotImplementedError(f"timed benchmarks run for {TIMED} (DYNSHAPE_ASV_TIMED, comma-separated globs); "
+                                  f"{case_name}'s compiles are tracked by suite.Compiles")
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="dynshape-asv-"))
     combo = _combo(case_name, backend_name, mode)
     backend, case = combo.backend, combo.case
@@ -133,9 +169,9 @@ class CachedCall:
 
 
 class Compiles:
-    """Exact compiles and compile seconds over the quick sweep. A backend of
-    another environment (torch_xla's) runs its job in a worker in that
-    environment, as ``harness run`` does, and reports the worker's counts."""
+    """Exact compiles and compile seconds over the quick sweep, of every
+    combination: its job runs in a worker of the backend's environment, as
+    ``harness run --quick`` runs it, once for both benchmarks."""
 
     params = Catalogue.params
     param_names = Catalogue.param_names
@@ -143,29 +179,26 @@ class Compiles:
     unit = "compiles"
     rounds = 1  # exact counts: a second process would only repeat them
 
-    def setup(self, case, backend, mode):
+    def setup_cache(self):
+        """The directory the jobs' records wait in between the two benchmarks."""
+        return tempfile.mkdtemp(prefix="dynshape-asv-compiles-")
+
+    def setup(self, cache, case, backend, mode):
         combo = _combo(case, backend, mode)
-        if combo.backend.env != "main":
-            self.records = _worker_records(combo)
+        path = os.path.join(cache, f"{case}-{backend}-{mode}.json")
+        if os.path.exists(path):
+            with open(path) as f:
+                self.last = json.load(f)
             return
-        self.records = None
-        self.backend, self.program, self.inputs, self.case = _prepare(case, backend, mode)
-        self.seconds0 = sum((self.backend.compile_times() or {}).values())
+        self.last = _worker_records(combo)[-1]
+        with open(path, "w") as f:
+            json.dump(self.last, f, default=str)
 
-    def track_compiles(self, case, backend, mode):
-        if self.records is not None:
-            return self.records[-1]["compiles"]
-        before = sum(self.backend.compile_stats().values())
-        for args in self.inputs:
-            self.backend.sync(self.program(*args))
-        return sum(self.backend.compile_stats().values()) - before
+    def track_compiles(self, cache, case, backend, mode):
+        return self.last["compiles"]
 
-    def track_compile_time(self, case, backend, mode):
-        if self.records is not None:
-            return self.records[-1]["compile_time_s"] or 0.0
-        for args in self.inputs:
-            self.backend.sync(self.program(*args))
-        return sum((self.backend.compile_times() or {}).values()) - self.seconds0
+    def track_compile_time(self, cache, case, backend, mode):
+        return self.last["compile_time_s"] or 0.0
 
     track_compile_time.unit = "seconds"
 

@@ -82,6 +82,17 @@ CASES = {
                      lambda x: x * np.arange(x.shape[0])[:, None], lambda n: [normal(n, 3)], [0, 1, 6]),
     "batched_matmul": (lambda a, b: torch.matmul(a, b).sum(-1), lambda a, b: (a @ b).sum(-1),
                        lambda n: [normal(2, n, 4), normal(2, 4, n + 1)], [0, 1, 3]),
+    "addmm": (lambda b, x, w: torch.addmm(b, x, w) - torch.addmm(b, x, w, beta=0.5, alpha=2.0),
+              lambda b, x, w: (b + x @ w) - (0.5 * b + 2.0 * (x @ w)),
+              lambda n: [normal(4), normal(n, 5), normal(5, 4)], [0, 1, 6]),
+    "conv2d_batch": (lambda x, w, b: F.conv2d(x, w, b, padding=1), lambda x, w, b: _conv_ref(x, w, b, 1, 1),
+                     lambda n: [normal(n, 3, 6, 6), normal(4, 3, 3, 3), normal(4)], [0, 1, 5]),
+    "conv2d_stride_spatial": (lambda x, w: F.conv2d(x, w, stride=2, padding=1), lambda x, w: _conv_ref(x, w, 0, 2, 1),
+                              lambda n: [normal(2, 3, n + 5, n + 6), normal(4, 3, 3, 3)], [0, 1, 4]),
+    "batch_norm_eval": (lambda x, m, v, w, b: F.batch_norm(x, m, v, w, b, training=False, eps=1e-3),
+                        lambda x, m, v, w, b: (x - m[:, None]) / np.sqrt(v[:, None] + 1e-3) * w[:, None] + b[:, None],
+                        lambda n: [normal(n, 4, 5), normal(4), rng.uniform(0.5, 2, 4).astype(np.float32), normal(4),
+                                   normal(4)], [0, 1, 6]),
     "einsum": (lambda a, b: torch.einsum("ij,jk->ik", a, b), lambda a, b: a @ b,
                lambda n: [normal(n, 3), normal(3, n + 2)], [0, 1, 4]),
     "setitem_new_zeros": (_pad_rows, _pad_rows_ref, lambda n: [normal(n, 3)], [0, 1, 5]),
@@ -113,6 +124,20 @@ def _sdpa_ref(q, k, last):
     s = q @ k.transpose(0, 2, 1) / 2.0  # 1 / sqrt(4)
     s = np.where(np.arange(k.shape[1])[None, None, :] <= last[:, None, None], s, -np.inf)
     return np_softmax(s, -1) @ k
+
+
+def _conv_ref(x, w, b, stride, pad):
+    """Direct 2-d convolution (cross-correlation), one output pixel at a time."""
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    ho, wo = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
+    out = np.zeros((n, o, ho, wo))
+    for i in range(ho):
+        for j in range(wo):
+            patch = xp[:, :, i * stride:i * stride + kh, j * stride:j * stride + kw]
+            out[:, :, i, j] = np.einsum("nckl,ockl->no", patch, w)
+    return out + np.asarray(b).reshape(-1, 1, 1) if np.ndim(b) else out
 
 
 def _scatter_ref(x, i):

@@ -215,6 +215,11 @@ def build() -> List[Program]:
     add(Program("scan", Fn(_scan), lambda n, g: [r(g, n, 3)], ({0: n0},),
                 expect=["stablehlo.while", "stablehlo.dynamic_update_slice", "tensor<?x3xf32>"],
                 sizes=(1, 2, 3, 40), oblivious=True))
+    # pad T up to a multiple of 8: the high padding (-t) % 8 negates a size, which
+    # must reach XLA as 0 - t (shape refinement has no folder for negate)
+    add(Program("pad_to_multiple", Fn(lambda s, x: F.pad(x, (0, 0, 0, (-x.shape[1]) % 8))),
+                lambda n, g: [r(g, 2, n, 3)], ({1: n1},),
+                expect=["stablehlo.dynamic_pad", "stablehlo.subtract", "tensor<2x?x3xf32>"], sizes=(1, 2, 5, 8, 40)))
     return P
 
 

@@ -191,3 +191,48 @@ def test_reduce_with_a_non_identity_init_is_refused():
     with pytest.raises(PadderUnsupported, match=r"stablehlo.reduce over a dynamic dim \(stablehlo.add with init "
                                                 r"dense<7.0+e\+00> : tensor<f32>\)"):
         bound_entry(from_7, "from_7")
+
+
+# x[:, : x.shape[1] // 2] as jax.export writes it: a dynamic_gather whose slice size is t // 2
+SLICE_HALF = """
+func.func public @main(%x: tensor<2x?xf32>) -> tensor<2x?xf32> {
+  %t = stablehlo.get_dimension_size %x, dim = 1 : (tensor<2x?xf32>) -> tensor<i32>
+  %two = stablehlo.constant dense<2> : tensor<i32>
+  %h = stablehlo.divide %t, %two : tensor<i32>
+  %h1 = stablehlo.reshape %h : (tensor<i32>) -> tensor<1xi32>
+  %c2 = stablehlo.constant dense<2> : tensor<1xi32>
+  %sizes = stablehlo.concatenate %c2, %h1, dim = 0 : (tensor<1xi32>, tensor<1xi32>) -> tensor<2xi32>
+  %i = stablehlo.constant dense<0> : tensor<1xi32>
+  %y = "stablehlo.dynamic_gather"(%x, %i, %sizes) <{dimension_numbers = #stablehlo.gather<offset_dims = [0, 1], start_index_map = [1]>, indices_are_sorted = true}> : (tensor<2x?xf32>, tensor<1xi32>, tensor<2xi32>) -> tensor<2x?xf32>
+  return %y : tensor<2x?xf32>
+}
+"""
+
+
+def test_dynamic_gather_with_size_derived_slice_gathers_the_result_bound():
+    """Bucketed, t in bucket 16 bounds the result at 8: the static gather's slice
+    size is 8 (the result's bound), not the operand's 16."""
+    compiles = []
+    prog = BucketedXlaProgram(Module(SLICE_HALF, "slice_half"), on_compile=lambda s, why: compiles.append(why),
+                              pad_value=np.nan)
+    for t in (5, 13, 2, 17):
+        x = np.arange(2 * t, dtype=np.float32).reshape(2, t)
+        np.testing.assert_array_equal(prog(*prog.convert([x]))[0], x[:, : t // 2])
+    assert len(compiles) == 2 and all(c.startswith("new bucket") for c in compiles), compiles
+
+
+def test_dynamic_pad_whose_low_and_interior_are_concatenated_constants():
+    """jax.export writes a pad's low and interior as concatenates of reshaped
+    scalar constants: still constant, so the padder serves it."""
+    text = DYNAMIC_PAD.replace(
+        "  %l = stablehlo.constant dense<1> : tensor<1xi32>\n  %i = stablehlo.constant dense<0> : tensor<1xi32>\n",
+        "  %l0 = stablehlo.constant dense<1> : tensor<i32>\n"
+        "  %l = stablehlo.reshape %l0 : (tensor<i32>) -> tensor<1xi32>\n"
+        "  %i0 = stablehlo.constant dense<0> : tensor<1xi32>\n"
+        "  %i = stablehlo.concatenate %i0, dim = 0 : (tensor<1xi32>) -> tensor<1xi32>\n")
+    assert "stablehlo.reshape %l0" in text
+    prog = BoundedXlaProgram(Module(text, "pad_concat"), pad_value=np.nan)
+    for n in (1, 8, 3):
+        x = np.arange(n, dtype=np.float32) + 1
+        y, _ = prog(*prog.convert([x]))
+        np.testing.assert_array_equal(y, np.concatenate([[7.0], x, [7.0] * n]))

@@ -98,7 +98,8 @@ def test_backend_declarations():
     from backends.torch_xla.stablehlo_backend import (TorchXlaStableHLO, TorchXlaStableHLOCanon,
                                                       TorchXlaStableHLOCanonInterp)
 
-    assert (TorchXlaLazy.env, TorchXlaLazy.modes) == ("xla", ("static", "unbounded"))
+    assert (TorchXlaLazy.env, TorchXlaLazy.modes) == ("xla", ("static", "unbounded", "bucketed"))
+    assert TorchXlaLazy.host_padded == ("bucketed",)  # static per bucket, padded on the host
     for cls in (TorchXlaStableHLO, TorchXlaStableHLOCanon, TorchXlaStableHLOCanonInterp):
         assert cls.env == "main" and cls.forms == ("torch",)
     assert TorchXlaStableHLO.modes == TorchXlaStableHLOCanonInterp.modes == ("unbounded", "bounded")

@@ -1,4 +1,4 @@
-"""Contractions: matmul (and mm/bmm), linear, einsum."""
+"""Contractions: matmul (and mm/bmm), addmm, linear, einsum."""
 
 from __future__ import annotations
 
@@ -31,6 +31,21 @@ def matmul(a, b):
 @lazy_op("mm", "bmm")
 def mm(a, b):
     return matmul(a, b)
+
+
+@lazy_op("addmm", lowers=torch.addmm)
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    """``beta * input + alpha * (mat1 @ mat2)``, ``input`` broadcast to ``(n, p)``."""
+    ctx = ctx_for(input, mat1, mat2)
+    s1, s2 = shape_of(mat1), shape_of(mat2)
+    if len(s1) != 2 or len(s2) != 2:
+        raise ShapeError(f"addmm: mat1 and mat2 must be 2-d, got {len(s1)}-d and {len(s2)}-d")
+    assume_eq(ctx, s1[1], s2[0], "addmm")
+    out = broadcast(ctx, shape_of(input), (s1[0], s2[1]))
+    if len(out) != 2:
+        raise ShapeError(f"addmm: input of rank {len(shape_of(input))} does not broadcast to 2-d")
+    kwargs = {k: v for k, v in (("beta", beta), ("alpha", alpha)) if v != 1}
+    return record(ctx, "addmm", (input, mat1, mat2), kwargs, out, promote(input, mat1, mat2))
 
 
 @lazy_op("linear", method=False, fnames=("linear",), lowers=F.linear)
@@ -119,6 +134,7 @@ def _conv(nsp: int):
     return conv
 
 
-for _nsp in (1, 2):
+# conv2d is ops/layers.py's (batch conv2d with its 'same'/'valid' checks)
+for _nsp in (1,):
     lazy_op(f"conv{_nsp}d", method=False, fnames=(f"conv{_nsp}d",),
             lowers={f"F.conv{_nsp}d": getattr(F, f"conv{_nsp}d")})(_conv(_nsp))

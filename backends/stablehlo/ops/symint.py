@@ -132,6 +132,8 @@ def _neg(ctx, node, a):
     c = _cached(ctx, node)
     if c is not None:
         return c
+    if _common(a) == SHAPE_DTYPE:  # a size: 0 - a, which shape refinement folds (it cannot fold negate)
+        return ctx.sym.ops.neg(_operand(ctx, a))
     return ctx.unary("stablehlo.negate", _operand(ctx, a, _common(a)))
 
 

@@ -1,0 +1,155 @@
+"""Case packs: an installed distribution adds cases (and its own expectations)
+through the ``dynshape.cases`` entry-point group, and ``harness run`` and the
+gate run them, in worker processes, without this repository knowing them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import cases
+from cases import packs
+from harness import expectations
+
+ROOT = Path(__file__).resolve().parent.parent
+
+PACK = '''
+import numpy as np
+from cases.model import Case, Input, unbounded
+
+EXPECTATIONS = "rules.toml"
+
+
+def _torch():
+    def double_then_shift(x):
+        return x * 2 + 1
+    return double_then_shift
+
+
+def _jax():
+    def double_then_shift(x):
+        return x * 2 + 1
+    return double_then_shift
+
+
+CASES = (
+    Case(name="pack_double", tags=("pack",), dims=(unbounded("n", min=1),), inputs=(Input("x", ("n",)),),
+         sweep=tuple({"n": n} for n in (5, 6, 7)), oracle=lambda x: x * 2.0 + 1.0, out_shape=("n",),
+         torch_fn=_torch, jax_fn=_jax),
+)
+'''
+
+RULES = '''
+# the pack's own rule: torch_eager is stated here (pack cases only), the
+# in-tree rules cover the rest
+[[expect]]
+case = "pack_*"
+backend = "torch_eager"
+per_shape = "{per_shape}"
+'''
+
+
+def _install(root: Path, module: str = "dynshape_pack_demo", body: str = PACK, per_shape: str = "0",
+             entry: str | None = None, name: str = "demo") -> Path:
+    """A pack 'installed' as a package plus a dist-info with its entry point (what pip leaves)."""
+    pkg = root / module
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(textwrap.dedent(body))
+    (pkg / "rules.toml").write_text(RULES.format(per_shape=per_shape))
+    info = root / f"{module}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module.replace('_', '-')}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[dynshape.cases]\n{name} = {entry or module}\n")
+    return root
+
+
+@pytest.fixture
+def on_path(monkeypatch):
+    """Put a directory on sys.path (and PYTHONPATH, for workers); forget cached packs before and after."""
+
+    def forget() -> None:
+        packs.packs.cache_clear()
+        for name in [m for m in sys.modules if m.startswith("dynshape_pack")]:
+            del sys.modules[name]
+
+    def add(root: Path) -> None:
+        monkeypatch.syspath_prepend(str(root))
+        monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
+        forget()
+
+    yield add
+    forget()
+
+
+def test_a_pack_adds_its_cases_and_scoped_rules(tmp_path, on_path):
+    on_path(_install(tmp_path))
+    names = [c.name for c in cases.catalogue()]
+    assert "pack_double" in names and "gnn_edge_divide" in names
+    rules = expectations.load()
+    own = expectations.lookup(rules, "pack_double", "torch_eager", "static")
+    assert own.source.endswith("rules.toml") and own.number == 1
+    assert "rules.toml: rule #1" in own.describe()
+    # the pack's glob "pack_*" never reaches the in-tree cases
+    intree = expectations.lookup(rules, "gnn_edge_divide", "torch_eager", "static")
+    assert intree.source is None
+
+
+def test_a_pack_rule_that_names_no_case_of_its_own_is_refused(tmp_path, on_path):
+    on_path(_install(tmp_path))
+    (tmp_path / "dynshape_pack_demo" / "rules.toml").write_text('[[expect]]\ncase = "gnn_*"\nper_shape = "0"\n')
+    with pytest.raises(expectations.ExpectationError, match=r"rules.toml: rule #1, key 'case': 'gnn_\*' matches no "
+                                                            r"case; valid: pack_double"):
+        expectations.load()
+
+
+@pytest.mark.parametrize("body,entry,message", [
+    ("X = 1\n", None, r"module dynshape_pack_bad has no CASES"),
+    ("CASES = (1, 2)\n", None, r"gives tuple, expected a sequence of cases.Case"),
+    ("def make():\n    raise RuntimeError('no data')\n", "dynshape_pack_bad:make", r"raised RuntimeError: no data"),
+    ("import not_a_module_here\n", None, r"cannot load: ModuleNotFoundError"),
+])
+def test_a_broken_pack_is_an_error_naming_its_entry_point(tmp_path, on_path, body, entry, message):
+    on_path(_install(tmp_path, "dynshape_pack_bad", body, entry=entry, name="bad"))
+    with pytest.raises(cases.CaseError, match=r"case pack 'bad' \(dynshape.cases entry point .*\): " + message):
+        packs.packs()
+
+
+def _run(args, env_root: Path, cwd: Path = ROOT, timeout: int = 600):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(env_root), os.environ.get("PYTHONPATH")])))
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def test_harness_run_and_the_gate_run_an_out_of_tree_pack(tmp_path):
+    root = _install(tmp_path / "site")
+    out = tmp_path / "out"
+    run = _run(["-m", "harness", "run", "--cases", "pack_double", "--backends", "torch_eager,jax_jit",
+                "--modes", "static,unbounded", "--out", str(out), "--repeats", "2", "--no-progress"], root)
+    assert run.returncode == 0, run.stdout + run.stderr
+    recs = [json.loads(line) for f in out.glob("*.jsonl") for line in f.read_text().splitlines() if line.strip()]
+    assert {r["status"] for r in recs if r["backend"] == "jax_jit" and r["mode"] == "unbounded"} == {"unsupported"}
+    recs = [r for r in recs if r["status"] != "unsupported"]
+    jobs = {(r["backend"], r["mode"]) for r in recs}
+    assert jobs == {("torch_eager", "static"), ("torch_eager", "unbounded"), ("jax_jit", "static")}
+    assert {r["status"] for r in recs} == {"pass"} and {r["case"] for r in recs} == {"pack_double"}
+    assert "| pack_double | torch_eager | static | pass | = 0/shape |" in run.stdout
+
+    gate = _run(["-m", "pytest", "cases/test_conformance.py", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                 "-k", "pack_double and torch_eager", "--dynshape-out", str(tmp_path / "gate")], root)
+    assert gate.returncode == 0, gate.stdout + gate.stderr
+    assert "2 passed" in gate.stdout
+
+
+def test_the_gate_fails_a_pack_case_that_breaks_its_own_rule(tmp_path):
+    """The pack's rule is what judges its case: state 1 compile per shape for
+    torch_eager (which compiles nothing) and the gate fails, naming the rule."""
+    root = _install(tmp_path / "site", per_shape="1")
+    gate = _run(["-m", "pytest", "cases/test_conformance.py", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                 "-k", "pack_double and torch_eager and static", "--dynshape-out", "none"], root)
+    assert gate.returncode == 1, gate.stdout + gate.stderr
+    assert "rules.toml: rule #1" in gate.stdout

@@ -1,0 +1,121 @@
+"""The fork server (harness/forkserver.py): forked workers are fresh processes
+with the job's environment, give the records spawned ones give, and a zygote
+that is not safe to fork from is refused with one warning."""
+
+import json
+import os
+import sys
+import warnings
+
+import pytest
+
+import cases
+from backends import envs
+from harness import forkserver, runner
+
+CASE = "gnn_edge_divide"
+#: what must not depend on how the worker started
+SAME = ("case", "backend", "mode", "shape_index", "sizes", "shapes", "novel", "status", "ok",
+        "compiles", "compile_stages", "compile_delta", "compile_reasons", "message")
+
+PROBE = """
+import ctypes, json, os, sys
+import torch
+from torch._inductor.runtime.cache_dir_utils import cache_dir
+pdeathsig = ctypes.c_int()
+ctypes.CDLL(None).prctl(2, ctypes.byref(pdeathsig), 0, 0, 0)  # PR_GET_PDEATHSIG
+print(json.dumps({"pid": os.getpid(), "ppid": os.getppid(), "sid": os.getsid(0), "pgid": os.getpgid(0),
+                  "cache_dir": cache_dir(), "var": os.environ.get("DYNSHAPE_PROBE"), "argv": sys.argv[1:],
+                  "threads": len(os.listdir("/proc/self/task")), "pdeathsig": pdeathsig.value,
+                  "torch_preloaded": "torch._C" in sys.modules, "cwd": os.getcwd()}))
+print("to stderr", file=sys.stderr)
+sys.exit(3)
+"""
+
+
+def _env(**extra):
+    env = dict(os.environ, **envs.env_vars("main"), PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1",
+               OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    return {**env, **extra}
+
+
+def test_child_is_a_fresh_session_with_the_jobs_environment(tmp_path):
+    env = _env(TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor"), DYNSHAPE_PROBE="job 1")
+    proc = forkserver.start(sys.executable, "main", ["-c", PROBE, "a", "b"], env, str(envs.ROOT))
+    assert proc is not None, "the main environment's fork server did not start"
+    out, err = proc.stdout.read(), proc.stderr.read()
+    assert proc.wait(timeout=60) == 3
+    got = json.loads(out)
+    assert got["ppid"] == proc.info["pid"] and got["pid"] == proc.pid  # forked by the zygote
+    assert got["sid"] == got["pgid"] == proc.pid  # its own session: the runner kills its group
+    assert got["cache_dir"] == str(tmp_path / "inductor")  # the job's, not the zygote's
+    assert got["var"] == "job 1" and got["argv"] == ["a", "b"] and got["cwd"] == str(envs.ROOT)
+    assert got["threads"] == 1 and got["pdeathsig"] == 9 and got["torch_preloaded"]
+    assert err.strip() == "to stderr"
+    # the next job's per-job variables replace the first's, in a child of the same zygote
+    again = {**env, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "job2"), "PYTEST_CURRENT_TEST": "another test"}
+    proc = forkserver.start(sys.executable, "main", ["-c", PROBE], again, str(envs.ROOT))
+    got2 = json.loads(proc.stdout.read())
+    assert got2["cache_dir"] == str(tmp_path / "job2") and got2["ppid"] == got["ppid"]
+    proc.stderr.read()
+    assert proc.wait(timeout=60) == 3
+    # any other variable may be read at import: another zygote
+    proc = forkserver.start(sys.executable, "main", ["-c", PROBE], {**env, "DYNSHAPE_PROBE": "job 3"},
+                            str(envs.ROOT))
+    got3 = json.loads(proc.stdout.read())
+    assert got3["var"] == "job 3" and got3["ppid"] != got["ppid"]
+    proc.stderr.read()
+    assert proc.wait(timeout=60) == 3
+
+
+def _run(backend, tmp_path, fork, mode="unbounded"):
+    combo = runner.Combo(cases.get(CASE), backend, mode)
+    got = []
+    runner.Runner(tmp_path, profile="quick", repeats=1, warmup=1, progress=False, fork_server=fork).run_one(combo, got.append)
+    return got
+
+
+@pytest.mark.parametrize("backend, mode", [("einx_symbolic", "unbounded"), ("lazy", "static")])
+def test_forked_and_spawned_workers_give_the_same_records(backend, mode, tmp_path):
+    from harness import registry
+
+    b = registry.get(backend)
+    forked, spawned = _run(b, tmp_path, True, mode), _run(b, tmp_path, False, mode)
+    assert [r["machine"]["worker_start"]["how"] for r in forked + spawned] == \
+        ["fork"] * len(forked) + ["spawn"] * len(spawned)
+    assert [{k: r[k] for k in SAME} for r in forked] == [{k: r[k] for k in SAME} for r in spawned]
+    assert sum(r["compiles"] or 0 for r in forked) > 0 and all(r["status"] == "pass" for r in forked)
+
+
+def test_the_switch_spawns_every_worker(monkeypatch):
+    monkeypatch.setenv(forkserver.ENV_SWITCH, "0")
+    assert runner.Runner("unused", progress=False).fork_server is False
+    monkeypatch.setenv(forkserver.ENV_SWITCH, "1")
+    assert runner.Runner("unused", progress=False).fork_server is True
+    assert runner.Runner("unused", progress=False, fork_server=False).fork_server is False
+
+
+def test_a_traced_run_or_another_environment_spawns():
+    assert forkserver.usable("main", {})
+    assert not forkserver.usable("main", {"TORCH_TRACE": "/tmp/t"})  # read by import torch
+    assert not forkserver.usable("xla", {})
+
+
+@pytest.mark.parametrize("module, why", [
+    ("dynshape_thread_at_import", "2 threads after importing dynshape_thread_at_import"),
+    ("dynshape_cache_dir_at_import", "importing dynshape_cache_dir_at_import set TORCHINDUCTOR_CACHE_DIR"),
+])
+def test_an_unsafe_zygote_is_refused_with_one_warning(module, why, fake_backends, monkeypatch, tmp_path):
+    monkeypatch.setitem(forkserver.PRELOAD, "main", (module,))
+    monkeypatch.setattr(forkserver, "_ZYGOTES", {})
+    monkeypatch.setattr(forkserver, "_WARNED", set())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        first = _run(fake_backends("CompilesTwiceFirst"), tmp_path, True)
+        second = _run(fake_backends("CompilesTwiceFirst"), tmp_path, True)
+    forkserver.close_all()
+    mine = [w for w in caught if issubclass(w.category, forkserver.ForkServerWarning)]
+    assert len(mine) == 1 and why in str(mine[0].message), [str(w.message) for w in mine]
+    assert {r["machine"]["worker_start"]["how"] for r in first + second} == {"spawn"}
+    assert [r["status"] for r in first] == ["pass"] * len(first)
+    assert [{k: r[k] for k in SAME} for r in first] == [{k: r[k] for k in SAME} for r in second]
