@@ -9,11 +9,23 @@ with their reason; a registered backend whose module cannot be imported fails.
 
 from __future__ import annotations
 
+import dataclasses
+import os
+
 import pytest
 
 from harness import expectations, registry, runner
 
-COMBOS = [c for c in runner.plan() if c.backend.unsupported_reason(c.case, c.mode) is None]
+#: the quick profile's jobs; those it leaves out (harness/profiles.py) skip with
+#: the reason, unless DYNSHAPE_GATE_WHOLE=1 (every job) or =left-out (only those)
+WHOLE = os.environ.get("DYNSHAPE_GATE_WHOLE", "")
+COMBOS = [c for c in runner.plan(profile="quick") if c.backend.unsupported_reason(c.case, c.mode) is None]
+if WHOLE == "1":
+    COMBOS = [dataclasses.replace(c, left_out=None) for c in COMBOS]
+elif WHOLE == "left-out":
+    COMBOS = [dataclasses.replace(c, left_out=None) for c in COMBOS if c.left_out]
+elif WHOLE:
+    raise ValueError(f"DYNSHAPE_GATE_WHOLE={WHOLE!r}: give 1 (every job) or left-out (the quick profile's left-out jobs)")
 BACKENDS = list(registry.backends().values())
 
 
@@ -31,8 +43,10 @@ def test_backend_loads(backend):
 
 @pytest.mark.parametrize("combo", [pytest.param(c, marks=_marks(c.backend), id=c.id) for c in COMBOS])
 def test_conformance(combo, rules, gate_run, tmp_path):
-    skip = combo.skip_reason()  # unavailable, or an opt-in backend (torch_aoti: tests/test_torch_aoti.py)
+    skip = combo.skip_reason()  # unavailable, opt-in (torch_aoti: tests/test_torch_aoti.py), or left out
     if skip is not None:
+        if combo.left_out:
+            pytest.skip(combo.left_out)
         ok, why = combo.backend.available()
         pytest.skip(f"{combo.backend.name} unavailable: {why}" if not ok else f"{combo.backend.name}: {skip[1]}")
     rule = expectations.lookup(rules, combo.case.name, combo.backend.name, combo.mode)

@@ -66,6 +66,9 @@ def _parser() -> argparse.ArgumentParser:
     prof.add_argument("--quick", dest="profile", action="store_const", const="quick",
                       help="short sweeps (the default profile)")
     prof.add_argument("--full", dest="profile", action="store_const", const="full", help="each case's whole sweep")
+    run.add_argument("--whole-matrix", action="store_true",
+                     help="also the jobs the quick profile leaves out to fit its budget (harness/profiles.py; "
+                          "the report lists them under 'Not run')")
     run.set_defaults(profile="quick")
     run.add_argument("--out", default="results", help="directory for the run's JSONL (default: results/)")
     run.add_argument("--jobs", type=_in_range("jobs"), default=1,
@@ -216,7 +219,7 @@ def _run(args) -> int:
                                   fork_server=False if args.no_fork_server else None)
         print(f"run {r.run_id}: resuming, {len(combos)} jobs missing or incomplete → {r.path}", file=sys.stderr)
     else:
-        combos = runner.plan(args.cases, args.backends, args.modes)
+        combos = runner.plan(args.cases, args.backends, args.modes, profile=args.profile, whole=args.whole_matrix)
         if not combos:
             print("dynshape: nothing to run: no case has the selected modes", file=sys.stderr)
             return EXIT_USAGE

@@ -48,6 +48,8 @@ class Combo:
     mode: str
     #: the backend was named by the run's backend globs (an opt-in backend runs only then)
     named: bool = True
+    #: why the run's profile leaves this job out (``harness.profiles``), or ``None``
+    left_out: str | None = None
 
     @property
     def id(self) -> str:
@@ -58,6 +60,8 @@ class Combo:
         reason = self.backend.unsupported_reason(self.case, self.mode)
         if reason:
             return "unsupported", reason
+        if self.left_out:
+            return "skipped", self.left_out
         opt_in = getattr(self.backend, "opt_in", "")
         if opt_in and not self.named:
             return "skipped", f"{self.backend.name} is opt-in ({opt_in}): name it with --backends"
@@ -67,8 +71,13 @@ class Combo:
         return None
 
 
-def plan(case_globs: str | None = None, backend_globs: str | None = None, mode_globs: str | None = None) -> list[Combo]:
+def plan(case_globs: str | None = None, backend_globs: str | None = None, mode_globs: str | None = None,
+         profile: str | None = None, whole: bool = False) -> list[Combo]:
     """Every (case, backend, mode) the globs select, for the modes each case has.
+
+    With ``profile`` (as ``harness run`` and the gate plan), the jobs that
+    profile leaves out (:mod:`harness.profiles`) are planned as skipped with
+    the reason, unless ``whole``.
 
     An opt-in backend (``Backend.opt_in``) is planned but skipped unless a
     backend glob names it without wildcards. Unknown names raise
@@ -80,8 +89,11 @@ def plan(case_globs: str | None = None, backend_globs: str | None = None, mode_g
     backend_names = cases.match_globs(list(all_backends), backend_globs, "backend")
     modes = cases.match_globs(list(MODES), mode_globs, "mode")
     named = {g.strip() for g in (backend_globs or "").split(",")}
+    from .profiles import left_out
+
     return [
-        Combo(catalogue[c], all_backends[b], m, named=b in named)
+        Combo(catalogue[c], all_backends[b], m, named=b in named,
+              left_out=None if whole else left_out(c, b, m, profile))
         for c in case_names
         for b in backend_names
         for m in modes
