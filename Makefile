@@ -36,7 +36,7 @@ lint: $(STAMP)
 gate: $(STAMP)
 	$(PY) -m pytest cases/ $(PYTEST_FLAGS)
 
-# the jobs the quick profile leaves out (harness/profiles.py): CI gates them after `make test`
+# the jobs the quick profile leaves out (harness/profiles.py), which `make test` skips
 gate-left-out: $(STAMP) xla-env
 	DYNSHAPE_GATE_WHOLE=left-out $(PY) -m pytest cases/ $(PYTEST_FLAGS)
 

@@ -69,7 +69,7 @@ def _collect(env_value: str | None, expr: str):
 
 
 def test_the_left_out_gate_collects_exactly_the_left_out_jobs():
-    """CI's second gate step (make gate-left-out) gates what `make test`'s gate skipped."""
+    """make gate-left-out gates exactly what `make test`'s gate skipped."""
     out = _collect("left-out", "seq_softmax and torch_eager")
     ids = [line for line in out.stdout.splitlines() if "::test_conformance[" in line]
     assert ids == ["cases/test_conformance.py::test_conformance[seq_softmax[torch_eager-static]]"], out.stdout
