@@ -58,7 +58,7 @@ def test_check_bounds_names_case_input_dim_size_and_bound():
 def test_the_harness_records_a_shape_above_its_bound_as_an_error(fake_backends, monkeypatch):
     twin = dataclasses.replace(cases.get(CASE))
     object.__setattr__(twin, "sizes_for", lambda profile: [{"e": 2049}])  # a sweep past the bound
-    monkeypatch.setattr(cases, "get", lambda name: twin)
+    monkeypatch.setattr(cases, "get", lambda name, **kw: twin)
     got = []
     measure.run({"case": CASE, "mode": "bounded", "profile": "quick", "repeats": 1, "warmup": 1},
                 fake_backends("Sleepy"), got.append)

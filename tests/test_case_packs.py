@@ -121,7 +121,7 @@ def test_a_broken_pack_is_an_error_naming_its_entry_point(tmp_path, on_path, bod
 
 
 def _run(args, env_root: Path, cwd: Path = ROOT, timeout: int = 600):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(env_root), os.environ.get("PYTHONPATH")])))
+    env = dict(os.environ, DYNSHAPE_GATE_WHOLE="1", PYTHONPATH=os.pathsep.join(filter(None, [str(env_root), os.environ.get("PYTHONPATH")])))
     return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
@@ -129,7 +129,8 @@ def test_harness_run_and_the_gate_run_an_out_of_tree_pack(tmp_path):
     root = _install(tmp_path / "site")
     out = tmp_path / "out"
     run = _run(["-m", "harness", "run", "--cases", "pack_double", "--backends", "torch_eager,jax_jit",
-                "--modes", "static,unbounded", "--out", str(out), "--repeats", "2", "--no-progress"], root)
+                "--modes", "static,unbounded", "--out", str(out), "--repeats", "2", "--no-progress",
+                "--whole-matrix"], root)
     assert run.returncode == 0, run.stdout + run.stderr
     recs = [json.loads(line) for f in out.glob("*.jsonl") for line in f.read_text().splitlines() if line.strip()]
     assert {r["status"] for r in recs if r["backend"] == "jax_jit" and r["mode"] == "unbounded"} == {"unsupported"}
