@@ -57,6 +57,18 @@ def check(found: tuple[Case, ...]) -> tuple[Case, ...]:
     return found
 
 
+def families() -> dict[str, str]:
+    """``{case name: family}``: the in-tree module that defines it
+    (:data:`FAMILIES`), or ``pack:<entry point>`` for a case a pack adds."""
+    import importlib
+
+    from . import packs
+
+    out = {c.name: family for family in FAMILIES for c in importlib.import_module(f"{__name__}.{family}").CASES}
+    out.update({c.name: f"pack:{p.name}" for p in packs.packs() for c in p.cases})
+    return out
+
+
 def get(name: str, checked: bool = True) -> Case:
     """The case called ``name`` (``checked``: as :func:`catalogue`)."""
     for case in catalogue(checked):
@@ -67,5 +79,5 @@ def get(name: str, checked: bool = True) -> Case:
 
 __all__ = [
     "MODES", "PROFILES", "Case", "CaseError", "Dim", "EinxForm", "Input", "Tolerance",
-    "bounded", "catalogue", "check", "get", "match_globs", "static", "unbounded",
+    "bounded", "catalogue", "check", "families", "get", "match_globs", "static", "unbounded",
 ]

@@ -113,6 +113,9 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--check", action="store_true",
                      help="exit 1 when a job contradicts cases/expectations.toml, recompiled, or has no rule")
     rep.add_argument("--html", metavar="OUT.html", help="also write a self-contained HTML report with plots")
+    rep.add_argument("--families", action="store_true",
+                     help="instead of the summary: backend/mode × case family, how many jobs compile "
+                          "none/once/per bucket/per shape (Markdown; CSV with --csv)")
     rep.add_argument("--per-shape", metavar="CASE",
                      help="instead of the summary: one row per job and novel shape of CASE (Markdown; CSV with --csv)")
 
@@ -285,6 +288,13 @@ def _report(args) -> int:
         Path(args.html).write_text(html.render(df, title=f"dynshape: {', '.join(f.stem for f in files)}"),
                                    encoding="utf-8")
         print(f"HTML report: {args.html}", file=sys.stderr)
+    if args.families:
+        table = report.family_table(_select_records(df, args))
+        print(table.to_markdown())
+        if args.csv:
+            table.to_csv(args.csv)
+            print(f"\nfamily CSV: {args.csv}", file=sys.stderr)
+        return 0
     if args.per_shape:
         table = report.per_shape(_select_records(df, args, case=args.per_shape))
         print(report.per_shape_markdown(table))

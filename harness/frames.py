@@ -146,3 +146,66 @@ def history(df: pd.DataFrame) -> pd.DataFrame:
     out = latest.assign(timestamp=since)[["timestamp", "run_id", "status", "compiles", "compiles_by_shape",
                                           "novel_sweep_s", "cached_median_s"]].reset_index()
     return out.sort_values(["machine"] + JOB + ["timestamp"]).reset_index(drop=True)
+
+
+#: a job's compile pattern over its novel sweep, from fewest compiles to most
+PATTERNS = ("none", "once", "per bucket", "mixed", "per shape")
+
+
+def compile_patterns(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per job of :func:`summary` with ``pattern``: ``none`` (no
+    compile), ``once`` (compiles on the first novel shape only), ``per shape``
+    (on every novel shape, two or more), ``per bucket`` (a ``bucketed`` job
+    that compiled again on some later shapes but not all), ``mixed`` (any
+    other job), from the new compiles shape by shape of its first process;
+    ``recompiled_shapes`` counts the later shapes that compiled. Only a job
+    whose every record passed gets a pattern; the others keep their status."""
+    df = flat(df)
+    keys = _jobs(df)
+    s = summary(df)
+    shapes = per_shape(df)
+    shapes["compiled"] = shapes["new_compiles"].fillna(0) > 0
+    first = shapes["shape_index"] == shapes.groupby(keys, dropna=False)["shape_index"].transform("min")
+    shapes["later"] = shapes["compiled"] & ~first
+    g = shapes.groupby(keys, dropna=False)
+    per_job = pd.DataFrame({"any_compiled": g["compiled"].any(), "all_compiled": g["compiled"].all(),
+                            "recompiled_shapes": g["later"].sum().astype("Int64"),
+                            "novel_shapes": g["shape_index"].nunique()}).reset_index()
+    out = s.merge(per_job, on=keys, how="left")
+    later = out["recompiled_shapes"].fillna(0) > 0
+    pattern = pd.Series("mixed", index=out.index, dtype=object)
+    pattern[~out["any_compiled"].fillna(False).astype(bool)] = "none"
+    pattern[out["any_compiled"].fillna(False).astype(bool) & ~later] = "once"
+    pattern[later & (out["mode"] == "bucketed") & ~out["all_compiled"].fillna(False).astype(bool)] = "per bucket"
+    pattern[later & out["all_compiled"].fillna(False).astype(bool) & (out["novel_shapes"] >= 2)] = "per shape"
+    out["pattern"] = pattern.where(out["status"] == "pass", out["status"].astype(object))
+    return out.drop(columns=["any_compiled", "all_compiled", "novel_shapes"])
+
+
+def family_table(df: pd.DataFrame, families: dict[str, str] | None = None) -> pd.DataFrame:
+    """``backend/mode`` × family: how many of the family's jobs follow each
+    compile pattern (:func:`compile_patterns`), e.g. ``once 6, per shape 1``;
+    a job that did not pass counts under its status, and a row whose every
+    job was ``unsupported`` (a mode no case offers) is left out. ``families`` maps case
+    names to families (default: :func:`cases.families`, the module that
+    defines each case); a case it does not name is its own family."""
+    if families is None:
+        import cases
+
+        families = cases.families()
+    p = compile_patterns(df)
+    p["family"] = p["case"].map(lambda c: families.get(c, c))
+    p["job"] = p["backend"] + "/" + p["mode"]
+    offered = p.groupby("job")["pattern"].transform(lambda v: (v != "unsupported").any())
+    p = p[offered]
+    order = {k: i for i, k in enumerate(PATTERNS)}
+    counts = p.groupby(["job", "family", "pattern"], observed=True).size().rename("n").reset_index()
+    counts["rank"] = counts["pattern"].map(lambda k: order.get(k, len(order)))
+    counts = counts.sort_values(["job", "family", "rank", "pattern"])
+    counts["cell"] = counts["pattern"] + " " + counts["n"].astype(str)
+    cells = counts.groupby(["job", "family"])["cell"].agg(", ".join).reset_index()
+    present = set(p["family"])
+    column_order = [f for f in dict.fromkeys(families.values()) if f in present]
+    column_order += sorted(present - set(column_order))
+    table = cells.pivot(index="job", columns="family", values="cell").reindex(columns=column_order)
+    return table.fillna("–").rename_axis(index="backend/mode", columns=None)

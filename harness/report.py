@@ -14,7 +14,15 @@ from typing import Callable
 import pandas as pd
 
 from . import results
-from .frames import conformance_matrix, history, jobs, per_shape, summary  # noqa: F401 (the pandas API)
+from .frames import (  # noqa: F401 (the pandas API)
+    compile_patterns,
+    conformance_matrix,
+    family_table,
+    history,
+    jobs,
+    per_shape,
+    summary,
+)
 
 KEYS = ["case", "backend", "mode"]
 BASELINE = "torch_eager"

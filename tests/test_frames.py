@@ -92,3 +92,48 @@ def test_history_over_three_commits():
     # per shape: a compile per shape, then one compile; at ccc the latest run (r3b) counts
     assert list(einx["compiles_by_shape"]) == [(1, 1, 1), (1, 0, 0), (1, 1, 0)]
     assert list(einx["compiles"]) == [3, 1, 2] and list(einx["run_id"]) == ["r1", "r2", "r3b"]
+
+
+def test_compile_patterns_and_family_table_classify_each_job_by_its_compiles_shape_by_shape():
+    four = [1e-3] * 4
+    df = frame(
+        job("a1", "torch_eager", "unbounded", four, four, [0, 0, 0, 0]),
+        job("a1", "sym", "unbounded", four, four, [1, 1, 1, 1]),
+        job("a2", "sym", "unbounded", four, four, [1, 1, 2, 2]),         # once, then again: mixed
+        job("a1", "jit", "static", four, four, [1, 2, 3, 4]),
+        job("a1", "jit", "bucketed", four, four, [1, 1, 2, 2]),          # two buckets touched
+        job("a2", "jit", "bucketed", four, four, [1, 2, 3, 4]),          # a new bucket every shape
+        job("b1", "sym", "unbounded", four, four, [1, 1, 1, 1], status="mismatch"),
+        job("b1", "jit", "static", [1e-3], [1e-3], [1]),                 # one shape: once, never per shape
+        [results.record(run_id="r", case=c, backend="nope", mode="bounded", status="unsupported", ok=False)
+         for c in ("a1", "b1")],
+        [results.record(run_id="r", case="b1", backend="jit", mode="bucketed", status="unsupported", ok=False)],
+    )
+    p = report.compile_patterns(df).set_index(["case", "backend", "mode"])["pattern"]
+    assert p[("a1", "torch_eager", "unbounded")] == "none"
+    assert p[("a1", "sym", "unbounded")] == "once"
+    assert p[("a2", "sym", "unbounded")] == "mixed"
+    assert p[("a1", "jit", "static")] == "per shape"
+    assert p[("a1", "jit", "bucketed")] == "per bucket"
+    assert p[("a2", "jit", "bucketed")] == "per shape"
+    assert p[("b1", "sym", "unbounded")] == "mismatch"
+    assert p[("b1", "jit", "static")] == "once"
+    t = report.family_table(df, families={"a1": "gnn", "a2": "gnn", "b1": "seq"})
+    assert list(t.columns) == ["gnn", "seq"]
+    assert t.loc["sym/unbounded", "gnn"] == "once 1, mixed 1" and t.loc["sym/unbounded", "seq"] == "mismatch 1"
+    assert t.loc["jit/bucketed", "gnn"] == "per bucket 1, per shape 1"
+    assert t.loc["jit/bucketed", "seq"] == "unsupported 1" and t.loc["torch_eager/unbounded", "seq"] == "–"
+    assert t.loc["jit/static", "gnn"] == "per shape 1" and t.loc["jit/static", "seq"] == "once 1"
+    assert "nope/bounded" not in t.index  # a mode no case offers is no row
+
+
+def test_report_families_prints_the_table(tmp_path, capsys):
+    from harness import cli
+
+    with results.Writer(tmp_path / "r.jsonl") as w:
+        for rec in _run("r", "vm", 1e-5, 4e-5):
+            w.write(rec)
+    assert cli.main(["report", str(tmp_path / "r.jsonl"), "--families", "--csv", str(tmp_path / "f.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "| einx/static" in out and "per shape 1" in out and "none 1" in out
+    assert (tmp_path / "f.csv").read_text().startswith("backend/mode,")
