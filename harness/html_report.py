@@ -217,6 +217,9 @@ def render(df: pd.DataFrame, title: str = "dynshape report", rules=None) -> str:
              f"<p>Runs: {html.escape(runs)}. Commits: "
              f"{html.escape(', '.join(str(c)[:10] for c in jobs['commit'].dropna().unique()))}.</p>",
              "<h2>Conformance matrix</h2>", matrix_html(jobs)]
+    if not many:
+        parts += ["<h2>Compile patterns by case family</h2>",
+                  frames.family_table(df).to_html(classes="summary", escape=True)]
     hist = frames.history(df)
     if hist["commit"].nunique() > 1:
         parts.append("<h2>History by commit</h2>")

@@ -60,6 +60,9 @@ def test_report_is_self_contained_with_the_plots_of_each_case():
     # the matrix: a cell per job, coloured by status, its note and tooltip
     assert 'title="einx/static on gnn_edge_divide: pass — no rule; shape 1: x: new input shapes ((1001, 8),)"' in page
     assert 'background:#eeeeee" title="jax_jit/unbounded on gnn_edge_divide: unsupported' in page
+    # the compile patterns by family: einx compiled on every novel shape
+    family = page.split("<h2>Compile patterns by case family</h2>", 1)[1].split("<h2", 1)[0]
+    assert re.search(r"<th>einx/static</th>\s*<td>per shape 1</td>", family), family
 
 
 def _probe(path, tmp_path):
