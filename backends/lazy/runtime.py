@@ -20,13 +20,24 @@ from backends.sizes import Expr
 from cases.model import MODES
 
 from . import passes
-from .ir import IRError, Node
+from .ir import NO_KWARGS, IRError, Node
 from .steplog import StepLog, Unlogged
-from .symbolic import SizeVars, SymSize, compare, const, names_of, rename
+from .symbolic import _CONSTS, SizeVars, SymSize, compare, const, rename
 from .tensor import OPS, LazyTensor
 
 
 _TENSOR = torch.Tensor
+
+
+_CANON_NAMES: dict = {}
+
+
+def _canon_name(pos: int, axis: int) -> str:
+    """The step log's name of the variable first read at leaf ``pos``, ``axis`` (shared strings)."""
+    n = _CANON_NAMES.get((pos, axis))
+    if n is None:
+        n = _CANON_NAMES[pos, axis] = f"p{pos}_{axis}"
+    return n
 
 
 class BoundError(ValueError):
@@ -84,6 +95,7 @@ class LazyContext:
         self.last: passes.Compiled | None = None
         self.log: StepLog | None = None  # the step log while a step records (see .steplog)
         self.fast: dict = {}  # step-log key -> (Compiled, input positions): the cached steps
+        self.last_key = None  # the step-log key of the step's first sync (None: none, or unlogged)
 
     # -- leaves ------------------------------------------------------------
     def new_step(self) -> None:
@@ -91,16 +103,15 @@ class LazyContext:
         self._named.clear()
         self.vars.clear()
         self.guards, self._guard_keys = [], set()
-        self.log = StepLog()
+        self.log, self.last_key = StepLog(), None
 
     def release(self, tensors) -> None:
-        """End of a step: the size variables of these leaves stop holding
-        them, so refcounting frees the step at once. Their size variables can
-        no longer be read by a later graph."""
+        """End of a step: its size variables stop holding their leaves
+        (``tensors``, the step's inputs), so refcounting frees the step at
+        once. They can no longer be read by a later graph."""
         self.log = None
-        for t in tensors:
-            for e in t.node.shape:
-                self.vars.release(names_of(e))
+        for v in self.vars.vars.values():  # every variable of a jit step is read from one of its leaves
+            v.src = None
 
     def input(self, t: torch.Tensor, dims=True, bounds=None) -> LazyTensor:
         """A lazy leaf over ``t``.
@@ -123,13 +134,15 @@ class LazyContext:
         log = self.log
         pos = len(log.nodes) if log is not None else 0
         shape, sig = [], []  # sig: the dims as the step log keys them
+        bounded = self.mode == "bounded"
         for axis, size in enumerate(t.shape):
             if axis not in dims:
-                shape.append(const(size))
+                e = _CONSTS.get(size)
+                shape.append(e if e is not None else const(size))
                 sig.append(size)
                 continue
             name = dims[axis]
-            bound = bounds.get(axis) if self.mode == "bounded" else None
+            bound = bounds.get(axis) if bounded else None
             if bound is not None and size > bound:
                 raise BoundError(f"dim {name or axis} of input is {size}, past the bound {bound} "
                                  f"this graph is compiled for")
@@ -144,8 +157,8 @@ class LazyContext:
             if log is not None:
                 c = log.canon.get(v.sym)
                 if c is None:
-                    c = log.canon[v.sym] = f"p{pos}_{axis}"
-                sig.append(c if v.bound is None or self.mode != "bounded" else (c, v.bound))
+                    c = log.canon[v.sym] = _canon_name(pos, axis)
+                sig.append(c if v.bound is None or not bounded else (c, v.bound))
         node.shape = tuple(shape)
         if log is not None:
             log.input(node, tuple(sig))
@@ -199,8 +212,7 @@ class LazyContext:
     def sync(self, tensors=None) -> None:
         """Compile (on a cache miss) and run the pending graph of ``tensors``;
         each becomes a leaf holding its value."""
-        tensors = [t for t in (tensors or []) if isinstance(t, LazyTensor)]
-        roots = self._roots(tensors)
+        roots = self._roots([t for t in (tensors or ()) if type(t) is LazyTensor or isinstance(t, LazyTensor)])
         if not roots:
             return
         log, lk = self.log, None
@@ -210,11 +222,13 @@ class LazyContext:
                 lk = log.key(roots, self.guards)
             except Unlogged:
                 lk = None
+            self.last_key = lk
             hit = self.fast.get(lk) if lk is not None else None
             if hit is not None:
                 entry, positions = hit
-                self.stats["trace"] += 1
-                self.stats["hit"] += 1
+                stats = self.stats
+                stats["trace"] += 1
+                stats["hit"] += 1
                 self.last = entry
                 nodes = log.nodes
                 self._run(entry, [nodes[p].data for p in positions], roots)
@@ -246,12 +260,12 @@ class LazyContext:
     def _run(self, entry, inputs, outputs) -> None:
         """Run a compiled graph; each output node becomes a leaf holding its value."""
         outs = entry.run(*inputs)
-        hints = self.vars.hints
+        hints, check = self.vars.hints, self.check
         for node, out in zip(outputs, outs):
-            if self.check and (tuple(out.shape) != node.hints(hints) or out.dtype != node.dtype):
+            if check and (out.shape != node.hints(hints) or out.dtype != node.dtype):
                 raise IRError(f"shape rule for {node.op} predicted {node.dtype}{list(node.hints(hints))}, "
                               f"ran to {out.dtype}{list(out.shape)}\n{entry.ir}")
-            node.op, node.args, node.kwargs, node.data = "input", (), {}, out
+            node.op, node.args, node.kwargs, node.data = "input", (), NO_KWARGS, out
 
     def dump(self, *tensors) -> str:
         """The IR text of the pending graph of ``tensors`` (what a sync would compile)."""
@@ -395,24 +409,39 @@ class tracing:
     """Route ``torch.zeros``/``ones``/``empty``/``full``/``arange``/``eye`` called
     with symbolic sizes to the lazy path (torch's argument parser would
     otherwise force them to ints). A context manager (re-entrant); a class,
-    not a generator, since every step enters it."""
+    not a generator, since every step enters it: entering swaps the six
+    functions in ``torch``'s namespace in one ``dict.update``, the patched set
+    cached by the functions it replaces."""
 
     __slots__ = ("saved",)
 
     def __enter__(self):
-        self.saved = saved = [getattr(torch, n) for n in _CREATION]
-        for n, f in zip(_CREATION, saved):
-            if getattr(f, "__wrapped__", None) is None:  # not already inside tracing()
+        ns = torch.__dict__
+        saved = tuple([ns[n] for n in _CREATION])
+        patch = _PATCH_SETS.get(saved)
+        if patch is None:
+            patch = {}
+            for n, f in zip(_CREATION, saved):
+                if getattr(f, "__wrapped__", None) is not None:  # already inside tracing()
+                    patch[n] = f
+                    continue
                 p = _PATCHES.get(n)
                 if p is None or p.__wrapped__ is not f:
                     p = _PATCHES[n] = _patched(n, f)
-                setattr(torch, n, p)
+                patch[n] = p
+            if len(_PATCH_SETS) > 8:
+                _PATCH_SETS.clear()
+            patch = _PATCH_SETS[saved] = (patch, dict(zip(_CREATION, saved)))
+        ns.update(patch[0])
+        self.saved = patch[1]
         return self
 
     def __exit__(self, *exc):
-        for n, f in zip(_CREATION, self.saved):
-            setattr(torch, n, f)
+        torch.__dict__.update(self.saved)
         return False
+
+
+_PATCH_SETS: dict = {}  # the functions found in torch -> ({name: what replaces it}, {name: what restores it})
 
 
 # ---------------------------------------------------------------------------
@@ -430,6 +459,7 @@ class LazyFunction:
         self._leaves: list = []
         self.guards: list = []  # the last call's
         self.guard_log: dict = {}  # every distinct guard so far, as text
+        self._logged: set = set()  # step-log keys whose guards are in guard_log
 
     def _record(self, args):
         """Trace ``fn`` on fresh lazy leaves over ``args``: (output, flat outputs)."""
@@ -451,9 +481,14 @@ class LazyFunction:
         out, flat = self._record(args)
         ctx = self.ctx
         ctx.sync([o for o in flat if type(o) is LazyTensor])
-        self.guards = list(ctx.guards)
-        for g in self.guards:
-            self.guard_log.setdefault(str(g))
+        guards = self.guards = ctx.guards  # (a new list each step)
+        if guards:
+            lk = ctx.last_key
+            if lk is None or lk not in self._logged:
+                for g in guards:
+                    self.guard_log.setdefault(str(g))
+                if lk is not None and all(len(g.names) == len(g.vars) for g in guards):
+                    self._logged.add(lk)  # every variable user-named: a step with this key logs the same texts
         res = [o.node.data if type(o) is LazyTensor else o for o in flat]
         ctx.release(self._leaves)
         self._leaves = []

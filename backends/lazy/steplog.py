@@ -56,9 +56,22 @@ class StepLog:
         self._add(node, ("const", node.dtype, tuple(e.terms for e in node.shape)))
 
     def op(self, node: Node) -> None:
-        entry = (node.op, self.sig(node.args), self.sig(node.kwargs) if node.kwargs else None, node.dtype)
-        node.pos = len(self.nodes)
-        self.nodes.append(node)
+        sig, nodes = self.sig, self.nodes
+        args = []
+        for a in node.args:  # sig(node.args), the common operands inline
+            t = type(a)
+            if t is Node:
+                p = a.pos
+                if p is None or p >= len(nodes) or nodes[p] is not a:
+                    raise Unlogged(a)
+                args.append(("%", p))
+            elif t is int:
+                args.append((int, a))
+            else:
+                args.append(sig(a))
+        entry = (node.op, tuple(args), sig(node.kwargs) if node.kwargs else None, node.dtype)
+        node.pos = len(nodes)
+        nodes.append(node)
         self.entries.append(entry)
 
     def pos(self, n: Node) -> int:
@@ -96,6 +109,9 @@ class StepLog:
         if t is float or t is _DTYPE:
             return (t, repr(a))  # nan and -0.0 keyed apart
         if t is Expr:
+            terms = a.terms
+            if len(terms) == 1 and not terms[0][0]:  # a constant (most sizes an op is given)
+                return ("e", terms[0][1])
             return ("e", self.expr(a))
         if t is dict:
             return ("d",) + tuple([(k, self.sig(v)) for k, v in sorted(a.items())]) if a else ("d",)

@@ -23,16 +23,18 @@ import operator
 
 from backends import sizes
 from backends.sizes import Expr
+from backends.sizes.expr import trusted_var
 
 
 class Var:
-    """A dynamic input dim; ``expr`` is it as a size (the variable ``sym``)."""
+    """A dynamic input dim; ``expr`` is it as a size (the variable ``sym``,
+    an identifier by construction: ``d<uid>_<axis>``)."""
 
     __slots__ = ("sym", "name", "hint", "src", "bound", "expr")
 
     def __init__(self, sym: str, name: str, hint: int, src, bound: int | None = None):
         self.sym, self.name, self.hint, self.src, self.bound = sym, name, hint, src, bound
-        self.expr = sizes.var(sym)
+        self.expr = trusted_var(sym)
 
 
 _NAMES: set = set()  # user dim names checked to be valid variable names
@@ -214,6 +216,8 @@ class SymBool:
 
 def _sym(fn):
     def method(self, o):
+        if type(o) is int:  # the common case (``x.shape[0] * 2``): Expr's int fast paths
+            return SymSize.wrap(fn(self.expr, o), self.ctx)
         if not is_size(o):
             if isinstance(o, float):
                 return fn(float(self), o)
@@ -259,7 +263,12 @@ class SymSize:
     @staticmethod
     def wrap(expr: Expr, ctx):
         """A plain int when ``expr`` is constant, else a :class:`SymSize`."""
-        return expr.value if expr.is_const else SymSize(expr, ctx)
+        t = expr.terms
+        if not t:
+            return 0
+        if len(t) == 1 and not t[0][0]:
+            return t[0][1]
+        return SymSize(expr, ctx)
 
     @property
     def hint(self) -> int:

@@ -54,7 +54,8 @@ class LazyTensor:
     # -- metadata (never materialises) ----------------------------------
     @property
     def shape(self) -> tuple:
-        return tuple(SymSize.wrap(e, self.ctx) for e in self.node.shape)
+        wrap, ctx = SymSize.wrap, self.ctx
+        return tuple([wrap(e, ctx) for e in self.node.shape])
 
     def size(self, dim=None):
         s = self.shape

@@ -176,6 +176,8 @@ class Expr:
 
     # -- arithmetic (always normalised) ------------------------------------
     def __add__(self, other):
+        if type(other) is int and self.terms and self.terms[0][0]:  # no constant term yet: prepend it
+            return _scaled(self, 1, other) if other else self
         other = as_expr(other)
         d = dict(self.terms)
         for m, c in other.terms:
@@ -197,7 +199,11 @@ class Expr:
         return as_expr(other) + (-self)
 
     def __mul__(self, other):
+        if type(other) is int:  # scaling keeps the monomials and their order (the lazy path's ``x.shape[0] * 2``)
+            return _scaled(self, other, 0) if other else ZERO
         other = as_expr(other)
+        if len(other.terms) == 1 and not other.terms[0][0]:
+            return _scaled(self, other.terms[0][1], 0)
         d: dict = {}
         for m1, c1 in self.terms:
             for m2, c2 in other.terms:
@@ -228,6 +234,19 @@ def _make(d: dict) -> Expr:
     e.key = tuple((_mono_key(m), c) for m, c in items)
     e._hash = hash(e.terms[0][1] if e.terms else 0) if e.is_const else hash(e.key)
     return e
+
+
+def _scaled(e: Expr, k: int, c: int) -> Expr:
+    """``k * e + c`` for ``k != 0`` and an ``e`` without constant term when ``c != 0``:
+    built directly (the monomials and their order are ``e``'s)."""
+    out = object.__new__(Expr)
+    terms = tuple([(m, k * v) for m, v in e.terms]) if k != 1 else e.terms
+    key = tuple([(mk, k * v) for mk, v in e.key]) if k != 1 else e.key
+    if c:
+        terms, key = (((), c),) + terms, (((), c),) + key
+    out.terms, out.key = terms, key
+    out._hash = hash(out.terms[0][1] if out.terms else 0) if out.is_const else hash(key)
+    return out
 
 
 def _mono_mul(m1, m2):
@@ -266,8 +285,13 @@ def var(name: str) -> Expr:
     """The size variable ``name`` (a Python identifier, not a keyword)."""
     if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
         raise SizeError(f"size variable name {name!r} is not an identifier")
-    # the normal form of one variable, built directly (what _make would build;
-    # the lazy path makes one per dynamic input dim per step)
+    return trusted_var(name)
+
+
+def trusted_var(name: str) -> Expr:
+    """:func:`var` for a name the caller built as an identifier (not checked):
+    the normal form of one variable, built directly (what _make would build;
+    the lazy path makes one per dynamic input dim per step)."""
     a = Atom("var", name)
     e = object.__new__(Expr)
     e.terms = ((((a, 1),), 1),)

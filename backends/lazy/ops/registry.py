@@ -105,9 +105,9 @@ def record(ctx, op, args, kwargs, shape, dtype) -> LazyTensor:
     """A new lazy tensor: the IR node ``op(*args, **kwargs)`` (``op`` must be in
     ``LOWER``) with the predicted symbolic ``shape`` and ``dtype``."""
     assert op in LOWER, op
-    largs = tuple([a.node if type(a) is LazyTensor else lift(ctx, a) for a in args])
+    largs = tuple([a.node if type(a) is LazyTensor else a if type(a) in _ATOMIC else lift(ctx, a) for a in args])
     lkwargs = {k: lift(ctx, v) for k, v in kwargs.items()} if kwargs else {}
-    node = Node(op, largs, lkwargs, tuple([as_expr(s) for s in shape]), dtype)
+    node = Node(op, largs, lkwargs, tuple([s if type(s) is Expr else as_expr(s) for s in shape]), dtype)
     log = ctx.log
     if log is not None:  # the step log (.steplog); an operand from outside the step turns it off
         try:
