@@ -148,7 +148,7 @@ class LazyContext:
                                  f"this graph is compiled for")
             v = self._named.get(name) if name else None
             if v is None:
-                v = self.vars.new(node, axis, size, name, bound)
+                v = self.vars.new(node, axis, size, name, bound, _canon_name(pos, axis) if log is not None else None)
                 if name:
                     self._named[name] = v
             elif v.hint != size:

@@ -21,7 +21,7 @@ import torch
 from backends import sizes
 
 from .ir import Node
-from .symbolic import SymSize
+from .symbolic import FinishedStep, SymSize
 
 OPS: dict = {}  # torch function / method name -> implementation (filled by .ops)
 F_OPS: dict = {}  # torch.nn.functional name -> implementation (filled by .ops)
@@ -52,10 +52,22 @@ class LazyTensor:
         self.node, self.ctx = node, ctx
 
     # -- metadata (never materialises) ----------------------------------
+    def _sizes(self) -> tuple:
+        """The node's symbolic shape; refused for a tensor logged by an earlier
+        jit step (its variables' names are the current step's: see ``SymSize.live``)."""
+        n = self.node
+        p = n.pos
+        if p is not None:
+            log = self.ctx.log
+            if log is not None and not (p < len(log.nodes) and log.nodes[p] is n):
+                if any(not e.is_const for e in n.shape):
+                    raise FinishedStep(f"lazy: the sizes of {n.op}#{n.uid} belong to a finished step")
+        return n.shape
+
     @property
     def shape(self) -> tuple:
         wrap, ctx = SymSize.wrap, self.ctx
-        return tuple([wrap(e, ctx) for e in self.node.shape])
+        return tuple([wrap(e, ctx) for e in self._sizes()])
 
     def size(self, dim=None):
         s = self.shape
@@ -77,7 +89,7 @@ class LazyTensor:
         return self.ndim
 
     def numel(self):
-        return SymSize.wrap(math.prod(self.node.shape, start=sizes.const(1)), self.ctx)
+        return SymSize.wrap(math.prod(self._sizes(), start=sizes.const(1)), self.ctx)
 
     def __len__(self) -> int:
         if not self.node.shape:

@@ -83,7 +83,7 @@ class Atom:
 
 
 def _mono_key(m) -> tuple:
-    return tuple((a.key, p) for a, p in m)
+    return tuple([(a.key, p) for a, p in m]) if m else ()
 
 
 class Expr:
@@ -178,16 +178,20 @@ class Expr:
     def __add__(self, other):
         if type(other) is int and self.terms and self.terms[0][0]:  # no constant term yet: prepend it
             return _scaled(self, 1, other) if other else self
-        other = as_expr(other)
-        d = dict(self.terms)
-        for m, c in other.terms:
-            d[m] = d.get(m, 0) + c
-        return _make(d)
+        k = ("+", self, other)
+        r = _MEMO.get(k) if type(other) is not bool else None
+        if r is None:
+            other = as_expr(other)
+            d = dict(self.terms)
+            for m, c in other.terms:
+                d[m] = d.get(m, 0) + c
+            r = _remember(k, _make(d))
+        return r
 
     __radd__ = __add__
 
     def __neg__(self):
-        return _make({m: -c for m, c in self.terms})
+        return _scaled(self, -1, 0)
 
     def __pos__(self):
         return self
@@ -203,13 +207,17 @@ class Expr:
             return _scaled(self, other, 0) if other else ZERO
         other = as_expr(other)
         if len(other.terms) == 1 and not other.terms[0][0]:
-            return _scaled(self, other.terms[0][1], 0)
-        d: dict = {}
-        for m1, c1 in self.terms:
-            for m2, c2 in other.terms:
-                m = _mono_mul(m1, m2)
-                d[m] = d.get(m, 0) + c1 * c2
-        return _make(d)
+            return _scaled(self, other.terms[0][1], 0) if other.terms[0][1] else ZERO
+        k = ("*", self, other)
+        r = _MEMO.get(k)
+        if r is None:
+            d: dict = {}
+            for m1, c1 in self.terms:
+                for m2, c2 in other.terms:
+                    m = _mono_mul(m1, m2)
+                    d[m] = d.get(m, 0) + c1 * c2
+            r = _remember(k, _make(d))
+        return r
 
     __rmul__ = __mul__
 
@@ -226,12 +234,25 @@ class Expr:
         return mod(other, self)
 
 
+# (op, operand, operand) -> result: Exprs are immutable and compare by structure,
+# so a program traced again (the lazy path, every step) reuses its arithmetic
+_MEMO: dict = {}
+_MEMO_MAX = 1 << 16
+
+
+def _remember(k, r):
+    if len(_MEMO) >= _MEMO_MAX:
+        _MEMO.clear()
+    _MEMO[k] = r
+    return r
+
+
 def _make(d: dict) -> Expr:
     """The Expr of ``{canonical monomial: coefficient}`` (zeros dropped)."""
     e = object.__new__(Expr)
-    items = sorted(((m, c) for m, c in d.items() if c), key=lambda mc: _mono_key(mc[0]))
-    e.terms = tuple(items)
-    e.key = tuple((_mono_key(m), c) for m, c in items)
+    keyed = sorted([(_mono_key(m), m, c) for m, c in d.items() if c])  # monomial keys are distinct
+    e.terms = tuple([(m, c) for _, m, c in keyed])
+    e.key = tuple([(mk, c) for mk, _, c in keyed])
     e._hash = hash(e.terms[0][1] if e.terms else 0) if e.is_const else hash(e.key)
     return e
 
@@ -355,6 +376,12 @@ def _exact_div(n: Expr, d: Expr, steps: int = 64) -> Expr | None:
 def floordiv(n, d) -> Expr:
     """``n // d`` with Python (floor) semantics, normalised."""
     n, d = as_expr(n), as_expr(d)
+    k = ("//", n, d)
+    r = _MEMO.get(k)
+    return r if r is not None else _remember(k, _floordiv(n, d))
+
+
+def _floordiv(n: Expr, d: Expr) -> Expr:
     if d.is_const:
         if d.value == 0:
             raise SizeZeroDivisionError(f"division by zero in size expression {_fmt_operand(n, False)} // 0")
@@ -384,6 +411,12 @@ def floordiv(n, d) -> Expr:
 def mod(n, d) -> Expr:
     """``n % d`` with Python semantics (the sign of the divisor), normalised."""
     n, d = as_expr(n), as_expr(d)
+    k = ("%", n, d)
+    r = _MEMO.get(k)
+    return r if r is not None else _remember(k, _mod(n, d))
+
+
+def _mod(n: Expr, d: Expr) -> Expr:
     if d.is_const:
         if d.value == 0:
             raise SizeZeroDivisionError(f"modulo by zero in size expression {_fmt_operand(n, False)} % 0")
