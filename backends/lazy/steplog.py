@@ -22,6 +22,7 @@ from .ir import Node, _atom_structure
 
 
 _PLAIN = frozenset({int, bool, str, type(None)})
+_EXPR_SIGS: dict = {}  # a one-variable Expr -> (its variable's canonical name, the name, its signature)
 _DTYPE = torch.dtype
 
 
@@ -86,7 +87,11 @@ class StepLog:
             return 0
         if len(t) == 1 and not t[0][0]:  # a constant: its value
             return t[0][1]
-        canon, out = self.canon, []
+        canon = self.canon
+        memo = _EXPR_SIGS.get(e)
+        if memo is not None and memo[0] is canon.get(memo[1]):  # this step names it as before
+            return memo[2]
+        out = []
         try:
             for m, c in t:
                 if len(m) == 1 and m[0][0].kind == "var":  # c * v**p, the common term
@@ -95,7 +100,14 @@ class StepLog:
                     out.append((tuple([(_atom_structure(a, canon), p) for a, p in m]), c))
         except KeyError:
             raise Unlogged(e) from None
-        return tuple(out)
+        out = tuple(out)
+        names = e.vars
+        if len(names) == 1:  # memoised when one variable: its canonical name decides the signature
+            (n,) = names
+            if len(_EXPR_SIGS) >= 4096:
+                _EXPR_SIGS.clear()
+            _EXPR_SIGS[e] = (canon[n], n, out)
+        return out
 
     def sig(self, a):
         """An operand as a hashable value that names nodes by position (as ``passes._sig`` does by index)."""

@@ -136,12 +136,18 @@ def hint(e: Expr, env: dict, evaluate=None) -> int:
     terms = e.terms
     if not terms:
         return 0
-    if len(terms) == 1:
-        m, c = terms[0]
-        if not m:
+    n = len(terms)
+    if n <= 2:  # c, k*v, or c + k*v (``L - 4``): most sizes
+        m, c = terms[-1]
+        if not m:  # (the constant term sorts first: only when it is the only one)
             return c
-        if len(m) == 1 and m[0][1] == 1 and m[0][0].kind == "var" and m[0][0].name in env:
-            return c * env[m[0][0].name]
+        if len(m) == 1 and m[0][1] == 1:
+            a = m[0][0]
+            if a.kind == "var" and a.name in env:
+                if n == 1:
+                    return c * env[a.name]
+                if not terms[0][0]:
+                    return terms[0][1] + c * env[a.name]
     return evaluate(e) if evaluate is not None else sizes.evaluate(e, env)
 
 

@@ -197,7 +197,11 @@ class Expr:
         return self
 
     def __sub__(self, other):
-        return self + (-as_expr(other))
+        if type(other) is int:
+            return self + (-other)
+        k = ("-", self, other)
+        r = _MEMO.get(k)
+        return r if r is not None else _remember(k, self + (-as_expr(other)))
 
     def __rsub__(self, other):
         return as_expr(other) + (-self)
@@ -238,6 +242,7 @@ class Expr:
 # so a program traced again (the lazy path, every step) reuses its arithmetic
 _MEMO: dict = {}
 _MEMO_MAX = 1 << 16
+_CONSTS: dict = {}  # int -> its Expr (shared: sizes meet the same few constants again and again)
 
 
 def _remember(k, r):
@@ -325,6 +330,13 @@ def as_expr(x) -> Expr:
     """An :class:`Expr` or an integer as an :class:`Expr`."""
     if isinstance(x, Expr):
         return x
+    if type(x) is int:
+        e = _CONSTS.get(x)
+        if e is None:
+            if len(_CONSTS) >= 4096:
+                _CONSTS.clear()
+            e = _CONSTS[x] = _make({(): x})
+        return e
     if isinstance(x, int) and not isinstance(x, bool):
         return _make({(): x})
     if not isinstance(x, bool) and hasattr(x, "__index__"):
