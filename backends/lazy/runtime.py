@@ -102,7 +102,8 @@ class LazyContext:
         """Forget the size variables and guards of the previous step."""
         self._named.clear()
         self.vars.clear()
-        self.guards, self._guard_keys = [], set()
+        self.guards = []  # (a new list: the last step's is handed out)
+        self._guard_keys.clear()
         self.log, self.last_key = StepLog(), None
 
     def release(self, tensors) -> None:
@@ -474,13 +475,13 @@ class LazyFunction:
         self._leaves = [a for a in leaves if type(a) is LazyTensor]
         with tracing():
             out = self.fn(*leaves)
-        flat = list(out) if isinstance(out, (list, tuple)) else [out]
+        flat = [out] if type(out) is LazyTensor else list(out) if isinstance(out, (list, tuple)) else [out]
         return out, flat
 
     def __call__(self, *args):
         out, flat = self._record(args)
         ctx = self.ctx
-        ctx.sync([o for o in flat if type(o) is LazyTensor])
+        ctx.sync(flat)
         guards = self.guards = ctx.guards  # (a new list each step)
         if guards:
             lk = ctx.last_key
@@ -489,9 +490,11 @@ class LazyFunction:
                     self.guard_log.setdefault(str(g))
                 if lk is not None and all(len(g.names) == len(g.vars) for g in guards):
                     self._logged.add(lk)  # every variable user-named: a step with this key logs the same texts
-        res = [o.node.data if type(o) is LazyTensor else o for o in flat]
         ctx.release(self._leaves)
         self._leaves = []
+        if type(out) is LazyTensor:
+            return out.node.data
+        res = [o.node.data if type(o) is LazyTensor else o for o in flat]
         return type(out)(res) if isinstance(out, (list, tuple)) else res[0]
 
     def trace(self, *args) -> tuple:

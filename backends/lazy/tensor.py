@@ -184,19 +184,31 @@ class LazyTensor:
     # -- torch function hook ----------------------------------------------
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        name = getattr(func, "__name__", str(func))
-        if getattr(func, "__module__", None) == "torch.nn.functional" and name in F_OPS:
-            return F_OPS[name](*args, **kwargs)
-        impl = OPS.get(name)
-        if impl is None and name in OPERATORS:
-            op, swap = OPERATORS[name]
-            impl = OPS[op]
-            if swap:
-                args = (args[1], args[0]) + tuple(args[2:])
-        if impl is None:
-            raise Unsupported(f"lazy: torch function {name!r} is not supported by the lazy path")
-        return impl(*args, **kwargs)
+        hit = _DISPATCH.get(func)
+        if hit is None:
+            hit = _resolve(func)  # (an unsupported function raises: not cached)
+            _DISPATCH[func] = hit
+        impl, swap = hit
+        if swap:
+            args = (args[1], args[0]) + tuple(args[2:])
+        return impl(*args, **kwargs) if kwargs else impl(*args)
+
+
+_DISPATCH: dict = {}  # torch function -> (implementation, operands swapped): __torch_function__'s table
+
+
+def _resolve(func) -> tuple:
+    """The implementation of the torch function ``func`` (``Unsupported`` naming it when there is none)."""
+    name = getattr(func, "__name__", str(func))
+    if getattr(func, "__module__", None) == "torch.nn.functional" and name in F_OPS:
+        return F_OPS[name], False
+    impl = OPS.get(name)
+    if impl is not None:
+        return impl, False
+    if name in OPERATORS:
+        op, swap = OPERATORS[name]
+        return OPS[op], swap
+    raise Unsupported(f"lazy: torch function {name!r} is not supported by the lazy path")
 
 
 def _operator(op: str, swap: bool):

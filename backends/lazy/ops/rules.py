@@ -156,7 +156,11 @@ def _promote(sigs):
 
 def promote(*xs) -> torch.dtype:
     """torch's type promotion of tensors (lazy or concrete), sizes and scalars."""
-    return _promote(tuple(_sig(x) for x in xs))
+    if len(xs) == 2:
+        a, b = xs
+        if type(a) is LazyTensor and type(b) is LazyTensor and a.node.dtype is b.node.dtype:
+            return a.node.dtype  # one dtype: promotion keeps it
+    return _promote(tuple([_sig(x) for x in xs]))
 
 
 def float_of(dt: torch.dtype) -> torch.dtype:
