@@ -113,8 +113,8 @@ def record(ctx, op, args, kwargs, shape, dtype) -> LazyTensor:
         try:
             log.op(node)
         except Unlogged:
-            ctx.log = None
             _refuse_finished(log, node)
+            ctx.log = None
     return LazyTensor(node, ctx)
 
 
