@@ -1,5 +1,9 @@
 """The normal form: sums of monomials over atoms (variables, ``//``, ``%``, max, min).
 
+(Over 500 lines: the normal form, its normalising constructors and their
+memo/fast paths are one invariant -- every way to build an Expr must give the
+same terms, key and hash -- kept in one module.)
+
 An :class:`Expr` is a polynomial with integer coefficients whose atoms are
 named size variables or opaque operations (``floordiv``, ``mod``, ``max``,
 ``min``) over normal-form expressions -- the structure of jax's
