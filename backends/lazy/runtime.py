@@ -31,6 +31,7 @@ _TENSOR = torch.Tensor
 
 
 _CANON_NAMES: dict = {}
+_STATIC_LEAVES: dict = {}  # torch.Size -> (its sizes as constants, the step log's dims): leaves without variables
 
 
 def _canon_name(pos: int, axis: int) -> str:
@@ -125,9 +126,18 @@ class LazyContext:
         """
         if type(t) is not _TENSOR and not isinstance(t, _TENSOR):  # (torch's isinstance check is slow)
             t = torch.as_tensor(t)
-        if self.mode == "static" or not dims:
-            dims = {}
-        elif dims is True:
+        if self.mode == "static" or not dims:  # every axis constant: shape and key entry shared per shape
+            shape = t.shape
+            hit = _STATIC_LEAVES.get(shape)
+            if hit is None:
+                if len(_STATIC_LEAVES) >= 1024:
+                    _STATIC_LEAVES.clear()
+                hit = _STATIC_LEAVES[shape] = (tuple([const(s) for s in shape]), tuple(shape))
+            node = Node("input", shape=hit[0], data=t, dtype=t.dtype)
+            if self.log is not None:
+                self.log.input(node, hit[1])
+            return LazyTensor(node, self)
+        if dims is True:
             dims = {i: None for i in range(t.dim())}
         elif not isinstance(dims, dict):
             dims = {d: None for d in dims}
