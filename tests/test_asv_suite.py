@@ -105,6 +105,7 @@ def test_novel_sizes_setup_makes_every_sample_novel():
 REPRESENTATIVE = {
     "suite": [("gnn_edge_divide", b, "unbounded") for b in ("torch_eager", "einx_symbolic", "lazy")],
     "bench_lazy": [("gnn_edge_divide", p) for p in ("eager", "lazy", "trace")],
+    "bench_lazy_catalogue": [("gnn_edge_divide",)],
 }
 
 

@@ -14,7 +14,7 @@ graph's symbolic structure, so a new shape reuses it.
 Layers (each imports only those before it): symbolic (size variables and
 SymSize over :mod:`backends.sizes`) -> ir (nodes, dump, verify) -> tensor (the
 proxy and its operators) -> ops (the registry: one module per op family) ->
-passes -> runtime. ``bench`` (``python -m backends.lazy.bench``) measures a step.
+passes -> runtime (with misses: why a key missed). ``bench`` (``python -m backends.lazy.bench``) measures a step.
 """
 
 from . import ops  # noqa: F401  (fills the op tables)
@@ -23,7 +23,7 @@ from .ops import ShapeError
 from .runtime import BoundError, Guard, LazyContext, LazyFunction, jit, tracing
 from backends.sizes import Expr
 
-from .symbolic import SymBool, SymSize
+from .symbolic import FinishedStep, SymBool, SymSize
 from .tensor import LazyTensor, Unsupported
 
 _default: LazyContext | None = None
@@ -53,7 +53,7 @@ def ir_dump(*tensors: LazyTensor) -> str:
 
 
 __all__ = [
-    "BoundError", "Expr", "Guard", "IRError", "LazyContext", "LazyFunction", "LazyTensor", "ShapeError",
+    "BoundError", "Expr", "FinishedStep", "Guard", "IRError", "LazyContext", "LazyFunction", "LazyTensor", "ShapeError",
     "SymBool", "SymSize", "Unsupported", "default_context", "dump", "ir_dump", "jit", "sync", "tensor",
     "tracing", "verify",
 ]

@@ -21,6 +21,7 @@ from .symbolic import hint, names_of, var_of
 SIZE = "int"  # dtype of scalar size nodes
 SIZE_OPS = ("sym_size", "add", "sub", "mul", "floordiv", "mod", "max", "min")
 _uids = itertools.count()
+NO_KWARGS: dict = {}  # the kwargs of a node without any (shared: passes replace a node's kwargs, never write them)
 
 
 class IRError(AssertionError):
@@ -33,8 +34,9 @@ class Node:
     def __init__(self, op, args=(), kwargs=None, shape=(), dtype=None, data=None):
         self.uid = next(_uids)
         self.pos = None  # its index in the context's step log (``LazyContext.log``), if logged
-        self.op, self.args, self.kwargs = op, tuple(args), kwargs or {}
-        self.shape, self.dtype, self.data = tuple(shape), dtype, data
+        self.op, self.kwargs, self.dtype, self.data = op, kwargs or NO_KWARGS, dtype, data
+        self.args = args if type(args) is tuple else tuple(args)
+        self.shape = shape if type(shape) is tuple else tuple(shape)
 
     @property
     def is_leaf(self) -> bool:

@@ -20,13 +20,26 @@ from backends.sizes import Expr
 from cases.model import MODES
 
 from . import passes
-from .ir import IRError, Node
+from .ir import NO_KWARGS, IRError, Node
+from .misses import explain_miss
 from .steplog import StepLog, Unlogged
-from .symbolic import SizeVars, SymSize, compare, const, names_of, rename
+from .symbolic import _CONSTS, SizeVars, SymSize, compare, const, rename
 from .tensor import OPS, LazyTensor
 
 
 _TENSOR = torch.Tensor
+
+
+_CANON_NAMES: dict = {}
+_STATIC_LEAVES: dict = {}  # torch.Size -> (its sizes as constants, the step log's dims): leaves without variables
+
+
+def _canon_name(pos: int, axis: int) -> str:
+    """The step log's name of the variable first read at leaf ``pos``, ``axis`` (shared strings)."""
+    n = _CANON_NAMES.get((pos, axis))
+    if n is None:
+        n = _CANON_NAMES[pos, axis] = f"p{pos}_{axis}"
+    return n
 
 
 class BoundError(ValueError):
@@ -84,23 +97,24 @@ class LazyContext:
         self.last: passes.Compiled | None = None
         self.log: StepLog | None = None  # the step log while a step records (see .steplog)
         self.fast: dict = {}  # step-log key -> (Compiled, input positions): the cached steps
+        self.last_key = None  # the step-log key of the step's first sync (None: none, or unlogged)
 
     # -- leaves ------------------------------------------------------------
     def new_step(self) -> None:
         """Forget the size variables and guards of the previous step."""
         self._named.clear()
         self.vars.clear()
-        self.guards, self._guard_keys = [], set()
-        self.log = StepLog()
+        self.guards = []  # (a new list: the last step's is handed out)
+        self._guard_keys.clear()
+        self.log, self.last_key = StepLog(), None
 
     def release(self, tensors) -> None:
-        """End of a step: the size variables of these leaves stop holding
-        them, so refcounting frees the step at once. Their size variables can
-        no longer be read by a later graph."""
+        """End of a step: its size variables stop holding their leaves
+        (``tensors``, the step's inputs), so refcounting frees the step at
+        once. They can no longer be read by a later graph."""
         self.log = None
-        for t in tensors:
-            for e in t.node.shape:
-                self.vars.release(names_of(e))
+        for v in self.vars.vars.values():  # every variable of a jit step is read from one of its leaves
+            v.src = None
 
     def input(self, t: torch.Tensor, dims=True, bounds=None) -> LazyTensor:
         """A lazy leaf over ``t``.
@@ -112,9 +126,18 @@ class LazyContext:
         """
         if type(t) is not _TENSOR and not isinstance(t, _TENSOR):  # (torch's isinstance check is slow)
             t = torch.as_tensor(t)
-        if self.mode == "static" or not dims:
-            dims = {}
-        elif dims is True:
+        if self.mode == "static" or not dims:  # every axis constant: shape and key entry shared per shape
+            shape = t.shape
+            hit = _STATIC_LEAVES.get(shape)
+            if hit is None:
+                if len(_STATIC_LEAVES) >= 1024:
+                    _STATIC_LEAVES.clear()
+                hit = _STATIC_LEAVES[shape] = (tuple([const(s) for s in shape]), tuple(shape))
+            node = Node("input", shape=hit[0], data=t, dtype=t.dtype)
+            if self.log is not None:
+                self.log.input(node, hit[1])
+            return LazyTensor(node, self)
+        if dims is True:
             dims = {i: None for i in range(t.dim())}
         elif not isinstance(dims, dict):
             dims = {d: None for d in dims}
@@ -123,19 +146,21 @@ class LazyContext:
         log = self.log
         pos = len(log.nodes) if log is not None else 0
         shape, sig = [], []  # sig: the dims as the step log keys them
+        bounded = self.mode == "bounded"
         for axis, size in enumerate(t.shape):
             if axis not in dims:
-                shape.append(const(size))
+                e = _CONSTS.get(size)
+                shape.append(e if e is not None else const(size))
                 sig.append(size)
                 continue
             name = dims[axis]
-            bound = bounds.get(axis) if self.mode == "bounded" else None
+            bound = bounds.get(axis) if bounded else None
             if bound is not None and size > bound:
                 raise BoundError(f"dim {name or axis} of input is {size}, past the bound {bound} "
                                  f"this graph is compiled for")
             v = self._named.get(name) if name else None
             if v is None:
-                v = self.vars.new(node, axis, size, name, bound)
+                v = self.vars.new(node, axis, size, name, bound, _canon_name(pos, axis) if log is not None else None)
                 if name:
                     self._named[name] = v
             elif v.hint != size:
@@ -144,8 +169,8 @@ class LazyContext:
             if log is not None:
                 c = log.canon.get(v.sym)
                 if c is None:
-                    c = log.canon[v.sym] = f"p{pos}_{axis}"
-                sig.append(c if v.bound is None or self.mode != "bounded" else (c, v.bound))
+                    c = log.canon[v.sym] = _canon_name(pos, axis)
+                sig.append(c if v.bound is None or not bounded else (c, v.bound))
         node.shape = tuple(shape)
         if log is not None:
             log.input(node, tuple(sig))
@@ -199,8 +224,7 @@ class LazyContext:
     def sync(self, tensors=None) -> None:
         """Compile (on a cache miss) and run the pending graph of ``tensors``;
         each becomes a leaf holding its value."""
-        tensors = [t for t in (tensors or []) if isinstance(t, LazyTensor)]
-        roots = self._roots(tensors)
+        roots = self._roots([t for t in (tensors or ()) if type(t) is LazyTensor or isinstance(t, LazyTensor)])
         if not roots:
             return
         log, lk = self.log, None
@@ -210,11 +234,13 @@ class LazyContext:
                 lk = log.key(roots, self.guards)
             except Unlogged:
                 lk = None
+            self.last_key = lk
             hit = self.fast.get(lk) if lk is not None else None
             if hit is not None:
                 entry, positions = hit
-                self.stats["trace"] += 1
-                self.stats["hit"] += 1
+                stats = self.stats
+                stats["trace"] += 1
+                stats["hit"] += 1
                 self.last = entry
                 nodes = log.nodes
                 self._run(entry, [nodes[p].data for p in positions], roots)
@@ -246,12 +272,12 @@ class LazyContext:
     def _run(self, entry, inputs, outputs) -> None:
         """Run a compiled graph; each output node becomes a leaf holding its value."""
         outs = entry.run(*inputs)
-        hints = self.vars.hints
+        hints, check = self.vars.hints, self.check
         for node, out in zip(outputs, outs):
-            if self.check and (tuple(out.shape) != node.hints(hints) or out.dtype != node.dtype):
+            if check and (out.shape != node.hints(hints) or out.dtype != node.dtype):
                 raise IRError(f"shape rule for {node.op} predicted {node.dtype}{list(node.hints(hints))}, "
                               f"ran to {out.dtype}{list(out.shape)}\n{entry.ir}")
-            node.op, node.args, node.kwargs, node.data = "input", (), {}, out
+            node.op, node.args, node.kwargs, node.data = "input", (), NO_KWARGS, out
 
     def dump(self, *tensors) -> str:
         """The IR text of the pending graph of ``tensors`` (what a sync would compile)."""
@@ -259,107 +285,6 @@ class LazyContext:
 
     def compiles(self) -> int:
         return self.stats["compile"]
-
-
-# ---------------------------------------------------------------------------
-# why a key missed
-# ---------------------------------------------------------------------------
-def _key_parts(k: tuple) -> dict:
-    """A cache key (``passes.key``) split into its parts."""
-    parts = {"mode": k[0], "inputs": [], "ops": [], "outputs": (), "guards": []}
-    for e in k[1:]:
-        if e[0] == "in":
-            parts["inputs"].append(e)
-        elif e[0] == "out":
-            parts["outputs"] = e
-        elif e[0] == "guard":
-            parts["guards"].append(e[1])
-        else:
-            parts["ops"].append(e)
-    return parts
-
-
-def _fmt_input(e: tuple) -> str:
-    """``("in", dtype, dims)`` as ``float32[1000, 8]`` (static: the concrete
-    sizes; otherwise the symbolic dims, with bounds)."""
-    dims = e[2]
-    concrete = [d for d in dims if isinstance(d, int)]
-    shown = concrete if concrete else [str(d) for d in dims]
-    return f"{e[1].replace('torch.', '')}[{', '.join(map(str, shown))}]"
-
-
-def _fmt_sig(a) -> str:
-    """An operand signature (``passes._sig``) as text: ``(%0, (10, -1, -1))``."""
-    if not (isinstance(a, tuple) and a):
-        return repr(a)
-    tag, rest = a[0], a[1:]
-    if tag == "%":
-        return f"%{rest[0]}"
-    if tag == "e":
-        return str(rest[0])
-    if tag in ("tuple", "list"):
-        inner = ", ".join(_fmt_sig(x) for x in rest)
-        return f"({inner})" if tag == "tuple" else f"[{inner}]"
-    if tag == "d":
-        return "{" + ", ".join(f"{k}={_fmt_sig(v)}" for k, v in rest) + "}"
-    if tag == "sl":
-        return ":".join("" if x == ("NoneType", None) else _fmt_sig(x) for x in rest)
-    return str(rest[0]) if len(rest) == 1 else repr(a)
-
-
-def _fmt_op_args(e: tuple) -> str:
-    """An op entry ``(op, args, kwargs, dtype)`` of a key: its operands as text."""
-    kwargs = _fmt_sig(e[2]) if len(e[2]) > 1 else ""
-    return _fmt_sig(e[1]) + (f" {kwargs}" if kwargs else "")
-
-
-def _diff(new: dict, old: dict) -> list:
-    """The parts of ``new`` that differ from ``old``, described."""
-    out = []
-    if new["mode"] != old["mode"]:
-        out.append(f"mode {new['mode']} (cached: {old['mode']})")
-    ni, oi = new["inputs"], old["inputs"]
-    if len(ni) != len(oi):
-        out.append(f"{len(ni)} inputs (cached: {len(oi)})")
-    else:
-        changed = [i for i, (a, b) in enumerate(zip(ni, oi)) if a != b]
-        if changed:
-            out.append("input shapes " + ", ".join(f"{i}: {_fmt_input(ni[i])}" for i in changed)
-                      + " (cached: " + ", ".join(_fmt_input(oi[i]) for i in changed) + ")")
-    no, oo = new["ops"], old["ops"]
-    if no != oo:
-        first = next((i for i, (a, b) in enumerate(zip(no, oo)) if a != b), min(len(no), len(oo)))
-        if first < len(no) and first < len(oo) and no[first][0] == oo[first][0]:
-            out.append(f"arguments of op {first} {no[first][0]}{_fmt_op_args(no[first])} "
-                       f"(cached: {_fmt_op_args(oo[first])})")
-        else:
-            what = f"op {first} is {no[first][0]}" if first < len(no) else f"{len(no)} ops"
-            was = f"{oo[first][0]}" if first < len(oo) else f"{len(oo)} ops"
-            out.append(f"graph structure ({what}; cached: {was})")
-    elif new["outputs"] != old["outputs"]:
-        out.append("graph outputs")
-    added = [g for g in new["guards"] if g not in old["guards"]]
-    dropped = [g for g in old["guards"] if g not in new["guards"]]
-    if added or dropped:
-        out.append("guards " + ("; ".join(added) if added else "(none)")
-                   + " (cached: " + ("; ".join(dropped) if dropped else "none") + ")")
-    return out
-
-
-def explain_miss(k: tuple, cache) -> str:
-    """Why ``k`` missed the cache: which part of the key is new against the
-    closest cached key (the one that differs in fewest parts)."""
-    if not cache:
-        return "first call: empty graph cache"
-    new = _key_parts(k)
-    best = None
-    for old in cache:
-        d = _diff(new, _key_parts(old))
-        if best is None or len(d) < len(best):
-            best = d
-            if len(d) <= 1:
-                break
-    return "new " + " and new ".join(best or ["key (no part differs?)"])
 
 
 # ---------------------------------------------------------------------------
@@ -395,24 +320,39 @@ class tracing:
     """Route ``torch.zeros``/``ones``/``empty``/``full``/``arange``/``eye`` called
     with symbolic sizes to the lazy path (torch's argument parser would
     otherwise force them to ints). A context manager (re-entrant); a class,
-    not a generator, since every step enters it."""
+    not a generator, since every step enters it: entering swaps the six
+    functions in ``torch``'s namespace in one ``dict.update``, the patched set
+    cached by the functions it replaces."""
 
     __slots__ = ("saved",)
 
     def __enter__(self):
-        self.saved = saved = [getattr(torch, n) for n in _CREATION]
-        for n, f in zip(_CREATION, saved):
-            if getattr(f, "__wrapped__", None) is None:  # not already inside tracing()
+        ns = torch.__dict__
+        saved = tuple([ns[n] for n in _CREATION])
+        patch = _PATCH_SETS.get(saved)
+        if patch is None:
+            patch = {}
+            for n, f in zip(_CREATION, saved):
+                if getattr(f, "__wrapped__", None) is not None:  # already inside tracing()
+                    patch[n] = f
+                    continue
                 p = _PATCHES.get(n)
                 if p is None or p.__wrapped__ is not f:
                     p = _PATCHES[n] = _patched(n, f)
-                setattr(torch, n, p)
+                patch[n] = p
+            if len(_PATCH_SETS) > 8:
+                _PATCH_SETS.clear()
+            patch = _PATCH_SETS[saved] = (patch, dict(zip(_CREATION, saved)))
+        ns.update(patch[0])
+        self.saved = patch[1]
         return self
 
     def __exit__(self, *exc):
-        for n, f in zip(_CREATION, self.saved):
-            setattr(torch, n, f)
+        torch.__dict__.update(self.saved)
         return False
+
+
+_PATCH_SETS: dict = {}  # the functions found in torch -> ({name: what replaces it}, {name: what restores it})
 
 
 # ---------------------------------------------------------------------------
@@ -430,6 +370,7 @@ class LazyFunction:
         self._leaves: list = []
         self.guards: list = []  # the last call's
         self.guard_log: dict = {}  # every distinct guard so far, as text
+        self._logged: set = set()  # step-log keys whose guards are in guard_log
 
     def _record(self, args):
         """Trace ``fn`` on fresh lazy leaves over ``args``: (output, flat outputs)."""
@@ -444,19 +385,26 @@ class LazyFunction:
         self._leaves = [a for a in leaves if type(a) is LazyTensor]
         with tracing():
             out = self.fn(*leaves)
-        flat = list(out) if isinstance(out, (list, tuple)) else [out]
+        flat = [out] if type(out) is LazyTensor else list(out) if isinstance(out, (list, tuple)) else [out]
         return out, flat
 
     def __call__(self, *args):
         out, flat = self._record(args)
         ctx = self.ctx
-        ctx.sync([o for o in flat if type(o) is LazyTensor])
-        self.guards = list(ctx.guards)
-        for g in self.guards:
-            self.guard_log.setdefault(str(g))
-        res = [o.node.data if type(o) is LazyTensor else o for o in flat]
+        ctx.sync(flat)
+        guards = self.guards = ctx.guards  # (a new list each step)
+        if guards:
+            lk = ctx.last_key
+            if lk is None or lk not in self._logged:
+                for g in guards:
+                    self.guard_log.setdefault(str(g))
+                if lk is not None and all(len(g.names) == len(g.vars) for g in guards):
+                    self._logged.add(lk)  # every variable user-named: a step with this key logs the same texts
         ctx.release(self._leaves)
         self._leaves = []
+        if type(out) is LazyTensor:
+            return out.node.data
+        res = [o.node.data if type(o) is LazyTensor else o for o in flat]
         return type(out)(res) if isinstance(out, (list, tuple)) else res[0]
 
     def trace(self, *args) -> tuple:

@@ -22,6 +22,7 @@ from .ir import Node, _atom_structure
 
 
 _PLAIN = frozenset({int, bool, str, type(None)})
+_EXPR_SIGS: dict = {}  # a one-variable Expr -> (its variable's canonical name, the name, its signature)
 _DTYPE = torch.dtype
 
 
@@ -56,9 +57,22 @@ class StepLog:
         self._add(node, ("const", node.dtype, tuple(e.terms for e in node.shape)))
 
     def op(self, node: Node) -> None:
-        entry = (node.op, self.sig(node.args), self.sig(node.kwargs) if node.kwargs else None, node.dtype)
-        node.pos = len(self.nodes)
-        self.nodes.append(node)
+        sig, nodes = self.sig, self.nodes
+        args = []
+        for a in node.args:  # sig(node.args), the common operands inline
+            t = type(a)
+            if t is Node:
+                p = a.pos
+                if p is None or p >= len(nodes) or nodes[p] is not a:
+                    raise Unlogged(a)
+                args.append(("%", p))
+            elif t is int:
+                args.append((int, a))
+            else:
+                args.append(sig(a))
+        entry = (node.op, tuple(args), sig(node.kwargs) if node.kwargs else None, node.dtype)
+        node.pos = len(nodes)
+        nodes.append(node)
         self.entries.append(entry)
 
     def pos(self, n: Node) -> int:
@@ -73,7 +87,11 @@ class StepLog:
             return 0
         if len(t) == 1 and not t[0][0]:  # a constant: its value
             return t[0][1]
-        canon, out = self.canon, []
+        canon = self.canon
+        memo = _EXPR_SIGS.get(e)
+        if memo is not None and memo[0] is canon.get(memo[1]):  # this step names it as before
+            return memo[2]
+        out = []
         try:
             for m, c in t:
                 if len(m) == 1 and m[0][0].kind == "var":  # c * v**p, the common term
@@ -82,7 +100,14 @@ class StepLog:
                     out.append((tuple([(_atom_structure(a, canon), p) for a, p in m]), c))
         except KeyError:
             raise Unlogged(e) from None
-        return tuple(out)
+        out = tuple(out)
+        names = e.vars
+        if len(names) == 1:  # memoised when one variable: its canonical name decides the signature
+            (n,) = names
+            if len(_EXPR_SIGS) >= 4096:
+                _EXPR_SIGS.clear()
+            _EXPR_SIGS[e] = (canon[n], n, out)
+        return out
 
     def sig(self, a):
         """An operand as a hashable value that names nodes by position (as ``passes._sig`` does by index)."""
@@ -96,6 +121,9 @@ class StepLog:
         if t is float or t is _DTYPE:
             return (t, repr(a))  # nan and -0.0 keyed apart
         if t is Expr:
+            terms = a.terms
+            if len(terms) == 1 and not terms[0][0]:  # a constant (most sizes an op is given)
+                return ("e", terms[0][1])
             return ("e", self.expr(a))
         if t is dict:
             return ("d",) + tuple([(k, self.sig(v)) for k, v in sorted(a.items())]) if a else ("d",)

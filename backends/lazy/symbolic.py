@@ -23,16 +23,30 @@ import operator
 
 from backends import sizes
 from backends.sizes import Expr
+from backends.sizes.expr import trusted_var
 
 
 class Var:
-    """A dynamic input dim; ``expr`` is it as a size (the variable ``sym``)."""
+    """A dynamic input dim; ``expr`` is it as a size (the variable ``sym``,
+    an identifier by construction: ``d<uid>_<axis>``)."""
 
     __slots__ = ("sym", "name", "hint", "src", "bound", "expr")
 
     def __init__(self, sym: str, name: str, hint: int, src, bound: int | None = None):
         self.sym, self.name, self.hint, self.src, self.bound = sym, name, hint, src, bound
-        self.expr = sizes.var(sym)
+        e = _VAR_EXPRS.get(sym)
+        if e is None:
+            if len(_VAR_EXPRS) >= 4096:
+                _VAR_EXPRS.clear()
+            e = _VAR_EXPRS[sym] = trusted_var(sym)
+        self.expr = e
+
+
+_VAR_EXPRS: dict = {}  # name -> the variable as a size (one object per name: the step names repeat)
+
+
+class FinishedStep(ValueError):
+    """A size or lazy tensor of an earlier jit step used in a later one."""
 
 
 _NAMES: set = set()  # user dim names checked to be valid variable names
@@ -47,14 +61,22 @@ class SizeVars:
     variables until it starts a step (``LazyContext.new_step``).
     """
 
-    __slots__ = ("vars", "hints")
+    __slots__ = ("vars", "hints", "step")
 
     def __init__(self):
         self.vars: dict = {}
         self.hints: dict = {}
+        self.step = 0  # bumped by clear(): a SymSize of an earlier step is refused (see SymSize.live)
 
-    def new(self, leaf, axis: int, hint: int, name: str | None = None, bound: int | None = None) -> Var:
-        sym = f"d{leaf.uid}_{axis}"
+    def new(self, leaf, axis: int, hint: int, name: str | None = None, bound: int | None = None,
+            sym: str | None = None) -> Var:
+        """A variable read from ``leaf``'s ``axis``. ``sym``: its algebra name
+        (default ``d<leaf uid>_<axis>``, unique in the process); a jit step names
+        its variables by position (``p<leaf position>_<axis>``), the same names
+        every step, so the size arithmetic of a step repeats the last one's
+        (memoised by :mod:`backends.sizes`)."""
+        if sym is None:
+            sym = f"d{leaf.uid}_{axis}"
         if name is not None and name not in _NAMES:
             try:
                 sizes.var(name)
@@ -74,6 +96,7 @@ class SizeVars:
     def clear(self) -> None:
         self.vars.clear()
         self.hints.clear()
+        self.step += 1
 
     def release(self, names) -> None:
         for n in names:
@@ -113,12 +136,18 @@ def hint(e: Expr, env: dict, evaluate=None) -> int:
     terms = e.terms
     if not terms:
         return 0
-    if len(terms) == 1:
-        m, c = terms[0]
-        if not m:
+    n = len(terms)
+    if n <= 2:  # c, k*v, or c + k*v (``L - 4``): most sizes
+        m, c = terms[-1]
+        if not m:  # (the constant term sorts first: only when it is the only one)
             return c
-        if len(m) == 1 and m[0][1] == 1 and m[0][0].kind == "var" and m[0][0].name in env:
-            return c * env[m[0][0].name]
+        if len(m) == 1 and m[0][1] == 1:
+            a = m[0][0]
+            if a.kind == "var" and a.name in env:
+                if n == 1:
+                    return c * env[a.name]
+                if not terms[0][0]:
+                    return terms[0][1] + c * env[a.name]
     return evaluate(e) if evaluate is not None else sizes.evaluate(e, env)
 
 
@@ -169,7 +198,7 @@ def as_expr(x) -> Expr:
     if type(x) is int:
         return const(x)
     if isinstance(x, SymSize):
-        return x.expr
+        return x.live()
     if isinstance(x, bool):
         return const(int(x))
     try:
@@ -214,11 +243,13 @@ class SymBool:
 
 def _sym(fn):
     def method(self, o):
+        if type(o) is int:  # the common case (``x.shape[0] * 2``): Expr's int fast paths
+            return SymSize.wrap(fn(self.live(), o), self.ctx)
         if not is_size(o):
             if isinstance(o, float):
                 return fn(float(self), o)
             return NotImplemented
-        return SymSize.wrap(fn(self.expr, as_expr(o)), self.ctx)
+        return SymSize.wrap(fn(self.live(), as_expr(o)), self.ctx)
 
     return method
 
@@ -229,7 +260,7 @@ def _rsym(fn):
             if isinstance(o, float):
                 return fn(o, float(self))
             return NotImplemented
-        return SymSize.wrap(fn(as_expr(o), self.expr), self.ctx)
+        return SymSize.wrap(fn(as_expr(o), self.live()), self.ctx)
 
     return method
 
@@ -238,7 +269,7 @@ def _cmp(op):
     def method(self, o):
         if not is_size(o):
             return NotImplemented
-        return SymBool(op, self.expr, as_expr(o), self.ctx)
+        return SymBool(op, self.live(), as_expr(o), self.ctx)
 
     return method
 
@@ -251,15 +282,27 @@ class SymSize:
     concrete value and record a guard.
     """
 
-    __slots__ = ("expr", "ctx")
+    __slots__ = ("expr", "ctx", "step")
 
     def __init__(self, expr: Expr, ctx):
-        self.expr, self.ctx = expr, ctx
+        self.expr, self.ctx, self.step = expr, ctx, ctx.vars.step
+
+    def live(self) -> Expr:
+        """``expr``, refusing a size of an earlier step (its variable names are
+        reused by the current step: it would read the current sizes)."""
+        if self.step != self.ctx.vars.step:
+            raise FinishedStep(f"size {self.expr} belongs to a finished step")
+        return self.expr
 
     @staticmethod
     def wrap(expr: Expr, ctx):
         """A plain int when ``expr`` is constant, else a :class:`SymSize`."""
-        return expr.value if expr.is_const else SymSize(expr, ctx)
+        t = expr.terms
+        if not t:
+            return 0
+        if len(t) == 1 and not t[0][0]:
+            return t[0][1]
+        return SymSize(expr, ctx)
 
     @property
     def hint(self) -> int:
@@ -273,7 +316,7 @@ class SymSize:
     __eq__, __ne__, __lt__, __le__, __gt__, __ge__ = (_cmp(o) for o in ("==", "!=", "<", "<=", ">", ">="))
 
     def __neg__(self):
-        return SymSize.wrap(-self.expr, self.ctx)
+        return SymSize.wrap(-self.live(), self.ctx)
 
     def __pos__(self):
         return self
@@ -288,16 +331,16 @@ class SymSize:
         return hash(self.expr)
 
     def __int__(self) -> int:
-        return self.ctx.specialise(self.expr, reason="int")
+        return self.ctx.specialise(self.live(), reason="int")
 
     def __index__(self) -> int:
-        return self.ctx.specialise(self.expr, reason="index")
+        return self.ctx.specialise(self.live(), reason="index")
 
     def __float__(self) -> float:
-        return float(self.ctx.specialise(self.expr, reason="float"))
+        return float(self.ctx.specialise(self.live(), reason="float"))
 
     def __bool__(self) -> bool:
-        return self.ctx.guard(self.expr, "!=", const(0), reason="bool")
+        return self.ctx.guard(self.live(), "!=", const(0), reason="bool")
 
     def __repr__(self) -> str:
         return f"SymSize({self.ctx.vars.text(self.expr)}, hint={self.hint})"

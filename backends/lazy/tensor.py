@@ -21,7 +21,7 @@ import torch
 from backends import sizes
 
 from .ir import Node
-from .symbolic import SymSize
+from .symbolic import FinishedStep, SymSize
 
 OPS: dict = {}  # torch function / method name -> implementation (filled by .ops)
 F_OPS: dict = {}  # torch.nn.functional name -> implementation (filled by .ops)
@@ -52,9 +52,22 @@ class LazyTensor:
         self.node, self.ctx = node, ctx
 
     # -- metadata (never materialises) ----------------------------------
+    def _sizes(self) -> tuple:
+        """The node's symbolic shape; refused for a tensor logged by an earlier
+        jit step (its variables' names are the current step's: see ``SymSize.live``)."""
+        n = self.node
+        p = n.pos
+        if p is not None:
+            log = self.ctx.log
+            if log is not None and not (p < len(log.nodes) and log.nodes[p] is n):
+                if any(not e.is_const for e in n.shape):
+                    raise FinishedStep(f"lazy: the sizes of {n.op}#{n.uid} belong to a finished step")
+        return n.shape
+
     @property
     def shape(self) -> tuple:
-        return tuple(SymSize.wrap(e, self.ctx) for e in self.node.shape)
+        wrap, ctx = SymSize.wrap, self.ctx
+        return tuple([wrap(e, ctx) for e in self._sizes()])
 
     def size(self, dim=None):
         s = self.shape
@@ -76,7 +89,7 @@ class LazyTensor:
         return self.ndim
 
     def numel(self):
-        return SymSize.wrap(math.prod(self.node.shape, start=sizes.const(1)), self.ctx)
+        return SymSize.wrap(math.prod(self._sizes(), start=sizes.const(1)), self.ctx)
 
     def __len__(self) -> int:
         if not self.node.shape:
@@ -171,19 +184,31 @@ class LazyTensor:
     # -- torch function hook ----------------------------------------------
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        name = getattr(func, "__name__", str(func))
-        if getattr(func, "__module__", None) == "torch.nn.functional" and name in F_OPS:
-            return F_OPS[name](*args, **kwargs)
-        impl = OPS.get(name)
-        if impl is None and name in OPERATORS:
-            op, swap = OPERATORS[name]
-            impl = OPS[op]
-            if swap:
-                args = (args[1], args[0]) + tuple(args[2:])
-        if impl is None:
-            raise Unsupported(f"lazy: torch function {name!r} is not supported by the lazy path")
-        return impl(*args, **kwargs)
+        hit = _DISPATCH.get(func)
+        if hit is None:
+            hit = _resolve(func)  # (an unsupported function raises: not cached)
+            _DISPATCH[func] = hit
+        impl, swap = hit
+        if swap:
+            args = (args[1], args[0]) + tuple(args[2:])
+        return impl(*args, **kwargs) if kwargs else impl(*args)
+
+
+_DISPATCH: dict = {}  # torch function -> (implementation, operands swapped): __torch_function__'s table
+
+
+def _resolve(func) -> tuple:
+    """The implementation of the torch function ``func`` (``Unsupported`` naming it when there is none)."""
+    name = getattr(func, "__name__", str(func))
+    if getattr(func, "__module__", None) == "torch.nn.functional" and name in F_OPS:
+        return F_OPS[name], False
+    impl = OPS.get(name)
+    if impl is not None:
+        return impl, False
+    if name in OPERATORS:
+        op, swap = OPERATORS[name]
+        return OPS[op], swap
+    raise Unsupported(f"lazy: torch function {name!r} is not supported by the lazy path")
 
 
 def _operator(op: str, swap: bool):

@@ -1,5 +1,9 @@
 """The normal form: sums of monomials over atoms (variables, ``//``, ``%``, max, min).
 
+(Over 500 lines: the normal form, its normalising constructors and their
+memo/fast paths are one invariant -- every way to build an Expr must give the
+same terms, key and hash -- kept in one module.)
+
 An :class:`Expr` is a polynomial with integer coefficients whose atoms are
 named size variables or opaque operations (``floordiv``, ``mod``, ``max``,
 ``min``) over normal-form expressions -- the structure of jax's
@@ -83,7 +87,7 @@ class Atom:
 
 
 def _mono_key(m) -> tuple:
-    return tuple((a.key, p) for a, p in m)
+    return tuple([(a.key, p) for a, p in m]) if m else ()
 
 
 class Expr:
@@ -176,34 +180,52 @@ class Expr:
 
     # -- arithmetic (always normalised) ------------------------------------
     def __add__(self, other):
-        other = as_expr(other)
-        d = dict(self.terms)
-        for m, c in other.terms:
-            d[m] = d.get(m, 0) + c
-        return _make(d)
+        if type(other) is int and self.terms and self.terms[0][0]:  # no constant term yet: prepend it
+            return _scaled(self, 1, other) if other else self
+        k = ("+", self, other)
+        r = _MEMO.get(k) if type(other) is not bool else None
+        if r is None:
+            other = as_expr(other)
+            d = dict(self.terms)
+            for m, c in other.terms:
+                d[m] = d.get(m, 0) + c
+            r = _remember(k, _make(d))
+        return r
 
     __radd__ = __add__
 
     def __neg__(self):
-        return _make({m: -c for m, c in self.terms})
+        return _scaled(self, -1, 0)
 
     def __pos__(self):
         return self
 
     def __sub__(self, other):
-        return self + (-as_expr(other))
+        if type(other) is int:
+            return self + (-other)
+        k = ("-", self, other)
+        r = _MEMO.get(k)
+        return r if r is not None else _remember(k, self + (-as_expr(other)))
 
     def __rsub__(self, other):
         return as_expr(other) + (-self)
 
     def __mul__(self, other):
+        if type(other) is int:  # scaling keeps the monomials and their order (the lazy path's ``x.shape[0] * 2``)
+            return _scaled(self, other, 0) if other else ZERO
         other = as_expr(other)
-        d: dict = {}
-        for m1, c1 in self.terms:
-            for m2, c2 in other.terms:
-                m = _mono_mul(m1, m2)
-                d[m] = d.get(m, 0) + c1 * c2
-        return _make(d)
+        if len(other.terms) == 1 and not other.terms[0][0]:
+            return _scaled(self, other.terms[0][1], 0) if other.terms[0][1] else ZERO
+        k = ("*", self, other)
+        r = _MEMO.get(k)
+        if r is None:
+            d: dict = {}
+            for m1, c1 in self.terms:
+                for m2, c2 in other.terms:
+                    m = _mono_mul(m1, m2)
+                    d[m] = d.get(m, 0) + c1 * c2
+            r = _remember(k, _make(d))
+        return r
 
     __rmul__ = __mul__
 
@@ -220,14 +242,41 @@ class Expr:
         return mod(other, self)
 
 
+# (op, operand, operand) -> result: Exprs are immutable and compare by structure,
+# so a program traced again (the lazy path, every step) reuses its arithmetic
+_MEMO: dict = {}
+_MEMO_MAX = 1 << 16
+_CONSTS: dict = {}  # int -> its Expr (shared: sizes meet the same few constants again and again)
+
+
+def _remember(k, r):
+    if len(_MEMO) >= _MEMO_MAX:
+        _MEMO.clear()
+    _MEMO[k] = r
+    return r
+
+
 def _make(d: dict) -> Expr:
     """The Expr of ``{canonical monomial: coefficient}`` (zeros dropped)."""
     e = object.__new__(Expr)
-    items = sorted(((m, c) for m, c in d.items() if c), key=lambda mc: _mono_key(mc[0]))
-    e.terms = tuple(items)
-    e.key = tuple((_mono_key(m), c) for m, c in items)
+    keyed = sorted([(_mono_key(m), m, c) for m, c in d.items() if c])  # monomial keys are distinct
+    e.terms = tuple([(m, c) for _, m, c in keyed])
+    e.key = tuple([(mk, c) for mk, _, c in keyed])
     e._hash = hash(e.terms[0][1] if e.terms else 0) if e.is_const else hash(e.key)
     return e
+
+
+def _scaled(e: Expr, k: int, c: int) -> Expr:
+    """``k * e + c`` for ``k != 0`` and an ``e`` without constant term when ``c != 0``:
+    built directly (the monomials and their order are ``e``'s)."""
+    out = object.__new__(Expr)
+    terms = tuple([(m, k * v) for m, v in e.terms]) if k != 1 else e.terms
+    key = tuple([(mk, k * v) for mk, v in e.key]) if k != 1 else e.key
+    if c:
+        terms, key = (((), c),) + terms, (((), c),) + key
+    out.terms, out.key = terms, key
+    out._hash = hash(out.terms[0][1] if out.terms else 0) if out.is_const else hash(key)
+    return out
 
 
 def _mono_mul(m1, m2):
@@ -266,8 +315,13 @@ def var(name: str) -> Expr:
     """The size variable ``name`` (a Python identifier, not a keyword)."""
     if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
         raise SizeError(f"size variable name {name!r} is not an identifier")
-    # the normal form of one variable, built directly (what _make would build;
-    # the lazy path makes one per dynamic input dim per step)
+    return trusted_var(name)
+
+
+def trusted_var(name: str) -> Expr:
+    """:func:`var` for a name the caller built as an identifier (not checked):
+    the normal form of one variable, built directly (what _make would build;
+    the lazy path makes one per dynamic input dim per step)."""
     a = Atom("var", name)
     e = object.__new__(Expr)
     e.terms = ((((a, 1),), 1),)
@@ -280,6 +334,13 @@ def as_expr(x) -> Expr:
     """An :class:`Expr` or an integer as an :class:`Expr`."""
     if isinstance(x, Expr):
         return x
+    if type(x) is int:
+        e = _CONSTS.get(x)
+        if e is None:
+            if len(_CONSTS) >= 4096:
+                _CONSTS.clear()
+            e = _CONSTS[x] = _make({(): x})
+        return e
     if isinstance(x, int) and not isinstance(x, bool):
         return _make({(): x})
     if not isinstance(x, bool) and hasattr(x, "__index__"):
@@ -331,6 +392,12 @@ def _exact_div(n: Expr, d: Expr, steps: int = 64) -> Expr | None:
 def floordiv(n, d) -> Expr:
     """``n // d`` with Python (floor) semantics, normalised."""
     n, d = as_expr(n), as_expr(d)
+    k = ("//", n, d)
+    r = _MEMO.get(k)
+    return r if r is not None else _remember(k, _floordiv(n, d))
+
+
+def _floordiv(n: Expr, d: Expr) -> Expr:
     if d.is_const:
         if d.value == 0:
             raise SizeZeroDivisionError(f"division by zero in size expression {_fmt_operand(n, False)} // 0")
@@ -360,6 +427,12 @@ def floordiv(n, d) -> Expr:
 def mod(n, d) -> Expr:
     """``n % d`` with Python semantics (the sign of the divisor), normalised."""
     n, d = as_expr(n), as_expr(d)
+    k = ("%", n, d)
+    r = _MEMO.get(k)
+    return r if r is not None else _remember(k, _mod(n, d))
+
+
+def _mod(n: Expr, d: Expr) -> Expr:
     if d.is_const:
         if d.value == 0:
             raise SizeZeroDivisionError(f"modulo by zero in size expression {_fmt_operand(n, False)} % 0")

@@ -261,3 +261,27 @@ def test_facts_examples():
     lo, hi = S.bounds("a % (b - c)")  # a divisor of either sign: 1 % (0 - 5) == -4
     assert lo <= S.evaluate("a % (b - c)", {"a": 1, "b": 0, "c": 5}) == -4 and hi == float("inf")
     assert S.bounds("a % (b - c)", {"b": (0, 3), "c": (0, 5)}) == (-4, 2)
+
+
+@settings()
+@given(small_trees, st.integers(-5, 5))
+def test_the_direct_int_paths_build_the_general_normal_form(t, k):
+    """``e * k``, ``e + k``, ``e - k`` and ``-e`` are built directly (and +, *, //, %
+    memoised); each must be the normal form the general construction builds."""
+    from backends.sizes.expr import _make
+
+    e = _normal(t)
+    assume(e is not None)
+
+    def general(d):
+        return _make({m: c for m, c in d.items()})
+
+    scaled = general({m: c * k for m, c in e.terms})
+    shifted = dict(e.terms)
+    shifted[()] = shifted.get((), 0) + k
+    for got, want in [(e * k, scaled), (k * e, scaled), (e * S.const(k), scaled), (e + k, general(shifted)),
+                      (k + e, general(shifted)), (-e, general({m: -c for m, c in e.terms}))]:
+        assert got.terms == want.terms and got.key == want.key and hash(got) == hash(want), (str(e), k)
+    assert (e - k).key == general(shifted).key if k == 0 else (e - k) == e + (-k)
+    if not e.is_const:  # memoised: the same object back
+        assert (e + e) is (e + e) and (e * e) is (e * e) and (e // 3) is (e // 3) and (e % 3) is (e % 3)

@@ -25,8 +25,23 @@ BINARY = {"add": (), "sub": ("subtract",), "mul": ("multiply",), "div": ("true_d
           **{n: () for n in COMPARE if n not in ("gt", "lt")}}
 
 
+_COMPARE = frozenset(COMPARE)
+
+
 def _binary(name):
+    compare = name in _COMPARE
+    true_div = name == "div"
+
     def impl(a, b, **kwargs):
+        if type(a) is LazyTensor and type(b) is LazyTensor and a.node.dtype is b.node.dtype:
+            # the common case: two lazy tensors of one dtype (promotion keeps it)
+            ctx = a.ctx
+            sa, sb = a.node.shape, b.node.shape
+            shape = sa if sa == sb else broadcast(ctx, sa, sb)
+            dt = torch.bool if compare else a.node.dtype
+            if true_div and kwargs.get("rounding_mode") is None:
+                dt = float_of(dt)
+            return record(ctx, name, (a, b), kwargs, shape, dt)
         ctx = ctx_for(a, b)
         shape = broadcast(ctx, *(shape_of(x) for x in (a, b) if is_tensor(x)))
         if name in COMPARE:

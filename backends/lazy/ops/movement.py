@@ -9,12 +9,13 @@ import torch.nn.functional as F
 from backends import sizes
 from backends.sizes import Expr
 
-from ..symbolic import as_expr
+from ..symbolic import as_expr, const
 from ..tensor import Unsupported
 from .registry import ShapeError, ctx_for, lazy_op, record
 from .rules import ONE, ZERO, assume_eq, hint, norm_dim, numel, promote, shape_of, size_list
 
 T = torch.Tensor
+MINUS_ONE = const(-1)
 
 
 @lazy_op("unsqueeze", lowers=T.unsqueeze)
@@ -101,9 +102,9 @@ def expand(x, *size):
     lead = len(sizes_) - len(s)
     out = list(sizes_[:lead])
     for e, t in zip(s, sizes_[lead:]):
-        if t == -1:
+        if t is MINUS_ONE or t == MINUS_ONE:
             out.append(e)
-        elif e == t or e == 1:
+        elif e is ONE or e == t or e == ONE:
             out.append(t)
         elif hint(ctx, e) == hint(ctx, t):
             out.append(assume_eq(ctx, e, t, "expand"))

@@ -7,7 +7,7 @@ import collections
 
 import torch
 
-from ..tensor import OPS
+from ..tensor import OPS, LazyTensor
 from .registry import ctx_for, lazy_op, record
 from .rules import ONE, int_sum_dtype, is_tensor, norm_dim
 
@@ -44,7 +44,7 @@ def _reduce(name, rule):
             dt = rule
         else:
             dt = kwargs.get("dtype") or (int_sum_dtype(x.dtype) if rule == "sum" else x.dtype)
-        return record(ctx_for(x), name, (x,) + args, kwargs, shape, dt)
+        return record(x.ctx if type(x) is LazyTensor else ctx_for(x), name, (x,) + args, kwargs, shape, dt)
 
     impl.__name__ = name
     return impl

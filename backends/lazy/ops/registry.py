@@ -22,7 +22,7 @@ from backends.sizes import Expr
 
 from ..ir import Node
 from ..steplog import Unlogged
-from ..symbolic import SymSize, as_expr
+from ..symbolic import FinishedStep, SymSize, as_expr
 from ..tensor import F_OPS, OPS, LazyTensor, ctx_of
 
 METHODS: dict = {}
@@ -90,7 +90,7 @@ def lift(ctx, obj):
     if isinstance(obj, torch.Tensor):
         return ctx.constant(obj)
     if isinstance(obj, SymSize):
-        return obj.expr
+        return obj.live()
     if isinstance(obj, (list, tuple)):
         t = [lift(ctx, o) for o in obj]
         return t if isinstance(obj, list) else tuple(t)
@@ -105,16 +105,29 @@ def record(ctx, op, args, kwargs, shape, dtype) -> LazyTensor:
     """A new lazy tensor: the IR node ``op(*args, **kwargs)`` (``op`` must be in
     ``LOWER``) with the predicted symbolic ``shape`` and ``dtype``."""
     assert op in LOWER, op
-    largs = tuple([a.node if type(a) is LazyTensor else lift(ctx, a) for a in args])
+    largs = tuple([a.node if type(a) is LazyTensor else a if type(a) in _ATOMIC else lift(ctx, a) for a in args])
     lkwargs = {k: lift(ctx, v) for k, v in kwargs.items()} if kwargs else {}
-    node = Node(op, largs, lkwargs, tuple([as_expr(s) for s in shape]), dtype)
+    node = Node(op, largs, lkwargs, tuple([s if type(s) is Expr else as_expr(s) for s in shape]), dtype)
     log = ctx.log
     if log is not None:  # the step log (.steplog); an operand from outside the step turns it off
         try:
             log.op(node)
         except Unlogged:
+            _refuse_finished(log, node)
             ctx.log = None
     return LazyTensor(node, ctx)
+
+
+def _refuse_finished(log, node) -> None:
+    """An operand logged by an earlier step (a tensor kept from it) with a
+    symbolic size: its variable names are the current step's (``p<position>_<axis>``),
+    so it cannot be told apart by name: refused, as the full path refuses the sizes of
+    a finished step."""
+    for a in node.args:
+        if type(a) is Node and a.pos is not None and not (a.pos < len(log.nodes) and log.nodes[a.pos] is a):
+            if any(not e.is_const for e in a.shape):
+                raise FinishedStep(f"lazy: operand {a.op}#{a.uid} of {node.op} belongs to a finished step "
+                                   f"(its sizes are symbolic: keep a concrete tensor across steps instead)")
 
 
 def ctx_for(*args):

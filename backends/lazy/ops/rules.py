@@ -38,6 +38,8 @@ def is_tensor(x) -> bool:
 
 
 def norm_dim(d, ndim: int) -> int:
+    if type(d) is int and 0 <= d < ndim:  # already normal (most dims)
+        return d
     d = operator.index(d)
     n = max(ndim, 1)
     if not -n <= d < n:
@@ -156,7 +158,11 @@ def _promote(sigs):
 
 def promote(*xs) -> torch.dtype:
     """torch's type promotion of tensors (lazy or concrete), sizes and scalars."""
-    return _promote(tuple(_sig(x) for x in xs))
+    if len(xs) == 2:
+        a, b = xs
+        if type(a) is LazyTensor and type(b) is LazyTensor and a.node.dtype is b.node.dtype:
+            return a.node.dtype  # one dtype: promotion keeps it
+    return _promote(tuple([_sig(x) for x in xs]))
 
 
 def float_of(dt: torch.dtype) -> torch.dtype:
