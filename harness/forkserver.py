@@ -21,7 +21,10 @@ per-job variable at import stay out of :data:`PRELOAD`: ``einx`` (it imports
 ``torch._dynamo``, whose ``DynamoCache`` resolves ``TORCHINDUCTOR_CACHE_DIR``
 at import), ``torch._dynamo``, ``torch._inductor``. The zygote refuses to
 serve (and the harness spawns, with one warning) when a preloaded module left
-a thread running or set a :data:`PER_JOB` variable.
+a thread running or set a :data:`PER_JOB` variable. After :data:`PRELOAD`,
+a second stage (:mod:`harness.zygote_warm`) imports ``torch._dynamo`` and
+inductor and runs inductor's vector-ISA probe with the :data:`PER_JOB`
+variables pointing into a scratch directory, then checks that no module kept it.
 
 Only environments listed in :data:`PRELOAD` get a zygote (``xla`` spawns:
 ``import torch_xla`` sets up its runtime and reads ``PJRT_DEVICE`` and
@@ -43,6 +46,8 @@ import sys
 import threading
 import time
 import warnings
+
+from . import zygote_warm
 
 #: modules the zygote of each environment imports before forking (optional:
 #: one missing from the environment is skipped)
@@ -124,7 +129,9 @@ class Zygote:
             # so a thread that lives as long as the zygote starts (and reaps) it
             try:
                 proc = subprocess.Popen(
-                    [python, "-m", "harness.forkserver", json.dumps(PRELOAD[env_name]), str(theirs.fileno())],
+                    [python, "-m", "harness.forkserver", json.dumps({
+                        "preload": PRELOAD[env_name], "steps": zygote_warm.STEPS.get(env_name, ())}),
+                     str(theirs.fileno())],
                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
                     cwd=cwd, pass_fds=[theirs.fileno()], start_new_session=True)
             except OSError as e:
@@ -296,25 +303,34 @@ def _threads() -> list[str]:
     return names
 
 
-def serve(preload: list[str], fd: int) -> int:
-    """The zygote's main loop: preload, check, then fork a child per request
-    until the parent closes the socket."""
+def serve(what: dict, fd: int) -> int:
+    """The zygote's main loop: preload (``what["preload"]``), check, run the
+    steps that need a scratch per-job environment (``what["steps"]``), check
+    again, then fork a child per request until the parent closes the socket."""
     from . import limits
 
     limits.die_with_parent()
     sock = socket.socket(fileno=fd)
     t0 = time.perf_counter()
-    loaded, missing = [], []
-    for name in preload:
+    loaded, missing, stage = [], [], {}
+    for name in what["preload"]:
         try:
             __import__(name)
             loaded.append(name)
         except ImportError:
             missing.append(name)
+    leaked = [k for k in PER_JOB if k in os.environ]
+    if not leaked:
+        try:
+            stage = zygote_warm.run(what.get("steps", ()), PER_JOB)
+        except Exception as e:
+            sock.send(json.dumps({"unsafe": f"{type(e).__name__}: {e}"[:2000]}).encode())
+            return 1
     preload_s = time.perf_counter() - t0
-    threads, leaked = _threads(), [k for k in PER_JOB if k in os.environ]
+    threads = _threads()
     if len(threads) != 1 or leaked:
-        why = (f"{len(threads)} threads after importing {', '.join(loaded)} ({', '.join(threads)})" if len(threads) != 1
+        done = ", ".join([*loaded, *stage.get("steps", [])])
+        why = (f"{len(threads)} threads after importing {done} ({', '.join(threads)})" if len(threads) != 1
                else f"importing {', '.join(loaded)} set {', '.join(leaked)}, which each job sets itself")
         sock.send(json.dumps({"unsafe": why}).encode())
         return 1
@@ -323,7 +339,8 @@ def serve(preload: list[str], fd: int) -> int:
     gc.collect()
     gc.freeze()  # the preloaded objects stay out of the children's collections (fewer copied pages)
     sock.send(json.dumps({"ready": {"preload_s": preload_s, "preloaded": loaded, "missing": missing,
-                                    "pid": os.getpid()}}).encode())
+                                    "steps": stage.get("steps", []), "steps_missing": stage.get("missing", []),
+                                    "steps_s": stage.get("seconds"), "pid": os.getpid()}}).encode())
     children: dict[int, int] = {}
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
