@@ -98,7 +98,8 @@ def test_the_switch_spawns_every_worker(monkeypatch):
 def test_a_traced_run_or_another_environment_spawns():
     assert forkserver.usable("main", {})
     assert not forkserver.usable("main", {"TORCH_TRACE": "/tmp/t"})  # read by import torch
-    assert not forkserver.usable("xla", {})
+    assert forkserver.usable("xla", {})
+    assert not forkserver.usable("an-env-without-a-preload", {})
 
 
 @pytest.mark.parametrize("module, step, why", [
@@ -168,3 +169,26 @@ def test_holders_finds_a_path_kept_by_a_module_or_its_objects(monkeypatch):
     monkeypatch.setitem(sys.modules, "dynshape_holder_probe", mod)
     assert sorted(h for h in zygote_warm.holders("/tmp/scratch-xyz") if h.startswith("dynshape_")) == \
         ["dynshape_holder_probe.PATH", "dynshape_holder_probe.store.prefix"]
+
+
+@pytest.mark.parametrize("env_name, var, part", [
+    ("main", "TF_CPP_MIN_LOG_LEVEL", "1"),  # set by import jax
+    ("xla", "XLA_FLAGS", "--xla_cpu_enable_fast_math=false"),  # appended by import torch_xla
+])
+def test_a_forked_job_sees_what_the_imports_set_in_the_environment(env_name, var, part, tmp_path):
+    """As a spawned worker would after its own imports: the zygote's imports
+    changed the environment, the child applies that over its job's."""
+    try:
+        python = envs.python_for(env_name)
+    except envs.EnvError as e:
+        pytest.skip(str(e))
+    env = {k: v for k, v in _env(TORCHINDUCTOR_CACHE_DIR=str(tmp_path)).items() if k not in ("TF_CPP_MIN_LOG_LEVEL",)}
+    env.update(envs.env_vars(env_name))
+    code = f"import os; print(os.environ.get({var!r})); print(os.environ.get('DYNSHAPE_PROBE'))"
+    proc = forkserver.start(python, env_name, ["-c", code], {**env, "DYNSHAPE_PROBE": "kept"}, str(envs.ROOT))
+    assert proc is not None, f"the {env_name} environment's fork server did not start"
+    out, err = proc.stdout.read(), proc.stderr.read()
+    assert proc.wait(timeout=120) == 0, err[-2000:]
+    value, probe = out.splitlines()
+    assert part in value.split() and probe == "kept"
+    assert proc.info["set_by_imports"][var] == value
