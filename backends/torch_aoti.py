@@ -20,6 +20,7 @@ import shutil
 import tempfile
 
 from .base import Backend, Counter, TorchArrays, check_bounds, torch_dims
+from .torch_compile import warm_inductor
 from .torch_export import export
 
 
@@ -40,6 +41,8 @@ class TorchAoti(TorchArrays, Backend):
         import torch  # noqa: F401
         import torch._inductor  # noqa: F401
         import torch.export  # noqa: F401
+
+        warm_inductor()  # the vector-ISA probe is in startup_s, not in the package build's time
 
         self._dir = tempfile.mkdtemp(prefix="dynshape-aoti-")
         self._n = 0

@@ -21,12 +21,17 @@ per-job variable at import stay out of :data:`PRELOAD`: ``einx`` (it imports
 ``torch._dynamo``, whose ``DynamoCache`` resolves ``TORCHINDUCTOR_CACHE_DIR``
 at import), ``torch._dynamo``, ``torch._inductor``. The zygote refuses to
 serve (and the harness spawns, with one warning) when a preloaded module left
-a thread running or set a :data:`PER_JOB` variable.
+a thread running or set a :data:`PER_JOB` variable. After :data:`PRELOAD`,
+a second stage (:mod:`harness.zygote_warm`) imports ``torch._dynamo`` and
+inductor and runs inductor's vector-ISA probe with the :data:`PER_JOB`
+variables pointing into a scratch directory, then checks that no module kept it.
 
-Only environments listed in :data:`PRELOAD` get a zygote (``xla`` spawns:
-``import torch_xla`` sets up its runtime and reads ``PJRT_DEVICE`` and
-``XLA_FLAGS`` at import, and its jobs are few and long); a backend opts out
-with ``Backend.forkable = False``. ``--no-fork-server`` or
+Only environments listed in :data:`PRELOAD` get a zygote. ``xla``'s imports
+``torch_xla`` (~5 CPU-s), which reads ``PJRT_DEVICE`` and ``XLA_FLAGS`` (the
+same for every job) and appends to ``XLA_FLAGS``; it starts no thread and no
+PJRT client (the job's ``torch_xla.device()`` does). What the imports set in the
+environment is applied over each child's job environment, as a spawned worker's
+own imports would. A backend opts out with ``Backend.forkable = False``. ``--no-fork-server`` or
 ``DYNSHAPE_FORK_SERVER=0`` spawns every worker.
 """
 
@@ -44,11 +49,16 @@ import threading
 import time
 import warnings
 
+from . import zygote_warm
+
 #: modules the zygote of each environment imports before forking (optional:
 #: one missing from the environment is skipped)
 PRELOAD = {
     "main": ("numpy", "torch", "jax", "jax.numpy", "cases", "backends.base",
              "harness.worker", "harness.measure", "harness.meta", "harness.registry", "harness.threads"),
+    # import only: the PJRT client starts in the job (``torch_xla.device()`` in startup)
+    "xla": ("numpy", "torch", "torch_xla", "cases", "backends.base",
+            "harness.worker", "harness.measure", "harness.meta", "harness.registry", "harness.threads"),
 }
 #: variables the child sets per job: nothing in :data:`PRELOAD` reads them at import
 #: (pytest sets ``PYTEST_CURRENT_TEST`` per test: the gate's jobs share a zygote)
@@ -124,7 +134,9 @@ class Zygote:
             # so a thread that lives as long as the zygote starts (and reaps) it
             try:
                 proc = subprocess.Popen(
-                    [python, "-m", "harness.forkserver", json.dumps(PRELOAD[env_name]), str(theirs.fileno())],
+                    [python, "-m", "harness.forkserver", json.dumps({
+                        "preload": PRELOAD[env_name], "steps": zygote_warm.STEPS.get(env_name, ())}),
+                     str(theirs.fileno())],
                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
                     cwd=cwd, pass_fds=[theirs.fileno()], start_new_session=True)
             except OSError as e:
@@ -296,33 +308,50 @@ def _threads() -> list[str]:
     return names
 
 
-def serve(preload: list[str], fd: int) -> int:
-    """The zygote's main loop: preload, check, then fork a child per request
-    until the parent closes the socket."""
+def serve(what: dict, fd: int) -> int:
+    """The zygote's main loop: preload (``what["preload"]``), check, run the
+    steps that need a scratch per-job environment (``what["steps"]``), check
+    again, then fork a child per request until the parent closes the socket."""
     from . import limits
 
     limits.die_with_parent()
     sock = socket.socket(fileno=fd)
     t0 = time.perf_counter()
-    loaded, missing = [], []
-    for name in preload:
+    started_env = dict(os.environ)
+    loaded, missing, stage = [], [], {}
+    for name in what["preload"]:
         try:
             __import__(name)
             loaded.append(name)
         except ImportError:
             missing.append(name)
+    leaked = [k for k in PER_JOB if k in os.environ]
+    if not leaked:
+        try:
+            stage = zygote_warm.run(what.get("steps", ()), PER_JOB)
+        except Exception as e:
+            sock.send(json.dumps({"unsafe": f"{type(e).__name__}: {e}"[:2000]}).encode())
+            return 1
     preload_s = time.perf_counter() - t0
-    threads, leaked = _threads(), [k for k in PER_JOB if k in os.environ]
+    threads = _threads()
     if len(threads) != 1 or leaked:
-        why = (f"{len(threads)} threads after importing {', '.join(loaded)} ({', '.join(threads)})" if len(threads) != 1
+        done = ", ".join([*loaded, *stage.get("steps", [])])
+        why = (f"{len(threads)} threads after importing {done} ({', '.join(threads)})" if len(threads) != 1
                else f"importing {', '.join(loaded)} set {', '.join(leaked)}, which each job sets itself")
         sock.send(json.dumps({"unsafe": why}).encode())
         return 1
+    # what the imports set in the environment (jax: TF_CPP_MIN_LOG_LEVEL; torch_xla:
+    # XLA_FLAGS += --xla_cpu_enable_fast_math=false), which a spawned worker would see
+    # after its own imports: each child applies it over its job's environment
+    set_by_imports = {k: v for k, v in os.environ.items() if started_env.get(k) != v and k not in PER_JOB}
+    unset_by_imports = [k for k in started_env if k not in os.environ]
     import gc
 
     gc.collect()
     gc.freeze()  # the preloaded objects stay out of the children's collections (fewer copied pages)
     sock.send(json.dumps({"ready": {"preload_s": preload_s, "preloaded": loaded, "missing": missing,
+                                    "steps": stage.get("steps", []), "steps_missing": stage.get("missing", []),
+                                    "steps_s": stage.get("seconds"), "set_by_imports": set_by_imports,
                                     "pid": os.getpid()}}).encode())
     children: dict[int, int] = {}
     wake_r, wake_w = os.pipe()
@@ -355,7 +384,10 @@ def serve(preload: list[str], fd: int) -> int:
                 pid = os.fork()
                 if pid == 0:
                     os.close(ack_r)
-                    _child(json.loads(body), fds, ack_w, [sock.fileno(), wake_r, wake_w, sel])
+                    req = json.loads(body)
+                    req["env"] = {**{k: v for k, v in req["env"].items() if k not in unset_by_imports},
+                                  **set_by_imports}
+                    _child(req, fds, ack_w, [sock.fileno(), wake_r, wake_w, sel])
                 os.close(ack_w)
                 os.read(ack_r, 1)  # the child has its own session: the parent may kill its group
                 os.close(ack_r)

@@ -11,9 +11,13 @@ before this loop runs):
   carries its own per-stage ``compile_delta`` (shape 0's includes what
   ``prepare`` compiled) and the reasons the system gave;
 - cached phase: each passing shape again, after warm-up, every call synced;
-  median and IQR over repeats; then one more call whose output is checked
-  against the oracle. A compile anywhere in the cached phase of a shape makes
-  its record ``recompiled``.
+  median and IQR over the samples: ``repeats`` of them, or fewer once the
+  samples have taken :data:`CACHED_BUDGET_S` seconds (never fewer than
+  :data:`MIN_SAMPLES`), so a slow call (the StableHLO reference interpreter's
+  ~0.3 s) is sampled fewer times than a fast one, by the same rule on every
+  backend (``cached_repeats`` says how many). The output of the last timed
+  call is checked against the oracle. A compile anywhere in the cached phase
+  of a shape makes its record ``recompiled``.
 """
 
 from __future__ import annotations
@@ -27,6 +31,11 @@ import cases
 from backends.base import Unsupported, check_bounds
 
 from . import oracle
+
+#: seconds of samples after which the cached phase of a shape stops taking more
+CACHED_BUDGET_S = 0.5
+#: samples taken whatever the budget (fewer only when ``repeats`` asks for fewer)
+MIN_SAMPLES = 3
 
 
 def _error(e: BaseException) -> str:
@@ -118,9 +127,8 @@ def run(job: dict, backend, emit: Callable[[dict], None]) -> None:
         return
     for args, expected, shape in runnable:
         try:
-            samples = _time_cached(program, backend, args, job["warmup"], job["repeats"])
-            out = program(*args)
-            backend.sync(out)
+            samples, out = _time_cached(program, backend, args, job["warmup"], job["repeats"],
+                                        job.get("cached_budget_s", CACHED_BUDGET_S))
             verdict = oracle.compare(backend.to_numpy(out), expected, case.out_dtype, tol.rtol, tol.atol)
         except MemoryError:
             raise
@@ -144,23 +152,30 @@ def run(job: dict, backend, emit: Callable[[dict], None]) -> None:
                   ok=status == "pass", status=status, message=message))
 
 
-def _time_cached(program, backend, args, warmup: int, repeats: int) -> list[float]:
-    """Per-call seconds: each sample times ``number`` back-to-back calls, every
-    call synced (so a framework with asynchronous dispatch is timed like one
-    without), with ``number`` chosen so a sample lasts about a millisecond."""
+def _time_cached(program, backend, args, warmup: int, repeats: int,
+                 budget_s: float = CACHED_BUDGET_S) -> tuple[list[float], object]:
+    """Per-call seconds, and the last call's (synced) output: each sample times
+    ``number`` back-to-back calls, every call synced (so a framework with
+    asynchronous dispatch is timed like one without), with ``number`` chosen
+    from the last warm-up call so a sample lasts about a millisecond. Samples
+    stop at ``repeats``, or earlier once they have taken ``budget_s`` in all and
+    there are at least :data:`MIN_SAMPLES`."""
+    single = 1e-7
     for _ in range(max(warmup, 1)):
+        t0 = time.perf_counter()
         backend.sync(program(*args))
-    t0 = time.perf_counter()
-    backend.sync(program(*args))
-    single = max(time.perf_counter() - t0, 1e-7)
+        single = max(time.perf_counter() - t0, 1e-7)
     number = max(1, min(1000, int(1e-3 / single)))
-    samples = []
-    for _ in range(repeats):
+    samples, spent, out = [], 0.0, None
+    while len(samples) < repeats and (spent < budget_s or len(samples) < MIN_SAMPLES):
         t0 = time.perf_counter()
         for _ in range(number):
-            backend.sync(program(*args))
-        samples.append((time.perf_counter() - t0) / number)
-    return samples
+            out = program(*args)
+            backend.sync(out)
+        took = time.perf_counter() - t0
+        spent += took
+        samples.append(took / number)
+    return samples, out
 
 
 def describe_exception() -> str:

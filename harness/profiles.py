@@ -42,7 +42,7 @@ class LeftOut:
 QUICK_LEAVES_OUT: tuple[LeftOut, ...] = (
     LeftOut("*", "*", "static", "static mode compiles per shape on every system that specialises, by construction"),
     LeftOut("*", "*", "bucketed", "bucketed mode compiles once per bucket touched, by construction"),
-    LeftOut("*", "torch_xla*", "*", "a torch_xla runtime starts in a spawned worker per job (~4 s)"),
+    LeftOut("*", "torch_xla*", "*", "each job starts a torch_xla runtime (its PJRT client, or the export server for the StableHLO rows)"),
     LeftOut("*", "torch_compile", "bounded", "the unbounded row's dynamo graph, with a range on the dim"),
 )
 

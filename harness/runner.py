@@ -262,7 +262,8 @@ class Runner:
         if self.fork_server and getattr(combo.backend, "forkable", True) and forkserver.usable(combo.backend.env, env):
             proc = forkserver.start(python, combo.backend.env, argv, env, str(envs.ROOT))
         if proc is not None:
-            spawned, start = proc.requested, {"how": "fork", "preload_s": proc.info.get("preload_s")}
+            spawned, start = proc.requested, {"how": "fork", "preload_s": proc.info.get("preload_s"),
+                                              "zygote_steps": proc.info.get("steps")}
         else:
             spawned, start = time.time(), {"how": "spawn", "preload_s": None}
             proc = subprocess.Popen(

@@ -11,7 +11,7 @@ import pytest
 
 import cases
 from backends import envs
-from harness import forkserver, runner
+from harness import forkserver, runner, zygote_warm
 
 CASE = "gnn_edge_divide"
 #: what must not depend on how the worker started
@@ -98,15 +98,19 @@ def test_the_switch_spawns_every_worker(monkeypatch):
 def test_a_traced_run_or_another_environment_spawns():
     assert forkserver.usable("main", {})
     assert not forkserver.usable("main", {"TORCH_TRACE": "/tmp/t"})  # read by import torch
-    assert not forkserver.usable("xla", {})
+    assert forkserver.usable("xla", {})
+    assert not forkserver.usable("an-env-without-a-preload", {})
 
 
-@pytest.mark.parametrize("module, why", [
-    ("dynshape_thread_at_import", "2 threads after importing dynshape_thread_at_import"),
-    ("dynshape_cache_dir_at_import", "importing dynshape_cache_dir_at_import set TORCHINDUCTOR_CACHE_DIR"),
+@pytest.mark.parametrize("module, step, why", [
+    ("dynshape_thread_at_import", None, "2 threads after importing dynshape_thread_at_import"),
+    ("dynshape_cache_dir_at_import", None, "importing dynshape_cache_dir_at_import set TORCHINDUCTOR_CACHE_DIR"),
+    ("numpy", "dynshape_freezes_cache_dir",
+     "dynshape_freezes_cache_dir.FROZEN still hold the zygote's scratch directory"),
 ])
-def test_an_unsafe_zygote_is_refused_with_one_warning(module, why, fake_backends, monkeypatch, tmp_path):
+def test_an_unsafe_zygote_is_refused_with_one_warning(module, step, why, fake_backends, monkeypatch, tmp_path):
     monkeypatch.setitem(forkserver.PRELOAD, "main", (module,))
+    monkeypatch.setitem(zygote_warm.STEPS, "main", (step,) if step else ())
     monkeypatch.setattr(forkserver, "_ZYGOTES", {})
     monkeypatch.setattr(forkserver, "_WARNED", set())
     with warnings.catch_warnings(record=True) as caught:
@@ -119,3 +123,72 @@ def test_an_unsafe_zygote_is_refused_with_one_warning(module, why, fake_backends
     assert {r["machine"]["worker_start"]["how"] for r in first + second} == {"spawn"}
     assert [r["status"] for r in first] == ["pass"] * len(first)
     assert [{k: r[k] for k in SAME} for r in first] == [{k: r[k] for k in SAME} for r in second]
+
+
+INDUCTOR_PROBE = """
+import json, os, sys
+preloaded = "torch._inductor.compile_fx" in sys.modules
+import torch
+from torch._dynamo.package import DynamoCache
+from torch._inductor import cpu_vec_isa
+probed = cpu_vec_isa.valid_vec_isa_list.cache_info().currsize == 1  # the zygote's result, inherited
+f = torch.compile(lambda x: x * 2 + 1)
+assert torch.equal(f(torch.arange(4.0)), torch.arange(4.0) * 2 + 1)
+root = os.environ["TORCHINDUCTOR_CACHE_DIR"]
+built = sorted(n for _, _, names in os.walk(root) for n in names if n.endswith(".so"))
+print(json.dumps({"preloaded": preloaded, "probed": probed, "built": built, "isa": str(cpu_vec_isa.pick_vec_isa()),
+                  "dynamo_cache": DynamoCache.path_prefix(), "unique_graphs":
+                  int(torch._dynamo.utils.counters["stats"]["unique_graphs"])}))
+"""
+
+
+def test_the_zygote_preloads_inductor_and_each_job_compiles_into_its_own_cache_dir(tmp_path):
+    """The zygote imported dynamo and inductor and probed the vector ISAs under a
+    scratch directory; a forked job compiles with the probe's result, into the
+    cache directory its environment names, and counts its own graphs."""
+    for job in ("job1", "job2"):
+        env = _env(TORCHINDUCTOR_CACHE_DIR=str(tmp_path / job))
+        proc = forkserver.start(sys.executable, "main", ["-c", INDUCTOR_PROBE], env, str(envs.ROOT))
+        assert proc is not None, "the main environment's fork server did not start"
+        out, err = proc.stdout.read(), proc.stderr.read()
+        assert proc.wait(timeout=300) == 0, err[-2000:]
+        got = json.loads(out)
+        assert "backends.torch_compile:warm_inductor" in proc.info["steps"]
+        assert got["preloaded"] and got["probed"] and got["isa"]
+        assert got["built"], f"no kernel built under {tmp_path / job}"  # the job's directory, not the zygote's
+        assert got["dynamo_cache"] == str(tmp_path / job / "dynamo") and got["unique_graphs"] == 1
+
+
+def test_holders_finds_a_path_kept_by_a_module_or_its_objects(monkeypatch):
+    import types
+
+    mod = types.ModuleType("dynshape_holder_probe")
+    mod.PATH = "/tmp/scratch-xyz/inductor"
+    mod.store = types.SimpleNamespace(prefix="/tmp/scratch-xyz/dynamo", other=3)
+    mod.unrelated = "/tmp/elsewhere"
+    monkeypatch.setitem(sys.modules, "dynshape_holder_probe", mod)
+    assert sorted(h for h in zygote_warm.holders("/tmp/scratch-xyz") if h.startswith("dynshape_")) == \
+        ["dynshape_holder_probe.PATH", "dynshape_holder_probe.store.prefix"]
+
+
+@pytest.mark.parametrize("env_name, var, part", [
+    ("main", "TF_CPP_MIN_LOG_LEVEL", "1"),  # set by import jax
+    ("xla", "XLA_FLAGS", "--xla_cpu_enable_fast_math=false"),  # appended by import torch_xla
+])
+def test_a_forked_job_sees_what_the_imports_set_in_the_environment(env_name, var, part, tmp_path):
+    """As a spawned worker would after its own imports: the zygote's imports
+    changed the environment, the child applies that over its job's."""
+    try:
+        python = envs.python_for(env_name)
+    except envs.EnvError as e:
+        pytest.skip(str(e))
+    env = {k: v for k, v in _env(TORCHINDUCTOR_CACHE_DIR=str(tmp_path)).items() if k not in ("TF_CPP_MIN_LOG_LEVEL",)}
+    env.update(envs.env_vars(env_name))
+    code = f"import os; print(os.environ.get({var!r})); print(os.environ.get('DYNSHAPE_PROBE'))"
+    proc = forkserver.start(python, env_name, ["-c", code], {**env, "DYNSHAPE_PROBE": "kept"}, str(envs.ROOT))
+    assert proc is not None, f"the {env_name} environment's fork server did not start"
+    out, err = proc.stdout.read(), proc.stderr.read()
+    assert proc.wait(timeout=120) == 0, err[-2000:]
+    value, probe = out.splitlines()
+    assert part in value.split() and probe == "kept"
+    assert proc.info["set_by_imports"][var] == value

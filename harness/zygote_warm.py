@@ -1,0 +1,108 @@
+"""The fork server's second stage: preload steps that resolve a per-job variable.
+
+``import torch._dynamo`` resolves the inductor cache directory (its
+``DynamoCache`` calls ``cache_dir()``, which also writes
+``TORCHINDUCTOR_CACHE_DIR`` into the environment), and inductor's vector-ISA
+probe (:func:`backends.torch_compile.warm_inductor`) builds into that
+directory. A zygote cannot know a job's directory, so these steps run with
+every per-job variable pointing into a scratch directory of the zygote's own
+(as inductor's ``fresh_cache`` isolates a test). Afterwards the zygote removes
+the variables again, clears inductor's in-memory caches keyed on the directory
+(``torch._inductor.utils.clear_caches``), deletes the scratch directory and
+looks for its path in every module: a module-level string, or a string
+attribute of a module-level object. A holder other than :data:`REREAD` makes
+the zygote unsafe (its jobs spawn, with one warning), since a forked job would
+use the zygote's directory instead of its own.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+import sys
+import tempfile
+import time
+import warnings
+
+#: per environment: ``module`` (imported) or ``module:function`` (imported, then
+#: called without arguments) run under the scratch directory, in order; a
+#: module missing from the environment is skipped
+STEPS: dict[str, tuple[str, ...]] = {
+    "main": ("torch._dynamo", "torch.export", "torch.export._trace", "backends.torch_compile:warm_inductor"),
+}
+#: holders of the scratch path that are never read: the object re-reads the
+#: variable on every use
+REREAD = {
+    "torch._dynamo.package.DynamoCache._path_prefix":
+        "DiskDynamoCache overrides path_prefix() to call cache_dir() on every use",
+    "torch._dynamo.precompile_context.DynamoCache._path_prefix": "the same object as torch._dynamo.package's",
+}
+
+
+class Unsafe(Exception):
+    """A step left the scratch directory where a forked job would read it."""
+
+
+def run(steps, per_job) -> dict:
+    """Run ``steps`` with each of ``per_job`` set to a path in a scratch
+    directory; then unset them, clear inductor's caches and check that nothing
+    holds the directory. Returns ``steps`` (run), ``missing`` (not importable)
+    and ``seconds``; raises :class:`Unsafe` naming the holders, or the step's
+    own error."""
+    t0 = time.perf_counter()
+    scratch = tempfile.mkdtemp(prefix="dynshape-zygote-")
+    saved = {k: os.environ.get(k) for k in per_job}
+    os.environ.update({k: os.path.join(scratch, k.lower()) for k in per_job})
+    done, missing = [], []
+    try:
+        for step in steps:
+            name, _, func = step.partition(":")
+            try:
+                module = importlib.import_module(name)
+            except ImportError:
+                missing.append(step)
+                continue
+            if func:
+                getattr(module, func)()
+            done.append(step)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        if "torch._inductor.utils" in sys.modules:
+            sys.modules["torch._inductor.utils"].clear_caches()
+        shutil.rmtree(scratch, ignore_errors=True)
+    held = [h for h in holders(scratch) if h not in REREAD]
+    if held:
+        raise Unsafe(f"after {', '.join(done)}: {', '.join(held[:5])} still hold the zygote's scratch directory, "
+                     "which each job sets itself")
+    return {"steps": done, "missing": missing, "seconds": time.perf_counter() - t0}
+
+
+def holders(path: str) -> list[str]:
+    """Where a module (or an object at a module's top level) keeps a string
+    containing ``path``: ``module.name`` or ``module.name.attribute``."""
+    found = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # deprecated module attributes warn when touched
+        for mod_name, module in list(sys.modules.items()):
+            try:
+                items = list(vars(module).items())
+            except TypeError:
+                continue
+            for name, value in items:
+                if isinstance(value, str):
+                    if path in value:
+                        found.append(f"{mod_name}.{name}")
+                    continue
+                if isinstance(value, (type, type(sys))):
+                    continue
+                try:
+                    attrs = list(vars(value).items())
+                except TypeError:
+                    continue
+                found += [f"{mod_name}.{name}.{a}" for a, v in attrs if isinstance(v, str) and path in v]
+    return found
