@@ -221,3 +221,90 @@ def test_asv_b_regex_selects_parameter_combinations():
     grid = list(itertools.product(*suite.Compiles.params))
     assert list(sel) == ["suite.Compiles.track_compiles"]
     assert sel.benchmark_selection["suite.Compiles.track_compiles"] == [grid.index(("gnn_edge_divide", "einx", "static"))]
+
+
+# --- compile tracking: one run of the selected jobs, read by every track_* -----
+
+def test_the_asv_command_line_gives_the_selection():
+    from harness.asv_select import regexes_from_argv
+
+    asv = ["/v/bin/python3", "/v/bin/asv"]
+    assert regexes_from_argv([*asv, "run", "--python=same", "-b", "a", "--bench=b", "-bc", "--bench", "d"]) == \
+        ["a", "b", "c", "d"]
+    assert regexes_from_argv([*asv, "run", "--quick"]) == []  # no -b: everything
+    assert regexes_from_argv(["python", "-m", "asv", "continuous", "-b", "x", "A", "B"]) == ["x"]
+    assert regexes_from_argv([*asv, "publish"]) is None  # runs nothing
+    assert regexes_from_argv(["/v/bin/python", "-m", "asv_runner", "run", "-b", "x"]) is None  # not asv itself
+    assert regexes_from_argv(["pytest", "-b", "x"]) is None
+
+
+def test_the_selection_is_read_from_the_asv_process_above(tmp_path):
+    """A real process tree: an executable named ``asv`` starts a child, which finds its -b regexes."""
+    fake = tmp_path / "asv"
+    fake.write_text(f"#!{sys.executable}\nimport subprocess, sys\n"
+                    "sys.exit(subprocess.run([sys.executable, '-c', 'from harness import asv_select; "
+                    "print(asv_select.running_regexes())']).returncode)\n")
+    fake.chmod(0o755)
+    out = subprocess.run([str(fake), "run", "-b", "Compiles.*'einx'", "--bench=x"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=60)
+    assert out.stdout.strip() == "[\"Compiles.*'einx'\", 'x']", out.stdout + out.stderr
+    from harness import asv_select
+
+    assert asv_select.running_regexes() is None  # pytest has no asv above it
+
+
+@pytest.mark.parametrize("regex", [r"Compiles\.\w+\('gnn_edge_divide'", r"track_compile_time\(.*'einx', 'static'",
+                                   r"'jax_jit'", "Catalogue", r"(Catalogue|Compiles)\.\w+\(.gnn_edge_divide."])
+def test_the_selection_is_asvs(regex):
+    """asv's own selection (asv.benchmarks.Benchmarks) and the one setup_cache runs ahead agree."""
+    from asv.benchmarks import Benchmarks
+
+    from harness import asv_select
+
+    class Conf:
+        benchmark_dir = str(BENCH_ROOT)
+
+    found = [{"name": b.name, "params": [[repr(v) for v in axis] for axis in b._params]} for b in BENCHMARKS]
+    sel = Benchmarks(Conf, found, regex=[regex]).benchmark_selection
+    grid = list(itertools.product(*suite.Compiles.params))
+    theirs = {grid[i] for n in suite._COMPILES_NAMES for i in (sel.get(n) or [])}
+    ours = {p for p in grid if asv_select.selects([regex], suite._COMPILES_NAMES, p)}
+    assert ours == theirs
+
+
+def test_setup_cache_runs_the_selected_jobs_once_and_track_reads_them(monkeypatch):
+    from harness import asv_select, runner
+
+    ran = []
+    real_run = runner.Runner.run
+
+    def run(self, combos, jobs=1):
+        ran.append(([c.id for c in combos], jobs))
+        return real_run(self, combos, jobs)
+
+    monkeypatch.setattr(runner.Runner, "run", run)
+    monkeypatch.setattr(asv_select, "running_regexes", lambda: [r"track_compiles\('gnn_edge_divide', 'einx'"])
+    c = suite.Compiles()
+    cache = c.setup_cache()
+    # einx's runnable rows of the case only: it has no bounded or unbounded mode
+    assert ran == [(["gnn_edge_divide[einx-static]", "gnn_edge_divide[einx-bucketed]"], suite.JOBS)]
+    monkeypatch.setattr(suite, "_worker_records", lambda combo: pytest.fail(f"{combo.id} ran again"))
+    for mode, n in (("static", 3), ("bucketed", 1)):
+        for bench in (suite.Compiles(), suite.Compiles()):  # the two benchmarks' processes
+            bench.setup(cache, "gnn_edge_divide", "einx", mode)
+            assert bench.track_compiles(cache, "gnn_edge_divide", "einx", mode) == n, mode
+            assert bench.track_compile_time(cache, "gnn_edge_divide", "einx", mode) > 0
+    with pytest.raises(NotImplementedError, match="einx offers no unbounded mode"):
+        suite.Compiles().setup(cache, "gnn_edge_divide", "einx", "unbounded")
+
+
+def test_a_failed_job_fails_both_benchmarks_with_its_message(tmp_path, monkeypatch):
+    from harness import runner
+
+    combo = runner.plan("gnn_edge_divide", "einx", "static")[0]
+    monkeypatch.setattr(suite, "_worker_records",
+                        lambda combo: [{"status": "crashed", "message": "worker died (SIGSEGV)"}])
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match=r"gnn_edge_divide\[einx-static\] failed in its worker: worker died"):
+            suite.Compiles().setup(str(tmp_path), "gnn_edge_divide", "einx", "static")
+    assert combo.id == "gnn_edge_divide[einx-static]"

@@ -35,31 +35,58 @@ selects parameter combinations too: the regex is matched against
 ``suite.Compiles.track_compiles('gnn_edge_divide', 'einx', 'static')``.
 """
 
+import atexit
 import fnmatch
+import importlib
+import itertools
 import json
 import os
+import shutil
 import tempfile
 
-import cases
-from cases import MODES
 from harness import threads
 
 # the harness's thread policy (one thread for torch, BLAS and XLA), set before
-# any framework is imported; DYNSHAPE_ASV_THREADS=0 keeps the frameworks' defaults
+# any framework is imported (``cases`` imports numpy, whose BLAS starts its
+# threads at import); DYNSHAPE_ASV_THREADS=0 keeps the frameworks' defaults
 for _k, _v in threads.env_for(int(os.environ.get("DYNSHAPE_ASV_THREADS", "1"))).items():
     os.environ.setdefault(_k, _v)
+
+import cases  # noqa: E402
+from cases import MODES  # noqa: E402
+from harness import asv_select  # noqa: E402
+
+
+#: the on-disk compile caches (inductor's, dynamo's) of every timed sample: made
+#: by the process that imports this module (asv's fork server), emptied by each
+#: sample's setup, so that every sample starts cold. Set before torch._dynamo is
+#: imported: it resolves its cache directory at import.
+INDUCTOR_DIR = tempfile.mkdtemp(prefix="dynshape-asv-inductor-")
+os.environ["TORCHINDUCTOR_CACHE_DIR"] = INDUCTOR_DIR
+atexit.register(lambda pid=os.getpid(): os.getpid() == pid and shutil.rmtree(INDUCTOR_DIR, ignore_errors=True))
+
+#: what the main environment's backends import in ``startup`` (~2.5 s of CPU for
+#: dynamo and inductor alone), imported once by asv's fork server
+PREIMPORT = ("numpy", "torch", "jax", "jax.numpy", "torch._dynamo", "torch.export", "torch.export._trace",
+             "torch._inductor.compile_fx", "einx")
 
 
 def _preimport() -> None:
     """Import the main environment's frameworks once, here: asv's forkserver
     imports this module before forking each sample, so no sample pays for them
     (a backend's ``startup`` then finds them loaded). Import only: no device,
-    no thread pool."""
-    for name in ("numpy", "torch", "jax", "jax.numpy"):
+    no thread pool, no compile (the samples' in-memory caches start empty)."""
+    for name in PREIMPORT:
         try:
-            __import__(name)
+            importlib.import_module(name)
         except ImportError:  # an environment without it: its backends say so
             pass
+
+
+def _cold_caches() -> None:
+    """Empty :data:`INDUCTOR_DIR` (a sample's setup: asv runs one at a time)."""
+    shutil.rmtree(INDUCTOR_DIR, ignore_errors=True)
+    os.makedirs(INDUCTOR_DIR, exist_ok=True)
 
 
 _preimport()
@@ -69,6 +96,15 @@ CASES = [c.name for c in cases.catalogue()]
 #: the cases the timed benchmarks run (comma-separated globs)
 TIMED = os.environ.get("DYNSHAPE_ASV_TIMED",
                        "gnn_edge_divide,gnn_message_passing,expand_over_batch,seq_softmax,batch_linear")
+
+
+def _timed(case_name) -> bool:
+    return any(fnmatch.fnmatchcase(case_name, g.strip()) for g in TIMED.split(",") if g.strip())
+
+
+#: the timed benchmarks' grid: asv starts a process per combination and round,
+#: skipped or not, so the cases they do not time are not in it
+TIMED_CASES = [c for c in CASES if _timed(c)]
 
 
 def _backend_names():
@@ -108,10 +144,10 @@ def _prepare(case_name, backend_name, mode):
     """``(backend, program, [native inputs per shape], case)`` of a job that
     runs in this process, or NotImplementedError (see :func:`_combo`, and the
     timed selection :data:`TIMED`)."""
-    if not any(fnmatch.fnmatchcase(case_name, g.strip()) for g in TIMED.split(",") if g.strip()):
+    if not _timed(case_name):
         raise NotImplementedError(f"timed benchmarks run for {TIMED} (DYNSHAPE_ASV_TIMED, comma-separated globs); "
                                   f"{case_name}'s compiles are tracked by suite.Compiles")
-    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="dynshape-asv-"))
+    _cold_caches()
     combo = _combo(case_name, backend_name, mode)
     backend, case = combo.backend, combo.case
     if backend.env != "main":
@@ -126,7 +162,7 @@ def _prepare(case_name, backend_name, mode):
 
 
 class Catalogue:
-    params = (CASES, BACKENDS, list(MODES))
+    params = (TIMED_CASES, BACKENDS, list(MODES))
     param_names = ["case", "backend", "mode"]
     timeout = 900
     # one sample per process, no warm-up: every shape is novel when timed (a second
@@ -170,29 +206,37 @@ class CachedCall:
 
 class Compiles:
     """Exact compiles and compile seconds over the quick sweep, of every
-    combination: its job runs in a worker of the backend's environment, as
-    ``harness run --quick`` runs it, once for both benchmarks."""
+    combination, from one run of the selected jobs (``setup_cache``)."""
 
-    params = Catalogue.params
+    params = (CASES, BACKENDS, list(MODES))
     param_names = Catalogue.param_names
     timeout = 900
     unit = "compiles"
     rounds = 1  # exact counts: a second process would only repeat them
 
     def setup_cache(self):
-        """The directory the jobs' records wait in between the two benchmarks."""
-        return tempfile.mkdtemp(prefix="dynshape-asv-compiles-")
+        """Run the selected jobs once, as ``harness run --quick --jobs 2`` runs
+        them (a worker per job, forked from the harness's fork server; torch_xla's
+        in its environment), and leave each job's last novel record in
+        ``<dir>/<case>-<backend>-<mode>.json`` for the two benchmarks."""
+        out = tempfile.mkdtemp(prefix="dynshape-asv-compiles-")
+        combos = _compiles_ahead(asv_select.running_regexes())
+        if combos:
+            from harness import runner
+
+            run = runner.Runner(out, run_id="compiles", profile="quick", repeats=1, warmup=1, progress=False)
+            _split(run.run(combos, jobs=JOBS), out)
+        return out
+
+    setup_cache.timeout = 4 * 3600  # the whole matrix: ~1,000 jobs
 
     def setup(self, cache, case, backend, mode):
         combo = _combo(case, backend, mode)
-        path = os.path.join(cache, f"{case}-{backend}-{mode}.json")
-        if os.path.exists(path):
-            with open(path) as f:
-                self.last = json.load(f)
-            return
-        self.last = _worker_records(combo)[-1]
-        with open(path, "w") as f:
-            json.dump(self.last, f, default=str)
+        path = _record_path(cache, case, backend, mode)
+        if not os.path.exists(path):  # not run ahead (see asv_select): run it now, once for both benchmarks
+            _write(path, _novel(_worker_records(combo)))
+        with open(path) as f:
+            self.last = _last_novel(json.load(f), combo.id)
 
     def track_compiles(self, cache, case, backend, mode):
         return self.last["compiles"]
@@ -203,15 +247,68 @@ class Compiles:
     track_compile_time.unit = "seconds"
 
 
+#: jobs ``Compiles.setup_cache`` runs at a time (``DYNSHAPE_ASV_JOBS``; default: 2, the machine's cores)
+JOBS = int(os.environ.get("DYNSHAPE_ASV_JOBS", "0")) or min(2, os.cpu_count() or 1)
+#: the benchmarks that read ``Compiles.setup_cache``'s run, as asv names them
+_COMPILES_NAMES = [f"{__name__.rsplit('.', 1)[-1]}.Compiles.{f}" for f in ("track_compiles", "track_compile_time")]
+
+
+def _compiles_ahead(regexes):
+    """The runnable jobs (no skip, no known failure) of the combinations asv
+    selected, given its ``-b`` regexes; none if they are unknown (``None``)."""
+    if regexes is None:
+        return []
+    out = []
+    for params in itertools.product(*Compiles.params):
+        if asv_select.selects(regexes, _COMPILES_NAMES, params):
+            try:
+                out.append(_combo(*params))
+            except NotImplementedError:
+                pass  # skipped by its benchmark's setup, with the reason
+    return out
+
+
+def _record_path(cache, case, backend, mode):
+    return os.path.join(cache, f"{case}-{backend}-{mode}.json")
+
+
+def _write(path, records):
+    with open(path + ".tmp", "w") as f:
+        json.dump(records, f, default=str)
+    os.replace(path + ".tmp", path)
+
+
+def _novel(got):
+    """The records of one job as ``Compiles`` keeps them: its novel records,
+    or its failure (kept, so that the second benchmark reports it too)."""
+    bad = [g for g in got if g.get("status") != "pass"]
+    novel = [g for g in got if g.get("novel")]
+    if bad or not novel:
+        return [{"failed": (bad or [{}])[0].get("message", "no records")}]
+    return novel
+
+
+def _last_novel(records, job_id):
+    if records and "failed" in records[0]:
+        raise RuntimeError(f"{job_id} failed in its worker: {records[0]['failed']}")
+    return records[-1]
+
+
+def _split(run_path, out):
+    """One file per job of the run at ``run_path``: its records as :func:`_novel` keeps them."""
+    from harness import results
+
+    jobs: dict = {}
+    for r in results.read_records(run_path):
+        jobs.setdefault((r["case"], r["backend"], r["mode"]), []).append(r)
+    for key, got in jobs.items():
+        _write(_record_path(out, *key), _novel(got))
+
+
 def _worker_records(combo):
-    """The novel records of ``combo`` run in a worker of its environment, as
-    ``harness run --quick`` runs it; a failed job is an error naming its message."""
+    """The records of ``combo`` run in a worker of its environment, as
+    ``harness run --quick`` runs it."""
     from harness import runner
 
     with tempfile.TemporaryDirectory(prefix="dynshape-asv-") as tmp:
-        got = runner.Runner(tmp, profile="quick", repeats=1, warmup=1, progress=False).run_one(combo, lambda r: None)
-    novel = [g for g in got if g.get("novel")]
-    bad = [g for g in got if g.get("status") != "pass"]
-    if bad or not novel:
-        raise RuntimeError(f"{combo.id} failed in its worker: {(bad or [{}])[0].get('message', 'no records')}")
-    return novel
+        return runner.Runner(tmp, profile="quick", repeats=1, warmup=1, progress=False).run_one(combo, lambda r: None)
