@@ -30,7 +30,8 @@ def test_grid_is_the_catalogue_times_backends_times_modes():
     assert "gnn_edge_divide" in cases_ and "einx" in backends and modes == ["static", "bounded", "unbounded", "bucketed"]
 
 
-def test_track_compiles_counts_exactly_and_runs_each_job_once(monkeypatch):
+def test_track_compiles_counts_exactly_and_runs_each_job_once(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # asv runs setup_cache in its cache directory
     c = suite.Compiles()
     cache = c.setup_cache()
     c.setup(cache, "gnn_edge_divide", "einx", "static")
@@ -272,9 +273,10 @@ def test_the_selection_is_asvs(regex):
     assert ours == theirs
 
 
-def test_setup_cache_runs_the_selected_jobs_once_and_track_reads_them(monkeypatch):
+def test_setup_cache_runs_the_selected_jobs_once_and_track_reads_them(monkeypatch, tmp_path):
     from harness import asv_select, runner
 
+    monkeypatch.chdir(tmp_path)  # asv runs setup_cache in its cache directory
     ran = []
     real_run = runner.Runner.run
 
@@ -287,6 +289,7 @@ def test_setup_cache_runs_the_selected_jobs_once_and_track_reads_them(monkeypatc
     c = suite.Compiles()
     cache = c.setup_cache()
     # einx's runnable rows of the case only: it has no bounded or unbounded mode
+    assert cache.startswith(str(tmp_path))
     assert ran == [(["gnn_edge_divide[einx-static]", "gnn_edge_divide[einx-bucketed]"], suite.JOBS)]
     monkeypatch.setattr(suite, "_worker_records", lambda combo: pytest.fail(f"{combo.id} ran again"))
     for mode, n in (("static", 3), ("bucketed", 1)):

@@ -120,24 +120,59 @@ def _backend_names():
 BACKENDS = _backend_names()
 
 
+def _planned() -> dict:
+    """``(case, backend, mode)`` → the runner's job (``runner.plan``, as ``harness
+    run`` plans it; the grid's backends named, opt-in ones included)."""
+    global _PLANNED
+    if _PLANNED is None:
+        from harness import runner
+
+        _PLANNED = {(c.case.name, c.backend.name, c.mode): c for c in runner.plan(backend_globs=",".join(BACKENDS))}
+    return _PLANNED
+
+
+def _rules() -> list:
+    global _RULES
+    if _RULES is None:
+        from harness import expectations
+
+        _RULES = expectations.load()
+    return _RULES
+
+
+_PLANNED = _RULES = None
+
+
 def _combo(case_name, backend_name, mode):
     """The runner's job for these parameters, or NotImplementedError (asv:
     skipped) with the reason: the runner's planning (``runner.plan`` /
     ``Combo.skip_reason``, as in ``harness run``), or a known failure that
     ``cases/expectations.toml`` explains (its ``xfail``)."""
-    from harness import expectations, runner
+    from harness import expectations
 
-    combos = runner.plan(case_name, backend_name, mode)
-    if not combos:
+    combo = _planned().get((case_name, backend_name, mode))
+    if combo is None:
         raise NotImplementedError(f"case {case_name} has no {mode} mode")
-    combo = combos[0]
     skip = combo.skip_reason()
     if skip:
         raise NotImplementedError(skip[1])
-    rule = expectations.lookup(expectations.load(), case_name, backend_name, mode)
+    rule = expectations.lookup(_rules(), case_name, backend_name, mode)
     if rule is not None and rule.xfail:
         raise NotImplementedError(f"known failure ({rule.describe()}): {rule.xfail}")
     return combo
+
+
+def _warm_server() -> None:
+    """What every sample's ``setup`` asks first, computed once in the process
+    that imports the suite (asv's fork server): the plan, the expectations,
+    and whether each backend is available (torch_xla's asks its environment's
+    interpreter, ~1 s: once here, not in each of its ~500 samples)."""
+    _rules()
+    for backend in {c.backend.name: c.backend for c in _planned().values()}.values():
+        backend.available()
+
+
+_warm_server()
 
 
 def _prepare(case_name, backend_name, mode):
@@ -218,8 +253,11 @@ class Compiles:
         """Run the selected jobs once, as ``harness run --quick --jobs 2`` runs
         them (a worker per job, forked from the harness's fork server; torch_xla's
         in its environment), and leave each job's last novel record in
-        ``<dir>/<case>-<backend>-<mode>.json`` for the two benchmarks."""
-        out = tempfile.mkdtemp(prefix="dynshape-asv-compiles-")
+        ``<dir>/<case>-<backend>-<mode>.json`` for the two benchmarks. The
+        directory is made in the working directory, asv's cache directory,
+        which asv removes once the benchmarks are done."""
+        out = os.path.abspath("dynshape-compiles")
+        os.makedirs(out, exist_ok=True)
         combos = _compiles_ahead(asv_select.running_regexes())
         if combos:
             from harness import runner
