@@ -105,6 +105,11 @@ def _timed(case_name) -> bool:
 #: the timed benchmarks' grid: asv starts a process per combination and round,
 #: skipped or not, so the cases they do not time are not in it
 TIMED_CASES = [c for c in CASES if _timed(c)]
+#: the modes the timed benchmarks run (``DYNSHAPE_ASV_TIMED_MODES``, comma-separated
+#: globs): by default those where systems differ; a static or bucketed sweep is
+#: its compiles, whose seconds ``track_compile_time`` records for every combination
+_MODE_GLOBS = os.environ.get("DYNSHAPE_ASV_TIMED_MODES", "bounded,unbounded").split(",")
+TIMED_MODES = [m for m in MODES if any(fnmatch.fnmatchcase(m, g.strip()) for g in _MODE_GLOBS)]
 
 
 def _backend_names():
@@ -197,7 +202,7 @@ def _prepare(case_name, backend_name, mode):
 
 
 class Catalogue:
-    params = (TIMED_CASES, BACKENDS, list(MODES))
+    params = (TIMED_CASES, BACKENDS, TIMED_MODES)
     param_names = ["case", "backend", "mode"]
     timeout = 900
     # one sample per process, no warm-up: every shape is novel when timed (a second
@@ -224,6 +229,10 @@ class CachedCall:
     params = Catalogue.params
     param_names = Catalogue.param_names
     timeout = 900
+    # one process per combination (asv's default is two): its setup compiles the
+    # sweep again (~12 s of CPU on torch_compile) for a call of micro- to
+    # milliseconds, of which the process takes up to ten samples
+    rounds = 1
 
     def setup(self, case, backend, mode):
         key = (case, backend, mode)
