@@ -2,10 +2,12 @@
 
 - ``track_compiles``: exact compiles over the quick sweep (unit "compiles");
   ``track_compile_time`` the compile seconds the backend counted over it.
-  Every combination of the catalogue, each run once per commit as ``harness
-  run --quick`` runs it: in a fresh worker of the backend's environment
-  (torch_xla's included), with cold on-disk compile caches. The two share one
-  run of the job (``setup_cache`` gives the directory its records wait in).
+  Every combination of the catalogue, each job run once per commit as
+  ``harness run --quick --jobs 2`` runs it: ``Compiles.setup_cache`` runs the
+  jobs asv selected through the harness's runner, two at a time, each in a
+  fresh worker of its backend's environment (forked from the harness's fork
+  server; torch_xla's spawned in its own environment) with cold on-disk
+  compile caches, and both benchmarks read each job's records from it.
 - ``time_novel_sweep``: the quick sweep's shapes, each new to the process,
   compiles included (one sample per process: ``repeat = number = 1``, no
   warm-up; six rounds give six fresh processes, the fewest asv's rank test can
@@ -16,23 +18,26 @@
   compiled program is built once per process and reused by every sample
   (asv re-runs ``setup`` before each one).
 
-The timed benchmarks run for the cases :data:`TIMED` selects (globs; default
-one headline case per family, ``DYNSHAPE_ASV_TIMED='*'`` for all): six fresh
-processes per combination is what makes a commit of ``asv run`` cost what it
-does, and the compile counts of every case are tracked regardless.
+The timed benchmarks' grid is the cases :data:`TIMED` selects (globs; default
+one headline case per family, ``DYNSHAPE_ASV_TIMED='*'`` for all) in the modes
+:data:`TIMED_MODES` selects (default bounded, unbounded): six fresh processes
+per combination is what makes a commit of ``asv run`` cost what it does, and
+the compile counts and compile seconds of every combination are tracked
+regardless.
 
 The benchmark functions time only the work (tests/test_asv_suite.py checks
 that they import nothing ``setup`` did not). asv.conf.json asks for asv's
 ``forkserver`` launch: this module imports the frameworks once (under the
-harness's one-thread policy, so the server has one thread when it forks), and
-no sample pays for them.
+harness's one-thread policy, so the server has one thread when it forks),
+plans the jobs and reads the expectations once, and no sample pays for them.
 
 Combinations that cannot run (no such form or mode, backend unavailable, in
 another environment for the timed benchmarks) or that ``cases/expectations.toml``
 marks as known failures (``xfail``) raise ``NotImplementedError`` in setup,
 with the reason; asv reports them as skipped (``n/a``). ``asv run -b REGEX``
 selects parameter combinations too: the regex is matched against
-``suite.Compiles.track_compiles('gnn_edge_divide', 'einx', 'static')``.
+``suite.Compiles.track_compiles('gnn_edge_divide', 'einx', 'static')``, and
+``setup_cache`` runs only the jobs it selects (:mod:`harness.asv_select`).
 """
 
 import atexit
