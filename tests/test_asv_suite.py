@@ -327,3 +327,15 @@ def test_a_failed_job_fails_both_benchmarks_with_its_message(tmp_path, monkeypat
         with pytest.raises(RuntimeError, match=r"gnn_edge_divide\[einx-static\] failed in its worker: worker died"):
             suite.Compiles().setup(str(tmp_path), "gnn_edge_divide", "einx", "static")
     assert combo.id == "gnn_edge_divide[einx-static]"
+
+
+def test_a_timed_sample_starts_with_empty_compile_caches_and_leaves_none():
+    import os
+
+    os.makedirs(os.path.join(suite.INDUCTOR_DIR, "stale"), exist_ok=True)
+    b = suite.Catalogue()
+    b.setup("gnn_edge_divide", "torch_eager", "unbounded")
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == suite.INDUCTOR_DIR and os.listdir(suite.INDUCTOR_DIR) == []
+    b.teardown("gnn_edge_divide", "torch_eager", "unbounded")
+    assert not os.path.exists(suite.INDUCTOR_DIR)
+    assert suite.CachedCall.teardown is suite.Catalogue.teardown

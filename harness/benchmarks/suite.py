@@ -62,11 +62,12 @@ from cases import MODES  # noqa: E402
 from harness import asv_select  # noqa: E402
 
 
-#: the on-disk compile caches (inductor's, dynamo's) of every timed sample: made
+#: the on-disk compile caches (inductor's, dynamo's) of every timed sample: named
 #: by the process that imports this module (asv's fork server), emptied by each
-#: sample's setup, so that every sample starts cold. Set before torch._dynamo is
-#: imported: it resolves its cache directory at import.
-INDUCTOR_DIR = tempfile.mkdtemp(prefix="dynshape-asv-inductor-")
+#: sample's setup, so that every sample starts cold, and removed by its teardown
+#: (asv may end its server with a signal: nothing is left behind). Set before
+#: torch._dynamo is imported: it resolves its cache directory at import.
+INDUCTOR_DIR = os.path.join(tempfile.gettempdir(), f"dynshape-asv-inductor-{os.getpid()}")
 os.environ["TORCHINDUCTOR_CACHE_DIR"] = INDUCTOR_DIR
 atexit.register(lambda pid=os.getpid(): os.getpid() == pid and shutil.rmtree(INDUCTOR_DIR, ignore_errors=True))
 
@@ -241,6 +242,9 @@ class Catalogue:
         for args in self.inputs:
             self.backend.sync(self.program(*args))
 
+    def teardown(self, case, backend, mode):
+        shutil.rmtree(INDUCTOR_DIR, ignore_errors=True)
+
 
 _WARM: dict = {}  # (case, backend, mode) -> prepared and swept, once per process
 
@@ -266,6 +270,8 @@ class CachedCall:
 
     def time_cached_call(self, case, backend, mode):
         self.backend.sync(self.program(*self.inputs[-1]))
+
+    teardown = Catalogue.teardown
 
 
 class Compiles:
