@@ -44,8 +44,8 @@ gate: $(STAMP)
 gate-left-out: $(STAMP) xla-env
 	DYNSHAPE_GATE_WHOLE=left-out $(PY) -m pytest cases/ $(PYTEST_FLAGS)
 
-# one sample of the novel sweep, compiles and compile time of the report's case
-# (not measured since the catalogue grew; see the README's asv section);
+# the report's case: compiles and compile time of its jobs (run once, two at a
+# time) and one sample of its novel sweep; what it costs: the README's asv section.
 # ASV_QUICK=gnn_edge_divide adds the cached call, ASV_QUICK=. is the whole grid
 ASV_QUICK ?= (Catalogue|Compiles)\.\w+\(.gnn_edge_divide.
 asv-quick: $(STAMP)

@@ -26,11 +26,19 @@ def test_asv_discovers_the_suite_without_problems():
 
 
 def test_grid_is_the_catalogue_times_backends_times_modes():
-    cases_, backends, modes = suite.Catalogue.params
-    assert "gnn_edge_divide" in cases_ and "einx" in backends and modes == ["static", "bounded", "unbounded", "bucketed"]
+    import cases
+
+    cases_, backends, modes = suite.Compiles.params
+    assert cases_ == [c.name for c in cases.catalogue()] and "einx" in backends and "torch_xla_lazy" in backends
+    assert modes == ["static", "bounded", "unbounded", "bucketed"]
+    # the timed benchmarks: the timed cases in the modes where systems differ (asv starts a
+    # process per combination and round, skipped or not)
+    assert suite.Catalogue.params == suite.CachedCall.params == (suite.TIMED_CASES, backends, ["bounded", "unbounded"])
+    assert suite.TIMED_CASES == ["gnn_edge_divide", "expand_over_batch", "batch_linear", "seq_softmax"]
 
 
-def test_track_compiles_counts_exactly_and_runs_each_job_once(monkeypatch):
+def test_track_compiles_counts_exactly_and_runs_each_job_once(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # asv runs setup_cache in its cache directory
     c = suite.Compiles()
     cache = c.setup_cache()
     c.setup(cache, "gnn_edge_divide", "einx", "static")
@@ -65,11 +73,20 @@ def test_the_suite_module_preimports_the_frameworks_single_threaded():
     assert json.loads((ROOT / "asv.conf.json").read_text())["launch_method"] == "forkserver"
 
 
-def test_impossible_combinations_are_skipped_by_setup():
+def test_impossible_combinations_are_skipped_by_setup(monkeypatch):
     with pytest.raises(NotImplementedError, match="einx offers no unbounded mode"):
         suite.Catalogue().setup("gnn_edge_divide", "einx", "unbounded")
+    monkeypatch.setattr(suite, "TIMED", "gnn_*")
     with pytest.raises(NotImplementedError, match="no einx form"):
         suite.CachedCall().setup("gnn_message_passing", "einx", "static")
+
+
+def test_the_timed_benchmarks_leave_out_torch_compiles_bounded_row_with_the_quick_profiles_reason():
+    for bench in (suite.Catalogue(), suite.CachedCall()):
+        with pytest.raises(NotImplementedError, match=r"left out of the timed benchmarks \(the unbounded row's "
+                                                      r"dynamo graph, with a range on the dim\); its compiles are "
+                                                      r"tracked by suite.Compiles"):
+            bench.setup("gnn_edge_divide", "torch_compile", "bounded")
 
 
 def test_novel_shape_benchmarks_take_one_sample_per_process():
@@ -205,7 +222,7 @@ def test_compiles_of_another_environment_come_from_a_worker():
     from harness import runner
 
     combo = runner.plan("gnn_edge_divide", "einx", "static")[0]
-    novel = suite._worker_records(combo)
+    novel = suite._novel(suite._worker_records(combo))
     assert [r["shape_index"] for r in novel] == [0, 1, 2] and novel[-1]["compiles"] == 3
     assert novel[-1]["compile_time_s"] > 0
     assert suite.Compiles.track_compile_time.unit == "seconds"
@@ -222,3 +239,104 @@ def test_asv_b_regex_selects_parameter_combinations():
     grid = list(itertools.product(*suite.Compiles.params))
     assert list(sel) == ["suite.Compiles.track_compiles"]
     assert sel.benchmark_selection["suite.Compiles.track_compiles"] == [grid.index(("gnn_edge_divide", "einx", "static"))]
+
+
+# --- compile tracking: one run of the selected jobs, read by every track_* -----
+
+def test_the_asv_command_line_gives_the_selection():
+    from harness.asv_select import regexes_from_argv
+
+    asv = ["/v/bin/python3", "/v/bin/asv"]
+    assert regexes_from_argv([*asv, "run", "--python=same", "-b", "a", "--bench=b", "-bc", "--bench", "d"]) == \
+        ["a", "b", "c", "d"]
+    assert regexes_from_argv([*asv, "run", "--quick"]) == []  # no -b: everything
+    assert regexes_from_argv(["python", "-m", "asv", "continuous", "-b", "x", "A", "B"]) == ["x"]
+    assert regexes_from_argv([*asv, "publish"]) is None  # runs nothing
+    assert regexes_from_argv(["/v/bin/python", "-m", "asv_runner", "run", "-b", "x"]) is None  # not asv itself
+    assert regexes_from_argv(["pytest", "-b", "x"]) is None
+
+
+def test_the_selection_is_read_from_the_asv_process_above(tmp_path):
+    """A real process tree: an executable named ``asv`` starts a child, which finds its -b regexes."""
+    fake = tmp_path / "asv"
+    fake.write_text(f"#!{sys.executable}\nimport subprocess, sys\n"
+                    "sys.exit(subprocess.run([sys.executable, '-c', 'from harness import asv_select; "
+                    "print(asv_select.running_regexes())']).returncode)\n")
+    fake.chmod(0o755)
+    out = subprocess.run([str(fake), "run", "-b", "Compiles.*'einx'", "--bench=x"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=60)
+    assert out.stdout.strip() == "[\"Compiles.*'einx'\", 'x']", out.stdout + out.stderr
+    from harness import asv_select
+
+    assert asv_select.running_regexes() is None  # pytest has no asv above it
+
+
+@pytest.mark.parametrize("regex", [r"Compiles\.\w+\('gnn_edge_divide'", r"track_compile_time\(.*'einx', 'static'",
+                                   r"'jax_jit'", "Catalogue", r"(Catalogue|Compiles)\.\w+\(.gnn_edge_divide."])
+def test_the_selection_is_asvs(regex):
+    """asv's own selection (asv.benchmarks.Benchmarks) and the one setup_cache runs ahead agree."""
+    from asv.benchmarks import Benchmarks
+
+    from harness import asv_select
+
+    class Conf:
+        benchmark_dir = str(BENCH_ROOT)
+
+    found = [{"name": b.name, "params": [[repr(v) for v in axis] for axis in b._params]} for b in BENCHMARKS]
+    sel = Benchmarks(Conf, found, regex=[regex]).benchmark_selection
+    grid = list(itertools.product(*suite.Compiles.params))
+    theirs = {grid[i] for n in suite._COMPILES_NAMES for i in (sel.get(n) or [])}
+    ours = {p for p in grid if asv_select.selects([regex], suite._COMPILES_NAMES, p)}
+    assert ours == theirs
+
+
+def test_setup_cache_runs_the_selected_jobs_once_and_track_reads_them(monkeypatch, tmp_path):
+    from harness import asv_select, runner
+
+    monkeypatch.chdir(tmp_path)  # asv runs setup_cache in its cache directory
+    ran = []
+    real_run = runner.Runner.run
+
+    def run(self, combos, jobs=1):
+        ran.append(([c.id for c in combos], jobs))
+        return real_run(self, combos, jobs)
+
+    monkeypatch.setattr(runner.Runner, "run", run)
+    monkeypatch.setattr(asv_select, "running_regexes", lambda: [r"track_compiles\('gnn_edge_divide', 'einx'"])
+    c = suite.Compiles()
+    cache = c.setup_cache()
+    # einx's runnable rows of the case only: it has no bounded or unbounded mode
+    assert cache.startswith(str(tmp_path))
+    assert ran == [(["gnn_edge_divide[einx-static]", "gnn_edge_divide[einx-bucketed]"], suite.JOBS)]
+    monkeypatch.setattr(suite, "_worker_records", lambda combo: pytest.fail(f"{combo.id} ran again"))
+    for mode, n in (("static", 3), ("bucketed", 1)):
+        for bench in (suite.Compiles(), suite.Compiles()):  # the two benchmarks' processes
+            bench.setup(cache, "gnn_edge_divide", "einx", mode)
+            assert bench.track_compiles(cache, "gnn_edge_divide", "einx", mode) == n, mode
+            assert bench.track_compile_time(cache, "gnn_edge_divide", "einx", mode) > 0
+    with pytest.raises(NotImplementedError, match="einx offers no unbounded mode"):
+        suite.Compiles().setup(cache, "gnn_edge_divide", "einx", "unbounded")
+
+
+def test_a_failed_job_fails_both_benchmarks_with_its_message(tmp_path, monkeypatch):
+    from harness import runner
+
+    combo = runner.plan("gnn_edge_divide", "einx", "static")[0]
+    monkeypatch.setattr(suite, "_worker_records",
+                        lambda combo: [{"status": "crashed", "message": "worker died (SIGSEGV)"}])
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match=r"gnn_edge_divide\[einx-static\] failed in its worker: worker died"):
+            suite.Compiles().setup(str(tmp_path), "gnn_edge_divide", "einx", "static")
+    assert combo.id == "gnn_edge_divide[einx-static]"
+
+
+def test_a_timed_sample_starts_with_empty_compile_caches_and_leaves_none():
+    import os
+
+    os.makedirs(os.path.join(suite.INDUCTOR_DIR, "stale"), exist_ok=True)
+    b = suite.Catalogue()
+    b.setup("gnn_edge_divide", "torch_eager", "unbounded")
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == suite.INDUCTOR_DIR and os.listdir(suite.INDUCTOR_DIR) == []
+    b.teardown("gnn_edge_divide", "torch_eager", "unbounded")
+    assert not os.path.exists(suite.INDUCTOR_DIR)
+    assert suite.CachedCall.teardown is suite.Catalogue.teardown

@@ -2,10 +2,12 @@
 
 - ``track_compiles``: exact compiles over the quick sweep (unit "compiles");
   ``track_compile_time`` the compile seconds the backend counted over it.
-  Every combination of the catalogue, each run once per commit as ``harness
-  run --quick`` runs it: in a fresh worker of the backend's environment
-  (torch_xla's included), with cold on-disk compile caches. The two share one
-  run of the job (``setup_cache`` gives the directory its records wait in).
+  Every combination of the catalogue, each job run once per commit as
+  ``harness run --quick --jobs 2`` runs it: ``Compiles.setup_cache`` runs the
+  jobs asv selected through the harness's runner, two at a time, each in a
+  fresh worker of its backend's environment (forked from the harness's fork
+  server; torch_xla's spawned in its own environment) with cold on-disk
+  compile caches, and both benchmarks read each job's records from it.
 - ``time_novel_sweep``: the quick sweep's shapes, each new to the process,
   compiles included (one sample per process: ``repeat = number = 1``, no
   warm-up; six rounds give six fresh processes, the fewest asv's rank test can
@@ -16,50 +18,81 @@
   compiled program is built once per process and reused by every sample
   (asv re-runs ``setup`` before each one).
 
-The timed benchmarks run for the cases :data:`TIMED` selects (globs; default
-one headline case per family, ``DYNSHAPE_ASV_TIMED='*'`` for all): six fresh
-processes per combination is what makes a commit of ``asv run`` cost what it
-does, and the compile counts of every case are tracked regardless.
+The timed benchmarks' grid is the cases :data:`TIMED` selects (globs; default
+one headline case per family, ``DYNSHAPE_ASV_TIMED='*'`` for all) in the modes
+:data:`TIMED_MODES` selects (default bounded, unbounded): six fresh processes
+per combination is what makes a commit of ``asv run`` cost what it does, and
+the compile counts and compile seconds of every combination are tracked
+regardless.
 
 The benchmark functions time only the work (tests/test_asv_suite.py checks
 that they import nothing ``setup`` did not). asv.conf.json asks for asv's
 ``forkserver`` launch: this module imports the frameworks once (under the
-harness's one-thread policy, so the server has one thread when it forks), and
-no sample pays for them.
+harness's one-thread policy, so the server has one thread when it forks),
+plans the jobs and reads the expectations once, and no sample pays for them.
 
 Combinations that cannot run (no such form or mode, backend unavailable, in
 another environment for the timed benchmarks) or that ``cases/expectations.toml``
 marks as known failures (``xfail``) raise ``NotImplementedError`` in setup,
 with the reason; asv reports them as skipped (``n/a``). ``asv run -b REGEX``
 selects parameter combinations too: the regex is matched against
-``suite.Compiles.track_compiles('gnn_edge_divide', 'einx', 'static')``.
+``suite.Compiles.track_compiles('gnn_edge_divide', 'einx', 'static')``, and
+``setup_cache`` runs only the jobs it selects (:mod:`harness.asv_select`).
 """
 
+import atexit
 import fnmatch
+import importlib
+import itertools
 import json
 import os
+import shutil
 import tempfile
 
-import cases
-from cases import MODES
 from harness import threads
 
 # the harness's thread policy (one thread for torch, BLAS and XLA), set before
-# any framework is imported; DYNSHAPE_ASV_THREADS=0 keeps the frameworks' defaults
+# any framework is imported (``cases`` imports numpy, whose BLAS starts its
+# threads at import); DYNSHAPE_ASV_THREADS=0 keeps the frameworks' defaults
 for _k, _v in threads.env_for(int(os.environ.get("DYNSHAPE_ASV_THREADS", "1"))).items():
     os.environ.setdefault(_k, _v)
+
+import cases  # noqa: E402
+from cases import MODES  # noqa: E402
+from harness import asv_select  # noqa: E402
+
+
+#: the on-disk compile caches (inductor's, dynamo's) of every timed sample: named
+#: by the process that imports this module (asv's fork server), emptied by each
+#: sample's setup, so that every sample starts cold, and removed by its teardown
+#: (asv may end its server with a signal: nothing is left behind). Set before
+#: torch._dynamo is imported: it resolves its cache directory at import.
+INDUCTOR_DIR = os.path.join(tempfile.gettempdir(), f"dynshape-asv-inductor-{os.getpid()}")
+os.environ["TORCHINDUCTOR_CACHE_DIR"] = INDUCTOR_DIR
+atexit.register(lambda pid=os.getpid(): os.getpid() == pid and shutil.rmtree(INDUCTOR_DIR, ignore_errors=True))
+
+#: what the main environment's backends import in ``startup`` (~2.5 s of CPU for
+#: dynamo and inductor alone), imported once by asv's fork server
+PREIMPORT = ("numpy", "torch", "jax", "jax.numpy", "torch._dynamo", "torch.export", "torch.export._trace",
+             "torch._inductor.compile_fx", "einx")
 
 
 def _preimport() -> None:
     """Import the main environment's frameworks once, here: asv's forkserver
     imports this module before forking each sample, so no sample pays for them
     (a backend's ``startup`` then finds them loaded). Import only: no device,
-    no thread pool."""
-    for name in ("numpy", "torch", "jax", "jax.numpy"):
+    no thread pool, no compile (the samples' in-memory caches start empty)."""
+    for name in PREIMPORT:
         try:
-            __import__(name)
+            importlib.import_module(name)
         except ImportError:  # an environment without it: its backends say so
             pass
+
+
+def _cold_caches() -> None:
+    """Empty :data:`INDUCTOR_DIR` (a sample's setup: asv runs one at a time)."""
+    shutil.rmtree(INDUCTOR_DIR, ignore_errors=True)
+    os.makedirs(INDUCTOR_DIR, exist_ok=True)
 
 
 _preimport()
@@ -67,8 +100,21 @@ _preimport()
 CASES = [c.name for c in cases.catalogue()]
 
 #: the cases the timed benchmarks run (comma-separated globs)
-TIMED = os.environ.get("DYNSHAPE_ASV_TIMED",
-                       "gnn_edge_divide,gnn_message_passing,expand_over_batch,seq_softmax,batch_linear")
+TIMED = os.environ.get("DYNSHAPE_ASV_TIMED", "gnn_edge_divide,expand_over_batch,seq_softmax,batch_linear")
+
+
+def _timed(case_name) -> bool:
+    return any(fnmatch.fnmatchcase(case_name, g.strip()) for g in TIMED.split(",") if g.strip())
+
+
+#: the timed benchmarks' grid: asv starts a process per combination and round,
+#: skipped or not, so the cases they do not time are not in it
+TIMED_CASES = [c for c in CASES if _timed(c)]
+#: the modes the timed benchmarks run (``DYNSHAPE_ASV_TIMED_MODES``, comma-separated
+#: globs): by default those where systems differ; a static or bucketed sweep is
+#: its compiles, whose seconds ``track_compile_time`` records for every combination
+_MODE_GLOBS = os.environ.get("DYNSHAPE_ASV_TIMED_MODES", "bounded,unbounded").split(",")
+TIMED_MODES = [m for m in MODES if any(fnmatch.fnmatchcase(m, g.strip()) for g in _MODE_GLOBS)]
 
 
 def _backend_names():
@@ -84,34 +130,85 @@ def _backend_names():
 BACKENDS = _backend_names()
 
 
+def _planned() -> dict:
+    """``(case, backend, mode)`` → the runner's job (``runner.plan``, as ``harness
+    run`` plans it; the grid's backends named, opt-in ones included)."""
+    global _PLANNED
+    if _PLANNED is None:
+        from harness import runner
+
+        _PLANNED = {(c.case.name, c.backend.name, c.mode): c for c in runner.plan(backend_globs=",".join(BACKENDS))}
+    return _PLANNED
+
+
+def _rules() -> list:
+    global _RULES
+    if _RULES is None:
+        from harness import expectations
+
+        _RULES = expectations.load()
+    return _RULES
+
+
+_PLANNED = _RULES = None
+
+
 def _combo(case_name, backend_name, mode):
     """The runner's job for these parameters, or NotImplementedError (asv:
     skipped) with the reason: the runner's planning (``runner.plan`` /
     ``Combo.skip_reason``, as in ``harness run``), or a known failure that
     ``cases/expectations.toml`` explains (its ``xfail``)."""
-    from harness import expectations, runner
+    from harness import expectations
 
-    combos = runner.plan(case_name, backend_name, mode)
-    if not combos:
+    combo = _planned().get((case_name, backend_name, mode))
+    if combo is None:
         raise NotImplementedError(f"case {case_name} has no {mode} mode")
-    combo = combos[0]
     skip = combo.skip_reason()
     if skip:
         raise NotImplementedError(skip[1])
-    rule = expectations.lookup(expectations.load(), case_name, backend_name, mode)
+    rule = expectations.lookup(_rules(), case_name, backend_name, mode)
     if rule is not None and rule.xfail:
         raise NotImplementedError(f"known failure ({rule.describe()}): {rule.xfail}")
     return combo
+
+
+def _warm_server() -> None:
+    """What every sample's ``setup`` asks first, computed once in the process
+    that imports the suite (asv's fork server): the plan, the expectations,
+    and whether each backend is available (torch_xla's asks its environment's
+    interpreter, ~1 s: once here, not in each of its ~500 samples)."""
+    _rules()
+    for backend in {c.backend.name: c.backend for c in _planned().values()}.values():
+        backend.available()
+
+
+_warm_server()
+
+
+def _timed_leaves_out(backend_name, mode):
+    """Why the timed benchmarks leave this row out, or ``None``: the quick
+    profile's rules that name one backend in one mode (torch_compile's bounded
+    row, the unbounded row's dynamo graph with a range on the dim: ~12 s of CPU
+    a process, six processes a commit)."""
+    from harness import profiles
+
+    for rule in profiles.QUICK_LEAVES_OUT:
+        if (rule.backend, rule.mode) == (backend_name, mode):
+            return f"left out of the timed benchmarks ({rule.why}); its compiles are tracked by suite.Compiles"
+    return None
 
 
 def _prepare(case_name, backend_name, mode):
     """``(backend, program, [native inputs per shape], case)`` of a job that
     runs in this process, or NotImplementedError (see :func:`_combo`, and the
     timed selection :data:`TIMED`)."""
-    if not any(fnmatch.fnmatchcase(case_name, g.strip()) for g in TIMED.split(",") if g.strip()):
+    if not _timed(case_name):
         raise NotImplementedError(f"timed benchmarks run for {TIMED} (DYNSHAPE_ASV_TIMED, comma-separated globs); "
                                   f"{case_name}'s compiles are tracked by suite.Compiles")
-    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="dynshape-asv-"))
+    why = _timed_leaves_out(backend_name, mode)
+    if why:
+        raise NotImplementedError(why)
+    _cold_caches()
     combo = _combo(case_name, backend_name, mode)
     backend, case = combo.backend, combo.case
     if backend.env != "main":
@@ -126,7 +223,7 @@ def _prepare(case_name, backend_name, mode):
 
 
 class Catalogue:
-    params = (CASES, BACKENDS, list(MODES))
+    params = (TIMED_CASES, BACKENDS, TIMED_MODES)
     param_names = ["case", "backend", "mode"]
     timeout = 900
     # one sample per process, no warm-up: every shape is novel when timed (a second
@@ -145,6 +242,9 @@ class Catalogue:
         for args in self.inputs:
             self.backend.sync(self.program(*args))
 
+    def teardown(self, case, backend, mode):
+        shutil.rmtree(INDUCTOR_DIR, ignore_errors=True)
+
 
 _WARM: dict = {}  # (case, backend, mode) -> prepared and swept, once per process
 
@@ -153,6 +253,10 @@ class CachedCall:
     params = Catalogue.params
     param_names = Catalogue.param_names
     timeout = 900
+    # one process per combination (asv's default is two): its setup compiles the
+    # sweep again (~12 s of CPU on torch_compile) for a call of micro- to
+    # milliseconds, of which the process takes up to ten samples
+    rounds = 1
 
     def setup(self, case, backend, mode):
         key = (case, backend, mode)
@@ -167,32 +271,45 @@ class CachedCall:
     def time_cached_call(self, case, backend, mode):
         self.backend.sync(self.program(*self.inputs[-1]))
 
+    teardown = Catalogue.teardown
+
 
 class Compiles:
     """Exact compiles and compile seconds over the quick sweep, of every
-    combination: its job runs in a worker of the backend's environment, as
-    ``harness run --quick`` runs it, once for both benchmarks."""
+    combination, from one run of the selected jobs (``setup_cache``)."""
 
-    params = Catalogue.params
+    params = (CASES, BACKENDS, list(MODES))
     param_names = Catalogue.param_names
     timeout = 900
     unit = "compiles"
     rounds = 1  # exact counts: a second process would only repeat them
 
     def setup_cache(self):
-        """The directory the jobs' records wait in between the two benchmarks."""
-        return tempfile.mkdtemp(prefix="dynshape-asv-compiles-")
+        """Run the selected jobs once, as ``harness run --quick --jobs 2`` runs
+        them (a worker per job, forked from the harness's fork server; torch_xla's
+        in its environment), and leave each job's last novel record in
+        ``<dir>/<case>-<backend>-<mode>.json`` for the two benchmarks. The
+        directory is made in the working directory, asv's cache directory,
+        which asv removes once the benchmarks are done."""
+        out = os.path.abspath("dynshape-compiles")
+        os.makedirs(out, exist_ok=True)
+        combos = _compiles_ahead(asv_select.running_regexes())
+        if combos:
+            from harness import runner
+
+            run = runner.Runner(out, run_id="compiles", profile="quick", repeats=1, warmup=1, progress=False)
+            _split(run.run(combos, jobs=JOBS), out)
+        return out
+
+    setup_cache.timeout = 4 * 3600  # the whole matrix: ~1,000 jobs
 
     def setup(self, cache, case, backend, mode):
         combo = _combo(case, backend, mode)
-        path = os.path.join(cache, f"{case}-{backend}-{mode}.json")
-        if os.path.exists(path):
-            with open(path) as f:
-                self.last = json.load(f)
-            return
-        self.last = _worker_records(combo)[-1]
-        with open(path, "w") as f:
-            json.dump(self.last, f, default=str)
+        path = _record_path(cache, case, backend, mode)
+        if not os.path.exists(path):  # not run ahead (see asv_select): run it now, once for both benchmarks
+            _write(path, _novel(_worker_records(combo)))
+        with open(path) as f:
+            self.last = _last_novel(json.load(f), combo.id)
 
     def track_compiles(self, cache, case, backend, mode):
         return self.last["compiles"]
@@ -203,15 +320,68 @@ class Compiles:
     track_compile_time.unit = "seconds"
 
 
+#: jobs ``Compiles.setup_cache`` runs at a time (``DYNSHAPE_ASV_JOBS``; default: 2, the machine's cores)
+JOBS = int(os.environ.get("DYNSHAPE_ASV_JOBS", "0")) or min(2, os.cpu_count() or 1)
+#: the benchmarks that read ``Compiles.setup_cache``'s run, as asv names them
+_COMPILES_NAMES = [f"{__name__.rsplit('.', 1)[-1]}.Compiles.{f}" for f in ("track_compiles", "track_compile_time")]
+
+
+def _compiles_ahead(regexes):
+    """The runnable jobs (no skip, no known failure) of the combinations asv
+    selected, given its ``-b`` regexes; none if they are unknown (``None``)."""
+    if regexes is None:
+        return []
+    out = []
+    for params in itertools.product(*Compiles.params):
+        if asv_select.selects(regexes, _COMPILES_NAMES, params):
+            try:
+                out.append(_combo(*params))
+            except NotImplementedError:
+                pass  # skipped by its benchmark's setup, with the reason
+    return out
+
+
+def _record_path(cache, case, backend, mode):
+    return os.path.join(cache, f"{case}-{backend}-{mode}.json")
+
+
+def _write(path, records):
+    with open(path + ".tmp", "w") as f:
+        json.dump(records, f, default=str)
+    os.replace(path + ".tmp", path)
+
+
+def _novel(got):
+    """The records of one job as ``Compiles`` keeps them: its novel records,
+    or its failure (kept, so that the second benchmark reports it too)."""
+    bad = [g for g in got if g.get("status") != "pass"]
+    novel = [g for g in got if g.get("novel")]
+    if bad or not novel:
+        return [{"failed": (bad or [{}])[0].get("message", "no records")}]
+    return novel
+
+
+def _last_novel(records, job_id):
+    if records and "failed" in records[0]:
+        raise RuntimeError(f"{job_id} failed in its worker: {records[0]['failed']}")
+    return records[-1]
+
+
+def _split(run_path, out):
+    """One file per job of the run at ``run_path``: its records as :func:`_novel` keeps them."""
+    from harness import results
+
+    jobs: dict = {}
+    for r in results.read_records(run_path):
+        jobs.setdefault((r["case"], r["backend"], r["mode"]), []).append(r)
+    for key, got in jobs.items():
+        _write(_record_path(out, *key), _novel(got))
+
+
 def _worker_records(combo):
-    """The novel records of ``combo`` run in a worker of its environment, as
-    ``harness run --quick`` runs it; a failed job is an error naming its message."""
+    """The records of ``combo`` run in a worker of its environment, as
+    ``harness run --quick`` runs it."""
     from harness import runner
 
     with tempfile.TemporaryDirectory(prefix="dynshape-asv-") as tmp:
-        got = runner.Runner(tmp, profile="quick", repeats=1, warmup=1, progress=False).run_one(combo, lambda r: None)
-    novel = [g for g in got if g.get("novel")]
-    bad = [g for g in got if g.get("status") != "pass"]
-    if bad or not novel:
-        raise RuntimeError(f"{combo.id} failed in its worker: {(bad or [{}])[0].get('message', 'no records')}")
-    return novel
+        return runner.Runner(tmp, profile="quick", repeats=1, warmup=1, progress=False).run_one(combo, lambda r: None)
