@@ -4,6 +4,7 @@ import ast
 import inspect
 import itertools
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -163,18 +164,20 @@ _PROBE = textwrap.dedent("""
 """)
 
 
-def _probe(name, idx, params):
+def _probe(name, idx, params, cwd):
+    """Run the benchmark as asv would, in ``cwd`` (asv's cache directory: setup_cache writes there)."""
     full = name if idx is None else f"{name}-{idx}"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
     out = subprocess.run([sys.executable, "-c", _PROBE, str(BENCH_ROOT), full, json.dumps(list(params))],
-                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+                         cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, f"{full}{params}: probe failed\n{out.stdout}\n{out.stderr}"
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.parametrize("name,idx,params", [pytest.param(b.name, i, p, id=b.name + (f"[{','.join(p)}]" if p else ""))
                                               for b in BENCHMARKS for i, p in _combos(b)])
-def test_benchmark_function_imports_nothing_setup_did_not(name, idx, params):
-    r = _probe(name, idx, params)
+def test_benchmark_function_imports_nothing_setup_did_not(name, idx, params, tmp_path):
+    r = _probe(name, idx, params, tmp_path)
     assert not r["skipped"], f"{name}{params}: the representative parameters are skipped by setup; pick runnable ones"
     assert r["new"] == [], (f"{name}{params} imported modules while timed (move the import/warm-up into setup): "
                             f"{', '.join(r['new'])}")
