@@ -80,8 +80,8 @@ def export(g: Graph, gm: torch.fx.GraphModule, bounded: bool):
     try:
         from backends.torch_export import export_oblivious_retry
 
-        return export_oblivious_retry(lambda: torch.export.export(
-            Program(), args, dynamic_shapes=(shapes,) if any(shapes) else None, strict=False))
+        return export_oblivious_retry(lambda **options: torch.export.export(
+            Program(), args, dynamic_shapes=(shapes,) if any(shapes) else None, strict=False, **options))
     except torch._dynamo.exc.UserError as e:  # a constraint violation: the program fixes a size
         raise Unsupported(f"lazy_stablehlo: torch.export could not keep the graph's sizes symbolic: "
                           f"{str(e).splitlines()[0]}") from e

@@ -33,7 +33,8 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .bounds import check_all_bounded, check_reduce_inits, find_main, info, inline_calls, propagate_bounds, walk
+from .bounds import (check_all_bounded, check_reduce_inits, find_main, info, inline_calls, propagate_bounds,
+                     strip_assertions, walk)
 from .module import ExecutionError, PadderUnsupported  # noqa: F401 (PadderUnsupported: re-exported)
 
 DYN_OPS = ("stablehlo.dynamic_broadcast_in_dim", "stablehlo.dynamic_reshape", "stablehlo.dynamic_iota",
@@ -392,6 +393,7 @@ def bound_entry(text: str, label: str = "module", arg_bounds: Optional[Sequence]
     with ctx, ir.Location.unknown():
         module = ir.Module.parse(text)
         inline_calls(module)
+        strip_assertions(module)  # checked per concrete shape by the caller (BoundedXlaProgram)
         passmanager.PassManager.parse("builtin.module(symbol-dce)").run(module.operation)
         main = find_main(module)
         if arg_bounds is not None:

@@ -236,3 +236,66 @@ def test_dynamic_pad_whose_low_and_interior_are_concatenated_constants():
         x = np.arange(n, dtype=np.float32) + 1
         y, _ = prog(*prog.convert([x]))
         np.testing.assert_array_equal(y, np.concatenate([[7.0], x, [7.0] * n]))
+
+
+def _split_halves(x):
+    import torch
+
+    t = x.shape[1]
+    first, second = torch.split(x, [t // 2, t - t // 2], dim=1)
+    return first.sum(1) - second.sum(1)
+
+
+def _split_export(retry: bool):
+    import torch
+    from torch.export import Dim
+
+    from backends.torch_export import export
+
+    return export(_split_halves, [torch.zeros(2, 16, 3)], ({1: Dim("t", min=2, max=64)},), "split_halves",
+                  oblivious_retry=retry)
+
+
+def test_unprovable_split_guards_become_runtime_asserts_the_bounded_executor_checks():
+    """split_with_sizes([t // 2, t - t // 2]) over a Dim range: torch.export cannot prove
+    its guards (a refusal without the retry); the retry defers them to asserts, which
+    the bounded rewrite strips and the executor checks per new shape (one compile)."""
+    from backends.base import Unsupported
+    from backends.stablehlo import lower
+
+    with pytest.raises(Unsupported, match="Constraints violated"):
+        _split_export(retry=False)
+    ep = _split_export(retry=True)
+    text = lower(ep, bounded=True)
+    assert "@shape_assertion" in text
+    compiles = []
+    prog = BoundedXlaProgram(Module(text), on_compile=lambda s, why: compiles.append(why))
+    for t in (2, 3, 17, 64):
+        x = np.random.default_rng(t).standard_normal((2, t, 3)).astype(np.float32)
+        (got,) = prog(*prog.convert([x]))
+        np.testing.assert_allclose(got, x[:, : t // 2].sum(1) - x[:, t // 2:].sum(1), rtol=1e-5, atol=1e-5)
+    assert len(compiles) == 1, compiles
+
+
+def test_the_bounded_executor_checks_the_modules_shape_assertions():
+    """A failing torch.export runtime assert (k % 2 == 0) fails the bounded run with its
+    message, as the per-shape executor does, instead of being dropped by the rewrite."""
+    import torch
+    from torch.export import Dim
+
+    from backends.stablehlo import lower
+
+    class Asserted(torch.nn.Module):
+        def forward(self, x):
+            k = x.shape[0]
+            torch._check(k % 2 == 0)
+            return x * 2.0
+
+    ep = torch.export.export(Asserted(), (torch.zeros(6, 3),), dynamic_shapes=({0: Dim("n", min=2, max=32)},),
+                             prefer_deferred_runtime_asserts_over_guards=True)
+    text = lower(ep, bounded=True)
+    prog = BoundedXlaProgram(Module(text))
+    (out,) = prog(*prog.convert([np.ones((4, 3), np.float32)]))
+    np.testing.assert_array_equal(out, np.full((4, 3), 2.0, np.float32))
+    with pytest.raises(ExecutionError, match=r"Runtime assertion failed for expression Eq\(Mod\(s\d+, 2\), 0\)"):
+        prog(*prog.convert([np.ones((5, 3), np.float32)]))
