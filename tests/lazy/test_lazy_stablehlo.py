@@ -103,3 +103,22 @@ def test_the_backend_reports_an_unsupported_op_as_unsupported():
     backend._fn.fn = lambda d, c: torch.nonzero(d)
     with pytest.raises(Unsupported, match="nonzero"):
         program(*backend.convert(case.make_inputs({"e": 4}, seed=0)))
+
+
+def test_a_dims_minimum_reaches_the_export():
+    """conv1d over T needs T >= its kernel: the Dim carries the case's minimum, else
+    torch.export refuses its range ('Constraints violated'); traced, lowered and
+    compiled once in bounded mode."""
+    conv = lambda x, w: torch.nn.functional.conv1d(x, w)  # noqa: E731
+    w = torch.ones(2, 3, 5)
+    plain = L.jit(conv, mode="bounded", dims=[{2: "t"}, None], bounds=[{2: 64}, None],
+                  ctx=L.LazyContext("bounded", compiler=StablehloCompiler("bounded")))
+    with pytest.raises(L.Unsupported, match="Constraints violated"):
+        plain(torch.ones(1, 3, 9), w)
+    compiler = StablehloCompiler("bounded", minima={"t": 5})
+    f = L.jit(conv, mode="bounded", dims=[{2: "t"}, None], bounds=[{2: 64}, None],
+              ctx=L.LazyContext("bounded", compiler=compiler))
+    for t in (9, 5, 64):
+        x = torch.randn(1, 3, t)
+        torch.testing.assert_close(f(x, w), conv(x, w), rtol=1e-5, atol=1e-5)
+    assert len(compiler.modules) == 1
