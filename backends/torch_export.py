@@ -103,6 +103,29 @@ def export(fn, args, dynamic_shapes, case_name: str = "?", oblivious_retry: bool
         raise Unsupported(f"torch.export could not keep {case_name}'s dims dynamic: {str(e).splitlines()[0]}") from e
 
 
+def export_sample(args, spec):
+    """The arguments to export from: ``args`` (torch tensors) unless a dynamic dim is
+    below the least size its Dim allows, then zeros of the same dtypes with every
+    such size raised to that least size (within its bound).
+
+    ``spec``: per argument ``{axis: (name, least, bound or None)}``, axes with one
+    name sharing one size. torch.export specialises sizes 0 and 1 (and refuses a
+    sample outside the Dim's range), so a sweep whose first shape has ``E = 0`` or
+    ``B = 1`` would otherwise fix that size; the calls still run the real shapes.
+    (torch.export traces fake tensors: the sample's values do not matter.)"""
+    import torch
+
+    size: dict = {}
+    for a, axes in zip(args, spec):
+        for axis, (name, least, bound) in (axes or {}).items():
+            n = max(int(a.shape[axis]), least)
+            size[name] = n if bound is None else min(n, bound)
+    if all(a.shape[axis] == size[name] for a, axes in zip(args, spec) for axis, (name, _, _) in (axes or {}).items()):
+        return list(args)
+    return [torch.zeros([size[axes[i][0]] if axes and i in axes else n for i, n in enumerate(a.shape)], dtype=a.dtype)
+            for a, axes in zip(args, spec)]
+
+
 def export_oblivious_retry(run):
     """``run(**options)`` (a torch.export call taking ``torch.export.export``'s
     keyword options); on a constraint violation, once more size-obliviously and

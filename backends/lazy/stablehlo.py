@@ -80,11 +80,14 @@ def export(g: Graph, gm: torch.fx.GraphModule, bounded: bool, minima: dict | Non
         def forward(self, *xs):
             return self.gm(*xs)
 
-    shapes = dynamic_shapes(g, bounded, minima)
-    args = tuple(n.data for n in g.inputs)
-    try:
-        from backends.torch_export import export_oblivious_retry
+    from backends.torch_export import export_oblivious_retry, export_sample
 
+    shapes = dynamic_shapes(g, bounded, minima)
+    # sizes 0 and 1 of the first inputs would specialise: export from a sample (see export_sample)
+    spec = [{ax: (d.__name__, d.min, d.max if isinstance(d.max, int) else None) for ax, d in (s or {}).items()}
+            for s in shapes]
+    args = tuple(export_sample([n.data for n in g.inputs], spec))
+    try:
         return export_oblivious_retry(lambda **options: torch.export.export(
             Program(), args, dynamic_shapes=(shapes,) if any(shapes) else None, strict=False, **options))
     except torch._dynamo.exc.UserError as e:  # a constraint violation: the program fixes a size

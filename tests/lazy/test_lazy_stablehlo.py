@@ -12,6 +12,7 @@ import cases
 from backends.base import Unsupported
 from backends.lazy.stablehlo import StablehloCompiler
 from backends.lazy_stablehlo import LazyStablehlo
+from backends.stablehlo_backends import StablehloXla
 
 
 def _defs(text: str) -> dict:
@@ -122,3 +123,15 @@ def test_a_dims_minimum_reaches_the_export():
         x = torch.randn(1, 3, t)
         torch.testing.assert_close(f(x, w), conv(x, w), rtol=1e-5, atol=1e-5)
     assert len(compiler.modules) == 1
+
+
+@pytest.mark.parametrize("backend_cls", [LazyStablehlo, StablehloXla], ids=["lazy_stablehlo", "stablehlo_xla"])
+def test_a_first_shape_with_sizes_0_and_1_does_not_fix_the_export(backend_cls):
+    """Our exporters export from a sample with every dynamic dim >= 2 (torch.export
+    would specialise E = 0, or refuse it): a sweep starting at E = 0, then 1, lowers
+    once and (bounded) compiles once."""
+    steps = _job(backend_cls(), cases.get("gnn_zero_edges"), "bounded",
+                 [{"n": 64, "e": 0}, {"n": 70, "e": 1}, {"n": 80, "e": 300}])
+    assert [s["lowering"] for s, _ in steps] == [1, 1, 1] and steps[-1][0]["xla"] == 1, steps
+    first = steps[0][1]
+    assert any(r.startswith("lowering:") and "(64, 16), (0,)" in r for r in first), first
