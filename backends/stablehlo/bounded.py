@@ -13,6 +13,9 @@ module given per-argument bounds, the bucketed executor) into that form:
 * each dynamic argument dim becomes static at its bound, with its live size an
   extra ``i32`` scalar argument (after the original ones, argument by
   argument, dim by dim); ``set_dimension_size`` re-establishes the bounded type;
+* a ``dynamic_reshape`` that splits a dynamic dim into inner dims is a ``gather``
+  from the flattened operand (:mod:`.bounded_reshape`: XLA's padder would
+  misplace the live data of a static reshape);
 * each ``dynamic_broadcast_in_dim`` / ``dynamic_reshape`` / ``dynamic_iota`` /
   ``real_dynamic_slice`` (constant starts, or unit strides) /
   ``dynamic_gather`` / ``dynamic_pad`` (constant low, no interior) becomes its
@@ -33,6 +36,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from .bounded_reshape import needs_gather, split_reshape
 from .bounds import (check_all_bounded, check_reduce_inits, find_main, info, inline_calls, propagate_bounds,
                      strip_assertions, walk)
 from .module import ExecutionError, PadderUnsupported  # noqa: F401 (PadderUnsupported: re-exported)
@@ -156,6 +160,14 @@ class _Rewriter:
             new = stablehlo.BroadcastInDimOp(static_t, ops[0], dims, ip=ip).result
         elif name == "stablehlo.dynamic_reshape":
             shape_vec = ops[1]
+            if needs_gather(ops[0].type, rtype):  # a split of a dynamic dim: see bounded_reshape
+                _check_shape_source(shape_vec, name, self.label, self.size_args)
+                every = {d: self.scalar(shape_vec, d, ip) for d in range(len(full))}
+                new = split_reshape(ops[0], static_t, dyn, every, ip)
+                result.replace_all_uses_with(self.set_sizes(new, dyn, every, rtype, ip))
+                op.erase()
+                self.counts[name] = self.counts.get(name, 0) + 1
+                return
             new = stablehlo.ReshapeOp(static_t, ops[0], ip=ip).result
         elif name == "stablehlo.dynamic_iota":
             shape_vec = ops[0]

@@ -299,3 +299,40 @@ def test_the_bounded_executor_checks_the_modules_shape_assertions():
     np.testing.assert_array_equal(out, np.full((4, 3), 2.0, np.float32))
     with pytest.raises(ExecutionError, match=r"Runtime assertion failed for expression Eq\(Mod\(s\d+, 2\), 0\)"):
         prog(*prog.convert([np.ones((5, 3), np.float32)]))
+
+
+# torch_xla's embedding of (B, ?) ids: flatten, gather rows, unflatten to (B, ?, F)
+EMBEDDING = """
+func.func public @main(%ids: tensor<2x?xi32>, %table: tensor<50x4xf32>) -> tensor<2x?x4xf32> {
+  %c4 = stablehlo.constant dense<4> : tensor<1xi32>
+  %c2 = stablehlo.constant dense<2> : tensor<1xi32>
+  %0 = stablehlo.get_dimension_size %ids, dim = 1 : (tensor<2x?xi32>) -> tensor<i32>
+  %1 = stablehlo.reshape %0 : (tensor<i32>) -> tensor<1xi32>
+  %2 = stablehlo.multiply %1, %c2 : tensor<1xi32>
+  %3 = stablehlo.dynamic_reshape %ids, %2 : (tensor<2x?xi32>, tensor<1xi32>) -> tensor<?xi32>
+  %5 = "stablehlo.gather"(%table, %3) <{dimension_numbers = #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>, indices_are_sorted = false, slice_sizes = array<i64: 1, 4>}> : (tensor<50x4xf32>, tensor<?xi32>) -> tensor<?x4xf32>
+  %6 = stablehlo.concatenate %c2, %1, %c4, dim = 0 : (tensor<1xi32>, tensor<1xi32>, tensor<1xi32>) -> tensor<3xi32>
+  %7 = stablehlo.dynamic_reshape %5, %6 : (tensor<?x4xf32>, tensor<3xi32>) -> tensor<2x?x4xf32>
+  return %7 : tensor<2x?x4xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("bounded", [False, True], ids=["bucketed", "bounded"])
+def test_a_reshape_splitting_a_dynamic_dim_keeps_each_rows_data(bounded):
+    """(2 * t) -> (2, t): a static reshape of the padded buffer would read row 1 from
+    the bound's offset (the padding); the rewrite gathers each element from its live
+    row-major position (backends/stablehlo/bounded_reshape.py)."""
+    text = EMBEDDING.replace("2x?xi32>", "2x?xi32, #stablehlo.bounds<?, 40>>") if bounded else EMBEDDING
+    if bounded:
+        text = text.replace("tensor<?xi32>", "tensor<?xi32, #stablehlo.bounds<80>>").replace(
+            "tensor<?x4xf32>", "tensor<?x4xf32, #stablehlo.bounds<80, ?>>").replace(
+            "tensor<2x?x4xf32>", "tensor<2x?x4xf32, #stablehlo.bounds<?, 40, ?>>")
+    entry = bound_entry(text, "embedding", None if bounded else [(2, 32), (50, 4)])
+    assert entry.rewritten["stablehlo.dynamic_reshape"] == 2
+    prog = (BoundedXlaProgram if bounded else BucketedXlaProgram)(Module(text, "embedding"))
+    table = np.arange(200, dtype=np.float32).reshape(50, 4)
+    for t in (17, 3, 32):
+        ids = np.random.default_rng(t).integers(0, 50, (2, t)).astype(np.int32)
+        (out,) = prog(*prog.convert([ids, table]))
+        np.testing.assert_array_equal(out, table[ids], err_msg=f"t={t}")
