@@ -19,7 +19,8 @@ PADDER_LIMITS = {
     # batch lowers to a tap sum the padder serves: conv1d_strided)
     "conv1d": "convolution",
     "conv2d": "convolution",
-    "group_norm": "reshape",  # "Dynamic input dimension to reshape that is both splitted and combined"
+    # (group_norm, whose reshape both splits and combines a dynamic dim, runs since the rewrite
+    # gathers such reshapes: backends/stablehlo/bounded_reshape.py)
 }
 
 
