@@ -41,12 +41,18 @@ def split_reshape(operand, static_t, dyn, sizes: dict, ip):
     from jaxlib.mlir import ir
     from jaxlib.mlir.dialects import stablehlo
 
-    from .bounded import _at_bound
+    from .bounds import info
+    from .module import PadderUnsupported
 
     i32 = ir.IntegerType.get_signless(32)
     scalar_t = ir.RankedTensorType.get([], i32)
     ot = ir.RankedTensorType(operand.type)
-    _, odyn, ofull = _at_bound(operand.type, "reshape operand", "stablehlo.dynamic_reshape")
+    oshape, obounds = info(operand.type)
+    odyn = [d for d, n in enumerate(oshape) if n is None]
+    if any(obounds is None or obounds[d] is None for d in odyn):
+        raise PadderUnsupported(f"stablehlo.dynamic_reshape: operand {operand.type} has a `?` dim without a bound",
+                                "stablehlo.dynamic_reshape")
+    ofull = [obounds[d] if n is None else n for d, n in enumerate(oshape)]
     total = math.prod(ofull)
 
     def const(v):
