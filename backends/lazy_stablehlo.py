@@ -54,7 +54,7 @@ class LazyStablehlo(Lazy):
 
         compiler = self.compiler = StablehloCompiler(
             mode, case.name, on_lowering=lambda s, why: self.count(LOWERING, 1, s, why),
-            on_xla=lambda s, why: self.count("xla", 1, s, why))
+            on_xla=lambda s, why: self.count("xla", 1, s, why), minima={d.name: d.min for d in case.dynamic_dims})
 
         def on_trace(seconds, reason):  # the context's compile time includes the lowering's
             self.count(TRACE, 1, max(seconds - compiler.lowering_s, 0.0), reason)

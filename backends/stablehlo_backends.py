@@ -160,13 +160,16 @@ class _StablehloTorch(Backend):
 
         from backends.stablehlo import LoweringError, Module, lower
 
-        from .torch_export import export
+        from .torch_export import export, export_sample
 
         shapes = ", ".join(str(tuple(a.shape)) for a in args)
+        spec = [{ax: (d.name, max(2, d.min), d.max) for ax, d in axes.items()} for axes in case.dynamic_axes(mode)]
+        sample = export_sample([torch.from_numpy(np.array(a)) for a in args], spec)
         reason = f"torch.export + StableHLO lowering of {case.name} ({mode}) at argument shapes {shapes}"
+        if any(tuple(s.shape) != tuple(a.shape) for s, a in zip(sample, args)):
+            reason += f" (exported from a sample at {', '.join(str(tuple(s.shape)) for s in sample)}: every dynamic dim >= 2)"
         with self.counting("lowering", reason):
-            ep = export(case.torch_fn(), [torch.from_numpy(np.array(a)) for a in args],
-                        tuple(torch_dims(case, mode)), case.name, oblivious_retry=True)
+            ep = export(case.torch_fn(), sample, tuple(torch_dims(case, mode)), case.name, oblivious_retry=True)
             try:
                 text = lower(ep, bounded=(mode == "bounded"))
             except LoweringError as e:

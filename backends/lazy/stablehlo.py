@@ -39,8 +39,12 @@ from .tensor import Unsupported
 MIN_DIM = 2  # torch.export specialises sizes 0 and 1
 
 
-def dynamic_shapes(g: Graph, bounded: bool) -> tuple:
-    """Per graph input, ``{axis: Dim}`` for its symbolic dims (one Dim per variable)."""
+def dynamic_shapes(g: Graph, bounded: bool, minima: dict | None = None) -> tuple:
+    """Per graph input, ``{axis: Dim}`` for its symbolic dims (one Dim per variable).
+
+    ``minima``: the least size of a user dim name (the case's ``min``: a conv1d
+    over T needs T >= its kernel, and torch.export refuses a Dim whose range
+    starts below what the program allows); at least :data:`MIN_DIM`."""
     from torch.export import Dim
 
     made: dict = {}
@@ -55,7 +59,7 @@ def dynamic_shapes(g: Graph, bounded: bool) -> tuple:
                 raise Unsupported(f"lazy_stablehlo: input dim {axis} is the size expression {g.fmt_expr(e)}")
             if name not in made:
                 v = g.vars[name]
-                kwargs = {"min": MIN_DIM}
+                kwargs = {"min": max(MIN_DIM, (minima or {}).get(v.name, 0))}
                 if bounded and v.bound is not None:
                     kwargs["max"] = v.bound
                 made[name] = Dim(g.namer(name), **kwargs)
@@ -64,8 +68,9 @@ def dynamic_shapes(g: Graph, bounded: bool) -> tuple:
     return tuple(out)
 
 
-def export(g: Graph, gm: torch.fx.GraphModule, bounded: bool):
-    """``torch.export`` of the lazy graph's FX module over its current inputs."""
+def export(g: Graph, gm: torch.fx.GraphModule, bounded: bool, minima: dict | None = None):
+    """``torch.export`` of the lazy graph's FX module over its current inputs
+    (``minima``: see :func:`dynamic_shapes`)."""
 
     class Program(torch.nn.Module):
         def __init__(self):
@@ -75,13 +80,16 @@ def export(g: Graph, gm: torch.fx.GraphModule, bounded: bool):
         def forward(self, *xs):
             return self.gm(*xs)
 
-    shapes = dynamic_shapes(g, bounded)
-    args = tuple(n.data for n in g.inputs)
-    try:
-        from backends.torch_export import export_oblivious_retry
+    from backends.torch_export import export_oblivious_retry, export_sample
 
-        return export_oblivious_retry(lambda: torch.export.export(
-            Program(), args, dynamic_shapes=(shapes,) if any(shapes) else None, strict=False))
+    shapes = dynamic_shapes(g, bounded, minima)
+    # sizes 0 and 1 of the first inputs would specialise: export from a sample (see export_sample)
+    spec = [{ax: (d.__name__, d.min, d.max if isinstance(d.max, int) else None) for ax, d in (s or {}).items()}
+            for s in shapes]
+    args = tuple(export_sample([n.data for n in g.inputs], spec))
+    try:
+        return export_oblivious_retry(lambda **options: torch.export.export(
+            Program(), args, dynamic_shapes=(shapes,) if any(shapes) else None, strict=False, **options))
     except torch._dynamo.exc.UserError as e:  # a constraint violation: the program fixes a size
         raise Unsupported(f"lazy_stablehlo: torch.export could not keep the graph's sizes symbolic: "
                           f"{str(e).splitlines()[0]}") from e
@@ -104,10 +112,11 @@ class StablehloCompiler:
 
     ``on_lowering(seconds, reason)`` / ``on_xla(seconds, reason)`` report the
     stages (the lazy context reports the trace stage itself); ``modules``
-    keeps every lowered text, in order."""
+    keeps every lowered text, in order; ``minima`` is the least size of each user
+    dim name (see :func:`dynamic_shapes`)."""
 
-    def __init__(self, mode: str, label: str = "lazy", on_lowering=None, on_xla=None):
-        self.mode, self.label = mode, label
+    def __init__(self, mode: str, label: str = "lazy", on_lowering=None, on_xla=None, minima: dict | None = None):
+        self.mode, self.label, self.minima = mode, label, dict(minima or {})
         self.on_lowering, self.on_xla = on_lowering, on_xla
         self.modules: list = []
         self.lowering_s = 0.0  # seconds of the last lowering (within the lazy context's compile time)
@@ -117,7 +126,7 @@ class StablehloCompiler:
 
         fx_entry = passes.compile_graph(g, stats)
         t0 = time.perf_counter()
-        ep = export(g, fx_entry.kernel, self.mode == "bounded")
+        ep = export(g, fx_entry.kernel, self.mode == "bounded", self.minima)
         try:
             text = lower(ep, bounded=self.mode == "bounded")
         except LoweringError as e:

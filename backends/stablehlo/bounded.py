@@ -13,6 +13,9 @@ module given per-argument bounds, the bucketed executor) into that form:
 * each dynamic argument dim becomes static at its bound, with its live size an
   extra ``i32`` scalar argument (after the original ones, argument by
   argument, dim by dim); ``set_dimension_size`` re-establishes the bounded type;
+* a ``dynamic_reshape`` that splits a dynamic dim into inner dims is a ``gather``
+  from the flattened operand (:mod:`.bounded_reshape`: XLA's padder would
+  misplace the live data of a static reshape);
 * each ``dynamic_broadcast_in_dim`` / ``dynamic_reshape`` / ``dynamic_iota`` /
   ``real_dynamic_slice`` (constant starts, or unit strides) /
   ``dynamic_gather`` / ``dynamic_pad`` (constant low, no interior) becomes its
@@ -33,7 +36,9 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .bounds import check_all_bounded, check_reduce_inits, find_main, info, inline_calls, propagate_bounds, walk
+from .bounded_reshape import needs_gather, split_reshape
+from .bounds import (check_all_bounded, check_reduce_inits, find_main, info, inline_calls, propagate_bounds,
+                     strip_assertions, walk)
 from .module import ExecutionError, PadderUnsupported  # noqa: F401 (PadderUnsupported: re-exported)
 
 DYN_OPS = ("stablehlo.dynamic_broadcast_in_dim", "stablehlo.dynamic_reshape", "stablehlo.dynamic_iota",
@@ -155,6 +160,14 @@ class _Rewriter:
             new = stablehlo.BroadcastInDimOp(static_t, ops[0], dims, ip=ip).result
         elif name == "stablehlo.dynamic_reshape":
             shape_vec = ops[1]
+            if needs_gather(ops[0].type, rtype):  # a split of a dynamic dim: see bounded_reshape
+                _check_shape_source(shape_vec, name, self.label, self.size_args)
+                every = {d: self.scalar(shape_vec, d, ip) for d in range(len(full))}
+                new = split_reshape(ops[0], static_t, dyn, every, ip)
+                result.replace_all_uses_with(self.set_sizes(new, dyn, every, rtype, ip))
+                op.erase()
+                self.counts[name] = self.counts.get(name, 0) + 1
+                return
             new = stablehlo.ReshapeOp(static_t, ops[0], ip=ip).result
         elif name == "stablehlo.dynamic_iota":
             shape_vec = ops[0]
@@ -392,6 +405,7 @@ def bound_entry(text: str, label: str = "module", arg_bounds: Optional[Sequence]
     with ctx, ir.Location.unknown():
         module = ir.Module.parse(text)
         inline_calls(module)
+        strip_assertions(module)  # checked per concrete shape by the caller (BoundedXlaProgram)
         passmanager.PassManager.parse("builtin.module(symbol-dce)").run(module.operation)
         main = find_main(module)
         if arg_bounds is not None:

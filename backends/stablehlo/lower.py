@@ -45,7 +45,11 @@ def lower(ep: "torch.export.ExportedProgram", *, bounded: bool = True, decompose
 
     bounded:   emit ``#stablehlo.bounds`` for dims with a finite ``Dim(max=)``
                (False: every symbolic dim is a plain unbounded ``?``).
-    decompose: run ``ep.run_decompositions()`` (core ATen) first.
+    decompose: run ``ep.run_decompositions()`` (core ATen) first; size-obliviously
+               (``backed_size_oblivious``) when ``ep.size_oblivious`` says it was
+               exported so (``backends.torch_export.export_oblivious_retry``): else the
+               retrace guards derived sizes against 0 and 1 again, as runtime asserts
+               that fail at sizes the export covers.
     params:    "inline" embeds parameters/buffers/constants as constants;
                "args" makes them leading ``@main`` arguments (see ``param_arrays``).
     data_asserts: "error" (an assertion on tensor *data*, e.g. one_hot's
@@ -56,7 +60,10 @@ def lower(ep: "torch.export.ExportedProgram", *, bounded: bool = True, decompose
     if data_asserts not in ("error", "skip"):
         raise ValueError(f"data_asserts={data_asserts!r}: want 'error' or 'skip'")
     if decompose:
-        ep = ep.run_decompositions()
+        import torch.fx.experimental._config as fx_config
+
+        with fx_config.patch(backed_size_oblivious=bool(getattr(ep, "size_oblivious", False))):
+            ep = ep.run_decompositions()
     ctx = LoweringContext(ep, bounded=bounded)
     ctx.data_asserts = data_asserts
     ctx.lower_subgraph = lambda gm, values: _subgraph(ctx, gm, values)

@@ -27,7 +27,7 @@ import numpy as np
 
 from .bounded import BoundedEntry, PadderUnsupported, bound_entry
 from .module import Module, Report, format_shapes
-from .xla import XlaProgram, XlaStats, cpu, device_put, result_handlers
+from .xla import XlaProgram, XlaStats, cpu, device_put, refine, result_handlers
 
 ON_UNSUPPORTED = ("error", "per_shape")
 _HLO_OPS = (r"\b(reshape|convolution|sort|scatter|gather|reduce-window|select-and-scatter|pad|slice|dynamic-slice|"
@@ -117,6 +117,15 @@ class _HostProgram:
         self.how: Optional[str] = None
         self._seen: Dict[tuple, Callable] = {}
         self._per_shape: Optional[Callable] = None
+        #: the module's shape assertions (jax's, or torch.export's runtime asserts as
+        #: lowered): the bounded rewrite drops them, so each new shape checks them here
+        self._asserts = "@shape_assertion" in module.text
+
+    def check_assertions(self, shapes) -> None:
+        """Evaluate the module's shape assertions at these argument shapes
+        (refinement only, no compile; raises naming the assertion)."""
+        if self._asserts:
+            refine(self.module.text, [(tuple(s), None) for s in shapes], self.module.label)
 
     def convert(self, arrays, canonicalize: bool = False) -> List[np.ndarray]:
         """NumPy inputs in @main's dtypes (host arrays: the call pads them)."""
@@ -179,6 +188,7 @@ class BoundedXlaProgram(_HostProgram):
         self._exe: Optional[Callable] = None
 
     def _runner(self, shapes) -> Callable:
+        self.check_assertions(shapes)
         if self._per_shape is not None:
             return self._per_shape
         if self._exe is None:
@@ -230,6 +240,8 @@ class BucketedXlaProgram(_HostProgram):
     def _runner(self, shapes) -> Callable:
         if self.check is not None:
             self.check(shapes)
+        else:
+            self.check_assertions(shapes)
         if self._per_shape is not None:
             return self._per_shape
         key = self.bucket_shapes(shapes)

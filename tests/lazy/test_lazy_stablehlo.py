@@ -12,6 +12,7 @@ import cases
 from backends.base import Unsupported
 from backends.lazy.stablehlo import StablehloCompiler
 from backends.lazy_stablehlo import LazyStablehlo
+from backends.stablehlo_backends import StablehloXla
 
 
 def _defs(text: str) -> dict:
@@ -103,3 +104,34 @@ def test_the_backend_reports_an_unsupported_op_as_unsupported():
     backend._fn.fn = lambda d, c: torch.nonzero(d)
     with pytest.raises(Unsupported, match="nonzero"):
         program(*backend.convert(case.make_inputs({"e": 4}, seed=0)))
+
+
+def test_a_dims_minimum_reaches_the_export():
+    """conv1d over T needs T >= its kernel: the Dim carries the case's minimum, else
+    torch.export refuses its range ('Constraints violated'); traced, lowered and
+    compiled once in bounded mode."""
+    conv = lambda x, w: torch.nn.functional.conv1d(x, w)  # noqa: E731
+    w = torch.ones(2, 3, 5)
+    plain = L.jit(conv, mode="bounded", dims=[{2: "t"}, None], bounds=[{2: 64}, None],
+                  ctx=L.LazyContext("bounded", compiler=StablehloCompiler("bounded")))
+    with pytest.raises(L.Unsupported, match="Constraints violated"):
+        plain(torch.ones(1, 3, 9), w)
+    compiler = StablehloCompiler("bounded", minima={"t": 5})
+    f = L.jit(conv, mode="bounded", dims=[{2: "t"}, None], bounds=[{2: 64}, None],
+              ctx=L.LazyContext("bounded", compiler=compiler))
+    for t in (9, 5, 64):
+        x = torch.randn(1, 3, t)
+        torch.testing.assert_close(f(x, w), conv(x, w), rtol=1e-5, atol=1e-5)
+    assert len(compiler.modules) == 1
+
+
+@pytest.mark.parametrize("backend_cls", [LazyStablehlo, StablehloXla], ids=["lazy_stablehlo", "stablehlo_xla"])
+def test_a_first_shape_with_sizes_0_and_1_does_not_fix_the_export(backend_cls):
+    """Our exporters export from a sample with every dynamic dim >= 2 (torch.export
+    would specialise E = 0, or refuse it): a sweep starting at E = 0, then 1, lowers
+    once and (bounded) compiles once."""
+    steps = _job(backend_cls(), cases.get("gnn_zero_edges"), "bounded",
+                 [{"n": 64, "e": 0}, {"n": 70, "e": 1}, {"n": 80, "e": 300}])
+    assert [s["lowering"] for s, _ in steps] == [1, 1, 1] and steps[-1][0]["xla"] == 1, steps
+    first = steps[0][1]
+    assert any(r.startswith("lowering:") and "(64, 16), (0,)" in r for r in first), first

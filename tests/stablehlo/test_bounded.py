@@ -19,7 +19,8 @@ PADDER_LIMITS = {
     # batch lowers to a tap sum the padder serves: conv1d_strided)
     "conv1d": "convolution",
     "conv2d": "convolution",
-    "group_norm": "reshape",  # "Dynamic input dimension to reshape that is both splitted and combined"
+    # (group_norm, whose reshape both splits and combines a dynamic dim, runs since the rewrite
+    # gathers such reshapes: backends/stablehlo/bounded_reshape.py)
 }
 
 
@@ -236,3 +237,103 @@ def test_dynamic_pad_whose_low_and_interior_are_concatenated_constants():
         x = np.arange(n, dtype=np.float32) + 1
         y, _ = prog(*prog.convert([x]))
         np.testing.assert_array_equal(y, np.concatenate([[7.0], x, [7.0] * n]))
+
+
+def _split_halves(x):
+    import torch
+
+    t = x.shape[1]
+    first, second = torch.split(x, [t // 2, t - t // 2], dim=1)
+    return first.sum(1) - second.sum(1)
+
+
+def _split_export(retry: bool):
+    import torch
+    from torch.export import Dim
+
+    from backends.torch_export import export
+
+    return export(_split_halves, [torch.zeros(2, 16, 3)], ({1: Dim("t", min=2, max=64)},), "split_halves",
+                  oblivious_retry=retry)
+
+
+def test_unprovable_split_guards_become_runtime_asserts_the_bounded_executor_checks():
+    """split_with_sizes([t // 2, t - t // 2]) over a Dim range: torch.export cannot prove
+    its guards (a refusal without the retry); the retry defers them to asserts, which
+    the bounded rewrite strips and the executor checks per new shape (one compile)."""
+    from backends.base import Unsupported
+    from backends.stablehlo import lower
+
+    with pytest.raises(Unsupported, match="Constraints violated"):
+        _split_export(retry=False)
+    ep = _split_export(retry=True)
+    text = lower(ep, bounded=True)
+    assert "@shape_assertion" in text
+    compiles = []
+    prog = BoundedXlaProgram(Module(text), on_compile=lambda s, why: compiles.append(why))
+    for t in (2, 3, 17, 64):
+        x = np.random.default_rng(t).standard_normal((2, t, 3)).astype(np.float32)
+        (got,) = prog(*prog.convert([x]))
+        np.testing.assert_allclose(got, x[:, : t // 2].sum(1) - x[:, t // 2:].sum(1), rtol=1e-5, atol=1e-5)
+    assert len(compiles) == 1, compiles
+
+
+def test_the_bounded_executor_checks_the_modules_shape_assertions():
+    """A failing torch.export runtime assert (k % 2 == 0) fails the bounded run with its
+    message, as the per-shape executor does, instead of being dropped by the rewrite."""
+    import torch
+    from torch.export import Dim
+
+    from backends.stablehlo import lower
+
+    class Asserted(torch.nn.Module):
+        def forward(self, x):
+            k = x.shape[0]
+            torch._check(k % 2 == 0)
+            return x * 2.0
+
+    ep = torch.export.export(Asserted(), (torch.zeros(6, 3),), dynamic_shapes=({0: Dim("n", min=2, max=32)},),
+                             prefer_deferred_runtime_asserts_over_guards=True)
+    text = lower(ep, bounded=True)
+    prog = BoundedXlaProgram(Module(text))
+    (out,) = prog(*prog.convert([np.ones((4, 3), np.float32)]))
+    np.testing.assert_array_equal(out, np.full((4, 3), 2.0, np.float32))
+    with pytest.raises(ExecutionError, match=r"Runtime assertion failed for expression Eq\(Mod\(s\d+, 2\), 0\)"):
+        prog(*prog.convert([np.ones((5, 3), np.float32)]))
+
+
+# torch_xla's embedding of (B, ?) ids: flatten, gather rows, unflatten to (B, ?, F)
+EMBEDDING = """
+func.func public @main(%ids: tensor<2x?xi32>, %table: tensor<50x4xf32>) -> tensor<2x?x4xf32> {
+  %c4 = stablehlo.constant dense<4> : tensor<1xi32>
+  %c2 = stablehlo.constant dense<2> : tensor<1xi32>
+  %0 = stablehlo.get_dimension_size %ids, dim = 1 : (tensor<2x?xi32>) -> tensor<i32>
+  %1 = stablehlo.reshape %0 : (tensor<i32>) -> tensor<1xi32>
+  %2 = stablehlo.multiply %1, %c2 : tensor<1xi32>
+  %3 = stablehlo.dynamic_reshape %ids, %2 : (tensor<2x?xi32>, tensor<1xi32>) -> tensor<?xi32>
+  %5 = "stablehlo.gather"(%table, %3) <{dimension_numbers = #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>, indices_are_sorted = false, slice_sizes = array<i64: 1, 4>}> : (tensor<50x4xf32>, tensor<?xi32>) -> tensor<?x4xf32>
+  %6 = stablehlo.concatenate %c2, %1, %c4, dim = 0 : (tensor<1xi32>, tensor<1xi32>, tensor<1xi32>) -> tensor<3xi32>
+  %7 = stablehlo.dynamic_reshape %5, %6 : (tensor<?x4xf32>, tensor<3xi32>) -> tensor<2x?x4xf32>
+  return %7 : tensor<2x?x4xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("bounded", [False, True], ids=["bucketed", "bounded"])
+def test_a_reshape_splitting_a_dynamic_dim_keeps_each_rows_data(bounded):
+    """(2 * t) -> (2, t): a static reshape of the padded buffer would read row 1 from
+    the bound's offset (the padding); the rewrite gathers each element from its live
+    row-major position (backends/stablehlo/bounded_reshape.py)."""
+    text = EMBEDDING.replace("2x?xi32>", "2x?xi32, #stablehlo.bounds<?, 40>>") if bounded else EMBEDDING
+    if bounded:
+        text = text.replace("tensor<?xi32>", "tensor<?xi32, #stablehlo.bounds<80>>").replace(
+            "tensor<?x4xf32>", "tensor<?x4xf32, #stablehlo.bounds<80, ?>>").replace(
+            "tensor<2x?x4xf32>", "tensor<2x?x4xf32, #stablehlo.bounds<?, 40, ?>>")
+    entry = bound_entry(text, "embedding", None if bounded else [(2, 32), (50, 4)])
+    assert entry.rewritten["stablehlo.dynamic_reshape"] == 2
+    prog = (BoundedXlaProgram if bounded else BucketedXlaProgram)(Module(text, "embedding"))
+    table = np.arange(200, dtype=np.float32).reshape(50, 4)
+    for t in (17, 3, 32):
+        ids = np.random.default_rng(t).integers(0, 50, (2, t)).astype(np.int32)
+        (out,) = prog(*prog.convert([ids, table]))
+        np.testing.assert_array_equal(out, table[ids], err_msg=f"t={t}")
