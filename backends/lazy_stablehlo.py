@@ -14,9 +14,9 @@ call's shapes and compiles it. Stages, each counted by us:
   xla       XLA compiles of a refined module, one per concrete argument shape.
 
 static compiles every stage per shape (torch_xla LazyTensor's behaviour);
-unbounded traces and lowers once, XLA per shape; bounded likewise for now:
-our XLA executor compiles per shape. A compile-once bounded executor slots in
-at ``backends.lazy.stablehlo.executor``. Ops the path cannot express
+unbounded traces and lowers once, XLA per shape; bounded compiles every stage
+once: the module runs on the compile-once bounded executor
+(``BoundedXlaProgram``, inputs padded to the bounds on the host). Ops the path cannot express
 (``nonzero`` and other data-dependent sizes, random ops, autograd, an aten op
 the lowering lacks) are ``unsupported`` rows naming the op.
 """
@@ -40,7 +40,8 @@ class LazyStablehlo(Lazy):
                                   "StableHLO lowering (`?` dims, bounds in bounded mode)"),
         "xla": XLA,
     }
-    mode_notes = {"bounded": "XLA compiles per shape (our executor refines bounded modules per shape)"}
+    mode_notes = {"bounded": "XLA compiles once: inputs padded to the bounds on the host, live sizes passed "
+                             "(BoundedXlaProgram)"}
 
     def startup(self):
         from backends.stablehlo.executors import load_runtime

@@ -10,8 +10,8 @@ A second back end for :class:`~.runtime.LazyContext` (its ``compiler``):
                multiply -> dynamic_broadcast_in_dim``, the same size expression
                as the lazy IR's ``mul(%size0, 2)``
     --(backends.stablehlo.XlaProgram)--> XLA CPU, refined and compiled per
-               concrete argument shape (bounded modules too, until a
-               compile-once bounded executor replaces :func:`executor`).
+               concrete argument shape; a bounded module instead runs on
+               ``BoundedXlaProgram``, compiled once (see :func:`executor`).
 
 Shared size variables (a user dim name on several inputs) share one ``Dim``;
 bounded variables get ``Dim(max=bound)``. Static mode has no variables: the
