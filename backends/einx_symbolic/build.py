@@ -18,7 +18,7 @@ from .backends import ADAPTERS, namespace
 from .errors import OpValueError
 from .recipe import Recipe, recipe
 from .semantics import FAMILY
-from .solve import dim_code, failer, param_code
+from .solve import dim_code, failer, isolve, param_code
 
 _DIM = re.compile(r"\bd\d+_\d+\b")
 _IMPORTS = {"torch": [("torch", "import torch")], "numpy": [("np", "import numpy as np")],
@@ -56,6 +56,7 @@ def generated(r):
     ns = dict(namespace(r.sig.lib))
     ns["_fail"] = failer(r)
     ns["_factory"] = _factory
+    ns["_isolve"] = isolve
     ns["_OpValueError"] = OpValueError
     exec(compile(text, f"<einx_symbolic {r.sig.op} {r.sig.description!r}>", "exec"), ns)
     return Graph(ns["op"], r, text)
@@ -100,6 +101,9 @@ def source(r):
     args = [f"t{i}" for i in range(len(ranks))]
     conds = []
     for k, c in enumerate(checks):
+        if c.kind == "root":  # a size found at run time (``solve.isolve``): defined where the solve order puts it
+            conds.append(f"{c.what} = _isolve(lambda x: {sz.source(c.lhs)}, {sz.source(c.rhs)})")
+            continue
         cond = _condition(c)
         if cond is not None:
             conds.append(f"if {cond}: _fail({k}, {sz.source(c.lhs)}, {sz.source(c.rhs)})")
