@@ -197,7 +197,8 @@ class _Solver:
         name, = names
         self.sizes[name] = size_var("x")
         f = self.size(d)
-        q = size_var(f"q{sum(c.kind == 'root' for c in self.checks)}_{identifier(name)}")
+        safe = re.sub(r"\W", "_", name)  # an ellipsis repetition "s.0": q0_s_0
+        q = size_var(f"q{sum(c.kind == 'root' for c in self.checks)}_{safe}")
         self.sizes[name] = q
         self.checks.append(Check("root", f, value, sz.source(q), where, pos))
         return self.equate(d, value, where, pos)

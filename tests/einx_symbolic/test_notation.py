@@ -51,6 +51,7 @@ CLASSES = [
     ("a name repeated in a composition (solved at run time)", "id", "(d d) -> d", (torch.arange(5.0),), {}),
     ("a name repeated in a composition (solved at run time)", "id", "((d d) + (d)) -> d", (torch.arange(6.0),), {}),
     ("a name repeated in a composition (solved at run time)", "id", "(1 + (d d)) -> d", (torch.arange(2.0),), {}),
+    ("a name repeated in a composition (solved at run time)", "id", "(... ...) -> ((...) + e) 1", (torch.ones(1),), {"e": 1}),
     ("NumPy scalar with size-1 axes", "add", ", a", (0.5, np.ones(1, np.float32)), {}),
     ("NumPy scalar with size-1 axes", "add", ", a", (0.5, np.ones(2, np.float32)), {}),
     ("NumPy scalar with size-1 axes", "maximum", ", d s... a", (0.5, np.ones((1, 1), np.float32)), {}),
