@@ -6,7 +6,10 @@ where the recipe is plain elementwise, else the generated :func:`source`,
 exec'd. A closure graph generates its source text only when asked (``graph=True``,
 or quoted by ``CallOperationError``).
 """
+import functools
 import re
+
+import numpy as _np
 from dataclasses import dataclass
 from typing import Callable
 
@@ -18,7 +21,7 @@ from .backends import ADAPTERS, namespace
 from .errors import OpValueError
 from .recipe import Recipe, recipe
 from .semantics import FAMILY
-from .solve import dim_code, failer, param_code
+from .solve import dim_code, failer, isolve, param_code
 
 _DIM = re.compile(r"\bd\d+_\d+\b")
 _IMPORTS = {"torch": [("torch", "import torch")], "numpy": [("np", "import numpy as np")],
@@ -55,15 +58,22 @@ def generated(r):
     text = source(r)
     ns = dict(namespace(r.sig.lib))
     ns["_fail"] = failer(r)
-    ns["_factory"] = _factory
+    ns["_factory"] = _factory if r.sig.lib not in _ARRAY else functools.partial(_factory, array=_ARRAY[r.sig.lib]())
+    ns["_isolve"] = isolve
     ns["_OpValueError"] = OpValueError
     exec(compile(text, f"<einx_symbolic {r.sig.op} {r.sig.description!r}>", "exec"), ns)
     return Graph(ns["op"], r, text)
 
 
-def _factory(f, shape, i):
+#: the array class a tensor factory must return, per library (einx checks it too: a NumPy scalar is refused)
+_ARRAY = {"numpy": lambda: _np.ndarray, "torch": lambda: __import__("torch").Tensor, "jax": lambda: __import__("jax").Array}
+
+
+def _factory(f, shape, i, array=None):
     """Call tensor factory ``f`` (argument ``i``) with its solved ``shape``, as einx does, and check what it returns."""
     t = f(shape)
+    if array is not None and not isinstance(t, array):
+        raise ValueError(f"The tensor factory given as argument {i} returned {type(t).__name__}, expected {array.__module__}.{array.__name__}.")
     if tuple(getattr(t, "shape", (None,))) != shape:
         raise ValueError(f"The tensor factory given as argument {i} returned {type(t).__name__} of shape "
                          f"{tuple(getattr(t, 'shape', ()))}, expected an array of shape {shape}.")
@@ -100,6 +110,9 @@ def source(r):
     args = [f"t{i}" for i in range(len(ranks))]
     conds = []
     for k, c in enumerate(checks):
+        if c.kind == "root":  # a size found at run time (``solve.isolve``): defined where the solve order puts it
+            conds.append(f"{c.what} = _isolve(lambda x: {sz.source(c.lhs)}, {sz.source(c.rhs)})")
+            continue
         cond = _condition(c)
         if cond is not None:
             conds.append(f"if {cond}: _fail({k}, {sz.source(c.lhs)}, {sz.source(c.rhs)})")

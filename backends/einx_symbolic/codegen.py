@@ -229,8 +229,12 @@ def gen_elementwise(g, op, ins, outs, scalars):
         present |= set(_names(axes))
         args.append(g.align(v, _names(axes), out_names, broadcast=False, inline=True))
     ad = g.ad
-    if ad.name == "numpy" and not present and len(scalars) < len(ins) and op != "where":
-        pass  # every array operand is 0-d: einx passes the scalar as is (a weak operand: float32 stays float32)
+    if ad.name == "numpy" and scalars and len(scalars) < len(ins) and op != "where":
+        # einx drops axes of size 1: where every axis of the array operands has size 1 the scalar is passed as is (a weak
+        # operand: float32 stays float32), else as an array (NumPy promotes float32 to float64); decided at run time
+        ones = " and ".join(f"{g.scode(n, atomic=True)} == 1" for n in out_names if n in present)
+        if ones:
+            args = [f"({a} if {ones} else {ad.to_array(a)})" if i in scalars else a for i, a in enumerate(args)]
     elif op not in ad.scalar_ok:  # libraries that need arrays here
         args = [ad.to_array(a) if i in scalars and (i == 0 or op not in ("where", "less", "less_equal", "greater", "greater_equal",
                                                                             "equal", "not_equal") or ad.name != "torch") else a

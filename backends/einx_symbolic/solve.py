@@ -37,6 +37,7 @@ def readable(src):
     """Size source as the user wrote it: ``d0_1`` -> ``args[0].shape[1]``, ``p_b`` -> ``b``, ``p0_b`` -> ``b[0]``."""
     src = re.sub(r"\bd(\d+)_(\d+)\b", r"args[\1].shape[\2]", src)
     src = re.sub(r"\bp_([A-Za-z0-9_]+)", r"\1", src)
+    src = re.sub(r"\bq\d+_([A-Za-z0-9_]+)", r"\1", src)  # a size solved at run time (``isolve``)
     return re.sub(r"\bp(\d+)_([A-Za-z0-9_]+)", r"\2[\1]", src)
 
 
@@ -60,6 +61,21 @@ def failer(r):
         raise AxisSizeError(_desc, f"Failed to determine the size of all axes in the expression under the given constraints: "
                             f"{c.what} = {readable(sz.source(c.lhs))} = {lhs}, but {readable(c.where)} = {rhs}.\n%EXPR%", c.pos)
     return _fail
+
+
+def isolve(f, value):
+    """The least integer ``x >= 0`` with ``f(x) >= value`` for a nondecreasing ``f`` (0 when there is none
+    below ``value + 1``): the run-time size of an axis einx finds by solving a polynomial."""
+    lo, hi = 0, 1
+    while f(hi) < value and hi <= value:
+        lo, hi = hi, hi * 2
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if f(mid) < value:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 def dim_code(i, j):
@@ -169,6 +185,24 @@ class _Solver:
             self.checks.append(Check("div", sub, coef, str_dim(d), where, pos))
         return self.equate(Axis(name), sub // coef if coef != 0 else coef, where, pos)
 
+    def equate_root(self, d, value, where, pos):
+        """``(d d) == value``, ``((d d) + d) == value``: one unknown name, nonlinear (einx solves
+        these with sympy). Its size is found at run time, the least ``x >= 0`` with ``f(x) >= value``
+        (``f``, the size of ``d`` in ``x``, is monotone: sums and products of sizes); a ``"root"``
+        check defines it (``q{k}_{name} = _isolve(lambda x: f, value)``), then ``f(q) == value`` is
+        checked like any equation. False when ``d`` holds more than one unknown name."""
+        names = {a.name for a in self.unknown_leaves(d)}
+        if len(names) != 1:
+            return False
+        name, = names
+        self.sizes[name] = size_var("x")
+        f = self.size(d)
+        safe = re.sub(r"\W", "_", name)  # an ellipsis repetition "s.0": q0_s_0
+        q = size_var(f"q{sum(c.kind == 'root' for c in self.checks)}_{safe}")
+        self.sizes[name] = q
+        self.checks.append(Check("root", f, value, sz.source(q), where, pos))
+        return self.equate(d, value, where, pos)
+
 
 def str_dim(d):
     if isinstance(d, Axis):
@@ -210,8 +244,11 @@ def solve(desc, exprs_in, exprs_all, params, extra=(), reps=None):
     pending.sort(key=lambda p: 0 if isinstance(p[0], Axis) else 1)
     while pending:
         rest = [p for p in pending if not s.equate(*p)]
-        if len(rest) == len(pending):
-            break
+        if len(rest) == len(pending):  # stuck: an equation of one unknown name, nonlinear, is solved at run time
+            k = next((k for k, p in enumerate(rest) if s.equate_root(*p)), None)
+            if k is None:
+                break
+            rest.pop(k)
         pending = rest
     for e in exprs_all:  # number axes: their value (an output-only number axis is read by name too)
         for a in _all_axes(e):

@@ -47,6 +47,15 @@ CLASSES = [
     ("rank error before implied output", "logical_and", "3, ", (ones, torch.ones(2, dtype=torch.bool)), {}),
     ("tiny shapes", "argmax", "[a]", (torch.arange(5.0),), {}),
     ("tiny shapes", "var", "", (torch.tensor(3.0),), {}),
+    ("a name repeated in a composition (solved at run time)", "id", "(d d) -> d", (torch.arange(4.0),), {}),
+    ("a name repeated in a composition (solved at run time)", "id", "(d d) -> d", (torch.arange(5.0),), {}),
+    ("a name repeated in a composition (solved at run time)", "id", "((d d) + (d)) -> d", (torch.arange(6.0),), {}),
+    ("a name repeated in a composition (solved at run time)", "id", "(1 + (d d)) -> d", (torch.arange(2.0),), {}),
+    ("a name repeated in a composition (solved at run time)", "id", "(... ...) -> ((...) + e) 1", (torch.ones(1),), {"e": 1}),
+    ("NumPy scalar with size-1 axes", "add", ", a", (0.5, np.ones(1, np.float32)), {}),
+    ("NumPy scalar with size-1 axes", "add", ", a", (0.5, np.ones(2, np.float32)), {}),
+    ("NumPy scalar with size-1 axes", "maximum", ", d s... a", (0.5, np.ones((1, 1), np.float32)), {}),
+    ("NumPy scalar with size-1 axes", "add", ", a -> a b", (0.5, np.ones(1, np.float32)), {"b": 2}),
 ]
 
 
