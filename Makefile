@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-PYTEST_FLAGS ?= -n 2
+PYTEST_FLAGS ?= -n 2 --durations=15
 
 .PHONY: setup run test lint gate gate-left-out bench asv-quick browser-check clean
 
