@@ -127,8 +127,7 @@ def run(job: dict, backend, emit: Callable[[dict], None]) -> None:
         return
     for args, expected, shape in runnable:
         try:
-            samples, out = _time_cached(program, backend, args, job["warmup"], job["repeats"],
-                                        job.get("cached_budget_s", CACHED_BUDGET_S))
+            samples, out = _time_cached(program, backend, args, job["warmup"], job["repeats"])
             verdict = oracle.compare(backend.to_numpy(out), expected, case.out_dtype, tol.rtol, tol.atol)
         except MemoryError:
             raise
