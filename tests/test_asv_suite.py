@@ -139,13 +139,18 @@ def _discover():
 BENCHMARKS = _discover()
 
 
+def _wanted(bench, default):
+    """The representative parameter sets for ``bench``: by ``module.Class``, else by module."""
+    parts = bench.name.split(".")
+    return REPRESENTATIVE.get(".".join(parts[:2]), REPRESENTATIVE.get(parts[0], default))
+
+
 def _combos(bench):
     """``(param_index, params)`` pairs to check for one benchmark."""
     if not bench._params:
         return [(None, ())]
     grid = list(itertools.product(*bench._params))
-    parts = bench.name.split(".")
-    wanted = REPRESENTATIVE.get(".".join(parts[:2]), REPRESENTATIVE.get(parts[0], grid[:1]))
+    wanted = _wanted(bench, grid[:1])
     return [(grid.index(tuple(p)), tuple(p)) for p in wanted if tuple(p) in grid]
 
 
@@ -203,7 +208,7 @@ def test_discovery_finds_every_module_and_kind():
     kinds = {b.name.split(".")[-1].split("_")[0] for b in BENCHMARKS}
     assert kinds == {"time", "track"}
     for b in BENCHMARKS:
-        wanted = REPRESENTATIVE.get(b.name.split(".")[0], [None]) if b._params else [()]
+        wanted = _wanted(b, [None]) if b._params else [()]
         assert len(_combos(b)) == len(wanted), (b.name, "a representative parameter set is not in the grid")
 
 
