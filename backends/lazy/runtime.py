@@ -23,7 +23,7 @@ from . import passes
 from .ir import NO_KWARGS, IRError, Node
 from .misses import explain_miss
 from .steplog import StepLog, Unlogged
-from .symbolic import _CONSTS, SizeVars, SymSize, compare, const, rename
+from .symbolic import _CONSTS, SizeVars, SymSize, compare, const, hint, rename
 from .tensor import OPS, LazyTensor
 
 
@@ -98,6 +98,7 @@ class LazyContext:
         self.log: StepLog | None = None  # the step log while a step records (see .steplog)
         self.fast: dict = {}  # step-log key -> (Compiled, input positions): the cached steps
         self.last_key = None  # the step-log key of the step's first sync (None: none, or unlogged)
+        self._last_hit = None  # (step-log key, fast entry) of the last hit: most steps repeat it
 
     # -- leaves ------------------------------------------------------------
     def new_step(self) -> None:
@@ -235,7 +236,15 @@ class LazyContext:
             except Unlogged:
                 lk = None
             self.last_key = lk
-            hit = self.fast.get(lk) if lk is not None else None
+            hit = None
+            if lk is not None:
+                last = self._last_hit
+                if last is not None and last[0] == lk:  # the step before's key: equal (shared parts: cheap
+                    hit = last[1]                     # to compare), not hashed
+                else:
+                    hit = self.fast.get(lk)
+                    if hit is not None:
+                        self._last_hit = (lk, hit)
             if hit is not None:
                 entry, positions = hit
                 stats = self.stats
@@ -274,7 +283,7 @@ class LazyContext:
         outs = entry.run(*inputs)
         hints, check = self.vars.hints, self.check
         for node, out in zip(outputs, outs):
-            if check and (out.shape != node.hints(hints) or out.dtype != node.dtype):
+            if check and (out.dtype != node.dtype or out.shape != tuple([hint(e, hints) for e in node.shape])):
                 raise IRError(f"shape rule for {node.op} predicted {node.dtype}{list(node.hints(hints))}, "
                               f"ran to {out.dtype}{list(out.shape)}\n{entry.ir}")
             node.op, node.args, node.kwargs, node.data = "input", (), NO_KWARGS, out

@@ -26,6 +26,13 @@ _EXPR_SIGS: dict = {}  # a one-variable Expr -> (its variable's canonical name, 
 _DTYPE = torch.dtype
 
 
+# shared signature parts (one object each, so comparing a step's key with the last one's meets
+# the same objects: see ``LazyContext.sync``)
+_NREFS, _NINTS = 256, 64
+_REFS = [("%", p) for p in range(_NREFS)]
+_INTS = {i: (int, i) for i in range(-_NINTS, _NINTS)}
+
+
 class Unlogged(Exception):
     """An operand the step log cannot name (from another step or context)."""
 
@@ -57,21 +64,22 @@ class StepLog:
         self._add(node, ("const", node.dtype, tuple(e.terms for e in node.shape)))
 
     def op(self, node: Node) -> None:
-        sig, nodes = self.sig, self.nodes
+        nodes = self.nodes
+        n = len(nodes)
         args = []
         for a in node.args:  # sig(node.args), the common operands inline
             t = type(a)
             if t is Node:
                 p = a.pos
-                if p is None or p >= len(nodes) or nodes[p] is not a:
+                if p is None or p >= n or nodes[p] is not a:
                     raise Unlogged(a)
-                args.append(("%", p))
-            elif t is int:
-                args.append((int, a))
+                args.append(_REFS[p] if p < _NREFS else ("%", p))
+            elif t is int and -_NINTS <= a < _NINTS:
+                args.append(_INTS[a])
             else:
-                args.append(sig(a))
-        entry = (node.op, tuple(args), sig(node.kwargs) if node.kwargs else None, node.dtype)
-        node.pos = len(nodes)
+                args.append(self.sig(a))
+        entry = (node.op, tuple(args), self.sig(node.kwargs) if node.kwargs else None, node.dtype)
+        node.pos = n
         nodes.append(node)
         self.entries.append(entry)
 
@@ -113,7 +121,10 @@ class StepLog:
         """An operand as a hashable value that names nodes by position (as ``passes._sig`` does by index)."""
         t = type(a)
         if t is Node:
-            return ("%", self.pos(a))
+            p = self.pos(a)
+            return _REFS[p] if p < _NREFS else ("%", p)
+        if t is int and -_NINTS <= a < _NINTS:
+            return _INTS[a]
         if t in _PLAIN:
             return (t, a)
         if t is tuple or t is list:

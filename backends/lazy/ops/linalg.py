@@ -28,9 +28,29 @@ def matmul(a, b):
     return record(ctx, "matmul", (a, b), {}, out, promote(a, b))
 
 
-@lazy_op("mm", "bmm")
-def mm(a, b):
-    return matmul(a, b)
+def _fixed_rank(name, rank):
+    """``torch.mm`` (2-d) / ``torch.bmm`` (3-d, one batch size): recorded as
+    themselves, not as ``matmul`` (whose folding costs a cached step ~2 us)."""
+
+    def impl(a, b):
+        ctx = ctx_for(a, b)
+        sa, sb = shape_of(a), shape_of(b)
+        if len(sa) != rank or len(sb) != rank:
+            raise ShapeError(f"{name}: expected {rank}-d operands, got {len(sa)}-d and {len(sb)}-d")
+        assume_eq(ctx, sa[-1], sb[-2], name)
+        out = [sa[-2], sb[-1]]
+        if rank == 3:
+            out.insert(0, assume_eq(ctx, sa[0], sb[0], name))
+        if a.dtype != b.dtype:
+            raise ShapeError(f"{name}: operands of dtypes {a.dtype} and {b.dtype} (torch does not promote)")
+        return record(ctx, name, (a, b), {}, out, a.dtype)
+
+    impl.__name__ = name
+    return impl
+
+
+mm = lazy_op("mm", lowers=torch.mm)(_fixed_rank("mm", 2))
+bmm = lazy_op("bmm", lowers=torch.bmm)(_fixed_rank("bmm", 3))
 
 
 @lazy_op("addmm", lowers=torch.addmm)

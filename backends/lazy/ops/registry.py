@@ -20,7 +20,7 @@ import torch
 
 from backends.sizes import Expr
 
-from ..ir import Node
+from ..ir import NO_KWARGS, Node
 from ..steplog import Unlogged
 from ..symbolic import FinishedStep, SymSize, as_expr
 from ..tensor import F_OPS, OPS, LazyTensor, ctx_of
@@ -106,7 +106,7 @@ def record(ctx, op, args, kwargs, shape, dtype) -> LazyTensor:
     ``LOWER``) with the predicted symbolic ``shape`` and ``dtype``."""
     assert op in LOWER, op
     largs = tuple([a.node if type(a) is LazyTensor else a if type(a) in _ATOMIC else lift(ctx, a) for a in args])
-    lkwargs = {k: lift(ctx, v) for k, v in kwargs.items()} if kwargs else {}
+    lkwargs = {k: lift(ctx, v) for k, v in kwargs.items()} if kwargs else NO_KWARGS
     node = Node(op, largs, lkwargs, tuple([s if type(s) is Expr else as_expr(s) for s in shape]), dtype)
     log = ctx.log
     if log is not None:  # the step log (.steplog); an operand from outside the step turns it off
