@@ -34,11 +34,15 @@ _CANON_NAMES: dict = {}
 _STATIC_LEAVES: dict = {}  # torch.Size -> (its sizes as constants, the step log's dims): leaves without variables
 
 
-def _canon_name(pos: int, axis: int) -> str:
-    """The step log's name of the variable first read at leaf ``pos``, ``axis`` (shared strings)."""
-    n = _CANON_NAMES.get((pos, axis))
-    if n is None:
-        n = _CANON_NAMES[pos, axis] = f"p{pos}_{axis}"
+_ALL_AXES: dict = {}  # ndim -> {axis: None for every axis} (``dims=True``; read only)
+
+
+def _canon_names(pos: int, ndim: int) -> tuple:
+    """The step log's names of the variables first read at leaf ``pos``, by axis
+    (``p<pos>_<axis>``; shared strings)."""
+    n = _CANON_NAMES.get(pos)
+    if n is None or len(n) < ndim:
+        n = _CANON_NAMES[pos] = tuple([f"p{pos}_{axis}" for axis in range(max(ndim, 4))])
     return n
 
 
@@ -138,17 +142,22 @@ class LazyContext:
             if self.log is not None:
                 self.log.input(node, hit[1])
             return LazyTensor(node, self)
+        shape_ = t.shape
         if dims is True:
-            dims = {i: None for i in range(t.dim())}
+            dims = _ALL_AXES.get(len(shape_))
+            if dims is None:
+                dims = _ALL_AXES[len(shape_)] = {i: None for i in range(len(shape_))}
         elif not isinstance(dims, dict):
             dims = {d: None for d in dims}
-        bounds = bounds or {}
+        bounded = self.mode == "bounded"
+        if bounded and bounds is None:
+            bounds = NO_KWARGS
         node = Node("input", data=t, dtype=t.dtype)
         log = self.log
-        pos = len(log.nodes) if log is not None else 0
+        canon = _canon_names(len(log.nodes), len(shape_)) if log is not None else None
+        named, table = self._named, self.vars
         shape, sig = [], []  # sig: the dims as the step log keys them
-        bounded = self.mode == "bounded"
-        for axis, size in enumerate(t.shape):
+        for axis, size in enumerate(shape_):
             if axis not in dims:
                 e = _CONSTS.get(size)
                 shape.append(e if e is not None else const(size))
@@ -159,18 +168,21 @@ class LazyContext:
             if bound is not None and size > bound:
                 raise BoundError(f"dim {name or axis} of input is {size}, past the bound {bound} "
                                  f"this graph is compiled for")
-            v = self._named.get(name) if name else None
+            v = named.get(name) if name else None
             if v is None:
-                v = self.vars.new(node, axis, size, name, bound, _canon_name(pos, axis) if log is not None else None)
+                v = table.new(node, axis, size, name, bound, canon[axis] if canon is not None else None)
                 if name:
-                    self._named[name] = v
+                    named[name] = v
+                if canon is not None:  # a new variable: named by this leaf and axis
+                    c = log.canon[v.sym] = canon[axis]
             elif v.hint != size:
                 raise ValueError(f"dim {name} is {v.hint} in one input and {size} in another")
-            shape.append(v.expr)
-            if log is not None:
+            elif canon is not None:
                 c = log.canon.get(v.sym)
                 if c is None:
-                    c = log.canon[v.sym] = _canon_name(pos, axis)
+                    c = log.canon[v.sym] = canon[axis]
+            shape.append(v.expr)
+            if canon is not None:
                 sig.append(c if v.bound is None or not bounded else (c, v.bound))
         node.shape = tuple(shape)
         if log is not None:
@@ -318,50 +330,98 @@ def _patched(name, orig):
             return impl(*args, **kwargs)
         return orig(*args, **kwargs)
 
-    fn.__name__, fn.__wrapped__ = name, orig
+    fn.__name__, fn.__wrapped__, fn.lazy_tracing = name, orig, True
     return fn
 
 
-_PATCHES: dict = {}
+def _handler(orig):
+    """torch's ``handle_torch_function`` (what its Python wrappers -- ``torch.split``,
+    ``F.layer_norm``, ``F.pad`` -- call on an overloaded operand), calling
+    :meth:`LazyTensor.__torch_function__` at once when the operands are lazy
+    tensors, plain tensors or None and no torch function mode is on: what
+    ``orig`` would call, without its Python search (~2-3 us a call)."""
+
+    def fn(public_api, relevant_args, *args, **kwargs):
+        if not _mode_enabled():
+            lazy = False
+            for a in relevant_args:
+                t = type(a)
+                if t is LazyTensor:
+                    lazy = True
+                elif t not in _PLAIN_OPERANDS:
+                    break
+            else:
+                if lazy:
+                    return _torch_function(public_api, _LAZY_TYPES, args, kwargs)
+        return orig(public_api, relevant_args, *args, **kwargs)
+
+    fn.__name__, fn.__wrapped__, fn.lazy_tracing = orig.__name__, orig, True
+    return fn
+
+
+_mode_enabled = torch._C._is_torch_function_mode_enabled
+_torch_function = LazyTensor.__torch_function__
+_LAZY_TYPES = (LazyTensor,)
+_PLAIN_OPERANDS = frozenset({_TENSOR, torch.nn.Parameter, type(None)})  # no __torch_function__ of their own
+_PATCHES: dict = {}  # (namespace id, name) -> the patched function last made for it
+
+
+def _targets() -> list:
+    """``(namespace dict, name, make)``: the functions :class:`tracing` replaces, ``make(found)``
+    building the replacement of the function found there."""
+    out = [(torch.__dict__, n, lambda f, n=n: _patched(n, f)) for n in _CREATION]
+    out += [(ns, "handle_torch_function", _handler) for ns in (torch.nn.functional.__dict__, torch.functional.__dict__)]
+    return out
+
+
+def _patch_set(found, targets) -> list:
+    """``[(namespace dict, {name: replacement}, {name: what restores it})]`` for the functions ``found``."""
+    by_ns: dict = {}
+    for f, (ns, name, make) in zip(found, targets):
+        new, old = by_ns.setdefault(id(ns), (ns, {}, {}))[1:]
+        old[name] = f
+        if getattr(f, "lazy_tracing", False):  # already inside tracing()
+            new[name] = f
+            continue
+        p = _PATCHES.get((id(ns), name))
+        if p is None or p.__wrapped__ is not f:
+            p = _PATCHES[id(ns), name] = make(f)
+        new[name] = p
+    return list(by_ns.values())
 
 
 class tracing:
     """Route ``torch.zeros``/``ones``/``empty``/``full``/``arange``/``eye`` called
     with symbolic sizes to the lazy path (torch's argument parser would
-    otherwise force them to ints). A context manager (re-entrant); a class,
-    not a generator, since every step enters it: entering swaps the six
-    functions in ``torch``'s namespace in one ``dict.update``, the patched set
-    cached by the functions it replaces."""
+    otherwise force them to ints), and torch's Python wrappers on lazy tensors
+    (``torch.split``, ``F.layer_norm``, ...) to ``__torch_function__`` without
+    torch's Python search (:func:`_handler`). A context manager (re-entrant);
+    a class, not a generator, since every step enters it: entering swaps the
+    functions in each namespace in one ``dict.update``, the patched set cached
+    by the functions it replaces."""
 
     __slots__ = ("saved",)
 
     def __enter__(self):
-        ns = torch.__dict__
-        saved = tuple([ns[n] for n in _CREATION])
-        patch = _PATCH_SETS.get(saved)
+        found = tuple([ns[n] for ns, n, _ in _TARGETS])
+        patch = _PATCH_SETS.get(found)
         if patch is None:
-            patch = {}
-            for n, f in zip(_CREATION, saved):
-                if getattr(f, "__wrapped__", None) is not None:  # already inside tracing()
-                    patch[n] = f
-                    continue
-                p = _PATCHES.get(n)
-                if p is None or p.__wrapped__ is not f:
-                    p = _PATCHES[n] = _patched(n, f)
-                patch[n] = p
             if len(_PATCH_SETS) > 8:
                 _PATCH_SETS.clear()
-            patch = _PATCH_SETS[saved] = (patch, dict(zip(_CREATION, saved)))
-        ns.update(patch[0])
-        self.saved = patch[1]
+            patch = _PATCH_SETS[found] = _patch_set(found, _TARGETS)
+        for ns, new, _ in patch:
+            ns.update(new)
+        self.saved = patch
         return self
 
     def __exit__(self, *exc):
-        torch.__dict__.update(self.saved)
+        for ns, _, old in self.saved:
+            ns.update(old)
         return False
 
 
-_PATCH_SETS: dict = {}  # the functions found in torch -> ({name: what replaces it}, {name: what restores it})
+_TARGETS = _targets()
+_PATCH_SETS: dict = {}  # the functions found -> their patch set (see _patch_set)
 
 
 # ---------------------------------------------------------------------------

@@ -245,6 +245,8 @@ def _sym(fn):
     def method(self, o):
         if type(o) is int:  # the common case (``x.shape[0] * 2``): Expr's int fast paths
             return SymSize.wrap(fn(self.live(), o), self.ctx)
+        if type(o) is SymSize:
+            return SymSize.wrap(fn(self.live(), o.live()), self.ctx)
         if not is_size(o):
             if isinstance(o, float):
                 return fn(float(self), o)

@@ -6,11 +6,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from backends import sizes
 from backends.sizes import Expr
 
 from ..symbolic import as_expr, const
-from ..tensor import Unsupported
+from ..tensor import LazyTensor, Unsupported
 from .registry import ShapeError, ctx_for, lazy_op, record
 from .rules import ONE, ZERO, assume_eq, hint, norm_dim, numel, promote, shape_of, size_list
 
@@ -207,8 +206,8 @@ def repeat(x, *sizes_):
 
 @lazy_op("cat", "concat", "concatenate", method=False, lowers=torch.cat)
 def cat(tensors, dim=0):
-    ctx = ctx_for(tensors)
     tensors = list(tensors)
+    ctx = tensors[0].ctx if tensors and type(tensors[0]) is LazyTensor else ctx_for(tensors)
     s0 = shape_of(tensors[0])
     d = norm_dim(dim, len(s0))
     out = list(s0)
@@ -223,13 +222,16 @@ def cat(tensors, dim=0):
 
 @lazy_op("stack", method=False, lowers=torch.stack)
 def stack(tensors, dim=0):
-    ctx = ctx_for(tensors)
     tensors = list(tensors)
+    ctx = tensors[0].ctx if tensors and type(tensors[0]) is LazyTensor else ctx_for(tensors)
     s0 = list(shape_of(tensors[0]))
     for t_ in tensors[1:]:
-        s0 = [assume_eq(ctx, a, b, "stack") for a, b in zip(s0, shape_of(t_))]
+        s = shape_of(t_)
+        if len(s) != len(s0):
+            raise ShapeError(f"stack: tensors of rank {len(s0)} and {len(s)}")
+        s0 = [a if a is b else assume_eq(ctx, a, b, "stack") for a, b in zip(s0, s)]
     d = norm_dim(dim, len(s0) + 1)
-    s0.insert(d, sizes.const(len(tensors)))
+    s0.insert(d, const(len(tensors)))
     return record(ctx, "stack", (tensors, d), {}, s0, promote(*tensors))
 
 

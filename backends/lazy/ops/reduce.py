@@ -7,6 +7,7 @@ import collections
 
 import torch
 
+from ..ir import NO_KWARGS
 from ..tensor import OPS, LazyTensor
 from .registry import ctx_for, lazy_op, record
 from .rules import ONE, int_sum_dtype, is_tensor, norm_dim
@@ -23,6 +24,16 @@ def _reduce_shape(x, dim, keepdim):
     return tuple(ONE if i in dims else e for i, e in enumerate(shape) if keepdim or i not in dims)
 
 
+_SUM_DTYPES: dict = {}
+
+
+def _sum_dtype(dt):
+    r = _SUM_DTYPES.get(dt)
+    if r is None:
+        r = _SUM_DTYPES[dt] = int_sum_dtype(dt)
+    return r
+
+
 # name -> dtype rule: "sum" (ints widen to int64), "same", or a fixed dtype
 REDUCE = {"sum": "sum", "prod": "sum", "nansum": "sum", "mean": "same", "nanmean": "same", "amax": "same",
           "amin": "same", "logsumexp": "same", "std": "same", "var": "same", "norm": "same",
@@ -32,7 +43,15 @@ _REDUCE_DIMARG = {"norm": 1}  # norm(x, p, dim, keepdim)
 
 
 def _reduce(name, rule):
+    fixed = rule if isinstance(rule, torch.dtype) else None
+    dim_first = name not in _REDUCE_DIMARG and name not in ("std", "var")
+
     def impl(x, *args, **kwargs):
+        if dim_first and not kwargs and len(args) == 1 and type(args[0]) is int and type(x) is LazyTensor:
+            shape = x.node.shape  # ``x.sum(d)``: the common form
+            d = norm_dim(args[0], len(shape))
+            dt = fixed or (_sum_dtype(x.node.dtype) if rule == "sum" else x.node.dtype)
+            return record(x.ctx, name, (x, args[0]), NO_KWARGS, shape[:d] + shape[d + 1:], dt)
         pos = _REDUCE_DIMARG.get(name, 0)
         dim = kwargs.get("dim", args[pos] if len(args) > pos else None)
         keepdim = kwargs.get("keepdim", args[pos + 1] if len(args) > pos + 1 and isinstance(args[pos + 1], bool)

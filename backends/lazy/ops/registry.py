@@ -101,11 +101,19 @@ def lift(ctx, obj):
     return obj
 
 
+def _lift_operand(ctx, a):
+    """:func:`lift`, with a list of lazy tensors (``cat``, ``stack``) inline."""
+    if type(a) is list:
+        return [x.node if type(x) is LazyTensor else lift(ctx, x) for x in a]
+    return lift(ctx, a)
+
+
 def record(ctx, op, args, kwargs, shape, dtype) -> LazyTensor:
     """A new lazy tensor: the IR node ``op(*args, **kwargs)`` (``op`` must be in
     ``LOWER``) with the predicted symbolic ``shape`` and ``dtype``."""
     assert op in LOWER, op
-    largs = tuple([a.node if type(a) is LazyTensor else a if type(a) in _ATOMIC else lift(ctx, a) for a in args])
+    largs = tuple([a.node if type(a) is LazyTensor else a if type(a) in _ATOMIC else _lift_operand(ctx, a)
+                   for a in args])
     lkwargs = {k: lift(ctx, v) for k, v in kwargs.items()} if kwargs else NO_KWARGS
     node = Node(op, largs, lkwargs, tuple([s if type(s) is Expr else as_expr(s) for s in shape]), dtype)
     log = ctx.log

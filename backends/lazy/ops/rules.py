@@ -28,7 +28,7 @@ ONE, ZERO = const(1), const(0)
 # ---------------------------------------------------------------------------
 def shape_of(x) -> tuple:
     """Symbolic shape (tuple of Expr) of a lazy or concrete tensor."""
-    if isinstance(x, LazyTensor):
+    if type(x) is LazyTensor or isinstance(x, LazyTensor):
         return x.node.shape
     return tuple(const(s) for s in x.shape)
 
@@ -65,7 +65,7 @@ def hint(ctx, e: Expr) -> int:
 
 def assume_eq(ctx, a: Expr, b: Expr, what: str) -> Expr:
     """``a`` and ``b`` must be equal: guard on it (unless provable) and return one."""
-    if a == b:
+    if a is b or a == b:
         return a
     if not ctx.guard(a, "==", b, reason=what):
         t = ctx.vars.text
