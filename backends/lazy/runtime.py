@@ -237,7 +237,11 @@ class LazyContext:
     def sync(self, tensors=None) -> None:
         """Compile (on a cache miss) and run the pending graph of ``tensors``;
         each becomes a leaf holding its value."""
-        roots = self._roots([t for t in (tensors or ()) if type(t) is LazyTensor or isinstance(t, LazyTensor)])
+        if tensors is not None and len(tensors) == 1 and type(tensors[0]) is LazyTensor:  # one output: most steps
+            n = tensors[0].node
+            roots = [] if n.op == "input" else [n]
+        else:
+            roots = self._roots([t for t in (tensors or ()) if type(t) is LazyTensor or isinstance(t, LazyTensor)])
         if not roots:
             return
         log, lk = self.log, None
@@ -446,12 +450,12 @@ class LazyFunction:
         ctx = self.ctx
         ctx.new_step()
         leaves = []
+        dims, bounds = self.dims, self.bounds
         for i, a in enumerate(args):
             if type(a) is _TENSOR or isinstance(a, _TENSOR):
-                a = ctx.input(a, True if self.dims is None else self.dims[i],
-                              None if self.bounds is None else self.bounds[i])
+                a = ctx.input(a, True if dims is None else dims[i], None if bounds is None else bounds[i])
             leaves.append(a)
-        self._leaves = [a for a in leaves if type(a) is LazyTensor]
+        self._leaves = leaves  # (release reads the step's variables, not these)
         with tracing():
             out = self.fn(*leaves)
         flat = [out] if type(out) is LazyTensor else list(out) if isinstance(out, (list, tuple)) else [out]
