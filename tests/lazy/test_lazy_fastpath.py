@@ -1,0 +1,116 @@
+"""The steady-state fast paths of a cached step (``backends.lazy.bench`` measures
+them): each must serve exactly the steps the full path would, and fall off
+when the step differs."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+import torch.overrides
+
+import backends.lazy as L
+
+
+def test_the_last_hit_serves_only_an_equal_step():
+    """A step is first compared with the last hit's key; a step that differs in
+    structure, dtype or a guard's result must miss it (and compile or hit the cache)."""
+    def prog(x, flag):
+        y = x * 2 if flag else x + 1
+        return y[: y.shape[0] // 2] if y.shape[0] > 4 else y
+
+    f = L.jit(prog)
+    calls = [(6, torch.float32, True), (7, torch.float32, True), (8, torch.float32, True),  # hits of one key
+             (8, torch.float32, False),  # another structure: compiles
+             (9, torch.float32, True),  # back: a hit, not from the last hit
+             (3, torch.float32, True),  # the guard flips: compiles
+             (4, torch.float64, True),  # another dtype: compiles
+             (5, torch.float32, True), (10, torch.float32, True)]
+    for n, dt, flag in calls:
+        x = torch.randn(n, dtype=dt)
+        out = f(x, flag)
+        torch.testing.assert_close(out, prog(x, flag))
+        assert out.dtype == dt
+    assert f.ctx.compiles() == 4 and f.ctx.stats["hit"] == 5
+
+
+def test_mm_and_bmm_record_themselves():
+    f = L.jit(lambda a, b: torch.bmm(a, b), dims=[{0: "b"}, {0: "b"}])
+    for n in (2, 5, 9):
+        a, b = torch.randn(n, 3, 4), torch.randn(n, 4, 6)
+        torch.testing.assert_close(f(a, b), torch.bmm(a, b))
+    assert f.ctx.compiles() == 1
+    assert "bmm(%0, %1)" in f.dump(a, b) and "torch.bmm(" in f.ctx.last.code
+    g = L.jit(lambda a, b: a.mm(b))
+    a, b = torch.randn(3, 4), torch.randn(4, 5)
+    torch.testing.assert_close(g(a, b), a @ b)
+    assert "mm(%0, %1)" in g.dump(a, b)
+    with pytest.raises(L.ShapeError, match="bmm: expected 3-d operands, got 2-d and 2-d"):
+        L.jit(torch.bmm)(a, b)
+    with pytest.raises(L.ShapeError, match="mm: operands of dtypes"):
+        g(a, b.double())
+    with pytest.raises(L.ShapeError, match="bmm"):  # batch sizes differ: torch refuses, so does the rule
+        L.jit(torch.bmm)(torch.randn(2, 3, 4), torch.randn(3, 4, 5))
+
+
+def _python_wrappers(x, w):
+    t = x.shape[0]
+    a, b = torch.split(x, [t // 2, t - t // 2])  # torch.functional.split
+    y = F.layer_norm(b, (x.shape[1],), w)  # torch.nn.functional Python wrappers
+    return torch.cat([F.pad(a, (0, 0, 0, 1)), y]).sum(1)
+
+
+def _eager_wrappers(x, w):
+    t = x.shape[0]
+    a, b = x[: t // 2], x[t // 2:]
+    return torch.cat([F.pad(a, (0, 0, 0, 1)), F.layer_norm(b, (x.shape[1],), w)]).sum(1)
+
+
+def test_torch_python_wrappers_record_one_graph_and_are_restored():
+    """``torch.split``/``F.layer_norm``/``F.pad`` reach the lazy path without torch's
+    Python search while tracing: the same graph as through it (one compile over
+    sizes, the first step included), and torch's own function back after each step."""
+    htf = torch.overrides.handle_torch_function
+    f = L.jit(_python_wrappers)
+    w = torch.randn(4)
+    for n in (4, 5, 9, 2):
+        x = torch.randn(n, 4)
+        torch.testing.assert_close(f(x, w), _eager_wrappers(x, w))
+        assert F.handle_torch_function is htf and torch.functional.handle_torch_function is htf
+    assert f.ctx.compiles() == 1 and f.ctx.stats["hit"] == 3
+    with L.tracing():  # re-entrant: the inner exit keeps the outer's patch
+        with L.tracing():
+            pass
+        assert F.handle_torch_function is not htf
+        concrete = F.layer_norm(torch.ones(2, 3), (3,))  # not lazy: torch's own path
+        assert type(concrete) is torch.Tensor
+    assert F.handle_torch_function is htf
+
+
+def test_a_torch_function_mode_still_sees_the_wrappers():
+    seen = []
+
+    class Spy(torch.overrides.TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            seen.append(getattr(func, "__name__", str(func)))
+            return func(*args, **(kwargs or {}))
+
+    f = L.jit(_python_wrappers)
+    x, w = torch.randn(6, 4), torch.randn(4)
+    with Spy():
+        torch.testing.assert_close(f(x, w), _eager_wrappers(x, w))
+    assert "split" in seen and "layer_norm" in seen  # the mode came first, as torch's search would do
+
+
+def test_the_inline_forms_match_the_general_ones():
+    """``x.sum(d)``, ``stack`` and ``cat`` take inline forms; each records what the general form does."""
+    def prog(x, i):
+        return torch.stack([x.sum(1), x.sum(-1), x.sum(dim=1)]), i.sum(0), torch.cat([x, x], 1).sum(-2)
+
+    f = L.jit(prog)
+    for n in (3, 4):
+        x, i = torch.randn(n, n), torch.arange(n, dtype=torch.int32)
+        for got, want in zip(f(x, i), prog(x, i)):
+            torch.testing.assert_close(got, want)
+            assert got.dtype == want.dtype
+    assert f.ctx.compiles() == 1
+    with pytest.raises(L.ShapeError, match="stack: tensors of rank 2 and 1"):
+        L.jit(lambda x: torch.stack([x, x.sum(0)]))(torch.randn(3, 3))
