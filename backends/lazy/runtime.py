@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import operator
 import time
 
 import torch
@@ -378,6 +379,23 @@ def _targets() -> list:
     return out
 
 
+def _finders(targets) -> tuple:
+    """``(namespace dict, getter)`` per namespace of ``targets``, the getter reading its names in
+    one C call; the functions found are the getters' results in turn (``_found``)."""
+    by_ns: dict = {}
+    for ns, name, _ in targets:
+        by_ns.setdefault(id(ns), (ns, []))[1].append(name)
+    return tuple([(ns, operator.itemgetter(*names)) for ns, names in by_ns.values()])
+
+
+def _found() -> tuple:
+    out = []
+    for ns, get in _FINDERS:
+        f = get(ns)
+        out.extend(f) if type(f) is tuple else out.append(f)
+    return tuple(out)
+
+
 def _patch_set(found, targets) -> list:
     """``[(namespace dict, {name: replacement}, {name: what restores it})]`` for the functions ``found``."""
     by_ns: dict = {}
@@ -407,12 +425,12 @@ class tracing:
     __slots__ = ("saved",)
 
     def __enter__(self):
-        found = tuple([ns[n] for ns, n, _ in _TARGETS])
-        patch = _PATCH_SETS.get(found)
+        key = tuple([get(ns) for ns, get in _FINDERS])  # the functions found, grouped by namespace
+        patch = _PATCH_SETS.get(key)
         if patch is None:
             if len(_PATCH_SETS) > 8:
                 _PATCH_SETS.clear()
-            patch = _PATCH_SETS[found] = _patch_set(found, _TARGETS)
+            patch = _PATCH_SETS[key] = _patch_set(_found(), _TARGETS)
         for ns, new, _ in patch:
             ns.update(new)
         self.saved = patch
@@ -425,6 +443,7 @@ class tracing:
 
 
 _TARGETS = _targets()
+_FINDERS = _finders(_TARGETS)  # (in _TARGETS' order: each namespace's names are consecutive there)
 _PATCH_SETS: dict = {}  # the functions found -> their patch set (see _patch_set)
 
 

@@ -26,6 +26,8 @@ BINARY = {"add": (), "sub": ("subtract",), "mul": ("multiply",), "div": ("true_d
 
 
 _COMPARE = frozenset(COMPARE)
+_SCALARS = frozenset({int, float, bool})
+_SCALAR_PROMOTE: dict = {}  # (tensor dtype, scalar type, tensor has dims) -> the result dtype
 
 
 def _binary(name):
@@ -42,6 +44,17 @@ def _binary(name):
             if true_div and kwargs.get("rounding_mode") is None:
                 dt = float_of(dt)
             return record(ctx, name, (a, b), kwargs, shape, dt)
+        if type(a) is LazyTensor and type(b) in _SCALARS:  # ``x * 2``: a's shape, a dtype by (dtype, scalar type)
+            n = a.node
+            k = (n.dtype, type(b), len(n.shape) > 0)
+            dt = _SCALAR_PROMOTE.get(k)
+            if dt is None:
+                dt = _SCALAR_PROMOTE[k] = promote(a, b)
+            if compare:
+                dt = torch.bool
+            elif true_div and kwargs.get("rounding_mode") is None:
+                dt = float_of(dt)
+            return record(a.ctx, name, (a, b), kwargs, n.shape, dt)
         ctx = ctx_for(a, b)
         shape = broadcast(ctx, *(shape_of(x) for x in (a, b) if is_tensor(x)))
         if name in COMPARE:
