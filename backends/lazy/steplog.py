@@ -76,6 +76,9 @@ class StepLog:
                 args.append(_REFS[p] if p < _NREFS else ("%", p))
             elif t is int and -_NINTS <= a < _NINTS:
                 args.append(_INTS[a])
+            elif t is Expr:  # a size (narrow's start and length, expand's sizes)
+                terms = a.terms
+                args.append(("e", terms[0][1]) if len(terms) == 1 and not terms[0][0] else ("e", self.expr(a)))
             else:
                 args.append(self.sig(a))
         entry = (node.op, tuple(args), self.sig(node.kwargs) if node.kwargs else None, node.dtype)

@@ -241,10 +241,19 @@ class SymBool:
         return f"SymBool({t(self.lhs)} {self.op} {t(self.rhs)})"
 
 
+_ARITH: dict = {}  # (operator, Expr, int) -> the result: a step's size arithmetic repeats the last step's
+
+
 def _sym(fn):
     def method(self, o):
-        if type(o) is int:  # the common case (``x.shape[0] * 2``): Expr's int fast paths
-            return SymSize.wrap(fn(self.live(), o), self.ctx)
+        if type(o) is int:  # the common case (``x.shape[0] * 2``)
+            k = (fn, self.live(), o)
+            r = _ARITH.get(k)
+            if r is None:
+                if len(_ARITH) >= 4096:
+                    _ARITH.clear()
+                r = _ARITH[k] = fn(k[1], o)
+            return SymSize.wrap(r, self.ctx)
         if type(o) is SymSize:
             return SymSize.wrap(fn(self.live(), o.live()), self.ctx)
         if not is_size(o):
