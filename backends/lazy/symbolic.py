@@ -148,7 +148,26 @@ def hint(e: Expr, env: dict, evaluate=None) -> int:
                     return c * env[a.name]
                 if not terms[0][0]:
                     return terms[0][1] + c * env[a.name]
-    return evaluate(e) if evaluate is not None else sizes.evaluate(e, env)
+    f = _COMPILED.get(e)
+    if f is None:
+        f = _compile(e)
+    try:
+        return f(env)
+    except (KeyError, ZeroDivisionError):  # the general walk raises the error that names the size
+        return evaluate(e) if evaluate is not None else sizes.evaluate(e, env)
+
+
+_COMPILED: dict = {}  # Expr -> a Python function of the environment computing it (the steps' sizes repeat)
+
+
+def _compile(e: Expr):
+    """``e`` as ``lambda env: ...`` (Python's ``//`` and ``%``: the algebra's semantics)."""
+    src = sizes.source(e, {n: f"env[{n!r}]" for n in e.vars})
+    f = eval(f"lambda env: {src}", {"max": max, "min": min})  # noqa: S307  (text of our own size algebra)
+    if len(_COMPILED) >= 4096:
+        _COMPILED.clear()
+    _COMPILED[e] = f
+    return f
 
 
 def rename(e: Expr, pairs) -> str:
@@ -219,7 +238,7 @@ _CMP = {
 
 def compare(lhs: Expr, op: str, rhs: Expr, hints) -> bool:
     """``lhs op rhs`` on the current sizes (``hints``)."""
-    return _CMP[op](sizes.evaluate(lhs, hints), sizes.evaluate(rhs, hints))
+    return _CMP[op](hint(lhs, hints), hint(rhs, hints))
 
 
 # ---------------------------------------------------------------------------
