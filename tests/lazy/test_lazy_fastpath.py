@@ -114,3 +114,23 @@ def test_the_inline_forms_match_the_general_ones():
     assert f.ctx.compiles() == 1
     with pytest.raises(L.ShapeError, match="stack: tensors of rank 2 and 1"):
         L.jit(lambda x: torch.stack([x, x.sum(0)]))(torch.randn(3, 3))
+
+
+def test_compiled_sizes_and_guards_follow_every_step():
+    """A size beyond a constant or one variable (``t + (-t) % 8``) is evaluated by a
+    function compiled once from it: each step's output shape check and guards read
+    that step's sizes; a failing evaluation still names the size."""
+    def prog(x):
+        t = x.shape[0]
+        y = F.pad(x, (0, 0, 0, (-t) % 8))
+        return y * 2 if (t * 3) % 4 == 1 else y - 1  # a guard over a compound size
+
+    f = L.jit(prog)
+    for n in (3, 7, 11, 4, 9, 1):
+        x = torch.randn(n, 2)
+        out = f(x)
+        torch.testing.assert_close(out, prog(x))
+        assert out.shape == ((n + 7) // 8 * 8, 2)
+    assert f.ctx.compiles() == 2  # (t*3) % 4 == 1 for 3, 7, 11; not for 4, 9, 1
+    with pytest.raises(ZeroDivisionError, match="divisor"):
+        L.jit(lambda x: x.expand(x.shape[0] // (x.shape[0] - 3), -1))(torch.randn(3, 2))
