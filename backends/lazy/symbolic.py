@@ -212,10 +212,15 @@ def const(c: int) -> Expr:
 
 def as_expr(x) -> Expr:
     """An int, :class:`SymSize` or :class:`~backends.sizes.Expr` as an Expr."""
+    t = type(x)
+    if t is Expr:
+        return x
+    if t is int:
+        return const(x)
+    if t is SymSize:
+        return x.live()
     if isinstance(x, Expr):
         return x
-    if type(x) is int:
-        return const(x)
     if isinstance(x, SymSize):
         return x.live()
     if isinstance(x, bool):

@@ -21,7 +21,7 @@ MINUS_ONE = const(-1)
 def unsqueeze(x, dim):
     s = list(x.node.shape)
     s.insert(norm_dim(dim, len(s) + 1), ONE)
-    return record(x.ctx, "unsqueeze", (x, dim), {}, s, x.dtype)
+    return record(x.ctx, "unsqueeze", (x, dim), {}, s, x.node.dtype)
 
 
 @lazy_op("squeeze", lowers=T.squeeze)
@@ -156,7 +156,7 @@ def narrow(x, dim, start, length):
     s = list(x.node.shape)
     d = norm_dim(dim, len(s))
     s[d] = as_expr(length)
-    return record(x.ctx, "narrow", (x, d, start, length), {}, s, x.dtype)
+    return record(x.ctx, "narrow", (x, d, start, length), {}, s, x.node.dtype)
 
 
 @lazy_op("select", lowers=T.select)

@@ -38,8 +38,8 @@ def is_tensor(x) -> bool:
 
 
 def norm_dim(d, ndim: int) -> int:
-    if type(d) is int and 0 <= d < ndim:  # already normal (most dims)
-        return d
+    if type(d) is int and -ndim <= d < ndim:  # an int in range (most dims)
+        return d if d >= 0 else d + ndim
     d = operator.index(d)
     n = max(ndim, 1)
     if not -n <= d < n:
