@@ -28,9 +28,9 @@ _DTYPE = torch.dtype
 
 # shared signature parts (one object each, so comparing a step's key with the last one's meets
 # the same objects: see ``LazyContext.sync``)
-_NREFS, _NINTS = 256, 64
-_REFS = [("%", p) for p in range(_NREFS)]
-_INTS = {i: (int, i) for i in range(-_NINTS, _NINTS)}
+NREFS, NINTS = 256, 64
+REFS = [("%", p) for p in range(NREFS)]  # ("%", position) for the first NREFS positions
+INTS = {i: (int, i) for i in range(-NINTS, NINTS)}  # (int, i) for small ints
 
 
 class Unlogged(Exception):
@@ -48,7 +48,8 @@ class StepLog:
         self.nodes: list = []
         self.canon: dict = {}
 
-    def _add(self, node: Node, entry: tuple) -> None:
+    def add(self, node: Node, entry: tuple) -> None:
+        """Log ``node`` as ``entry`` (its operands signed by the caller, as :meth:`op` does)."""
         node.pos = len(self.nodes)
         self.nodes.append(node)
         self.entries.append(entry)
@@ -57,11 +58,11 @@ class StepLog:
         """A leaf over a user input; ``dims``: each a size, or its variable's
         canonical name (``p<position>_<axis>``, with the bound in bounded mode),
         entered in ``canon`` by the caller."""
-        self._add(node, ("in", node.dtype, dims))
+        self.add(node, ("in", node.dtype, dims))
 
     def constant(self, node: Node) -> None:
         """A leaf for a concrete tensor met while tracing (its values are an input, its shape is keyed)."""
-        self._add(node, ("const", node.dtype, tuple(e.terms for e in node.shape)))
+        self.add(node, ("const", node.dtype, tuple(e.terms for e in node.shape)))
 
     def op(self, node: Node) -> None:
         nodes = self.nodes
@@ -73,9 +74,9 @@ class StepLog:
                 p = a.pos
                 if p is None or p >= n or nodes[p] is not a:
                     raise Unlogged(a)
-                args.append(_REFS[p] if p < _NREFS else ("%", p))
-            elif t is int and -_NINTS <= a < _NINTS:
-                args.append(_INTS[a])
+                args.append(REFS[p] if p < NREFS else ("%", p))
+            elif t is int and -NINTS <= a < NINTS:
+                args.append(INTS[a])
             elif t is Expr:  # a size (narrow's start and length, expand's sizes)
                 terms = a.terms
                 args.append(("e", terms[0][1]) if len(terms) == 1 and not terms[0][0] else ("e", self.expr(a)))
@@ -125,13 +126,23 @@ class StepLog:
         t = type(a)
         if t is Node:
             p = self.pos(a)
-            return _REFS[p] if p < _NREFS else ("%", p)
-        if t is int and -_NINTS <= a < _NINTS:
-            return _INTS[a]
+            return REFS[p] if p < NREFS else ("%", p)
+        if t is int and -NINTS <= a < NINTS:
+            return INTS[a]
         if t in _PLAIN:
             return (t, a)
         if t is tuple or t is list:
-            return (t,) + tuple([self.sig(x) for x in a])
+            nodes, n = self.nodes, len(self.nodes)
+            out = [t]
+            for x in a:  # (the tensors of cat/stack, the sizes of view/expand: inline)
+                tx = type(x)
+                if tx is Node and x.pos is not None and x.pos < n and nodes[x.pos] is x:
+                    out.append(REFS[x.pos] if x.pos < NREFS else ("%", x.pos))
+                elif tx is int and -NINTS <= x < NINTS:
+                    out.append(INTS[x])
+                else:
+                    out.append(self.sig(x))
+            return tuple(out)
         if t is float or t is _DTYPE:
             return (t, repr(a))  # nan and -0.0 keyed apart
         if t is Expr:

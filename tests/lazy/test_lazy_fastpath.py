@@ -134,3 +134,27 @@ def test_compiled_sizes_and_guards_follow_every_step():
     assert f.ctx.compiles() == 2  # (t*3) % 4 == 1 for 3, 7, 11; not for 4, 9, 1
     with pytest.raises(ZeroDivisionError, match="divisor"):
         L.jit(lambda x: x.expand(x.shape[0] // (x.shape[0] - 3), -1))(torch.randn(3, 2))
+
+
+def test_operands_signed_while_recording_key_the_step():
+    """Ops recorded in one pass (lazy operands, ints, sizes) sign each operand: a step
+    whose int or size operand differs is another step; an operand kept from an
+    earlier step still takes the general path and is refused."""
+    def prog(x, d, k):
+        return x.narrow(0, 0, x.shape[0] - k).sum(d).unsqueeze(-1)
+
+    f = L.jit(prog)
+    for n, d, k in [(5, 0, 1), (6, 0, 1), (6, 1, 1), (7, 0, 2), (8, 1, 1), (9, 0, 1)]:
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(f(x, d, k), prog(x, d, k))
+    assert f.ctx.compiles() == 3 and f.ctx.stats["hit"] == 3
+    kept = []
+
+    def keep(x):
+        kept.append(x.unsqueeze(0))
+        return x.unsqueeze(-1) if len(kept) == 1 else kept[0].unsqueeze(-1)
+
+    g = L.jit(keep)
+    g(torch.randn(3))
+    with pytest.raises(L.FinishedStep, match="finished step"):
+        g(torch.randn(3))

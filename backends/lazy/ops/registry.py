@@ -21,7 +21,7 @@ import torch
 from backends.sizes import Expr
 
 from ..ir import NO_KWARGS, Node
-from ..steplog import Unlogged
+from ..steplog import INTS, NINTS, NREFS, REFS, Unlogged
 from ..symbolic import FinishedStep, SymSize, as_expr
 from ..tensor import F_OPS, OPS, LazyTensor, ctx_of
 
@@ -112,6 +112,11 @@ def record(ctx, op, args, kwargs, shape, dtype) -> LazyTensor:
     """A new lazy tensor: the IR node ``op(*args, **kwargs)`` (``op`` must be in
     ``LOWER``) with the predicted symbolic ``shape`` and ``dtype``."""
     assert op in LOWER, op
+    log = ctx.log
+    if log is not None and not kwargs:
+        out = _record_logged(ctx, log, op, args, shape, dtype)
+        if out is not None:
+            return out
     largs = tuple([a.node if type(a) is LazyTensor else a if type(a) in _ATOMIC else _lift_operand(ctx, a)
                    for a in args])
     lkwargs = {k: lift(ctx, v) for k, v in kwargs.items()} if kwargs else NO_KWARGS
@@ -123,6 +128,37 @@ def record(ctx, op, args, kwargs, shape, dtype) -> LazyTensor:
         except Unlogged:
             _refuse_finished(log, node)
             ctx.log = None
+    return LazyTensor(node, ctx)
+
+
+def _record_logged(ctx, log, op, args, shape, dtype):
+    """:func:`record` of an op whose operands are lazy tensors of the step, ints and
+    sizes, lifted and signed for the step log in one pass (what ``log.op`` signs);
+    None for any other operand (the general path)."""
+    nodes = log.nodes
+    largs, sargs = [], []
+    for a in args:
+        t = type(a)
+        if t is LazyTensor:
+            n = a.node
+            p = n.pos
+            if p is None or p >= len(nodes) or nodes[p] is not n:
+                return None
+            largs.append(n)
+            sargs.append(REFS[p] if p < NREFS else ("%", p))
+        elif t is int and -NINTS <= a < NINTS:
+            largs.append(a)
+            sargs.append(INTS[a])
+        elif t is Expr:
+            try:
+                sargs.append(log.sig(a))
+            except Unlogged:  # a size of another step: the general path refuses it
+                return None
+            largs.append(a)
+        else:
+            return None
+    node = Node(op, tuple(largs), NO_KWARGS, tuple([s if type(s) is Expr else as_expr(s) for s in shape]), dtype)
+    log.add(node, (op, tuple(sargs), None, dtype))
     return LazyTensor(node, ctx)
 
 
