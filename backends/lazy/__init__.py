@@ -14,7 +14,8 @@ graph's symbolic structure, so a new shape reuses it.
 Layers (each imports only those before it): symbolic (size variables and
 SymSize over :mod:`backends.sizes`) -> ir (nodes, dump, verify) -> tensor (the
 proxy and its operators) -> ops (the registry: one module per op family) ->
-passes -> runtime (with misses: why a key missed). ``bench`` (``python -m backends.lazy.bench``) measures a step.
+passes -> runtime (with misses: why a key missed; hooks: what ``tracing()``
+swaps into torch). ``bench`` (``python -m backends.lazy.bench``) measures a step.
 """
 
 from . import ops  # noqa: F401  (fills the op tables)

@@ -1,0 +1,153 @@
+"""The functions :class:`tracing` swaps into torch while a step records.
+
+``torch.zeros``/``ones``/``empty``/``full``/``arange``/``eye`` called with
+symbolic sizes go to the lazy path (torch's argument parser would otherwise
+force the sizes to ints), and torch's Python wrappers on lazy tensors
+(``torch.split``, ``F.layer_norm``, ``F.pad``) reach ``__torch_function__``
+without torch's Python ``handle_torch_function`` search.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import torch
+
+from .symbolic import SymSize
+from .tensor import OPS, LazyTensor
+
+_TENSOR = torch.Tensor
+
+
+# ---------------------------------------------------------------------------
+# creation functions called with symbolic sizes (``torch.zeros(x.shape[0], 4)``)
+# ---------------------------------------------------------------------------
+_CREATION = ("zeros", "ones", "empty", "full", "arange", "eye")
+
+
+def _has_sym(obj) -> bool:
+    if isinstance(obj, SymSize):
+        return True
+    if isinstance(obj, (list, tuple)):
+        return any(_has_sym(o) for o in obj)
+    return False
+
+
+def _patched(name, orig):
+    impl = OPS["lazy_" + name]
+
+    def fn(*args, **kwargs):
+        if _has_sym(args) or _has_sym(list(kwargs.values())):
+            return impl(*args, **kwargs)
+        return orig(*args, **kwargs)
+
+    fn.__name__, fn.__wrapped__, fn.lazy_tracing = name, orig, True
+    return fn
+
+
+def _handler(orig):
+    """torch's ``handle_torch_function`` (what its Python wrappers -- ``torch.split``,
+    ``F.layer_norm``, ``F.pad`` -- call on an overloaded operand), calling
+    :meth:`LazyTensor.__torch_function__` at once when the operands are lazy
+    tensors, plain tensors or None and no torch function mode is on: what
+    ``orig`` would call, without its Python search (~2-3 us a call)."""
+
+    def fn(public_api, relevant_args, *args, **kwargs):
+        if not _mode_enabled():
+            lazy = False
+            for a in relevant_args:
+                t = type(a)
+                if t is LazyTensor:
+                    lazy = True
+                elif t not in _PLAIN_OPERANDS:
+                    break
+            else:
+                if lazy:
+                    return _torch_function(public_api, _LAZY_TYPES, args, kwargs)
+        return orig(public_api, relevant_args, *args, **kwargs)
+
+    fn.__name__, fn.__wrapped__, fn.lazy_tracing = orig.__name__, orig, True
+    return fn
+
+
+_mode_enabled = torch._C._is_torch_function_mode_enabled
+_torch_function = LazyTensor.__torch_function__
+_LAZY_TYPES = (LazyTensor,)
+_PLAIN_OPERANDS = frozenset({_TENSOR, torch.nn.Parameter, type(None)})  # no __torch_function__ of their own
+_PATCHES: dict = {}  # (namespace id, name) -> the patched function last made for it
+
+
+def _targets() -> list:
+    """``(namespace dict, name, make)``: the functions :class:`tracing` replaces, ``make(found)``
+    building the replacement of the function found there."""
+    out = [(torch.__dict__, n, lambda f, n=n: _patched(n, f)) for n in _CREATION]
+    out += [(ns, "handle_torch_function", _handler) for ns in (torch.nn.functional.__dict__, torch.functional.__dict__)]
+    return out
+
+
+def _finders(targets) -> tuple:
+    """``(namespace dict, getter)`` per namespace of ``targets``, the getter reading its names in
+    one C call; the functions found are the getters' results in turn (``_found``)."""
+    by_ns: dict = {}
+    for ns, name, _ in targets:
+        by_ns.setdefault(id(ns), (ns, []))[1].append(name)
+    return tuple([(ns, operator.itemgetter(*names)) for ns, names in by_ns.values()])
+
+
+def _found() -> tuple:
+    out = []
+    for ns, get in _FINDERS:
+        f = get(ns)
+        out.extend(f) if type(f) is tuple else out.append(f)
+    return tuple(out)
+
+
+def _patch_set(found, targets) -> list:
+    """``[(namespace dict, {name: replacement}, {name: what restores it})]`` for the functions ``found``."""
+    by_ns: dict = {}
+    for f, (ns, name, make) in zip(found, targets):
+        new, old = by_ns.setdefault(id(ns), (ns, {}, {}))[1:]
+        old[name] = f
+        if getattr(f, "lazy_tracing", False):  # already inside tracing()
+            new[name] = f
+            continue
+        p = _PATCHES.get((id(ns), name))
+        if p is None or p.__wrapped__ is not f:
+            p = _PATCHES[id(ns), name] = make(f)
+        new[name] = p
+    return list(by_ns.values())
+
+
+class tracing:
+    """Route ``torch.zeros``/``ones``/``empty``/``full``/``arange``/``eye`` called
+    with symbolic sizes to the lazy path (torch's argument parser would
+    otherwise force them to ints), and torch's Python wrappers on lazy tensors
+    (``torch.split``, ``F.layer_norm``, ...) to ``__torch_function__`` without
+    torch's Python search (:func:`_handler`). A context manager (re-entrant);
+    a class, not a generator, since every step enters it: entering swaps the
+    functions in each namespace in one ``dict.update``, the patched set cached
+    by the functions it replaces."""
+
+    __slots__ = ("saved",)
+
+    def __enter__(self):
+        key = tuple([get(ns) for ns, get in _FINDERS])  # the functions found, grouped by namespace
+        patch = _PATCH_SETS.get(key)
+        if patch is None:
+            if len(_PATCH_SETS) > 8:
+                _PATCH_SETS.clear()
+            patch = _PATCH_SETS[key] = _patch_set(_found(), _TARGETS)
+        for ns, new, _ in patch:
+            ns.update(new)
+        self.saved = patch
+        return self
+
+    def __exit__(self, *exc):
+        for ns, _, old in self.saved:
+            ns.update(old)
+        return False
+
+
+_TARGETS = _targets()
+_FINDERS = _finders(_TARGETS)  # (in _TARGETS' order: each namespace's names are consecutive there)
+_PATCH_SETS: dict = {}  # the functions found -> their patch set (see _patch_set)
