@@ -112,6 +112,12 @@ def test_the_inline_forms_match_the_general_ones():
             torch.testing.assert_close(got, want)
             assert got.dtype == want.dtype
     assert f.ctx.compiles() == 1
+    ones = torch.ones(3)
+    h = L.jit(lambda x: torch.stack([x, ones]) + torch.cat([ones, x]).sum())  # a concrete tensor in the list
+    for _ in range(2):
+        x = torch.randn(3)
+        torch.testing.assert_close(h(x), torch.stack([x, ones]) + torch.cat([ones, x]).sum())
+    assert h.ctx.compiles() == 1
     with pytest.raises(L.ShapeError, match="stack: tensors of rank 2 and 1"):
         L.jit(lambda x: torch.stack([x, x.sum(0)]))(torch.randn(3, 3))
 

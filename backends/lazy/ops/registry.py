@@ -132,9 +132,9 @@ def record(ctx, op, args, kwargs, shape, dtype) -> LazyTensor:
 
 
 def _record_logged(ctx, log, op, args, shape, dtype):
-    """:func:`record` of an op whose operands are lazy tensors of the step, ints and
-    sizes, lifted and signed for the step log in one pass (what ``log.op`` signs);
-    None for any other operand (the general path)."""
+    """:func:`record` of an op whose operands are lazy tensors of the step (or lists
+    of them), ints and sizes, lifted and signed for the step log in one pass (what
+    ``log.op`` signs); None for any other operand (the general path)."""
     nodes = log.nodes
     largs, sargs = [], []
     for a in args:
@@ -155,6 +155,19 @@ def _record_logged(ctx, log, op, args, shape, dtype):
             except Unlogged:  # a size of another step: the general path refuses it
                 return None
             largs.append(a)
+        elif t is list:  # the tensors of cat/stack
+            ln, ls = [], [list]
+            for x in a:
+                if type(x) is not LazyTensor:
+                    return None
+                n = x.node
+                p = n.pos
+                if p is None or p >= len(nodes) or nodes[p] is not n:
+                    return None
+                ln.append(n)
+                ls.append(REFS[p] if p < NREFS else ("%", p))
+            largs.append(ln)
+            sargs.append(tuple(ls))
         else:
             return None
     node = Node(op, tuple(largs), NO_KWARGS, tuple([s if type(s) is Expr else as_expr(s) for s in shape]), dtype)
