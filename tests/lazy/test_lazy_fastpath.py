@@ -164,3 +164,20 @@ def test_operands_signed_while_recording_key_the_step():
     g(torch.randn(3))
     with pytest.raises(L.FinishedStep, match="finished step"):
         g(torch.randn(3))
+
+
+def test_trailing_full_slices_are_dropped_from_a_recorded_index():
+    """``x[i, :]`` (and the full slices an index is padded with) runs as ``x[i]``,
+    torch's fast path for one index; other slices stay. (An index with an ellipsis
+    is padded once.)"""
+    def prog(x, i):
+        return x[i] + x[i, :] + x[:, i][i] + x[1:][i, ...]
+
+    f = L.jit(prog)
+    for n in (5, 8):
+        x, i = torch.randn(n, n), torch.randint(0, n - 1, (n,))
+        torch.testing.assert_close(f(x, i), prog(x, i))
+    assert f.ctx.compiles() == 1
+    text = f.dump(x, i)
+    assert text.count("getitem(%0, %1)") == 2 and "::]" not in text  # x[i] and x[i, :] alike
+    assert "getitem(%0, [::, %1])" in text and "getitem(%8, %1)" in text  # (x[1:][i, ...]: the ellipsis too)

@@ -57,7 +57,8 @@ def getitem(x, idx):
     if any(it is Ellipsis for it in idx):
         i = next(i for i, it in enumerate(idx) if it is Ellipsis)
         idx = idx[:i] + (slice(None),) * (x.ndim - used) + idx[i + 1:]
-    idx = idx + (slice(None),) * (x.ndim - used)
+    else:
+        idx = idx + (slice(None),) * (x.ndim - used)
     s, out, adv, d = x.node.shape, [], [], 0
     for it in idx:
         if it is None:
@@ -80,7 +81,14 @@ def getitem(x, idx):
         rest = [e for e in out if e is not None]
         before = sum(1 for e in out[:at] if e is not None)
         out = rest[:before] + list(bshape) + rest[before:]
-    return record(ctx, "getitem", (x, idx), {}, out, x.dtype)
+    rec = idx
+    while len(rec) > 1 and _full_slice(rec[-1]):  # ``x[i, :]`` runs as ``x[i]``: torch's fast path for one index
+        rec = rec[:-1]
+    return record(ctx, "getitem", (x, rec[0] if len(rec) == 1 else rec), {}, out, x.node.dtype)
+
+
+def _full_slice(it) -> bool:
+    return type(it) is slice and it.start is None and it.stop is None and it.step is None
 
 
 @lazy_op("__setitem__", method=False, lowers={"setitem": _setitem_rt})
