@@ -104,16 +104,24 @@ def _signature(op, description, tensors, backend, params, static, specialise):
     for i, t in enumerate(tensors):  # one pass: a graph's first call pays for every line run here
         lib = library_of(t)
         libs.append(lib)
-        if lib == "scalar":
-            scalars.append(i)
-            ranks.append(0)
+        if lib == "scalar" or lib == "factory":
+            if lib == "scalar":
+                scalars.append(i)
+            ranks.append(0 if lib == "scalar" else None)
+            dtypes.append(str(getattr(t, "dtype", type(t).__name__)))
         else:
-            ranks.append(None if lib == "factory" else len(t.shape))
-        dtypes.append(str(getattr(t, "dtype", type(t).__name__)))
+            ranks.append(t.ndim)
+            dtypes.append(str(t.dtype))
     libs = tuple(libs)
-    return Signature(op, description, _lib(libs, backend), tuple(ranks), frozenset(scalars), libs, tuple(dtypes),
+    lib = libs[0] if libs else None
+    if backend is not None or lib not in _ARRAY_LIBS or libs.count(lib) != len(libs):  # not one array library
+        lib = _lib(libs, backend)
+    return Signature(op, description, lib, tuple(ranks), frozenset(scalars), libs, tuple(dtypes),
                      tuple(sorted((k, _psig(v)) for k, v in params.items())) if params else (), static,
                      _shapes(tensors) if specialise else None)
+
+
+_ARRAY_LIBS = ("torch", "jax", "numpy")
 
 
 def _key(op, description, tensors, backend=None, params=None, static=(), specialise=False):

@@ -46,6 +46,8 @@ def _plain(e):
 
 def _transform(ad, names_in, names_out):
     """``codegen.layout``'s steps for one input as a callable (None: identity)."""
+    if names_in == names_out:
+        return None
     steps = cg.layout(names_in, names_out, hasattr(ad, "unsqueeze"))
     if not steps:
         return None
@@ -98,10 +100,10 @@ def make(r):
     sig = r.sig
     op, lib, n = sig.op, sig.lib, len(sig.ranks)
     ad = ADAPTERS[lib]
-    if (FAMILY[op] != "elementwise" or n < 2 or sig.scalars or sig.params or any(x != lib for x in sig.libs)
+    if (FAMILY[op] != "elementwise" or n < 2 or sig.scalars or sig.params or sig.libs.count(lib) != n
             or op not in ad.ops):
         return None
-    form = plain_form(r)
+    form = r.plain if r.plain is not None else plain_form(r)
     if form is None:
         return None
     ins, out, checks = form.ins, list(form.out), form.eqs

@@ -124,8 +124,9 @@ def layout(names_in, names_out, unsqueeze):
     with ``None``. An ``idx`` holds ``0``, ``":"`` or ``None`` per position (``":"``: every element).
     """
     steps = []
-    names_in, names_out = _nth(names_in), _nth(names_out)  # a repeated name: its k-th occurrences correspond
-    if any(n not in names_out for n in names_in):
+    if len(set(names_in)) != len(names_in) or len(set(names_out)) != len(names_out):
+        names_in, names_out = _nth(names_in), _nth(names_out)  # a repeated name: its k-th occurrences correspond
+    if not set(names_in).issubset(names_out):
         steps.append(("take", tuple(":" if n in names_out else 0 for n in names_in)))
         names_in = [n for n in names_in if n in names_out]
     perm = [names_in.index(n) for n in names_out if n in names_in]

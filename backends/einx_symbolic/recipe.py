@@ -80,28 +80,41 @@ class PlainRecipe(Recipe):
 
     The closure graph reads only :attr:`plain`; the expanded expressions, sizes and
     checks (what generated source and error messages read) are derived from the same
-    plan on first use, equal to what ``_analyse_solve`` produces (tested)."""
+    plan on first use, equal to what ``_analyse_solve`` produces (tested). The text
+    positions of the axes (``_spans``) are found then too: a closure graph's build
+    never reads them."""
 
     def __init__(self, sig, ins, out):
         self.sig, self.params = sig, {}
-        self._ins, self._out = ins, out  # [(name, span), ...] per input / of the output
+        self._ins, self._out = ins, out  # axis names per input / of the output
         first, eqs = {}, []
         for i, e in enumerate(ins):
-            for j, (name, pos) in enumerate(e):
+            for j, name in enumerate(e):
                 f = first.setdefault(name, (i, j))
                 if f != (i, j):
-                    eqs.append((name, f, (i, j), pos))
-        self._first, self._eqs = first, eqs
-        self.plain = Plain(tuple(tuple(a[0] for a in e) for e in ins), tuple(a[0] for a in out),
-                           tuple((*f, *d) for _, f, d, _ in eqs))
+                    eqs.append(f + (i, j))
+        self._first = first
+        self.plain = Plain(ins, out, tuple(eqs))
+
+    @cached_property
+    def _spans(self):
+        """``[[span of each axis] per input, [span of each axis] of the output]`` in the description."""
+        exprs = [[]]
+        for m in _WORD.finditer(self.sig.description):
+            t = m.group()
+            if t in (",", "->"):
+                exprs.append([])
+            else:
+                exprs[-1].append(m.span())
+        return exprs
 
     @cached_property
     def e_in(self):
-        return [List([Axis(n, pos=p) for n, p in e]) for e in self._ins]
+        return [List([Axis(n, pos=p) for n, p in zip(e, sp)]) for e, sp in zip(self._ins, self._spans)]
 
     @cached_property
     def e_out(self):
-        return [List([Axis(n, pos=p) for n, p in self._out])]
+        return [List([Axis(n, pos=p) for n, p in zip(self._out, self._spans[-1])])]
 
     @cached_property
     def sizes(self):
@@ -109,8 +122,9 @@ class PlainRecipe(Recipe):
 
     @cached_property
     def checks(self):
-        return [Check("eq", size_var(dim_code(*f)), size_var(dim_code(*d)), name, f"args[{d[0]}].shape[{d[1]}]", list(range(*pos)))
-                for name, f, d, pos in self._eqs]
+        return [Check("eq", size_var(dim_code(i0, j0)), size_var(dim_code(i, j)), self._ins[i][j], f"args[{i}].shape[{j}]",
+                      list(range(*self._spans[i][j])))
+                for i0, j0, i, j in self.plain.eqs]
 
 
 def recipe(sig):
@@ -174,46 +188,35 @@ def _analyse_solve(sig):
     return Recipe(sig, e_in, e_out, sizes, checks, params)
 
 
-# Plain named axes only: "a b, b -> a b" (ASCII names, single spaces or more, one '->')
-_TOK = r"[A-Za-z_][A-Za-z0-9_]*"
-_SEXPR = rf" *{_TOK}(?: +{_TOK})* *"
-_SIMPLE = re.compile(rf"{_SEXPR}(?:,{_SEXPR})*->{_SEXPR}")
-_WORD = re.compile(rf"{_TOK}|,|->")
+# the tokens of a plain description (``PlainRecipe._spans``): names, "," and "->"
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|,|->")
 
 
 def _plan(desc, ranks):
-    """Plain named axes: ``([[(name, span), ...] per input], [(name, span), ...] of the output)`` or None.
+    """Plain named axes: ``((names of each input, ...), names of the output)`` or None.
 
-    Accepts exactly what ``_simple`` accepts (it is built on this): one output, ranks
-    matching, no repeated name within an expression, every input axis in the output
-    and vice versa."""
-    if _SIMPLE.fullmatch(desc) is None:
+    Accepts exactly what ``_simple`` accepts (it is built on this): ASCII names
+    separated by spaces, one ``->``, one output, ranks matching, no repeated name
+    within an expression, every input axis in the output and vice versa. String
+    methods only (a graph's first call pays for every line run here)."""
+    lhs, arrow, rhs = desc.partition("->")
+    if not arrow or "->" in rhs or "," in rhs:
         return None
-    exprs, cur = [[]], None
-    for m in _WORD.finditer(desc):
-        t = m.group()
-        if t == ",":
-            exprs.append([])
-        elif t == "->":
-            if cur is not None:
-                return None
-            cur = len(exprs)
-            exprs.append([])
-        else:
-            exprs[-1].append((t, m.span()))
-    ins, outs = exprs[:cur], exprs[cur:]
-    if len(outs) != 1 or len(ins) != len(ranks):
+    out = tuple(t for t in rhs.split(" ") if t)
+    ins = tuple(tuple(t for t in e.split(" ") if t) for e in lhs.split(","))
+    if len(ins) != len(ranks):
         return None
     seen = set()
     for e, r in zip(ins, ranks):
-        names = {a[0] for a in e}
-        if len(e) != r or len(names) != r:
+        if not e or len(e) != r or len(set(e)) != r:
             return None
-        seen |= names
-    out = {a[0] for a in outs[0]}
-    if len(out) != len(outs[0]) or out != seen:
+        seen.update(e)
+    if len(set(out)) != len(out) or seen != set(out):
         return None
-    return ins, outs[0]
+    for t in out:  # every input name is one of these
+        if not (t.isidentifier() and t.isascii()):
+            return None
+    return ins, out
 
 
 def _simple(sig):
