@@ -116,9 +116,14 @@ def _signature(op, description, tensors, backend, params, static, specialise):
     lib = libs[0] if libs else None
     if backend is not None or lib not in _ARRAY_LIBS or libs.count(lib) != len(libs):  # not one array library
         lib = _lib(libs, backend)
-    return Signature(op, description, lib, tuple(ranks), frozenset(scalars), libs, tuple(dtypes),
-                     tuple(sorted((k, _psig(v)) for k, v in params.items())) if params else (), static,
-                     _shapes(tensors) if specialise else None)
+    # Signature(...) without its Python-level __new__ (a named tuple: the fields in order)
+    return _tuple_new(Signature, (op, description, lib, tuple(ranks), frozenset(scalars) if scalars else _NO_SCALARS, libs, tuple(dtypes),
+                                  tuple(sorted((k, _psig(v)) for k, v in params.items())) if params else (), static,
+                                  _shapes(tensors) if specialise else None))
+
+
+_tuple_new = tuple.__new__
+_NO_SCALARS = frozenset()
 
 
 _ARRAY_LIBS = ("torch", "jax", "numpy")

@@ -48,7 +48,7 @@ def _transform(ad, names_in, names_out):
     """``codegen.layout``'s steps for one input as a callable (None: identity)."""
     if names_in == names_out:
         return None
-    steps = cg.layout(names_in, names_out, hasattr(ad, "unsqueeze"))
+    steps = cg.layout(names_in, names_out, hasattr(ad, "unsqueeze"), distinct=True)  # plain expressions
     if not steps:
         return None
     if len(steps) == 1 and steps[0][0] == "unsqueeze":

@@ -24,6 +24,9 @@ from .solve import Check, dim_code, size_var, solve
 from .tree import Axis, Concat, Flat, List, axes
 
 
+_tuple_new = tuple.__new__
+
+
 class Signature(NamedTuple):
     """Everything a graph depends on; equal signatures share one graph.
 
@@ -84,17 +87,11 @@ class PlainRecipe(Recipe):
     positions of the axes (``_spans``) are found then too: a closure graph's build
     never reads them."""
 
-    def __init__(self, sig, ins, out):
+    def __init__(self, sig, ins, out, first, eqs):
         self.sig, self.params = sig, {}
         self._ins, self._out = ins, out  # axis names per input / of the output
-        first, eqs = {}, []
-        for i, e in enumerate(ins):
-            for j, name in enumerate(e):
-                f = first.setdefault(name, (i, j))
-                if f != (i, j):
-                    eqs.append(f + (i, j))
-        self._first = first
-        self.plain = Plain(ins, out, tuple(eqs))
+        self._first = first  # name -> (input, position) of its first occurrence
+        self.plain = _tuple_new(Plain, (ins, out, eqs))  # Plain(ins, out, eqs), without the Python-level __new__
 
     @cached_property
     def _spans(self):
@@ -193,30 +190,41 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|,|->")
 
 
 def _plan(desc, ranks):
-    """Plain named axes: ``((names of each input, ...), names of the output)`` or None.
+    """Plain named axes: ``(ins, out, first, eqs)`` or None: the axis names of each input and
+    of the output, each name's first ``(input, position)``, and the equalities of input dims
+    ``(i0, j0, i1, j1)`` that later occurrences impose, in order.
 
     Accepts exactly what ``_simple`` accepts (it is built on this): ASCII names
     separated by spaces, one ``->``, one output, ranks matching, no repeated name
-    within an expression, every input axis in the output and vice versa. String
-    methods only (a graph's first call pays for every line run here)."""
-    lhs, arrow, rhs = desc.partition("->")
-    if not arrow or "->" in rhs or "," in rhs:
+    within an expression, every input axis in the output and vice versa. Plain string,
+    tuple and dict operations in one pass (a graph's first call pays for every line run here)."""
+    parts = desc.split("->")
+    # printable ASCII: its only whitespace is " ", so ``split()`` splits exactly at spaces
+    if len(parts) != 2 or "," in parts[1] or not (desc.isascii() and desc.isprintable()):
         return None
-    out = tuple(t for t in rhs.split(" ") if t)
-    ins = tuple(tuple(t for t in e.split(" ") if t) for e in lhs.split(","))
-    if len(ins) != len(ranks):
+    exprs = parts[0].split(",")
+    if len(exprs) != len(ranks):
         return None
-    seen = set()
-    for e, r in zip(ins, ranks):
-        if not e or len(e) != r or len(set(e)) != r:
+    ins, first, eqs = [], {}, []
+    for i, e in enumerate(exprs):
+        e = tuple(e.split())
+        if not e or len(e) != ranks[i]:
             return None
-        seen.update(e)
-    if len(set(out)) != len(out) or seen != set(out):
+        for j, name in enumerate(e):
+            f = first.setdefault(name, (i, j))
+            if f[0] == i:
+                if f[1] != j:  # a name twice in one expression
+                    return None
+            else:
+                eqs.append(f + (i, j))
+        ins.append(e)
+    out = tuple(parts[1].split())
+    if len(out) != len(first) or first.keys() != set(out):  # the input names, each once
         return None
-    for t in out:  # every input name is one of these
-        if not (t.isidentifier() and t.isascii()):
+    for name in out:
+        if not name.isidentifier():
             return None
-    return ins, out
+    return tuple(ins), out, first, tuple(eqs)
 
 
 def _simple(sig):
