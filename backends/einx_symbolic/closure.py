@@ -44,13 +44,6 @@ def _plain(e):
     return names
 
 
-def _steps(ad, names_in, names_out):
-    """``codegen.layout``'s steps for one input of a plain form (no name repeats within one)."""
-    if names_in == names_out:
-        return ()
-    return cg.layout(names_in, names_out, hasattr(ad, "unsqueeze"), distinct=True)
-
-
 def _transform(ad, steps):
     """One input's layout ``steps`` as a callable (None: identity)."""
     if not steps:
@@ -118,9 +111,10 @@ def make(r):
         if f is None:
             return None
         f2, fn_all = (f, None) if kind == "fold" else (None, f)
-    steps = []
+    # per input, ``codegen.layout``'s steps (plain forms: no name repeats within one expression)
+    unsqueeze, steps = hasattr(ad, "unsqueeze"), []
     for e in ins:
-        steps.append(_steps(ad, e, out))
+        steps.append(() if e == out else cg.layout(e, out, unsqueeze, distinct=True))
     _fail = failer(r)
 
     if n == 2 and fn_all is None and (not checks or (len(checks) == 1 and checks[0][::2] == (0, 1))):
