@@ -27,6 +27,7 @@ from .errors import CallOperationError, EinxError, OpValueError
 from .recipe import Signature
 from .semantics import FAMILY
 
+
 class BuildLog(Sequence):
     """Why each graph was built: one line per build, in order (``Signature.reason``, a
     ``str``; a slice is a list of them). It keeps the signatures and writes their lines
