@@ -17,6 +17,7 @@ join the signature (one build per new input shapes, in the same cache).
 Hot path: build the key, one dict lookup, call ``graph.fn``.
 """
 import time as _time
+from collections.abc import Sequence
 
 import numpy as _np
 
@@ -26,11 +27,38 @@ from .errors import CallOperationError, EinxError, OpValueError
 from .recipe import Signature
 from .semantics import FAMILY
 
+
+class BuildLog(Sequence):
+    """Why each graph was built: one line per build, in order (``Signature.reason``, a
+    ``str``; a slice is a list of them). It keeps the signatures and writes their lines
+    when read, not on the graph's first call."""
+
+    def __init__(self):
+        self._sigs = []
+
+    def append(self, sig):
+        self._sigs.append(sig)
+
+    def __len__(self):
+        return len(self._sigs)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [s.reason() for s in self._sigs[i]]
+        return self._sigs[i].reason()
+
+    def __eq__(self, other):
+        return list(self) == other
+
+    def __repr__(self):
+        return repr(list(self))
+
+
 #: call key -> Graph, and Signature -> Graph: the one cache (one Graph per Signature)
 GRAPHS: dict = {}
-#: why each graph was built, one line per build in order (``Signature.reason``), and
+#: why each graph was built, one line per build in order (:class:`BuildLog`), and
 #: the seconds the builds took: what a caller reads to say why and how long it compiled
-BUILD_LOG: list = []
+BUILD_LOG = BuildLog()
 BUILD_S = [0.0]
 _NO_DTYPE = object()
 _MISS = object()
@@ -53,7 +81,7 @@ def graph_of(sig):
         t0 = _time.perf_counter()
         g = build(sig)
         BUILD_S[0] += _time.perf_counter() - t0
-        BUILD_LOG.append(sig.reason())
+        BUILD_LOG.append(sig)
         GRAPHS[sig] = g
     return g
 
@@ -104,16 +132,29 @@ def _signature(op, description, tensors, backend, params, static, specialise):
     for i, t in enumerate(tensors):  # one pass: a graph's first call pays for every line run here
         lib = library_of(t)
         libs.append(lib)
-        if lib == "scalar":
-            scalars.append(i)
-            ranks.append(0)
+        if lib == "scalar" or lib == "factory":
+            if lib == "scalar":
+                scalars.append(i)
+            ranks.append(0 if lib == "scalar" else None)
+            dtypes.append(str(getattr(t, "dtype", type(t).__name__)))
         else:
-            ranks.append(None if lib == "factory" else len(t.shape))
-        dtypes.append(str(getattr(t, "dtype", type(t).__name__)))
+            ranks.append(t.ndim)
+            dtypes.append(str(t.dtype))
     libs = tuple(libs)
-    return Signature(op, description, _lib(libs, backend), tuple(ranks), frozenset(scalars), libs, tuple(dtypes),
-                     tuple(sorted((k, _psig(v)) for k, v in params.items())) if params else (), static,
-                     _shapes(tensors) if specialise else None)
+    lib = libs[0] if libs else None
+    if backend is not None or lib not in _ARRAY_LIBS or libs.count(lib) != len(libs):  # not one array library
+        lib = _lib(libs, backend)
+    # Signature(...) without its Python-level __new__ (a named tuple: the fields in order)
+    return _tuple_new(Signature, (op, description, lib, tuple(ranks), frozenset(scalars) if scalars else _NO_SCALARS, libs, tuple(dtypes),
+                                  tuple(sorted((k, _psig(v)) for k, v in params.items())) if params else (), static,
+                                  _shapes(tensors) if specialise else None))
+
+
+_tuple_new = tuple.__new__
+_NO_SCALARS = frozenset()
+
+
+_ARRAY_LIBS = ("torch", "jax", "numpy")
 
 
 def _key(op, description, tensors, backend=None, params=None, static=(), specialise=False):

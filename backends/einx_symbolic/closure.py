@@ -44,9 +44,8 @@ def _plain(e):
     return names
 
 
-def _transform(ad, names_in, names_out):
-    """``codegen.layout``'s steps for one input as a callable (None: identity)."""
-    steps = cg.layout(names_in, names_out, hasattr(ad, "unsqueeze"))
+def _transform(ad, steps):
+    """One input's layout ``steps`` as a callable (None: identity)."""
     if not steps:
         return None
     if len(steps) == 1 and steps[0][0] == "unsqueeze":
@@ -54,7 +53,6 @@ def _transform(ad, names_in, names_out):
 
         def unsqueeze(t):
             return t.unsqueeze(k)
-        unsqueeze.unsqueeze_dim = k
         return unsqueeze
     permute = _resolve(ad.name, ad.permute)
     steps = [(kind, tuple(slice(None) if i == ":" else i for i in a) if kind in ("take", "index") else a)
@@ -98,13 +96,13 @@ def make(r):
     sig = r.sig
     op, lib, n = sig.op, sig.lib, len(sig.ranks)
     ad = ADAPTERS[lib]
-    if (FAMILY[op] != "elementwise" or n < 2 or sig.scalars or sig.params or any(x != lib for x in sig.libs)
+    if (FAMILY[op] != "elementwise" or n < 2 or sig.scalars or sig.params or sig.libs.count(lib) != n
             or op not in ad.ops):
         return None
-    form = plain_form(r)
+    form = r.plain if r.plain is not None else plain_form(r)
     if form is None:
         return None
-    ins, out, checks = form.ins, list(form.out), form.eqs
+    ins, out, checks = form.ins, form.out, form.eqs
     kind, f = cg.combine(ad, op, n)
     if kind == "operator":
         f2, fn_all = _PYOPS[f], None
@@ -113,35 +111,42 @@ def make(r):
         if f is None:
             return None
         f2, fn_all = (f, None) if kind == "fold" else (None, f)
-    xs = [_transform(ad, list(e), out) for e in ins]
+    # per input, ``codegen.layout``'s steps (plain forms: no name repeats within one expression)
+    unsqueeze, steps = hasattr(ad, "unsqueeze"), []
+    for e in ins:
+        steps.append(() if e == out else cg.layout(e, out, unsqueeze, distinct=True))
     _fail = failer(r)
 
     if n == 2 and fn_all is None and (not checks or (len(checks) == 1 and checks[0][::2] == (0, 1))):
-        x0, x1 = xs
-        if not checks:
-            def op2(t0, t1):
-                return f2(t0 if x0 is None else x0(t0), t1 if x1 is None else x1(t1))
-            return op2
-        (_, j0, _, j1), = checks  # t0.shape[j0] == t1.shape[j1]
-        k1 = getattr(x1, "unsqueeze_dim", None)
-        if x0 is None and k1 is not None and f2 is _operator.truediv:  # the report's graph, operator inlined
-            def op2(t0, t1):
-                if t0.shape[j0] != t1.shape[j1]:
-                    _fail(0, t0.shape[j0], t1.shape[j1])
-                return t0 / t1.unsqueeze(k1)
-            return op2
-        if x0 is None and k1 is not None:
+        s0, s1 = steps
+        if checks and not s0 and len(s1) == 1 and s1[0][0] == "unsqueeze":
+            (_, j0, _, j1), = checks  # t0.shape[j0] == t1.shape[j1]
+            k1 = s1[0][1]
+            if f2 is _operator.truediv:  # the report's graph, operator inlined
+                def op2(t0, t1):
+                    if t0.shape[j0] != t1.shape[j1]:
+                        _fail(0, t0.shape[j0], t1.shape[j1])
+                    return t0 / t1.unsqueeze(k1)
+                return op2
+
             def op2(t0, t1):
                 if t0.shape[j0] != t1.shape[j1]:
                     _fail(0, t0.shape[j0], t1.shape[j1])
                 return f2(t0, t1.unsqueeze(k1))
             return op2
+        x0, x1 = _transform(ad, s0), _transform(ad, s1)
+        if not checks:
+            def op2(t0, t1):
+                return f2(t0 if x0 is None else x0(t0), t1 if x1 is None else x1(t1))
+            return op2
+        (_, j0, _, j1), = checks
 
         def op2(t0, t1):
             if t0.shape[j0] != t1.shape[j1]:
                 _fail(0, t0.shape[j0], t1.shape[j1])
             return f2(t0 if x0 is None else x0(t0), t1 if x1 is None else x1(t1))
         return op2
+    xs = [_transform(ad, s) for s in steps]
     cks = [(k, *c) for k, c in enumerate(checks)]
 
     def opn(*ts):

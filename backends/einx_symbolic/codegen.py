@@ -114,7 +114,7 @@ class Gen:
 _INDEX_TEXT = {None: "None", ":": ":"}
 
 
-def layout(names_in, names_out, unsqueeze):
+def layout(names_in, names_out, unsqueeze, distinct=False):
     """The steps that bring axes ``names_in`` into the order of ``names_out``, before any broadcast
     (``Gen.align`` writes them as source, ``closure.py`` applies them):
 
@@ -122,19 +122,31 @@ def layout(names_in, names_out, unsqueeze):
     ``("perm", perm)`` permutes, ``("unsqueeze", k)`` inserts an axis at ``k`` (``unsqueeze``: the
     library has it; used for at most two new axes), ``("index", idx)`` inserts the new axes by indexing
     with ``None``. An ``idx`` holds ``0``, ``":"`` or ``None`` per position (``":"``: every element).
+    ``distinct``: the caller knows that no name repeats within ``names_in`` or ``names_out``.
     """
     steps = []
-    names_in, names_out = _nth(names_in), _nth(names_out)  # a repeated name: its k-th occurrences correspond
-    if any(n not in names_out for n in names_in):
+    if not distinct and (len(set(names_in)) != len(names_in) or len(set(names_out)) != len(names_out)):
+        names_in, names_out = _nth(names_in), _nth(names_out)  # a repeated name: its k-th occurrences correspond
+    dropped = False  # (a loop, not set algebra: a graph's first call pays for every line run here)
+    for n in names_in:
+        if n not in names_out:
+            dropped = True
+            break
+    if dropped:
         steps.append(("take", tuple(":" if n in names_out else 0 for n in names_in)))
         names_in = [n for n in names_in if n in names_out]
-    perm = [names_in.index(n) for n in names_out if n in names_in]
+    perm, new = [], []  # where each kept axis comes from; the positions of the new axes
+    for k, n in enumerate(names_out):
+        if n in names_in:
+            perm.append(names_in.index(n))
+        else:
+            new.append(k)
     if perm != list(range(len(perm))):
         steps.append(("perm", tuple(perm)))
-    if len(names_in) < len(names_out):
-        new = [k for k, n in enumerate(names_out) if n not in names_in]
+    if new:
         if unsqueeze and len(new) <= 2:
-            steps.extend(("unsqueeze", k) for k in new)
+            for k in new:
+                steps.append(("unsqueeze", k))
         else:
             idx = [":" if n in names_in else None for n in names_out]
             while idx and idx[-1] == ":":

@@ -24,6 +24,9 @@ from .solve import Check, dim_code, size_var, solve
 from .tree import Axis, Concat, Flat, List, axes
 
 
+_tuple_new = tuple.__new__
+
+
 class Signature(NamedTuple):
     """Everything a graph depends on; equal signatures share one graph.
 
@@ -80,28 +83,35 @@ class PlainRecipe(Recipe):
 
     The closure graph reads only :attr:`plain`; the expanded expressions, sizes and
     checks (what generated source and error messages read) are derived from the same
-    plan on first use, equal to what ``_analyse_solve`` produces (tested)."""
+    plan on first use, equal to what ``_analyse_solve`` produces (tested). The text
+    positions of the axes (``_spans``) are found then too: a closure graph's build
+    never reads them."""
 
-    def __init__(self, sig, ins, out):
+    def __init__(self, sig, ins, out, first, eqs):
         self.sig, self.params = sig, {}
-        self._ins, self._out = ins, out  # [(name, span), ...] per input / of the output
-        first, eqs = {}, []
-        for i, e in enumerate(ins):
-            for j, (name, pos) in enumerate(e):
-                f = first.setdefault(name, (i, j))
-                if f != (i, j):
-                    eqs.append((name, f, (i, j), pos))
-        self._first, self._eqs = first, eqs
-        self.plain = Plain(tuple(tuple(a[0] for a in e) for e in ins), tuple(a[0] for a in out),
-                           tuple((*f, *d) for _, f, d, _ in eqs))
+        self._ins, self._out = ins, out  # axis names per input / of the output
+        self._first = first  # name -> (input, position) of its first occurrence
+        self.plain = _tuple_new(Plain, (ins, out, eqs))  # Plain(ins, out, eqs), without the Python-level __new__
+
+    @cached_property
+    def _spans(self):
+        """``[[span of each axis] per input, [span of each axis] of the output]`` in the description."""
+        exprs = [[]]
+        for m in _WORD.finditer(self.sig.description):
+            t = m.group()
+            if t in (",", "->"):
+                exprs.append([])
+            else:
+                exprs[-1].append(m.span())
+        return exprs
 
     @cached_property
     def e_in(self):
-        return [List([Axis(n, pos=p) for n, p in e]) for e in self._ins]
+        return [List([Axis(n, pos=p) for n, p in zip(e, sp)]) for e, sp in zip(self._ins, self._spans)]
 
     @cached_property
     def e_out(self):
-        return [List([Axis(n, pos=p) for n, p in self._out])]
+        return [List([Axis(n, pos=p) for n, p in zip(self._out, self._spans[-1])])]
 
     @cached_property
     def sizes(self):
@@ -109,8 +119,9 @@ class PlainRecipe(Recipe):
 
     @cached_property
     def checks(self):
-        return [Check("eq", size_var(dim_code(*f)), size_var(dim_code(*d)), name, f"args[{d[0]}].shape[{d[1]}]", list(range(*pos)))
-                for name, f, d, pos in self._eqs]
+        return [Check("eq", size_var(dim_code(i0, j0)), size_var(dim_code(i, j)), self._ins[i][j], f"args[{i}].shape[{j}]",
+                      list(range(*self._spans[i][j])))
+                for i0, j0, i, j in self.plain.eqs]
 
 
 def recipe(sig):
@@ -174,46 +185,46 @@ def _analyse_solve(sig):
     return Recipe(sig, e_in, e_out, sizes, checks, params)
 
 
-# Plain named axes only: "a b, b -> a b" (ASCII names, single spaces or more, one '->')
-_TOK = r"[A-Za-z_][A-Za-z0-9_]*"
-_SEXPR = rf" *{_TOK}(?: +{_TOK})* *"
-_SIMPLE = re.compile(rf"{_SEXPR}(?:,{_SEXPR})*->{_SEXPR}")
-_WORD = re.compile(rf"{_TOK}|,|->")
+# the tokens of a plain description (``PlainRecipe._spans``): names, "," and "->"
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|,|->")
 
 
 def _plan(desc, ranks):
-    """Plain named axes: ``([[(name, span), ...] per input], [(name, span), ...] of the output)`` or None.
+    """Plain named axes: ``(ins, out, first, eqs)`` or None: the axis names of each input and
+    of the output, each name's first ``(input, position)``, and the equalities of input dims
+    ``(i0, j0, i1, j1)`` that later occurrences impose, in order.
 
-    Accepts exactly what ``_simple`` accepts (it is built on this): one output, ranks
-    matching, no repeated name within an expression, every input axis in the output
-    and vice versa."""
-    if _SIMPLE.fullmatch(desc) is None:
+    Accepts exactly what ``_simple`` accepts (it is built on this): ASCII names
+    separated by spaces, one ``->``, one output, ranks matching, no repeated name
+    within an expression, every input axis in the output and vice versa. Plain string,
+    tuple and dict operations in one pass (a graph's first call pays for every line run here)."""
+    parts = desc.split("->")
+    # printable ASCII: its only whitespace is " ", so ``split()`` splits exactly at spaces
+    if len(parts) != 2 or "," in parts[1] or not (desc.isascii() and desc.isprintable()):
         return None
-    exprs, cur = [[]], None
-    for m in _WORD.finditer(desc):
-        t = m.group()
-        if t == ",":
-            exprs.append([])
-        elif t == "->":
-            if cur is not None:
-                return None
-            cur = len(exprs)
-            exprs.append([])
-        else:
-            exprs[-1].append((t, m.span()))
-    ins, outs = exprs[:cur], exprs[cur:]
-    if len(outs) != 1 or len(ins) != len(ranks):
+    exprs = parts[0].split(",")
+    if len(exprs) != len(ranks):
         return None
-    seen = set()
-    for e, r in zip(ins, ranks):
-        names = {a[0] for a in e}
-        if len(e) != r or len(names) != r:
+    ins, first, eqs = [], {}, []
+    for i, e in enumerate(exprs):
+        e = tuple(e.split())
+        if not e or len(e) != ranks[i]:
             return None
-        seen |= names
-    out = {a[0] for a in outs[0]}
-    if len(out) != len(outs[0]) or out != seen:
+        for j, name in enumerate(e):
+            f = first.setdefault(name, (i, j))
+            if f[0] == i:
+                if f[1] != j:  # a name twice in one expression
+                    return None
+            else:
+                eqs.append(f + (i, j))
+        ins.append(e)
+    out = tuple(parts[1].split())
+    if len(out) != len(first) or first.keys() != set(out):  # the input names, each once
         return None
-    return ins, outs[0]
+    for name in out:
+        if not name.isidentifier():
+            return None
+    return tuple(ins), out, first, tuple(eqs)
 
 
 def _simple(sig):
