@@ -258,7 +258,9 @@ def gen_reduce(g, op, ins, outs):
     marked = [k for k, a in enumerate(axes) if a.marked]
     if marked:
         if op == "prod" and g.ad.name == "torch" and len(marked) > 1 and len(marked) != len(axes):
-            raise ValueError("This backend uses prod which allows reduction only over (1) all axes or (2) a single axis.")
+            # einx's torch.prod takes one axis or all; raised by the graph, after its size checks (a size error wins)
+            g.lines.append('raise _OpValueError("This backend uses torch.prod which allows reduction only over (1) all axes or (2) a single axis.")')
+            return ["None"]
         if op == "logsumexp" and g.ad.name == "numpy":
             v = _logsumexp(g, v, marked, len(axes))
         else:
