@@ -241,6 +241,16 @@ def gen_elementwise(g, op, ins, outs, scalars):
                 for i, a in enumerate(args)]
     elif len(scalars) == len(ins):
         args[0] = ad.to_array(args[0])
+    if ad.name == "torch" and scalars and len(scalars) < len(ins):
+        # the same rule on torch: unless every axis has size 1, einx passes the scalar as a tensor of shape (1,), which
+        # takes part in type promotion (an int with an int32 tensor gives int64, a float with float16 gives float32);
+        # one converted anyway (``maximum``) promotes so too (einx: 0-d with the squeezed 0-d array)
+        ones = " and ".join(f"{g.scode(n, atomic=True)} == 1" for n in out_names if n in present)
+        ref = next(i for i in range(len(ins)) if i not in scalars)
+        if ones:
+            strong = [f"torch.asarray(t{i}, device=t{ref}.device).reshape(1)" for i in range(len(ins))]
+            args = [a if i not in scalars else strong[i] if a != f"t{i}" else f"({a} if {ones} else {strong[i]})"
+                    for i, a in enumerate(args)]
     kind, f = combine(ad, op, len(args), 0 in scalars)
     if kind == "call":
         v = g.emit(ad.call(op, args))
