@@ -354,6 +354,15 @@ def gen_argfind(g, op, ins, outs):
     ad = g.ad
     v, axes = g.single("t0", ins[0])
     marked = [k for k, a in enumerate(axes) if a.marked]
+    if not marked:  # an ellipsis of no axes in brackets: coordinates of length 0 (size 0: einx's AxisSizeError)
+        v = g.emit(f"{v}[{', '.join([':'] * len(axes) + ['None'])}]")
+        axes, marked = axes + [Axis("argfind.none", 1, True)], [len(axes)]
+        v = g.emit(ad.call(op, [v], axes=marked))
+        rest, out_axes = [a.name for a in axes[:-1]], leaves(outs[0])
+        v = g.align(v, rest, [a.name for a in out_axes if not a.marked], broadcast=True)
+        k = next(k for k, a in enumerate(out_axes) if a.marked)
+        v = g.emit(f"{v}[{', '.join([':'] * k + ['None'])}][{', '.join([':'] * k + [':0'])}]")
+        return [g.compose(v, outs[0].children)]
     if marked != list(range(marked[0], marked[0] + len(marked))):
         perm = [k for k in range(len(axes)) if k not in marked] + marked
         v = g.emit(ad.transpose(v, perm))
