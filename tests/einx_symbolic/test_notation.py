@@ -86,6 +86,11 @@ def test_difference_size_zero_axes_are_valid():
     with pytest.raises(einx.errors.AxisSizeError):
         einx.sum("a [b]", torch.zeros(3, 0))
     assert ex.sum("a [b]", torch.zeros(3, 0)).tolist() == [0.0, 0.0, 0.0]
+    # no axis to search (t... repeats 0 times): coordinates of length 0, where einx finds a size 0
+    with pytest.raises(einx.errors.AxisSizeError):
+        einx.argmin("1 [t...] b d", torch.ones(1, 3, 1))
+    y = ex.argmin("1 [t...] b d", torch.ones(1, 3, 1))
+    assert y.shape == (1, 0, 3, 1) and y.dtype == torch.int64
 
 
 def test_difference_size_zero_axes_before_semantic_errors():
