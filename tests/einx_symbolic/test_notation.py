@@ -71,6 +71,8 @@ CLASSES = [
     ("Python scalar with a narrower torch dtype", "multiply", "a b, ", (torch.ones(2, 1, dtype=torch.float16), 0.5), {}),
     ("Python scalar with a narrower torch dtype", "maximum", ", a", (1.5, torch.ones(1, dtype=torch.float16)), {}),
     ("Python scalar with a narrower torch dtype", "add", ", a", (1, torch.ones(1, dtype=torch.int32)), {}),  # size 1: weak
+    ("implied output: number axes of two inputs are different axes", "maximum", "(1), (1)", (torch.ones(1), torch.ones(1)), {}),
+    ("implied output: number axes of two inputs are different axes", "add", "a 1, a 1", (torch.ones(3, 1), torch.ones(3, 1)), {}),
 ]
 
 
