@@ -229,7 +229,7 @@ def gen_elementwise(g, op, ins, outs, scalars):
         present |= set(_names(axes))
         args.append(g.align(v, _names(axes), out_names, broadcast=False, inline=True))
     ad = g.ad
-    if ad.name == "numpy" and scalars and len(scalars) < len(ins) and op != "where":
+    if ad.name == "numpy" and scalars and len(scalars) < len(ins):
         # einx drops axes of size 1: where every axis of the array operands has size 1 the scalar is passed as is (a weak
         # operand: float32 stays float32), else as an array (NumPy promotes float32 to float64); decided at run time
         ones = " and ".join(f"{g.scode(n, atomic=True)} == 1" for n in out_names if n in present)

@@ -56,6 +56,8 @@ CLASSES = [
     ("NumPy scalar with size-1 axes", "add", ", a", (0.5, np.ones(2, np.float32)), {}),
     ("NumPy scalar with size-1 axes", "maximum", ", d s... a", (0.5, np.ones((1, 1), np.float32)), {}),
     ("NumPy scalar with size-1 axes", "add", ", a -> a b", (0.5, np.ones(1, np.float32)), {"b": 2}),
+    ("NumPy scalar with size-1 axes", "where", ", , -> b", (np.array(True), 0.5, np.array(0.3, np.float32)), {"b": 1}),
+    ("NumPy scalar with size-1 axes", "where", "a, , a", (np.ones(3, bool), 0.5, np.ones(3, np.float32)), {}),
     ("common subexpressions are one axis (einx's CSE)", "id", "(c 2) -> (c 2)", (torch.arange(6.0),), {}),
     ("common subexpressions are one axis (einx's CSE)", "softmax", "a (c 2) -> a (c 2)", (torch.ones(2, 6),), {}),
     ("common subexpressions are one axis (einx's CSE)", "add", "(c 2), (c 2) -> (c 2)", (torch.ones(6), torch.ones(6)), {}),
