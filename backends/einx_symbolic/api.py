@@ -234,8 +234,12 @@ def _make(op, specialise=False):
             return _call(op, description, (tensor,), backend, graph, parameters, (), specialise)
     elif op == "roll":
         def f(description, tensor, *, shift, backend=None, graph=False, **parameters):
-            return _call(op, description, (tensor,), backend, graph, parameters,
-                         (("shift", tuple(shift) if isinstance(shift, (list, tuple)) else shift),), specialise)
+            sh = tuple(shift) if isinstance(shift, (list, tuple)) else shift
+            static = (("shift", sh),)
+            if any(type(v) is not int for v in (sh if isinstance(sh, tuple) else (sh,))):
+                # the shift's text is in the graph: 1.0 and True equal 1 (same key, same signature), yet einx fails on them
+                static += (("shift types", tuple(type(v).__name__ for v in (sh if isinstance(sh, tuple) else (sh,)))),)
+            return _call(op, description, (tensor,), backend, graph, parameters, static, specialise)
     elif op == "where":
         def f(description, mask, x, y, *, backend=None, graph=False, **parameters):
             return _call(op, description, (mask, x, y), backend, graph, parameters, (), specialise)

@@ -241,7 +241,7 @@ def gen_elementwise(g, op, ins, outs, scalars):
         present |= set(_names(axes))
         args.append(g.align(v, _names(axes), out_names, broadcast=False, inline=True))
     ad = g.ad
-    if ad.name == "numpy" and scalars and len(scalars) < len(ins) and op != "where":
+    if ad.name == "numpy" and scalars and len(scalars) < len(ins):
         # einx drops axes of size 1: where every axis of the array operands has size 1 the scalar is passed as is (a weak
         # operand: float32 stays float32), else as an array (NumPy promotes float32 to float64); decided at run time
         ones = " and ".join(f"{g.scode(n, atomic=True)} == 1" for n in out_names if n in present)
@@ -253,6 +253,16 @@ def gen_elementwise(g, op, ins, outs, scalars):
                 for i, a in enumerate(args)]
     elif len(scalars) == len(ins):
         args[0] = ad.to_array(args[0])
+    if ad.name == "torch" and scalars and len(scalars) < len(ins):
+        # the same rule on torch: unless every axis has size 1, einx passes the scalar as a tensor of shape (1,), which
+        # takes part in type promotion (an int with an int32 tensor gives int64, a float with float16 gives float32);
+        # one converted anyway (``maximum``) promotes so too (einx: 0-d with the squeezed 0-d array)
+        ones = " and ".join(f"{g.scode(n, atomic=True)} == 1" for n in out_names if n in present)
+        ref = next(i for i in range(len(ins)) if i not in scalars)
+        if ones:
+            strong = [f"torch.asarray(t{i}, device=t{ref}.device).reshape(1)" for i in range(len(ins))]
+            args = [a if i not in scalars else strong[i] if a != f"t{i}" else f"({a} if {ones} else {strong[i]})"
+                    for i, a in enumerate(args)]
     kind, f = combine(ad, op, len(args), 0 in scalars)
     if kind == "call":
         v = g.emit(ad.call(op, args))
@@ -270,7 +280,9 @@ def gen_reduce(g, op, ins, outs):
     marked = [k for k, a in enumerate(axes) if a.marked]
     if marked:
         if op == "prod" and g.ad.name == "torch" and len(marked) > 1 and len(marked) != len(axes):
-            raise ValueError("This backend uses prod which allows reduction only over (1) all axes or (2) a single axis.")
+            # einx's torch.prod takes one axis or all; raised by the graph, after its size checks (a size error wins)
+            g.lines.append('raise _OpValueError("This backend uses torch.prod which allows reduction only over (1) all axes or (2) a single axis.")')
+            return ["None"]
         if op == "logsumexp" and g.ad.name == "numpy":
             v = _logsumexp(g, v, marked, len(axes))
         else:
@@ -354,6 +366,15 @@ def gen_argfind(g, op, ins, outs):
     ad = g.ad
     v, axes = g.single("t0", ins[0])
     marked = [k for k, a in enumerate(axes) if a.marked]
+    if not marked:  # an ellipsis of no axes in brackets: coordinates of length 0 (size 0: einx's AxisSizeError)
+        v = g.emit(f"{v}[{', '.join([':'] * len(axes) + ['None'])}]")
+        axes, marked = axes + [Axis("argfind.none", 1, True)], [len(axes)]
+        v = g.emit(ad.call(op, [v], axes=marked))
+        rest, out_axes = [a.name for a in axes[:-1]], leaves(outs[0])
+        v = g.align(v, rest, [a.name for a in out_axes if not a.marked], broadcast=True)
+        k = next(k for k, a in enumerate(out_axes) if a.marked)
+        v = g.emit(f"{v}[{', '.join([':'] * k + ['None'])}][{', '.join([':'] * k + [':0'])}]")
+        return [g.compose(v, outs[0].children)]
     if marked != list(range(marked[0], marked[0] + len(marked))):
         perm = [k for k in range(len(axes)) if k not in marked] + marked
         v = g.emit(ad.transpose(v, perm))

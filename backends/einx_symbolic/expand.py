@@ -1,10 +1,14 @@
 """Ellipsis expansion: from parsed trees and *ranks* to flat axis lists.
 
 This depends only on the signature (description, tensor ranks, constraint
-shapes), never on sizes.  Result per expression: a ``List`` of top-level dims,
-each an ``Axis`` (``marked`` if it was in brackets), ``Flat`` (of a ``List``) or
-``Concat``.  Named-ellipsis axes ``x...`` become ``x.0, x.1, ...``.
+shapes), never on sizes.  ``expand`` gives each expression as einx's stage-2 tree
+(ellipses expanded, brackets kept as nodes: what ``cse`` works on); ``flatten``
+turns one into a ``List`` of top-level dims, each an ``Axis`` (``marked`` if it
+was in brackets), ``Flat`` (of a ``List``) or ``Concat``.  Named-ellipsis axes
+``x...`` become ``x.0, x.1, ...``.
 """
+import math
+
 from .errors import NotSupportedError, RankError
 from .tree import Axis, Brackets, Concat, Ell, Flat, List, nodes
 
@@ -117,18 +121,18 @@ def expand(desc, exprs, ranks, params):
             _rank_fail(desc, exprs)
     groups = {n._group for e in exprs for n in nodes(e) if isinstance(n, Ell)}
     # an ellipsis that only ever appears inside compositions ('(...)', '(b...)') is only needed as the
-    # product of its axes: when nothing fixes its repetitions, one does (as in einx)
+    # product of its axes: when nothing fixes its repetitions, it stays unexpanded, one axis (as in einx)
     top = {n._group for e in exprs for n in _outside_flat(e) if isinstance(n, Ell)}
     # (not when one number constrains its axis: einx then fails to determine the expansion)
     top |= {find(("ax", name)) for name, shape in params.items() if shape is None and name in ell_names}
     for k in groups - top:
-        known.setdefault(k, 1)
+        known.setdefault(k, None)
     missing = [k for k in groups if k not in known]
     if missing:
         raise RankError(desc, "Failed to uniquely determine the expansion of ellipses in the expression. Please provide more constraints.\n%EXPR%",
                         _ell_pos(exprs))
-    reps = {name: known[find(("ax", name))] for name in ell_names}
-    return [List(_expand(e, known, "", False)) for e in exprs], reps
+    reps = {name: known[find(("ax", name))] for name in ell_names if known[find(("ax", name))] is not None}
+    return [_root(_tree(e, known, "")) for e in exprs], reps
 
 
 def _outside_flat(n):
@@ -168,25 +172,74 @@ def _rank_fail(desc, exprs):
     raise RankError(desc, msg, _ell_pos(exprs))
 
 
-def _expand(n, known, suffix, marked):
-    """Return a list of top-level dims for node ``n``."""
+def _root(nodes, pos=(-1, -1)):
+    """einx's ``List.create``: nested lists spliced, a list of one node is that node."""
+    return nodes[0] if len(nodes) == 1 else List(nodes, pos=pos)
+
+
+def _tree(n, known, suffix):
+    """The stage-2 nodes (a list) of node ``n``: einx's ``stage2.solve.map``, with the same
+    ``create`` rules (``((a b))`` is ``(a b)``, ``[]`` vanishes, a list of one node is the node)."""
     if isinstance(n, Axis):
-        return [Axis(n.name + suffix, n.value, marked, pos=n.pos)]
+        return [Axis(n.name + suffix, n.value, pos=n.pos)]
     if isinstance(n, List):
-        return [d for c in n.children for d in _expand(c, known, suffix, marked)]
-    if isinstance(n, Brackets):
-        return _expand(n.inner, known, suffix, True)
-    if isinstance(n, Flat):
-        return [Flat(List(_expand(n.inner, known, suffix, marked)), pos=n.pos)]
-    if isinstance(n, Concat):
-        return [Concat([_single(c, known, suffix, marked) for c in n.children], pos=n.pos)]
+        return [d for c in n.children for d in _tree(c, known, suffix)]
     if isinstance(n, Ell):
-        return [d for i in range(known[n._group]) for d in _expand(n.inner, known, f"{suffix}.{i}", marked)]
+        if known[n._group] is None:  # unexpanded: one axis, named by its text (brackets inside it are gone), as einx
+            v = _value(n.inner)
+            return [Axis(f"UnexpandedEllipsis({n}){suffix}", v if v in (0, 1) else None, pos=n.pos)]
+        return [d for i in range(known[n._group]) for d in _tree(n.inner, known, f"{suffix}.{i}")]
+    if isinstance(n, Concat):
+        return [Concat([_root(_tree(c, known, suffix), c.pos) for c in n.children], pos=n.pos)]
+    inner = _root(_tree(n.inner, known, suffix))
+    if isinstance(n, Flat):
+        return [inner if isinstance(inner, Flat) else Flat(inner, pos=n.pos)]
+    if isinstance(inner, Brackets):
+        return [inner]
+    return [Brackets(inner, pos=n.pos)] if ndim(inner) else []
+
+
+def _value(n):
+    """The size a (stage-1) node fixes by itself, or None (einx's ``.value``)."""
+    if isinstance(n, Axis):
+        return n.value
+    if isinstance(n, (Flat, Brackets)):
+        return _value(n.inner)
+    if isinstance(n, Ell):
+        v = _value(n.inner)
+        return v if v in (0, 1) else None
+    vs = [_value(c) for c in n.children]
+    return None if None in vs else (sum(vs) if isinstance(n, Concat) else math.prod(vs))
+
+
+def ndim(n):
+    """The number of top-level dims of a stage-2 node."""
+    if isinstance(n, List):
+        return sum(ndim(c) for c in n.children)
+    return ndim(n.inner) if isinstance(n, Brackets) else 1
+
+
+def flatten(tree):
+    """The expanded expression of a stage-2 tree: a ``List`` of top-level dims."""
+    return List(_flat(tree, False))
+
+
+def _flat(n, marked):
+    if isinstance(n, Axis):
+        return [Axis(n.name, n.value, marked, pos=n.pos)]
+    if isinstance(n, List):
+        return [d for c in n.children for d in _flat(c, marked)]
+    if isinstance(n, Brackets):
+        return _flat(n.inner, True)
+    if isinstance(n, Flat):
+        return [Flat(List(_flat(n.inner, marked)), pos=n.pos)]
+    if isinstance(n, Concat):
+        return [Concat([_single(c, marked) for c in n.children], pos=n.pos)]
     raise AssertionError(type(n))
 
 
-def _single(n, known, suffix, marked):
-    ds = _expand(n, known, suffix, marked)
+def _single(n, marked):
+    ds = _flat(n, marked)
     return ds[0] if len(ds) == 1 else Flat(List(ds), pos=n.pos)
 
 

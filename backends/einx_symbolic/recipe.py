@@ -18,10 +18,11 @@ from typing import NamedTuple
 from backends import sizes as sz
 
 from .errors import InputCountError, SemanticError
-from .expand import expand, leaves
+from .cse import eliminate
+from .expand import expand, flatten, leaves
 from .semantics import FAMILY, _names_pos, analyse
 from .solve import Check, dim_code, size_var, solve
-from .tree import Axis, Concat, Flat, List, axes
+from .tree import Axis, Concat, Flat, List, axes, nodes
 
 
 _tuple_new = tuple.__new__
@@ -148,7 +149,9 @@ def _analyse_solve(sig):
                               f"argument{_s(len(ranks))}.\n%EXPR%", [i for i, ch in enumerate(desc) if ch == ","])
     used = {a.name for e in ins + outs for a in axes(e)}
     params = {k: v for k, v in sig.params if k in used}
-    exp, reps = expand(desc, ins + outs, list(ranks) + [None] * len(outs), params)
+    trees, reps = expand(desc, ins + outs, list(ranks) + [None] * len(outs), params)
+    fixed = {a.name for t in trees for a in nodes(t) if isinstance(a, Axis) and a.value is None and a.name.split(".")[0] in params}
+    exp = [flatten(t) for t in eliminate(trees, fixed)]
     e_in, e_out = exp[:len(ins)], exp[len(ins):]
     # einx checks these after it has solved the sizes: a size error wins, so they fail in the graph, after its checks
     deferred = []
@@ -158,8 +161,6 @@ def _analyse_solve(sig):
             sort_check(desc, e_in, e_out)
         except SemanticError as e:
             deferred.append(e)
-    e_in, e_out = fuse(e_in, e_out, params)
-    exp = e_in + e_out
     read = [None if lib == "factory" else e for e, lib in zip(e_in, sig.libs)]  # a factory's dims are not read
     sizes, checks = solve(desc, read, exp, params, extra, reps)
     if fam == "id":
@@ -241,79 +242,6 @@ def _simple(sig):
         return None
     plan = _plan(desc, sig.ranks)
     return None if plan is None else PlainRecipe(sig, *plan)
-
-
-def fuse(e_in, e_out, params):
-    """Axes that only ever appear together, in one order, inside compositions (``(a b)`` in
-    ``"(a b) c -> (a b c)"``, ``"([a b]) c"``) become one axis: the graph never needs their
-    separate sizes, so (like einx) none is demanded. Constrained axes are never fused."""
-    exprs = e_in + e_out
-    while True:
-        runs = {}  # name -> set of (next name, marked) after each occurrence; None: not inside a composition
-        prev = {}
-        for e in exprs:
-            for d in e.children:
-                if isinstance(d, Axis):
-                    runs[d.name] = None
-                    continue
-                for kids in _groups(d):
-                    for k, a in enumerate(kids):
-                        if not isinstance(a, Axis):
-                            continue
-                        nxt = kids[k + 1] if k + 1 < len(kids) else None
-                        key = (nxt.name, nxt.marked == a.marked) if isinstance(nxt, Axis) and nxt.value is None else None
-                        if a.name in runs and runs[a.name] is None:
-                            continue
-                        runs[a.name] = runs.get(a.name, set()) | {key}
-                        prev[nxt.name if isinstance(nxt, Axis) else None] = prev.get(nxt.name if isinstance(nxt, Axis) else None, set()) | {a.name}
-        pair = None
-        for name, nxts in runs.items():
-            if nxts is None or len(nxts) != 1 or None in nxts or _base(name) in params or name.startswith("unnamed."):
-                continue
-            (nxt, same_mark), = nxts
-            if (same_mark and nxt != name and runs.get(nxt) is not None and _base(nxt) not in params
-                    and prev.get(nxt) == {name} and not nxt.startswith("unnamed.")):
-                pair = (name, nxt)
-                break
-        if pair is None:
-            return e_in, e_out
-        exprs = [List([_fuse_dim(d, pair) for d in e.children], pos=e.pos) for e in exprs]
-        e_in, e_out = exprs[:len(e_in)], exprs[len(e_in):]
-
-
-def _base(name):
-    """The constraint name of an axis (``s`` for the ellipsis repetition ``s.1``)."""
-    return name.split(".")[0]
-
-
-def _groups(d):
-    """The child lists of the compositions/concatenations inside top-level dim ``d``."""
-    if isinstance(d, Flat):
-        yield d.inner.children
-        for c in d.inner.children:
-            yield from _groups(c)
-    elif isinstance(d, Concat):
-        yield d.children
-        for c in d.children:
-            yield from _groups(c)
-
-
-def _fuse_dim(d, pair):
-    if isinstance(d, Flat):
-        kids, out = d.inner.children, []
-        k = 0
-        while k < len(kids):
-            a = kids[k]
-            if isinstance(a, Axis) and a.name == pair[0] and k + 1 < len(kids):
-                out.append(Axis(f"{pair[0]} {pair[1]}", None, a.marked, pos=(a.pos[0], kids[k + 1].pos[1])))
-                k += 2
-            else:
-                out.append(_fuse_dim(a, pair))
-                k += 1
-        return Flat(List(out), pos=d.pos)
-    if isinstance(d, Concat):
-        return Concat([_fuse_dim(c, pair) for c in d.children], pos=d.pos)
-    return d
 
 
 def _pieces(dims):

@@ -106,10 +106,11 @@ def analyse(desc, op, keepdims=False):
                     raise no_output
                 names = [{a.name for a in axes(e) if a.value != 1} for e in ins]  # number axes count, 1s do not
                 parents = [i for i, p in enumerate(names) if all(c <= p for j, c in enumerate(names) if j != i)]
-                # einx deduplicates structurally-equal candidate expressions (set of expressions)
+                # einx deduplicates structurally-equal candidate expressions (set of expressions), where axes
+                # compare by name: two number axes are different axes ("(1), (1)" has no unique output)
                 uniq = []
                 for i in parents:
-                    if not any(str(ins[i]) == str(ins[j]) for j in uniq):
+                    if not any(_struct(ins[i]) == _struct(ins[j]) for j in uniq):
                         uniq.append(i)
                 if len(uniq) != 1:
                     raise SemanticError(desc, "The output expression is missing in this operation. einx allows implicitly determining the "
@@ -185,6 +186,13 @@ def _fresh_numbers(e, inside=False):
     if isinstance(e, (List, Concat)):
         return type(e)([_fresh_numbers(c, inside) for c in e.children], pos=e.pos)
     return type(e)(_fresh_numbers(e.inner, inside or isinstance(e, Brackets)), pos=e.pos)
+
+
+def _struct(e):
+    """``e`` as einx's expressions compare: by structure, axes by name and value."""
+    if isinstance(e, Axis):
+        return ("ax", e.name, e.value)
+    return (type(e).__name__, tuple(_struct(c) for c in (e.children if isinstance(e, (List, Concat)) else [e.inner])))
 
 
 def _same(a, b):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from backends import sizes as sz
 
-from .errors import AxisSizeError, SemanticError
+from .errors import AxisSizeError, NotSupportedError, SemanticError
 from .parse import identifier
 from .tree import Axis, Concat, Flat, List
 
@@ -255,8 +255,14 @@ def solve(desc, exprs_in, exprs_all, params, extra=(), reps=None):
             if a.value is not None:
                 s.sizes[a.name] = sz.const(a.value)
     names = sorted({a.name for e in exprs_all for a in _all_axes(e) if a.value is None and a.name not in s.sizes})
+    stuck = {a.name for p in pending for a in s.unknown_leaves(p[0])}
+    if pending and len(stuck) > 1 and not set(names) - stuck and len(pending) >= len(stuck):
+        # as many equations as unknowns, none with one unknown alone (``(a + b) (a + 2 b)``, ``(1 + (a d)) (d + a)``):
+        # einx solves such systems with sympy; ours solves one unknown at a time
+        pos = [p for e in exprs_all for a in _all_axes(e) if a.name in stuck for p in range(*a.pos)]
+        raise NotSupportedError(desc, f"a system of equations in several unknown sizes ({', '.join(sorted(stuck))}).\n%EXPR%", pos)
     if pending or names:
-        unknown = names or sorted({a.name for p in pending for a in s.unknown_leaves(p[0])})
+        unknown = names or sorted(stuck)
         shown = [n.replace("_anonymous_ellipsis_axis", "...") for n in unknown]
         pos = [p for e in exprs_all for a in _all_axes(e) if a.name in unknown for p in range(*a.pos)]
         word = "axes" if len(unknown) > 1 else "axis"

@@ -11,15 +11,15 @@ warnings.filterwarnings("ignore", category=DeprecationWarning)
 
 
 def arr(lib, shape, kind="float", seed=0, ints=(0, 4)):
-    """A seeded array of ``lib`` ("torch" | "numpy" | "jax"): float32 normals, bools, or int64
-    in ``[ints[0], ints[1])``."""
+    """A seeded array of ``lib`` ("torch" | "numpy" | "jax"): float32 normals (``kind`` "float", or
+    "float16"), bools, or int64 (``kind`` "int", or "int32") in ``[ints[0], ints[1])``."""
     rng = np.random.default_rng(seed)
-    if kind == "float":
-        x = rng.standard_normal(shape).astype(np.float32)
+    if kind in ("float", "float16"):
+        x = rng.standard_normal(shape).astype(np.float32 if kind == "float" else np.float16)
     elif kind == "bool":
         x = rng.standard_normal(shape) > 0
     else:
-        x = rng.integers(*ints, shape).astype(np.int64)
+        x = rng.integers(*ints, shape).astype(np.int32 if kind == "int32" else np.int64)
     if lib == "torch":
         import torch
         return torch.from_numpy(np.ascontiguousarray(x))

@@ -170,11 +170,19 @@ def flatten_atoms(e):
 @st.composite
 def rearranged(draw, e, extra_names=(), allow_new=True):
     """An output expression over the leaves of ``e`` (permuted, regrouped), maybe with output-only
-    axes: numbers, ``(1 + 1)``, or a name from ``extra_names`` (sized by a keyword)."""
+    axes: numbers, ``(1 + 1)``, or a name from ``extra_names`` (sized by a keyword). Now and then
+    the compositions of ``e`` (``(c 2)``, ``(s t)...``; without brackets) stay whole, number axes
+    and all: einx's common-subexpression elimination makes each one axis (``(c 2) -> (c 2)``)."""
+    whole = draw(st.integers(0, 2)) == 0
     leaves = []
-    for a in flatten_atoms(e):
-        if a[0] != "num" and a not in leaves:
-            leaves.append(a)
+    for a in e:
+        if whole and (a[0] == "comp" or (a[0] == "ell" and a[1] is not None and a[1][0] == "comp")) and not has([a], "br"):
+            if a not in leaves:
+                leaves.append(a)
+            continue
+        for x in flatten_atoms([a]):
+            if x[0] != "num" and x not in leaves:
+                leaves.append(x)
     if allow_new and draw(st.integers(0, 3)) == 0:
         new = draw(st.sampled_from([("num", 1), ("num", 2), ("cat", [("num", 1), ("num", 1)])]
                                    + [("ax", n) for n in extra_names]))

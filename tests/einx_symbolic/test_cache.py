@@ -60,3 +60,18 @@ def test_specialised_ops_build_per_input_shapes_in_the_same_cache():
     with pytest.raises(einx.errors.AxisSizeError):
         divide("e d, e -> e d", torch.randn(3, 8), torch.rand(4))
     assert api.specialised("sum")("a [b]", torch.ones(2, 3), keepdims=True).shape == (2, 1)
+
+
+@pytest.mark.parametrize("first", [1, 1.0])
+def test_a_shift_equal_to_another_of_another_type_is_another_signature(first):
+    """``shift`` enters the graph's text; ``1.0 == True == 1`` (one dict key), yet torch.roll takes only ints.
+    (einx 0.4.3 keys its cache by ``==`` too: after ``shift=1`` it answers ``shift=1.0``, and the reverse
+    order fails ``shift=1``; ours answers each call the same in either order.)"""
+    ex.clear_cache()
+    x = torch.arange(3.0)
+    for shift in (first, 1.0 if first == 1 else 1, True, (1,), (1.0,)):
+        if all(type(v) is int for v in (shift if isinstance(shift, tuple) else (shift,))):
+            assert ex.roll("[a]", x, shift=shift).tolist() == [2.0, 0.0, 1.0]
+        else:
+            with pytest.raises(einx.errors.CallOperationError):
+                ex.roll("[a]", x, shift=shift)

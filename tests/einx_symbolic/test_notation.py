@@ -56,6 +56,25 @@ CLASSES = [
     ("NumPy scalar with size-1 axes", "add", ", a", (0.5, np.ones(2, np.float32)), {}),
     ("NumPy scalar with size-1 axes", "maximum", ", d s... a", (0.5, np.ones((1, 1), np.float32)), {}),
     ("NumPy scalar with size-1 axes", "add", ", a -> a b", (0.5, np.ones(1, np.float32)), {"b": 2}),
+    ("NumPy scalar with size-1 axes", "where", ", , -> b", (np.array(True), 0.5, np.array(0.3, np.float32)), {"b": 1}),
+    ("NumPy scalar with size-1 axes", "where", "a, , a", (np.ones(3, bool), 0.5, np.ones(3, np.float32)), {}),
+    ("common subexpressions are one axis (einx's CSE)", "id", "(c 2) -> (c 2)", (torch.arange(6.0),), {}),
+    ("common subexpressions are one axis (einx's CSE)", "softmax", "a (c 2) -> a (c 2)", (torch.ones(2, 6),), {}),
+    ("common subexpressions are one axis (einx's CSE)", "add", "(c 2), (c 2) -> (c 2)", (torch.ones(6), torch.ones(6)), {}),
+    ("common subexpressions are one axis (einx's CSE)", "sum", "a [(c 2)]", (torch.ones(2, 6),), {}),
+    ("common subexpressions are one axis (einx's CSE)", "argmax", "a [(c 2)]", (torch.arange(12.0).reshape(2, 6),), {}),
+    ("common subexpressions are one axis (einx's CSE)", "get_at", "[(c 2)], i -> i", (torch.arange(6.0), torch.tensor([0, 5])), {}),
+    ("common subexpressions are one axis (einx's CSE)", "id", "(2 3 a) (2 3 b) -> (2 3 b) (2 3 a)", (torch.ones(12, 12),), {}),
+    ("common subexpressions are one axis (einx's CSE)", "softmax", "([a] [b])", (torch.ones(6),), {}),  # brackets inside: not merged
+    ("an ellipsis nothing expands is one axis", "sum", "c ([s]...)", (torch.ones(2, 6),), {}),
+    ("size error before prod's ValueError (torch)", "prod", "a [c b]", (torch.ones(2, 1, 1),), {"a": 1}),
+    ("size error before prod's ValueError (torch)", "prod", "a [c b]", (torch.ones(2, 1, 3),), {}),
+    ("Python scalar with a narrower torch dtype", "add", ", a", (1, torch.ones(3, dtype=torch.int32)), {}),
+    ("Python scalar with a narrower torch dtype", "multiply", "a b, ", (torch.ones(2, 1, dtype=torch.float16), 0.5), {}),
+    ("Python scalar with a narrower torch dtype", "maximum", ", a", (1.5, torch.ones(1, dtype=torch.float16)), {}),
+    ("Python scalar with a narrower torch dtype", "add", ", a", (1, torch.ones(1, dtype=torch.int32)), {}),  # size 1: weak
+    ("implied output: number axes of two inputs are different axes", "maximum", "(1), (1)", (torch.ones(1), torch.ones(1)), {}),
+    ("implied output: number axes of two inputs are different axes", "add", "a 1, a 1", (torch.ones(3, 1), torch.ones(3, 1)), {}),
 ]
 
 
@@ -71,6 +90,28 @@ def test_difference_size_zero_axes_are_valid():
     with pytest.raises(einx.errors.AxisSizeError):
         einx.sum("a [b]", torch.zeros(3, 0))
     assert ex.sum("a [b]", torch.zeros(3, 0)).tolist() == [0.0, 0.0, 0.0]
+    # no axis to search (t... repeats 0 times): coordinates of length 0, where einx finds a size 0
+    with pytest.raises(einx.errors.AxisSizeError):
+        einx.argmin("1 [t...] b d", torch.ones(1, 3, 1))
+    y = ex.argmin("1 [t...] b d", torch.ones(1, 3, 1))
+    assert y.shape == (1, 0, 3, 1) and y.dtype == torch.int64
+
+
+def test_difference_size_zero_axes_before_semantic_errors():
+    # c = 0 here: einx's AxisSizeError; for us the sizes are valid, and the pieces' count then fails as einx's would
+    with pytest.raises(einx.errors.AxisSizeError):
+        einx.id("b (b + c) -> c b", torch.ones(4, 4))
+    with pytest.raises(einx.errors.SemanticError):
+        ex.id("b (b + c) -> c b", torch.ones(4, 4))
+
+
+def test_not_covered_systems_of_several_unknown_sizes():
+    # as many equations as unknowns, none with one unknown alone: einx solves the system with sympy
+    for desc, shape in [("(a + b) (a + (2 b)) -> a b", (5, 7)), ("(1 + (a d)) (d + a) -> a d", (5, 4))]:
+        with pytest.raises(ex.errors.NotSupportedError, match="several unknown sizes"):
+            ex.id(desc, torch.ones(shape))
+    with pytest.raises(einx.errors.AxisSizeError):  # fewer equations than unknowns: einx's error, as einx
+        ex.id("(a b) -> a b", torch.ones(6))
 
 
 def test_difference_einx_internal_failures_are_answered():
@@ -110,7 +151,8 @@ def test_difference_factory_check_message():
 
 DYNAMIC = [("sum", "a [b b]", lambda n: torch.randn(n, 3, 3)),
            ("id", "(a b) c -> (a b c) 1", lambda n: torch.randn(2 * n, 4)),
-           ("sum", "([s])...", lambda n: torch.randn(n, 3))]
+           ("sum", "([s])...", lambda n: torch.randn(n, 3)),
+           ("argmax", "a [(c 2)]", lambda n: torch.randn(3, 2 * n))]
 
 
 @pytest.mark.parametrize("op, desc, make", DYNAMIC, ids=[d[1] for d in DYNAMIC])
