@@ -170,6 +170,15 @@ def _compile(e: Expr):
     return f
 
 
+def shapes_fn(shapes):
+    """``lambda env: (shape, ...)``: each of ``shapes`` (tuples of Expr) under the sizes ``env``,
+    one compiled call (what :func:`hint` of every dim computes)."""
+    names = set().union(*[e.vars for shape in shapes for e in shape])
+    env = {n: f"env[{n!r}]" for n in names}
+    src = ", ".join("(" + "".join(f"{sizes.source(e, env)}, " for e in shape) + ")" for shape in shapes)
+    return eval(f"lambda env: ({src},)", {"max": max, "min": min})  # noqa: S307  (text of our own size algebra)
+
+
 def rename(e: Expr, pairs) -> str:
     """``e`` as text, each variable in ``pairs`` (``(name, new name)``) renamed."""
     if not pairs:

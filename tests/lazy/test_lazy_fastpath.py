@@ -181,3 +181,59 @@ def test_trailing_full_slices_are_dropped_from_a_recorded_index():
     text = f.dump(x, i)
     assert text.count("getitem(%0, %1)") == 2 and "::]" not in text  # x[i] and x[i, :] alike
     assert "getitem(%0, [::, %1])" in text and "getitem(%8, %1)" in text  # (x[1:][i, ...]: the ellipsis too)
+
+
+def test_a_jit_leaf_is_the_same_leaf_as_the_general_loop_makes():
+    """A jit step's leaf in unbounded mode takes a per-(position, rank, dims) plan
+    (``LazyContext._logged_input``): the same shape, variables and step-log entry
+    as the general loop (dims given as a list: no plan), and the same refusals."""
+    def leaves(dims_a, dims_b):
+        ctx = L.LazyContext("unbounded")
+        ctx.new_step()
+        a = ctx.input(torch.randn(5, 3, 2), dims_a)
+        b = ctx.input(torch.randn(5, 4), dims_b)
+        return ctx, a, b
+
+    planned = leaves({0: "n", 2: "k"}, {0: "n", 1: "m"})
+    general = L.LazyContext("unbounded")  # the general loop: dims as lists (unnamed variables)
+    general.new_step()
+    ga = general.input(torch.randn(5, 3, 2), [0, 2])
+    gb = general.input(torch.randn(5, 4), [0, 1])
+    ctx, a, b = planned
+    assert [str(e) for e in a.node.shape] == ["p0_0", "3", "p0_2"]
+    assert [str(e) for e in b.node.shape] == ["p0_0", "p1_1"]  # "n" shared: the first leaf's variable
+    assert ctx.log.entries[0] == general.log.entries[0]
+    assert ctx.log.entries[1] == ("in", torch.float32, ("p0_0", "p1_1"))
+    assert [str(e) for e in gb.node.shape] == ["p1_0", "p1_1"]  # unnamed: a variable of its own
+    assert ctx.vars["p0_0"].name == "n" and ctx.vars["p1_1"].name == "m" and ctx.vars.hints == {
+        "p0_0": 5, "p0_2": 2, "p1_1": 4}
+    assert ga.node.shape == a.node.shape
+    ctx.new_step()
+    ctx.input(torch.randn(5, 3, 2), {0: "n", 2: "k"})
+    with pytest.raises(ValueError, match="dim n is 5 in one input and 6 in another"):
+        ctx.input(torch.randn(6, 4), {0: "n", 1: "m"})
+    ctx.new_step()
+    with pytest.raises(ValueError, match="dim name 'a b' is not an identifier"):
+        ctx.input(torch.randn(2), {0: "a b"})
+
+
+def test_a_cached_step_still_checks_its_outputs_shapes():
+    """A cached step predicts its outputs' shapes by one compiled function per key
+    (``shapes_fn``): a kernel that runs to another shape than the shape rule's
+    (here, a stand-in) is still refused on a hit, naming the op."""
+    import backends.lazy.passes as P
+
+    f = L.jit(lambda x: x.unsqueeze(0), dims=[{0: "n"}])
+    f(torch.randn(3, 2))
+    f(torch.randn(4, 2))
+    assert f.ctx.stats["hit"] == 1
+    entry = f.ctx.last
+    good = entry.run
+    f.ctx.cache = {k: P.Compiled(e.kernel, e.ir, e.code, run=lambda t: (good(t)[0][..., :1],))
+                   for k, e in f.ctx.cache.items()}
+    f.ctx.fast = {k: (f.ctx.cache[next(iter(f.ctx.cache))],) + v[1:] for k, v in f.ctx.fast.items()}
+    f.ctx._last_hit = None
+    with pytest.raises(L.IRError, match=r"shape rule for unsqueeze predicted torch.float32\[1, 5, 2\], ran to "
+                                        r"torch.float32\[1, 5, 1\]"):
+        f(torch.randn(5, 2))
+    assert f.ctx.stats["hit"] == 2  # refused on the cached path
