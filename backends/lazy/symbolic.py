@@ -280,13 +280,17 @@ _ARITH: dict = {}  # (operator, Expr, int) -> the result: a step's size arithmet
 def _sym(fn):
     def method(self, o):
         if type(o) is int:  # the common case (``x.shape[0] * 2``)
-            k = (fn, self.live(), o)
+            ctx = self.ctx
+            if self.step != ctx.vars.step:
+                self.live()  # (raises FinishedStep)
+            k = (fn, self.expr, o)
             r = _ARITH.get(k)
             if r is None:
                 if len(_ARITH) >= 4096:
                     _ARITH.clear()
                 r = _ARITH[k] = fn(k[1], o)
-            return SymSize.wrap(r, self.ctx)
+            t = r.terms  # SymSize.wrap, inline
+            return 0 if not t else t[0][1] if len(t) == 1 and not t[0][0] else SymSize(r, ctx)
         if type(o) is SymSize:
             return SymSize.wrap(fn(self.live(), o.live()), self.ctx)
         if not is_size(o):

@@ -172,15 +172,18 @@ def split(x, split_size, dim=0):
     ctx, d = x.ctx, norm_dim(dim, x.ndim)
     n = x.node.shape[d]
     if isinstance(split_size, (list, tuple)):
-        lengths = [as_expr(e) for e in split_size]
+        lengths = [e if type(e) is Expr else as_expr(e) for e in split_size]
     else:
         size = as_expr(split_size)
         k = max(ctx.specialise((n + size - 1) // size, reason="split count"), 1)
         lengths = [size] * (k - 1) + [n - size * (k - 1)]
-    out, start = [], ZERO
-    for ln in lengths:
-        out.append(narrow(x, d, start, ln))
-        start = start + ln
+    shape, dt = x.node.shape, x.node.dtype
+    head, tail = shape[:d], shape[d + 1:]
+    out, start, last = [], ZERO, len(lengths) - 1
+    for i, ln in enumerate(lengths):  # narrow(x, d, start, ln), its shape rule inline
+        out.append(record(ctx, "narrow", (x, d, start, ln), {}, head + (ln,) + tail, dt))
+        if i < last:
+            start = start + ln
     return tuple(out)
 
 

@@ -171,7 +171,9 @@ def _record_logged(ctx, log, op, args, shape, dtype):
         else:
             return None
     node = Node(op, tuple(largs), NO_KWARGS, tuple([s if type(s) is Expr else as_expr(s) for s in shape]), dtype)
-    log.add(node, (op, tuple(sargs), None, dtype))
+    node.pos = len(nodes)  # (log.add, inline)
+    nodes.append(node)
+    log.entries.append((op, tuple(sargs), None, dtype))
     return LazyTensor(node, ctx)
 
 
