@@ -237,3 +237,42 @@ def test_a_cached_step_still_checks_its_outputs_shapes():
                                         r"torch.float32\[1, 5, 1\]"):
         f(torch.randn(5, 2))
     assert f.ctx.stats["hit"] == 2  # refused on the cached path
+
+
+def test_stack_cat_and_split_reach_the_lazy_path_without_torch_dispatch(monkeypatch):
+    """While tracing, ``torch.stack``/``cat``/``split`` on lazy tensors call their lazy
+    implementations directly (no ``__torch_function__``); on plain tensors, or under a
+    torch function mode, they are torch's; and torch's own functions are back after a step."""
+    originals = (torch.stack, torch.cat, torch.split)
+    seen = []
+    tf = L.LazyTensor.__torch_function__.__func__
+
+    def counting(cls, func, types, args=(), kwargs=None):
+        seen.append(getattr(func, "__name__", func))
+        return tf(cls, func, types, args, kwargs)
+
+    monkeypatch.setattr(L.LazyTensor, "__torch_function__", classmethod(counting))
+
+    def prog(x):
+        t = x.shape[1]
+        a, b = torch.split(x, split_size_or_sections=[t // 2, t - t // 2], dim=1)
+        c = torch.cat((a, b), 1)
+        plain = torch.stack([torch.ones(2), torch.zeros(2)])  # plain tensors: torch's stack
+        return torch.stack([a.sum(1), b.sum(1), c.sum(1) * plain.sum()])
+
+    f = L.jit(prog, dims=[{1: "t"}])
+    for n in (4, 7, 5):
+        x = torch.randn(2, n, 3)
+        a, b = x[:, : n // 2], x[:, n // 2:]
+        torch.testing.assert_close(f(x), torch.stack([a.sum(1), b.sum(1), x.sum(1) * 2]))
+        assert (torch.stack, torch.cat, torch.split) == originals
+    assert seen == [] and f.ctx.compiles() == 1 and f.ctx.stats["hit"] == 2
+
+    class Mode(torch.overrides.TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            seen.append(func.__name__)
+            return func(*args, **(kwargs or {}))
+
+    with Mode():
+        torch.testing.assert_close(f(x), torch.stack([a.sum(1), b.sum(1), x.sum(1) * 2]))
+    assert {"split", "cat", "stack"} <= set(seen)  # a mode sees them, as it does without tracing
