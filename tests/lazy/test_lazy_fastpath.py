@@ -276,3 +276,31 @@ def test_stack_cat_and_split_reach_the_lazy_path_without_torch_dispatch(monkeypa
     with Mode():
         torch.testing.assert_close(f(x), torch.stack([a.sum(1), b.sum(1), x.sum(1) * 2]))
     assert {"split", "cat", "stack"} <= set(seen)  # a mode sees them, as it does without tracing
+
+
+def test_one_tensor_one_int_ops_log_what_the_general_record_logs():
+    """``x.sum(1)``/``x.unsqueeze(-1)`` record through ``record_xi``: the same nodes and
+    step-log entries as the general :func:`record`; a tensor of a finished step is still refused."""
+    from backends.lazy.ir import NO_KWARGS
+    from backends.lazy.ops.registry import record
+    from backends.lazy.symbolic import const
+
+    def step(fast):
+        ctx = L.LazyContext("unbounded")
+        ctx.new_step()
+        x = ctx.input(torch.randn(3, 4), {0: "n"})
+        s = x.node.shape
+        if fast:
+            ys = [x.sum(1), x.unsqueeze(-1), x.sum(-2), x.unsqueeze(0)]
+        else:
+            ys = [record(ctx, op, (x, i), NO_KWARGS, shape, torch.float32) for op, i, shape in (
+                ("sum", 1, s[:1]), ("unsqueeze", -1, s + (const(1),)), ("sum", -2, s[1:]),
+                ("unsqueeze", 0, (const(1),) + s))]
+        return ctx, x, ctx.log.entries, [(y.node.op, y.node.args[0].pos, y.node.args[1:], y.node.shape, y.node.pos)
+                                         for y in ys]
+
+    ctx, x, *fast = step(True)
+    assert fast == list(step(False)[2:])
+    ctx.new_step()
+    with pytest.raises(L.FinishedStep, match="belongs to a finished step"):
+        x.sum(1)

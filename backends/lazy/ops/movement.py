@@ -10,7 +10,7 @@ from backends.sizes import Expr
 
 from ..symbolic import as_expr, const
 from ..tensor import LazyTensor, Unsupported
-from .registry import ShapeError, ctx_for, lazy_op, record
+from .registry import ShapeError, ctx_for, lazy_op, record, record_xi
 from .rules import ONE, ZERO, assume_eq, hint, norm_dim, numel, promote, shape_of, size_list
 
 T = torch.Tensor
@@ -19,9 +19,10 @@ MINUS_ONE = const(-1)
 
 @lazy_op("unsqueeze", lowers=T.unsqueeze)
 def unsqueeze(x, dim):
-    s = list(x.node.shape)
-    s.insert(norm_dim(dim, len(s) + 1), ONE)
-    return record(x.ctx, "unsqueeze", (x, dim), {}, s, x.node.dtype)
+    node = x.node
+    s = node.shape
+    d = norm_dim(dim, len(s) + 1)
+    return record_xi(x.ctx, "unsqueeze", x, dim, s[:d] + (ONE,) + s[d:], node.dtype)
 
 
 @lazy_op("squeeze", lowers=T.squeeze)

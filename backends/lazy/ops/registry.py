@@ -131,6 +131,24 @@ def record(ctx, op, args, kwargs, shape, dtype) -> LazyTensor:
     return LazyTensor(node, ctx)
 
 
+def record_xi(ctx, op, x, i, shape: tuple, dtype) -> LazyTensor:
+    """:func:`record` of ``op(x, i)``, ``x`` a lazy tensor and ``i`` an int (``x.sum(1)``,
+    ``x.unsqueeze(0)``), ``shape`` a tuple of Expr: the same node and step-log entry,
+    built without the general operand loop when ``x`` is of the step and ``i`` small."""
+    log = ctx.log
+    if log is not None and type(x) is LazyTensor and type(i) is int and -NINTS <= i < NINTS:
+        n = x.node
+        p = n.pos
+        nodes = log.nodes
+        if p is not None and p < len(nodes) and nodes[p] is n:
+            node = Node(op, (n, i), NO_KWARGS, shape, dtype)
+            node.pos = len(nodes)
+            nodes.append(node)
+            log.entries.append((op, (REFS[p] if p < NREFS else ("%", p), INTS[i]), None, dtype))
+            return LazyTensor(node, ctx)
+    return record(ctx, op, (x, i), NO_KWARGS, shape, dtype)
+
+
 def _record_logged(ctx, log, op, args, shape, dtype):
     """:func:`record` of an op whose operands are lazy tensors of the step (or lists
     of them), ints and sizes, lifted and signed for the step log in one pass (what
