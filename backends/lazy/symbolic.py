@@ -291,8 +291,14 @@ def _sym(fn):
                 r = _ARITH[k] = fn(k[1], o)
             t = r.terms  # SymSize.wrap, inline
             return 0 if not t else t[0][1] if len(t) == 1 and not t[0][0] else SymSize(r, ctx)
-        if type(o) is SymSize:
-            return SymSize.wrap(fn(self.live(), o.live()), self.ctx)
+        if type(o) is SymSize:  # (``t - t // 2``): memoised as the int case
+            k = (fn, self.live(), o.live())
+            r = _ARITH.get(k)
+            if r is None:
+                if len(_ARITH) >= 4096:
+                    _ARITH.clear()
+                r = _ARITH[k] = fn(k[1], k[2])
+            return SymSize.wrap(r, self.ctx)
         if not is_size(o):
             if isinstance(o, float):
                 return fn(float(self), o)

@@ -304,3 +304,31 @@ def test_one_tensor_one_int_ops_log_what_the_general_record_logs():
     ctx.new_step()
     with pytest.raises(L.FinishedStep, match="belongs to a finished step"):
         x.sum(1)
+
+
+def test_a_size_operand_signs_as_one_shared_tuple():
+    """A one-variable size operand (``narrow``'s start and length) signs the step log as
+    ``("e", log.expr(size))``, one shared tuple per size, the same object in the next step's
+    entry (a cached step's key then compares by identity), and a size over another
+    canonical name is signed by that name."""
+    def entries(f, n):
+        f(torch.randn(2, n, 3))
+        (key,) = f.ctx.fast
+        return key[0]
+
+    f = L.jit(lambda x: torch.split(x, [x.shape[1] // 2, x.shape[1] - x.shape[1] // 2], dim=1)[1].sum(1),
+              dims=[{1: "t"}])
+    a, b = entries(f, 5), entries(f, 6)
+    narrow_a, narrow_b = [e for e in a if e[0] == "narrow"], [e for e in b if e[0] == "narrow"]
+    assert narrow_a == narrow_b and narrow_a[1][1][3] is narrow_b[1][1][3]
+    from backends.lazy.steplog import StepLog
+    from backends.sizes import var
+
+    log = StepLog()
+    e = var("p0_1") // 2
+    log.canon["p0_1"] = "p0_1"
+    first = log.esig(e)
+    assert first == ("e", log.expr(e)) and log.esig(e) is first
+    other = StepLog()
+    other.canon["p0_1"] = "p3_0"  # the same size, another canonical name: signed by it
+    assert other.esig(e) == ("e", other.expr(e)) != first
