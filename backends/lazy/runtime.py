@@ -135,7 +135,10 @@ class LazyContext:
     def new_step(self) -> None:
         """Forget the size variables and guards of the previous step."""
         self._named.clear()
-        self.vars.clear()
+        v = self.vars  # (SizeVars.clear, inline)
+        v.vars.clear()
+        v.hints.clear()
+        v.step += 1
         self.guards = []  # (a new list: the last step's is handed out)
         self._guard_keys.clear()
         self.log, self.last_key = StepLog(), None
@@ -316,10 +319,15 @@ class LazyContext:
         log, lk = self.log, None
         if log is not None:  # the step's first sync: its log names the graph
             self.log = None
-            try:
-                lk = log.key(roots, self.guards)
-            except Unlogged:
-                lk = None
+            r = roots[0]
+            p = r.pos
+            if len(roots) == 1 and not self.guards and p is not None and p < len(log.nodes) and log.nodes[p] is r:
+                lk = (tuple(log.entries), (p,), ())  # log.key, inline: one output, no guard (most steps)
+            else:
+                try:
+                    lk = log.key(roots, self.guards)
+                except Unlogged:
+                    lk = None
             self.last_key = lk
             hit = None
             if lk is not None:

@@ -332,3 +332,16 @@ def test_a_size_operand_signs_as_one_shared_tuple():
     other = StepLog()
     other.canon["p0_1"] = "p3_0"  # the same size, another canonical name: signed by it
     assert other.esig(e) == ("e", other.expr(e)) != first
+
+
+def test_the_inline_key_of_a_one_output_step_is_the_step_logs_key():
+    """A step with one output and no guard builds its key inline in ``sync``: the key
+    ``StepLog.key`` builds for the same step (and the one the cache holds)."""
+    f = L.jit(lambda x: (x * 2).sum(0), dims=[{0: "n"}])
+    x = torch.randn(5, 3)
+    f(x)
+    f(x)
+    inline = f.ctx.last_key
+    _, flat = f._record((x,))
+    assert not f.ctx.guards and inline == f.ctx.log.key([flat[0].node], f.ctx.guards)
+    assert inline in f.ctx.fast and f.ctx.stats["hit"] == 1
