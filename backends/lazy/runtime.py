@@ -48,7 +48,7 @@ def _canon_names(pos: int, ndim: int) -> tuple:
     return n
 
 
-_LEAF_PLANS: dict = {}  # (leaf position, rank, dims) -> per axis: None (constant) or (name, canonical name, axis)
+_LEAF_PLANS: dict = {}  # (leaf position, rank, True or id(dims)) -> (dims, per axis: None or (name, canonical name, axis))
 
 
 def _leaf_plan(pos: int, ndim: int, dims, pk) -> tuple:
@@ -69,7 +69,8 @@ def _leaf_plan(pos: int, ndim: int, dims, pk) -> tuple:
         plan.append((name or None, canon[axis], axis))
     if len(_LEAF_PLANS) >= 1024:
         _LEAF_PLANS.clear()
-    plan = _LEAF_PLANS[pk] = tuple(plan)
+    plan = tuple(plan)
+    _LEAF_PLANS[pk] = (True if dims is True else dict(dims), plan)
     return plan
 
 
@@ -227,12 +228,16 @@ class LazyContext:
         made once per (leaf position, rank, dims), and a variable's algebra name is
         its canonical one (``log.canon`` maps it to itself). The same leaf, shape,
         variables and log entry as the general loop below."""
-        pos, ndim = len(log.nodes), len(shape_)
-        pk = (pos, ndim, True if dims is True else tuple(dims.items()))
-        plan = _LEAF_PLANS.get(pk)
-        if plan is None:
+        nodes = log.nodes
+        pos, ndim = len(nodes), len(shape_)
+        pk = (pos, ndim, True if dims is True else id(dims))
+        hit = _LEAF_PLANS.get(pk)
+        if hit is not None and (dims is True or hit[0] == dims):  # (by id, then equal: a dict changed in place
+            plan = hit[1]                                           # or another at that id makes a new plan)
+        else:
             plan = _leaf_plan(pos, ndim, dims, pk)
-        node = Node("input", data=t, dtype=t.dtype)
+        dtype = t.dtype
+        node = Node("input", data=t, dtype=dtype)
         named, vars_, hints, lcanon = self._named, self.vars.vars, self.vars.hints, log.canon
         shape, sig = [], []
         for spec, size in zip(plan, shape_):
@@ -258,7 +263,9 @@ class LazyContext:
             shape.append(v.expr)
             sig.append(c)
         node.shape = tuple(shape)
-        log.input(node, tuple(sig))
+        node.pos = pos  # log.input, inline
+        nodes.append(node)
+        log.entries.append(("in", dtype, tuple(sig)))
         return LazyTensor(node, self)
 
     def constant(self, t: torch.Tensor) -> Node:

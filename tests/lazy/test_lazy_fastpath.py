@@ -345,3 +345,17 @@ def test_the_inline_key_of_a_one_output_step_is_the_step_logs_key():
     _, flat = f._record((x,))
     assert not f.ctx.guards and inline == f.ctx.log.key([flat[0].node], f.ctx.guards)
     assert inline in f.ctx.fast and f.ctx.stats["hit"] == 1
+
+
+def test_a_leaf_plan_follows_its_dims_changed_in_place():
+    """Leaf plans are found by the dims dict's id and checked by equality: a dims dict
+    changed in place between steps makes a new plan (axis 1 becomes symbolic)."""
+    dims = {0: "n"}
+    f = L.jit(lambda x: x.sum(0), dims=[dims])
+    f(torch.randn(3, 4))
+    f(torch.randn(3, 5))
+    assert f.ctx.compiles() == 2  # axis 1 constant: one compile per width
+    dims[1] = "k"
+    for k in (6, 7):
+        torch.testing.assert_close(f(x := torch.randn(3, k)), x.sum(0))
+    assert f.ctx.compiles() == 3 and [str(e) for e in f.ctx._named["k"].expr.vars] == ["p0_1"]
