@@ -4,8 +4,11 @@
                                             [--clock cpu] [--baseline DIR]
 
 For each catalogue case with a torch form (default: all of them; first quick
-shape, unbounded mode), seconds per cached call, every path in one run, the
-local paths' samples interleaved (one sample of each path in turn):
+shape, unbounded mode), seconds per cached call. Every path runs in a worker
+process of its own (eager, the reference, too: the same conditions for all),
+the paths' samples interleaved (one sample of each path in turn, one process
+sampling at a time), each on the same clock (``--clock cpu``: the worker's
+process CPU time; see :func:`run`):
 
 ``eager``           the torch form on CPU tensors;
 ``lazy``            a cached step of ours (record + step-log lookup + run);
@@ -21,10 +24,10 @@ Both peers are C++ lazy tensors run through their harness backends
 eager; ``verdict``: ``ok`` when lazy is no slower than every peer measured,
 ``SLOWER`` otherwise. A path that cannot run a case shows ``-`` (the reasons
 are listed under the table). ``--baseline DIR`` adds ``lazy_before``: the
-``lazy`` path of another checkout (``DIR``, e.g. main's), measured by that
-tree's own script in a subprocess per case, just before this tree's samples
-of the case. The same steps (:func:`make_step`) are the asv benchmarks in
-``harness/benchmarks/bench_lazy.py``.
+``lazy`` path of another checkout (``DIR``, e.g. main's), this script's worker
+on that tree's modules, its samples interleaved with the others. The same
+steps (:func:`make_step`) are the asv benchmarks in
+``harness/benchmarks/bench_lazy.py`` and ``bench_lazy_catalogue.py``.
 """
 
 from __future__ import annotations
@@ -145,76 +148,80 @@ def _reason(e: BaseException) -> str:
     return f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"[:160]
 
 
-def measure_case(name: str, paths, repeats: int, clock: str, failures: dict) -> dict:
-    """``{path: seconds or None}`` for one case; a path that fails to build or run
-    its step is None, its reason in ``failures[(name, path)]``."""
-    steps = {}
-    for p in paths:
-        try:
-            steps[p] = make_step(name, p)
-        except Exception as e:  # noqa: BLE001  (any refusal of a path is reported, not fatal)
-            failures[name, p] = _reason(e)
-    times = interleaved(steps, repeats, clock) if steps else {}
-    return {p: times.get(p) for p in paths}
+def serve(paths, clock: str) -> None:
+    """``--serve``: a worker's loop, one JSON request a line on stdin, one JSON reply a line.
+    ``{"prepare": case}`` builds (compiles, warms, calibrates) the case's steps of ``paths``
+    and replies ``{"failures": {path: why}}``; ``{"sample": true}`` takes one sample of each
+    and replies ``{"times": {path: seconds per call}}``."""
+    now = CLOCKS[clock]
+    steps: dict = {}
+    numbers: dict = {}
+    for line in sys.stdin:
+        req = json.loads(line)
+        failures: dict = {}
+        if "prepare" in req:
+            steps.clear()
+            for p in paths:
+                try:
+                    steps[p] = make_step(req["prepare"], p)
+                except Exception as e:  # noqa: BLE001  (any refusal of a path is reported, not fatal)
+                    failures[p] = _reason(e)
+            numbers = {p: _number(*sa) for p, sa in steps.items()}
+            reply: dict = {"failures": failures}
+        else:
+            reply = {"times": {p: _sample(*sa, numbers[p], now) for p, sa in steps.items()}}
+        print(json.dumps(reply), flush=True)
 
 
 class Worker:
-    """A process of this script (``--serve``) that measures the paths it is given, one case per
-    request: each C++ lazy tensor runs in a process of its own (torch._lazy's runtime threads
-    would otherwise be counted against, and slow, the other paths), and the cases are still
-    interleaved across processes. ``env``: ``"main"`` (this interpreter) or ``"xla"``."""
+    """A process that measures ``paths`` (``--serve``; :func:`run` gives every path one of its
+    own). ``env``: ``"main"`` (this interpreter) or ``"xla"``. ``tree``: another checkout
+    whose modules the paths run on (this script's :func:`serve`, that tree's ``backends`` and
+    ``cases``); ``label`` renames the paths in the replies (``{"lazy": "lazy_before"}``)."""
 
-    def __init__(self, paths, repeats: int, clock: str, env: str = "main"):
+    def __init__(self, paths, clock: str, env: str = "main", tree=None, label=None):
         from backends import envs
 
         python, extra = sys.executable, {}
         if env != "main":
             python, extra = envs.python_for(env), envs.env_vars(env)
-        cmd = [python, "-m", "backends.lazy.bench", "--serve", "--paths", ",".join(paths),
-               "--repeats", str(repeats), "--clock", clock]
+        args = ["--serve", "--paths", ",".join(paths), "--clock", clock]
+        if tree is None:
+            cmd, cwd = [python, "-m", "backends.lazy.bench", *args], str(envs.ROOT)
+        else:  # this file's serve loop on the other tree's modules (cwd first on sys.path)
+            code = (f"import runpy, sys; sys.argv = ['bench', *{args!r}]; "
+                    f"runpy.run_path({os.path.abspath(__file__)!r}, run_name='__main__')")
+            cmd, cwd = [python, "-c", code], tree
         self.paths = list(paths)
+        self.label = dict(label or {})
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                     cwd=str(envs.ROOT), env={**os.environ, **extra})
+                                     cwd=cwd, env={**os.environ, **extra})
 
-    def measure(self, name: str, failures: dict) -> dict:
-        """``{path: seconds or None}``; a dead worker gives None with its reason."""
+    def _ask(self, req: dict):
         try:
-            self.proc.stdin.write(name + "\n")
+            self.proc.stdin.write(json.dumps(req) + "\n")
             self.proc.stdin.flush()
-            reply = json.loads(self.proc.stdout.readline())
+            return json.loads(self.proc.stdout.readline())
         except (OSError, ValueError):
-            for p in self.paths:
-                failures[name, p] = f"the {p} worker process died"
-            return dict.fromkeys(self.paths)
+            return None
+
+    def prepare(self, name: str, failures: dict) -> bool:
+        """Build the case's steps; False (reasons in ``failures``) when none of them runs."""
+        reply = self._ask({"prepare": name})
+        if reply is None:
+            reply = {"failures": dict.fromkeys(self.paths, "the worker process died")}
         for p, why in reply["failures"].items():
-            failures[name, p] = why
-        return reply["times"]
+            failures[name, self.label.get(p, p)] = why
+        return len(reply["failures"]) < len(self.paths)
+
+    def sample(self) -> dict:
+        """``{path: seconds per call}``: one sample of each step built; {} if the worker died."""
+        reply = self._ask({"sample": True}) or {"times": {}}
+        return {self.label.get(p, p): t for p, t in reply["times"].items()}
 
     def close(self) -> None:
         self.proc.stdin.close()
         self.proc.wait(timeout=60)
-
-
-def serve(paths, repeats: int, clock: str) -> None:
-    """``--serve``: one case name a line on stdin, one JSON line ``{times, failures}`` back."""
-    for line in sys.stdin:
-        failures: dict = {}
-        times = measure_case(line.strip(), paths, repeats, clock, failures)
-        print(json.dumps({"times": times, "failures": {p: why for (_, p), why in failures.items()}}), flush=True)
-
-
-def _baseline_time(tree: str, name: str, repeats: int, clock: str):
-    """The ``lazy`` path's seconds per call on ``name`` measured by the bench script of
-    the checkout ``tree`` (its own modules: run with ``tree`` as the working directory)."""
-    cmd = [sys.executable, "-m", "backends.lazy.bench", "--json", "--paths", "lazy", "--cases", name,
-           "--repeats", str(repeats), "--clock", clock]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=tree)
-    if proc.returncode != 0:
-        return None
-    try:
-        return json.loads(proc.stdout.strip().splitlines()[-1])[name].get("lazy")
-    except (ValueError, KeyError, IndexError, AttributeError):
-        return None
 
 
 def verdict(t: dict) -> str:
@@ -233,11 +240,11 @@ def main(argv=None) -> None:
     ap.add_argument("--clock", choices=sorted(CLOCKS), default="wall", help="wall (default) or process CPU time")
     ap.add_argument("--baseline", metavar="DIR", help="another checkout whose lazy path is shown as lazy_before")
     ap.add_argument("--json", action="store_true", help="print {case: {path: seconds}} as one JSON line")
-    ap.add_argument("--serve", action="store_true", help="measure the cases named on stdin (see Worker)")
+    ap.add_argument("--serve", action="store_true", help="a worker: measure as asked on stdin (see serve)")
     opts = ap.parse_args(argv)
     paths = opts.paths.split(",")
     if opts.serve:
-        return serve(paths, opts.repeats, opts.clock)
+        return serve(paths, opts.clock)
     names = catalogue_cases() if opts.cases == "all" else opts.cases.split(",")
     times, failures = run(names, paths, opts.repeats, opts.clock, opts.baseline)
     if opts.json:
@@ -249,28 +256,40 @@ def main(argv=None) -> None:
 
 
 def run(names, paths, repeats: int, clock: str, baseline=None) -> tuple:
-    """``({case: {path: seconds or None}}, {(case, path): why})``: each peer in a worker of its own
-    (:class:`Worker`; torch_xla_lazy in the xla environment, when there is one), the rest here."""
+    """``({case: {path: seconds or None}}, {(case, path): why})``. Every path (eager too)
+    runs in a worker process of its own (:class:`Worker`; torch_xla_lazy in the xla
+    environment), so each system is measured under the same conditions: a fresh
+    interpreter holding only its own modules, threads and allocations (torch._lazy's
+    runtime threads, or the lazy path's caches, never slow another path). The workers'
+    samples are interleaved -- one sample of each path in turn, one process sampling at
+    a time -- and each takes the same clock, the worker's own (``cpu``: process CPU time).
+    ``baseline``: another checkout, its ``lazy`` in one more worker, as ``lazy_before``."""
     from backends import envs
 
     here = importlib.util.find_spec("torch_xla") is not None  # this is the xla env
-    workers = []
-    if "torch_lazy_ts" in paths:
-        workers.append(Worker(["torch_lazy_ts"], repeats, clock))
-    if XLA_PATH in paths and not here:
-        if envs.modules_available("xla", ("torch", "torch_xla"))[0]:
-            workers.append(Worker([XLA_PATH], repeats, clock, env="xla"))
-    remote = {p for w in workers for p in w.paths}
-    local = [p for p in paths if p not in remote and (p != XLA_PATH or here)]
     failures: dict = {}
+    workers = []
+    for p in paths:
+        if p == XLA_PATH and not here:
+            ok, why = envs.modules_available("xla", ("torch", "torch_xla"))
+            if not ok:
+                continue  # no xla environment: the column shows -
+            workers.append(Worker([p], clock, env="xla"))
+        else:
+            workers.append(Worker([p], clock))
+    if baseline:
+        workers.insert(0, Worker(["lazy"], clock, tree=baseline, label={"lazy": "lazy_before"}))
     times = {}
     try:
         for n in names:
-            t = {"lazy_before": _baseline_time(baseline, n, repeats, clock)} if baseline else {}
-            for w in workers:
-                t.update(w.measure(n, failures))
-            t.update(measure_case(n, local, repeats, clock, failures))
-            times[n] = t
+            live = [w for w in workers if w.prepare(n, failures)]
+            samples: dict = {}
+            for _ in range(repeats):
+                for w in live:
+                    for p, t in w.sample().items():
+                        samples.setdefault(p, []).append(t)
+            times[n] = {p: statistics.median(samples[p]) if p in samples else None
+                        for p in (["lazy_before"] if baseline else []) + list(paths)}
     finally:
         for w in workers:
             w.close()

@@ -2,9 +2,10 @@
 
 ``torch.zeros``/``ones``/``empty``/``full``/``arange``/``eye`` called with
 symbolic sizes go to the lazy path (torch's argument parser would otherwise
-force the sizes to ints), and torch's Python wrappers on lazy tensors
-(``torch.split``, ``F.layer_norm``, ``F.pad``) reach ``__torch_function__``
-without torch's Python ``handle_torch_function`` search.
+force the sizes to ints), ``torch.stack``/``cat``/``split`` on lazy tensors go
+to their lazy implementations directly, and torch's Python wrappers on lazy
+tensors (``F.layer_norm``, ``F.pad``) reach ``__torch_function__`` without
+torch's Python ``handle_torch_function`` search.
 """
 
 from __future__ import annotations
@@ -70,6 +71,43 @@ def _handler(orig):
     return fn
 
 
+# ---------------------------------------------------------------------------
+# torch functions a step calls on lazy tensors, reached without torch's dispatch
+# ---------------------------------------------------------------------------
+_DIRECT = ("stack", "cat", "split")  # a list of tensors (torch scans it for overloads) or a Python wrapper
+_DIRECT_KWARGS = {"split": {"split_size_or_sections": "split_size"}}
+
+
+def _direct(name, orig):
+    """``torch.<name>`` while tracing: its lazy implementation at once when the
+    first operand is a lazy tensor, or a non-empty list or tuple of them only, and
+    no torch function mode is on -- what torch's dispatch to
+    :meth:`LazyTensor.__torch_function__` would call, without it (~1-2 us a
+    call); ``orig`` for anything else."""
+    impl = OPS[name]
+    renamed = _DIRECT_KWARGS.get(name)
+
+    def fn(*args, **kwargs):
+        if args and not _mode_enabled():
+            a = args[0]
+            t = type(a)
+            lazy = t is LazyTensor
+            if not lazy and (t is list or t is tuple) and a:
+                for x in a:
+                    if type(x) is not LazyTensor:
+                        break
+                else:
+                    lazy = True
+            if lazy:
+                if renamed is not None and kwargs:  # torch's keyword names where the implementation's differ
+                    kwargs = {renamed.get(k, k): v for k, v in kwargs.items()}
+                return impl(*args, **kwargs)
+        return orig(*args, **kwargs)
+
+    fn.__name__, fn.__wrapped__, fn.lazy_tracing = name, orig, True
+    return fn
+
+
 _mode_enabled = torch._C._is_torch_function_mode_enabled
 _torch_function = LazyTensor.__torch_function__
 _LAZY_TYPES = (LazyTensor,)
@@ -81,6 +119,7 @@ def _targets() -> list:
     """``(namespace dict, name, make)``: the functions :class:`tracing` replaces, ``make(found)``
     building the replacement of the function found there."""
     out = [(torch.__dict__, n, lambda f, n=n: _patched(n, f)) for n in _CREATION]
+    out += [(torch.__dict__, n, lambda f, n=n: _direct(n, f)) for n in _DIRECT]
     out += [(ns, "handle_torch_function", _handler) for ns in (torch.nn.functional.__dict__, torch.functional.__dict__)]
     return out
 

@@ -16,6 +16,7 @@ import time
 
 import torch
 
+from backends import sizes
 from backends.sizes import Expr
 from cases.model import MODES
 
@@ -24,7 +25,7 @@ from .hooks import tracing
 from .ir import NO_KWARGS, IRError, Node
 from .misses import explain_miss
 from .steplog import StepLog, Unlogged
-from .symbolic import _CONSTS, SizeVars, compare, const, hint, rename
+from .symbolic import _CONSTS, _NAMES, SizeVars, Var, compare, const, hint, rename, shapes_fn
 from .tensor import LazyTensor
 
 
@@ -45,6 +46,32 @@ def _canon_names(pos: int, ndim: int) -> tuple:
     if n is None or len(n) < ndim:
         n = _CANON_NAMES[pos] = tuple([f"p{pos}_{axis}" for axis in range(max(ndim, 4))])
     return n
+
+
+_LEAF_PLANS: dict = {}  # (leaf position, rank, True or id(dims)) -> (dims, per axis: None or (name, canonical name, axis))
+
+
+def _leaf_plan(pos: int, ndim: int, dims, pk) -> tuple:
+    """The plan of :meth:`LazyContext._logged_input` (user names checked here, once)."""
+    canon = _canon_names(pos, ndim)
+    plan = []
+    for axis in range(ndim):
+        if dims is not True and axis not in dims:
+            plan.append(None)
+            continue
+        name = None if dims is True else dims[axis]
+        if name is not None and name not in _NAMES:
+            try:
+                sizes.var(name)
+            except sizes.SizeError:
+                raise ValueError(f"dim name {name!r} is not an identifier (dim names are size variables)") from None
+            _NAMES.add(name)
+        plan.append((name or None, canon[axis], axis))
+    if len(_LEAF_PLANS) >= 1024:
+        _LEAF_PLANS.clear()
+    plan = tuple(plan)
+    _LEAF_PLANS[pk] = (True if dims is True else dict(dims), plan)
+    return plan
 
 
 class BoundError(ValueError):
@@ -109,7 +136,10 @@ class LazyContext:
     def new_step(self) -> None:
         """Forget the size variables and guards of the previous step."""
         self._named.clear()
-        self.vars.clear()
+        v = self.vars  # (SizeVars.clear, inline)
+        v.vars.clear()
+        v.hints.clear()
+        v.step += 1
         self.guards = []  # (a new list: the last step's is handed out)
         self._guard_keys.clear()
         self.log, self.last_key = StepLog(), None
@@ -144,6 +174,9 @@ class LazyContext:
                 self.log.input(node, hit[1])
             return LazyTensor(node, self)
         shape_ = t.shape
+        log = self.log
+        if log is not None and self.mode == "unbounded" and (dims is True or type(dims) is dict):
+            return self._logged_input(t, shape_, dims, log)
         if dims is True:
             dims = _ALL_AXES.get(len(shape_))
             if dims is None:
@@ -154,7 +187,6 @@ class LazyContext:
         if bounded and bounds is None:
             bounds = NO_KWARGS
         node = Node("input", data=t, dtype=t.dtype)
-        log = self.log
         canon = _canon_names(len(log.nodes), len(shape_)) if log is not None else None
         named, table = self._named, self.vars
         shape, sig = [], []  # sig: the dims as the step log keys them
@@ -188,6 +220,52 @@ class LazyContext:
         node.shape = tuple(shape)
         if log is not None:
             log.input(node, tuple(sig))
+        return LazyTensor(node, self)
+
+    def _logged_input(self, t, shape_, dims, log) -> LazyTensor:
+        """:meth:`input` of a jit step's leaf, unbounded mode (most steps): the
+        per-axis plan -- constant, or (user name, canonical variable name) -- is
+        made once per (leaf position, rank, dims), and a variable's algebra name is
+        its canonical one (``log.canon`` maps it to itself). The same leaf, shape,
+        variables and log entry as the general loop below."""
+        nodes = log.nodes
+        pos, ndim = len(nodes), len(shape_)
+        pk = (pos, ndim, True if dims is True else id(dims))
+        hit = _LEAF_PLANS.get(pk)
+        if hit is not None and (dims is True or hit[0] == dims):  # (by id, then equal: a dict changed in place
+            plan = hit[1]                                           # or another at that id makes a new plan)
+        else:
+            plan = _leaf_plan(pos, ndim, dims, pk)
+        dtype = t.dtype
+        node = Node("input", data=t, dtype=dtype)
+        named, vars_, hints, lcanon = self._named, self.vars.vars, self.vars.hints, log.canon
+        shape, sig = [], []
+        for spec, size in zip(plan, shape_):
+            if spec is None:  # a constant axis
+                e = _CONSTS.get(size)
+                shape.append(e if e is not None else const(size))
+                sig.append(size)
+                continue
+            name, c, axis = spec
+            v = named.get(name) if name is not None else None
+            if v is None:
+                v = vars_[c] = Var(c, name or c, size, (node, axis))
+                hints[c] = size
+                lcanon[c] = c
+                if name is not None:
+                    named[name] = v
+            elif v.hint != size:
+                raise ValueError(f"dim {name} is {v.hint} in one input and {size} in another")
+            else:
+                c = lcanon.get(v.sym)
+                if c is None:
+                    c = lcanon[v.sym] = spec[1]
+            shape.append(v.expr)
+            sig.append(c)
+        node.shape = tuple(shape)
+        node.pos = pos  # log.input, inline
+        nodes.append(node)
+        log.entries.append(("in", dtype, tuple(sig)))
         return LazyTensor(node, self)
 
     def constant(self, t: torch.Tensor) -> Node:
@@ -248,10 +326,15 @@ class LazyContext:
         log, lk = self.log, None
         if log is not None:  # the step's first sync: its log names the graph
             self.log = None
-            try:
-                lk = log.key(roots, self.guards)
-            except Unlogged:
-                lk = None
+            r = roots[0]
+            p = r.pos
+            if len(roots) == 1 and not self.guards and p is not None and p < len(log.nodes) and log.nodes[p] is r:
+                lk = (tuple(log.entries), (p,), ())  # log.key, inline: one output, no guard (most steps)
+            else:
+                try:
+                    lk = log.key(roots, self.guards)
+                except Unlogged:
+                    lk = None
             self.last_key = lk
             hit = None
             if lk is not None:
@@ -263,13 +346,13 @@ class LazyContext:
                     if hit is not None:
                         self._last_hit = (lk, hit)
             if hit is not None:
-                entry, positions = hit
+                entry, positions, shapes = hit
                 stats = self.stats
                 stats["trace"] += 1
                 stats["hit"] += 1
                 self.last = entry
                 nodes = log.nodes
-                self._run(entry, [nodes[p].data for p in positions], roots)
+                self._run(entry, [nodes[p].data for p in positions], roots, shapes)
                 return
         g = self.trace(tensors, roots)
         self.stats["trace"] += 1
@@ -290,17 +373,29 @@ class LazyContext:
         self.last = entry
         if lk is not None:
             try:
-                self.fast[lk] = (entry, tuple([log.pos(n) for n in g.inputs]))
+                # the step's variables are named canonically (p<leaf>_<axis>), so every step with this
+                # key predicts its outputs' shapes by the same size expressions: compiled once
+                self.fast[lk] = (entry, tuple([log.pos(n) for n in g.inputs]),
+                                 shapes_fn([n.shape for n in g.outputs]))
             except Unlogged:
                 pass
         self._run(entry, [n.data for n in g.inputs], g.outputs)
 
-    def _run(self, entry, inputs, outputs) -> None:
-        """Run a compiled graph; each output node becomes a leaf holding its value."""
+    def _run(self, entry, inputs, outputs, shapes=None) -> None:
+        """Run a compiled graph; each output node becomes a leaf holding its value.
+        ``shapes``: a cached step's :func:`shapes_fn` of its outputs (the check's
+        predicted shapes in one call; else each dim's :func:`hint`)."""
         outs = entry.run(*inputs)
         hints, check = self.vars.hints, self.check
-        for node, out in zip(outputs, outs):
-            if check and (out.dtype != node.dtype or out.shape != tuple([hint(e, hints) for e in node.shape])):
+        predicted = None
+        if check and shapes is not None:
+            try:
+                predicted = shapes(hints)
+            except (KeyError, ZeroDivisionError):  # the per-dim check below names the size at fault
+                predicted = None
+        for i, (node, out) in enumerate(zip(outputs, outs)):
+            if check and (out.dtype != node.dtype or out.shape != (
+                    predicted[i] if predicted is not None else tuple([hint(e, hints) for e in node.shape]))):
                 raise IRError(f"shape rule for {node.op} predicted {node.dtype}{list(node.hints(hints))}, "
                               f"ran to {out.dtype}{list(out.shape)}\n{entry.ir}")
             node.op, node.args, node.kwargs, node.data = "input", (), NO_KWARGS, out

@@ -22,7 +22,7 @@ from .ir import Node, _atom_structure
 
 
 _PLAIN = frozenset({int, bool, str, type(None)})
-_EXPR_SIGS: dict = {}  # a one-variable Expr -> (its variable's canonical name, the name, its signature)
+_EXPR_SIGS: dict = {}  # a one-variable Expr -> (its variable's canonical name, the name, its signature, ("e", it))
 _DTYPE = torch.dtype
 
 
@@ -118,8 +118,18 @@ class StepLog:
             (n,) = names
             if len(_EXPR_SIGS) >= 4096:
                 _EXPR_SIGS.clear()
-            _EXPR_SIGS[e] = (canon[n], n, out)
+            _EXPR_SIGS[e] = (canon[n], n, out, ("e", out))
         return out
+
+    def esig(self, e: Expr) -> tuple:
+        """``("e", self.expr(e))`` for a non-constant size: one shared tuple per
+        one-variable size (a cached step's entries then compare by identity)."""
+        memo = _EXPR_SIGS.get(e)
+        if memo is not None and memo[0] is self.canon.get(memo[1]):
+            return memo[3]
+        out = self.expr(e)
+        memo = _EXPR_SIGS.get(e)
+        return memo[3] if memo is not None and memo[2] is out else ("e", out)
 
     def sig(self, a):
         """An operand as a hashable value that names nodes by position (as ``passes._sig`` does by index)."""

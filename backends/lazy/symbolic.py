@@ -170,6 +170,15 @@ def _compile(e: Expr):
     return f
 
 
+def shapes_fn(shapes):
+    """``lambda env: (shape, ...)``: each of ``shapes`` (tuples of Expr) under the sizes ``env``,
+    one compiled call (what :func:`hint` of every dim computes)."""
+    names = set().union(*[e.vars for shape in shapes for e in shape])
+    env = {n: f"env[{n!r}]" for n in names}
+    src = ", ".join("(" + "".join(f"{sizes.source(e, env)}, " for e in shape) + ")" for shape in shapes)
+    return eval(f"lambda env: ({src},)", {"max": max, "min": min})  # noqa: S307  (text of our own size algebra)
+
+
 def rename(e: Expr, pairs) -> str:
     """``e`` as text, each variable in ``pairs`` (``(name, new name)``) renamed."""
     if not pairs:
@@ -271,15 +280,25 @@ _ARITH: dict = {}  # (operator, Expr, int) -> the result: a step's size arithmet
 def _sym(fn):
     def method(self, o):
         if type(o) is int:  # the common case (``x.shape[0] * 2``)
-            k = (fn, self.live(), o)
+            ctx = self.ctx
+            if self.step != ctx.vars.step:
+                self.live()  # (raises FinishedStep)
+            k = (fn, self.expr, o)
             r = _ARITH.get(k)
             if r is None:
                 if len(_ARITH) >= 4096:
                     _ARITH.clear()
                 r = _ARITH[k] = fn(k[1], o)
+            t = r.terms  # SymSize.wrap, inline
+            return 0 if not t else t[0][1] if len(t) == 1 and not t[0][0] else SymSize(r, ctx)
+        if type(o) is SymSize:  # (``t - t // 2``): memoised as the int case
+            k = (fn, self.live(), o.live())
+            r = _ARITH.get(k)
+            if r is None:
+                if len(_ARITH) >= 4096:
+                    _ARITH.clear()
+                r = _ARITH[k] = fn(k[1], k[2])
             return SymSize.wrap(r, self.ctx)
-        if type(o) is SymSize:
-            return SymSize.wrap(fn(self.live(), o.live()), self.ctx)
         if not is_size(o):
             if isinstance(o, float):
                 return fn(float(self), o)

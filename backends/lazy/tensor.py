@@ -66,8 +66,11 @@ class LazyTensor:
 
     @property
     def shape(self) -> tuple:
-        wrap, ctx = SymSize.wrap, self.ctx
-        return tuple([wrap(e, ctx) for e in self._sizes()])
+        ctx, out = self.ctx, []
+        for e in self._sizes():  # SymSize.wrap, inline: a constant dim is an int
+            t = e.terms
+            out.append(0 if not t else t[0][1] if len(t) == 1 and not t[0][0] else SymSize(e, ctx))
+        return tuple(out)
 
     def size(self, dim=None):
         s = self.shape

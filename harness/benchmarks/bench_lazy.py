@@ -7,8 +7,10 @@ The steps, their cases and paths are the lazy path's own benchmark
 ``torch_lazy_ts`` (torch._lazy's TorchScript backend, symbolic-shape mode).
 torch_xla_lazy lives in another environment: the script measures it, asv does not.
 
-The benchmark function times one step; ``make_step`` (inputs, the compile and
-a warm-up call) runs in ``setup``, once per process: asv re-runs ``setup``
+asv runs each (case, path) in a process of its own: every path under the same
+conditions, as the script's workers. The benchmark function times one step;
+``make_step`` (inputs, the compile and a warm-up call) runs in ``setup``, once
+per process: asv re-runs ``setup``
 before every sample, and the step it built is reused (a cached step is the
 thing measured, so the samples share it).
 """

@@ -4,14 +4,15 @@
 those of ``torch_lazy_ts`` (unbounded mode, the first quick shape), one number
 per catalogue case with a torch form; at most 1 when the lazy path is no
 slower than the C++ lazy tensor. Measured in ``setup`` by the lazy path's own
-benchmark (``backends/lazy/bench.py``: compile, warm-up, then both steps'
-samples interleaved, process CPU time), three samples each: one track per case,
-no asv repeats, so the whole catalogue costs about a second a case.
+benchmark (``backends/lazy/bench.py``'s ``run``: each path in a worker process
+of its own, compile, warm-up, then both steps' samples interleaved, process CPU
+time), three samples each: one track per case, no asv repeats; the two workers'
+start-up makes it a few seconds a case.
 torch_xla_lazy lives in another environment: ``python -m backends.lazy.bench``
 measures it beside these, with eager and the verdict per case.
 """
 
-from backends.lazy.bench import catalogue_cases, interleaved, make_step
+from backends.lazy.bench import catalogue_cases, run
 
 PEER = "torch_lazy_ts"
 _RATIOS: dict = {}  # case -> ratio, measured once per process
@@ -25,11 +26,11 @@ class LazyOverPeer:
 
     def setup(self, case):
         if case not in _RATIOS:
-            try:
-                steps = {p: make_step(case, p) for p in ("lazy", PEER)}
-            except Exception as e:  # noqa: BLE001  (a path that cannot run the case: asv shows n/a)
-                raise NotImplementedError(f"{case}: {type(e).__name__}: {e}") from e
-            t = interleaved(steps, 3, "cpu")
+            times, failures = run([case], ["lazy", PEER], 3, "cpu")
+            t = times[case]
+            if None in (t["lazy"], t[PEER]):  # a path that cannot run the case: asv shows n/a
+                why = "; ".join(f"{p}: {w}" for (_, p), w in failures.items()) or "no samples"
+                raise NotImplementedError(f"{case}: {why}")
             _RATIOS[case] = t["lazy"] / t[PEER]
         self.ratio = _RATIOS[case]
 

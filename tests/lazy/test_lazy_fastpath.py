@@ -181,3 +181,181 @@ def test_trailing_full_slices_are_dropped_from_a_recorded_index():
     text = f.dump(x, i)
     assert text.count("getitem(%0, %1)") == 2 and "::]" not in text  # x[i] and x[i, :] alike
     assert "getitem(%0, [::, %1])" in text and "getitem(%8, %1)" in text  # (x[1:][i, ...]: the ellipsis too)
+
+
+def test_a_jit_leaf_is_the_same_leaf_as_the_general_loop_makes():
+    """A jit step's leaf in unbounded mode takes a per-(position, rank, dims) plan
+    (``LazyContext._logged_input``): the same shape, variables and step-log entry
+    as the general loop (dims given as a list: no plan), and the same refusals."""
+    def leaves(dims_a, dims_b):
+        ctx = L.LazyContext("unbounded")
+        ctx.new_step()
+        a = ctx.input(torch.randn(5, 3, 2), dims_a)
+        b = ctx.input(torch.randn(5, 4), dims_b)
+        return ctx, a, b
+
+    planned = leaves({0: "n", 2: "k"}, {0: "n", 1: "m"})
+    general = L.LazyContext("unbounded")  # the general loop: dims as lists (unnamed variables)
+    general.new_step()
+    ga = general.input(torch.randn(5, 3, 2), [0, 2])
+    gb = general.input(torch.randn(5, 4), [0, 1])
+    ctx, a, b = planned
+    assert [str(e) for e in a.node.shape] == ["p0_0", "3", "p0_2"]
+    assert [str(e) for e in b.node.shape] == ["p0_0", "p1_1"]  # "n" shared: the first leaf's variable
+    assert ctx.log.entries[0] == general.log.entries[0]
+    assert ctx.log.entries[1] == ("in", torch.float32, ("p0_0", "p1_1"))
+    assert [str(e) for e in gb.node.shape] == ["p1_0", "p1_1"]  # unnamed: a variable of its own
+    assert ctx.vars["p0_0"].name == "n" and ctx.vars["p1_1"].name == "m" and ctx.vars.hints == {
+        "p0_0": 5, "p0_2": 2, "p1_1": 4}
+    assert ga.node.shape == a.node.shape
+    ctx.new_step()
+    ctx.input(torch.randn(5, 3, 2), {0: "n", 2: "k"})
+    with pytest.raises(ValueError, match="dim n is 5 in one input and 6 in another"):
+        ctx.input(torch.randn(6, 4), {0: "n", 1: "m"})
+    ctx.new_step()
+    with pytest.raises(ValueError, match="dim name 'a b' is not an identifier"):
+        ctx.input(torch.randn(2), {0: "a b"})
+
+
+def test_a_cached_step_still_checks_its_outputs_shapes():
+    """A cached step predicts its outputs' shapes by one compiled function per key
+    (``shapes_fn``): a kernel that runs to another shape than the shape rule's
+    (here, a stand-in) is still refused on a hit, naming the op."""
+    import backends.lazy.passes as P
+
+    f = L.jit(lambda x: x.unsqueeze(0), dims=[{0: "n"}])
+    f(torch.randn(3, 2))
+    f(torch.randn(4, 2))
+    assert f.ctx.stats["hit"] == 1
+    entry = f.ctx.last
+    good = entry.run
+    f.ctx.cache = {k: P.Compiled(e.kernel, e.ir, e.code, run=lambda t: (good(t)[0][..., :1],))
+                   for k, e in f.ctx.cache.items()}
+    f.ctx.fast = {k: (f.ctx.cache[next(iter(f.ctx.cache))],) + v[1:] for k, v in f.ctx.fast.items()}
+    f.ctx._last_hit = None
+    with pytest.raises(L.IRError, match=r"shape rule for unsqueeze predicted torch.float32\[1, 5, 2\], ran to "
+                                        r"torch.float32\[1, 5, 1\]"):
+        f(torch.randn(5, 2))
+    assert f.ctx.stats["hit"] == 2  # refused on the cached path
+
+
+def test_stack_cat_and_split_reach_the_lazy_path_without_torch_dispatch(monkeypatch):
+    """While tracing, ``torch.stack``/``cat``/``split`` on lazy tensors call their lazy
+    implementations directly (no ``__torch_function__``); on plain tensors, or under a
+    torch function mode, they are torch's; and torch's own functions are back after a step."""
+    originals = (torch.stack, torch.cat, torch.split)
+    seen = []
+    tf = L.LazyTensor.__torch_function__.__func__
+
+    def counting(cls, func, types, args=(), kwargs=None):
+        seen.append(getattr(func, "__name__", func))
+        return tf(cls, func, types, args, kwargs)
+
+    monkeypatch.setattr(L.LazyTensor, "__torch_function__", classmethod(counting))
+
+    def prog(x):
+        t = x.shape[1]
+        a, b = torch.split(x, split_size_or_sections=[t // 2, t - t // 2], dim=1)
+        c = torch.cat((a, b), 1)
+        plain = torch.stack([torch.ones(2), torch.zeros(2)])  # plain tensors: torch's stack
+        return torch.stack([a.sum(1), b.sum(1), c.sum(1) * plain.sum()])
+
+    f = L.jit(prog, dims=[{1: "t"}])
+    for n in (4, 7, 5):
+        x = torch.randn(2, n, 3)
+        a, b = x[:, : n // 2], x[:, n // 2:]
+        torch.testing.assert_close(f(x), torch.stack([a.sum(1), b.sum(1), x.sum(1) * 2]))
+        assert (torch.stack, torch.cat, torch.split) == originals
+    assert seen == [] and f.ctx.compiles() == 1 and f.ctx.stats["hit"] == 2
+
+    class Mode(torch.overrides.TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            seen.append(func.__name__)
+            return func(*args, **(kwargs or {}))
+
+    with Mode():
+        torch.testing.assert_close(f(x), torch.stack([a.sum(1), b.sum(1), x.sum(1) * 2]))
+    assert {"split", "cat", "stack"} <= set(seen)  # a mode sees them, as it does without tracing
+
+
+def test_one_tensor_one_int_ops_log_what_the_general_record_logs():
+    """``x.sum(1)``/``x.unsqueeze(-1)`` record through ``record_xi``: the same nodes and
+    step-log entries as the general :func:`record`; a tensor of a finished step is still refused."""
+    from backends.lazy.ir import NO_KWARGS
+    from backends.lazy.ops.registry import record
+    from backends.lazy.symbolic import const
+
+    def step(fast):
+        ctx = L.LazyContext("unbounded")
+        ctx.new_step()
+        x = ctx.input(torch.randn(3, 4), {0: "n"})
+        s = x.node.shape
+        if fast:
+            ys = [x.sum(1), x.unsqueeze(-1), x.sum(-2), x.unsqueeze(0)]
+        else:
+            ys = [record(ctx, op, (x, i), NO_KWARGS, shape, torch.float32) for op, i, shape in (
+                ("sum", 1, s[:1]), ("unsqueeze", -1, s + (const(1),)), ("sum", -2, s[1:]),
+                ("unsqueeze", 0, (const(1),) + s))]
+        return ctx, x, ctx.log.entries, [(y.node.op, y.node.args[0].pos, y.node.args[1:], y.node.shape, y.node.pos)
+                                         for y in ys]
+
+    ctx, x, *fast = step(True)
+    assert fast == list(step(False)[2:])
+    ctx.new_step()
+    with pytest.raises(L.FinishedStep, match="belongs to a finished step"):
+        x.sum(1)
+
+
+def test_a_size_operand_signs_as_one_shared_tuple():
+    """A one-variable size operand (``narrow``'s start and length) signs the step log as
+    ``("e", log.expr(size))``, one shared tuple per size, the same object in the next step's
+    entry (a cached step's key then compares by identity), and a size over another
+    canonical name is signed by that name."""
+    def entries(f, n):
+        f(torch.randn(2, n, 3))
+        (key,) = f.ctx.fast
+        return key[0]
+
+    f = L.jit(lambda x: torch.split(x, [x.shape[1] // 2, x.shape[1] - x.shape[1] // 2], dim=1)[1].sum(1),
+              dims=[{1: "t"}])
+    a, b = entries(f, 5), entries(f, 6)
+    narrow_a, narrow_b = [e for e in a if e[0] == "narrow"], [e for e in b if e[0] == "narrow"]
+    assert narrow_a == narrow_b and narrow_a[1][1][3] is narrow_b[1][1][3]
+    from backends.lazy.steplog import StepLog
+    from backends.sizes import var
+
+    log = StepLog()
+    e = var("p0_1") // 2
+    log.canon["p0_1"] = "p0_1"
+    first = log.esig(e)
+    assert first == ("e", log.expr(e)) and log.esig(e) is first
+    other = StepLog()
+    other.canon["p0_1"] = "p3_0"  # the same size, another canonical name: signed by it
+    assert other.esig(e) == ("e", other.expr(e)) != first
+
+
+def test_the_inline_key_of_a_one_output_step_is_the_step_logs_key():
+    """A step with one output and no guard builds its key inline in ``sync``: the key
+    ``StepLog.key`` builds for the same step (and the one the cache holds)."""
+    f = L.jit(lambda x: (x * 2).sum(0), dims=[{0: "n"}])
+    x = torch.randn(5, 3)
+    f(x)
+    f(x)
+    inline = f.ctx.last_key
+    _, flat = f._record((x,))
+    assert not f.ctx.guards and inline == f.ctx.log.key([flat[0].node], f.ctx.guards)
+    assert inline in f.ctx.fast and f.ctx.stats["hit"] == 1
+
+
+def test_a_leaf_plan_follows_its_dims_changed_in_place():
+    """Leaf plans are found by the dims dict's id and checked by equality: a dims dict
+    changed in place between steps makes a new plan (axis 1 becomes symbolic)."""
+    dims = {0: "n"}
+    f = L.jit(lambda x: x.sum(0), dims=[dims])
+    f(torch.randn(3, 4))
+    f(torch.randn(3, 5))
+    assert f.ctx.compiles() == 2  # axis 1 constant: one compile per width
+    dims[1] = "k"
+    for k in (6, 7):
+        torch.testing.assert_close(f(x := torch.randn(3, k)), x.sum(0))
+    assert f.ctx.compiles() == 3 and [str(e) for e in f.ctx._named["k"].expr.vars] == ["p0_1"]

@@ -10,7 +10,7 @@ from backends.sizes import Expr
 
 from ..symbolic import as_expr, const
 from ..tensor import LazyTensor, Unsupported
-from .registry import ShapeError, ctx_for, lazy_op, record
+from .registry import ShapeError, ctx_for, lazy_op, record, record_xi
 from .rules import ONE, ZERO, assume_eq, hint, norm_dim, numel, promote, shape_of, size_list
 
 T = torch.Tensor
@@ -19,9 +19,10 @@ MINUS_ONE = const(-1)
 
 @lazy_op("unsqueeze", lowers=T.unsqueeze)
 def unsqueeze(x, dim):
-    s = list(x.node.shape)
-    s.insert(norm_dim(dim, len(s) + 1), ONE)
-    return record(x.ctx, "unsqueeze", (x, dim), {}, s, x.node.dtype)
+    node = x.node
+    s = node.shape
+    d = norm_dim(dim, len(s) + 1)
+    return record_xi(x.ctx, "unsqueeze", x, dim, s[:d] + (ONE,) + s[d:], node.dtype)
 
 
 @lazy_op("squeeze", lowers=T.squeeze)
@@ -172,15 +173,18 @@ def split(x, split_size, dim=0):
     ctx, d = x.ctx, norm_dim(dim, x.ndim)
     n = x.node.shape[d]
     if isinstance(split_size, (list, tuple)):
-        lengths = [as_expr(e) for e in split_size]
+        lengths = [e if type(e) is Expr else as_expr(e) for e in split_size]
     else:
         size = as_expr(split_size)
         k = max(ctx.specialise((n + size - 1) // size, reason="split count"), 1)
         lengths = [size] * (k - 1) + [n - size * (k - 1)]
-    out, start = [], ZERO
-    for ln in lengths:
-        out.append(narrow(x, d, start, ln))
-        start = start + ln
+    shape, dt = x.node.shape, x.node.dtype
+    head, tail = shape[:d], shape[d + 1:]
+    out, start, last = [], ZERO, len(lengths) - 1
+    for i, ln in enumerate(lengths):  # narrow(x, d, start, ln), its shape rule inline
+        out.append(record(ctx, "narrow", (x, d, start, ln), {}, head + (ln,) + tail, dt))
+        if i < last:
+            start = start + ln
     return tuple(out)
 
 

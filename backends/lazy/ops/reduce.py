@@ -7,9 +7,8 @@ import collections
 
 import torch
 
-from ..ir import NO_KWARGS
 from ..tensor import OPS, LazyTensor
-from .registry import ctx_for, lazy_op, record
+from .registry import ctx_for, lazy_op, record, record_xi
 from .rules import ONE, int_sum_dtype, is_tensor, norm_dim
 
 MaxResult = collections.namedtuple("MaxResult", "values indices")
@@ -51,7 +50,7 @@ def _reduce(name, rule):
             shape = x.node.shape  # ``x.sum(d)``: the common form
             d = norm_dim(args[0], len(shape))
             dt = fixed or (_sum_dtype(x.node.dtype) if rule == "sum" else x.node.dtype)
-            return record(x.ctx, name, (x, args[0]), NO_KWARGS, shape[:d] + shape[d + 1:], dt)
+            return record_xi(x.ctx, name, x, args[0], shape[:d] + shape[d + 1:], dt)
         pos = _REDUCE_DIMARG.get(name, 0)
         dim = kwargs.get("dim", args[pos] if len(args) > pos else None)
         keepdim = kwargs.get("keepdim", args[pos + 1] if len(args) > pos + 1 and isinstance(args[pos + 1], bool)
