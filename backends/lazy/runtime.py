@@ -16,7 +16,6 @@ import time
 
 import torch
 
-from backends import sizes
 from backends.sizes import Expr
 from cases.model import MODES
 
@@ -25,7 +24,7 @@ from .hooks import tracing
 from .ir import NO_KWARGS, IRError, Node
 from .misses import explain_miss
 from .steplog import StepLog, Unlogged
-from .symbolic import _CONSTS, _NAMES, SizeVars, Var, compare, const, hint, rename, shapes_fn
+from .symbolic import _CONSTS, _NAMES, SizeVars, Var, check_dim_name, compare, const, hint, rename, shapes_fn
 from .tensor import LazyTensor
 
 
@@ -61,11 +60,7 @@ def _leaf_plan(pos: int, ndim: int, dims, pk) -> tuple:
             continue
         name = None if dims is True else dims[axis]
         if name is not None and name not in _NAMES:
-            try:
-                sizes.var(name)
-            except sizes.SizeError:
-                raise ValueError(f"dim name {name!r} is not an identifier (dim names are size variables)") from None
-            _NAMES.add(name)
+            check_dim_name(name)
         plan.append((name or None, canon[axis], axis))
     if len(_LEAF_PLANS) >= 1024:
         _LEAF_PLANS.clear()

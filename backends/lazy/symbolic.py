@@ -52,6 +52,15 @@ class FinishedStep(ValueError):
 _NAMES: set = set()  # user dim names checked to be valid variable names
 
 
+def check_dim_name(name: str) -> None:
+    """Refuse a user dim name that is not a valid size variable; remember a valid one in ``_NAMES``."""
+    try:
+        sizes.var(name)
+    except sizes.SizeError:
+        raise ValueError(f"dim name {name!r} is not an identifier (dim names are size variables)") from None
+    _NAMES.add(name)
+
+
 class SizeVars:
     """The size variables of a context's current step, by algebra name.
 
@@ -78,11 +87,7 @@ class SizeVars:
         if sym is None:
             sym = f"d{leaf.uid}_{axis}"
         if name is not None and name not in _NAMES:
-            try:
-                sizes.var(name)
-            except sizes.SizeError:
-                raise ValueError(f"dim name {name!r} is not an identifier (dim names are size variables)") from None
-            _NAMES.add(name)
+            check_dim_name(name)
         v = self.vars[sym] = Var(sym, name or sym, hint, (leaf, axis), bound)
         self.hints[sym] = hint
         return v
