@@ -236,9 +236,10 @@ def _make(op, specialise=False):
         def f(description, tensor, *, shift, backend=None, graph=False, **parameters):
             sh = tuple(shift) if isinstance(shift, (list, tuple)) else shift
             static = (("shift", sh),)
-            if any(type(v) is not int for v in (sh if isinstance(sh, tuple) else (sh,))):
+            values = sh if isinstance(sh, tuple) else (sh,)
+            if any(type(v) is not int for v in values):
                 # the shift's text is in the graph: 1.0 and True equal 1 (same key, same signature), yet einx fails on them
-                static += (("shift types", tuple(type(v).__name__ for v in (sh if isinstance(sh, tuple) else (sh,)))),)
+                static += (("shift types", tuple(type(v).__name__ for v in values)),)
             return _call(op, description, (tensor,), backend, graph, parameters, static, specialise)
     elif op == "where":
         def f(description, mask, x, y, *, backend=None, graph=False, **parameters):

@@ -167,8 +167,7 @@ _COMPILED: dict = {}  # Expr -> a Python function of the environment computing i
 
 def _compile(e: Expr):
     """``e`` as ``lambda env: ...`` (Python's ``//`` and ``%``: the algebra's semantics)."""
-    src = sizes.source(e, {n: f"env[{n!r}]" for n in e.vars})
-    f = eval(f"lambda env: {src}", {"max": max, "min": min})  # noqa: S307  (text of our own size algebra)
+    f = _env_lambda(sizes.source(e, {n: f"env[{n!r}]" for n in e.vars}))
     if len(_COMPILED) >= 4096:
         _COMPILED.clear()
     _COMPILED[e] = f
@@ -181,7 +180,12 @@ def shapes_fn(shapes):
     names = set().union(*[e.vars for shape in shapes for e in shape])
     env = {n: f"env[{n!r}]" for n in names}
     src = ", ".join("(" + "".join(f"{sizes.source(e, env)}, " for e in shape) + ")" for shape in shapes)
-    return eval(f"lambda env: ({src},)", {"max": max, "min": min})  # noqa: S307  (text of our own size algebra)
+    return _env_lambda(f"({src},)")
+
+
+def _env_lambda(src: str):
+    """``lambda env: <src>``, ``src`` the text of our own size algebra (:func:`backends.sizes.source`)."""
+    return eval(f"lambda env: {src}", {"max": max, "min": min})  # noqa: S307
 
 
 def rename(e: Expr, pairs) -> str:
@@ -279,7 +283,15 @@ class SymBool:
         return f"SymBool({t(self.lhs)} {self.op} {t(self.rhs)})"
 
 
-_ARITH: dict = {}  # (operator, Expr, int) -> the result: a step's size arithmetic repeats the last step's
+_ARITH: dict = {}  # (operator, Expr, int or Expr) -> the result: a step's size arithmetic repeats the last step's
+
+
+def _arith(k):
+    """A miss of ``_ARITH``: compute ``k[0](k[1], k[2])`` and keep it (at most 4,096 entries)."""
+    if len(_ARITH) >= 4096:
+        _ARITH.clear()
+    r = _ARITH[k] = k[0](k[1], k[2])
+    return r
 
 
 def _sym(fn):
@@ -291,18 +303,14 @@ def _sym(fn):
             k = (fn, self.expr, o)
             r = _ARITH.get(k)
             if r is None:
-                if len(_ARITH) >= 4096:
-                    _ARITH.clear()
-                r = _ARITH[k] = fn(k[1], o)
+                r = _arith(k)
             t = r.terms  # SymSize.wrap, inline
             return 0 if not t else t[0][1] if len(t) == 1 and not t[0][0] else SymSize(r, ctx)
         if type(o) is SymSize:  # (``t - t // 2``): memoised as the int case
             k = (fn, self.live(), o.live())
             r = _ARITH.get(k)
             if r is None:
-                if len(_ARITH) >= 4096:
-                    _ARITH.clear()
-                r = _ARITH[k] = fn(k[1], k[2])
+                r = _arith(k)
             return SymSize.wrap(r, self.ctx)
         if not is_size(o):
             if isinstance(o, float):

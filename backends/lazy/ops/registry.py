@@ -121,7 +121,6 @@ def record(ctx, op, args, kwargs, shape, dtype) -> LazyTensor:
                    for a in args])
     lkwargs = {k: lift(ctx, v) for k, v in kwargs.items()} if kwargs else NO_KWARGS
     node = Node(op, largs, lkwargs, tuple([s if type(s) is Expr else as_expr(s) for s in shape]), dtype)
-    log = ctx.log
     if log is not None:  # the step log (.steplog); an operand from outside the step turns it off
         try:
             log.op(node)
