@@ -139,7 +139,7 @@ def _signature(op, description, tensors, backend, params, static, specialise):
             dtypes.append(str(getattr(t, "dtype", type(t).__name__)))
         else:
             ranks.append(t.ndim)
-            dtypes.append(str(t.dtype))
+            dtypes.append(t.dtype)  # the dtype object (equal across jax arrays and tracers); its name only in ``reason``
     libs = tuple(libs)
     lib = libs[0] if libs else None
     if backend is not None or lib not in _ARRAY_LIBS or libs.count(lib) != len(libs):  # not one array library

@@ -3,6 +3,8 @@
 Adapters only produce *source text*; the generated function imports nothing
 else.  Sizes arrive as source text too (``backends.sizes.source``), read at run time.
 """
+import sys as _sys
+
 import numpy as _np
 
 
@@ -157,7 +159,10 @@ def namespace(name):
     return {"np": _np}
 
 
-_TYPES = {}
+#: argument class -> library (``library_of``); the classes known up front need no lookup
+_TYPES = {_np.ndarray: "numpy"}
+if "torch" in _sys.modules:  # already imported (einx imports it): its tensor class is known
+    _TYPES[_sys.modules["torch"].Tensor] = "torch"
 
 
 def library_of(x):

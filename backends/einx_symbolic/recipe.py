@@ -40,7 +40,7 @@ class Signature(NamedTuple):
     ranks: tuple
     scalars: frozenset  # positions of Python-scalar arguments
     libs: tuple  # library of each argument ("scalar" for Python scalars)
-    dtypes: tuple
+    dtypes: tuple  # each argument's dtype: the library's dtype object, or a Python scalar's type name
     params: tuple = ()  # sorted ((constraint name, None | tuple length), ...)
     static: tuple = ()  # ((op kwarg, value), ...): keepdims, shift
     shapes: tuple | None = None  # the input shapes, for the static-mode emulation only
@@ -49,7 +49,7 @@ class Signature(NamedTuple):
         """Why this signature's graph was built, for the build log."""
         if self.shapes is not None:
             return f"new input shapes {self.shapes}"
-        out = f"new signature {self.op}({self.description!r}) on {self.lib}, ranks {self.ranks}, dtypes ({', '.join(self.dtypes)})"
+        out = f"new signature {self.op}({self.description!r}) on {self.lib}, ranks {self.ranks}, dtypes ({', '.join(map(str, self.dtypes))})"
         if self.params:
             out += f", parameters {dict(self.params)}"
         if self.static:
