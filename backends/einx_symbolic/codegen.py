@@ -212,7 +212,7 @@ def _concat_pieces(dims):
         if isinstance(d, Concat):
             return [p for c in d.children for p in _concat_pieces(dims[:j] + [c] + dims[j + 1:])]
         if isinstance(d, Flat) and any(isinstance(x, Concat) for x in _unflatten(d)):
-            raise NotSupportedError(None, "concatenation nested inside a composition in an output expression")
+            return _concat_pieces(dims[:j] + _unflatten(d) + dims[j + 1:])
     return [dims]
 
 
@@ -221,6 +221,10 @@ def _assemble(g, dims, it):
         if isinstance(d, Concat):
             parts = [_assemble(g, dims[:j] + [c] + dims[j + 1:], it) for c in d.children]
             return g.emit(g.ad.concat(parts, j))
+        if isinstance(d, Flat) and any(isinstance(x, Concat) for x in _unflatten(d)):
+            # a concatenation inside a composition (``a ((b + c) d)``): concatenated with the composition unflattened
+            # (``a (b + c) d``), then composed; the pieces in the same order (``_concat_pieces``)
+            return g.compose(_assemble(g, dims[:j] + _unflatten(d) + dims[j + 1:], it), dims)
     v, axes = next(it)
     if dims and v in getattr(g, "scalar_vars", ()):  # a Python scalar is returned as is, unless an operation applies to it
         v = g.emit(g.ad.to_array(v))

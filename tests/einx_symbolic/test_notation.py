@@ -85,6 +85,12 @@ CLASSES = [
         ("(a b), (a + b) -> (b a), (a + b)", (torch.arange(6.0), torch.ones(5)), {}),  # two solutions: einx's error
         ("(1 + (a d)), (d + a) -> (1 + (d a)), (d + a)", (torch.arange(10.0), torch.arange(6.0)), {}),
         ("(a b c), (a + b), (b + c) -> (c b a), (a + b), (b + c)", (torch.arange(6.0), torch.ones(3), torch.ones(5)), {})]],
+    ("a concatenation inside an output composition", "id", "a b d, a c d -> a (d (b + c))",
+     (torch.arange(24.0).reshape(2, 3, 4), torch.arange(8.0).reshape(2, 1, 4)), {}),
+    ("a concatenation inside an output composition", "id", "(a + b) c -> (c (a + b))", (torch.arange(15.0).reshape(5, 3),), {"a": 2}),
+    ("a concatenation inside an output composition", "id", "a b, c b, e b -> (b (a + c + e))",
+     (torch.ones(2, 3), torch.zeros(4, 3), torch.ones(1, 3)), {}),
+    ("a concatenation inside an output composition", "id", "(a + b) c -> (c (b + a))", (torch.ones(5, 3),), {"a": 2}),  # order
 ]
 
 
@@ -207,23 +213,25 @@ def _system(n):
     return torch.randn(n + 3, 2), torch.randn(n + 6)  # (a + b) x, (a + b + b): a = n, b = 3
 
 
-def test_torch_compile_dynamic_linear_system_one_frame():
-    desc = "(a + b) x, (a + b + b) -> x (a + b), (a + b + b)"
+@pytest.mark.parametrize("desc, make", [("(a + b) x, (a + b + b) -> x (a + b), (a + b + b)", _system),
+                                        ("a b d, a c d -> a (d (b + c))", lambda n: (torch.randn(2, n, 4), torch.randn(2, n + 1, 4)))])
+def test_torch_compile_dynamic_two_inputs_one_frame(desc, make):
     torch._dynamo.reset()
     ex.clear_cache()
-    ex.id(desc, *_system(2))
+    ex.id(desc, *make(2))
     n0 = ex.compile_count()
     counter = torch._dynamo.testing.CompileCounter()
     f = torch.compile(lambda x, y: ex.id(desc, x, y), backend=counter, dynamic=True)
     for n in (5, 7, 11, 13):
-        x, y = _system(n)
+        x, y = make(n)
         torch.testing.assert_close(f(x, y), einx.id(desc, x, y))
     assert counter.frame_count == 1
     assert ex.compile_count() == n0
 
 
 @pytest.mark.parametrize("desc, make", [("(a + b) x, (a + b + b) -> x (a + b), (a + b + b)", _system),
-                                        ("(a b), (a + b) -> (b a), (a + b)", lambda n: (torch.randn(n * n), torch.randn(2 * n)))])
+                                        ("(a b), (a + b) -> (b a), (a + b)", lambda n: (torch.randn(n * n), torch.randn(2 * n))),
+                                        ("a b d, a c d -> a (d (b + c))", lambda n: (torch.randn(2, n, 4), torch.randn(2, n + 1, 4)))])
 def test_jax_jit_system_traces_per_shape_only(desc, make):
     traces = []
 
@@ -236,7 +244,7 @@ def test_jax_jit_system_traces_per_shape_only(desc, make):
     n0 = ex.compile_count()
     for n in (3, 4, 3):
         x, y = (jnp.asarray(t.numpy()) for t in make(n))
-        for u, v in zip(f(x, y), einx.id(desc, x, y)):
+        for u, v in zip(*(r if isinstance(r, tuple) else (r,) for r in (f(x, y), einx.id(desc, x, y)))):
             np.testing.assert_allclose(np.asarray(u), np.asarray(v))
     assert len(traces) == 2
     assert ex.compile_count() - n0 == 1
