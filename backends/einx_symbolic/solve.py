@@ -370,8 +370,9 @@ def solve(desc, exprs_in, exprs_all, params, extra=(), reps=None):
             pending.append((d, size_var(dim_code(i, j)), f"args[{i}].shape[{j}]", list(range(*d.pos)) if d.pos[0] >= 0 else []))
     for d, v, where in extra:
         pending.append((d, v, where, []))
-    # Prefer defining axes from tensor dims that are a single axis (cheapest code)
-    pending.sort(key=lambda p: 0 if isinstance(p[0], Axis) else 1)
+    # Prefer defining axes from numbers (a coordinate axis's length: the graph needs it as a number), then from tensor
+    # dims that are a single axis (cheapest code)
+    pending.sort(key=lambda p: (0 if p[1].is_const else 1) if isinstance(p[0], Axis) else 2)
     while pending:
         rest = [p for p in pending if not s.equate(*p)]
         if len(rest) == len(pending):  # stuck: an equation of one unknown name, nonlinear, is solved at run time

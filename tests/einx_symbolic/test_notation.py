@@ -91,6 +91,10 @@ CLASSES = [
     ("a concatenation inside an output composition", "id", "a b, c b, e b -> (b (a + c + e))",
      (torch.ones(2, 3), torch.zeros(4, 3), torch.ones(1, 3)), {}),
     ("a concatenation inside an output composition", "id", "(a + b) c -> (c (b + a))", (torch.ones(5, 3),), {"a": 2}),  # order
+    ("a named coordinate axis", "get_at", "b [h v], b p [n] -> b p", (X, torch.tensor([[[0, 1], [2, 3]], [[1, 0], [2, 2]]])), {}),
+    ("a named coordinate axis", "get_at", "b [h v], b p [n] -> b p", (X, torch.zeros(2, 2, 3, dtype=torch.long)), {}),  # n != 2
+    ("a named coordinate axis", "set_at", "b [h v], b [n] p, b p", (X, torch.zeros(2, 2, 3, dtype=torch.long), torch.ones(2, 3)), {}),
+    ("a named coordinate axis", "get_at", "[h v], p [n], p [m] -> p", (X[0], torch.tensor([[1]]), torch.tensor([[2]])), {}),
 ]
 
 
@@ -213,18 +217,20 @@ def _system(n):
     return torch.randn(n + 3, 2), torch.randn(n + 6)  # (a + b) x, (a + b + b): a = n, b = 3
 
 
-@pytest.mark.parametrize("desc, make", [("(a + b) x, (a + b + b) -> x (a + b), (a + b + b)", _system),
-                                        ("a b d, a c d -> a (d (b + c))", lambda n: (torch.randn(2, n, 4), torch.randn(2, n + 1, 4)))])
-def test_torch_compile_dynamic_two_inputs_one_frame(desc, make):
+@pytest.mark.parametrize("op, desc, make", [
+    ("id", "(a + b) x, (a + b + b) -> x (a + b), (a + b + b)", _system),
+    ("id", "a b d, a c d -> a (d (b + c))", lambda n: (torch.randn(2, n, 4), torch.randn(2, n + 1, 4))),
+    ("get_at", "b [h v], b p [n] -> b p", lambda n: (torch.randn(n, 3, n + 1), torch.zeros(n, n + 2, 2, dtype=torch.long)))])
+def test_torch_compile_dynamic_two_inputs_one_frame(op, desc, make):
     torch._dynamo.reset()
     ex.clear_cache()
-    ex.id(desc, *make(2))
+    getattr(ex, op)(desc, *make(2))
     n0 = ex.compile_count()
     counter = torch._dynamo.testing.CompileCounter()
-    f = torch.compile(lambda x, y: ex.id(desc, x, y), backend=counter, dynamic=True)
+    f = torch.compile(lambda x, y: getattr(ex, op)(desc, x, y), backend=counter, dynamic=True)
     for n in (5, 7, 11, 13):
         x, y = make(n)
-        torch.testing.assert_close(f(x, y), einx.id(desc, x, y))
+        torch.testing.assert_close(f(x, y), getattr(einx, op)(desc, x, y))
     assert counter.frame_count == 1
     assert ex.compile_count() == n0
 
