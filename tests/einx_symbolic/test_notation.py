@@ -95,6 +95,14 @@ CLASSES = [
     ("a named coordinate axis", "get_at", "b [h v], b p [n] -> b p", (X, torch.zeros(2, 2, 3, dtype=torch.long)), {}),  # n != 2
     ("a named coordinate axis", "set_at", "b [h v], b [n] p, b p", (X, torch.zeros(2, 2, 3, dtype=torch.long), torch.ones(2, 3)), {}),
     ("a named coordinate axis", "get_at", "[h v], p [n], p [m] -> p", (X[0], torch.tensor([[1]]), torch.tensor([[2]])), {}),
+    ("named coordinate axes the shapes split", "get_at", "[h v w], p [n], q [m] -> p q",
+     (torch.arange(60.0).reshape(3, 4, 5), torch.tensor([[1], [2]]), torch.tensor([[2, 3], [1, 1], [0, 4]])), {}),
+    ("named coordinate axes the shapes split", "get_at", "[h v w], [n] p, q -> p q",
+     (np.arange(60.0).reshape(3, 4, 5), np.array([[1, 2], [0, 3]]), np.array([3, 1, 2])), {}),
+    ("named coordinate axes the shapes split", "add_at", "b [v w], b p [n], p [m], b p",
+     (jnp.arange(60.0).reshape(3, 4, 5), jnp.array([[[1]], [[2]], [[0]]]), jnp.array([[3]]), jnp.ones((3, 1))), {}),
+    ("named coordinate axes the shapes split", "get_at", "[h v w], p [n], p [m] -> p",
+     (torch.ones(3, 4, 5), torch.tensor([[1]]), torch.tensor([[2]])), {}),  # n + m != 3
 ]
 
 
