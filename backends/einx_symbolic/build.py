@@ -18,7 +18,7 @@ from backends import sizes as sz
 from . import closure
 from . import codegen as cg
 from .backends import ADAPTERS, namespace
-from .errors import OpValueError
+from .errors import NotSupportedError, OpValueError
 from .recipe import Recipe, recipe
 from .semantics import FAMILY
 from .solve import dim_code, failer, isolve, param_code, ssolve
@@ -62,6 +62,7 @@ def generated(r):
     ns["_isolve"] = isolve
     ns["_ssolve"] = ssolve
     ns["_OpValueError"] = OpValueError
+    ns["_NotSupportedError"] = NotSupportedError
     exec(compile(text, f"<einx_symbolic {r.sig.op} {r.sig.description!r}>", "exec"), ns)
     return Graph(ns["op"], r, text)
 

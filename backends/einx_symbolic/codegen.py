@@ -8,7 +8,8 @@ import math
 
 from backends import sizes as sz
 
-from .errors import NotSupportedError, SemanticError
+from .errors import SemanticError
+from .coords import coords as _coords
 from .expand import leaves
 from .tree import Axis, Concat, Flat
 
@@ -293,8 +294,10 @@ def gen_reduce(g, op, ins, outs):
             v = g.emit(g.ad.call(op, [v], axes=marked))
     elif g.ad.name != "torch" and op != "logsumexp":  # einx calls the op with axis=() (var, std: zeros; any, all: bools)
         v = g.emit(g.ad.call(op, [v], axes=[]))
-    elif op not in SCALAR_OP_REDUCE:
-        raise NotSupportedError(g.desc, f"{op} without any reduced axis.\n%EXPR%")
+    elif op not in SCALAR_OP_REDUCE:  # raised by the graph, after its size checks (a size error wins, as in einx)
+        msg = f"{op} without any reduced axis.\n%EXPR%"
+        g.lines.append(f"raise _NotSupportedError({g.desc!r}, {msg!r})")
+        return ["None"]
     rest = [a.name for a in axes if not a.marked]
     out = outs[0]
     v = g.align(v, rest, _names(leaves(out)), broadcast=True)
@@ -408,44 +411,6 @@ def gen_argfind(g, op, ins, outs):
                 v = g.emit(f"{v} // {s}")
             v = g.emit(ad.stack(parts, k))
     return [g.compose(v, out.children)]
-
-
-def _coords(g, ins, ncoord_inputs):
-    """Split coordinate inputs into one-axis coordinates: [(var, [names])]."""
-    coords, split = [], []
-    for i in range(1, 1 + ncoord_inputs):
-        v, axes = g.single(f"t{i}", ins[i])
-        split.append((v, axes))
-    if any(a.marked and not g.size(a).is_const for _, axes in split for a in axes):
-        return _joint_coords(g, ins, split)
-    for v, axes in split:
-        marked = [k for k, a in enumerate(axes) if a.marked]
-        names = [a.name for a in axes if not a.marked]
-        if not marked:
-            coords.append((v, names))
-            continue
-        k = marked[0]
-        for c in range(g.size(axes[k]).value):
-            idx = ", ".join([":"] * k + [str(c)])
-            coords.append((g.emit(f"{v}[{idx}]"), names))
-    return coords
-
-
-def _joint_coords(g, ins, split):
-    """Coordinate axes whose lengths only the shapes decide (``[h v w], p [n], p [m]``, ``n + m == 3`` checked): every
-    coordinate input broadcast to the union of their other axes, its coordinate axis last (an unbracketed one gets
-    one), concatenated there; the k-th coordinate is then ``[..., k]`` of that, for as many as the axes indexed."""
-    union = []
-    for _, axes in split:
-        union += [a.name for a in axes if not a.marked and a.name not in union]
-    parts = []
-    for v, axes in split:
-        names = [a.name for a in axes]
-        marked = [a.name for a in axes if a.marked]
-        v = g.align(v, names, union + marked, broadcast=True)
-        parts.append(v if marked else g.emit(f"{v}[..., None]"))
-    v = g.emit(g.ad.concat(parts, len(union)))
-    return [(g.emit(f"{v}[..., {c}]"), union) for c in range(sum(a.marked for a in leaves(ins[0])))]
 
 
 def _ravel(g, tensor_axes, coords, out_names):
