@@ -18,10 +18,10 @@ from backends import sizes as sz
 from . import closure
 from . import codegen as cg
 from .backends import ADAPTERS, namespace
-from .errors import OpValueError
+from .errors import NotSupportedError, OpValueError
 from .recipe import Recipe, recipe
 from .semantics import FAMILY
-from .solve import dim_code, failer, isolve, param_code
+from .solve import dim_code, failer, isolve, param_code, ssolve
 
 _DIM = re.compile(r"\bd\d+_\d+\b")
 _IMPORTS = {"torch": [("torch", "import torch")], "numpy": [("np", "import numpy as np")],
@@ -60,7 +60,9 @@ def generated(r):
     ns["_fail"] = failer(r)
     ns["_factory"] = _factory if r.sig.lib not in _ARRAY else functools.partial(_factory, array=_ARRAY[r.sig.lib]())
     ns["_isolve"] = isolve
+    ns["_ssolve"] = ssolve
     ns["_OpValueError"] = OpValueError
+    ns["_NotSupportedError"] = NotSupportedError
     exec(compile(text, f"<einx_symbolic {r.sig.op} {r.sig.description!r}>", "exec"), ns)
     return Graph(ns["op"], r, text)
 
@@ -112,6 +114,11 @@ def source(r):
     for k, c in enumerate(checks):
         if c.kind == "root":  # a size found at run time (``solve.isolve``): defined where the solve order puts it
             conds.append(f"{c.what} = _isolve(lambda x: {sz.source(c.lhs)}, {sz.source(c.rhs)})")
+            continue
+        if c.kind == "system":  # several sizes found at run time (``solve.ssolve``), or einx's error where no unique one
+            xs = ", ".join(f"x{i}" for i in range(c.what.count(",") + 1))
+            fs, vs = (", ".join(sz.source(e[j]) for e in c.eqs) + "," for j in (0, 1))
+            conds.append(f"{c.what}, = _ssolve(lambda {xs}: ({fs}), ({vs}), {xs.count('x')}) or _fail({k}, 0, 0)")
             continue
         cond = _condition(c)
         if cond is not None:

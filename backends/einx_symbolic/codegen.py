@@ -8,7 +8,8 @@ import math
 
 from backends import sizes as sz
 
-from .errors import NotSupportedError, SemanticError
+from .errors import SemanticError
+from .coords import coords as _coords
 from .expand import leaves
 from .tree import Axis, Concat, Flat
 
@@ -212,7 +213,7 @@ def _concat_pieces(dims):
         if isinstance(d, Concat):
             return [p for c in d.children for p in _concat_pieces(dims[:j] + [c] + dims[j + 1:])]
         if isinstance(d, Flat) and any(isinstance(x, Concat) for x in _unflatten(d)):
-            raise NotSupportedError(None, "concatenation nested inside a composition in an output expression")
+            return _concat_pieces(dims[:j] + _unflatten(d) + dims[j + 1:])
     return [dims]
 
 
@@ -221,6 +222,10 @@ def _assemble(g, dims, it):
         if isinstance(d, Concat):
             parts = [_assemble(g, dims[:j] + [c] + dims[j + 1:], it) for c in d.children]
             return g.emit(g.ad.concat(parts, j))
+        if isinstance(d, Flat) and any(isinstance(x, Concat) for x in _unflatten(d)):
+            # a concatenation inside a composition (``a ((b + c) d)``): concatenated with the composition unflattened
+            # (``a (b + c) d``), then composed; the pieces in the same order (``_concat_pieces``)
+            return g.compose(_assemble(g, dims[:j] + _unflatten(d) + dims[j + 1:], it), dims)
     v, axes = next(it)
     if dims and v in getattr(g, "scalar_vars", ()):  # a Python scalar is returned as is, unless an operation applies to it
         v = g.emit(g.ad.to_array(v))
@@ -289,8 +294,10 @@ def gen_reduce(g, op, ins, outs):
             v = g.emit(g.ad.call(op, [v], axes=marked))
     elif g.ad.name != "torch" and op != "logsumexp":  # einx calls the op with axis=() (var, std: zeros; any, all: bools)
         v = g.emit(g.ad.call(op, [v], axes=[]))
-    elif op not in SCALAR_OP_REDUCE:
-        raise NotSupportedError(g.desc, f"{op} without any reduced axis.\n%EXPR%")
+    elif op not in SCALAR_OP_REDUCE:  # raised by the graph, after its size checks (a size error wins, as in einx)
+        msg = f"{op} without any reduced axis.\n%EXPR%"
+        g.lines.append(f"raise _NotSupportedError({g.desc!r}, {msg!r})")
+        return ["None"]
     rest = [a.name for a in axes if not a.marked]
     out = outs[0]
     v = g.align(v, rest, _names(leaves(out)), broadcast=True)
@@ -404,26 +411,6 @@ def gen_argfind(g, op, ins, outs):
                 v = g.emit(f"{v} // {s}")
             v = g.emit(ad.stack(parts, k))
     return [g.compose(v, out.children)]
-
-
-def _coords(g, ins, ncoord_inputs):
-    """Split coordinate inputs into one-axis coordinates: [(var, [names])]."""
-    coords = []
-    for i in range(1, 1 + ncoord_inputs):
-        v, axes = g.single(f"t{i}", ins[i])
-        marked = [k for k, a in enumerate(axes) if a.marked]
-        names = [a.name for a in axes if not a.marked]
-        if not marked:
-            coords.append((v, names))
-            continue
-        k = marked[0]
-        n = g.size(axes[k])
-        if not n.is_const:
-            raise NotSupportedError(g.desc, "the coordinate axis length must be known from the expression.\n%EXPR%")
-        for c in range(n.value):
-            idx = ", ".join([":"] * k + [str(c)])
-            coords.append((g.emit(f"{v}[{idx}]"), names))
-    return coords
 
 
 def _ravel(g, tensor_axes, coords, out_names):

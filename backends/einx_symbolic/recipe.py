@@ -330,8 +330,12 @@ def _family_checks(desc, fam, e_in, e_out, deferred):
         if not free and fixed != n:
             raise SemanticError(desc, "The number of coordinates must match the number of axes in brackets in the first input expression.\n%EXPR%",
                                 _pos(allx, [a.name for a in _marked(e_in[0])]))
-        if free:
-            extra.append((Concat(caxes) if len(caxes) > 1 else caxes[0], sz.const(n), "number of marked axes of the 1st input"))
+        if len(free) == 1 or (free and n - fixed == len(free)):
+            # the coordinate axes' lengths are numbers then (the graph indexes each coordinate): the one free one has the
+            # rest; several have one each (einx's sizes are >= 1), e.g. "[h v], p [n], p [m]"; each an equation of its own
+            extra += [(a, sz.const(n - fixed if len(free) == 1 else 1), "number of marked axes of the 1st input") for a in free]
+        elif free:  # several free ones sharing more coordinates than they are: a split only the shapes decide
+            extra.append((Concat(caxes), sz.const(n), "number of marked axes of the 1st input"))
     if fam == "argfind":
         mi, mo = _marked(e_in[0]), _marked(e_out[0])
         if len(mo) > 1:

@@ -14,10 +14,11 @@ import functools
 import math
 import re
 from dataclasses import dataclass
+from fractions import Fraction
 
 from backends import sizes as sz
 
-from .errors import AxisSizeError, NotSupportedError, SemanticError
+from .errors import AxisSizeError, SemanticError
 from .parse import identifier
 from .tree import Axis, Concat, Flat, List
 
@@ -25,12 +26,15 @@ from .tree import Axis, Concat, Flat, List
 @dataclass
 class Check:
     """A condition the equations impose on the sizes, checked at run time."""
-    kind: str  # "eq" | "div" | "nonneg" | "one" | "raise" (always fails: ``what`` is the error)
+    kind: str  # "eq" | "div" | "nonneg" | "one" | "root" | "system" | "raise" (always fails: ``what`` is the error)
     lhs: sz.Expr
     rhs: sz.Expr
     what: str  # human description of the left side (axis/expression)
     where: str  # human description of the right side (e.g. args[1].shape[0])
     pos: list
+    #: "system": the equations ``(f, value)`` over the size variables ``x0, x1, ...`` of the unknowns whose run-time
+    #: sizes (``what``: ``q{k}_{name}, ...``) ``ssolve`` finds
+    eqs: tuple = ()
 
 
 def readable(src):
@@ -48,6 +52,9 @@ def failer(r):
         c = _r.checks[k]
         if c.kind == "raise":  # an error einx raises once the sizes are solved (``c.what``)
             raise c.what.with_traceback(None)
+        if c.kind == "system":
+            raise AxisSizeError(_desc, "Failed to determine the size of all axes in the expression under the given constraints: "
+                                f"the equations {c.where} have no unique solution in sizes >= 0.\n%EXPR%", c.pos)
         if c.kind == "one":
             raise SemanticError(_desc, f"The input axes {{{c.what!r}}} must appear in the output expression (its size is {lhs}, "
                                 "only axes of size 1 may be dropped).\n%EXPR%", c.pos)
@@ -76,6 +83,46 @@ def isolve(f, value):
         else:
             hi = mid
     return lo
+
+
+def ssolve(f, values, n):
+    """The unique solution ``(x0, ..., x{n-1})`` in integers >= 0 of ``f(x0, ...) == values`` (``f`` gives a tuple,
+    each entry nondecreasing in every ``x``: sums and products of sizes), or None when there is none or several: the
+    run-time sizes of a system einx solves with sympy (``(1 + (a d)) (d + a)``). Candidates run to ``max(values) + 1``
+    (a solution beyond ``max(values)`` means a free unknown, so several); the last unknown is bisected."""
+    top = max(values, default=0) + 1
+    m = len(values)
+    found = []
+
+    def first(g, v):  # the least x in [0, top + 1] with g(x) >= v (top + 2 when none)
+        lo, hi = 0, top + 2
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if g(mid) < v:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def walk(prefix):
+        k = len(prefix)
+        if k == n - 1:
+            lo, hi = 0, top + 2
+            for j in range(m):
+                def g(x, j=j):
+                    return f(*prefix, x)[j]
+                lo, hi = max(lo, first(g, values[j])), min(hi, first(g, values[j] + 1))
+            found.extend(tuple(prefix) + (x,) for x in range(lo, min(hi, lo + 2)))
+            return
+        for x in range(top + 2):
+            low = f(*prefix, x, *[0] * (n - k - 1))  # the least the rest can give: past a value, larger x only grow
+            if any(low[j] > values[j] for j in range(m)):
+                break
+            walk(prefix + [x])
+            if len(found) > 1:
+                return
+    walk([])
+    return found[0] if len(found) == 1 else None
 
 
 def dim_code(i, j):
@@ -204,6 +251,89 @@ class _Solver:
         return self.equate(d, value, where, pos)
 
 
+    def linear(self, d):
+        """``(coefficients, rest)`` with ``size(d) == sum(c * name) + rest`` over the unknown names, integer
+        coefficients; None when ``d`` is not linear in them or a coefficient is not a constant."""
+        if isinstance(d, Axis):
+            s = self.size(d)
+            return ({}, s) if s is not None else ({d.name: 1}, sz.const(0))
+        if isinstance(d, Concat):
+            coefs, rest = {}, sz.const(0)
+            for c in d.children:
+                t = self.linear(c)
+                if t is None:
+                    return None
+                for n, k in t[0].items():
+                    coefs[n] = coefs.get(n, 0) + k
+                rest = rest + t[1]
+            return coefs, rest
+        kids = d.inner.children if isinstance(d, Flat) else d.children
+        unknown = [c for c in kids if self.size(c) is None]
+        known = math.prod((self.size(c) for c in kids if self.size(c) is not None), start=sz.const(1))
+        if not unknown:
+            return {}, known
+        t = self.linear(unknown[0]) if len(unknown) == 1 and known.is_const else None
+        return None if t is None else ({n: k * known.value for n, k in t[0].items()}, t[1] * known)
+
+    def equate_system(self, pending, exprs_all):
+        """``(a + b) (a + (2 b))``, ``(1 + (a d)) (d + a)``: as many equations (``pending``, none of them with one
+        unknown alone) as unknown names, which einx solves with sympy. Linear ones with constant coefficients are
+        solved here by elimination (exact fractions; the divisibility and sign conditions become checks), others at
+        run time (``ssolve``, a ``"system"`` check that defines the sizes). False when they are fewer than the unknowns
+        or another name is unknown too (einx's "cannot determine" error); a singular linear system raises it."""
+        stuck = sorted({a.name for p in pending for a in self.unknown_leaves(p[0])})
+        names = {a.name for e in exprs_all for a in _all_axes(e) if a.value is None and a.name not in self.sizes}
+        if len(stuck) < 2 or len(pending) < len(stuck) or names - set(stuck):
+            return False
+        pos = sorted({q for p in pending for q in p[3]})
+        where = ", ".join(f"{str_dim(p[0])} == {p[2]}" for p in pending)
+        rows = [self.linear(p[0]) for p in pending]
+        if all(r is not None for r in rows):
+            sol = _eliminate([[Fraction(r[0].get(n, 0)) for n in stuck] for r in rows])
+            if sol is None:  # a singular system: no unique solution for any input shape (sympy: free symbols or none)
+                shown = [n.replace("_anonymous_ellipsis_axis", "...") for n in stuck]
+                raise AxisSizeError(self.desc, f"Failed to uniquely determine the size of the axes {', '.join(shown)}. "
+                                    "Please provide more constraints.\n%EXPR%", pos)
+            rhs = [p[1] - r[1] for p, r in zip(pending, rows)]
+            for n, w in zip(stuck, sol):
+                den = math.lcm(*(x.denominator for x in w))
+                num = sum((sz.const(int(x * den)) * b for x, b in zip(w, rhs) if x), start=sz.const(0))
+                if not sz.evident_nonneg(num):
+                    self.checks.append(Check("nonneg", num, sz.const(0), n, sz.source(num), pos))
+                if den != 1:
+                    self.checks.append(Check("div", num, sz.const(den), n, sz.source(num), pos))
+                self.sizes[n] = num // den if den != 1 else num
+            return True
+        xs = [size_var(f"x{i}") for i in range(len(stuck))]
+        self.sizes.update(zip(stuck, xs))
+        eqs = tuple((self.size(p[0]), p[1]) for p in pending)
+        k = sum(c.kind in ("root", "system") for c in self.checks)
+        qs = [size_var(f"q{k}_{safe}") for safe in (re.sub(r"\W", "_", n) for n in stuck)]
+        self.sizes.update(zip(stuck, qs))
+        self.checks.append(Check("system", sz.const(0), sz.const(0), ", ".join(map(sz.source, qs)), where, pos, eqs))
+        return True
+
+
+def _eliminate(a):
+    """For the ``m x n`` matrix ``a`` (Fractions) of rank ``n``: per unknown the weights ``w`` with
+    ``x[i] == sum(w[i][k] * b[k])`` for every ``b`` the system ``a x == b`` is consistent for; None when singular."""
+    m, n = len(a), len(a[0])
+    rows = [list(r) + [Fraction(int(i == k)) for k in range(m)] for i, r in enumerate(a)]  # [a | identity]
+    piv = []
+    for col in range(n):
+        k = next((i for i in range(len(piv), m) if rows[i][col] != 0), None)
+        if k is None:
+            return None
+        r = len(piv)
+        rows[r], rows[k] = rows[k], rows[r]
+        rows[r] = [x / rows[r][col] for x in rows[r]]
+        for i in range(m):
+            if i != r and rows[i][col] != 0:
+                rows[i] = [x - rows[i][col] * y for x, y in zip(rows[i], rows[r])]
+        piv.append(col)
+    return [rows[i][n:] for i in range(n)]
+
+
 def str_dim(d):
     if isinstance(d, Axis):
         return str(d.value) if d.value is not None else d.name
@@ -240,15 +370,17 @@ def solve(desc, exprs_in, exprs_all, params, extra=(), reps=None):
             pending.append((d, size_var(dim_code(i, j)), f"args[{i}].shape[{j}]", list(range(*d.pos)) if d.pos[0] >= 0 else []))
     for d, v, where in extra:
         pending.append((d, v, where, []))
-    # Prefer defining axes from tensor dims that are a single axis (cheapest code)
-    pending.sort(key=lambda p: 0 if isinstance(p[0], Axis) else 1)
+    # Prefer defining axes from numbers (a coordinate axis's length: the graph needs it as a number), then from tensor
+    # dims that are a single axis (cheapest code)
+    pending.sort(key=lambda p: (0 if p[1].is_const else 1) if isinstance(p[0], Axis) else 2)
     while pending:
         rest = [p for p in pending if not s.equate(*p)]
         if len(rest) == len(pending):  # stuck: an equation of one unknown name, nonlinear, is solved at run time
             k = next((k for k, p in enumerate(rest) if s.equate_root(*p)), None)
-            if k is None:
+            if k is not None:
+                rest.pop(k)
+            elif not s.equate_system(rest, exprs_all):  # else a system in several unknown names
                 break
-            rest.pop(k)
         pending = rest
     for e in exprs_all:  # number axes: their value (an output-only number axis is read by name too)
         for a in _all_axes(e):
@@ -256,11 +388,6 @@ def solve(desc, exprs_in, exprs_all, params, extra=(), reps=None):
                 s.sizes[a.name] = sz.const(a.value)
     names = sorted({a.name for e in exprs_all for a in _all_axes(e) if a.value is None and a.name not in s.sizes})
     stuck = {a.name for p in pending for a in s.unknown_leaves(p[0])}
-    if pending and len(stuck) > 1 and not set(names) - stuck and len(pending) >= len(stuck):
-        # as many equations as unknowns, none with one unknown alone (``(a + b) (a + 2 b)``, ``(1 + (a d)) (d + a)``):
-        # einx solves such systems with sympy; ours solves one unknown at a time
-        pos = [p for e in exprs_all for a in _all_axes(e) if a.name in stuck for p in range(*a.pos)]
-        raise NotSupportedError(desc, f"a system of equations in several unknown sizes ({', '.join(sorted(stuck))}).\n%EXPR%", pos)
     if pending or names:
         unknown = names or sorted(stuck)
         shown = [n.replace("_anonymous_ellipsis_axis", "...") for n in unknown]

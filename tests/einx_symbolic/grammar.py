@@ -143,6 +143,19 @@ def expression(draw, names, min_size=0, max_size=4, **kw):
     return draw(st.lists(atom(names, **kw), min_size=lo, max_size=max(lo, max_size)))
 
 
+@st.composite
+def system(draw, names):
+    """Two or three atoms that hold two unknown names ``u``, ``v`` only together, as many equations as unknowns
+    (einx solves them with sympy): concatenations of ``u``, ``v``, ``(k u)``, ``(u v)`` (linear, or not) and the
+    composition ``(u v)``, e.g. ``(a + b) (a + b + b)``, ``(a + (2 b))``, ``(a b) (a + b)``."""
+    u, v = draw(st.permutations(names))[:2]
+    piece = st.sampled_from([("ax", u), ("ax", v), ("ax", u), ("ax", v), ("comp", [("num", 2), ("ax", u)]),
+                             ("comp", [("ax", v), ("num", 2)]), ("comp", [("ax", u), ("ax", v)])])
+    cat = st.builds(lambda p: ("cat", p), st.lists(piece, min_size=2, max_size=3))
+    atoms = draw(st.lists(st.one_of(cat, cat, st.just(("comp", [("ax", u), ("ax", v)]))), min_size=2, max_size=3))
+    return atoms if {u, v} <= set(names_of(atoms)) else atoms + [("cat", [("ax", u), ("ax", v)])]
+
+
 def has(e, kind):
     for a in e:
         if a[0] == kind:
