@@ -103,13 +103,16 @@ NAMES = list(gr.NAMES)
 def _shapes(data, name):
     draw = data.draw
     w = draw(gr.world())
-    brackets, cat = draw(st.booleans()), draw(st.booleans())
-    exprs = [draw(gr.expression(NAMES[:4], brackets=brackets, cat=cat))]
+    # brackets now and then (a name bracketed in one expression only is einx's SyntaxError); number axes
+    # rarely in solve_axes (einx fails inside itself on them there: EINX_BUGS)
+    brackets, cat = draw(st.integers(0, 3)) == 0, draw(st.booleans())
+    nums = name != "solve_axes" or draw(st.integers(0, 3)) == 0
+    exprs = [draw(gr.expression(NAMES[:4], brackets=brackets, cat=cat, nums=nums))]
     for _ in range(draw(st.integers(0, 2))):
         if draw(st.booleans()):  # a rearrangement of an earlier expression: its sizes can be derived from it
-            exprs.append(draw(gr.rearranged(draw(st.sampled_from(exprs)), extra_names=["f"])))
+            exprs.append(draw(gr.rearranged(draw(st.sampled_from(exprs)), extra_names=["f"], allow_new=nums)))
         else:
-            exprs.append(draw(gr.expression(NAMES[:4], brackets=brackets, cat=cat)))
+            exprs.append(draw(gr.expression(NAMES[:4], brackets=brackets, cat=cat, nums=nums)))
     exprs = list(draw(st.permutations(exprs)))
     kw = gr.kw_for(draw, exprs, w)
     if "f" in {n for e in exprs for n in gr.names_of(e)} and draw(st.integers(0, 3)):
