@@ -9,6 +9,7 @@ Sizes are read from the inputs at run time; conditions the notation imposes
 """
 from . import errors
 from .api import OPS as _OPS, clear_cache, compile_count
+from .shapes import check, matches, solve, solve_axes, solve_shapes
 
 globals().update(_OPS)
 rearrange = _OPS["id"]
@@ -16,4 +17,5 @@ rearrange = _OPS["id"]
 from einx import arange, elementwise, reduce, vmap, vmap_with_axis  # noqa: E402
 
 __all__ = sorted(_OPS) + ["rearrange", "compile_count", "clear_cache", "errors",
-                          "arange", "elementwise", "reduce", "vmap", "vmap_with_axis"]
+                          "arange", "elementwise", "reduce", "vmap", "vmap_with_axis",
+                          "solve_shapes", "solve_axes", "solve", "matches", "check"]

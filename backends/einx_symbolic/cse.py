@@ -24,12 +24,16 @@ and has the product of the values where every part is a number axis.
 """
 import math
 
-from .expand import ndim
+from .expand import _value, ndim
 from .tree import Axis, Brackets, Concat, Flat, List, nodes
 
 
-def eliminate(trees, fixed):
-    """The trees with einx's common subexpressions replaced. ``fixed``: the constrained axis names."""
+def eliminate(trees, fixed, concat=False, in_brackets=True):
+    """The trees with einx's common subexpressions replaced. ``fixed``: the constrained axis names.
+
+    ``concat``, ``in_brackets``: einx's ``cse_concat``, ``cse_in_brackets`` (the ops call it with
+    the defaults here; ``shapes.solve_shapes`` with ``True, False``: concatenations may be merged,
+    nothing inside brackets may)."""
     at_root = {}
     cands = {}  # text -> [occurrence: list of nodes]
     for root in trees:
@@ -43,6 +47,7 @@ def eliminate(trees, fixed):
                 for i in range(len(ch)):
                     for j in range(i, len(ch)):
                         cands.setdefault(" ".join(str(c) for c in ch[i:j + 1]), []).append(ch[i:j + 1])
+    bracketed = set() if in_brackets else {id(x) for root in trees for b in nodes(root) if isinstance(b, Brackets) for x in nodes(b)}
     uses = {}  # axis name -> ids of its nodes
     for root in trees:
         for a in nodes(root):
@@ -65,7 +70,8 @@ def eliminate(trees, fixed):
                 uniq.append(occ)
         first = uniq[0]
         inner = [x for occ in uniq for n in occ for x in nodes(n)]
-        if (_singleton(first) or any(isinstance(x, (Brackets, Concat)) for x in inner)
+        if (_singleton(first) or (not concat and any(isinstance(x, Concat) for x in inner))
+                or (any(isinstance(x, Brackets) for x in inner) if in_brackets else any(id(x) in bracketed for x in inner))
                 or (at_root[id(first[0])] and (len(first) > 1 or ndim(first[0]) > 1))):
             continue
         common.append(uniq)
@@ -97,7 +103,7 @@ def _singleton(occ):
 def _new(occ):
     text = " ".join(str(n) for n in occ)
     leaves = [a for n in occ for a in nodes(n) if isinstance(a, Axis)]
-    value = math.prod(a.value for a in leaves) if all(a.value is not None for a in leaves) else None
+    value = math.prod(_value(n) for n in occ) if all(a.value is not None for a in leaves) else None
     return Axis(text, value, pos=(occ[0].pos[0], occ[-1].pos[1]))
 
 
