@@ -24,7 +24,7 @@ from .cse import eliminate
 from .errors import RankError, SyntaxError
 from .expand import expand, flatten, leaves
 from .parse import parse
-from .solve import dim_code, failer, isolve, param_code
+from .solve import dim_code, failer, isolve, param_code, ssolve
 from .solve import solve as _solve_sizes
 from .tree import ANON, Axis, Concat, Flat, nodes
 
@@ -105,6 +105,18 @@ def _solve(description, tensors, parameters, cse):
     for k, c in enumerate(s.checks):
         if c.kind == "root":  # a size found at run time (``solve.isolve``)
             env[c.what] = isolve(lambda x: sz.evaluate(c.lhs, {**env, "x": x}), sz.evaluate(c.rhs, env))
+            continue
+        if c.kind == "system":  # several sizes found at run time (``solve.ssolve``), as the generated graph does
+            names = c.what.split(", ")
+            xs = [f"x{i}" for i in range(len(names))]
+
+            def f(*x, _c=c, _xs=xs):
+                at = {**env, **dict(zip(_xs, x))}
+                return tuple(sz.evaluate(e[0], at) for e in _c.eqs)
+            found = ssolve(f, tuple(sz.evaluate(e[1], env) for e in c.eqs), len(names))
+            if found is None:
+                s.fail(k, 0, 0)
+            env.update(zip(names, found))
             continue
         lhs, rhs = sz.evaluate(c.lhs, env), sz.evaluate(c.rhs, env)
         if c.kind == "eq" and lhs != rhs or c.kind == "nonneg" and lhs < 0 or c.kind == "div" and (rhs == 0 or lhs % rhs):

@@ -275,6 +275,12 @@ class _Solver:
         t = self.linear(unknown[0]) if len(unknown) == 1 and known.is_const else None
         return None if t is None else ({n: k * known.value for n, k in t[0].items()}, t[1] * known)
 
+    def undetermined(self, names, pos):
+        """einx's error for a system of equations in ``names`` that has no unique solution for any input shape."""
+        shown = [n.replace("_anonymous_ellipsis_axis", "...") for n in names]
+        return AxisSizeError(self.desc, f"Failed to uniquely determine the size of the axes {', '.join(shown)}. "
+                             "Please provide more constraints.\n%EXPR%", pos)
+
     def equate_system(self, pending, exprs_all):
         """``(a + b) (a + (2 b))``, ``(1 + (a d)) (d + a)``: as many equations (``pending``, none of them with one
         unknown alone) as unknown names, which einx solves with sympy. Linear ones with constant coefficients are
@@ -291,9 +297,7 @@ class _Solver:
         if all(r is not None for r in rows):
             sol = _eliminate([[Fraction(r[0].get(n, 0)) for n in stuck] for r in rows])
             if sol is None:  # a singular system: no unique solution for any input shape (sympy: free symbols or none)
-                shown = [n.replace("_anonymous_ellipsis_axis", "...") for n in stuck]
-                raise AxisSizeError(self.desc, f"Failed to uniquely determine the size of the axes {', '.join(shown)}. "
-                                    "Please provide more constraints.\n%EXPR%", pos)
+                raise self.undetermined(stuck, pos)
             rhs = [p[1] - r[1] for p, r in zip(pending, rows)]
             for n, w in zip(stuck, sol):
                 den = math.lcm(*(x.denominator for x in w))
@@ -307,6 +311,10 @@ class _Solver:
         xs = [size_var(f"x{i}") for i in range(len(stuck))]
         self.sizes.update(zip(stuck, xs))
         eqs = tuple((self.size(p[0]), p[1]) for p in pending)
+        if len({sz.source(f) for f, _ in eqs}) < len(stuck):
+            # equations with one left side coincide or contradict each other for every input shape: fewer than the
+            # unknowns (sympy: ``(s t)... (s t)...`` on 1 x 1 leaves s t = 1, free), even where sizes >= 0 decide them
+            raise self.undetermined(stuck, pos)
         k = sum(c.kind in ("root", "system") for c in self.checks)
         qs = [size_var(f"q{k}_{safe}") for safe in (re.sub(r"\W", "_", n) for n in stuck)]
         self.sizes.update(zip(stuck, qs))

@@ -148,6 +148,10 @@ X = np.zeros((3, 4))
     ("solve_axes", "s... (b s...)", (np.zeros((2, 3, 12)),), {"b": 2}),
     ("solve_axes", "(a a)", (np.zeros(9),), {}),  # a polynomial (einx: sympy; ours at run time)
     ("matches", "(a a)", (np.zeros(8),), {}),
+    # a system in several unknowns: linear (elimination), and one whose equations share a left side (einx: undetermined)
+    ("solve_axes", "(a + b) (a + (2 b))", (np.zeros((13, 10)),), {}),
+    ("solve_axes", "(s t)... (s t)...", (np.zeros((1, 1)),), {}),
+    ("solve_shapes", "(s t)... (s t)...", (np.zeros((1, 1)),), {}),
 ])
 def test_documented(name, desc, args, kw):
     same(name, desc, *args, **kw)
