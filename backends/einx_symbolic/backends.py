@@ -159,6 +159,9 @@ def namespace(name):
     return {"np": _np}
 
 
+#: the Python and NumPy scalar types an argument may be (library "scalar")
+SCALARS = (int, float, bool, _np.integer, _np.floating, _np.bool_)
+
 #: argument class -> library (``library_of``); the classes known up front need no lookup
 _TYPES = {_np.ndarray: "numpy"}
 if "torch" in _sys.modules:  # already imported (einx imports it): its tensor class is known
@@ -177,7 +180,7 @@ def library_of(x):
             r = "jax"
         elif isinstance(x, _np.ndarray):
             r = "numpy"
-        elif isinstance(x, (int, float, bool, _np.integer, _np.floating, _np.bool_)):
+        elif isinstance(x, SCALARS):
             r = "scalar"
         elif callable(x):
             r = "factory"  # called with the solved shape (einx's tensor factories)

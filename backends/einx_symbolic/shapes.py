@@ -20,6 +20,7 @@ import numpy as np
 from backends import sizes as sz
 
 from .api import _psig
+from .backends import SCALARS
 from .cse import eliminate
 from .errors import RankError, SyntaxError
 from .expand import expand, flatten, leaves
@@ -39,7 +40,7 @@ def _shape(t):
         return tuple(int(x) for x in t.shape)
     except Exception:  # noqa: BLE001 - anything without an integral shape is judged by its type below
         pass
-    if isinstance(t, (int, float, bool, np.integer, np.floating, np.bool_)):
+    if isinstance(t, SCALARS):
         return ()
     if callable(t):
         return None

@@ -76,6 +76,11 @@ def isolve(f, value):
     lo, hi = 0, 1
     while f(hi) < value and hi <= value:
         lo, hi = hi, hi * 2
+    return _least(f, value, lo, hi)
+
+
+def _least(f, value, lo, hi):
+    """The least ``x`` in ``[lo, hi]`` with ``f(x) >= value`` for a nondecreasing ``f`` (``hi`` when none below it)."""
     while lo < hi:
         mid = (lo + hi) // 2
         if f(mid) < value:
@@ -95,14 +100,7 @@ def ssolve(f, values, n):
     found = []
 
     def first(g, v):  # the least x in [0, top + 1] with g(x) >= v (top + 2 when none)
-        lo, hi = 0, top + 2
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if g(mid) < v:
-                lo = mid + 1
-            else:
-                hi = mid
-        return lo
+        return _least(g, v, 0, top + 2)
 
     def walk(prefix):
         k = len(prefix)
