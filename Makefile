@@ -1,6 +1,7 @@
 # dynshape: `make run` sets up and runs the default profile; `make test` sets up
 # and runs the tests. Both are idempotent: the venv is rebuilt only when
-# pyproject.toml changes.
+# pyproject.toml changes. Installs from the registries are retried (mk/retry):
+# a connection cut mid-download once failed CI.
 
 PYTHON ?= python3
 VENV   := .venv
@@ -14,8 +15,8 @@ setup: $(STAMP)
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
-	$(PY) -m pip install --quiet -e '.[main,test,bench,distributed]'
+	mk/retry 3 setup $(PY) -m pip install --quiet --upgrade pip setuptools wheel
+	mk/retry 5 setup $(PY) -m pip install --quiet -e '.[main,test,bench,distributed]'
 	@touch $@
 
 # two workers at a time keep the default profile under 10 minutes on 2 cores;

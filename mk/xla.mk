@@ -12,8 +12,12 @@
 # Knobs: XLA_PYTHON_BASE (interpreter that creates the venv: CPython 3.10-3.13),
 # XLA_VENV (where the venv lives; when it is not .venv-xla, point the harness at
 # it with DYNSHAPE_XLA_PYTHON=$(XLA_VENV)/bin/python -- test-xla does so),
-# XLA_PIP_FLAGS (extra pip flags).
+# XLA_PIP_FLAGS (extra pip flags), XLA_TRIES (download tries, default 5).
 #
+# The ~3.5 GB of wheels are downloaded first into $(XLA_WHEELS), up to XLA_TRIES
+# times (mk/retry): pip skips the files already there, so a cut connection costs
+# one file, not the whole set. The install then reads only that folder, which is
+# removed once the install succeeds.
 # The stamp $(XLA_VENV)/.installed is written only after the install and an
 # `import torch, torch_xla` succeed, and is redone when requirements-xla.txt
 # changes. A failed run leaves no stamp; running again retries the install.
@@ -24,6 +28,8 @@ XLA_PY          := $(XLA_VENV)/bin/python
 XLA_REQS        ?= requirements-xla.txt
 XLA_PIP_FLAGS   ?=
 XLA_MAIN_PY     ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
+XLA_TRIES       ?= 5
+XLA_WHEELS      ?= $(XLA_VENV)/.wheels
 
 .PHONY: xla-env xla-check xla-clean test-xla
 
@@ -40,9 +46,13 @@ $(XLA_VENV)/.installed: $(XLA_REQS)
 	  $(XLA_PYTHON_BASE) -m venv $(XLA_VENV) || { echo "xla-env: '$(XLA_PYTHON_BASE) -m venv $(XLA_VENV)' failed" >&2; exit 1; }; \
 	fi; \
 	echo "xla-env: installing $(XLA_REQS) into $(XLA_VENV) (first time: ~3 min, ~7 GB)"; \
-	$(XLA_PY) -m pip install --quiet --upgrade pip $(XLA_PIP_FLAGS) || true; \
-	$(XLA_PY) -m pip install $(XLA_PIP_FLAGS) -r $(XLA_REQS) || { \
-	  echo "xla-env: 'pip install -r $(XLA_REQS)' into $(XLA_VENV) FAILED (see above); no stamp written" >&2; exit 1; }; \
+	mk/retry 2 xla-env $(XLA_PY) -m pip install --quiet --upgrade pip $(XLA_PIP_FLAGS) || true; \
+	resume=; $(XLA_PY) -m pip download --help | grep -q -- --resume-retries && resume=--resume-retries=10; \
+	mk/retry $(XLA_TRIES) xla-env $(XLA_PY) -m pip download --quiet $$resume $(XLA_PIP_FLAGS) -d $(XLA_WHEELS) -r $(XLA_REQS) || { \
+	  echo "xla-env: downloading $(XLA_REQS) into $(XLA_WHEELS) FAILED $(XLA_TRIES) times (see above); what did arrive stays there for the next run; no stamp written" >&2; exit 1; }; \
+	$(XLA_PY) -m pip install --no-index --find-links $(XLA_WHEELS) $(XLA_PIP_FLAGS) -r $(XLA_REQS) || { \
+	  echo "xla-env: 'pip install -r $(XLA_REQS)' from $(XLA_WHEELS) into $(XLA_VENV) FAILED (see above); no stamp written" >&2; exit 1; }; \
+	rm -rf $(XLA_WHEELS); \
 	PJRT_DEVICE=CPU $(XLA_PY) -c "import torch, torch_xla; print('xla-env: torch', torch.__version__, '+ torch_xla', torch_xla.__version__)" || { \
 	  echo "xla-env: installed, but 'import torch, torch_xla' fails in $(XLA_VENV); no stamp written" >&2; exit 1; }; \
 	touch $@
