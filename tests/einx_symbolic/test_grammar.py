@@ -366,19 +366,37 @@ def _indexing(data, op, lib):
     draw = data.draw
     w = draw(gr.world())
     batch = draw(gr.expression(["a", "b"], max_size=2, nums=False, ell=draw(st.booleans())))
-    indexed = draw(st.lists(st.sampled_from(["h", "v"]), min_size=1, max_size=2, unique=True))
+    indexed = draw(st.lists(st.sampled_from(["h", "v", "u"]), min_size=1, max_size=3, unique=True))
     x = list(draw(st.permutations(batch + [("br", [("ax", n) for n in indexed])])))
     p = draw(gr.expression(["c"], max_size=1, nums=False, ell=False))
-    # the coordinate axis: a number, now and then a name its dim sizes (einx: its length must be the number of indexed axes)
-    cax = ("num", len(indexed)) if draw(st.integers(0, 3)) else ("ax", "d")
-    coord = batch + p + ([("br", [cax])] if len(indexed) > 1 or draw(st.booleans()) else [])
-    w.sizes["h"], w.sizes["v"], w.sizes["d"] = draw(st.integers(1, 4)), draw(st.integers(1, 4)), len(indexed)
+    for n in ("h", "v", "u"):
+        w.sizes[n] = draw(st.integers(1, 4))
+    w.sizes["d"] = len(indexed)
+    several = len(indexed) >= 2 and draw(st.integers(0, 2)) == 0
+    if several:
+        # the coordinates split over two inputs (``b [h v u], b p [n], p [2]``): each takes one or more; one alone
+        # may be unbracketed, else its coordinate axis is a number or a name its dim sizes (two names: only the
+        # shapes decide each one's share, checked against the count of indexed axes); each over all of the batch
+        # axes or none; indexed axes of 2 or more, so that coordinates taken in the wrong order change the values
+        k = draw(st.integers(1, len(indexed) - 1))
+        coords = []
+        for name, part in (("n", k), ("m", len(indexed) - k)):
+            w.sizes[name] = part
+            form = draw(st.integers(0 if part == 1 else 1, 2))
+            coords.append((batch if draw(st.booleans()) else []) + p + [[], [("br", [("num", part)])], [("br", [("ax", name)])]][form])
+        for n in indexed:
+            w.sizes[n] = max(2, w.sizes[n])
+    else:
+        # the coordinate axis: a number, now and then a name its dim sizes (einx: its length must be the number of indexed axes)
+        cax = ("num", len(indexed)) if draw(st.integers(0, 3)) else ("ax", "d")
+        coords = [batch + p + ([("br", [cax])] if len(indexed) > 1 or draw(st.booleans()) else [])]
     rng = np.random.default_rng(draw(st.integers(0, 3)))
-    cshape = gr.perturb(draw, gr.shape(coord, w))
     bound = min(w.sizes[n] for n in indexed)
-    idx = arr(lib, (), "int") * 0 + (torch.from_numpy(rng.integers(0, bound, cshape)) if lib == "torch" else
-                                     jnp.asarray(rng.integers(0, bound, cshape)) if lib == "jax" else rng.integers(0, bound, cshape))
-    exprs, args = [x, coord], [_operand(draw, lib, gr.shape(x, w)), idx]
+    exprs, args = [x, *coords], [_operand(draw, lib, gr.shape(x, w))]
+    for coord in coords:  # several: each inconsistent less often, so that as many calls as with one can work
+        cshape = gr.perturb(draw, gr.shape(coord, w)) if not several or draw(st.integers(0, 2)) == 0 else gr.shape(coord, w)
+        ints = rng.integers(0, bound, cshape)
+        args.append(arr(lib, (), "int") * 0 + (torch.from_numpy(ints) if lib == "torch" else jnp.asarray(ints) if lib == "jax" else ints))
     if op != "get_at":
         upd = batch + p
         exprs.append(upd)
@@ -388,7 +406,7 @@ def _indexing(data, op, lib):
     if op == "get_at" or draw(st.booleans()):
         desc += " -> " + gr.render(x if op != "get_at" else out)
     kw = gr.kw_for(draw, exprs, w)
-    if draw(st.integers(0, 6)) == 0 and not cshape:
+    if draw(st.integers(0, 6)) == 0 and not args[1].shape:
         args[1] = 0  # a Python scalar index
     same(op, desc, *args, **kw)
 
