@@ -60,11 +60,13 @@ def error_class(e):
 
 
 def _run(fn, desc, args, kw):
+    """``("ok", result, args)`` or ``("err", exception, args)``: ``args`` the call's own copies of the arrays, as the
+    call left them (einx's ``set_at``/``add_at``/``subtract_at`` write into their first input on numpy and torch)."""
     args = [copy.deepcopy(a) if hasattr(a, "shape") else a for a in args]
     try:
-        return "ok", fn(desc, *args, **kw)
+        return "ok", fn(desc, *args, **kw), args
     except Exception as e:  # noqa: BLE001 - the decision to raise and its class are compared
-        return "err", e
+        return "err", e, args
 
 
 def _np(x):
@@ -208,13 +210,18 @@ def _same(op, desc, *args, **kw):
         assert type(x) is type(y), (call, type(x), type(y))
         assert tuple(np.shape(x)) == tuple(np.shape(y)), (call, np.shape(x), np.shape(y))
         assert getattr(x, "dtype", None) == getattr(y, "dtype", None), (call, x.dtype, y.dtype)
-        xn, yn = _np(x), _np(y)
-        if has_diagonal(desc):
-            continue
-        if xn.dtype.kind in "fc":
-            np.testing.assert_allclose(xn, yn, rtol=1e-4, atol=1e-5, equal_nan=True, err_msg=call)
-        else:
-            np.testing.assert_array_equal(xn, yn, err_msg=call)
+        if not has_diagonal(desc):
+            _values(_np(x), _np(y), call)
+    for k, (x, y) in enumerate(zip(r1[2], r2[2])):  # what each call wrote into its inputs, if anything
+        if hasattr(x, "shape"):
+            _values(_np(x), _np(y), f"{call}: argument {k} after the call")
+
+
+def _values(xn, yn, msg):
+    if xn.dtype.kind in "fc":
+        np.testing.assert_allclose(xn, yn, rtol=1e-4, atol=1e-5, equal_nan=True, err_msg=msg)
+    else:
+        np.testing.assert_array_equal(xn, yn, err_msg=msg)
 
 
 def _operand(draw, lib, shp, kind="float", seed=0):
