@@ -251,13 +251,18 @@ def _run(args) -> int:
         print(f"\ndynshape: interrupted; every record written is kept in {r.path}; finish the run with\n"
               f"  dynshape run --resume {r.run_id} --out {args.out}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    df = results.load([path])
-    summary = report.summarise(df)
-    verdicts = report.verdicts(df, by=report.job_by(summary))
-    summary = report.annotate(summary, df, judged=verdicts)
-    print(report.markdown(summary))
-    csv = path.with_suffix(".report.csv")
-    summary.to_csv(csv, index=False)
+    try:
+        df = results.load([path])
+        summary = report.summarise(df)
+        verdicts = report.verdicts(df, by=report.job_by(summary))
+        summary = report.annotate(summary, df, judged=verdicts)
+        print(report.markdown(summary))
+        csv = path.with_suffix(".report.csv")
+        summary.to_csv(csv, index=False)
+    except KeyboardInterrupt:  # the run is complete: only its report was cut short
+        print(f"\ndynshape: interrupted while reporting; the run is complete in {path}; its report:\n"
+              f"  dynshape report {path}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     print(f"\nrecords: {path}\nreport CSV: {csv}", file=sys.stderr)
     return _unexpected(verdicts)
 

@@ -286,12 +286,17 @@ def start(python: str, env_name: str, argv: list[str], env: dict, cwd: str) -> F
 
 @atexit.register
 def close_all() -> None:
-    """End every zygote of this process."""
+    """End every zygote of this process (a Ctrl-C while they finish kills them, without a traceback)."""
     with _CREATE:
         zs = list(_ZYGOTES.values())
         _ZYGOTES.clear()
-    for z in zs:
-        z.close()
+    for i, z in enumerate(zs):
+        try:
+            z.close()
+        except KeyboardInterrupt:
+            for rest in zs[i:]:
+                rest.close(wait=0)
+            return
 
 
 # -- the zygote's side ---------------------------------------------------------

@@ -192,3 +192,22 @@ def test_a_forked_job_sees_what_the_imports_set_in_the_environment(env_name, var
     value, probe = out.splitlines()
     assert part in value.split() and probe == "kept"
     assert proc.info["set_by_imports"][var] == value
+
+
+def test_ctrl_c_while_zygotes_finish_kills_them_without_a_traceback(monkeypatch):
+    """At exit, ``close_all`` waits for each zygote; a Ctrl-C there ends the rest at once (``close(wait=0)``:
+    killed and reaped) instead of an 'Exception ignored in atexit callback' traceback."""
+    calls = []
+
+    class Zygote:
+        def __init__(self, n):
+            self.n = n
+
+        def close(self, wait=10.0):
+            calls.append((self.n, wait))
+            if self.n == 0 and wait:
+                raise KeyboardInterrupt
+
+    monkeypatch.setattr(forkserver, "_ZYGOTES", {"a": Zygote(0), "b": Zygote(1)})
+    forkserver.close_all()
+    assert calls == [(0, 10.0), (0, 0), (1, 0)] and forkserver._ZYGOTES == {}

@@ -133,6 +133,26 @@ def test_ctrl_c_kills_the_workers_and_says_how_to_resume(sleepy, tmp_path):
     assert 0 < len(pending) < 4 and ("gnn_edge_divide", "static") not in {(c.case.name, c.mode) for c in pending}
 
 
+def test_ctrl_c_while_reporting_says_the_run_is_complete(sleepy, tmp_path, capsys, monkeypatch):
+    """Ctrl-C after the last record (while the report is written): exit code 130 and where the
+    complete run is, not a traceback (exit code 1, as a Ctrl-C there gave before)."""
+    from harness import report
+
+    def interrupted(df):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(report, "summarise", interrupted)
+    monkeypatch.setenv("DYNSHAPE_FAKE_SLEEP", "0")
+    try:
+        code = cli.main(["run", *SELECT, "--out", str(tmp_path), *FLAGS])
+    except KeyboardInterrupt:
+        pytest.fail("a Ctrl-C while reporting escaped cli.main (a traceback and exit code 1)")
+    assert code == cli.EXIT_INTERRUPTED
+    path, = tmp_path.glob("*.jsonl")
+    assert len(results.read_records(path)) == 24
+    assert capsys.readouterr().err.endswith(
+        f"dynshape: interrupted while reporting; the run is complete in {path}; its report:\n  dynshape report {path}\n")
+
+
 def test_resume_of_an_unknown_run_names_the_resumable_ones(sleepy, tmp_path, capsys):
     runner.Runner(tmp_path, run_id="r1", progress=False).write_plan(
         [runner.Combo(cases.get("gnn_edge_divide"), registry.backends()["sleepy"], "static")])
