@@ -22,7 +22,10 @@ FLAGS = ["--repeats", "1", "--warmup", "0", "--no-progress"]
 
 # a parent process whose registry holds the fixture's ``sleepy`` backend
 PARENT = """
-import sys
+import signal, sys
+# Ctrl-C as at a terminal, whatever this test's process left ignored (a child inherits an ignored
+# SIGINT, and Python then installs no KeyboardInterrupt for it)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from harness import cli, registry
 import dynshape_fake_backends as f
 b = f.Sleepy(); b.spec = "dynshape_fake_backends:Sleepy"
@@ -123,7 +126,12 @@ def test_ctrl_c_kills_the_workers_and_says_how_to_resume(sleepy, tmp_path):
     proc = _start(out, sleep=0.1, stall_unless="gnn_edge_divide:static")
     path = _wait_for_records(out, 7, proc)
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+        pytest.fail(f"the run went on 30 s after Ctrl-C; its stderr: {err[-3000:]}")
     assert proc.returncode == cli.EXIT_INTERRUPTED, err[-3000:]
     assert _marked(out) == []  # the worker was killed before the parent exited
     run_id = path.stem
