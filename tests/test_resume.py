@@ -23,9 +23,13 @@ FLAGS = ["--repeats", "1", "--warmup", "0", "--no-progress"]
 # a parent process whose registry holds the fixture's ``sleepy`` backend
 PARENT = """
 import signal, sys
-# Ctrl-C as at a terminal, whatever this test's process left ignored (a child inherits an ignored
-# SIGINT, and Python then installs no KeyboardInterrupt for it)
+# Ctrl-C as at a terminal, whatever this test's process left ignored or blocked (a child inherits
+# both: Python then installs no KeyboardInterrupt, or the signal never arrives); said on stderr
+was = signal.getsignal(signal.SIGINT), signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+if was != (signal.default_int_handler, False):
+    print(f"test parent: SIGINT handler was {was[0]}, blocked {was[1]}", file=sys.stderr)
 signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
 from harness import cli, registry
 import dynshape_fake_backends as f
 b = f.Sleepy(); b.spec = "dynshape_fake_backends:Sleepy"
