@@ -27,7 +27,7 @@ run: $(STAMP) xla-env
 	$(PY) -m harness run $(RUN_FLAGS)
 
 # the einx grammar suite compares with einx 0.4.3, whose process-wide caches other
-# tests patch (einx_backend's build counter): it runs in processes of its own
+# tests patch (backends.einx's build counter): it runs in processes of its own
 GRAMMAR := tests/einx_symbolic/test_grammar.py
 test: $(STAMP) xla-env lint
 	$(PY) -m pytest tests/ cases/ --ignore=$(GRAMMAR) $(PYTEST_FLAGS)

@@ -23,7 +23,7 @@ from typing import Any, Callable, ClassVar, Iterator, Sequence
 
 import numpy as np
 
-from cases.model import MODES  # noqa: F401 (re-exported: the modes a backend may offer)
+from engines.sizes.modes import MODES  # noqa: F401 (re-exported: the modes a backend may offer)
 
 FORMS = ("einx", "torch", "jax")
 

@@ -1,8 +1,8 @@
 """lazy_stablehlo: the lazy trace lowered to StableHLO with symbolic sizes, run by XLA.
 
-Every call traces the case's torch form on lazy leaves (``backends.lazy``, as
+Every call traces the case's torch form on lazy leaves (``engines.lazy``, as
 the ``lazy`` backend does); a miss of the lazy graph cache is lowered through
-torch.export and our StableHLO lowering (``backends.lazy.stablehlo``): size
+torch.export and our StableHLO lowering (``engines.lazy.to_stablehlo``): size
 variables become ``?`` dims (``#stablehlo.bounds`` in bounded mode) and size
 arithmetic stays arithmetic (``x.shape[0] * 2`` is ``get_dimension_size ->
 multiply`` feeding the broadcast). Our XLA executor refines ``@main`` to each
@@ -24,8 +24,8 @@ the lowering lacks) are ``unsupported`` rows naming the op.
 from __future__ import annotations
 
 from .base import Counter
-from .lazy_backend import Lazy
-from .stablehlo_backends import XLA
+from .lazy import Lazy
+from .stablehlo_base import XLA
 
 TRACE, LOWERING = "trace", "lowering"
 
@@ -44,14 +44,14 @@ class LazyStablehlo(Lazy):
                              "(BoundedXlaProgram)"}
 
     def startup(self):
-        from backends.stablehlo.executors import load_runtime
+        from engines.stablehlo.execution.executors import load_runtime
 
         super().startup()
         load_runtime()
 
     def context(self, case, mode):
-        from backends import lazy
-        from backends.lazy.stablehlo import StablehloCompiler
+        from engines import lazy
+        from engines.lazy.to_stablehlo import StablehloCompiler
 
         compiler = self.compiler = StablehloCompiler(
             mode, case.name, on_lowering=lambda s, why: self.count(LOWERING, 1, s, why),

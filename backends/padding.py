@@ -5,7 +5,7 @@ per input shape (jax.jit, einx, torch.compile ``dynamic=False``, ...) more
 modes, each run by that one static program on inputs padded on the host:
 
 ``bucketed``
-    every dynamic dim padded up to its bucket (``backends.buckets.case_buckets``:
+    every dynamic dim padded up to its bucket (``engines.sizes.buckets.case_buckets``:
     the next power of two, at least ``MIN_BUCKET``, or the next of the case's
     own ``buckets``, capped at the dim's bound):
     one compile per bucket the sweep touches;
@@ -31,7 +31,7 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
-from . import buckets
+from engines.sizes import buckets
 from .base import BoundError, Unsupported
 
 PAD_MODES = ("bucketed", "bounded")

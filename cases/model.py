@@ -13,7 +13,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-MODES = ("static", "bounded", "unbounded", "bucketed")
+from engines.sizes.modes import MODES
+
 PROFILES = ("quick", "full")
 
 
@@ -94,7 +95,7 @@ class EinxForm:
     """An einx call: ``getattr(einx, op)(description, *inputs, **params)``.
 
     ``program``, when given, is a short einx program instead of one call: a
-    factory taking the einx module (real einx, or ``backends.einx_symbolic``)
+    factory taking the einx module (real einx, or ``engines.einx_symbolic``)
     and returning the function of the inputs; ``op`` and ``description`` then
     name its einx calls for the report.
     """
@@ -247,7 +248,7 @@ class Case:
     @property
     def modes(self) -> tuple[str, ...]:
         """Modes that make sense here: static always; unbounded and bucketed
-        (unbounded sizes served by power-of-two buckets, ``backends.buckets``)
+        (unbounded sizes served by power-of-two buckets, ``engines.sizes.buckets``)
         when any dim is dynamic; bounded when any dim carries a maximum
         (narrowed by ``only_modes``)."""
         modes = self._dim_modes()
@@ -374,8 +375,8 @@ def match_globs(names: Sequence[str], globs: str | None, what: str) -> list[str]
 
 
 def _eval_size(expr: str, env: Mapping[str, int], case: str) -> int:
-    """A size expression over the case's dims (``"2*b"``), via backends.sizes."""
-    from backends import sizes
+    """A size expression over the case's dims (``"2*b"``), via engines.sizes."""
+    from engines import sizes
 
     try:
         return sizes.evaluate(sizes.parse(expr, names=env), env)

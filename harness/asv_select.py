@@ -2,7 +2,7 @@
 
 asv runs a class's ``setup_cache`` once, before the first of its benchmarks,
 and tells it nothing of ``asv run -b REGEX``. The asv suite's compile tracking
-(``harness/benchmarks/suite.py``) runs its jobs there, two at a time, and must
+(``benchmarks/suite.py``) runs its jobs there, two at a time, and must
 run only the selected ones (``make asv-quick`` selects one case of ~1,000
 jobs). The selection is recovered from the ``asv`` process that started this
 one (an ancestor: asv → its fork server → ``setup_cache``), read from

@@ -7,7 +7,7 @@ when left out) and states compile counts:
   (shape 0's count includes what ``prepare`` compiled), over ``i`` (the
   shape's position in the sweep, from 0), ``first`` (1 on shape 0, else 0),
   ``n_shapes``, ``new_bucket`` (1 where the shape's power-of-two bucket,
-  ``backends.buckets``, was touched by no earlier shape) and ``n_buckets``:
+  ``engines.sizes.buckets``, was touched by no earlier shape) and ``n_buckets``:
   ``"1"`` for a compile per shape, ``"first"`` for one compile on the first
   shape and none after, ``"new_bucket"`` for one per bucket; ``shape_stages``
   the same per compile stage;
@@ -220,7 +220,7 @@ def bucket_flags(records: list[dict]) -> tuple[dict[int, int], int]:
     """Per shape index of the novel ``records``, 1 where its bucket is new
     (in sweep order); and the number of distinct buckets (the bucket as the
     job's backend serves it: :func:`bucket_policy`)."""
-    from backends.buckets import new_buckets
+    from engines.sizes.buckets import new_buckets
 
     by_index = {}
     for r in records:
@@ -239,7 +239,7 @@ def bucket_policy(record: dict):
     slot of room in a dim a dummy index points into, capped at the dim's
     bound); else (our executors, which bucket `?` dims and mask the padding,
     or a record whose case or backend is not known here) each size's bucket."""
-    from backends import buckets
+    from engines.sizes import buckets
 
     backend, mode = record.get("backend"), record.get("mode")
     if backend and mode == "bucketed":  # the one mode whose counts follow buckets
@@ -262,7 +262,7 @@ def bucket_policy(record: dict):
 
 
 def _eval(formula: str, names: dict) -> int:
-    from backends import sizes
+    from engines import sizes
 
     try:
         return sizes.evaluate(sizes.parse(formula, names=names), names)

@@ -3,7 +3,7 @@
 ``harness history [RUNS…|--since REV]`` reads every run in ``results/`` (or
 the runs given, or those recorded at REV and the commits after it) and asv's
 result files (``results/asv/<machine>/<commit>-<env>.json``, written by
-``asv run`` from ``harness/benchmarks/suite.py``), and tabulates per case ×
+``asv run`` from ``benchmarks/suite.py``), and tabulates per case ×
 backend × mode and commit: compiles (per shape, from the harness), latency
 (novel sweep, cached call) and, from asv, compile time.
 """

@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCH_ROOT = ROOT / "harness" / "benchmarks"  # asv.conf.json's benchmark_dir
-sys.path.insert(0, str(ROOT / "harness"))
+BENCH_ROOT = ROOT / "benchmarks"  # asv.conf.json's benchmark_dir
 from benchmarks import bench_einx_symbolic, suite  # noqa: E402
 
 
@@ -66,7 +65,7 @@ def test_timed_benchmarks_run_the_timed_selection_only(monkeypatch):
 def test_the_suite_module_preimports_the_frameworks_single_threaded():
     """asv's forkserver forks samples from the process that imported the suite:
     it must hold the frameworks already, and no thread (fork copies only the forking one)."""
-    out = subprocess.run([sys.executable, "-c", "import os, sys; sys.path.insert(0, 'harness'); "
+    out = subprocess.run([sys.executable, "-c", "import os, sys; "
                           "import benchmarks.suite; print(len(os.listdir('/proc/self/task')), "
                           "all(m in sys.modules for m in ('torch', 'jax')))"],
                          cwd=ROOT, capture_output=True, text=True, timeout=300)
@@ -99,7 +98,7 @@ def test_novel_shape_benchmarks_take_one_sample_per_process():
 def test_novel_sizes_setup_makes_every_sample_novel():
     """Even with several samples in one process (setup before each, as asv runs
     them), einx_symbolic builds its one graph and einx its 50 in every sample."""
-    from backends import einx_backend
+    from backends import einx as einx_backend
 
     b = bench_einx_symbolic.NovelSizes()
     b.setup()

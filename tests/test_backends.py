@@ -8,10 +8,10 @@ import pytest
 
 import cases
 from backends.base import SOURCES, Counter
-from backends.einx_backend import Einx
-from backends.einx_symbolic_backend import EinxSymbolic
+from backends.einx import Einx
+from backends.einx_symbolic import EinxSymbolic
 from backends.jax_jit import JaxJit
-from backends.lazy_backend import Lazy
+from backends.lazy import Lazy
 from backends.torch_compile import TorchCompile
 from backends.torch_eager import TorchEager
 from backends.torch_export import OutOfRange, TorchExport
@@ -86,7 +86,7 @@ def test_einx_counts_one_graph_build_per_new_shape():
 
 
 def test_einx_symbolic_static_emulates_per_shape_builds_unbounded_builds_once():
-    from backends import einx_symbolic as ex
+    from engines import einx_symbolic as ex
 
     case = cases.get(GNN)
     _, deltas, reasons = _job(EinxSymbolic(), case, "static", _e(20, 21, 20))
@@ -189,7 +189,7 @@ def test_torch_export_module_function_counts_nothing():
 
     b = TorchExport()
     b.reset_counters()
-    torch_export.export(lambda x: x * 2, [torch.ones(3)], None, "t")  # as stablehlo_backends calls it
+    torch_export.export(lambda x: x * 2, [torch.ones(3)], None, "t")  # as backends.stablehlo_base calls it
     assert b.compile_stats() == {"export": 0}
 
 
@@ -259,7 +259,7 @@ def test_our_lowering_exports_a_slice_to_half_size_obliviously_where_torch_expor
     the Dim (the torch_export peer reports it); our StableHLO path retries
     size-obliviously and serves every t, t // 2 = 1 included, from one lowering."""
     from backends.base import Unsupported
-    from backends.stablehlo_backends import StablehloXla
+    from backends.stablehlo_xla import StablehloXla
 
     case = cases.get("seq_slice_half")
     with pytest.raises(Unsupported, match=r"could not keep seq_slice_half's dims dynamic: Constraints violated"):

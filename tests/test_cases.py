@@ -151,7 +151,7 @@ def test_a_dummy_pad_needs_an_index_input_into_a_dim():
 
 
 def test_an_einx_form_binds_one_call_or_a_program_to_the_einx_module_it_is_given():
-    class Ops:  # stands in for einx / backends.einx_symbolic
+    class Ops:  # stands in for einx / engines.einx_symbolic
         def divide(self, description, *args, **params):
             return ("divide", description, args, params)
 

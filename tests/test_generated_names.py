@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from backends.torch_xla.export import named_module  # noqa: E402
+from backends.torch_xla_export import named_module  # noqa: E402
 
 
 def test_hostile_input_names_become_safe_parameters():

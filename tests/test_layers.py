@@ -1,6 +1,6 @@
 """The project's import structure, read statically from the source with ``ast``.
 
-Layers are one-way: ``harness`` → ``backends`` → ``backends.sizes``, and
+Layers are one-way: ``harness`` → ``backends`` → ``engines.sizes``, and
 ``cases`` (data and oracles) imports no backend but the size algebra. Imports
 form no cycle. Every import counts, also one deferred into a function: a
 deferred import that closes a circle still ties the modules in it together
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("harness", "backends", "cases")
+PACKAGES = ("harness", "backends", "cases", "engines")
 
 
 def _modules() -> dict[str, Path]:
@@ -90,14 +90,21 @@ def test_backends_never_import_the_harness():
     assert _layer_violations("backends", lambda dst: not dst.startswith("harness")) == []
 
 
-def test_the_case_model_imports_no_backend_but_the_size_algebra():
-    ok = lambda dst: not dst.startswith("backends") or dst in ("backends", "backends.sizes") or dst.startswith("backends.sizes.")  # noqa: E731
-    assert _layer_violations("cases", ok) == []
+def test_engines_import_no_adapter_case_or_harness():
+    assert _layer_violations("engines", lambda dst: dst.split(".")[0] == "engines") == []
+
+
+def _is_sizes(dst: str) -> bool:
+    return dst == "engines" or dst == "engines.sizes" or dst.startswith("engines.sizes.")
+
+
+def test_the_case_model_imports_nothing_of_the_project_but_the_size_algebra():
+    assert _layer_violations("cases", lambda dst: dst.split(".")[0] == "cases" or _is_sizes(dst)) == []
 
 
 def test_the_size_algebra_imports_nothing_else_of_the_project():
-    bad = [f"{src}:{line} imports {dst}" for src, edges in GRAPH.items() if src.startswith("backends.sizes")
-           for dst, _, line in edges if not dst.startswith("backends.sizes") and dst != "backends"]
+    bad = [f"{src}:{line} imports {dst}" for src, edges in GRAPH.items() if src.startswith("engines.sizes")
+           for dst, _, line in edges if not _is_sizes(dst)]
     assert bad == []
 
 
@@ -144,6 +151,8 @@ def test_the_walker_sees_imports_and_cycles(monkeypatch):
     assert _cycle() in (["backends.fake_a", "backends.fake_b", "backends.fake_a"],
                         ["backends.fake_b", "backends.fake_a", "backends.fake_b"])
     assert "backends.fake_a:9 imports harness.runner" in _layer_violations("backends", lambda d: not d.startswith("harness"))
+    monkeypatch.setitem(GRAPH, "engines.fake_c", [("backends.base", False, 5)])
+    assert _layer_violations("engines", lambda dst: dst.split(".")[0] == "engines") == ["engines.fake_c:5 imports backends.base"]
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import cases
-from backends import buckets
+from engines.sizes import buckets
 from backends.base import Backend, BoundError, Unsupported
 from backends.padding import PadPlan, Padded, host_padding
 from cases.model import Case, Input, bounded, static, unbounded

@@ -5,7 +5,7 @@ import einx
 import numpy as np
 import pytest
 
-from backends import einx_symbolic as ex
+from engines import einx_symbolic as ex
 
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 

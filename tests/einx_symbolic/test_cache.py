@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from backends import einx_symbolic as ex
-from backends.einx_symbolic import api
+from engines import einx_symbolic as ex
+from engines.einx_symbolic import api
 
 
 def test_inline_keys_are_the_call_key_and_share_the_signature_graph():

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import cases
-from backends import einx_symbolic as ex
-from backends.einx_symbolic import errors
-from backends.einx_symbolic.parse import identifier
+from engines import einx_symbolic as ex
+from engines.einx_symbolic import errors
+from engines.einx_symbolic.parse import identifier
 
 ALLOWED = ("The following expressions are allowed:\n- Literals: -> + , [ ] ( ) ... whitespace\n"
            "- Named axes: Must match the regex [a-zA-Z_][a-zA-Z0-9_]*\n- Unnamed axes: Must match the regex [0-9]+\n")

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-from backends import einx_symbolic as ex
-from backends import sizes
-from backends.einx_symbolic import api
-from backends.einx_symbolic import build as B
-from backends.einx_symbolic import recipe as R
-from backends.einx_symbolic.expand import leaves
+from engines import einx_symbolic as ex
+from engines import sizes
+from engines.einx_symbolic import api
+from engines.einx_symbolic import build as B
+from engines.einx_symbolic import recipe as R
+from engines.einx_symbolic.expand import leaves
 
 
 def _dump(r):

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from backends import einx_symbolic as ex
-from backends.einx_symbolic import build
+from engines import einx_symbolic as ex
+from engines.einx_symbolic import build
 
 EXAMPLES = 10 * settings().max_examples
 

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 import grammar as gr
 from conftest import arr as shared_arr
-from backends import einx_symbolic as ex
+from engines import einx_symbolic as ex
 
 #: examples per op family in the default (``ci``) profile; see the README for the measured cost
 EXAMPLES = int(os.environ.get("EINX_GRAMMAR_EXAMPLES", "2000"))
@@ -127,8 +127,8 @@ def _excluded(r1, r2):
 def _zero_size(op, desc, args, kw):
     """Whether our solution of the call has an axis of size 0 (valid for us, einx's ``AxisSizeError``): einx then
     fails before the semantic errors it finds after solving (``"b (b + c) -> c b"`` on 4 x 4: ``c`` is 0)."""
-    from backends.einx_symbolic import api, recipe
-    from backends.sizes import evaluate
+    from engines.einx_symbolic import api, recipe
+    from engines.sizes import evaluate
     kw = dict(kw)
     backend = kw.pop("backend", None)
     static = (("keepdims", True),) if kw.pop("keepdims", None) else ()
@@ -153,8 +153,8 @@ def has_diagonal(desc):
     values of such calls are not compared (shapes, dtypes and errors are). A composition of number
     axes that occurs twice in an input (``(1) 2 (1)``, ``(2 3 a) (2 3 b)``, ``(1)...``) is one axis
     after einx's common-subexpression elimination (``cse.py``), repeated: a diagonal too."""
-    from backends.einx_symbolic.parse import parse
-    from backends.einx_symbolic.tree import Axis, Brackets, Ell, Flat, List, axes, bracket_axes, children
+    from engines.einx_symbolic.parse import parse
+    from engines.einx_symbolic.tree import Axis, Brackets, Ell, Flat, List, axes, bracket_axes, children
     try:
         ins = parse(desc)[0]
     except Exception:  # noqa: BLE001 - a description that does not parse has no diagonal

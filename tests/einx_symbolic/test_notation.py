@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch._dynamo.testing
 
-from backends import einx_symbolic as ex
+from engines import einx_symbolic as ex
 from test_grammar import same
 
 X = torch.arange(24.0).reshape(2, 3, 4)

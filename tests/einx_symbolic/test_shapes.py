@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 import grammar as gr
-from backends import einx_symbolic as ex
+from engines import einx_symbolic as ex
 from test_grammar import error_class
 
 #: examples in all, over two test items (see the README for their cost)
@@ -184,7 +184,7 @@ def test_deliberate_differences():
 
 
 def test_cached_per_signature():
-    from backends.einx_symbolic.shapes import _solution
+    from engines.einx_symbolic.shapes import _solution
     _solution.cache_clear()
     for n in range(2, 7):
         assert ex.solve_shapes("a (b c), b", np.zeros((n, 6)), None, c=3) == ((n, 6), (2,))

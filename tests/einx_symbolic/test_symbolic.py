@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch._dynamo.testing
 
-from backends import einx_symbolic as ex
+from engines import einx_symbolic as ex
 
 
 def test_one_graph_for_many_shapes():

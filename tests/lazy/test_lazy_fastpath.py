@@ -1,4 +1,4 @@
-"""The steady-state fast paths of a cached step (``backends.lazy.bench`` measures
+"""The steady-state fast paths of a cached step (``benchmarks.scripts.lazy`` measures
 them): each must serve exactly the steps the full path would, and fall off
 when the step differs."""
 
@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 import torch.overrides
 
-import backends.lazy as L
+import engines.lazy as L
 
 
 def test_the_last_hit_serves_only_an_equal_step():
@@ -221,7 +221,7 @@ def test_a_cached_step_still_checks_its_outputs_shapes():
     """A cached step predicts its outputs' shapes by one compiled function per key
     (``shapes_fn``): a kernel that runs to another shape than the shape rule's
     (here, a stand-in) is still refused on a hit, naming the op."""
-    import backends.lazy.passes as P
+    import engines.lazy.passes as P
 
     f = L.jit(lambda x: x.unsqueeze(0), dims=[{0: "n"}])
     f(torch.randn(3, 2))
@@ -281,9 +281,9 @@ def test_stack_cat_and_split_reach_the_lazy_path_without_torch_dispatch(monkeypa
 def test_one_tensor_one_int_ops_log_what_the_general_record_logs():
     """``x.sum(1)``/``x.unsqueeze(-1)`` record through ``record_xi``: the same nodes and
     step-log entries as the general :func:`record`; a tensor of a finished step is still refused."""
-    from backends.lazy.ir import NO_KWARGS
-    from backends.lazy.ops.registry import record
-    from backends.lazy.symbolic import const
+    from engines.lazy.ir import NO_KWARGS
+    from engines.lazy.ops.registry import record
+    from engines.lazy.symbolic import const
 
     def step(fast):
         ctx = L.LazyContext("unbounded")
@@ -321,8 +321,8 @@ def test_a_size_operand_signs_as_one_shared_tuple():
     a, b = entries(f, 5), entries(f, 6)
     narrow_a, narrow_b = [e for e in a if e[0] == "narrow"], [e for e in b if e[0] == "narrow"]
     assert narrow_a == narrow_b and narrow_a[1][1][3] is narrow_b[1][1][3]
-    from backends.lazy.steplog import StepLog
-    from backends.sizes import var
+    from engines.lazy.steplog import StepLog
+    from engines.sizes import var
 
     log = StepLog()
     e = var("p0_1") // 2

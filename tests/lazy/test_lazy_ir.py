@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-import backends.lazy as L
-from backends.lazy import passes
-from backends.lazy.ir import IRError, Node
+import engines.lazy as L
+from engines.lazy import passes
+from engines.lazy.ir import IRError, Node
 
 
 def test_ops_record_instead_of_running():
@@ -64,8 +64,8 @@ def test_size_arithmetic_is_shared_and_ordered():
 
 
 def test_registry_is_the_coverage_list():
-    from backends.lazy import ops
-    from backends.lazy.tensor import OPERATORS, LazyTensor
+    from engines.lazy import ops
+    from engines.lazy.tensor import OPERATORS, LazyTensor
 
     cov = ops.covered_ops()
     for name in ("add", "sum", "reshape", "__getitem__", "matmul", "lazy_zeros", "index_add_"):

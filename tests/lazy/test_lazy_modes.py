@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-import backends.lazy as L
+import engines.lazy as L
 
 
 def edge_divide(d, c):
@@ -195,7 +195,7 @@ def test_unsupported_ops_say_why():
 
 def test_harness_backend_on_catalogue():
     cases = pytest.importorskip("cases")
-    from backends.lazy_backend import Lazy
+    from backends.lazy import Lazy
 
     case = cases.get("gnn_edge_divide")
     counts, reasons = {}, {}
@@ -220,7 +220,7 @@ def test_catalogue_quick_profile_all_modes():
     """Every catalogue case with a torch form, every mode it has: oracle equality
     on the quick shapes, exact compile counts."""
     cases = pytest.importorskip("cases")
-    from backends.lazy_backend import Lazy
+    from backends.lazy import Lazy
 
     for case in cases.catalogue():
         if "torch" not in case.forms:
@@ -238,7 +238,7 @@ def test_catalogue_quick_profile_all_modes():
                 np.testing.assert_allclose(b.to_numpy(prog(*b.convert(inputs))), case.expected(inputs),
                                            rtol=tol.rtol, atol=tol.atol, err_msg=f"{case.name} {mode} {sizes}")
             if mode == "bucketed":  # one graph per bucket the host padder touched
-                from backends import buckets
+                from engines.sizes import buckets
 
                 want = sum(buckets.new_buckets(shapes, key=lambda s: tuple(buckets.case_buckets(case, s).items())))
             else:

@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import backends.lazy as L
+import engines.lazy as L
 
 rng = np.random.default_rng(0)
 

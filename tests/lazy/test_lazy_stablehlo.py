@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 import torch
 
-import backends.lazy as L
+import engines.lazy as L
 import cases
 from backends.base import Unsupported
-from backends.lazy.stablehlo import StablehloCompiler
+from engines.lazy.to_stablehlo import StablehloCompiler
 from backends.lazy_stablehlo import LazyStablehlo
-from backends.stablehlo_backends import StablehloXla
+from backends.stablehlo_xla import StablehloXla
 
 
 def _defs(text: str) -> dict:

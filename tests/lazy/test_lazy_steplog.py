@@ -1,10 +1,10 @@
-"""The step log (``backends.lazy.steplog``): a cached step skips the graph walk
+"""The step log (``engines.lazy.steplog``): a cached step skips the graph walk
 and the full key, and never serves a step whose graph differs."""
 
 import pytest
 import torch
 
-import backends.lazy as L
+import engines.lazy as L
 
 
 def test_cached_steps_take_the_step_log_and_agree_with_the_full_key():

@@ -1,12 +1,12 @@
 """Sizes on the lazy path: input dims as variables of the size algebra
-(``backends.sizes``; the algebra itself is tested in tests/sizes), their
+(``engines.sizes``; the algebra itself is tested in tests/sizes), their
 hints, and guards on forced values."""
 
 import pytest
 import torch
 
-import backends.lazy as L
-from backends import sizes
+import engines.lazy as L
+from engines import sizes
 
 
 def _vars(*dims):

@@ -3,13 +3,13 @@
 A tree is ``("const", c)``, ``("var", name)``, ``("neg", x)``,
 ``(op, left, right)`` for ``op`` in ``+ - * // %``, or ``("max"|"min", args)``.
 It is evaluated here with plain Python semantics -- independently of
-backends.sizes -- and rendered as text, through the algebra's constructors,
+engines.sizes -- and rendered as text, through the algebra's constructors,
 and (in the sympy tests) as sympy.
 """
 
 from hypothesis import strategies as st
 
-from backends import sizes as S
+from engines import sizes as S
 
 VARS = ("a", "b", "c")
 BINOPS = ("+", "-", "*", "//", "%")

@@ -6,7 +6,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from sizes_trees import build, envs, has_symbolic_divisor, outcome, py_eval, size_envs, small_trees, text, trees
 
-from backends import sizes as S
+from engines import sizes as S
 
 
 def _normal(t):
@@ -183,7 +183,7 @@ def test_pickles_into_another_process():
     import sys
 
     e = S.parse("max(a, b + 1) * c // 3 + a % (b + c) - 2")
-    code = ("import pickle, sys; from backends import sizes as S; e = pickle.loads(sys.stdin.buffer.read()); "
+    code = ("import pickle, sys; from engines import sizes as S; e = pickle.loads(sys.stdin.buffer.read()); "
             "assert e == S.parse(str(e)) and hash(e) == hash(S.parse(str(e))) and {e: 1}[S.parse(str(e))]; print(e)")
     out = subprocess.run([sys.executable, "-c", code], input=pickle.dumps(e), capture_output=True, check=True,
                          env={"PYTHONHASHSEED": "12345", "PYTHONPATH": ":".join(sys.path)})
@@ -268,7 +268,7 @@ def test_facts_examples():
 def test_the_direct_int_paths_build_the_general_normal_form(t, k):
     """``e * k``, ``e + k``, ``e - k`` and ``-e`` are built directly (and +, *, //, %
     memoised); each must be the normal form the general construction builds."""
-    from backends.sizes.expr import _make
+    from engines.sizes.expr import _make
 
     e = _normal(t)
     assume(e is not None)

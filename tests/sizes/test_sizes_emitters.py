@@ -8,7 +8,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from sizes_trees import VARS, build, envs, outcome, trees
 
-from backends import sizes as S
+from engines import sizes as S
 
 
 def _normal(t):

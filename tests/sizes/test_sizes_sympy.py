@@ -5,7 +5,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from sizes_trees import VARS, envs, outcome, trees
 
-from backends import sizes as S
+from engines import sizes as S
 
 sympy = pytest.importorskip("sympy")
 F = pytest.importorskip("torch.utils._sympy.functions")

@@ -6,10 +6,10 @@ import pytest
 import torch
 from torch.export import Dim
 
-import backends.stablehlo as sh
-from backends.stablehlo import (ExecutionError, InterpreterCrashed, LoweringError, XlaExecutor, execute, lower)
-from backends.stablehlo import jax_export as JE
-from backends.stablehlo.executors import InterpreterExecutor
+import engines.stablehlo as sh
+from engines.stablehlo import (ExecutionError, InterpreterCrashed, LoweringError, XlaExecutor, execute, lower)
+from engines.stablehlo.execution import jax_export as JE
+from engines.stablehlo.execution.executors import InterpreterExecutor
 
 
 class Expand(torch.nn.Module):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from backends import buckets
-from backends.stablehlo import (BoundedXlaProgram, BucketedXlaProgram, ExecutionError, Module, PadderUnsupported,
+from engines.sizes import buckets
+from engines.stablehlo import (BoundedXlaProgram, BucketedXlaProgram, ExecutionError, Module, PadderUnsupported,
                                 XlaExecutor, execute)
-from backends.stablehlo.bounded import bound_entry
+from engines.stablehlo.execution.bounded import bound_entry
 
 from .cases_stablehlo import CASES
 from .test_ops import _check, lowered
@@ -20,7 +20,7 @@ PADDER_LIMITS = {
     "conv1d": "convolution",
     "conv2d": "convolution",
     # (group_norm, whose reshape both splits and combines a dynamic dim, runs since the rewrite
-    # gathers such reshapes: backends/stablehlo/bounded_reshape.py)
+    # gathers such reshapes: engines/stablehlo/execution/bounded_reshape.py)
 }
 
 
@@ -80,7 +80,7 @@ def test_bound_error_and_sizes_at_the_bound():
 def test_bucketed_unbounded_module_once_per_bucket():
     """A `?` module: sizes 1..16 share bucket 16, 17..32 bucket 32 -- with NaN padding."""
     _, text = lowered(SOFTMAX)
-    from backends.stablehlo.types import strip_bounds
+    from engines.stablehlo.lowering.types import strip_bounds
 
     text = strip_bounds(text)
     compiles = []
@@ -262,7 +262,7 @@ def test_unprovable_split_guards_become_runtime_asserts_the_bounded_executor_che
     its guards (a refusal without the retry); the retry defers them to asserts, which
     the bounded rewrite strips and the executor checks per new shape (one compile)."""
     from backends.base import Unsupported
-    from backends.stablehlo import lower
+    from engines.stablehlo import lower
 
     with pytest.raises(Unsupported, match="Constraints violated"):
         _split_export(retry=False)
@@ -284,7 +284,7 @@ def test_the_bounded_executor_checks_the_modules_shape_assertions():
     import torch
     from torch.export import Dim
 
-    from backends.stablehlo import lower
+    from engines.stablehlo import lower
 
     class Asserted(torch.nn.Module):
         def forward(self, x):
@@ -323,7 +323,7 @@ func.func public @main(%ids: tensor<2x?xi32>, %table: tensor<50x4xf32>) -> tenso
 def test_a_reshape_splitting_a_dynamic_dim_keeps_each_rows_data(bounded):
     """(2 * t) -> (2, t): a static reshape of the padded buffer would read row 1 from
     the bound's offset (the padding); the rewrite gathers each element from its live
-    row-major position (backends/stablehlo/bounded_reshape.py)."""
+    row-major position (engines/stablehlo/execution/bounded_reshape.py)."""
     text = EMBEDDING.replace("2x?xi32>", "2x?xi32, #stablehlo.bounds<?, 40>>") if bounded else EMBEDDING
     if bounded:
         text = text.replace("tensor<?xi32>", "tensor<?xi32, #stablehlo.bounds<80>>").replace(

@@ -10,8 +10,8 @@ import torch
 import torch.fx.experimental._config as fx_config
 from torch.export import Dim
 
-from backends.stablehlo import InterpreterLimitation, execute, lower
-from backends.stablehlo.module import ExecutionError
+from engines.stablehlo import InterpreterLimitation, execute, lower
+from engines.stablehlo.execution.module import ExecutionError
 
 from .cases_breadth import PROGRAMS
 

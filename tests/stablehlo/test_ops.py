@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.fx.experimental._config as fx_config
 
-from backends.stablehlo import execute, lower
+from engines.stablehlo import execute, lower
 
 from .cases_stablehlo import CASES
 

@@ -15,8 +15,11 @@ import pytest
 
 import cases
 from backends.base import BoundError
-from backends.stablehlo import ExecutionError, _interp_worker, module, xla
-from backends.stablehlo_backends import JaxExport, StablehloInterp, StablehloXla
+from engines.stablehlo import ExecutionError
+from engines.stablehlo.execution import _interp_worker, module, xla
+from backends.jax_export import JaxExport
+from backends.stablehlo_interp import StablehloInterp
+from backends.stablehlo_xla import StablehloXla
 
 CASE = cases.get("gnn_edge_divide")
 SWEEP = [10, 11, 10, 12, 11]  # e: new, new, seen, new, seen

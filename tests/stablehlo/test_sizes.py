@@ -1,5 +1,5 @@
 """Symbolic sizes in the lowering: derived input dims, floor/mod fix-ups on
-sizes that can be negative, CSE by normal form (backends.sizes)."""
+sizes that can be negative, CSE by normal form (engines.sizes)."""
 from __future__ import annotations
 
 import re
@@ -9,10 +9,10 @@ import pytest
 import torch
 from torch.export import Dim
 
-from backends import sizes
-from backends.stablehlo import execute, lower
-from backends.stablehlo.builder import LoweringContext, Value
-from backends.stablehlo.symbolic import as_dim
+from engines import sizes
+from engines.stablehlo import execute, lower
+from engines.stablehlo.lowering.builder import LoweringContext, Value
+from engines.stablehlo.lowering.symbolic import as_dim
 
 EXECUTORS = ("xla", "interpreter")
 

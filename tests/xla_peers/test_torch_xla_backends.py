@@ -71,8 +71,8 @@ def assert_matches(got, case, expected):
 def test_modules_import_without_torch_xla():
     """``dynshape list`` imports backend modules in the main env: no torch/torch_xla/jax at import."""
     code = (
-        "import sys; import backends.torch_xla, backends.torch_xla.lazy, backends.torch_xla.export, "
-        "backends.torch_xla.stablehlo_backend; "
+        "import sys; import backends.torch_xla, backends.torch_xla_lazy, backends.torch_xla_export, "
+        "backends.torch_xla_stablehlo; "
         "bad = [m for m in ('torch', 'torch_xla', 'jax') if m in sys.modules]; "
         "assert not bad, bad; print('ok')"
     )
@@ -83,8 +83,8 @@ def test_modules_import_without_torch_xla():
 
 
 def test_available_names_the_missing_env(monkeypatch):
-    from backends.torch_xla.lazy import TorchXlaLazy
-    from backends.torch_xla.stablehlo_backend import TorchXlaStableHLO
+    from backends.torch_xla_lazy import TorchXlaLazy
+    from backends.torch_xla_stablehlo import TorchXlaStableHLO
 
     monkeypatch.setenv("DYNSHAPE_XLA_PYTHON", str(ROOT / "no-such-venv" / "bin" / "python"))
     for cls in (TorchXlaLazy, TorchXlaStableHLO):
@@ -94,8 +94,8 @@ def test_available_names_the_missing_env(monkeypatch):
 
 
 def test_backend_declarations():
-    from backends.torch_xla.lazy import TorchXlaLazy
-    from backends.torch_xla.stablehlo_backend import (TorchXlaStableHLO, TorchXlaStableHLOCanon,
+    from backends.torch_xla_lazy import TorchXlaLazy
+    from backends.torch_xla_stablehlo import (TorchXlaStableHLO, TorchXlaStableHLOCanon,
                                                       TorchXlaStableHLOCanonInterp)
 
     assert (TorchXlaLazy.env, TorchXlaLazy.modes) == ("xla", ("static", "unbounded", "bucketed"))
@@ -197,7 +197,7 @@ def test_stablehlo_startup_without_xla_env(monkeypatch):
 
 def test_export_server_reports_a_failed_start(monkeypatch):
     """The server's handshake: an interpreter without torch_xla answers ready=false with the import error."""
-    from backends.torch_xla.stablehlo_backend import ExportFailed, ExportServer
+    from backends.torch_xla_stablehlo import ExportFailed, ExportServer
 
     monkeypatch.setenv("DYNSHAPE_XLA_PYTHON", sys.executable)
     server = ExportServer()
@@ -327,7 +327,7 @@ EXPORTS = [
 
 @pytest.fixture(scope="module")
 def exported(lazy_proc):
-    from backends.torch_xla.stablehlo_backend import run_exports
+    from backends.torch_xla_stablehlo import run_exports
 
     jobs = []
     for name, mode, canon in EXPORTS:
@@ -375,7 +375,7 @@ def test_export_index_lowering_rejects_unbounded(exported):
 ])
 @pytest.mark.parametrize("executor", ["xla", "interpreter"])
 def test_export_canon_keeps_question_dims_and_runs(exported, name, main_sig, positions, executor):
-    from backends import stablehlo
+    from engines import stablehlo
 
     res = exported[(name, "unbounded", True)]
     assert res["ok"], res.get("error")
@@ -399,7 +399,7 @@ def test_stablehlo_backend_end_to_end():
     """The harness's path: startup starts the export server (imports torch_xla),
     the first call exports on it (no new start), then one XLA compile per novel
     shape and none for a repeated one."""
-    from backends.torch_xla.stablehlo_backend import TorchXlaStableHLOCanon
+    from backends.torch_xla_stablehlo import TorchXlaStableHLOCanon
 
     case = cases.get("gnn_edge_divide")
     backend = TorchXlaStableHLOCanon()

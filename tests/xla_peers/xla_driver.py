@@ -24,7 +24,7 @@ def run_job(job: dict, outputs: dict, j: int) -> dict:
     import cases
     from harness.registry import load_spec
 
-    backend = load_spec("backends.torch_xla.lazy:TorchXlaLazy")
+    backend = load_spec("backends.torch_xla_lazy:TorchXlaLazy")
     case = cases.get(job["case"])
     program = backend.prepare(case, job["mode"])
     steps = []
@@ -65,7 +65,7 @@ def main() -> int:
 
             records: list = []
             job = dict(spec["measure"], repeats=2, warmup=1)
-            measure.run(job, load_spec("backends.torch_xla.lazy:TorchXlaLazy"), records.append)
+            measure.run(job, load_spec("backends.torch_xla_lazy:TorchXlaLazy"), records.append)
             result["measure"] = records
         except Exception:
             result["measure"] = {"fatal": traceback.format_exc()[-3000:]}

@@ -1,0 +1,74 @@
+"""The ``jax_export`` backend: jax.export modules with symbolic shapes on our XLA executor (see :mod:`backends.stablehlo_base`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Backend, Counter, Unsupported, check_bounds
+from .stablehlo_base import XLA, XlaArrays, single
+
+
+def jax_specs(case, mode):
+    """``jax.export`` (shape spec, dtype) per input and the bound constraints of ``case`` in ``mode``."""
+    axes = case.dynamic_axes(mode)
+    static = case.all_sizes({})
+    specs, constraints, seen = [], [], set()
+    for inp, spec in zip(case.inputs, axes):
+        parts = []
+        for i, ax in enumerate(inp.shape):
+            if i in spec:
+                d = spec[i]
+                parts.append(d.name)
+                if d.name not in seen:
+                    seen.add(d.name)
+                    if d.max is not None:
+                        constraints.append(f"{d.name} <= {d.max}")
+                    if d.min > 1:
+                        constraints.append(f"{d.name} >= {d.min}")
+            else:
+                parts.append(str(static[ax] if isinstance(ax, str) else ax))
+        specs.append((", ".join(parts) if parts else (), np.dtype(inp.dtype)))
+    return specs, constraints
+
+
+class JaxExport(XlaArrays, Backend):
+    name = "jax_export"
+    forms = ("jax",)
+    modes = ("bounded", "unbounded", "bucketed")
+    requires = ("jax", "jaxlib")
+    counters = {"export": Counter("instrumented", "jax.export.export calls"), "xla": XLA}
+
+    def prepare(self, case, mode):
+        from engines.stablehlo import BucketedXlaProgram, Module, XlaProgram
+        from engines.stablehlo.execution import jax_export as JE
+
+        self._job = (case, mode)
+        specs, constraints = jax_specs(case, mode)
+        shapes = ", ".join(f"({s})" for s, _ in specs)
+        try:
+            with self.counting("export", f"jax.export of {case.name} ({mode}) for shapes {shapes} "
+                                         f"with constraints {constraints}"):
+                exp = JE.export_jax(case.jax_fn(), specs, constraints)
+        except Exception as e:  # shape-polymorphism failures are the system's answer
+            raise Unsupported(f"jax.export with symbolic shapes failed: {type(e).__name__}: {e}") from e
+        self.exported = exp  # the jax.export.Exported (the benchmark's jax.jit(exported.call) row runs it)
+        module = Module(JE.module_text(exp), f"{case.name} ({mode}, jax.export)", [inp.name for inp in case.inputs])
+        report = lambda s, why: self.count("xla", 1, s, why)  # noqa: E731
+        self.host_inputs(mode)
+        if mode == "bucketed":
+            check = lambda shapes: JE.check_shapes(module.text, shapes)  # noqa: E731
+            run = self._program = BucketedXlaProgram(module, on_compile=report, check=check)
+        else:
+            run = self._program = XlaProgram(module, on_compile=report)
+
+        def program(*args):
+            return single(run(*args))
+
+        return program
+
+    def convert(self, arrays):
+        """Device arrays in the module's dtypes (jax's x64-off canonicalisation).
+        Bounded mode: an input above its bound is refused naming dim, size and
+        bound (jax's shape assertion gives only the deficit)."""
+        check_bounds(*self._job, arrays)
+        return self._program.convert(arrays, canonicalize=True)

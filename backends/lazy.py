@@ -1,0 +1,65 @@
+"""lazy: the lazy-tensor path with symbolic sizes (``engines.lazy``).
+
+Every call traces the case's torch form on lazy leaves and syncs the output;
+the compile cache is keyed by the graph's structure. Modes:
+  static     sizes collapse to constants, the key holds the concrete shapes:
+             one compile per shape (what torch_xla's LazyTensor does);
+  unbounded  the case's dynamic dims are size variables: one compile;
+  bounded    as unbounded with the case's maxima in the key: one compile for
+             the bound; an input past it raises ``BoundError`` naming dim and bound;
+  bucketed   static, on inputs padded on the host to their power-of-two
+             bucket (``backends.padding``): one compile per bucket.
+Guards (sizes the program forced) are reported per distinct guard.
+
+Counts are ours (the lazy context's cache misses), recorded through the
+backend's ledger with each compile's time and the part of the cache key
+that was new (``engines.lazy.runtime.explain_miss``).
+"""
+
+from __future__ import annotations
+
+from .base import Backend, Counter, TorchArrays, Unsupported
+from .padding import host_padding
+
+STAGE = "lazy_fx"
+
+
+@host_padding("bucketed")
+class Lazy(TorchArrays, Backend):
+    name = "lazy"
+    forms = ("torch",)
+    modes = ("static", "bounded", "unbounded")
+    requires = ("torch",)
+    counters = {
+        STAGE: Counter("ours", "misses of the lazy graph cache (keyed by graph structure, guards, and in static "
+                               "mode the concrete shapes), each lowered to one FX module")
+    }
+
+    def startup(self):
+        from engines import lazy  # noqa: F401  (imports torch and fills the op tables)
+
+    def prepare(self, case, mode):
+        from engines import lazy
+
+        axes = case.dynamic_axes(mode)
+        dims = [{ax: d.name for ax, d in a.items()} for a in axes]
+        bounds = [{ax: d.max for ax, d in a.items() if d.max is not None} for a in axes]
+        fn = self._fn = lazy.LazyFunction(case.torch_fn(), mode, dims, bounds, ctx=self.context(case, mode))
+
+        def program(*args):
+            try:
+                return fn(*args)
+            except lazy.Unsupported as e:
+                raise Unsupported(str(e)) from e
+
+        return program
+
+    def context(self, case, mode):
+        """The lazy context of a job: its cache misses are counted as ``lazy_fx``."""
+        from engines import lazy
+
+        return lazy.LazyContext(mode, on_compile=lambda seconds, reason: self.count(STAGE, 1, seconds, reason))
+
+    def guards(self):
+        fn = getattr(self, "_fn", None)
+        return [] if fn is None else list(fn.guard_log)

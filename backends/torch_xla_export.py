@@ -1,0 +1,237 @@
+"""torch.export -> torch_xla StableHLO, run inside the ``xla`` environment.
+
+    .venv-xla/bin/python -m backends.torch_xla_export
+
+An export server: it imports torch + torch_xla (seconds), writes one JSON line
+``{"ready": true, "import_s": .., "versions": {...}}`` (or ``{"ready": false,
+"error": ..}`` and exits), then answers each JSON line on stdin,
+``{"case", "mode", "canonicalize", "inputs": NPZ path}``, with one JSON line,
+until stdin closes. The example inputs (``arg0``, ``arg1``, ... in the npz)
+are the first call's arrays. An answer is either
+
+    {"ok": true, "text": MLIR, "arg_positions": [...], "constants": [...],
+     "inputs": [...], "outputs": [...], "export_s": .., "to_stablehlo_s": ..,
+     "counters": {...}, "versions": {...}}
+
+where ``arg_positions[i]`` is the case input that ``@main``'s i-th argument
+takes (torch_xla orders ``@main``'s arguments by its own graph traversal, not
+by the program's signature, and drops inputs the graph does not read) and
+``constants`` lists the extra arrays torch_xla lifted into arguments, or
+
+    {"ok": false, "stage": "export" | "to_stablehlo", "error": "Type: message",
+     "where": "file:line in function"}
+
+The client is ``backends.torch_xla_stablehlo.ExportServer``.
+Importable from the main environment (stdlib + numpy at module level); torch
+and torch_xla are imported inside the functions.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import sys
+import time
+import traceback
+
+import numpy as np
+
+
+def named_module(fn, names):
+    """An ``nn.Module`` whose ``forward`` takes the case's inputs by name.
+
+    torch 2.9's ``ExportedProgram.module()`` inserts a ``_guards_fn`` that
+    fails with ``NameError: name 'L' is not defined`` for a ``forward(*xs)``
+    signature; torch_xla re-traces through ``module()`` in
+    ``run_decompositions``, so the program needs positional parameters.
+    """
+    import keyword
+
+    import torch
+
+    params = []
+    for i, n in enumerate(names):
+        ok = n.isidentifier() and not keyword.iskeyword(n) and n not in ("self", "fn")
+        params.append(n if ok and n not in params else f"arg{i}")
+    src = (
+        "class Program(torch.nn.Module):\n"
+        f"    def forward(self, {', '.join(params)}):\n"
+        f"        return fn({', '.join(params)})\n"
+    )
+    ns = {"torch": torch, "fn": fn}
+    exec(compile(src, "<dynshape torch_xla program>", "exec"), ns)
+    return ns["Program"]()
+
+
+def canonicalize_dims(ep) -> list[str]:
+    """Rewrite ``aten.unsqueeze(x, d)`` with ``d < 0`` to ``d + x.dim() + 1``.
+
+    torch_xla 2.9.0's ``dynamic_unsqueeze_to_view`` pass splices the new
+    axis in at ``view_args[:d] + [1] + view_args[d:]`` without normalising a
+    negative ``d``: ``unsqueeze(-1)`` of a ``(?,)`` tensor becomes a
+    ``(1, ?)`` view. Returns a note per rewrite.
+    """
+    import torch
+
+    notes = []
+    for n in ep.graph_module.graph.nodes:
+        if n.op == "call_function" and n.target == torch.ops.aten.unsqueeze.default:
+            d = n.args[1]
+            if isinstance(d, int) and d < 0:
+                rank = n.args[0].meta["val"].dim()
+                n.args = (n.args[0], d + rank + 1)
+                notes.append(f"{n.name}: unsqueeze dim {d} -> {d + rank + 1}")
+    if notes:
+        ep.graph_module.recompile()
+    return notes
+
+
+def _where(e: BaseException) -> str:
+    """``path:line in function: source`` of the innermost torch_xla frame (else
+    the innermost frame), the path relative to site-packages."""
+    tb = traceback.extract_tb(e.__traceback__)
+    if not tb:
+        return ""
+    ours = [f for f in tb if "/torch_xla/" in f.filename.replace(os.sep, "/")]
+    f = (ours or tb)[-1]
+    path = f.filename
+    i = path.rfind("site-packages/")
+    if i >= 0:
+        path = path[i + len("site-packages/"):]
+    return f"{path}:{f.lineno} in {f.name}" + (f": {f.line.strip()}" if f.line else "")
+
+
+def _error_text(e: BaseException, limit: int = 1500) -> str:
+    msg = str(e)
+    # C++ errors carry long frame dumps; keep the message proper
+    cut = msg.find("\nException raised from")
+    if cut > 0:
+        msg = msg[:cut]
+    msg = "\n".join(l for l in msg.splitlines() if not l.startswith("Use tlparse")).strip()
+    text = f"{type(e).__name__}: {msg}" if msg else type(e).__name__
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def _array_b64(a: np.ndarray) -> str:
+    buf = io.BytesIO()
+    np.save(buf, np.ascontiguousarray(a), allow_pickle=False)
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def array_from_b64(s: str) -> np.ndarray:
+    return np.load(io.BytesIO(base64.b64decode(s)), allow_pickle=False)
+
+
+def export_case(case, mode: str, arrays, canonicalize: bool = False) -> dict:
+    """Export ``case``'s torch form in ``mode`` (``unbounded``/``bounded``)
+    with ``arrays`` as example inputs; returns the result dict described above."""
+    import torch
+    import torch_xla
+    import torch_xla.debug.metrics as met
+    from torch_xla.stablehlo import StableHLOExportOptions, exported_program_to_stablehlo
+
+    from .base import torch_dims
+
+    result: dict = {"versions": {"torch": torch.__version__, "torch_xla": torch_xla.__version__}}
+    names = [inp.name for inp in case.inputs]
+    module = named_module(case.torch_fn(), names)
+    args = tuple(torch.from_numpy(np.ascontiguousarray(a)) for a in arrays)
+    dynamic = tuple(torch_dims(case, mode)) if mode != "static" else None
+    dynamic = tuple(d or None for d in dynamic) if dynamic else None
+
+    t0 = time.perf_counter()
+    try:
+        ep = torch.export.export(module, args, dynamic_shapes=dynamic, strict=False)
+    except Exception as e:
+        return dict(result, ok=False, stage="export", error=_error_text(e), where=_where(e))
+    result["export_s"] = time.perf_counter() - t0
+    result["range_constraints"] = {str(k): str(v) for k, v in ep.range_constraints.items()}
+    result["notes"] = canonicalize_dims(ep) if canonicalize else []
+
+    t0 = time.perf_counter()
+    try:
+        shlo = exported_program_to_stablehlo(ep, StableHLOExportOptions(include_human_readable_text=True))
+        text = shlo.get_stablehlo_text("forward")
+    except Exception as e:
+        return dict(result, ok=False, stage="to_stablehlo", error=_error_text(e), where=_where(e))
+    result["to_stablehlo_s"] = time.perf_counter() - t0
+
+    func = shlo._bundle.stablehlo_funcs[0]
+    meta = func.meta
+    positions, constants = [], []
+    for loc in meta.input_locations:
+        kind = getattr(loc.type_, "value", str(loc.type_))
+        if kind == "input_arg":
+            positions.append(int(loc.position))
+        elif kind == "constant":
+            positions.append(None)
+            constants.append((len(positions) - 1, _array_b64(shlo._bundle.additional_constants[loc.position])))
+        else:  # a parameter: the case programs have none
+            return dict(result, ok=False, stage="to_stablehlo",
+                        error=f"@main argument {len(positions)} is parameter {loc.name!r}: not supported")
+    result.update(
+        ok=True,
+        text=text,
+        arg_positions=positions,
+        constants=constants,
+        inputs=[{"shape": s.shape, "dtype": s.dtype, "dynamic_dims": list(s.dynamic_dims or [])}
+                for s in meta.input_signature],
+        outputs=[{"shape": s.shape, "dtype": s.dtype} for s in meta.output_signature],
+        unused_inputs=[int(p.position) for p, _ in meta.unused_inputs],
+        counters={k: int(met.counter_value(k) or 0) for k in ("UncachedCompile", "CachedCompile")},
+    )
+    return result
+
+
+def run_job(job: dict) -> dict:
+    """One export job: ``{"case", "mode", "canonicalize", "inputs": NPZ path}``."""
+    import cases
+
+    try:
+        case = cases.get(job["case"], checked=False)  # the harness checked its oracle
+        with np.load(job["inputs"], allow_pickle=False) as z:
+            arrays = [z[f"arg{i}"] for i in range(len(z.files))]
+        return export_case(case, job["mode"], arrays, bool(job.get("canonicalize")))
+    except Exception as e:  # anything else: still answer
+        return {"ok": False, "stage": "worker", "error": _error_text(e), "where": _where(e),
+                "traceback": traceback.format_exc()[-4000:]}
+
+
+def _send(out, msg: dict) -> None:
+    out.write(json.dumps(msg) + "\n")
+    out.flush()
+
+
+def serve(inp, out) -> int:
+    """Import torch + torch_xla, say ready on ``out``, then answer one JSON line
+    per job line of ``inp`` until it closes."""
+    t0 = time.perf_counter()
+    try:
+        import torch
+        import torch_xla
+        import torch_xla.debug.metrics  # noqa: F401
+        import torch_xla.stablehlo  # noqa: F401
+
+        import cases  # noqa: F401
+    except Exception as e:
+        _send(out, {"ready": False, "error": _error_text(e), "where": _where(e)})
+        return 1
+    _send(out, {"ready": True, "import_s": time.perf_counter() - t0,
+                "versions": {"torch": torch.__version__, "torch_xla": torch_xla.__version__}})
+    for line in inp:
+        if line.strip():
+            _send(out, run_job(json.loads(line)))
+    return 0
+
+
+def main() -> int:
+    proto = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)  # library prints must not corrupt the protocol
+    sys.stdout = sys.stderr
+    return serve(sys.stdin, proto)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

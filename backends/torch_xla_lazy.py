@@ -1,0 +1,144 @@
+"""torch_xla LazyTensor on the PJRT CPU device (runs in the ``xla`` environment).
+
+static
+    What LazyTensor does: every call traces the program, ``torch_xla.sync()``
+    cuts the graph and XLA compiles it once per novel input shape
+    (``UncachedCompile``); a shape seen before hits the graph cache
+    (``CachedCompile``).
+unbounded
+    The only unbounded-dynamism knob LazyTensor has: the case's dynamic axes
+    are marked with ``torch_xla._XLAC._xla_mark_dynamic`` before the call
+    (``EXPERIMENTAL_XLA_UNBOUNDED_DYNAMISM=1`` is set for the xla environment
+    by ``harness.envs``). With torch_xla 2.9.0 on CPU the graph traces, but
+    XLA's HLO verifier rejects it at compile time ("Unbounded dynamism is
+    disabled for instruction: ..."; each failed attempt still counts one
+    ``UncachedCompile``): the mode exists to record that. Where no marked
+    tensor enters the graph (expand_over_batch reads only ``x.shape[0]``, a
+    Python int here) it behaves like static.
+
+Counts are torch_xla's own ``UncachedCompile`` counter (process-wide,
+baselined by ``reset_counters``), times its ``CompileTime`` metric; the reason
+of each compile is the counter's move with the input shapes of the call that
+moved it (torch_xla exposes no cheaper why: its graph hash would cost a hash of
+the pending graph on every call).
+
+bucketed
+    static on inputs padded on the host to their power-of-two bucket
+    (``backends.padding``): one ``UncachedCompile`` per bucket.
+
+See FINDINGS.md beside this file for the per-case record.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Backend, Counter
+from .padding import host_padding
+
+COUNTER_UNCACHED = "UncachedCompile"
+COUNTER_CACHED = "CachedCompile"
+STAGE = "xla"
+
+
+def counter(name: str) -> int:
+    """A ``torch_xla.debug.metrics`` counter; a counter never bumped reads ``None``: 0."""
+    import torch_xla.debug.metrics as met
+
+    return int(met.counter_value(name) or 0)
+
+
+def compile_seconds() -> float | None:
+    """Total of the ``CompileTime`` metric (nanoseconds in torch_xla), in seconds."""
+    import torch_xla.debug.metrics as met
+
+    data = met.metric_data("CompileTime")
+    if not data:
+        return None
+    return float(data[1]) / 1e9
+
+
+@host_padding("bucketed")
+class TorchXlaLazy(Backend):
+    name = "torch_xla_lazy"
+    forms = ("torch",)
+    modes = ("static", "unbounded")
+    env = "xla"
+    requires = ("torch", "torch_xla")
+    counters = {STAGE: Counter("system", "torch_xla metrics counter UncachedCompile")}
+
+    def __init__(self):
+        self._axes = None  # per input, the axes to mark dynamic (unbounded mode)
+        self._cached_base = 0  # CachedCompile at reset_counters()
+        self._reason_base = 0  # UncachedCompile when reasons were last drained
+        self._last_args = ()  # the last call's inputs (their shapes name a compile)
+        self._reset = False  # reset_counters() has run
+
+    def startup(self):
+        import torch_xla
+
+        torch_xla.device()  # initialise the PJRT client
+
+    def prepare(self, case, mode):
+        import torch_xla
+
+        fn = case.torch_fn()
+        self._axes = [sorted(a) for a in case.dynamic_axes(mode)] if mode == "unbounded" else None
+        torch_xla.device()  # initialise the PJRT client (startup() did, where the harness ran it)
+        if not self._reset:  # a driver that skips reset_counters still gets this job's counts
+            self.reset_counters()
+
+        def program(*args):
+            self._last_args = args
+            out = fn(*args)
+            torch_xla.sync()  # cut the graph: compile (or fetch) and launch
+            return out
+
+        return program
+
+    def convert(self, arrays):
+        import torch
+        import torch_xla
+
+        dev = torch_xla.device()
+        out = [torch.from_numpy(np.ascontiguousarray(a)).to(dev) for a in arrays]
+        if self._axes is not None:
+            for t, axes in zip(out, self._axes):
+                for ax in axes:
+                    torch_xla._XLAC._xla_mark_dynamic(t, ax)
+        return out
+
+    def sync(self, out):
+        import torch_xla.core.xla_model as xm
+
+        xm.wait_device_ops()
+
+    def to_numpy(self, out):
+        return out.cpu().numpy()
+
+    # -- compile counting ----------------------------------------------------
+    def system_stats(self):
+        return {STAGE: counter(COUNTER_UNCACHED)}
+
+    def system_seconds(self):
+        total = compile_seconds()
+        return {} if total is None else {STAGE: total}
+
+    def reset_counters(self):
+        super().reset_counters()
+        self._reset = True
+        self._cached_base = counter(COUNTER_CACHED)
+        self._reason_base = counter(COUNTER_UNCACHED)
+
+    def compile_reasons(self):
+        out = super().compile_reasons()
+        now = counter(COUNTER_UNCACHED)
+        n, self._reason_base = now - self._reason_base, now
+        if n > 0:
+            shapes = tuple(tuple(a.shape) for a in self._last_args)
+            out += [f"{STAGE}: no cached XLA graph for input shapes {shapes} (UncachedCompile +{n})"] * n
+        return out
+
+    def cache_hits(self) -> int:
+        """``CachedCompile`` since reset_counters(): graphs served from torch_xla's cache."""
+        return counter(COUNTER_CACHED) - self._cached_base

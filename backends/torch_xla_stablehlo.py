@@ -1,0 +1,342 @@
+"""torch_xla StableHLO export, executed by our StableHLO executors.
+
+The backend object runs in the ``main`` environment (where
+``engines.stablehlo`` and its jax-based executors live). ``startup`` starts
+an :class:`ExportServer`: ``.venv-xla/bin/python -m backends.torch_xla_export``,
+which imports torch + torch_xla (~10-20 s on the 2-core machine) and waits.
+The first call of a job sends it the call's inputs (a temporary ``.npz``);
+it runs ``torch.export`` with ``torch.export.Dim`` (``Dim(max=)`` in bounded
+mode), then ``torch_xla.stablehlo.exported_program_to_stablehlo`` under
+``PJRT_DEVICE=CPU EXPERIMENTAL_XLA_UNBOUNDED_DYNAMISM=1``; the server then
+idles until :meth:`TorchXlaStableHLO.close` or the end of the process. Every call then runs the returned text on our
+XLA executor (or the reference interpreter), its arguments permuted into
+torch_xla's ``@main`` order.
+
+Compile stages: ``export`` (1 per successful export, timed inside the
+server) and ``xla`` (the executor's XLA compiles: one per novel shape, as it
+refines the `?` dims to the call's shapes; in ``bucketed`` mode one per
+power-of-two bucket, ``engines.stablehlo.execution.padded``) or, with the interpreter,
+``parse`` (one per novel shape in its worker).
+
+A failed export (or a server that could not start, e.g. no ``.venv-xla``)
+is remembered: every later call of the job raises the same error without
+re-exporting, so each shape's record carries torch_xla's message.
+
+Variants: ``torch_xla_stablehlo`` exports the catalogue's program as it is.
+``torch_xla_stablehlo_canon`` first rewrites negative ``unsqueeze`` dims
+(``unsqueeze(-1)`` -> ``unsqueeze(rank)``), working around torch_xla 2.9.0's
+``dynamic_unsqueeze_to_view`` bug, so the rest of the pipeline can be
+measured; ``torch_xla_stablehlo_interp`` is that with the reference interpreter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import tempfile
+import threading
+
+import numpy as np
+
+from .base import Backend, Counter, check_bounds
+from .stablehlo_base import PARSE, XLA, InterpreterHost, XlaArrays
+
+EXPORT = Counter("instrumented", "torch.export + torch_xla exported_program_to_stablehlo runs "
+                                 "(in the xla env's export server)")
+
+
+class ExportFailed(RuntimeError):
+    """torch_xla could not produce StableHLO for the case (message: torch_xla's error)."""
+
+
+def _pump(stream, lines: queue.Queue) -> None:
+    for line in stream:
+        lines.put(line)
+    lines.put(None)
+
+
+class ExportServer:
+    """:mod:`backends.torch_xla_export` serving in the xla environment: one
+    interpreter start and ``import torch, torch_xla`` (:meth:`start`), then one
+    export per :meth:`export` (a JSON line each way).
+
+    ``starts`` counts process starts. Raises :class:`backends.envs.EnvError`
+    when ``.venv-xla`` is missing and :class:`ExportFailed` when the server
+    dies or gives no answer in time."""
+
+    def __init__(self):
+        self.proc = None
+        self.starts = 0
+        self.import_s = None
+        self._lines: queue.Queue | None = None
+        self._tmp = None
+        self._stderr = None
+        self._jobs = 0
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self, timeout: float = 600.0) -> None:
+        """Start the server and wait until it has imported torch_xla (no-op if running)."""
+        from backends import envs
+
+        if self.running():
+            return
+        python = envs.python_for("xla")
+        env = dict(os.environ)
+        env.update(envs.env_vars("xla"))
+        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        self._tmp = tempfile.TemporaryDirectory(prefix="dynshape-xla-export-")
+        self._stderr = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen([python, "-m", "backends.torch_xla_export"], cwd=str(envs.ROOT), env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
+        self.starts += 1
+        self._lines = queue.Queue()
+        threading.Thread(target=_pump, args=(self.proc.stdout, self._lines), daemon=True).start()
+        hello = self._answer(timeout, "start (import torch, torch_xla)")
+        if not hello.get("ready"):
+            self.close()
+            raise ExportFailed(f"torch_xla export server could not start: {hello.get('error')}")
+        self.import_s = hello.get("import_s")
+
+    def export(self, case_name: str, mode: str, arrays, canonicalize: bool = False, timeout: float = 600.0) -> dict:
+        """Export ``case_name``'s torch form in ``mode`` at ``arrays``' sizes; the result dict."""
+        self.start(timeout)
+        npz = os.path.join(self._tmp.name, f"inputs{self._jobs}.npz")
+        self._jobs += 1
+        np.savez(npz, **{f"arg{i}": np.asarray(a) for i, a in enumerate(arrays)})
+        job = {"case": case_name, "mode": mode, "canonicalize": bool(canonicalize), "inputs": npz}
+        try:
+            self.proc.stdin.write(json.dumps(job) + "\n")
+            self.proc.stdin.flush()
+        except OSError:
+            pass  # it died: _answer reports how
+        try:
+            return self._answer(timeout, f"export of {case_name} ({mode})")
+        finally:
+            os.remove(npz)
+
+    def _answer(self, timeout: float, what: str) -> dict:
+        try:
+            line = self._lines.get(timeout=timeout)
+        except queue.Empty:
+            self.close()
+            raise ExportFailed(f"torch_xla export server gave no answer to the {what} within {timeout:.0f}s") from None
+        if line is None:
+            rc = self.proc.wait()
+            tail = self._stderr_tail()
+            self.close()
+            raise ExportFailed(f"torch_xla export server exited with code {rc} during the {what}; "
+                               f"stderr tail:\n{tail}")
+        return json.loads(line)
+
+    def _stderr_tail(self, n: int = 15) -> str:
+        self._stderr.seek(0)
+        return "\n".join(self._stderr.read().decode(errors="replace").strip().splitlines()[-n:])
+
+    def close(self) -> None:
+        """Stop the server (it exits when its stdin closes)."""
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                try:
+                    self.proc.stdin.close()
+                    self.proc.wait(timeout=10)
+                except (OSError, subprocess.TimeoutExpired):
+                    self.proc.kill()
+                    self.proc.wait()
+            self.proc = None
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
+
+def run_exports(jobs, timeout: float = 600.0) -> list[dict]:
+    """Export several ``(case_name, mode, arrays, canonicalize)`` with one
+    :class:`ExportServer`; a result dict each."""
+    server = ExportServer()
+    try:
+        server.start(timeout)
+        return [server.export(name, mode, arrays, canonicalize, timeout) for name, mode, arrays, canonicalize in jobs]
+    finally:
+        server.close()
+
+
+def run_export(case_name: str, mode: str, arrays, canonicalize: bool = False, timeout: float = 600.0,
+               server: ExportServer | None = None) -> dict:
+    """One export, on ``server`` if given (else on a server of its own, see :func:`run_exports`)."""
+    if server is None:
+        return run_exports([(case_name, mode, arrays, canonicalize)], timeout)[0]
+    return server.export(case_name, mode, arrays, canonicalize, timeout)
+
+
+def describe_failure(res: dict) -> str:
+    where = f" [at {res['where']}]" if res.get("where") else ""
+    return f"torch_xla {res.get('stage', '?')} failed: {res.get('error', '?')}{where}"
+
+
+class TorchXlaStableHLO(XlaArrays, Backend):
+    name = "torch_xla_stablehlo"
+    forms = ("torch",)
+    # bucketed is offered where torch_xla's export gets through (the canon
+    # variant): as written, its export fails on every catalogue case in every mode
+    modes = ("unbounded", "bounded")
+    env = "main"  # the executors are here; the export runs in a server process of the xla env
+    requires = ("jax", "jaxlib")
+    helper_envs = ("xla",)
+    counters = {"export": EXPORT, "xla": XLA}
+    canonicalize = False
+
+    def __init__(self):
+        self.server: ExportServer | None = None
+        self._startup_failure: str | None = None
+        self._reset()
+
+    def _reset(self):
+        self.result: dict | None = None
+        self._failure: str | None = self._startup_failure
+        self._guards: list[str] = []
+
+    def available(self):
+        from backends import envs
+
+        ok, why = envs.modules_available("xla", ("torch", "torch_xla"))
+        if not ok:
+            return ok, why
+        return envs.modules_available("main", self.requires)
+
+    def startup(self):
+        """Load the executors and start the export server. A server that cannot
+        start (no ``.venv-xla``, torch_xla fails to import) does not fail the job:
+        every call reports it."""
+        super().startup()
+        self.server = ExportServer()
+        try:
+            self.server.start(timeout=min(600.0, self.timeout_s))
+        except Exception as e:
+            self.server.close()
+            self._startup_failure = str(e) if isinstance(e, ExportFailed) else f"{type(e).__name__}: {e}"
+
+    def convert(self, arrays):
+        """Bounded mode: an input above its bound is refused naming dim, size and bound."""
+        check_bounds(*self._job, arrays)
+        return super().convert(arrays)
+
+    def prepare(self, case, mode):
+        self._reset()
+        self._job = (case, mode)
+        self.host_inputs(mode)
+        state = {}
+
+        def program(*args):
+            run = state.get("run")
+            if run is None:
+                if self._failure is not None:
+                    raise ExportFailed(self._failure)
+                run = state["run"] = self._export(case, mode, args)
+            return run(*args)
+
+        return program
+
+    def _export(self, case, mode, args):
+        """Export at the first call's sizes; returns ``run(*args)`` for the module."""
+        try:
+            res = run_export(case.name, mode, [np.asarray(a) for a in args], self.canonicalize,
+                             timeout=min(600.0, self.timeout_s), server=self.server)
+        except Exception as e:  # no answer (server died, timed out) or no xla env: don't retry per shape
+            self._failure = str(e) if isinstance(e, ExportFailed) else f"{type(e).__name__}: {e}"
+            raise
+        self.result = res
+        if not res.get("ok"):
+            self._failure = describe_failure(res)
+            raise ExportFailed(self._failure)
+        shapes = ", ".join(str(tuple(a.shape)) for a in args)
+        self.count("export", 1, float(res.get("export_s") or 0.0) + float(res.get("to_stablehlo_s") or 0.0),
+                   f"torch.export + torch_xla StableHLO export of {case.name} ({mode}) at argument shapes {shapes}")
+        self._guards = self._record(case, mode, res)
+        return self._runner(case, mode, res)
+
+    def _runner(self, case, mode, res):
+        """``run(*args)``: the module's program on the case's inputs, permuted into @main's order."""
+        from engines.stablehlo import Module
+
+        from .torch_xla_export import array_from_b64
+
+        order = res["arg_positions"]
+        consts = dict(res.get("constants", []))
+        names = [f"constant {i}" if p is None else case.inputs[p].name for i, p in enumerate(order)]
+        module = Module(res["text"], f"{case.name} ({mode}, torch_xla)", names)
+        prog = self._program = self._executor_program(module, mode)
+        values = dict(zip(consts, self.convert([array_from_b64(consts[i]) for i in consts])))
+
+        def run(*args):
+            outs = prog(*[values[i] if p is None else args[p] for i, p in enumerate(order)])
+            return outs[0] if len(outs) == 1 else tuple(outs)
+
+        return run
+
+    def _executor_program(self, module, mode):
+        from engines.stablehlo import BucketedXlaProgram, XlaProgram
+
+        report = lambda s, why: self.count("xla", 1, s, why)  # noqa: E731
+        if mode == "bucketed":  # torch_xla's `?` module (bounds are dropped anyway), per power-of-two bucket
+            return BucketedXlaProgram(module, on_compile=report)
+        return XlaProgram(module, on_compile=report)
+
+    @staticmethod
+    def _record(case, mode, res) -> list[str]:
+        """What torch_xla made of the case's dims: specialised axes, dropped bounds, rewrites."""
+        notes = list(res.get("notes", []))
+        sig = res.get("inputs", [])
+        for i, p in enumerate(res.get("arg_positions", [])):
+            if p is None or i >= len(sig):
+                continue
+            inp = case.inputs[p]
+            dyn = case.dynamic_axes(mode)[p]
+            kept = set(sig[i].get("dynamic_dims", []))
+            for ax, dim in dyn.items():
+                if ax not in kept:
+                    notes.append(f"{inp.name} axis {ax} ({dim.name}) specialised to {sig[i]['shape'][ax]}")
+                elif dim.max is not None:
+                    notes.append(f"{inp.name} axis {ax} ({dim.name}<={dim.max}): bound dropped, exported as '?'")
+        for p in res.get("unused_inputs", []):
+            notes.append(f"input {case.inputs[p].name} is not an argument of @main")
+        return notes
+
+    def guards(self):
+        return list(self._guards)
+
+    def teardown(self):
+        self.close()
+
+    def close(self):
+        """Stop the export server. Until then it idles (its ~1 s teardown would
+        otherwise share the CPUs with the calls being measured); it also exits
+        when this process does."""
+        if self.server is not None:
+            self.server.close()
+
+
+class TorchXlaStableHLOCanon(TorchXlaStableHLO):
+    name = "torch_xla_stablehlo_canon"
+    canonicalize = True
+    modes = ("unbounded", "bounded", "bucketed")
+
+
+class TorchXlaStableHLOCanonInterp(InterpreterHost, TorchXlaStableHLOCanon):
+    name = "torch_xla_stablehlo_interp"
+    modes = ("unbounded", "bounded")
+    counters = {"export": EXPORT, "parse": PARSE}
+
+    def _executor_program(self, module, mode):
+        from engines.stablehlo import InterpreterProgram
+
+        return InterpreterProgram(module, self.interpreter(), on_parse=lambda s, why: self.count("parse", 1, s, why))
+
+    def close(self):
+        InterpreterHost.close(self)
+        TorchXlaStableHLO.close(self)

@@ -1,0 +1,248 @@
+"""Movement ops: views and reshapes (a ``-1`` inferred symbolically), expand,
+permutations, narrowing and splitting, repeat, cat/stack, pad."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from engines.sizes import Expr
+
+from ..symbolic import as_expr, const
+from ..tensor import LazyTensor, Unsupported
+from .registry import ShapeError, ctx_for, lazy_op, record, record_xi
+from .rules import ONE, ZERO, assume_eq, hint, norm_dim, numel, promote, shape_of, size_list
+
+T = torch.Tensor
+MINUS_ONE = const(-1)
+
+
+@lazy_op("unsqueeze", lowers=T.unsqueeze)
+def unsqueeze(x, dim):
+    node = x.node
+    s = node.shape
+    d = norm_dim(dim, len(s) + 1)
+    return record_xi(x.ctx, "unsqueeze", x, dim, s[:d] + (ONE,) + s[d:], node.dtype)
+
+
+@lazy_op("squeeze", lowers=T.squeeze)
+def squeeze(x, dim=None):
+    ctx, s = x.ctx, x.node.shape
+    dims = range(len(s)) if dim is None else [dim] if not isinstance(dim, (list, tuple)) else dim
+    dims = {norm_dim(d, len(s)) for d in dims}
+    keep = [e for i, e in enumerate(s) if not (i in dims and ctx.guard(e, "==", ONE, reason="squeeze"))]
+    args = (x,) if dim is None else (x, dim)
+    return record(ctx, "squeeze", args, {}, keep, x.dtype)
+
+
+def _infer(ctx, sizes_, total: Expr, what: str) -> list:
+    """Sizes with at most one -1, the -1 inferred as ``total // prod(others)``."""
+    sizes_ = [as_expr(s) for s in sizes_]
+    known = [s for s in sizes_ if s != -1]
+    if len(known) < len(sizes_) - 1:
+        raise ShapeError(f"{what}: more than one -1")
+    if len(known) < len(sizes_):
+        inferred = total // numel(known)
+        sizes_ = [inferred if s == -1 else s for s in sizes_]
+    if hint(ctx, numel(sizes_)) != hint(ctx, total):
+        raise ShapeError(f"{what}: shape {[hint(ctx, s) for s in sizes_]} is invalid for {hint(ctx, total)} elements")
+    return sizes_
+
+
+def _view(name):
+    def impl(x, *size):
+        if len(size) == 1 and isinstance(size[0], torch.dtype):
+            raise Unsupported("lazy: view(dtype)")
+        sizes_ = size_list(size)
+        shape = _infer(x.ctx, sizes_, numel(x.node.shape), name)
+        return record(x.ctx, name, (x, tuple(sizes_)), {}, shape, x.dtype)
+
+    impl.__name__ = name
+    return impl
+
+
+view = lazy_op("view", lowers=T.view)(_view("view"))
+reshape = lazy_op("reshape", lowers=T.reshape)(_view("reshape"))
+
+
+@lazy_op("view_as")
+def view_as(x, other):
+    return view(x, other.shape)
+
+
+@lazy_op("reshape_as")
+def reshape_as(x, other):
+    return reshape(x, other.shape)
+
+
+@lazy_op("flatten", lowers=T.flatten)
+def flatten(x, start_dim=0, end_dim=-1):
+    s = x.node.shape
+    if not s:
+        return reshape(x, (1,))
+    a, b = norm_dim(start_dim, len(s)), norm_dim(end_dim, len(s))
+    shape = s[:a] + (numel(s[a:b + 1]),) + s[b + 1:]
+    return record(x.ctx, "flatten", (x, start_dim, end_dim), {}, shape, x.dtype)
+
+
+@lazy_op("unflatten", lowers=T.unflatten)
+def unflatten(x, dim, sizes_):
+    s = x.node.shape
+    d = norm_dim(dim, len(s))
+    new = _infer(x.ctx, size_list([sizes_]), s[d], "unflatten")
+    return record(x.ctx, "unflatten", (x, dim, tuple(sizes_)), {}, s[:d] + tuple(new) + s[d + 1:], x.dtype)
+
+
+@lazy_op("expand", "broadcast_to", lowers=T.expand)
+def expand(x, *size):
+    ctx, s = x.ctx, x.node.shape
+    sizes_ = [as_expr(e) for e in size_list(size)]
+    if len(sizes_) < len(s):
+        raise ShapeError(f"expand: {len(sizes_)} sizes for a {len(s)}-d tensor")
+    lead = len(sizes_) - len(s)
+    out = list(sizes_[:lead])
+    for e, t in zip(s, sizes_[lead:]):
+        if t is MINUS_ONE or t == MINUS_ONE:
+            out.append(e)
+        elif e is ONE or e == t or e == ONE:
+            out.append(t)
+        elif hint(ctx, e) == hint(ctx, t):
+            out.append(assume_eq(ctx, e, t, "expand"))
+        elif hint(ctx, e) == 1 and ctx.guard(e, "==", ONE, reason="expand"):
+            out.append(t)
+        else:
+            txt = ctx.vars.text
+            raise ShapeError(f"expand: size {txt(e)} ({hint(ctx, e)}) cannot expand to {txt(t)} ({hint(ctx, t)})")
+    return record(ctx, "expand", (x, tuple(sizes_)), {}, out, x.dtype)
+
+
+@lazy_op("expand_as")
+def expand_as(x, other):
+    return expand(x, other.shape)
+
+
+@lazy_op("permute", lowers=T.permute)
+def permute(x, *dims):
+    dims = [norm_dim(d, x.ndim) for d in size_list(dims)]
+    if sorted(dims) != list(range(x.ndim)):
+        raise ShapeError(f"permute: {dims} is not a permutation of {x.ndim} dims")
+    return record(x.ctx, "permute", (x, tuple(dims)), {}, [x.node.shape[d] for d in dims], x.dtype)
+
+
+@lazy_op("transpose", "swapaxes", "swapdims", lowers=T.transpose)
+def transpose(x, d0, d1):
+    s = list(x.node.shape)
+    a, b = norm_dim(d0, len(s)), norm_dim(d1, len(s))
+    s[a], s[b] = s[b], s[a]
+    return record(x.ctx, "transpose", (x, a, b), {}, s, x.dtype)
+
+
+@lazy_op("t")
+def t(x):
+    return x if x.ndim < 2 else transpose(x, 0, 1)
+
+
+@lazy_op("movedim", "moveaxis")
+def movedim(x, source, destination):
+    src = [norm_dim(d, x.ndim) for d in (source if isinstance(source, (list, tuple)) else [source])]
+    dst = [norm_dim(d, x.ndim) for d in (destination if isinstance(destination, (list, tuple)) else [destination])]
+    order = [d for d in range(x.ndim) if d not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return permute(x, order)
+
+
+@lazy_op("narrow", lowers=T.narrow)
+def narrow(x, dim, start, length):
+    s = list(x.node.shape)
+    d = norm_dim(dim, len(s))
+    s[d] = as_expr(length)
+    return record(x.ctx, "narrow", (x, d, start, length), {}, s, x.node.dtype)
+
+
+@lazy_op("select", lowers=T.select)
+def select(x, dim, index):
+    s = list(x.node.shape)
+    d = norm_dim(dim, len(s))
+    del s[d]
+    return record(x.ctx, "select", (x, d, index), {}, s, x.dtype)
+
+
+@lazy_op("split")
+def split(x, split_size, dim=0):
+    ctx, d = x.ctx, norm_dim(dim, x.ndim)
+    n = x.node.shape[d]
+    if isinstance(split_size, (list, tuple)):
+        lengths = [e if type(e) is Expr else as_expr(e) for e in split_size]
+    else:
+        size = as_expr(split_size)
+        k = max(ctx.specialise((n + size - 1) // size, reason="split count"), 1)
+        lengths = [size] * (k - 1) + [n - size * (k - 1)]
+    shape, dt = x.node.shape, x.node.dtype
+    head, tail = shape[:d], shape[d + 1:]
+    out, start, last = [], ZERO, len(lengths) - 1
+    for i, ln in enumerate(lengths):  # narrow(x, d, start, ln), its shape rule inline
+        out.append(record(ctx, "narrow", (x, d, start, ln), {}, head + (ln,) + tail, dt))
+        if i < last:
+            start = start + ln
+    return tuple(out)
+
+
+@lazy_op("chunk")
+def chunk(x, chunks, dim=0):
+    n = x.node.shape[norm_dim(dim, x.ndim)]
+    return split(x, (n + chunks - 1) // chunks, dim)
+
+
+@lazy_op("unbind")
+def unbind(x, dim=0):
+    d = norm_dim(dim, x.ndim)
+    k = x.ctx.specialise(x.node.shape[d], reason="unbind")
+    return tuple(select(x, d, i) for i in range(k))
+
+
+@lazy_op("repeat", lowers=T.repeat)
+def repeat(x, *sizes_):
+    reps = [as_expr(e) for e in size_list(sizes_)]
+    s = (ONE,) * (len(reps) - x.ndim) + x.node.shape
+    return record(x.ctx, "repeat", (x, tuple(reps)), {}, [a * b for a, b in zip(s, reps)], x.dtype)
+
+
+@lazy_op("cat", "concat", "concatenate", method=False, lowers=torch.cat)
+def cat(tensors, dim=0):
+    tensors = list(tensors)
+    ctx = tensors[0].ctx if tensors and type(tensors[0]) is LazyTensor else ctx_for(tensors)
+    s0 = shape_of(tensors[0])
+    d = norm_dim(dim, len(s0))
+    out = list(s0)
+    for t_ in tensors[1:]:
+        s = shape_of(t_)
+        if len(s) != len(s0):
+            raise ShapeError("cat: tensors of different rank")
+        for i in range(len(s)):
+            out[i] = out[i] + s[i] if i == d else assume_eq(ctx, out[i], s[i], "cat")
+    return record(ctx, "cat", (tensors, d), {}, out, promote(*tensors))
+
+
+@lazy_op("stack", method=False, lowers=torch.stack)
+def stack(tensors, dim=0):
+    tensors = list(tensors)
+    ctx = tensors[0].ctx if tensors and type(tensors[0]) is LazyTensor else ctx_for(tensors)
+    s0 = list(shape_of(tensors[0]))
+    for t_ in tensors[1:]:
+        s = shape_of(t_)
+        if len(s) != len(s0):
+            raise ShapeError(f"stack: tensors of rank {len(s0)} and {len(s)}")
+        s0 = [a if a is b else assume_eq(ctx, a, b, "stack") for a, b in zip(s0, s)]
+    d = norm_dim(dim, len(s0) + 1)
+    s0.insert(d, const(len(tensors)))
+    return record(ctx, "stack", (tensors, d), {}, s0, promote(*tensors))
+
+
+@lazy_op("pad", method=False, fnames=("pad",), lowers=F.pad)
+def pad(x, pad, mode="constant", value=None):
+    s = list(x.node.shape)
+    for i in range(len(pad) // 2):
+        d = len(s) - 1 - i
+        s[d] = s[d] + as_expr(pad[2 * i]) + as_expr(pad[2 * i + 1])
+    return record(x.ctx, "pad", (x, tuple(pad), mode, value), {}, s, x.dtype)

@@ -1,0 +1,175 @@
+"""The step log: a cached step's key, built while the program records.
+
+A jit step (one :class:`~.runtime.LazyFunction` call) logs every leaf and op
+as it is made -- ``("in", dtype, dims)``, ``("const", dtype, shape)``,
+``(op, args, kwargs, dtype)`` -- with operands by log position and sizes over
+canonical names (``p<leaf position>_<axis>``). The log, the positions synced
+and the step's guards determine the traced graph and its cache key
+(:func:`.passes.key`), so a step whose log was seen before reuses that
+compile without walking the graph (:func:`.passes.trace`) or building its
+key: the fast path of a cached step. A node or size the log cannot name (one
+from another step) raises :class:`Unlogged`, and that step's sync takes the
+full path.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from engines.sizes import Expr
+
+from .ir import Node, _atom_structure
+
+
+_PLAIN = frozenset({int, bool, str, type(None)})
+_EXPR_SIGS: dict = {}  # a one-variable Expr -> (its variable's canonical name, the name, its signature, ("e", it))
+_DTYPE = torch.dtype
+
+
+# shared signature parts (one object each, so comparing a step's key with the last one's meets
+# the same objects: see ``LazyContext.sync``)
+NREFS, NINTS = 256, 64
+REFS = [("%", p) for p in range(NREFS)]  # ("%", position) for the first NREFS positions
+INTS = {i: (int, i) for i in range(-NINTS, NINTS)}  # (int, i) for small ints
+
+
+class Unlogged(Exception):
+    """An operand the step log cannot name (from another step or context)."""
+
+
+class StepLog:
+    """The log of one step: ``entries`` (hashable), ``nodes`` (by position),
+    ``canon`` (size variable -> canonical name)."""
+
+    __slots__ = ("entries", "nodes", "canon")
+
+    def __init__(self):
+        self.entries: list = []
+        self.nodes: list = []
+        self.canon: dict = {}
+
+    def add(self, node: Node, entry: tuple) -> None:
+        """Log ``node`` as ``entry`` (its operands signed by the caller, as :meth:`op` does)."""
+        node.pos = len(self.nodes)
+        self.nodes.append(node)
+        self.entries.append(entry)
+
+    def input(self, node: Node, dims: tuple) -> None:
+        """A leaf over a user input; ``dims``: each a size, or its variable's
+        canonical name (``p<position>_<axis>``, with the bound in bounded mode),
+        entered in ``canon`` by the caller."""
+        self.add(node, ("in", node.dtype, dims))
+
+    def constant(self, node: Node) -> None:
+        """A leaf for a concrete tensor met while tracing (its values are an input, its shape is keyed)."""
+        self.add(node, ("const", node.dtype, tuple(e.terms for e in node.shape)))
+
+    def op(self, node: Node) -> None:
+        nodes = self.nodes
+        n = len(nodes)
+        args = []
+        for a in node.args:  # sig(node.args), the common operands inline
+            t = type(a)
+            if t is Node:
+                p = a.pos
+                if p is None or p >= n or nodes[p] is not a:
+                    raise Unlogged(a)
+                args.append(REFS[p] if p < NREFS else ("%", p))
+            elif t is int and -NINTS <= a < NINTS:
+                args.append(INTS[a])
+            elif t is Expr:  # a size (narrow's start and length, expand's sizes)
+                terms = a.terms
+                args.append(("e", terms[0][1]) if len(terms) == 1 and not terms[0][0] else ("e", self.expr(a)))
+            else:
+                args.append(self.sig(a))
+        entry = (node.op, tuple(args), self.sig(node.kwargs) if node.kwargs else None, node.dtype)
+        node.pos = n
+        nodes.append(node)
+        self.entries.append(entry)
+
+    def pos(self, n: Node) -> int:
+        p = n.pos
+        if p is None or p >= len(self.nodes) or self.nodes[p] is not n:
+            raise Unlogged(n)
+        return p
+
+    def expr(self, e: Expr):
+        t = e.terms
+        if not t:
+            return 0
+        if len(t) == 1 and not t[0][0]:  # a constant: its value
+            return t[0][1]
+        canon = self.canon
+        memo = _EXPR_SIGS.get(e)
+        if memo is not None and memo[0] is canon.get(memo[1]):  # this step names it as before
+            return memo[2]
+        out = []
+        try:
+            for m, c in t:
+                if len(m) == 1 and m[0][0].kind == "var":  # c * v**p, the common term
+                    out.append((canon[m[0][0].name], m[0][1], c))
+                else:
+                    out.append((tuple([(_atom_structure(a, canon), p) for a, p in m]), c))
+        except KeyError:
+            raise Unlogged(e) from None
+        out = tuple(out)
+        names = e.vars
+        if len(names) == 1:  # memoised when one variable: its canonical name decides the signature
+            (n,) = names
+            if len(_EXPR_SIGS) >= 4096:
+                _EXPR_SIGS.clear()
+            _EXPR_SIGS[e] = (canon[n], n, out, ("e", out))
+        return out
+
+    def esig(self, e: Expr) -> tuple:
+        """``("e", self.expr(e))`` for a non-constant size: one shared tuple per
+        one-variable size (a cached step's entries then compare by identity)."""
+        memo = _EXPR_SIGS.get(e)
+        if memo is not None and memo[0] is self.canon.get(memo[1]):
+            return memo[3]
+        out = self.expr(e)
+        memo = _EXPR_SIGS.get(e)
+        return memo[3] if memo is not None and memo[2] is out else ("e", out)
+
+    def sig(self, a):
+        """An operand as a hashable value that names nodes by position (as ``passes._sig`` does by index)."""
+        t = type(a)
+        if t is Node:
+            p = self.pos(a)
+            return REFS[p] if p < NREFS else ("%", p)
+        if t is int and -NINTS <= a < NINTS:
+            return INTS[a]
+        if t in _PLAIN:
+            return (t, a)
+        if t is tuple or t is list:
+            nodes, n = self.nodes, len(self.nodes)
+            out = [t]
+            for x in a:  # (the tensors of cat/stack, the sizes of view/expand: inline)
+                tx = type(x)
+                if tx is Node and x.pos is not None and x.pos < n and nodes[x.pos] is x:
+                    out.append(REFS[x.pos] if x.pos < NREFS else ("%", x.pos))
+                elif tx is int and -NINTS <= x < NINTS:
+                    out.append(INTS[x])
+                else:
+                    out.append(self.sig(x))
+            return tuple(out)
+        if t is float or t is _DTYPE:
+            return (t, repr(a))  # nan and -0.0 keyed apart
+        if t is Expr:
+            terms = a.terms
+            if len(terms) == 1 and not terms[0][0]:  # a constant (most sizes an op is given)
+                return ("e", terms[0][1])
+            return ("e", self.expr(a))
+        if t is dict:
+            return ("d",) + tuple([(k, self.sig(v)) for k, v in sorted(a.items())]) if a else ("d",)
+        if t is slice:
+            return ("sl", self.sig(a.start), self.sig(a.stop), self.sig(a.step))
+        if isinstance(a, (Node, Expr, list, tuple, dict, slice)):
+            raise Unlogged(a)  # a subclass: not worth a fast path
+        return (t, a)
+
+    def key(self, roots, guards) -> tuple:
+        """The step's key: the log, the synced positions, and every guard of the step."""
+        outs = tuple([self.pos(r) for r in roots])
+        gs = tuple([(self.expr(g.lhs), g.op, self.expr(g.rhs), g.result) for g in guards])
+        return (tuple(self.entries), outs, gs)

@@ -1,0 +1,415 @@
+"""Symbolic sizes as the traced program sees them, over :mod:`engines.sizes`.
+
+Sizes are :class:`engines.sizes.Expr` over variable *names*; the algebra
+(normal form, ``+ - * // %``, printing, evaluation) is the project's one.
+This module adds what the lazy path needs on top:
+
+* :class:`Var`, the record of one dynamic input dim -- its current size
+  (``hint``), the ``(leaf node, axis)`` it is read from (``src``), its bound
+  and its display ``name``. The variable's name in the algebra is
+  ``d<leaf uid>_<axis>`` (the leaf and axis that created it), unique across
+  steps even when two steps reuse a user name such as ``n``.
+* :class:`SizeVars`, a context's table of them: ``vars[name]`` and
+  ``hints = {name: size}`` (the environment of ``sizes.evaluate``).
+* :class:`SymSize` / :class:`SymBool`, the user-facing values (``x.shape[0]``,
+  ``x.shape[0] == 3``). Arithmetic on them stays symbolic; anything that
+  needs a concrete Python value (``int()``, ``bool()``, ``if``) specialises
+  on the current size and records a guard in the tensor's context.
+"""
+
+from __future__ import annotations
+
+import operator
+
+from engines import sizes
+from engines.sizes import Expr
+from engines.sizes.expr import trusted_var
+
+
+class Var:
+    """A dynamic input dim; ``expr`` is it as a size (the variable ``sym``,
+    an identifier by construction: ``d<uid>_<axis>``)."""
+
+    __slots__ = ("sym", "name", "hint", "src", "bound", "expr")
+
+    def __init__(self, sym: str, name: str, hint: int, src, bound: int | None = None):
+        self.sym, self.name, self.hint, self.src, self.bound = sym, name, hint, src, bound
+        e = _VAR_EXPRS.get(sym)
+        if e is None:
+            if len(_VAR_EXPRS) >= 4096:
+                _VAR_EXPRS.clear()
+            e = _VAR_EXPRS[sym] = trusted_var(sym)
+        self.expr = e
+
+
+_VAR_EXPRS: dict = {}  # name -> the variable as a size (one object per name: the step names repeat)
+
+
+class FinishedStep(ValueError):
+    """A size or lazy tensor of an earlier jit step used in a later one."""
+
+
+_NAMES: set = set()  # user dim names checked to be valid variable names
+
+
+def check_dim_name(name: str) -> None:
+    """Refuse a user dim name that is not a valid size variable; remember a valid one in ``_NAMES``."""
+    try:
+        sizes.var(name)
+    except sizes.SizeError:
+        raise ValueError(f"dim name {name!r} is not an identifier (dim names are size variables)") from None
+    _NAMES.add(name)
+
+
+class SizeVars:
+    """The size variables of a context's current step, by algebra name.
+
+    The table holds each variable's leaf (its ``src``) until the step ends:
+    :meth:`release` cuts the leaves of a finished step, :meth:`clear` (at the
+    next step) forgets the records. A context used without ``jit`` keeps its
+    variables until it starts a step (``LazyContext.new_step``).
+    """
+
+    __slots__ = ("vars", "hints", "step")
+
+    def __init__(self):
+        self.vars: dict = {}
+        self.hints: dict = {}
+        self.step = 0  # bumped by clear(): a SymSize of an earlier step is refused (see SymSize.live)
+
+    def new(self, leaf, axis: int, hint: int, name: str | None = None, bound: int | None = None,
+            sym: str | None = None) -> Var:
+        """A variable read from ``leaf``'s ``axis``. ``sym``: its algebra name
+        (default ``d<leaf uid>_<axis>``, unique in the process); a jit step names
+        its variables by position (``p<leaf position>_<axis>``), the same names
+        every step, so the size arithmetic of a step repeats the last one's
+        (memoised by :mod:`engines.sizes`)."""
+        if sym is None:
+            sym = f"d{leaf.uid}_{axis}"
+        if name is not None and name not in _NAMES:
+            check_dim_name(name)
+        v = self.vars[sym] = Var(sym, name or sym, hint, (leaf, axis), bound)
+        self.hints[sym] = hint
+        return v
+
+    def __getitem__(self, sym: str) -> Var:
+        return self.vars[sym]
+
+    def get(self, sym: str) -> Var | None:
+        return self.vars.get(sym)
+
+    def clear(self) -> None:
+        self.vars.clear()
+        self.hints.clear()
+        self.step += 1
+
+    def release(self, names) -> None:
+        for n in names:
+            v = self.vars.get(n)
+            if v is not None:
+                v.src = None
+
+    def hint(self, e: Expr) -> int:
+        """The value of ``e`` under the current sizes."""
+        return hint(e, self.hints, self._evaluate)
+
+    def _evaluate(self, e: Expr) -> int:
+        try:
+            return sizes.evaluate(e, self.hints)
+        except sizes.SizeError as err:
+            if isinstance(err, ZeroDivisionError):
+                raise
+            raise sizes.SizeError(f"{err} (a size of a finished step?)") from None
+
+    def display(self, names) -> tuple:
+        """``(name, display name)`` pairs for the named variables among ``names``."""
+        out = []
+        for n in names:
+            v = self.vars.get(n)
+            if v is not None and v.name != n:
+                out.append((n, v.name))
+        return tuple(sorted(out))
+
+    def text(self, e: Expr) -> str:
+        """``e`` written with the variables' display names."""
+        return rename(e, self.display(e.vars))
+
+
+def hint(e: Expr, env: dict, evaluate=None) -> int:
+    """``sizes.evaluate(e, env)``, with fast paths for a constant and a single
+    variable (most dims; this runs for every dim of every step)."""
+    terms = e.terms
+    if not terms:
+        return 0
+    n = len(terms)
+    if n <= 2:  # c, k*v, or c + k*v (``L - 4``): most sizes
+        m, c = terms[-1]
+        if not m:  # (the constant term sorts first: only when it is the only one)
+            return c
+        if len(m) == 1 and m[0][1] == 1:
+            a = m[0][0]
+            if a.kind == "var" and a.name in env:
+                if n == 1:
+                    return c * env[a.name]
+                if not terms[0][0]:
+                    return terms[0][1] + c * env[a.name]
+    f = _COMPILED.get(e)
+    if f is None:
+        f = _compile(e)
+    try:
+        return f(env)
+    except (KeyError, ZeroDivisionError):  # the general walk raises the error that names the size
+        return evaluate(e) if evaluate is not None else sizes.evaluate(e, env)
+
+
+_COMPILED: dict = {}  # Expr -> a Python function of the environment computing it (the steps' sizes repeat)
+
+
+def _compile(e: Expr):
+    """``e`` as ``lambda env: ...`` (Python's ``//`` and ``%``: the algebra's semantics)."""
+    f = _env_lambda(sizes.source(e, {n: f"env[{n!r}]" for n in e.vars}))
+    if len(_COMPILED) >= 4096:
+        _COMPILED.clear()
+    _COMPILED[e] = f
+    return f
+
+
+def shapes_fn(shapes):
+    """``lambda env: (shape, ...)``: each of ``shapes`` (tuples of Expr) under the sizes ``env``,
+    one compiled call (what :func:`hint` of every dim computes)."""
+    names = set().union(*[e.vars for shape in shapes for e in shape])
+    env = {n: f"env[{n!r}]" for n in names}
+    src = ", ".join("(" + "".join(f"{sizes.source(e, env)}, " for e in shape) + ")" for shape in shapes)
+    return _env_lambda(f"({src},)")
+
+
+def _env_lambda(src: str):
+    """``lambda env: <src>``, ``src`` the text of our own size algebra (:func:`engines.sizes.source`)."""
+    return eval(f"lambda env: {src}", {"max": max, "min": min})  # noqa: S307
+
+
+def rename(e: Expr, pairs) -> str:
+    """``e`` as text, each variable in ``pairs`` (``(name, new name)``) renamed."""
+    if not pairs:
+        return str(e)
+    return str(sizes.substitute(e, {n: sizes.var(d) for n, d in pairs}))
+
+
+def var_of(e: Expr) -> str | None:
+    """The variable's name when ``e`` is exactly one variable."""
+    a = e.single_atom()
+    return a.name if a is not None and a.kind == "var" else None
+
+
+def names_of(e: Expr):
+    """The variable names in ``e`` (a fast path for constants and ``c*v**p``)."""
+    t = e.terms
+    if not t:
+        return ()
+    if len(t) == 1:
+        m = t[0][0]
+        if not m:
+            return ()
+        if len(m) == 1 and m[0][0].kind == "var":
+            return (m[0][0].name,)
+    return e.vars
+
+
+_CONSTS: dict = {}
+
+
+def const(c: int) -> Expr:
+    """``sizes.const(c)``, shared: the sizes of every step's static dims repeat."""
+    e = _CONSTS.get(c)
+    if e is None:
+        if len(_CONSTS) >= 4096:
+            _CONSTS.clear()
+        e = _CONSTS[c] = sizes.const(c)
+    return e
+
+
+def as_expr(x) -> Expr:
+    """An int, :class:`SymSize` or :class:`~engines.sizes.Expr` as an Expr."""
+    t = type(x)
+    if t is Expr:
+        return x
+    if t is int:
+        return const(x)
+    if t is SymSize:
+        return x.live()
+    if isinstance(x, Expr):
+        return x
+    if isinstance(x, SymSize):
+        return x.live()
+    if isinstance(x, bool):
+        return const(int(x))
+    try:
+        return sizes.as_expr(x)
+    except sizes.SizeError:
+        raise TypeError(f"expected a size (int or symbolic size), got {type(x).__name__}") from None
+
+
+def is_size(x) -> bool:
+    return isinstance(x, (SymSize, Expr)) or (isinstance(x, int) and not isinstance(x, bool))
+
+
+_CMP = {
+    "==": operator.eq, "!=": operator.ne, "<": operator.lt,
+    "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+}
+
+
+def compare(lhs: Expr, op: str, rhs: Expr, hints) -> bool:
+    """``lhs op rhs`` on the current sizes (``hints``)."""
+    return _CMP[op](hint(lhs, hints), hint(rhs, hints))
+
+
+# ---------------------------------------------------------------------------
+# user-facing symbolic values
+# ---------------------------------------------------------------------------
+class SymBool:
+    """A pending comparison of sizes; ``bool()`` specialises and records a guard."""
+
+    __slots__ = ("op", "lhs", "rhs", "ctx")
+
+    def __init__(self, op, lhs: Expr, rhs: Expr, ctx):
+        self.op, self.lhs, self.rhs, self.ctx = op, lhs, rhs, ctx
+
+    def __bool__(self) -> bool:
+        return self.ctx.guard(self.lhs, self.op, self.rhs, reason="bool")
+
+    def __repr__(self) -> str:
+        t = self.ctx.vars.text
+        return f"SymBool({t(self.lhs)} {self.op} {t(self.rhs)})"
+
+
+_ARITH: dict = {}  # (operator, Expr, int or Expr) -> the result: a step's size arithmetic repeats the last step's
+
+
+def _arith(k):
+    """A miss of ``_ARITH``: compute ``k[0](k[1], k[2])`` and keep it (at most 4,096 entries)."""
+    if len(_ARITH) >= 4096:
+        _ARITH.clear()
+    r = _ARITH[k] = k[0](k[1], k[2])
+    return r
+
+
+def _sym(fn):
+    def method(self, o):
+        if type(o) is int:  # the common case (``x.shape[0] * 2``)
+            ctx = self.ctx
+            if self.step != ctx.vars.step:
+                self.live()  # (raises FinishedStep)
+            k = (fn, self.expr, o)
+            r = _ARITH.get(k)
+            if r is None:
+                r = _arith(k)
+            t = r.terms  # SymSize.wrap, inline
+            return 0 if not t else t[0][1] if len(t) == 1 and not t[0][0] else SymSize(r, ctx)
+        if type(o) is SymSize:  # (``t - t // 2``): memoised as the int case
+            k = (fn, self.live(), o.live())
+            r = _ARITH.get(k)
+            if r is None:
+                r = _arith(k)
+            return SymSize.wrap(r, self.ctx)
+        if not is_size(o):
+            if isinstance(o, float):
+                return fn(float(self), o)
+            return NotImplemented
+        return SymSize.wrap(fn(self.live(), as_expr(o)), self.ctx)
+
+    return method
+
+
+def _rsym(fn):
+    def method(self, o):
+        if not is_size(o):
+            if isinstance(o, float):
+                return fn(o, float(self))
+            return NotImplemented
+        return SymSize.wrap(fn(as_expr(o), self.live()), self.ctx)
+
+    return method
+
+
+def _cmp(op):
+    def method(self, o):
+        if not is_size(o):
+            return NotImplemented
+        return SymBool(op, self.live(), as_expr(o), self.ctx)
+
+    return method
+
+
+class SymSize:
+    """A symbolic size (``x.shape[i]`` and arithmetic on it).
+
+    ``+ - * // %`` stay symbolic; comparisons give a :class:`SymBool`;
+    ``int()`` / ``index()`` / ``bool()`` / ``float()`` / true division force a
+    concrete value and record a guard.
+    """
+
+    __slots__ = ("expr", "ctx", "step")
+
+    def __init__(self, expr: Expr, ctx):
+        self.expr, self.ctx, self.step = expr, ctx, ctx.vars.step
+
+    def live(self) -> Expr:
+        """``expr``, refusing a size of an earlier step (its variable names are
+        reused by the current step: it would read the current sizes)."""
+        if self.step != self.ctx.vars.step:
+            raise FinishedStep(f"size {self.expr} belongs to a finished step")
+        return self.expr
+
+    @staticmethod
+    def wrap(expr: Expr, ctx):
+        """A plain int when ``expr`` is constant, else a :class:`SymSize`."""
+        t = expr.terms
+        if not t:
+            return 0
+        if len(t) == 1 and not t[0][0]:
+            return t[0][1]
+        return SymSize(expr, ctx)
+
+    @property
+    def hint(self) -> int:
+        return self.ctx.vars.hint(self.expr)
+
+    __add__, __radd__ = _sym(operator.add), _rsym(operator.add)
+    __sub__, __rsub__ = _sym(operator.sub), _rsym(operator.sub)
+    __mul__, __rmul__ = _sym(operator.mul), _rsym(operator.mul)
+    __floordiv__, __rfloordiv__ = _sym(operator.floordiv), _rsym(operator.floordiv)
+    __mod__, __rmod__ = _sym(operator.mod), _rsym(operator.mod)
+    __eq__, __ne__, __lt__, __le__, __gt__, __ge__ = (_cmp(o) for o in ("==", "!=", "<", "<=", ">", ">="))
+
+    def __neg__(self):
+        return SymSize.wrap(-self.live(), self.ctx)
+
+    def __pos__(self):
+        return self
+
+    def __truediv__(self, o):
+        return float(self) / float(o)
+
+    def __rtruediv__(self, o):
+        return float(o) / float(self)
+
+    def __hash__(self) -> int:
+        return hash(self.expr)
+
+    def __int__(self) -> int:
+        return self.ctx.specialise(self.live(), reason="int")
+
+    def __index__(self) -> int:
+        return self.ctx.specialise(self.live(), reason="index")
+
+    def __float__(self) -> float:
+        return float(self.ctx.specialise(self.live(), reason="float"))
+
+    def __bool__(self) -> bool:
+        return self.ctx.guard(self.live(), "!=", const(0), reason="bool")
+
+    def __repr__(self) -> str:
+        return f"SymSize({self.ctx.vars.text(self.expr)}, hint={self.hint})"
+
+    __str__ = __repr__

@@ -1,0 +1,252 @@
+"""LazyTensor: a proxy whose torch ops record IR nodes instead of running.
+
+Not a ``torch.Tensor`` subclass: a plain class with the tensor surface
+(methods, operators, ``shape`` as :class:`~.symbolic.SymSize`) and a
+``__torch_function__`` hook, so ``torch.xxx(lazy, ...)`` and
+``torch.nn.functional.xxx(lazy, ...)`` reach the op registry in :mod:`.ops`.
+Materialisation (``numpy()``, ``tolist()``, ``item()``, printing, ``bool()``,
+``float()``, ``cpu()``, ``sync()``) compiles the pending graph and runs it.
+
+The Python operators are defined here, from :data:`OPERATORS`; the tensor
+methods are the registry's (:func:`install_methods`, called once by
+:mod:`.ops`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from engines import sizes
+
+from .ir import Node
+from .symbolic import FinishedStep, SymSize
+
+OPS: dict = {}  # torch function / method name -> implementation (filled by .ops)
+F_OPS: dict = {}  # torch.nn.functional name -> implementation (filled by .ops)
+
+# Python operator -> (op name in OPS, operands swapped); the reflected forms
+# serve ``2 - x`` and torch's ``Tensor.__rsub__`` met by ``__torch_function__``.
+_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "floordiv": "floor_divide",
+           "mod": "remainder", "pow": "pow", "matmul": "matmul", "and": "bitwise_and", "or": "bitwise_or",
+           "xor": "bitwise_xor"}
+OPERATORS = {
+    **{f"__{d}__": (n, False) for d, n in _BINARY.items()},
+    **{f"__r{d}__": (n, True) for d, n in _BINARY.items()},
+    **{f"__{d}__": (d, False) for d in ("eq", "ne", "lt", "le", "gt", "ge")},
+    **{f"__i{d}__": (n + "_", False) for d, n in _BINARY.items() if d in ("add", "sub", "mul", "truediv")},
+    "__neg__": ("neg", False), "__abs__": ("abs", False), "__invert__": ("bitwise_not", False),
+    "__getitem__": ("__getitem__", False), "__setitem__": ("__setitem__", False),
+}
+
+
+class Unsupported(NotImplementedError):
+    """The lazy path cannot trace this op (the message says which and why)."""
+
+
+class LazyTensor:
+    __slots__ = ("node", "ctx", "__weakref__")
+
+    def __init__(self, node: Node, ctx):
+        self.node, self.ctx = node, ctx
+
+    # -- metadata (never materialises) ----------------------------------
+    def _sizes(self) -> tuple:
+        """The node's symbolic shape; refused for a tensor logged by an earlier
+        jit step (its variables' names are the current step's: see ``SymSize.live``)."""
+        n = self.node
+        p = n.pos
+        if p is not None:
+            log = self.ctx.log
+            if log is not None and not (p < len(log.nodes) and log.nodes[p] is n):
+                if any(not e.is_const for e in n.shape):
+                    raise FinishedStep(f"lazy: the sizes of {n.op}#{n.uid} belong to a finished step")
+        return n.shape
+
+    @property
+    def shape(self) -> tuple:
+        ctx, out = self.ctx, []
+        for e in self._sizes():  # SymSize.wrap, inline: a constant dim is an int
+            t = e.terms
+            out.append(0 if not t else t[0][1] if len(t) == 1 and not t[0][0] else SymSize(e, ctx))
+        return tuple(out)
+
+    def size(self, dim=None):
+        s = self.shape
+        return s if dim is None else s[dim]
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.node.dtype
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device("cpu")
+
+    @property
+    def ndim(self) -> int:
+        return len(self.node.shape)
+
+    def dim(self) -> int:
+        return self.ndim
+
+    def numel(self):
+        return SymSize.wrap(math.prod(self._sizes(), start=sizes.const(1)), self.ctx)
+
+    def __len__(self) -> int:
+        if not self.node.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return int(self.shape[0])
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.is_floating_point
+
+    def element_size(self) -> int:
+        return torch.empty((), dtype=self.dtype).element_size()
+
+    requires_grad = False
+    is_lazy = True
+    grad = None
+
+    # -- autograd: not traced ---------------------------------------------
+    def requires_grad_(self, requires_grad: bool = True) -> "LazyTensor":
+        if requires_grad:
+            raise Unsupported("lazy: autograd (requires_grad_) is not supported: the lazy path records "
+                              "forward ops only")
+        return self
+
+    def backward(self, *args, **kwargs):
+        raise Unsupported("lazy: autograd (backward) is not supported: the lazy path records forward ops only")
+
+    # -- materialisation -----------------------------------------------
+    def sync(self) -> "LazyTensor":
+        """Compile and run the pending graph of this tensor (if any)."""
+        self.ctx.sync([self])
+        return self
+
+    def value(self) -> torch.Tensor:
+        """The concrete tensor (materialises)."""
+        if not self.node.is_leaf:
+            self.ctx.sync([self])
+        return self.node.data
+
+    def cpu(self) -> torch.Tensor:
+        return self.value()
+
+    def numpy(self):
+        return self.value().numpy()
+
+    def tolist(self):
+        return self.value().tolist()
+
+    def item(self):
+        return self.value().item()
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.value().numpy()
+        return a if dtype is None else a.astype(dtype)
+
+    def __bool__(self) -> bool:
+        return bool(self.value())
+
+    def __float__(self) -> float:
+        return float(self.value())
+
+    def __int__(self) -> int:
+        return int(self.value())
+
+    def __index__(self) -> int:
+        return self.value().__index__()
+
+    def __repr__(self) -> str:
+        return f"LazyTensor({self.value()!r})".replace("\n", "\n" + " " * 11)
+
+    def __str__(self) -> str:
+        return str(self.value())
+
+    def __format__(self, spec) -> str:
+        return format(self.value(), spec)
+
+    def __iter__(self):
+        return iter(OPS["unbind"](self, 0))
+
+    def __pos__(self):
+        return self
+
+    @property
+    def T(self):
+        return OPS["permute"](self, list(range(self.ndim))[::-1])
+
+    @property
+    def mT(self):
+        return OPS["transpose"](self, -2, -1)
+
+    __hash__ = object.__hash__
+
+    # -- torch function hook ----------------------------------------------
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        hit = _DISPATCH.get(func)
+        if hit is None:
+            hit = _resolve(func)  # (an unsupported function raises: not cached)
+            _DISPATCH[func] = hit
+        impl, swap = hit
+        if swap:
+            args = (args[1], args[0]) + tuple(args[2:])
+        return impl(*args, **kwargs) if kwargs else impl(*args)
+
+
+_DISPATCH: dict = {}  # torch function -> (implementation, operands swapped): __torch_function__'s table
+
+
+def _resolve(func) -> tuple:
+    """The implementation of the torch function ``func`` (``Unsupported`` naming it when there is none)."""
+    name = getattr(func, "__name__", str(func))
+    if getattr(func, "__module__", None) == "torch.nn.functional" and name in F_OPS:
+        return F_OPS[name], False
+    impl = OPS.get(name)
+    if impl is not None:
+        return impl, False
+    if name in OPERATORS:
+        op, swap = OPERATORS[name]
+        return OPS[op], swap
+    raise Unsupported(f"lazy: torch function {name!r} is not supported by the lazy path")
+
+
+def _operator(op: str, swap: bool):
+    if swap:
+        def method(self, other):
+            return OPS[op](other, self)
+    else:
+        def method(self, *args):
+            return OPS[op](self, *args)
+    return method
+
+
+for _name, (_op, _swap) in OPERATORS.items():
+    setattr(LazyTensor, _name, _operator(_op, _swap))
+
+
+def install_methods(methods: dict) -> None:
+    """Make each registered method (``name -> implementation``) a method of
+    :class:`LazyTensor`, unless the class defines it (metadata, operators)."""
+    for name, fn in methods.items():
+        if not hasattr(LazyTensor, name):
+            setattr(LazyTensor, name, fn)
+
+
+def ctx_of(*objs):
+    """The context of the first lazy tensor or symbolic size among ``objs`` (searched nested)."""
+    for o in objs:
+        if isinstance(o, (LazyTensor, SymSize)):
+            return o.ctx
+        if isinstance(o, (list, tuple)):
+            c = ctx_of(*o)
+            if c is not None:
+                return c
+        if isinstance(o, dict):
+            c = ctx_of(*o.values())
+            if c is not None:
+                return c
+    return None

@@ -1,0 +1,228 @@
+"""torch.export ExportedProgram -> StableHLO MLIR text: the driver.
+
+:func:`lower` walks ``ep.run_decompositions().graph`` (core ATen), keeps one
+:class:`~.builder.Value` per fx node and dispatches each ``call_function``
+node through one table, the ``@lowers`` registry (:mod:`.registry`, filled by
+importing :mod:`.ops`). Errors from an op's lowering get the "While lowering
+<node>" context here, in one place. The text is emitted in MLIR's generic op
+form, then parsed and verified with jaxlib's bindings and returned in pretty
+form.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Tuple
+
+import numpy as np
+import torch
+
+from . import ops  # noqa: F401  (fills the registry)
+from . import types as T
+from engines import sizes
+
+from .builder import LoweringContext, LoweringError, Value
+from .registry import LOWERINGS, target_name
+from .symbolic import as_dim
+from .verify import VerificationError
+from .verify import verify as _verify
+
+
+def covered_ops():
+    """Sorted names of every op the lowering handles (the registry is the coverage list)."""
+    out = set()
+    for t in LOWERINGS:
+        s = str(t)
+        if s.startswith("<built-in function"):
+            s = "operator." + s[len("<built-in function "):-1]
+        elif s.startswith("<function"):
+            s = f"{t.__module__}.{t.__name__}"
+        out.add(s)
+    return sorted(out)
+
+
+def lower(ep: "torch.export.ExportedProgram", *, bounded: bool = True, decompose: bool = True,
+          params: str = "inline", verify: bool = True, data_asserts: str = "error") -> str:
+    """Lower an ExportedProgram to StableHLO MLIR text (parsed + verified).
+
+    bounded:   emit ``#stablehlo.bounds`` for dims with a finite ``Dim(max=)``
+               (False: every symbolic dim is a plain unbounded ``?``).
+    decompose: run ``ep.run_decompositions()`` (core ATen) first; size-obliviously
+               (``backed_size_oblivious``) when ``ep.size_oblivious`` says it was
+               exported so (``backends.torch_export.export_oblivious_retry``): else the
+               retrace guards derived sizes against 0 and 1 again, as runtime asserts
+               that fail at sizes the export covers.
+    params:    "inline" embeds parameters/buffers/constants as constants;
+               "args" makes them leading ``@main`` arguments (see ``param_arrays``).
+    data_asserts: "error" (an assertion on tensor *data*, e.g. one_hot's
+               ``_assert_async``, which neither executor can check, is a
+               LoweringError) or "skip" (the caller accepts it is not checked).
+    Shape assertions are always kept as checks (``shape_assertion``).
+    """
+    if data_asserts not in ("error", "skip"):
+        raise ValueError(f"data_asserts={data_asserts!r}: want 'error' or 'skip'")
+    if decompose:
+        import torch.fx.experimental._config as fx_config
+
+        with fx_config.patch(backed_size_oblivious=bool(getattr(ep, "size_oblivious", False))):
+            ep = ep.run_decompositions()
+    ctx = LoweringContext(ep, bounded=bounded)
+    ctx.data_asserts = data_asserts
+    ctx.lower_subgraph = lambda gm, values: _subgraph(ctx, gm, values)
+    env: Dict[str, object] = {}
+    args = _arguments(ctx, ep, env, params)
+    outputs = lower_graph(ctx, ep.graph_module, env, lambda node, vals: _outputs(ctx, ep, node, vals))
+    text = _assemble(ctx, args, outputs)
+    if not verify:
+        return text
+    try:
+        return _verify(text)
+    except VerificationError as e:
+        raise LoweringError(f"lowered module failed StableHLO verification:\n{e}") from e
+
+
+def lower_graph(ctx: LoweringContext, gm, env: Dict[str, object], outputs=None) -> List[Value]:
+    """Lower the nodes of ``gm`` (placeholders already in ``env``) at the current
+    insertion point; returns the output Values (``outputs(node, vals)`` shapes
+    them; default: the flattened output tuple). Higher-order ops lower their
+    subgraphs (``get_attr`` nodes) through this, inside their regions."""
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            if node.name not in env:
+                raise LoweringError(f"subgraph placeholder {node.name} has no value", op="placeholder", node=node.name)
+        elif node.op == "get_attr":
+            env[node.name] = getattr(gm, node.target)
+        elif node.op == "call_function":
+            env[node.name] = _call(ctx, node, env)
+        elif node.op == "output":
+            vals = torch.fx.node.map_arg(node.args[0], lambda n: env[n.name])
+            return outputs(node, vals) if outputs is not None else list(vals)
+        else:
+            raise LoweringError(f"unsupported fx node kind {node.op} ({node.name})", op=node.op, node=node.name)
+    raise LoweringError("graph has no output node")
+
+
+def _subgraph(ctx: LoweringContext, gm, values) -> List[Value]:
+    """A higher-order op's subgraph on ``values`` (its placeholders in order), at the insertion point."""
+    names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(names) != len(values):
+        raise LoweringError(f"subgraph takes {len(names)} inputs, got {len(values)}")
+    return lower_graph(ctx, gm, dict(zip(names, values)))
+
+
+def _call(ctx: LoweringContext, node, env):
+    """One ``call_function`` node through the registry; the one place that adds node context to errors."""
+    fn = LOWERINGS.get(node.target)
+    opname = target_name(node.target)
+    if fn is None:
+        raise LoweringError(f"no StableHLO lowering for aten op {opname} (graph node %{node.name}: "
+                            f"{node.format_node()})", op=opname, node=node.name)
+    a = torch.fx.node.map_arg(node.args, lambda n: env[n.name])
+    kw = torch.fx.node.map_arg(node.kwargs, lambda n: env[n.name])
+    try:
+        with ctx.at(node):
+            res = fn(ctx, node, *a, **kw)
+            val = node.meta.get("val")
+            if isinstance(val, (torch.SymInt, torch.SymFloat, torch.SymBool)) and isinstance(res, Value):
+                res = Value(res.name, res.sym_shape, res.dtype, is_sym=True)
+                if isinstance(val, torch.SymInt):
+                    _bind(ctx, val, res)
+    except LoweringError as e:
+        if e.node is None:
+            e.node, e.op = node.name, opname
+        raise
+    except Exception as e:  # one place adds the node context
+        raise LoweringError(f"While lowering %{node.name} = {opname}(...) [{node.format_node()}]: "
+                            f"{type(e).__name__}: {e}", op=opname, node=node.name) from e
+    return res
+
+
+def _bind(ctx, val, res) -> None:
+    try:
+        ctx.sym.bind(val, res)
+    except sizes.SizeError:
+        pass  # a size outside the algebra (e.g. round of a float): only its node's value is known
+
+
+def _arguments(ctx: LoweringContext, ep, env, params: str) -> List[Tuple[str, Value]]:
+    """@main's arguments (user inputs first: their dims are the symbols' sources),
+    and the lifted inputs inlined as constants unless ``params == "args"``."""
+    lifted = {s.arg.name: s for s in ep.graph_signature.input_specs if s.kind.name != "USER_INPUT"}
+    placeholders = [n for n in ep.graph_module.graph.nodes if n.op == "placeholder"]
+    args = []
+    for i, n in enumerate([n for n in placeholders if n.name not in lifted] if params == "inline" else placeholders):
+        val = n.meta.get("val")
+        if isinstance(val, torch.Tensor):
+            v = Value(f"%arg{i}", tuple(as_dim(d) for d in val.shape), T.mlir_dtype(val.dtype))
+        elif isinstance(val, (torch.SymInt, int, float, bool)):
+            # a Python scalar input: a 0-d argument (int -> i64, float -> f64, bool -> i1); a
+            # SymInt one is also the source of its size symbol
+            dt = "i1" if isinstance(val, bool) else "f64" if isinstance(val, float) else "i64"
+            v = Value(f"%arg{i}", (), dt, is_sym=True)
+            if isinstance(val, torch.SymInt):
+                ctx.sym.register_scalar(val, v, n.name)
+        else:
+            raise LoweringError(f"unsupported placeholder {n.name}: {val!r}", op="placeholder", node=n.name)
+        env[n.name] = v
+        args.append((n.name, v))
+        ctx.sym.register_input(v)
+    if params == "inline":
+        for n in placeholders:
+            if n.name not in lifted:
+                continue
+            arr = _lifted_value(ep, lifted[n.name])
+            if not isinstance(arr, torch.Tensor):
+                raise LoweringError(f"unsupported lifted input {n.name} ({type(arr).__name__})",
+                                    op="placeholder", node=n.name)
+            with ctx.at(n):
+                a = arr.detach().cpu()
+                npv = a.float().numpy() if a.dtype == torch.bfloat16 else a.numpy()
+                env[n.name] = ctx.dense_constant(npv, T.mlir_dtype(a.dtype))
+    return args
+
+
+def _outputs(ctx: LoweringContext, ep, node, vals) -> List[Value]:
+    """The user outputs as Values (SymInts widened to i64, SymFloats f64, Python numbers as constants)."""
+    outputs = []
+    for spec, v in zip(ep.graph_signature.output_specs, vals):
+        if spec.kind.name != "USER_OUTPUT":
+            continue  # buffer mutations etc. are not results of the pure function
+        with ctx.at(node):
+            if isinstance(v, Value):
+                outputs.append(ctx.convert(v, "i64" if v.dtype.startswith("i") and v.dtype != "i1" else v.dtype)
+                               if v.is_sym else v)
+            elif isinstance(v, (int, float, bool)):
+                dt = "i1" if isinstance(v, bool) else "i64" if isinstance(v, int) else "f32"
+                outputs.append(ctx.constant(v, dt))
+            else:
+                raise LoweringError(f"unsupported output {v!r}", op="output", node=node.name)
+    return outputs
+
+
+def _lifted_value(ep, spec):
+    target = spec.target
+    if spec.kind.name in ("PARAMETER", "BUFFER") and target in ep.state_dict:
+        return ep.state_dict[target]
+    if target in getattr(ep, "constants", {}):
+        return ep.constants[target]
+    raise KeyError(f"no value for lifted input {spec.arg.name} (target {target})")
+
+
+def param_arrays(ep) -> List[np.ndarray]:
+    """Values of the lifted inputs, in ``params="args"`` order (after decompositions)."""
+    ep = ep.run_decompositions()
+    out = []
+    for s in ep.graph_signature.input_specs:
+        if s.kind.name != "USER_INPUT":
+            out.append(_lifted_value(ep, s).detach().cpu().numpy())
+    return out
+
+
+def _assemble(ctx: LoweringContext, args, outputs) -> str:
+    body = ctx._buffers[0]
+    arg_sig = ", ".join(f"{v.name}: {ctx.type_of(v)} loc(\"{name}\")" for name, v in args)
+    res_types = [str(ctx.type_of(v)) for v in outputs]
+    ret = '"func.return"(' + ", ".join(v.name for v in outputs) + ") : (" + ", ".join(res_types) + ') -> () loc("output")'
+    lines = ["module @dynshape {",
+             f"  func.func public @main({arg_sig}) -> ({', '.join(res_types)}) {{"]
+    lines += ["    " + l.replace("\n", "\n    ") for l in body]
+    lines += ["    " + ret, "  }", "}"]
+    return "\n".join(lines)

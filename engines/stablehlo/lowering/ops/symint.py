@@ -1,0 +1,294 @@
+"""SymInt / SymFloat / SymBool nodes and torch.export's runtime assertions.
+
+``sym_size`` is ``get_dimension_size``; size arithmetic, comparisons,
+``sym_not``, shifts and powers are scalar ops on ``tensor<i32>`` (shape
+arithmetic's dtype), SymFloats (``sym_float``, ``/``, ``sym_sqrt``) are
+``tensor<f64>`` scalars (Python floats), and ``floor``/``ceil``/``round``/
+``sym_int`` bring them back to ``i32``.
+
+Runtime assertions (``_assert_scalar`` on a SymBool, ``sym_constrain_range``)
+become jax's ``shape_assertion`` custom call: the xla executor evaluates it
+during shape refinement for each concrete shape and fails with the message
+(with the dims' values); the interpreter worker checks it the same way. An
+assertion on tensor *data* (``_assert_async``) cannot be checked by these
+executors, so it is a lowering error, never dropped.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+import operator
+
+import torch
+
+from engines import sizes
+
+from ..builder import LoweringError, Value
+from ..registry import lowers
+from ..types import SHAPE_DTYPE
+
+aten = torch.ops.aten
+
+FLOAT = "f64"  # SymFloats are Python floats
+
+
+def _cached(ctx, node):
+    """The value already emitted for the node's size, if any (a constant for a static one)."""
+    val = node.meta.get("val")
+    if not isinstance(val, torch.SymInt):
+        return None
+    try:
+        return ctx.sym.get(val)
+    except sizes.SizeError:  # e.g. RoundToInt: not in the size algebra, emit the op instead
+        return None
+
+
+def _kind(x) -> str:
+    """"i1" (SymBool / bool), FLOAT (SymFloat / float) or SHAPE_DTYPE (SymInt / int)."""
+    if isinstance(x, Value):
+        return "i1" if x.dtype == "i1" else FLOAT if x.dtype.startswith(("f", "bf")) else SHAPE_DTYPE
+    if isinstance(x, bool):
+        return "i1"
+    if isinstance(x, float):
+        return FLOAT
+    if isinstance(x, int):
+        return SHAPE_DTYPE
+    raise TypeError(f"symbolic arithmetic on {type(x).__name__} {x!r} is not supported")
+
+
+def _common(*xs) -> str:
+    kinds = {_kind(x) for x in xs}
+    return FLOAT if FLOAT in kinds else SHAPE_DTYPE if SHAPE_DTYPE in kinds else "i1"
+
+
+def _operand(ctx, x, dtype=SHAPE_DTYPE):
+    if isinstance(x, Value):
+        return ctx.convert(x, dtype) if not (dtype != "i1" and x.dtype == "i1") else \
+            ctx.op("stablehlo.convert", [x], ((), dtype))
+    _kind(x)
+    return ctx.constant(x, dtype)
+
+
+def _arith(opname, float_ok=True):
+    def fn(ctx, node, a, b):
+        c = _cached(ctx, node)
+        if c is not None:
+            return c
+        dt = _common(a, b)
+        if dt == "i1":
+            dt = SHAPE_DTYPE
+        if dt == FLOAT and not float_ok:
+            raise TypeError(f"{opname} of symbolic floats is not supported")
+        return ctx.binary(opname, _operand(ctx, a, dt), _operand(ctx, b, dt))
+
+    return fn
+
+
+lowers(operator.add)(_arith("stablehlo.add"))
+lowers(operator.sub)(_arith("stablehlo.subtract"))
+lowers(operator.mul)(_arith("stablehlo.multiply"))
+lowers(torch.sym_max)(_arith("stablehlo.maximum"))
+lowers(torch.sym_min)(_arith("stablehlo.minimum"))
+lowers(operator.lshift)(_arith("stablehlo.shift_left", float_ok=False))
+lowers(operator.rshift)(_arith("stablehlo.shift_right_arithmetic", float_ok=False))
+
+
+@lowers(operator.pow, builtins.pow)
+def _pow(ctx, node, a, b):
+    c = _cached(ctx, node)
+    if c is not None:
+        return c
+    dt = FLOAT if isinstance(node.meta.get("val"), torch.SymFloat) else _common(a, b)
+    return ctx.binary("stablehlo.power", _operand(ctx, a, dt), _operand(ctx, b, dt))
+
+
+@lowers(operator.truediv)
+def _truediv(ctx, node, a, b):
+    return ctx.binary("stablehlo.divide", _operand(ctx, a, FLOAT), _operand(ctx, b, FLOAT))
+
+
+@lowers(operator.floordiv)
+def _floordiv(ctx, node, a, b):
+    c = _cached(ctx, node)
+    if c is not None:
+        return c
+    if _common(a, b) == FLOAT:
+        return ctx.unary("stablehlo.floor", _truediv(ctx, node, a, b))
+    return ctx.sym.ops.floordiv(_operand(ctx, a), _operand(ctx, b))
+
+
+@lowers(operator.mod)
+def _mod(ctx, node, a, b):
+    c = _cached(ctx, node)
+    if c is not None:
+        return c
+    if _common(a, b) == FLOAT:
+        raise TypeError("% of symbolic floats is not supported")
+    return ctx.sym.ops.mod(_operand(ctx, a), _operand(ctx, b))
+
+
+@lowers(operator.neg)
+def _neg(ctx, node, a):
+    c = _cached(ctx, node)
+    if c is not None:
+        return c
+    if _common(a) == SHAPE_DTYPE:  # a size: 0 - a, which shape refinement folds (it cannot fold negate)
+        return ctx.sym.ops.neg(_operand(ctx, a))
+    return ctx.unary("stablehlo.negate", _operand(ctx, a, _common(a)))
+
+
+@lowers(operator.abs, builtins.abs)
+def _abs(ctx, node, a):
+    return ctx.unary("stablehlo.abs", _operand(ctx, a, _common(a)))
+
+
+def _compare(direction):
+    def fn(ctx, node, a, b):
+        dt = _common(a, b)
+        return ctx.compare(_operand(ctx, a, dt), _operand(ctx, b, dt), direction)
+
+    return fn
+
+
+for _d, _op in {"EQ": operator.eq, "NE": operator.ne, "LT": operator.lt, "LE": operator.le,
+                "GT": operator.gt, "GE": operator.ge}.items():
+    lowers(_op)(_compare(_d))
+
+
+@lowers(torch.sym_not, operator.not_)
+def _sym_not(ctx, node, a):
+    # `p == false`, not `stablehlo.not`: shape refinement folds compare (and so
+    # evaluates the assertions built on it) but leaves `not` alone
+    return ctx.compare(_operand(ctx, a, "i1"), ctx.constant(False, "i1"), "EQ")
+
+
+@lowers(operator.and_)
+def _and(ctx, node, a, b):
+    dt = _common(a, b)
+    return ctx.binary("stablehlo.and", _operand(ctx, a, dt), _operand(ctx, b, dt))
+
+
+@lowers(operator.or_)
+def _or(ctx, node, a, b):
+    dt = _common(a, b)
+    return ctx.binary("stablehlo.or", _operand(ctx, a, dt), _operand(ctx, b, dt))
+
+
+@lowers(torch.sym_ite)
+def _sym_ite(ctx, node, cond, a, b):
+    dt = _common(a, b)
+    return ctx.select(_operand(ctx, cond, "i1"), _operand(ctx, a, dt), _operand(ctx, b, dt))
+
+
+@lowers(torch.sym_float)
+def _sym_float(ctx, node, a):
+    return _operand(ctx, a, FLOAT)
+
+
+@lowers(torch._sym_sqrt)
+def _sym_sqrt(ctx, node, a):
+    return ctx.unary("stablehlo.sqrt", _operand(ctx, a, FLOAT))
+
+
+def _to_int(opname):
+    def fn(ctx, node, a, *rest):
+        if rest and rest[0] is not None:
+            raise TypeError(f"{node.target.__name__} with ndigits={rest[0]!r} on a symbolic float is not supported")
+        c = _cached(ctx, node)
+        if c is not None:
+            return c
+        if _kind(a) != FLOAT:
+            return _operand(ctx, a)
+        return ctx.convert(ctx.unary(opname, _operand(ctx, a, FLOAT)), SHAPE_DTYPE)
+
+    return fn
+
+
+lowers(math.floor)(_to_int("stablehlo.floor"))
+lowers(math.ceil)(_to_int("stablehlo.ceil"))
+lowers(builtins.round)(_to_int("stablehlo.round_nearest_even"))  # Python rounds half to even
+lowers(torch.sym_int, math.trunc)(_to_int("stablehlo.convert"))  # convert truncates toward zero
+
+
+@lowers(aten.sym_size.int)
+def _sym_size(ctx, node, x, dim):
+    c = _cached(ctx, node)
+    if c is not None:
+        return c
+    return ctx.op("stablehlo.get_dimension_size", [x], ((), SHAPE_DTYPE), attrs={"dimension": f"{dim % x.rank} : i64"})
+
+
+@lowers(aten.sym_numel.default)
+def _sym_numel(ctx, node, x):
+    return ctx.numel(x.sym_shape, SHAPE_DTYPE)
+
+
+@lowers(operator.getitem)
+def _getitem(ctx, node, seq, i):
+    return seq[i]
+
+
+# ---------------------------------------------------------------- assertions
+def _mlir_string(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ").replace("{", "(").replace("}", ")") + '"'
+
+
+def shape_assertion(ctx, pred: Value, message: str, expr=None) -> None:
+    """Emit jax's ``shape_assertion`` custom call: fails the run with ``message``
+    (and the values of the size symbols of ``expr``) when ``pred`` is false."""
+    names = []
+    if expr is not None:
+        names = sorted(s.name for s in getattr(expr, "free_symbols", ()) if s.name in ctx.sym.env)
+    vals = [ctx.dim(sizes.var(n)) for n in names]
+    msg = _mlir_string(message)[1:-1]
+    if names:
+        msg += " (" + ", ".join(f"{n} = {{{i}}}" for i, n in enumerate(names)) + ")"
+    ctx.op("stablehlo.custom_call", [pred] + vals, [], attrs={
+        "call_target_name": '"shape_assertion"', "api_version": "2 : i32", "has_side_effect": "true",
+        "error_message": f'"{msg}"'})
+
+
+def _expr_of(node, i=0):
+    a = node.args[i] if len(node.args) > i else None
+    val = a.meta.get("val") if isinstance(a, torch.fx.Node) else None
+    n = getattr(val, "node", None)
+    return getattr(n, "expr", None)
+
+
+@lowers(aten._assert_scalar.default)
+def _assert_scalar(ctx, node, cond, msg="assertion failed"):
+    if not isinstance(cond, Value):
+        if not cond:
+            raise LoweringError(f"runtime assertion is statically false: {msg}")
+        return None
+    shape_assertion(ctx, _operand(ctx, cond, "i1"), f"{msg} (torch.export runtime assertion %{node.name})",
+                    _expr_of(node))
+    return None
+
+
+@lowers(aten.sym_constrain_range.default, aten.sym_constrain_range_for_size.default)
+def _constrain_range(ctx, node, size, min=None, max=None):
+    if not isinstance(size, Value):
+        return None
+    v = _operand(ctx, size)
+    lo = 0 if min is None and node.target is aten.sym_constrain_range_for_size.default else min
+    for bound, direction, word in ((lo, "GE", ">="), (max, "LE", "<=")):
+        if bound is not None and abs(bound) < 2**31:
+            shape_assertion(ctx, ctx.compare(v, ctx.constant(int(bound), SHAPE_DTYPE), direction),
+                            f"{node.target.name()}: size must be {word} {bound} (%{node.name})", _expr_of(node))
+    return None
+
+
+@lowers(aten._assert_async.default, aten._assert_async.msg)
+def _assert_async(ctx, node, cond, msg="assertion on tensor data"):
+    if getattr(ctx, "data_asserts", "error") == "skip":
+        return None  # the caller asked for it: lower(..., data_asserts="skip")
+    raise LoweringError(f"{msg}: an assertion on tensor data ({node.target.name()}) cannot be checked by the "
+                        f"StableHLO executors (no runtime-error op); it is not dropped silently "
+                        f"(lower(..., data_asserts='skip') lowers the program without it)")
+
+
+@lowers(aten._assert_tensor_metadata.default)
+def _assert_metadata(ctx, node, *args, **kwargs):
+    """Trace-time dtype/shape metadata; the executors check argument dtypes and shapes."""
+    return None
