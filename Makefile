@@ -16,7 +16,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	mk/retry 3 setup $(PY) -m pip install --quiet --upgrade pip setuptools wheel
-	mk/retry 5 setup $(PY) -m pip install --quiet -e '.[main,test,bench,distributed]'
+	mk/retry 5 setup $(PY) -m pip install --quiet -e '.[main,models,test,bench,distributed]'
 	@touch $@
 
 # two workers at a time keep the default profile under 10 minutes on 2 cores;

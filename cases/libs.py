@@ -1,0 +1,70 @@
+"""The model libraries behind the ``models`` cases (transformers, torchvision,
+torch_geometric), imported only through :func:`load`.
+
+torchvision's PyPI wheel for torch 2.13.0 is a CUDA build: next to the CPU
+torch its C extension cannot load (``libc10_cuda.so`` is missing), and
+torchvision 0.28's ``_meta_registrations`` then registers fake kernels for
+``torchvision::nms`` and ``qnms`` without checking that the ops exist, so
+``import torchvision`` (and transformers, which imports it when installed)
+fails with "operator torchvision::nms does not exist". The model zoo itself is
+pure Python: when the extension cannot load, :func:`load` first defines those
+two schemas (no kernels; calling them raises), after which ``torchvision.models``
+imports and runs. When the extension loads, nothing is defined.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+
+#: import name -> the ``models`` extra's requirement (pyproject.toml)
+LIBRARIES = {
+    "transformers": "transformers==5.24.0",
+    "torchvision": "torchvision==0.28.0",
+    "torch_geometric": "torch_geometric==2.8.1",
+}
+
+_patched = False
+
+
+def missing(*names: str) -> list[str]:
+    """The requirements of ``names`` that are not installed (no import)."""
+    return [LIBRARIES[n] for n in names if importlib.util.find_spec(n) is None]
+
+
+def _define_torchvision_schemas() -> None:
+    """Define ``torchvision::nms``/``qnms`` when torchvision's C extension cannot load."""
+    global _patched
+    if _patched:
+        return
+    _patched = True
+    spec = importlib.util.find_spec("torchvision")
+    if spec is None or not spec.submodule_search_locations:
+        return
+    import torch
+
+    lib = os.path.join(list(spec.submodule_search_locations)[0], "_C.so")
+    try:
+        torch.ops.load_library(lib)
+        return
+    except (OSError, RuntimeError):
+        pass
+    for op in ("nms", "qnms"):
+        try:
+            torch.library.define(f"torchvision::{op}", "(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+        except RuntimeError:  # already defined in this process
+            pass
+
+
+def load(name: str):
+    """Import the model library ``name`` (a key of :data:`LIBRARIES`), after the
+    torchvision fix above; ImportError names the requirement when it is missing."""
+    if name not in LIBRARIES:
+        raise KeyError(f"unknown model library {name!r} (known: {', '.join(LIBRARIES)})")
+    if importlib.util.find_spec(name) is None:
+        raise ImportError(f"{name} is not installed: `make setup` installs the models extra ({LIBRARIES[name]})")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # configs only: nothing is downloaded
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    _define_torchvision_schemas()
+    return importlib.import_module(name)
