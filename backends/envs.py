@@ -15,10 +15,11 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
-ENVS = {
+ENVS: dict[str, dict[str, Any]] = {
     "main": {"python": None, "hint": "the harness's own interpreter"},
     "xla": {
         "python": ROOT / ".venv-xla" / "bin" / "python",

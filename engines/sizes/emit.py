@@ -166,7 +166,7 @@ class _Evaluator:
         return self._done(key, v)
 
 
-def evaluate(expr, env: Mapping[str, Any], ops: Ops | None = None, memo: dict | None = None):
+def evaluate(expr, env: Mapping[str, Any] | None, ops: Ops | None = None, memo: dict | None = None):
     """The value of ``expr`` (an :class:`Expr`, int or text) with each variable
     taken from ``env`` through ``ops`` (default :data:`INT`: Python ints).
 
@@ -299,7 +299,7 @@ class SourceOps(Ops):
         return _src(f"min({a}, {b})", _ATOM)
 
 
-def source(expr, env: Mapping[str, str] | None = None, memo: dict | None = None, atomic: bool = False) -> str:
+def source(expr, env: Mapping[str, Any] | None = None, memo: dict | None = None, atomic: bool = False) -> str:
     """Python source computing ``expr``; ``env`` maps names to source snippets
     (``None``: each variable is written as its name, e.g. a local of the
     generated code). ``atomic`` brackets the text unless it is a name, call,
@@ -318,7 +318,8 @@ class NodeOps(Ops):
     """
 
     def __init__(self, make: Callable[[str, tuple], Any], note: Callable[[Expr, Any], None] | None = None):
-        self.make, self._note, self._made = make, note, {}
+        self.make, self._note = make, note
+        self._made: dict = {}
 
     def const(self, c):
         return c

@@ -67,6 +67,11 @@ class Atom:
     operation (``kind`` in :data:`KINDS`) over normal-form ``args``."""
 
     __slots__ = ("kind", "name", "args", "key", "_hash")
+    kind: str
+    name: str | None
+    args: tuple
+    key: tuple
+    _hash: int
 
     def __init__(self, kind: str, name: str | None = None, args: tuple = ()):
         self.kind, self.name, self.args = kind, name, args
@@ -101,6 +106,9 @@ class Expr:
     """
 
     __slots__ = ("terms", "key", "_hash")
+    terms: tuple
+    key: tuple
+    _hash: int
 
     def __init__(self, *_):
         raise TypeError("build sizes with const(), var(), operators or parse()")
@@ -131,7 +139,7 @@ class Expr:
 
     def atoms(self) -> tuple:
         """The top-level atoms, in canonical order (no duplicates)."""
-        seen = {}
+        seen: dict = {}
         for m, _ in self.terms:
             for a, _ in m:
                 seen.setdefault(a, None)
@@ -477,7 +485,7 @@ def _minmax(kind: str, xs) -> Expr:
     args = _undominated(kind, [as_expr(x) for x in xs])
     if not args:
         raise SizeError(f"{kind}() of no sizes")
-    flat = []
+    flat: list = []
     for x in args:
         a = x.single_atom()
         flat.extend(a.args if a is not None and a.kind == kind else (x,))
@@ -515,7 +523,7 @@ def _fmt_operand(e: Expr, tight: bool) -> str:
 
 def _fmt_atom(a: Atom) -> str:
     if a.kind == "var":
-        return a.name
+        return str(a.name)
     if a.kind in ("max", "min"):
         return f"{a.kind}({', '.join(_fmt(x) for x in a.args)})"
     n, d = a.args
