@@ -9,7 +9,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PYTEST_FLAGS ?= -n 2 --durations=15
 
-.PHONY: setup run test lint gate gate-left-out bench asv-quick browser-check clean
+.PHONY: setup run test lint gate gate-left-out bench asv-quick browser-check docs clean
 
 setup: $(STAMP)
 
@@ -46,7 +46,7 @@ gate-left-out: $(STAMP) xla-env
 	DYNSHAPE_GATE_WHOLE=left-out $(PY) -m pytest cases/ $(PYTEST_FLAGS)
 
 # the report's case: compiles and compile time of its jobs (run once, two at a
-# time) and one sample of its novel sweep; what it costs: the README's asv section.
+# time) and one sample of its novel sweep; what it costs: docs/asv.md.
 # ASV_QUICK=gnn_edge_divide adds the cached call, ASV_QUICK=. is the whole grid
 ASV_QUICK ?= (Catalogue|Compiles)\.\w+\(.gnn_edge_divide.
 asv-quick: $(STAMP)
@@ -61,6 +61,11 @@ browser-check: $(STAMP)
 	  $(PY) -m harness report --html results/latest.html >/dev/null && \
 	  DYNSHAPE_HTML=$(abspath results/latest.html) $(PY) -m pytest tests/test_html.py -q; \
 	else $(PY) -m pytest tests/test_html.py -q; fi
+
+# the documentation site (mkdocs.yml, docs/) into results/site; --strict fails on
+# a broken link or anchor. mkdocs comes with the `docs` extra of pyproject.toml
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict -d results/site
 
 clean:
 	rm -rf $(VENV) .pytest_cache results/.cache
