@@ -16,7 +16,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	mk/retry 3 setup $(PY) -m pip install --quiet --upgrade pip setuptools wheel
-	mk/retry 5 setup $(PY) -m pip install --quiet -e '.[main,models,test,bench,distributed]'
+	mk/retry 5 setup $(PY) -m pip install --quiet -e '.[main,models,test,bench,distributed,docs]'
 	@touch $@
 
 # two workers at a time keep the default profile under 10 minutes on 2 cores;
@@ -29,7 +29,7 @@ run: $(STAMP) xla-env
 # the einx grammar suite compares with einx 0.4.3, whose process-wide caches other
 # tests patch (backends.einx's build counter): it runs in processes of its own
 GRAMMAR := tests/einx_symbolic/test_grammar.py
-test: $(STAMP) xla-env lint
+test: $(STAMP) xla-env lint docs
 	$(PY) -m pytest tests/ cases/ --ignore=$(GRAMMAR) $(PYTEST_FLAGS)
 	$(PY) -m pytest $(GRAMMAR) $(PYTEST_FLAGS)
 
@@ -65,7 +65,7 @@ browser-check: $(STAMP)
 # the documentation site (mkdocs.yml, docs/) into results/site; --strict fails on
 # a broken link or anchor. mkdocs comes with the `docs` extra of pyproject.toml
 docs: $(STAMP)
-	$(VENV)/bin/mkdocs build --strict -d results/site
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict -q -d results/site
 
 clean:
 	rm -rf $(VENV) .pytest_cache results/.cache
