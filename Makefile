@@ -9,7 +9,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PYTEST_FLAGS ?= -n 2 --durations=15
 
-.PHONY: setup run test lint gate gate-left-out bench asv-quick browser-check docs clean
+.PHONY: setup run test lint gate gate-left-out bench asv-quick asv-publish browser-check docs clean
 
 setup: $(STAMP)
 
@@ -52,6 +52,12 @@ ASV_QUICK ?= (Catalogue|Compiles)\.\w+\(.gnn_edge_divide.
 asv-quick: $(STAMP)
 	$(VENV)/bin/asv machine --yes >/dev/null
 	$(VENV)/bin/asv run --python=same --quick --show-stderr --set-commit-hash $$(git rev-parse HEAD) -b "$(ASV_QUICK)"
+
+# asv's site from results/asv (asv run), its CDN scripts replaced by copies
+# from the npm registry (harness/asv_site.py) so it works offline
+asv-publish: $(STAMP)
+	$(VENV)/bin/asv publish
+	$(PY) -m harness.asv_site --fetch results/asv-html
 
 # the HTML report in headless Chromium (Debian's chromium, installed with apt if
 # missing): every image decodes, nothing fails to load; also the latest run's report
