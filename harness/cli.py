@@ -9,7 +9,7 @@ import warnings
 from pathlib import Path
 
 import cases
-from harness import limits, results
+from harness import limits, results, stats
 from harness.runner import DEFAULT_REPEATS, DEFAULT_WARMUP
 
 #: exit codes: every job as expected; a job ended otherwise than
@@ -101,7 +101,7 @@ def _parser() -> argparse.ArgumentParser:
                           "without an address, on a LocalCluster (needs the 'distributed' extra)")
     run.add_argument("--processes", type=int, default=1, metavar="N",
                      help="repeat each job's novel phase in N fresh workers, keeping every sample "
-                          "(compare needs 6 to call a novel-sweep change significant)")
+                          f"(compare needs {stats.MIN_SAMPLES} to call a novel-sweep change significant)")
 
     rep = sub.add_parser("report", help="summarise runs (default: the latest)")
     rep.add_argument("paths", nargs="*", help="JSONL files or directories")

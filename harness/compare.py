@@ -202,5 +202,6 @@ def markdown(df: pd.DataFrame) -> str:
                                     for v, m in zip(df[f"{c}_ratio"], df[f"{c}_mark"])] for c in ("novel", "cached")})
     legend = ("\n\nB/A marks: + slower beyond the threshold and significant (Mann-Whitney U, p < "
               f"{stats.P_THRESHOLD}, as asv), - faster likewise, ~ within noise, ? too few samples to test "
-              "(the ratio alone decides; `run --processes 6` gives the novel sweep enough)")
+              f"(the ratio alone decides; `run --processes {stats.MIN_SAMPLES}` on both sides gives the novel sweep "
+              f"the {stats.MIN_SAMPLES} samples a side the test needs)")
     return report.table(df, COLUMNS) + legend
