@@ -68,15 +68,19 @@ def test_status_is_the_worst_record():
 
 def test_markdown_lists_measured_rows_and_not_run_jobs():
     text = report.markdown(_summary().reset_index())
-    assert "| c | einx | static | pass | 3 | 3 | 1.00 | x=3 | 1.50 s | – | 600.00 ms |" in text
+    # human units, the cached median with its IQR, "–" where a value does not apply
+    assert "| c | einx | static | pass | 3 | 3 | 1.00 | x=3 | 1.50 s | – | 600 ms | – | 40.0 µs (38.0–42.0) |" in text
     assert "Not run (1):\n- jax_jit, unsupported: no unbounded mode: c[unbounded]" in text
     assert "150.0×" in text  # einx novel sweep vs eager
 
 
 def test_seconds_are_formatted_with_units():
     assert report.fmt_seconds(2.5) == "2.50 s"
-    assert report.fmt_seconds(0.0123) == "12.30 ms"
-    assert report.fmt_seconds(4.2e-6) == "4.2 µs"
+    assert report.fmt_seconds(0.0123) == "12.3 ms"
+    assert report.fmt_seconds(1.53e-5) == "15.3 µs"
+    assert report.fmt_seconds(4.2e-6) == "4.20 µs"
+    assert report.fmt_seconds(8.5e-8) == "85.0 ns"
+    assert report.fmt_seconds(123.4) == "123 s"
     assert report.fmt_seconds(None) == "–"
 
 
