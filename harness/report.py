@@ -127,6 +127,35 @@ def markdown(rows: pd.DataFrame, counters: bool = True) -> str:
     return "\n".join(lines)
 
 
+#: the verdicts' outcomes, in the order the run's summary counts them
+OUTCOMES = ("pass", "xfail", "fail", "xpass", "norule", "idle")
+
+
+def run_summary(rows: pd.DataFrame, verdicts: dict, run: str, files: dict[str, object]) -> str:
+    """What ``harness run`` prints at its end: a few lines, whatever the size of
+    the run. The jobs by status, by the gate's outcome, the jobs not run (their
+    reasons are in the full report), then where the full report is (``files``:
+    label → path, e.g. the HTML report and the CSV). The unexpected jobs are
+    listed after it, one line each, by the CLI's gate (``cli._unexpected``)."""
+    from . import results
+
+    status = rows["status"].astype(str).value_counts()
+    order = [s for s in reversed(results.SEVERITY) if s in status.index]
+    outcome = pd.Series([v.outcome for v in verdicts.values()], dtype=object).value_counts()
+    idle = rows[rows["status"].isin(columns.IDLE)]
+    bad = int(sum(outcome.get(o, 0) for o in ("fail", "xpass", "norule")))
+    lines = [f"{len(rows)} jobs by status: " + ", ".join(f"{int(status[s])} {s}" for s in order),
+             "by expectation: " + ", ".join(f"{int(outcome[o])} {o}" for o in OUTCOMES if o in outcome.index)
+             + (f" ({bad} unexpected: listed below)" if bad else " (none unexpected)")]
+    if len(idle):
+        by = idle.groupby("backend")["status"].size().sort_values(ascending=False)
+        top = ", ".join(f"{b} {int(n)}" for b, n in by.head(4).items()) + (", …" if len(by) > 4 else "")
+        lines.append(f"not run: {len(idle)} ({top}); the reasons: dynshape report {run}")
+    lines.append(f"the full table: dynshape report {run}")
+    lines += [f"{label}: {path}" for label, path in files.items()]
+    return "\n".join(lines)
+
+
 def csv_frame(rows: pd.DataFrame) -> pd.DataFrame:
     """The summary as the CSV keeps it: every column, seconds as raw floats in
     columns named ``*_s``, text as is."""

@@ -1,5 +1,6 @@
 """Report arithmetic on synthetic records."""
 
+import pandas as pd
 import pytest
 
 import cases
@@ -104,3 +105,26 @@ def test_select_filters_by_globs():
     assert set(report.select(s, modes="static")["backend"]) == {"einx"}
     with pytest.raises(cases.CaseError, match="unknown backend 'tpu'; valid: einx, jax_jit, torch_compile, torch_eager"):
         report.select(s, backends="tpu")
+
+
+def test_a_runs_summary_is_a_screenful_however_many_jobs():
+    """``harness run`` ends with this summary: 1,800 jobs (600 of them not run, as
+    on the catalogue) still give a handful of lines, with the report's paths."""
+    from harness import expectations as ex
+
+    rows, verdicts = [], {}
+    for i in range(1800):
+        status = "pass" if i < 1150 else "error" if i < 1170 else "unsupported" if i < 1500 else "skipped"
+        key = (f"case{i // 30}", f"backend{i % 6}", ("static", "unbounded", "bounded", "bucketed", "x")[i % 5])
+        rows.append({"case": key[0], "backend": key[1], "mode": key[2], "status": status,
+                     "message": "no such mode" if status in ("unsupported", "skipped") else ""})
+        outcome = {"pass": "pass", "error": "xfail"}.get(status, "idle")
+        verdicts[key] = ex.Verdict("fail" if i == 7 else outcome, ["shape 1: 2 compiles"] if i == 7 else [])
+    text = report.run_summary(pd.DataFrame(rows), verdicts, "results/r.jsonl",
+                              {"HTML report": "results/r.report.html", "report CSV": "results/r.report.csv"})
+    lines = text.splitlines()
+    assert len(lines) <= 8, text
+    assert lines[0] == "1800 jobs by status: 1150 pass, 330 unsupported, 300 skipped, 20 error"
+    assert lines[1] == "by expectation: 1149 pass, 20 xfail, 1 fail, 630 idle (1 unexpected: listed below)"
+    assert "HTML report: results/r.report.html" in lines and "report CSV: results/r.report.csv" in lines
+    assert "the full table: dynshape report results/r.jsonl" in lines
