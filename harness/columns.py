@@ -222,6 +222,11 @@ def shown(rows, columns: list[Column] | None = None) -> list[Column]:
     return cols
 
 
-def legend(columns: list[Column]) -> str:
-    """``header``: meaning; … for the columns that have a legend."""
-    return "; ".join(f"**{c.header}**: {c.legend}" for c in columns if c.legend)
+def legend(columns: list[Column], html: bool = False) -> str:
+    """``header``: meaning; … for the columns that have a legend (headers in
+    bold: Markdown's ``**``, or ``<b>`` with ``html``, the rest escaped)."""
+    if not html:
+        return "; ".join(f"**{c.header}**: {c.legend}" for c in columns if c.legend)
+    from html import escape
+
+    return "; ".join(f"<b>{escape(c.header)}</b>: {escape(c.legend)}" for c in columns if c.legend)

@@ -1,9 +1,12 @@
 """``harness report --html``: one self-contained HTML file with plots.
 
-Per case: the latency of every first call across the novel-shape sweep (one
-line per backend/mode, log scale: compile spikes stand out), cumulative
-compiles against shapes seen (a step plot), and the cached call relative to
-torch eager of the same run and machine. For the whole run: the conformance
+Per case: the latency of every first call against the shape (one line per
+backend/mode, log scale: compile spikes stand out; a band: min–max over
+processes with ``run --processes``), the cached call against the shape (a
+band: each shape's interquartile range), cumulative compiles against shapes
+seen (a step plot), the cached call relative to torch eager of the same run
+and machine, and the case's summary table (:mod:`harness.columns`: human
+units, each median with its dispersion, ``–`` or why a value is missing). For the whole run: the conformance
 matrix (case × backend/mode, coloured by status; the expectation and the first
 recompile reason in each cell's note and tooltip), and, when the records span
 several commits, compiles and latency by commit. Images are PNGs embedded as
@@ -18,7 +21,7 @@ import io
 
 import pandas as pd
 
-from . import frames
+from . import columns, frames
 
 COLOURS = {
     "pass": "#c8e6c9", "unsupported": "#eeeeee", "skipped": "#e0e0e0", "recompiled": "#ffe082",
@@ -54,29 +57,58 @@ def _figures():
     return plt
 
 
+def _axis(s: pd.DataFrame) -> tuple[str, str]:
+    """The x axis of a case's latency plots: the size of the one dim that
+    grows when exactly one does (``size_e``: "e"), else the shape's index."""
+    sizes = [c for c in s.columns if c.startswith("size_") and s[c].notna().any()]
+    growing = [c for c in sizes if s[c].nunique() > 1]
+    if len(growing) == 1:
+        return growing[0], f"{growing[0][5:]} (novel shapes)"
+    return "shape_index", "novel shape #" + (f" ({', '.join(c[5:] for c in growing)} grow)" if growing else "")
+
+
+def _latency_plot(plt, s: pd.DataFrame, x: str, xlabel: str, y: str, band: tuple[str, str], title: str, ylabel: str):
+    """One line per job of ``y`` against ``x`` (log), with the band ``band`` (low, high) where it has width."""
+    from matplotlib.ticker import MaxNLocator
+
+    fig, ax = plt.subplots(figsize=(7.5, 3.6))
+    ax.set_prop_cycle(_styles())
+    for label, g in s[s[y].notna()].groupby("label", sort=True):
+        g = g.sort_values(x)
+        xs, ys = g[x].astype(float), g[y].astype(float)
+        (line,) = ax.plot(xs, ys, marker="o", ms=3, label=label)
+        lo, hi = g[band[0]].astype(float), g[band[1]].astype(float)
+        if (hi - lo).fillna(0).gt(0).any():
+            ax.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.18, lw=0)
+    ax.set_yscale("log")
+    if x == "shape_index":
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=6, ncol=2, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    ax.grid(True, which="both", alpha=0.3)
+    return fig
+
+
 def case_plots(case: str, shapes: pd.DataFrame, jobs: pd.DataFrame, many: bool) -> list[tuple[str, str]]:
-    """``[(alt text, PNG data URI)]``: the three plots of one case."""
+    """``[(alt text, PNG data URI)]``: the plots of one case."""
     plt = _figures()
     from matplotlib.ticker import MaxNLocator
 
     out = []
     s = shapes[shapes["case"] == case].copy()
     s["label"] = _label(s, many)
-    sizes = [c for c in s.columns if c.startswith("size_") and s[c].notna().any()]
+    x, xlabel = _axis(s)
     if s["first_call_s"].notna().any():
-        fig, ax = plt.subplots(figsize=(7.5, 3.6))
-        ax.set_prop_cycle(_styles())
-        for label, g in s.groupby("label", sort=True):
-            g = g.sort_values("shape_index")
-            ax.plot(g["shape_index"].astype(int), g["first_call_s"], marker="o", ms=3, label=label)
-        ax.set_yscale("log")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_xlabel("novel shape #" + (f" ({', '.join(c[5:] for c in sizes)} grows)" if sizes else ""))
-        ax.set_ylabel("first call (s, log)")
-        ax.set_title(f"{case}: latency of each first call on a novel shape")
-        ax.legend(fontsize=6, ncol=2, loc="center left", bbox_to_anchor=(1.0, 0.5))
-        ax.grid(True, which="both", alpha=0.3)
+        fig = _latency_plot(plt, s, x, xlabel, "first_call_s", ("first_call_min_s", "first_call_max_s"),
+                            f"{case}: first call on each novel shape (compiles included)",
+                            "first call (s, log; band: min–max over processes)")
         out.append((f"{case}: first-call latency per novel shape", _png(fig)))
+    if s["cached_s"].notna().any():
+        fig = _latency_plot(plt, s, x, xlabel, "cached_s", ("cached_q25_s", "cached_q75_s"),
+                            f"{case}: cached call on each shape", "cached call (s, log; band: IQR)")
+        out.append((f"{case}: cached latency per shape with its IQR", _png(fig)))
     if s["new_compiles"].notna().any():
         fig, ax = plt.subplots(figsize=(7.5, 3.6))
         # jobs with the same steps share a line (else they hide each other): one per pattern
@@ -187,6 +219,39 @@ def matrix_html(jobs: pd.DataFrame) -> str:
     return f"<p>{legend}</p><table class=matrix>{head}{''.join(body)}</table>"
 
 
+#: the per-case table leaves out what its heading and the matrix already say
+_CASE_TABLE_DROPS = ("case", "message")
+
+
+def summary_html(rows: pd.DataFrame, legend: bool = True) -> str:
+    """Summary rows as an HTML table in the report's columns
+    (:func:`harness.columns.shown`, each cell written by :func:`harness.columns.cell`:
+    units, dispersion, ``–`` or why a value is missing); a missing value's
+    reason is also its tooltip."""
+    cols = [c for c in columns.shown(rows) if c.name not in _CASE_TABLE_DROPS]
+    head = "".join(f'<th title="{html.escape(c.legend, quote=True)}">{html.escape(c.header)}</th>' for c in cols)
+    body = []
+    for r in rows.to_dict("records"):
+        tds = []
+        for c in cols:
+            text = columns.cell(c, r)
+            cls = "t" if c.text else "n"
+            full = r.get(c.name)
+            # a clipped text's whole, or a missing value's reason, as the cell's tooltip
+            tip = (full if isinstance(full, str) and len(full) > len(text) else
+                   text if columns.missing(full) and text not in ("–", "") else "")
+            tip = f' title="{html.escape(tip, quote=True)}"' if tip else ""
+            tds.append(f'<td class={cls}{tip}>{html.escape(text)}</td>')
+        body.append("<tr>" + "".join(tds) + "</tr>")
+    out = f"<table class=summary><tr>{head}</tr>{''.join(body)}</table>"
+    return out + (f"<p class=legend>{columns.legend(cols, html=True)}</p>" if legend else "")
+
+
+def _counts(values: pd.Series) -> str:
+    counts = values.astype(str).value_counts()
+    return ", ".join(f"{n} {k}" for k, n in counts.items())
+
+
 def _clip(s: str, n: int) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
@@ -202,6 +267,8 @@ span.key{padding:2px 6px;margin-right:4px;font-size:11px}
 img{max-width:100%;display:block;margin:0.5em 0}
 table.summary{border-collapse:collapse;font-size:11px}
 table.summary td,table.summary th{border:1px solid #ccc;padding:2px 5px}
+table.summary td.n{text-align:right;white-space:nowrap}
+p.legend{font-size:11px;color:#444;max-width:1100px}
 """
 
 
@@ -215,7 +282,9 @@ def render(df: pd.DataFrame, title: str = "dynshape report", rules=None) -> str:
     parts = [f"<!doctype html><html><head><meta charset=utf-8><title>{html.escape(title)}</title>"
              f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>",
              f"<p>Runs: {html.escape(runs)}. Commits: "
-             f"{html.escape(', '.join(str(c)[:10] for c in jobs['commit'].dropna().unique()))}.</p>",
+             f"{html.escape(', '.join(str(c)[:10] for c in jobs['commit'].dropna().unique()))}. "
+             f"Jobs by status: {html.escape(_counts(jobs['status']))}; by expectation: "
+             f"{html.escape(_counts(jobs['outcome']))}.</p>",
              "<h2>Conformance matrix</h2>", matrix_html(jobs)]
     if not many:
         parts += ["<h2>Compile patterns by case family</h2>",
@@ -225,13 +294,14 @@ def render(df: pd.DataFrame, title: str = "dynshape report", rules=None) -> str:
         parts.append("<h2>History by commit</h2>")
         parts += [_img(uri, alt) for alt, uri in history_plots(hist)]
     ran = jobs[jobs["shapes"] > 0]
+    if len(ran):
+        cols = [c for c in columns.shown(ran) if c.name not in _CASE_TABLE_DROPS]
+        parts += ["<h2>Per case</h2>", "<p class=legend>Plots: latency on a log scale against the size that grows; "
+                  "a band is the dispersion (first call: min–max over processes; cached call: each shape's IQR). "
+                  f"Table columns: {columns.legend(cols, html=True)}.</p>"]
     for case in sorted(ran["case"].unique()):
         parts.append(f"<h2 id={html.escape(case)}>{html.escape(case)}</h2>")
         parts += [_img(uri, alt) for alt, uri in case_plots(case, shapes, jobs, many)]
-        table = ran[ran["case"] == case][[*(["machine", "run_id"] if many else []), "backend", "mode", "status",
-                                          "expected", "shapes", "compiles", "novel_sweep_s", "cached_median_s",
-                                          "cached_vs_eager", "why"]]
-        parts.append(table.to_html(index=False, classes="summary", na_rep="–", float_format=lambda v: f"{v:.3g}",
-                                   escape=True))
+        parts.append(summary_html(ran[ran["case"] == case], legend=False))
     parts.append("</body></html>")
     return "\n".join(parts)

@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 
+import pandas as pd
 import pytest
 
 from harness import cli, results
@@ -52,9 +53,10 @@ def test_report_is_self_contained_with_the_plots_of_each_case():
     page = html.render(_fixture_records(), rules=[])
     # every image is embedded; nothing is fetched
     srcs = re.findall(r'<img src="([^"]+)"', page)
-    assert len(srcs) == 3 and all(s.startswith("data:image/png;base64,") for s in srcs)
+    assert len(srcs) == 4 and all(s.startswith("data:image/png;base64,") for s in srcs)
     assert not re.search(r'(src|href)="(?!data:)', page)
     assert "gnn_edge_divide: first-call latency per novel shape" in page
+    assert "gnn_edge_divide: cached latency per shape with its IQR" in page
     assert "gnn_edge_divide: cumulative compiles against shapes seen" in page
     assert "gnn_edge_divide: cached latency relative to torch eager" in page
     # the matrix: a cell per job, coloured by status, its note and tooltip
@@ -63,6 +65,25 @@ def test_report_is_self_contained_with_the_plots_of_each_case():
     # the compile patterns by family: einx compiled on every novel shape
     family = page.split("<h2>Compile patterns by case family</h2>", 1)[1].split("<h2", 1)[0]
     assert re.search(r"<th>einx/static</th>\s*<td>per shape 1</td>", family), family
+
+
+def test_the_tables_show_units_dispersion_and_why_a_value_is_missing():
+    recs = _fixture_records()
+    # a second process of einx/static: the novel sweep gets a min–max
+    more = recs[(recs["backend"] == "einx") & (recs["novel"] == True)].assign(  # noqa: E712
+        process=1, latency_s=lambda d: d["latency_s"] * 1.1)
+    recs.loc[(recs["backend"] == "einx_symbolic") & (recs["novel"] == False), "cached_latency_s"] = 1.53e-5  # noqa: E712
+    page = html.render(pd.concat([recs, more], ignore_index=True), rules=[])
+    tables = "".join(re.findall(r"<table class=summary>.*?</table>", page, re.S))
+    # seconds in human units (not 1.53e-05), no <NA> or nan
+    assert "<NA>" not in page and ">nan<" not in tables and "e-05" not in tables, tables
+    assert "<td class=n>15.3 µs (14.9–15.7)</td>" in tables  # its IQR: 0.8 µs wide
+    assert "<td class=n>40.0 µs (38.0–42.0)</td>" in tables  # the cached median with its IQR
+    assert "<td class=n>1.32 s (1.26–1.39)</td>" in tables  # the novel sweep: median of two processes, min–max
+    assert "<td class=n>no cached pass</td>" not in tables
+    # a job without an eager baseline says so, rather than leaving a blank
+    page = html.render(recs[recs["backend"] != "torch_eager"], rules=[])
+    assert "<td class=n title=\"no eager\">no eager</td>" in page
 
 
 def _probe(path, tmp_path):

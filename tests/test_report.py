@@ -128,3 +128,24 @@ def test_a_runs_summary_is_a_screenful_however_many_jobs():
     assert lines[1] == "by expectation: 1149 pass, 20 xfail, 1 fail, 630 idle (1 unexpected: listed below)"
     assert "HTML report: results/r.report.html" in lines and "report CSV: results/r.report.csv" in lines
     assert "the full table: dynshape report results/r.jsonl" in lines
+
+
+def test_a_new_column_is_one_definition(monkeypatch, tmp_path):
+    """A column is one entry of ``harness.columns.COLUMNS``: with ``agg`` the
+    summary computes it, and Markdown, the CSV and the HTML report show it."""
+    from harness import columns
+    from harness import html_report as html
+
+    col = columns.Column("slowest_first_call_s", "slowest first call", "seconds", "the slowest first call",
+                         agg=lambda g: g["latency_s"][g["novel"].fillna(False)].max())
+    monkeypatch.setattr(columns, "COLUMNS", [*columns.COLUMNS, col])
+    monkeypatch.setattr(report, "NAMES", [c.name for c in columns.COLUMNS])
+    df = _frame()
+    rows = report.annotate(report.summarise(df), df, rules=[])
+    assert rows.set_index("backend").loc["torch_compile", "slowest_first_call_s"] == pytest.approx(2.0)
+    assert "| slowest first call |" in report.markdown(rows) and "| 2.00 s |" in report.markdown(rows)
+    assert "**slowest first call**: the slowest first call" in report.markdown(rows)
+    report.csv_frame(rows).to_csv(tmp_path / "r.csv", index=False)
+    assert "slowest_first_call_s" in pd.read_csv(tmp_path / "r.csv").columns
+    page = html.render(df, rules=[])
+    assert ">slowest first call</th>" in page and "<td class=n>2.00 s</td>" in page
