@@ -172,6 +172,10 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, max_slowdown: float = 1.5, force: 
             "novel_mark": novel_mark,
             "cached_a": r["cached_median_s_a"], "cached_b": r["cached_median_s_b"], "cached_ratio": cached,
             "cached_mark": cached_mark,
+            # each median's dispersion, as the report shows it (harness.columns)
+            **{f"{k}_{side}_{end}": r[f"{col}_{end}_s_{side}"] for k, col in (("novel", "novel_sweep"),
+                                                                             ("cached", "cached"))
+               for side in "ab" for end in (("min", "max") if k == "novel" else ("q25", "q75"))},
             "status_a": r["status_a"], "status_b": r["status_b"],
             "verdict": ", ".join(verdicts) or "ok", "regression": regress,
         })
@@ -195,11 +199,11 @@ COLUMNS = [
     report.BY_NAME["case"], report.BY_NAME["backend"], report.BY_NAME["mode"],
     Column("compiles_a", "compiles A", "count"),
     Column("compiles_b", "compiles B", "count"),
-    Column("novel_a", "novel A", "seconds"),
-    Column("novel_b", "novel B", "seconds"),
+    Column("novel_a", "novel A", "seconds", spread=("novel_a_min", "novel_a_max")),
+    Column("novel_b", "novel B", "seconds", spread=("novel_b_min", "novel_b_max")),
     Column("novel_show", "novel B/A"),
-    Column("cached_a", "cached A", "seconds"),
-    Column("cached_b", "cached B", "seconds"),
+    Column("cached_a", "cached A", "seconds", spread=("cached_a_q25", "cached_a_q75")),
+    Column("cached_b", "cached B", "seconds", spread=("cached_b_q25", "cached_b_q75")),
     Column("cached_show", "cached B/A"),
     Column("verdict", "verdict"),
 ]
@@ -210,7 +214,8 @@ def markdown(df: pd.DataFrame) -> str:
         return "(no (case, backend, mode) in both runs)"
     df = df.assign(**{f"{c}_show": [None if missing(v) else f"{v:.2f}× {m}".rstrip()
                                     for v, m in zip(df[f"{c}_ratio"], df[f"{c}_mark"])] for c in ("novel", "cached")})
-    legend = ("\n\nB/A marks: + slower beyond the threshold and significant (Mann-Whitney U, p < "
+    legend = ("\n\nnovel: the novel sweep, median over processes (min–max); cached: the cached call, median "
+              "over shapes (the typical shape's IQR).\nB/A marks: + slower beyond the threshold and significant (Mann-Whitney U, p < "
               f"{stats.P_THRESHOLD}, as asv), - faster likewise, ~ within noise, ? too few samples to test "
               f"(the ratio alone decides; `run --processes {stats.MIN_SAMPLES}` on both sides gives the novel sweep "
               f"the {stats.MIN_SAMPLES} samples a side the test needs)")
