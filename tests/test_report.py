@@ -149,3 +149,17 @@ def test_a_new_column_is_one_definition(monkeypatch, tmp_path):
     assert "slowest_first_call_s" in pd.read_csv(tmp_path / "r.csv").columns
     page = html.render(df, rules=[])
     assert ">slowest first call</th>" in page and "<td class=n>2.00 s</td>" in page
+
+
+def test_host_padding_and_copies_show_as_their_own_columns_where_recorded():
+    df = _frame()
+    assert "pad_s" not in report.summarise(df).columns and "| pad |" not in report.markdown(report.summarise(df))
+    df = df.assign(pad_s=None, h2d_s=None, d2h_s=None)
+    cached_tc = (df["backend"] == "torch_compile") & (df["novel"] == False)  # noqa: E712
+    df.loc[cached_tc, ["pad_s", "h2d_s", "d2h_s"]] = [5e-6, 3e-6, 2e-6]
+    s = report.summarise(df).set_index("backend")
+    assert s.loc["torch_compile", "end_to_end_s"] == pytest.approx(1e-5 + 1e-5)  # the call + pad + copies
+    assert s.loc["torch_compile", "pad_s"] == pytest.approx(5e-6)
+    text = report.markdown(s.reset_index())
+    assert "| cached call | pad | host→device | device→host | end to end |" in text
+    assert "| 10.0 µs (9.50–10.5) | 5.00 µs | 3.00 µs | 2.00 µs | 20.0 µs |" in text
