@@ -261,7 +261,7 @@ def _run(args) -> int:
         page = path.with_suffix(".report.html")
         from . import html_report
 
-        page.write_text(html_report.render(df, title=f"dynshape: {path.stem}"), encoding="utf-8")
+        page.write_text(html_report.render(df, title=f"dynshape: {path.stem}", judged=verdicts), encoding="utf-8")
     except KeyboardInterrupt:  # the run is complete: only its report was cut short
         print(f"\ndynshape: interrupted while reporting; the run is complete in {path}; its report:\n"
               f"  dynshape report {path}", file=sys.stderr)

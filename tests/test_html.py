@@ -1,4 +1,4 @@
-"""The HTML report: self-contained, opened in headless Chromium, every image decoded.
+"""The HTML report: self-contained, opened in headless Chromium, every chart drawn.
 
 Chromium is Debian's ``chromium`` package (``make browser-check`` installs it);
 without it the browser test skips, naming that command. ``DYNSHAPE_HTML`` names
@@ -30,9 +30,16 @@ window.addEventListener('load', () => {
   // at load every image has loaded or failed: a decoded one has its pixel size
   const imgs = [...document.images];
   const bad = imgs.filter(img => !(img.complete && img.naturalWidth > 0 && img.naturalHeight > 0)).map(img => img.alt);
+  // an inline SVG chart is drawn when it has a size on the page and its marks have one inside it
+  const charts = [...document.querySelectorAll('svg.chart')];
+  const blank = charts.filter(c => {
+    const r = c.getBoundingClientRect(), b = c.getBBox();
+    return !(r.width > 100 && r.height > 50 && b.width > 100 && c.querySelectorAll('polyline,rect,circle').length > 1);
+  }).map(c => c.getAttribute('aria-label'));
   const out = document.createElement('pre');
   out.id = 'probe';
-  out.textContent = 'PROBE ' + JSON.stringify({images: imgs.length, undecoded: bad, failed: __failed});
+  out.textContent = 'PROBE ' + JSON.stringify({images: imgs.length, undecoded: bad, charts: charts.length,
+                                                blank: blank, failed: __failed});
   document.body.appendChild(out);
 });
 </script>"""
@@ -52,9 +59,11 @@ def _fixture_records():
 def test_report_is_self_contained_with_the_plots_of_each_case():
     page = html.render(_fixture_records(), rules=[])
     # every image is embedded; nothing is fetched
-    srcs = re.findall(r'<img src="([^"]+)"', page)
-    assert len(srcs) == 4 and all(s.startswith("data:image/png;base64,") for s in srcs)
-    assert not re.search(r'(src|href)="(?!data:)', page)
+    charts = re.findall(r'<svg class="chart".*?</svg>', page, re.S)
+    assert len(charts) == 4 and "<img" not in page
+    assert not re.search(r'(src|href)="(?!data:)', page) and "<script" not in page
+    # every point says what it is (a tooltip): job, shape, value in units
+    assert "<title>einx/static: 1 → 20.0 ms</title>" in page
     assert "gnn_edge_divide: first-call latency per novel shape" in page
     assert "gnn_edge_divide: cached latency per shape with its IQR" in page
     assert "gnn_edge_divide: cumulative compiles against shapes seen" in page
@@ -100,7 +109,7 @@ def _probe(path, tmp_path):
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium is absent: run `make browser-check` (apt-get install chromium)")
-def test_every_image_decodes_in_headless_chromium(tmp_path):
+def test_every_chart_is_drawn_in_headless_chromium(tmp_path):
     out = tmp_path / "report.html"
     with results.Writer(tmp_path / "r.jsonl") as w:
         for rec in _fixture_records().to_dict("records"):
@@ -109,4 +118,4 @@ def test_every_image_decodes_in_headless_chromium(tmp_path):
     reports = [out] + ([os.environ["DYNSHAPE_HTML"]] if os.environ.get("DYNSHAPE_HTML") else [])
     for path in reports:
         got = _probe(path, tmp_path)
-        assert got["images"] >= 3 and got["undecoded"] == [] and got["failed"] == [], (path, got)
+        assert got["charts"] >= 4 and got["blank"] == [] and got["undecoded"] == [] and got["failed"] == [], (path, got)
