@@ -92,4 +92,5 @@ def test_html_report_plots_history_when_several_commits(three_commits):
 
     repo, _ = three_commits
     page = html.render(results.load([repo / "results"]), rules=[])
-    assert "History by commit" in page and 'alt="gnn_edge_divide: history by commit"' in page
+    assert "History by commit" in page and 'aria-label="gnn_edge_divide: history by commit"' in page
+    assert 'aria-label="gnn_edge_divide: novel sweep by commit"' in page
