@@ -88,7 +88,7 @@ def case_plots(case: str, shapes: pd.DataFrame, jobs: pd.DataFrame, many: bool) 
                   for total, labels in sorted(steps.items(), key=lambda kv: -kv[0][-1])]
         alt = f"{case}: cumulative compiles against shapes seen"
         out.append((alt, svg.lines(series, title=f"{case}: compiles as novel shapes arrive", xlabel="shapes seen",
-                                   ylabel="cumulative compiles", alt=alt, logy=False, step=True, integer_x=True,
+                                   ylabel="cumulative compiles", alt=alt, logy=False, step=True, integer_x=True, integer_y=True,
                                    yfmt=lambda v: f"{v:g}", xfmt=lambda v: f"{v:g}")))
     j = jobs[(jobs["case"] == case) & (jobs["cached_vs_eager"] > 0)].copy()
     if len(j):
@@ -125,7 +125,8 @@ def history_plots(hist: pd.DataFrame) -> list[tuple[str, str]]:
             sweeps.append({"label": lab, "x": x, "y": _floats(g["novel_sweep_s"])})
         alt = f"{case}: history by commit"
         out.append((alt, svg.lines(compiles, title=f"{case}: compiles by commit", xlabel="commit", ylabel="compiles",
-                                   alt=alt, logy=False, integer_x=True, xticks=ticks, yfmt=lambda v: f"{v:g}")
+                                   alt=alt, logy=False, integer_x=True, integer_y=True, xticks=ticks,
+                                   yfmt=lambda v: f"{v:g}")
                     + svg.lines(sweeps, title=f"{case}: novel sweep by commit", xlabel="commit",
                                 ylabel="novel sweep (log)", alt=f"{case}: novel sweep by commit", xticks=ticks,
                                 integer_x=True, yfmt=columns.fmt_seconds)))

@@ -44,6 +44,8 @@ class _Scale:
             if self.hi == self.lo:
                 self.hi += 1
             self.ticks = [10.0 ** e for e in range(int(self.lo), int(self.hi) + 1)]
+            if self.hi - self.lo <= 2:  # a decade or two: 2× and 5× between them as well
+                self.ticks = sorted(t * m for t in self.ticks for m in (1, 2, 5) if t * m <= 10.0 ** self.hi)
         else:
             lo, hi = (min(vals), max(vals)) if vals else (0.0, 1.0)
             if hi == lo:
@@ -97,16 +99,17 @@ def _svg(body: list[str], height: float, alt: str) -> str:
 
 
 def lines(series: list[dict], *, title: str, xlabel: str, ylabel: str, alt: str, logy: bool = True,
-          step: bool = False, integer_x: bool = False, yfmt: Callable[[float], str] = _fmt_num,
+          step: bool = False, integer_x: bool = False, integer_y: bool = False, yfmt: Callable[[float], str] = _fmt_num,
           xfmt: Callable[[float], str] = _fmt_num, xticks=None) -> str:
     """A line per series (``label``, ``x``, ``y``; optional ``lo``/``hi``: a band
     drawn under the line where it has width; ``step``: a staircase, as
-    cumulative counts rise). Each point's tooltip says its series and value."""
+    cumulative counts rise; ``integer_x``/``integer_y``: ticks on whole numbers).
+    Each point's tooltip says its series and value."""
     pts = [(x, y) for s in series for x, y in zip(s["x"], s["y"]) if y is not None and y == y]
     band = [v for s in series for k in ("lo", "hi") for v in s.get(k) or [] if v is not None and v == v]
     h = max(H, 13 * len(series) + 8)  # as tall as the legend beside it
     xs = _Scale([p[0] for p in pts], LEFT, LEFT + W, False, integer_x)
-    ys = _Scale([p[1] for p in pts] + band, TOP + h, TOP, logy)
+    ys = _Scale([p[1] for p in pts] + band, TOP + h, TOP, logy, integer_y)
     body = _frame(title, xlabel, ylabel, xs, ys, xfmt, yfmt, xticks, h)
     for i, s in enumerate(series):
         colour, dash = _style(i)
