@@ -10,8 +10,9 @@
   compile caches, and both benchmarks read each job's records from it.
 - ``time_novel_sweep``: the quick sweep's shapes, each new to the process,
   compiles included (one sample per process: ``repeat = number = 1``, no
-  warm-up; six rounds give six fresh processes, the fewest asv's rank test can
-  call significant). As in ``harness run``, the backend's ``startup``
+  warm-up; seven rounds give seven fresh processes, the fewest with which a
+  two-sided rank test at asv's p < 0.002 can call a change significant:
+  :data:`harness.stats.MIN_SAMPLES`). As in ``harness run``, the backend's ``startup``
   (framework imports) and ``prepare`` run in setup, the calls (first-call
   compiles included) are timed.
 - ``time_cached_call``: one call on a shape compiled during setup. The
@@ -20,7 +21,7 @@
 
 The timed benchmarks' grid is the cases :data:`TIMED` selects (globs; default
 one headline case per family, ``DYNSHAPE_ASV_TIMED='*'`` for all) in the modes
-:data:`TIMED_MODES` selects (default bounded, unbounded): six fresh processes
+:data:`TIMED_MODES` selects (default bounded, unbounded): seven fresh processes
 per combination is what makes a commit of ``asv run`` cost what it does, and
 the compile counts and compile seconds of every combination are tracked
 regardless.
@@ -59,7 +60,7 @@ for _k, _v in threads.env_for(int(os.environ.get("DYNSHAPE_ASV_THREADS", "1"))).
 
 import cases  # noqa: E402
 from cases import MODES  # noqa: E402
-from harness import asv_select  # noqa: E402
+from harness import asv_select, stats  # noqa: E402
 
 
 #: the on-disk compile caches (inductor's, dynamo's) of every timed sample: named
@@ -228,11 +229,13 @@ class Catalogue:
     timeout = 900
     # one sample per process, no warm-up: every shape is novel when timed (a second
     # sample in the same process would find the backend's caches warm: keep repeat = 1).
-    # Six processes: asv's Mann-Whitney test cannot call a change significant with
-    # fewer samples a side (p >= 1/C(10, 5) = 0.004 > 0.002 at five); --quick runs one
+    # Seven processes: asv's two-sided Mann-Whitney test cannot call a change
+    # significant with fewer samples a side (its smallest p at six is 2/C(12, 6) =
+    # 0.00216 > 0.002; asv runs the test there anyway and says "not different");
+    # --quick runs one
     number = 1
     repeat = 1
-    rounds = 6
+    rounds = stats.MIN_SAMPLES
     warmup_time = 0
 
     def setup(self, case, backend, mode):
@@ -255,8 +258,10 @@ class CachedCall:
     timeout = 900
     # one process per combination (asv's default is two): its setup compiles the
     # sweep again (~12 s of CPU on torch_compile) for a call of micro- to
-    # milliseconds, of which the process takes up to ten samples
+    # milliseconds, of which the process takes at least seven samples (the fewest
+    # asv's rank test can call different, stats.MIN_SAMPLES) and up to ten
     rounds = 1
+    repeat = (stats.MIN_SAMPLES, 10, 20.0)
 
     def setup(self, case, backend, mode):
         key = (case, backend, mode)

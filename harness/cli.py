@@ -9,7 +9,7 @@ import warnings
 from pathlib import Path
 
 import cases
-from harness import limits, results
+from harness import limits, results, stats
 from harness.runner import DEFAULT_REPEATS, DEFAULT_WARMUP
 
 #: exit codes: every job as expected; a job ended otherwise than
@@ -58,7 +58,7 @@ def _parser() -> argparse.ArgumentParser:
                     "on the host with each input's neutral pad and slice the output back, backends/padding.py).")
     ls.add_argument("--json", action="store_true", help="machine-readable output")
 
-    run = sub.add_parser("run", help="run jobs and print the report")
+    run = sub.add_parser("run", help="run jobs; print a summary, write the HTML report and the CSV")
     run.add_argument("--cases", help="comma-separated globs (default: all)")
     run.add_argument("--backends", help="comma-separated globs (default: all)")
     run.add_argument("--modes", help="comma-separated globs (default: all)")
@@ -101,7 +101,7 @@ def _parser() -> argparse.ArgumentParser:
                           "without an address, on a LocalCluster (needs the 'distributed' extra)")
     run.add_argument("--processes", type=int, default=1, metavar="N",
                      help="repeat each job's novel phase in N fresh workers, keeping every sample "
-                          "(compare needs 6 to call a novel-sweep change significant)")
+                          f"(compare needs {stats.MIN_SAMPLES} to call a novel-sweep change significant)")
 
     rep = sub.add_parser("report", help="summarise runs (default: the latest)")
     rep.add_argument("paths", nargs="*", help="JSONL files or directories")
@@ -256,14 +256,19 @@ def _run(args) -> int:
         summary = report.summarise(df)
         verdicts = report.verdicts(df, by=report.job_by(summary))
         summary = report.annotate(summary, df, judged=verdicts)
-        print(report.markdown(summary))
         csv = path.with_suffix(".report.csv")
-        summary.to_csv(csv, index=False)
+        report.csv_frame(summary).to_csv(csv, index=False)
+        page = path.with_suffix(".report.html")
+        from . import html_report
+
+        page.write_text(html_report.render(df, title=f"dynshape: {path.stem}", judged=verdicts), encoding="utf-8")
     except KeyboardInterrupt:  # the run is complete: only its report was cut short
         print(f"\ndynshape: interrupted while reporting; the run is complete in {path}; its report:\n"
               f"  dynshape report {path}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    print(f"\nrecords: {path}\nreport CSV: {csv}", file=sys.stderr)
+    # a screenful, whatever the run's size: the table is `dynshape report`'s
+    print(report.run_summary(summary, verdicts, str(path),
+                             {"HTML report": page, "report CSV": csv, "records": path}))
     return _unexpected(verdicts)
 
 
@@ -313,7 +318,7 @@ def _report(args) -> int:
     summary = report.select(summary, args.cases, args.backends, args.modes)
     print(report.markdown(summary))
     csv = Path(args.csv) if args.csv else files[0].with_suffix(".report.csv")
-    summary.to_csv(csv, index=False)
+    report.csv_frame(summary).to_csv(csv, index=False)
     print(f"\nreport CSV: {csv}", file=sys.stderr)
     return _unexpected(verdicts) if args.check else EXIT_OK
 

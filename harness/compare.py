@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import report, results, stats
+from .columns import Column, missing
 
 
 def resolve(name: str, results_dir: str = "results") -> Path:
@@ -118,6 +119,11 @@ def _nan(v) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v))
 
 
+def _ratio(b, a):
+    """``b / a``, or ``None`` where either is missing or ``a`` is 0."""
+    return None if missing(a) or missing(b) or float(a) == 0 else float(b) / float(a)
+
+
 def compare(a: pd.DataFrame, b: pd.DataFrame, max_slowdown: float = 1.5, force: bool = False) -> pd.DataFrame:
     """Per (case, backend, mode) in both runs: compiles (per shape) and
     latencies of A and B, the B/A ratios with their marks
@@ -137,12 +143,12 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, max_slowdown: float = 1.5, force: 
     for _, r in m.iterrows():
         key = tuple(r[k] for k in report.KEYS)
         get = (lambda smp, col: smp.at[key, col] if key in smp.index and isinstance(smp.at[key, col], list) else [])
-        novel = report._ratio(r["novel_sweep_s_b"], r["novel_sweep_s_a"])
-        cached = report._ratio(r["cached_median_s_b"], r["cached_median_s_a"])
+        novel = _ratio(r["novel_sweep_s_b"], r["novel_sweep_s_a"])
+        cached = _ratio(r["cached_median_s_b"], r["cached_median_s_a"])
         novel_mark = latency_mark(novel, get(smp_a, "novel"), get(smp_b, "novel"), max_slowdown)
         cached_mark = latency_mark(cached, get(smp_a, "cached"), get(smp_b, "cached"), max_slowdown)
         ca, cb = r["compiles_a"], r["compiles_b"]
-        delta = None if ca is None or cb is None or report._nan(ca) or report._nan(cb) else int(cb) - int(ca)
+        delta = None if missing(ca) or missing(cb) else int(cb) - int(ca)
         shapes = _shape_changes(r["by_shape_a"], r["by_shape_b"])
         verdicts = []
         if r["status_a"] == "pass" and r["status_b"] != "pass":
@@ -166,6 +172,10 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, max_slowdown: float = 1.5, force: 
             "novel_mark": novel_mark,
             "cached_a": r["cached_median_s_a"], "cached_b": r["cached_median_s_b"], "cached_ratio": cached,
             "cached_mark": cached_mark,
+            # each median's dispersion, as the report shows it (harness.columns)
+            **{f"{k}_{side}_{end}": r[f"{col}_{end}_s_{side}"] for k, col in (("novel", "novel_sweep"),
+                                                                             ("cached", "cached"))
+               for side in "ab" for end in (("min", "max") if k == "novel" else ("q25", "q75"))},
             "status_a": r["status_a"], "status_b": r["status_b"],
             "verdict": ", ".join(verdicts) or "ok", "regression": regress,
         })
@@ -187,20 +197,26 @@ def _where(shapes, pred) -> str:
 #: the comparison's columns, in the report's column model
 COLUMNS = [
     report.BY_NAME["case"], report.BY_NAME["backend"], report.BY_NAME["mode"],
-    report.Column("compiles_a", "compiles A", report.BY_NAME["compiles"].fmt),
-    report.Column("compiles_b", "compiles B", report.BY_NAME["compiles"].fmt),
-    report.Column("novel_show", "novel B/A"),
-    report.Column("cached_show", "cached B/A"),
-    report.Column("verdict", "verdict", text=True),
+    Column("compiles_a", "compiles A", "count"),
+    Column("compiles_b", "compiles B", "count"),
+    Column("novel_a", "novel A", "seconds", spread=("novel_a_min", "novel_a_max")),
+    Column("novel_b", "novel B", "seconds", spread=("novel_b_min", "novel_b_max")),
+    Column("novel_show", "novel B/A"),
+    Column("cached_a", "cached A", "seconds", spread=("cached_a_q25", "cached_a_q75")),
+    Column("cached_b", "cached B", "seconds", spread=("cached_b_q25", "cached_b_q75")),
+    Column("cached_show", "cached B/A"),
+    Column("verdict", "verdict"),
 ]
 
 
 def markdown(df: pd.DataFrame) -> str:
     if not len(df):
         return "(no (case, backend, mode) in both runs)"
-    df = df.assign(**{f"{c}_show": [None if report._missing(v) else f"{v:.2f}× {m}".rstrip()
+    df = df.assign(**{f"{c}_show": [None if missing(v) else f"{v:.2f}× {m}".rstrip()
                                     for v, m in zip(df[f"{c}_ratio"], df[f"{c}_mark"])] for c in ("novel", "cached")})
-    legend = ("\n\nB/A marks: + slower beyond the threshold and significant (Mann-Whitney U, p < "
+    legend = ("\n\nnovel: the novel sweep, median over processes (min–max); cached: the cached call, median "
+              "over shapes (the typical shape's IQR).\nB/A marks: + slower beyond the threshold and significant (Mann-Whitney U, p < "
               f"{stats.P_THRESHOLD}, as asv), - faster likewise, ~ within noise, ? too few samples to test "
-              "(the ratio alone decides; `run --processes 6` gives the novel sweep enough)")
+              f"(the ratio alone decides; `run --processes {stats.MIN_SAMPLES}` on both sides gives the novel sweep "
+              f"the {stats.MIN_SAMPLES} samples a side the test needs)")
     return report.table(df, COLUMNS) + legend

@@ -26,31 +26,139 @@ def _jobs(df: pd.DataFrame) -> list[str]:
 
 
 def summary(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per job: ``status`` (the worst record), ``shapes``,
-    ``compiles`` (the job's total), ``novel_sweep_s`` (``prepare_s`` plus
-    the first calls; the median over processes with ``--processes``),
-    ``cached_median_s`` (median over shapes of the cached medians),
-    ``novel_vs_eager``/``cached_vs_eager`` (torch eager of the same run,
-    machine and case; the same mode where it ran)."""
+    """The per-job summary, computed here once for every output (Markdown,
+    CSV, HTML, ``compare``, ``history``): one row per job (``run_id``,
+    ``machine``, case, backend, mode) with the columns of
+    :data:`harness.columns.COLUMNS` (``expected`` apart: :func:`jobs` judges)
+    and ``commit``, ``profile``, ``timestamp``, ``compile_time_s``.
+
+    ``status`` is the worst record's; ``shapes``, ``compiles`` (the last
+    cumulative count, cached phase included), ``stages`` and ``compile_time``
+    come from the first process; ``novel_sweep_s`` is ``prepare_s`` plus the
+    first calls, the median over processes (``run --processes``) with
+    ``novel_sweep_min_s``/``_max_s``; ``cached_median_s`` the median over shapes
+    of the cached medians, with ``cached_q25_s``/``_q75_s`` the median over
+    shapes of each shape's quartiles; ``pad_s``, ``h2d_s``, ``d2h_s`` (where
+    records carry them) the median per call and ``end_to_end_s`` the cached
+    call plus them; ``why`` the reason given for the first compile after the
+    first shape; ``message`` the mode's label (``Backend.mode_notes``) and the
+    first failure's message; ``*_vs_eager`` divide by torch eager of the same
+    run, machine and case (same mode where it ran): >1 is slower."""
+    from . import columns
+
     df = flat(df)
     keys = _jobs(df)
     g = df.groupby(keys, dropna=False, observed=True, sort=True)
     out = g.agg(status=("status", "max"), commit=("commit", "first"), profile=("profile", "first"),
-                timestamp=("timestamp", "min")).reset_index()
+                timestamp=("timestamp", "min"), startup_s=("startup_s", "first"), prepare_s=("prepare_s", "first"),
+                max_abs_err=("max_abs_err", "max"), max_rel_err=("max_rel_err", "max")).reset_index()
+    first = df[df["process"] == 0]
     novel = df[df["novel"].fillna(False)]
+    p0 = first[first["novel"].fillna(False)]
+    counts = pd.DataFrame({
+        "shapes": p0.groupby(keys, dropna=False)["shape_index"].nunique(),
+        "compiles": first.groupby(keys, dropna=False)["compiles"].last(),
+        "stages": _last_dict(first, keys, "compile_stages").map(_stages),
+        "compile_time": _last_dict(first, keys, "compile_times").map(_times),
+        "compile_time_s": _last_dict(first, keys, "compile_times").map(lambda d: float(sum(d.values())) if d else None),
+    })
     per_proc = (novel.groupby(keys + ["process"], dropna=False, sort=False)
-                .agg(calls=("latency_s", "sum"), timed=("latency_s", "count"), prepare=("prepare_s", "first"),
-                     shapes=("shape_index", "nunique"), compiles=("compiles", "last")).reset_index())
+                .agg(calls=("latency_s", "sum"), timed=("latency_s", "count"), prepare=("prepare_s", "first"))
+                .reset_index())
     per_proc["sweep"] = per_proc["calls"].where(per_proc["timed"] > 0) + per_proc["prepare"].fillna(0.0)
-    first = per_proc[per_proc["process"] == 0].set_index(keys)[["shapes", "compiles"]]
-    sweep = per_proc.groupby(keys, dropna=False)["sweep"].median().rename("novel_sweep_s")
+    sweep = per_proc.groupby(keys, dropna=False)["sweep"].agg(novel_sweep_s="median", novel_sweep_min_s="min",
+                                                             novel_sweep_max_s="max", processes="count")
     cached = df[(df["novel"] == False) & (df["status"] == "pass")]  # noqa: E712
-    cmed = cached.groupby(keys, dropna=False)["cached_latency_s"].median().rename("cached_median_s")
-    out = out.join(first, on=keys).join(sweep, on=keys).join(cmed, on=keys)
+    quart = _quartiles(cached)
+    cstat = quart.groupby([cached[k] for k in keys], dropna=False).median().rename(columns={
+        "med": "cached_median_s", "q25": "cached_q25_s", "q75": "cached_q75_s"})
+    parts = [counts, sweep, cstat]
+    copies = [c for c in ("pad_s", "h2d_s", "d2h_s") if c in df.columns and df[c].notna().any()]
+    if copies:
+        parts.append(df.groupby(keys, dropna=False)[copies].median())
+    out = out.join(pd.concat(parts, axis=1), on=keys)
+    if copies:
+        out["end_to_end_s"] = out["cached_median_s"] + out[copies].fillna(0.0).sum(axis=1)
     out["shapes"] = out["shapes"].fillna(0).astype("Int64")
     out["compiles"] = out["compiles"].astype("Int64")
+    out["processes"] = out["processes"].fillna(0).astype("Int64")
     out["compiles_per_shape"] = (out["compiles"] / out["shapes"].replace(0, pd.NA)).astype("Float64")
+    out["why"] = _why(df, keys).reindex(pd.MultiIndex.from_frame(out[keys])).fillna("").to_numpy()
+    out["message"] = _messages(df, keys, out)
+    for col in columns.COLUMNS:
+        if col.agg is not None:
+            vals = df.groupby(keys, dropna=False, observed=True)[list(df.columns)].apply(col.agg).rename(col.name)
+            out = out.join(vals, on=keys)
     return relative(out)
+
+
+def _last_dict(df: pd.DataFrame, keys: list[str], col: str) -> pd.Series:
+    """Per job, the last record's ``col`` that is a dict (``None`` where none is)."""
+    has = df[df[col].map(lambda v: isinstance(v, dict))]
+    return has.groupby(keys, dropna=False)[col].agg(lambda v: v.iloc[-1])
+
+
+def _stages(stages) -> str:
+    return " ".join(f"{k}={v}" for k, v in stages.items()) if isinstance(stages, dict) else ""
+
+
+def _times(times) -> str:
+    from .columns import fmt_seconds
+
+    return " ".join(f"{k}={fmt_seconds(v)}" for k, v in times.items()) if isinstance(times, dict) else ""
+
+
+def _quartiles(cached: pd.DataFrame) -> pd.DataFrame:
+    """Per cached record: ``med``, ``q25``, ``q75`` of its raw samples
+    (``cached_samples_s``), or its median ± half its IQR where it has none."""
+    import numpy as np
+
+    def q(r):
+        s = r["cached_samples_s"]
+        if isinstance(s, list) and s:
+            return np.percentile(np.asarray(s, dtype=float), [25, 75])
+        iqr = r["cached_iqr_s"] if r["cached_iqr_s"] is not None and r["cached_iqr_s"] == r["cached_iqr_s"] else None
+        m = r["cached_latency_s"]
+        return (m - iqr / 2, m + iqr / 2) if iqr is not None else (None, None)
+
+    qs = [q(r) for r in cached[["cached_samples_s", "cached_iqr_s", "cached_latency_s"]].to_dict("records")]
+    return pd.DataFrame({"med": cached["cached_latency_s"].astype(float),
+                         "q25": pd.to_numeric(pd.Series([a for a, _ in qs], index=cached.index), errors="coerce"),
+                         "q75": pd.to_numeric(pd.Series([b for _, b in qs], index=cached.index), errors="coerce")})
+
+
+def _why(df: pd.DataFrame, keys: list[str]) -> pd.Series:
+    """Per job, ``shape i: reason`` of the first compile after the job's first shape."""
+    shapes = per_shape(df)
+    later = shapes[(shapes["new_compiles"].fillna(0) > 0)
+                   & (shapes["shape_index"] > shapes.groupby(keys, dropna=False)["shape_index"].transform("min"))]
+    first = later.groupby(keys, dropna=False).first()
+    return ("shape " + first["shape_index"].astype(str) + ": "
+            + first["reason"].astype(object).fillna("(no reason given)")).rename("why")
+
+
+def _messages(df: pd.DataFrame, keys: list[str], out: pd.DataFrame) -> list[str]:
+    """The mode's label (``Backend.mode_notes``) and the first failure's message, per row of ``out``."""
+    bad = df[(df["status"] != "pass") & df["message"].notna()]
+    first = bad.groupby(keys, dropna=False, observed=True)["message"].first()
+    msgs = first.reindex(pd.MultiIndex.from_frame(out[keys])).to_numpy()
+    labels = [mode_note(b, m) for b, m in zip(out["backend"], out["mode"])]
+    return ["; ".join(x for x in (label, m if isinstance(m, str) else "") if x) for label, m in zip(labels, msgs)]
+
+
+def mode_note(backend: str, mode: str) -> str:
+    """The label a registered backend gives ``mode`` (``Backend.mode_notes``), if any."""
+    b = _registered().get(backend)
+    return getattr(b, "mode_notes", {}).get(mode, "") if b is not None else ""
+
+
+def _registered() -> dict:
+    try:
+        from . import registry
+
+        return registry.backends()
+    except Exception:  # a report reads records; an unusable registry only loses the labels
+        return {}
 
 
 def relative(jobs: pd.DataFrame) -> pd.DataFrame:
@@ -72,9 +180,10 @@ def relative(jobs: pd.DataFrame) -> pd.DataFrame:
 
 def per_shape(df: pd.DataFrame) -> pd.DataFrame:
     """One row per job and novel shape: ``size_<dim>``, ``first_call_s``
-    (the first call; median over processes), ``new_compiles`` and per stage,
-    the ``reason`` given, ``cached_s`` (the cached median) and ``status``
-    (the worst of the shape's records)."""
+    (the first call; median over processes, with ``first_call_min_s`` and
+    ``first_call_max_s``), ``new_compiles`` and per stage, the ``reason``
+    given, ``cached_s`` (the cached median, with ``cached_q25_s`` and
+    ``cached_q75_s``) and ``status`` (the worst of the shape's records)."""
     df = flat(df)
     keys = _jobs(df) + ["shape_index"]
     novel = df[df["novel"].fillna(False)]
@@ -82,23 +191,32 @@ def per_shape(df: pd.DataFrame) -> pd.DataFrame:
     stages = [c for c in df.columns if c.startswith("new_compiles_") and novel[c].notna().any()]
     p0 = novel[novel["process"] == 0]
     first = p0.groupby(keys, dropna=False)[sizes + ["new_compiles"] + stages + ["reason"]].first()
-    lat = novel.groupby(keys, dropna=False)["latency_s"].median().rename("first_call_s")
-    cached = df[df["novel"] == False].groupby(keys, dropna=False)["cached_latency_s"].median()  # noqa: E712
+    lat = novel.groupby(keys, dropna=False)["latency_s"].agg(first_call_s="median", first_call_min_s="min",
+                                                            first_call_max_s="max")
+    cached = df[df["novel"] == False]  # noqa: E712
+    quart = _quartiles(cached).groupby([cached[k] for k in keys], dropna=False).median().rename(
+        columns={"med": "cached_s", "q25": "cached_q25_s", "q75": "cached_q75_s"})
     status = df[df["shape_index"].notna()].groupby(keys, dropna=False, observed=True)["status"].max()
-    out = first.join(lat).join(cached.rename("cached_s")).join(status).reset_index()
+    out = first.join(lat).join(quart).join(status).reset_index()
     return out.sort_values(keys).reset_index(drop=True)
 
 
-def jobs(df: pd.DataFrame, rules=None) -> pd.DataFrame:
+def jobs(df: pd.DataFrame, rules=None, judged: dict | None = None) -> pd.DataFrame:
     """:func:`summary` with ``expected`` (the gate's verdict against
-    ``cases/expectations.toml``), ``outcome`` (pass, fail, xfail, xpass,
-    norule, idle) and ``why`` (the first compile reason after shape 0)."""
+    ``cases/expectations.toml``) and ``outcome`` (pass, fail, xfail, xpass,
+    norule, idle). ``judged``: the verdicts already reached for a run of one
+    machine (``harness.report.verdicts``, keyed by case, backend and mode), so
+    that a run's HTML report does not judge every job a second time."""
     from . import expectations
 
     df = flat(df)
-    rules = expectations.load() if rules is None else rules
     keys = _jobs(df)
     s = summary(df)
+    if judged is not None and s[RUN].drop_duplicates().shape[0] == 1 and all(len(k) == 3 for k in judged):
+        got = [judged.get(tuple(k)) for k in s[JOB].itertuples(index=False)]
+        if all(v is not None for v in got):
+            return s.assign(expected=[v.note for v in got], outcome=[v.outcome for v in got])
+    rules = expectations.load() if rules is None else rules
 
     def judge(g: pd.DataFrame) -> pd.Series:
         rec = g.assign(status=g["status"].astype(object),
@@ -109,13 +227,7 @@ def jobs(df: pd.DataFrame, rules=None) -> pd.DataFrame:
         return pd.Series({"expected": v.note, "outcome": v.outcome})
 
     verdicts = df.groupby(keys, dropna=False, sort=False, observed=True)[list(df.columns)].apply(judge)
-    shapes = per_shape(df)
-    later = shapes[(shapes["new_compiles"] > 0) & (shapes["shape_index"] > 0)]
-    first = later.groupby(keys, dropna=False).first()
-    why = ("shape " + first["shape_index"].astype(str) + ": " + first["reason"].fillna("(no reason given)")).rename("why")
-    out = s.join(verdicts, on=keys).merge(why.reset_index(), on=keys, how="left")
-    out["why"] = out["why"].fillna("")
-    return out
+    return s.join(verdicts, on=keys)
 
 
 def conformance_matrix(df: pd.DataFrame, value: str = "status", rules=None) -> pd.DataFrame:
@@ -143,7 +255,7 @@ def history(df: pd.DataFrame) -> pd.DataFrame:
     keys = ["machine"] + JOB + ["commit"]
     latest = s.groupby(keys, dropna=False).tail(1).set_index(keys)
     since = s.groupby(keys, dropna=False)["timestamp"].min()
-    out = latest.assign(timestamp=since)[["timestamp", "run_id", "status", "compiles", "compiles_by_shape",
+    out = latest.assign(timestamp=since)[["timestamp", "run_id", "status", "compiles", "compiles_by_shape", "compile_time_s",
                                           "novel_sweep_s", "cached_median_s"]].reset_index()
     return out.sort_values(["machine"] + JOB + ["timestamp"]).reset_index(drop=True)
 

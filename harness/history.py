@@ -121,15 +121,17 @@ def history(paths=None, results_dir: str | Path = "results", since: str | None =
 def markdown(df: pd.DataFrame) -> str:
     """The history as a Markdown table, one row per job, commit and source."""
     from . import report
+    from .columns import Column
 
-    shape = (lambda v: ",".join(map(str, v)) if isinstance(v, tuple) else "–")
-    cols = [report.Column("machine", "machine", text=True), report.BY_NAME["case"], report.BY_NAME["backend"],
-            report.BY_NAME["mode"], report.Column("commit", "commit", lambda v: str(v)[:10], text=True),
-            report.Column("timestamp", "date", lambda v: v.strftime("%Y-%m-%d %H:%M"), text=True),
-            report.Column("source", "source", text=True), report.Column("status", "status", text=True),
-            report.Column("compiles", "compiles", lambda v: str(int(v))),
-            report.Column("compiles_by_shape", "per shape", shape, text=True),
-            report.Column("compile_time_s", "compile time", report.fmt_seconds),
-            report.Column("novel_sweep_s", "novel sweep", report.fmt_seconds),
-            report.Column("cached_median_s", "cached call", report.fmt_seconds)]
-    return report.table(df, cols)
+    shown = df.assign(
+        commit=df["commit"].map(lambda v: str(v)[:10]),
+        timestamp=df["timestamp"].map(lambda v: v.strftime("%Y-%m-%d %H:%M") if hasattr(v, "strftime") else None),
+        compiles_by_shape=df["compiles_by_shape"].map(lambda v: ",".join(map(str, v)) if isinstance(v, tuple) else None))
+    cols = [Column("machine", "machine"), report.BY_NAME["case"], report.BY_NAME["backend"], report.BY_NAME["mode"],
+            Column("commit", "commit"), Column("timestamp", "date"), Column("source", "source"),
+            Column("status", "status"), Column("compiles", "compiles", "count"),
+            Column("compiles_by_shape", "per shape"),
+            Column("compile_time_s", "compile time", "seconds"),
+            Column("novel_sweep_s", "novel sweep", "seconds"),
+            Column("cached_median_s", "cached call", "seconds")]
+    return report.table(shown, cols)

@@ -1,24 +1,26 @@
 """``harness report --html``: one self-contained HTML file with plots.
 
-Per case: the latency of every first call across the novel-shape sweep (one
-line per backend/mode, log scale: compile spikes stand out), cumulative
-compiles against shapes seen (a step plot), and the cached call relative to
-torch eager of the same run and machine. For the whole run: the conformance
+Per case: the latency of every first call against the shape (one line per
+backend/mode, log scale: compile spikes stand out; a band: min–max over
+processes with ``run --processes``), the cached call against the shape (a
+band: each shape's interquartile range), cumulative compiles against shapes
+seen (a step plot), the cached call relative to torch eager of the same run
+and machine, and the case's summary table (:mod:`harness.columns`: human
+units, each median with its dispersion, ``–`` or why a value is missing). For the whole run: the conformance
 matrix (case × backend/mode, coloured by status; the expectation and the first
 recompile reason in each cell's note and tooltip), and, when the records span
-several commits, compiles and latency by commit. Images are PNGs embedded as
-``data:`` URIs, so the file needs nothing else.
+several commits, compiles and latency by commit. Charts are inline SVG
+(:mod:`harness.svg`: milliseconds each, a tooltip on every point), so the file
+needs nothing else and renders offline.
 """
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 
 import pandas as pd
 
-from . import frames
+from . import columns, frames, svg
 
 COLOURS = {
     "pass": "#c8e6c9", "unsupported": "#eeeeee", "skipped": "#e0e0e0", "recompiled": "#ffe082",
@@ -27,133 +29,107 @@ COLOURS = {
 OUTCOME_MARK = {"pass": "", "xfail": " (xfail)", "fail": " ≠", "xpass": " (xpass)", "norule": " (no rule)", "idle": ""}
 
 
-def _png(fig) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def _img(uri: str, alt: str) -> str:
-    return f'<img src="{uri}" alt="{html.escape(alt)}">'
-
-
 def _label(keys: pd.DataFrame, many: bool) -> pd.Series:
     lab = keys["backend"] + "/" + keys["mode"]
     return lab + " @" + keys["machine"] + " " + keys["run_id"].str[-6:] if many else lab
 
 
-def _figures():
-    import matplotlib
+def _axis(s: pd.DataFrame) -> tuple[str, str]:
+    """The x axis of a case's latency plots: the size of the one dim that
+    grows when exactly one does (``size_e``: "e"), else the shape's index."""
+    sizes = [c for c in s.columns if c.startswith("size_") and s[c].notna().any()]
+    growing = [c for c in sizes if s[c].nunique() > 1]
+    if len(growing) == 1:
+        return growing[0], f"{growing[0][5:]} (novel shapes)"
+    return "shape_index", "novel shape #" + (f" ({', '.join(c[5:] for c in growing)} grow)" if growing else "")
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    return plt
+def _floats(v: pd.Series) -> list:
+    return [None if columns.missing(x) else float(x) for x in v]
+
+
+def _series(s: pd.DataFrame, x: str, y: str, band: tuple[str, str]) -> list[dict]:
+    """One series per job (``label``) of ``y`` against ``x``, with its band."""
+    out = []
+    for label, g in s[s[y].notna()].groupby("label", sort=True):
+        g = g.sort_values(x)
+        out.append({"label": label, "x": _floats(g[x]), "y": _floats(g[y]), "lo": _floats(g[band[0]]),
+                    "hi": _floats(g[band[1]])})
+    return out
 
 
 def case_plots(case: str, shapes: pd.DataFrame, jobs: pd.DataFrame, many: bool) -> list[tuple[str, str]]:
-    """``[(alt text, PNG data URI)]``: the three plots of one case."""
-    plt = _figures()
-    from matplotlib.ticker import MaxNLocator
-
+    """``[(alt text, inline SVG)]``: the plots of one case."""
     out = []
     s = shapes[shapes["case"] == case].copy()
     s["label"] = _label(s, many)
-    sizes = [c for c in s.columns if c.startswith("size_") and s[c].notna().any()]
+    x, xlabel = _axis(s)
+    integer = x == "shape_index" or x.startswith("size_")
     if s["first_call_s"].notna().any():
-        fig, ax = plt.subplots(figsize=(7.5, 3.6))
-        ax.set_prop_cycle(_styles())
-        for label, g in s.groupby("label", sort=True):
-            g = g.sort_values("shape_index")
-            ax.plot(g["shape_index"].astype(int), g["first_call_s"], marker="o", ms=3, label=label)
-        ax.set_yscale("log")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_xlabel("novel shape #" + (f" ({', '.join(c[5:] for c in sizes)} grows)" if sizes else ""))
-        ax.set_ylabel("first call (s, log)")
-        ax.set_title(f"{case}: latency of each first call on a novel shape")
-        ax.legend(fontsize=6, ncol=2, loc="center left", bbox_to_anchor=(1.0, 0.5))
-        ax.grid(True, which="both", alpha=0.3)
-        out.append((f"{case}: first-call latency per novel shape", _png(fig)))
+        alt = f"{case}: first-call latency per novel shape"
+        out.append((alt, svg.lines(_series(s, x, "first_call_s", ("first_call_min_s", "first_call_max_s")),
+                                   title=f"{case}: first call on each novel shape (compiles included)",
+                                   xlabel=xlabel, ylabel="first call (log; band: min–max over processes)",
+                                   alt=alt, yfmt=columns.fmt_seconds, integer_x=integer)))
+    if s["cached_s"].notna().any():
+        alt = f"{case}: cached latency per shape with its IQR"
+        out.append((alt, svg.lines(_series(s, x, "cached_s", ("cached_q25_s", "cached_q75_s")),
+                                   title=f"{case}: cached call on each shape", xlabel=xlabel,
+                                   ylabel="cached call (log; band: IQR)", alt=alt, yfmt=columns.fmt_seconds,
+                                   integer_x=integer)))
     if s["new_compiles"].notna().any():
-        fig, ax = plt.subplots(figsize=(7.5, 3.6))
         # jobs with the same steps share a line (else they hide each other): one per pattern
         steps: dict = {}
         for label, g in s.groupby("label", sort=True):
             g = g.sort_values("shape_index")
             total = (0, *g["new_compiles"].fillna(0).astype(int).cumsum())
             steps.setdefault(total, []).append(label)
-        for total, labels in sorted(steps.items(), key=lambda kv: -kv[0][-1]):
-            ax.step(range(len(total)), total, where="post", marker="o", ms=3, label=_wrap(labels))
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_xlabel("shapes seen")
-        ax.set_ylabel("cumulative compiles")
-        ax.set_title(f"{case}: compiles as novel shapes arrive")
-        ax.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5))
-        ax.grid(True, alpha=0.3)
-        out.append((f"{case}: cumulative compiles against shapes seen", _png(fig)))
-    j = jobs[(jobs["case"] == case) & jobs["cached_vs_eager"].notna()].copy()
+        series = [{"label": _wrap(labels), "x": list(range(len(total))), "y": list(total)}
+                  for total, labels in sorted(steps.items(), key=lambda kv: -kv[0][-1])]
+        alt = f"{case}: cumulative compiles against shapes seen"
+        out.append((alt, svg.lines(series, title=f"{case}: compiles as novel shapes arrive", xlabel="shapes seen",
+                                   ylabel="cumulative compiles", alt=alt, logy=False, step=True, integer_x=True, integer_y=True,
+                                   yfmt=lambda v: f"{v:g}", xfmt=lambda v: f"{v:g}")))
+    j = jobs[(jobs["case"] == case) & (jobs["cached_vs_eager"] > 0)].copy()
     if len(j):
         j["label"] = _label(j, many)
         j = j.sort_values("cached_vs_eager")
-        fig, ax = plt.subplots(figsize=(7.5, 0.3 * len(j) + 1.2))
-        ax.barh(j["label"], j["cached_vs_eager"].astype(float), color="#64b5f6")
-        ax.axvline(1.0, color="k", lw=0.8)
-        ax.set_xscale("log")
-        ax.set_xlabel("cached call ÷ torch eager (same run and machine; log)")
-        ax.set_title(f"{case}: cached call relative to torch eager")
-        ax.tick_params(axis="y", labelsize=7)
-        out.append((f"{case}: cached latency relative to torch eager", _png(fig)))
+        alt = f"{case}: cached latency relative to torch eager"
+        out.append((alt, svg.bars(list(j["label"]), _floats(j["cached_vs_eager"]),
+                                  title=f"{case}: cached call relative to torch eager", alt=alt,
+                                  xlabel="cached call ÷ torch eager (same run and machine; log)",
+                                  fmt=columns.fmt_ratio)))
     return out
 
 
-def _styles():
-    """Colours × line styles: 40 distinguishable lines (tab20 alone repeats after 20)."""
-    from cycler import cycler
-    from matplotlib import colormaps
-
-    return cycler(linestyle=["-", "--"]) * cycler(color=list(colormaps["tab20"].colors))
-
-
-def _wrap(labels: list[str], width: int = 60) -> str:
-    lines, cur = [], ""
-    for lab in labels:
-        if cur and len(cur) + len(lab) + 2 > width:
-            lines.append(cur + ",")
-            cur = lab
-        else:
-            cur = f"{cur}, {lab}" if cur else lab
-    return "\n".join(lines + [cur])
+def _wrap(labels: list[str], width: int = 48) -> str:
+    """Jobs sharing one compile staircase, as one legend entry (cut with … past ``width``)."""
+    text = ", ".join(labels)
+    return text if len(text) <= width else text[: width - 1] + f"… ({len(labels)} jobs)"
 
 
 def history_plots(hist: pd.DataFrame) -> list[tuple[str, str]]:
     """Per case, compiles and novel sweep by commit (oldest left), one line per job."""
-    plt = _figures()
     out = []
     order = hist.groupby("commit")["timestamp"].min().sort_values()
     pos = {c: i for i, c in enumerate(order.index)}
-    names = [str(c)[:8] for c in order.index]
+    ticks = [(i, str(c)[:8]) for c, i in pos.items()]
     for case, h in hist.groupby("case"):
-        fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.4))
+        compiles, sweeps = [], []
         for (machine, backend, mode), g in h.groupby(["machine", "backend", "mode"]):
             if g["compiles"].isna().all():
                 continue
-            x = g["commit"].map(pos)
             lab = f"{backend}/{mode}" + (f" @{machine}" if h["machine"].nunique() > 1 else "")
-            a1.plot(x, g["compiles"].astype(float), marker="o", label=lab)
-            a2.plot(x, g["novel_sweep_s"], marker="o", label=lab)
-        for ax, what in ((a1, "compiles"), (a2, "novel sweep (s, log)")):
-            ax.set_xticks(range(len(names)), names, rotation=30, fontsize=7)
-            ax.set_ylabel(what)
-            ax.grid(True, alpha=0.3)
-        a2.set_yscale("log")
-        a1.set_title(f"{case}: compiles by commit")
-        a2.set_title(f"{case}: novel sweep by commit")
-        a2.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5))
-        out.append((f"{case}: history by commit", _png(fig)))
+            x = [float(pos[c]) for c in g["commit"]]
+            compiles.append({"label": lab, "x": x, "y": _floats(g["compiles"])})
+            sweeps.append({"label": lab, "x": x, "y": _floats(g["novel_sweep_s"])})
+        alt = f"{case}: history by commit"
+        out.append((alt, svg.lines(compiles, title=f"{case}: compiles by commit", xlabel="commit", ylabel="compiles",
+                                   alt=alt, logy=False, integer_x=True, integer_y=True, xticks=ticks,
+                                   yfmt=lambda v: f"{v:g}")
+                    + svg.lines(sweeps, title=f"{case}: novel sweep by commit", xlabel="commit",
+                                ylabel="novel sweep (log)", alt=f"{case}: novel sweep by commit", xticks=ticks,
+                                integer_x=True, yfmt=columns.fmt_seconds)))
     return out
 
 
@@ -187,6 +163,39 @@ def matrix_html(jobs: pd.DataFrame) -> str:
     return f"<p>{legend}</p><table class=matrix>{head}{''.join(body)}</table>"
 
 
+#: the per-case table leaves out what its heading and the matrix already say
+_CASE_TABLE_DROPS = ("case", "message")
+
+
+def summary_html(rows: pd.DataFrame, legend: bool = True) -> str:
+    """Summary rows as an HTML table in the report's columns
+    (:func:`harness.columns.shown`, each cell written by :func:`harness.columns.cell`:
+    units, dispersion, ``–`` or why a value is missing); a missing value's
+    reason is also its tooltip."""
+    cols = [c for c in columns.shown(rows) if c.name not in _CASE_TABLE_DROPS]
+    head = "".join(f'<th title="{html.escape(c.legend, quote=True)}">{html.escape(c.header)}</th>' for c in cols)
+    body = []
+    for r in rows.to_dict("records"):
+        tds = []
+        for c in cols:
+            text = columns.cell(c, r)
+            cls = "t" if c.text else "n"
+            full = r.get(c.name)
+            # a clipped text's whole, or a missing value's reason, as the cell's tooltip
+            tip = (full if isinstance(full, str) and len(full) > len(text) else
+                   text if columns.missing(full) and text not in ("–", "") else "")
+            tip = f' title="{html.escape(tip, quote=True)}"' if tip else ""
+            tds.append(f'<td class={cls}{tip}>{html.escape(text)}</td>')
+        body.append("<tr>" + "".join(tds) + "</tr>")
+    out = f"<table class=summary><tr>{head}</tr>{''.join(body)}</table>"
+    return out + (f"<p class=legend>{columns.legend(cols, html=True)}</p>" if legend else "")
+
+
+def _counts(values: pd.Series) -> str:
+    counts = values.astype(str).value_counts()
+    return ", ".join(f"{n} {k}" for k, n in counts.items())
+
+
 def _clip(s: str, n: int) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
@@ -202,20 +211,25 @@ span.key{padding:2px 6px;margin-right:4px;font-size:11px}
 img{max-width:100%;display:block;margin:0.5em 0}
 table.summary{border-collapse:collapse;font-size:11px}
 table.summary td,table.summary th{border:1px solid #ccc;padding:2px 5px}
+table.summary td.n{text-align:right;white-space:nowrap}
+p.legend{font-size:11px;color:#444;max-width:1100px}
 """
 
 
-def render(df: pd.DataFrame, title: str = "dynshape report", rules=None) -> str:
-    """The HTML report of the records in ``df`` (raw or :func:`frames.flat`)."""
+def render(df: pd.DataFrame, title: str = "dynshape report", rules=None, judged: dict | None = None) -> str:
+    """The HTML report of the records in ``df`` (raw or :func:`frames.flat`);
+    ``judged``: the gate's verdicts when the caller has them (:func:`frames.jobs`)."""
     df = frames.flat(df)
-    jobs = frames.jobs(df, rules)
+    jobs = frames.jobs(df, rules, judged)
     shapes = frames.per_shape(df)
     many = jobs[frames.RUN].drop_duplicates().shape[0] > 1
     runs = ", ".join(f"{r} on {m}" for r, m in jobs[frames.RUN].drop_duplicates().itertuples(index=False))
     parts = [f"<!doctype html><html><head><meta charset=utf-8><title>{html.escape(title)}</title>"
-             f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>",
+             f"<style>{STYLE}{svg.STYLE}</style></head><body><h1>{html.escape(title)}</h1>",
              f"<p>Runs: {html.escape(runs)}. Commits: "
-             f"{html.escape(', '.join(str(c)[:10] for c in jobs['commit'].dropna().unique()))}.</p>",
+             f"{html.escape(', '.join(str(c)[:10] for c in jobs['commit'].dropna().unique()))}. "
+             f"Jobs by status: {html.escape(_counts(jobs['status']))}; by expectation: "
+             f"{html.escape(_counts(jobs['outcome']))}.</p>",
              "<h2>Conformance matrix</h2>", matrix_html(jobs)]
     if not many:
         parts += ["<h2>Compile patterns by case family</h2>",
@@ -223,15 +237,16 @@ def render(df: pd.DataFrame, title: str = "dynshape report", rules=None) -> str:
     hist = frames.history(df)
     if hist["commit"].nunique() > 1:
         parts.append("<h2>History by commit</h2>")
-        parts += [_img(uri, alt) for alt, uri in history_plots(hist)]
+        parts += [chart for _, chart in history_plots(hist)]
     ran = jobs[jobs["shapes"] > 0]
+    if len(ran):
+        cols = [c for c in columns.shown(ran) if c.name not in _CASE_TABLE_DROPS]
+        parts += ["<h2>Per case</h2>", "<p class=legend>Plots: latency on a log scale against the size that grows; "
+                  "a band is the dispersion (first call: min–max over processes; cached call: each shape's IQR). "
+                  f"Table columns: {columns.legend(cols, html=True)}.</p>"]
     for case in sorted(ran["case"].unique()):
         parts.append(f"<h2 id={html.escape(case)}>{html.escape(case)}</h2>")
-        parts += [_img(uri, alt) for alt, uri in case_plots(case, shapes, jobs, many)]
-        table = ran[ran["case"] == case][[*(["machine", "run_id"] if many else []), "backend", "mode", "status",
-                                          "expected", "shapes", "compiles", "novel_sweep_s", "cached_median_s",
-                                          "cached_vs_eager", "why"]]
-        parts.append(table.to_html(index=False, classes="summary", na_rep="–", float_format=lambda v: f"{v:.3g}",
-                                   escape=True))
+        parts += [chart for _, chart in case_plots(case, shapes, jobs, many)]
+        parts.append(summary_html(ran[ran["case"] == case], legend=False))
     parts.append("</body></html>")
     return "\n".join(parts)

@@ -1,10 +1,15 @@
 """Is a latency change real? The Mann-Whitney U rank test, as asv decides it.
 
 asv (``asv._stats.is_different``) calls two sets of samples different when a
-two-sided Mann-Whitney U test gives ``p < 0.002``, and only tests when the
-samples are numerous enough for that p-value to be reachable at all (six
-against six, for instance; two against two never are). Ties are broken
-conservatively (the least significant way), as asv does.
+two-sided Mann-Whitney U test gives ``p < 0.002``. The smallest two-sided p of
+``m`` against ``n`` samples is ``2 / C(m + n, m)`` (every sample of one side
+beyond every sample of the other): 2/924 = 0.00216 at six a side, which can
+never pass, and 2/3432 = 0.00058 at seven. asv itself gates the test on the
+one-sided bound ``1 / C(m + n, m)``, so at six a side it runs a test that
+cannot fire and silently says "not different"; :func:`testable` uses the
+two-sided bound, so here six a side is "too few to tell" (``None``), and
+:data:`MIN_SAMPLES` (seven) is the fewest a side that can fire. Ties are
+broken conservatively (the least significant way), as asv does.
 """
 
 from __future__ import annotations
@@ -16,9 +21,28 @@ import math
 P_THRESHOLD = 0.002
 
 
+def min_p(m: int, n: int) -> float:
+    """The smallest two-sided p-value samples of sizes ``m`` and ``n`` can give."""
+    return min(1.0, 2 / math.comb(m + n, min(m, n)))
+
+
 def testable(m: int, n: int, p_threshold: float = P_THRESHOLD) -> bool:
-    """Whether samples of sizes ``m`` and ``n`` can reach ``p < p_threshold``."""
-    return m > 0 and n > 0 and 1 / math.comb(m + n, min(m, n)) < p_threshold
+    """Whether samples of sizes ``m`` and ``n`` can reach a two-sided ``p < p_threshold``."""
+    return m > 0 and n > 0 and min_p(m, n) < p_threshold
+
+
+def fewest_samples(p_threshold: float = P_THRESHOLD) -> int:
+    """The fewest samples a side (equal sides) that can reach ``p < p_threshold``."""
+    n = 1
+    while not testable(n, n, p_threshold):
+        n += 1
+    return n
+
+
+#: the fewest samples a side with which a change can be called significant at
+#: :data:`P_THRESHOLD` (7): what ``run --processes`` and ``compare`` advise for
+#: the novel sweep, and the asv suite's rounds
+MIN_SAMPLES = fewest_samples()
 
 
 def mann_whitney_u(x, y) -> tuple[float, float]:

@@ -211,12 +211,45 @@ def test_discovery_finds_every_module_and_kind():
         assert len(_combos(b)) == len(wanted), (b.name, "a representative parameter set is not in the grid")
 
 
-def test_novel_sweep_takes_six_samples_for_asvs_rank_test():
+def _default_samples(cls) -> int:
+    """The fewest samples asv takes of a benchmark class with its settings:
+    ``rounds`` processes × ``repeat`` samples each (a tuple: its minimum)."""
+    repeat = cls.repeat[0] if isinstance(cls.repeat, tuple) else cls.repeat
+    return cls.rounds * max(1, repeat)
+
+
+@pytest.mark.parametrize("cls", [suite.Catalogue, suite.CachedCall], ids=lambda c: c.__name__)
+def test_asvs_own_statistic_flags_a_2x_slowdown_at_the_default_samples_and_not_a_null_change(cls):
+    """asv's ``asv compare`` decides with ``asv._stats.is_different``: at the
+    samples this suite takes by default, a clean 2× slowdown is significant and
+    two draws of one distribution are not (at six a side it cannot fire: its
+    two-sided p is at least 2/924 = 0.00216 > 0.002)."""
+    import random
+
+    asv_stats = pytest.importorskip("asv._stats")
+    statistics = pytest.importorskip("asv_runner.statistics")
+    n = _default_samples(cls)
+    rng = random.Random(23)
+    a = [1e-3 * (1 + 0.2 * rng.random()) for _ in range(n)]
+    null = [1e-3 * (1 + 0.2 * rng.random()) for _ in range(n)]
+
+    def different(x, y):
+        return asv_stats.is_different(x, y, statistics.compute_stats(x, 1)[1], statistics.compute_stats(y, 1)[1])
+
+    assert different(a, [2 * v for v in a]), f"{cls.__name__}: a 2x slowdown is not flagged at {n} samples"
+    assert not different(a, null)
     from harness import stats
 
-    assert suite.Catalogue.rounds * suite.Catalogue.repeat >= 6
-    n = suite.Catalogue.rounds * suite.Catalogue.repeat
-    assert stats.testable(n, n) and not stats.testable(n - 1, n - 1)
+    assert stats.testable(n, n) and stats.is_different(a, [2 * v for v in a]) is True
+    assert stats.is_different(a, null) is False
+
+
+def test_the_default_samples_are_the_fewest_that_can_fire():
+    """More rounds cost a fresh process each: the novel sweep takes exactly as many as the test needs."""
+    from harness import stats
+
+    n = _default_samples(suite.Catalogue)
+    assert n == stats.MIN_SAMPLES == 7 and not stats.testable(n - 1, n - 1)
 
 
 def test_known_failures_and_other_environments_are_skipped_with_their_reason():

@@ -36,7 +36,10 @@ def test_run_writes_records_and_prints_the_report(flags, start, tmp_path, capsys
                      "--out", str(tmp_path), "--repeats", "2", "--no-progress", *flags])
     assert code == 0  # the job conforms to cases/expectations.toml (else exit 1)
     out = capsys.readouterr().out
-    assert "| gnn_edge_divide | torch_eager | unbounded | pass | = 0/shape | 3 | 0 |" in out
+    # the terminal gets a summary and where the report is; the table is `report`'s
+    assert "| gnn_edge_divide |" not in out and "1 jobs by status: 1 pass" in out
+    page, = tmp_path.glob("*.report.html")
+    assert f"HTML report: {page}" in out and "<h2 id=gnn_edge_divide>" in page.read_text()
     df = results.load([tmp_path])
     assert len(df) == 6 and set(df["status"]) == {"pass"}
     novel = df[df["novel"] == True]  # noqa: E712
@@ -46,7 +49,7 @@ def test_run_writes_records_and_prints_the_report(flags, start, tmp_path, capsys
     assert list(tmp_path.glob("*.report.csv"))
     # report re-reads the latest run
     assert cli.main(["report", str(tmp_path)]) == 0
-    assert "| gnn_edge_divide | torch_eager | unbounded | pass |" in capsys.readouterr().out
+    assert "| gnn_edge_divide | torch_eager | unbounded | pass | = 0/shape | 3 | 0 |" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("argv,message", [
@@ -117,7 +120,14 @@ def test_run_exits_1_when_a_job_ends_unexpectedly(fake_backends, monkeypatch, tm
     assert cli.main([*argv, "--backends", "sleepy"]) == cli.EXIT_OK
     capsys.readouterr()
     assert cli.main([*argv, "--backends", "crasher,sleepy"]) == cli.EXIT_UNEXPECTED
-    err = capsys.readouterr().err.splitlines()
+    out, err = capsys.readouterr()
+    # a screenful: counts, where the report is, and (on stderr) every unexpected job
+    assert len(out.splitlines()) + len(err.splitlines()) <= 40, out + err
+    assert "2 jobs by status: 1 pass, 1 crashed" in out and "1 pass, 1 fail (1 unexpected: listed below)" in out
+    csv, = [p for p in tmp_path.glob("*.report.csv") if p.stat().st_mtime == max(
+        q.stat().st_mtime for q in tmp_path.glob("*.report.csv"))]
+    assert f"report CSV: {csv}" in out and f"HTML report: {csv.with_suffix('').with_suffix('.report.html')}" in out
+    err = err.splitlines()
     assert err[-2] == "dynshape: 1 of 2 jobs ended otherwise than cases/expectations.toml says:"
     assert err[-1].startswith("  gnn_edge_divide[crasher-static]: fail: job crashed: worker died (signal SIGABRT) "
                               "after 1 records; stderr: error: unknown op 'stablehlo.frobnicate' | Fatal Python error")

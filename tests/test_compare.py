@@ -97,8 +97,52 @@ def test_a_significant_change_inside_the_threshold_is_not_a_regression():
     assert r["novel_mark"] == "" and r["verdict"] == "ok" and not r["regression"]
 
 
+def test_testable_uses_the_two_sided_bound():
+    # six a side: the smallest two-sided p is 2/C(12, 6) = 2/924 = 0.00216, above asv's 0.002
+    assert stats.min_p(6, 6) == pytest.approx(2 / 924) and not stats.testable(6, 6)
+    assert stats.mann_whitney_u([1.0] * 6, [2.0] * 6)[1] == pytest.approx(2 / 924)
+    assert stats.testable(7, 7) and stats.testable(6, 7) and stats.MIN_SAMPLES == 7
+    # whenever testable says yes, a complete separation does reach the threshold
+    for m in range(1, 12):
+        for n in range(1, 12):
+            sep = stats.mann_whitney_u([1.0] * m, [2.0] * n)[1] < stats.P_THRESHOLD
+            assert stats.testable(m, n) == sep, (m, n)
+
+
+def _default_runs(factor, seed):
+    """A and B as ``run --processes MIN_SAMPLES`` records them with the default
+    ``--repeats``: one shape, novel sweeps and cached samples noisy by up to
+    20 %, B's ``factor`` times A's (B a fresh draw of the same noise)."""
+    import random
+
+    from harness.runner import DEFAULT_REPEATS
+
+    rng = random.Random(seed)
+    draw = (lambda base, n: [base * (1 + 0.2 * rng.random()) for _ in range(n)])
+    a = _sampled("A", draw(0.1, stats.MIN_SAMPLES), draw(1e-4, DEFAULT_REPEATS))
+    b = _sampled("B", draw(0.1 * factor, stats.MIN_SAMPLES), draw(1e-4 * factor, DEFAULT_REPEATS))
+    return compare.compare(a, b).iloc[0]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_2x_slowdown_is_flagged_at_the_default_samples_and_a_null_change_is_not(seed):
+    r = _default_runs(2.0, seed)
+    assert r["novel_mark"] == "+" and r["cached_mark"] == "+" and r["verdict"] == "slower" and r["regression"]
+    r = _default_runs(1.0, seed)
+    assert r["novel_mark"] in ("", "~") and r["cached_mark"] in ("", "~"), r
+    assert not r["regression"] and r["verdict"] in ("ok", "~")
+
+
+def test_the_advice_names_the_samples_the_test_needs(capsys):
+    assert f"--processes {stats.MIN_SAMPLES}" in compare.markdown(_default_runs(1.0, 0).to_frame().T)
+    from harness import cli
+
+    helps = {a.dest: a.help for a in cli._parser()._subparsers._group_actions[0].choices["run"]._actions}
+    assert f"compare needs {stats.MIN_SAMPLES}" in helps["processes"]
+
+
 def test_too_few_samples_fall_back_to_the_ratio():
-    assert not stats.testable(2, 2) and not stats.testable(5, 5) and stats.testable(6, 6)
+    assert not stats.testable(2, 2) and not stats.testable(5, 5) and not stats.testable(6, 6)
     r = compare.compare(_sampled("A", [0.1], CACHED[:2]), _sampled("B", [0.3], CACHED[:2])).iloc[0]
     assert r["novel_mark"] == "?+" and r["regression"]
 

@@ -70,7 +70,7 @@ def test_per_shape_has_sizes_compiles_and_reason():
     assert list(einx["first_call_s"]) == pytest.approx([0.1, 0.01, 0.01])
     assert list(einx["cached_s"]) == pytest.approx([4e-5] * 3)
     text = report.per_shape_markdown(einx)
-    assert "| einx | static | 1 | 10.00 ms | 1 | 1 | 40.0 µs | pass | einx_graph: new shapes ((2, 8),) |" in text
+    assert "| einx | static | 1 | 10.0 ms | 1 | 1 | 40.0 µs (38.0–42.0) | pass | einx_graph: new shapes ((2, 8),) |" in text
 
 
 def test_conformance_matrix_pivots_status_expectation_and_reason():

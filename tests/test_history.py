@@ -83,7 +83,7 @@ def test_history_since_a_revision(three_commits, monkeypatch, capsys):
     assert commits[0][:10] not in out
     assert f"| vm | gnn_edge_divide | einx | static | {commits[1][:10]} | 2026-11-02 00:00 | harness | pass | 3 | 1,1,1 |" in out
     assert f"| vm | gnn_edge_divide | einx | static | {commits[2][:10]} | 2026-11-03 00:00 | harness | pass | 1 | 1,0,0 |" in out
-    assert f"{commits[2][:10]} | 2025-12-03 00:00 | asv | – | 1 | – | 50.00 ms | 2.12 s |" in out
+    assert f"{commits[2][:10]} | 2025-12-03 00:00 | asv | – | 1 | – | 50.0 ms | 2.12 s |" in out
     assert cli.main(["history", "--since", "no-such-rev"]) == 2
 
 
@@ -92,4 +92,5 @@ def test_html_report_plots_history_when_several_commits(three_commits):
 
     repo, _ = three_commits
     page = html.render(results.load([repo / "results"]), rules=[])
-    assert "History by commit" in page and 'alt="gnn_edge_divide: history by commit"' in page
+    assert "History by commit" in page and 'aria-label="gnn_edge_divide: history by commit"' in page
+    assert 'aria-label="gnn_edge_divide: novel sweep by commit"' in page

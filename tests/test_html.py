@@ -1,4 +1,4 @@
-"""The HTML report: self-contained, opened in headless Chromium, every image decoded.
+"""The HTML report: self-contained, opened in headless Chromium, every chart drawn.
 
 Chromium is Debian's ``chromium`` package (``make browser-check`` installs it);
 without it the browser test skips, naming that command. ``DYNSHAPE_HTML`` names
@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 
+import pandas as pd
 import pytest
 
 from harness import cli, results
@@ -29,9 +30,16 @@ window.addEventListener('load', () => {
   // at load every image has loaded or failed: a decoded one has its pixel size
   const imgs = [...document.images];
   const bad = imgs.filter(img => !(img.complete && img.naturalWidth > 0 && img.naturalHeight > 0)).map(img => img.alt);
+  // an inline SVG chart is drawn when it has a size on the page and its marks have one inside it
+  const charts = [...document.querySelectorAll('svg.chart')];
+  const blank = charts.filter(c => {
+    const r = c.getBoundingClientRect(), b = c.getBBox();
+    return !(r.width > 100 && r.height > 50 && b.width > 100 && c.querySelectorAll('polyline,rect,circle').length > 1);
+  }).map(c => c.getAttribute('aria-label'));
   const out = document.createElement('pre');
   out.id = 'probe';
-  out.textContent = 'PROBE ' + JSON.stringify({images: imgs.length, undecoded: bad, failed: __failed});
+  out.textContent = 'PROBE ' + JSON.stringify({images: imgs.length, undecoded: bad, charts: charts.length,
+                                                blank: blank, failed: __failed});
   document.body.appendChild(out);
 });
 </script>"""
@@ -51,10 +59,13 @@ def _fixture_records():
 def test_report_is_self_contained_with_the_plots_of_each_case():
     page = html.render(_fixture_records(), rules=[])
     # every image is embedded; nothing is fetched
-    srcs = re.findall(r'<img src="([^"]+)"', page)
-    assert len(srcs) == 3 and all(s.startswith("data:image/png;base64,") for s in srcs)
-    assert not re.search(r'(src|href)="(?!data:)', page)
+    charts = re.findall(r'<svg class="chart".*?</svg>', page, re.S)
+    assert len(charts) == 4 and "<img" not in page
+    assert not re.search(r'(src|href)="(?!data:)', page) and "<script" not in page
+    # every point says what it is (a tooltip): job, shape, value in units
+    assert "<title>einx/static: 1 → 20.0 ms</title>" in page
     assert "gnn_edge_divide: first-call latency per novel shape" in page
+    assert "gnn_edge_divide: cached latency per shape with its IQR" in page
     assert "gnn_edge_divide: cumulative compiles against shapes seen" in page
     assert "gnn_edge_divide: cached latency relative to torch eager" in page
     # the matrix: a cell per job, coloured by status, its note and tooltip
@@ -63,6 +74,25 @@ def test_report_is_self_contained_with_the_plots_of_each_case():
     # the compile patterns by family: einx compiled on every novel shape
     family = page.split("<h2>Compile patterns by case family</h2>", 1)[1].split("<h2", 1)[0]
     assert re.search(r"<th>einx/static</th>\s*<td>per shape 1</td>", family), family
+
+
+def test_the_tables_show_units_dispersion_and_why_a_value_is_missing():
+    recs = _fixture_records()
+    # a second process of einx/static: the novel sweep gets a min–max
+    more = recs[(recs["backend"] == "einx") & (recs["novel"] == True)].assign(  # noqa: E712
+        process=1, latency_s=lambda d: d["latency_s"] * 1.1)
+    recs.loc[(recs["backend"] == "einx_symbolic") & (recs["novel"] == False), "cached_latency_s"] = 1.53e-5  # noqa: E712
+    page = html.render(pd.concat([recs, more], ignore_index=True), rules=[])
+    tables = "".join(re.findall(r"<table class=summary>.*?</table>", page, re.S))
+    # seconds in human units (not 1.53e-05), no <NA> or nan
+    assert "<NA>" not in page and ">nan<" not in tables and "e-05" not in tables, tables
+    assert "<td class=n>15.3 µs (14.9–15.7)</td>" in tables  # its IQR: 0.8 µs wide
+    assert "<td class=n>40.0 µs (38.0–42.0)</td>" in tables  # the cached median with its IQR
+    assert "<td class=n>1.32 s (1.26–1.39)</td>" in tables  # the novel sweep: median of two processes, min–max
+    assert "<td class=n>no cached pass</td>" not in tables
+    # a job without an eager baseline says so, rather than leaving a blank
+    page = html.render(recs[recs["backend"] != "torch_eager"], rules=[])
+    assert "<td class=n title=\"no eager\">no eager</td>" in page
 
 
 def _probe(path, tmp_path):
@@ -79,7 +109,7 @@ def _probe(path, tmp_path):
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium is absent: run `make browser-check` (apt-get install chromium)")
-def test_every_image_decodes_in_headless_chromium(tmp_path):
+def test_every_chart_is_drawn_in_headless_chromium(tmp_path):
     out = tmp_path / "report.html"
     with results.Writer(tmp_path / "r.jsonl") as w:
         for rec in _fixture_records().to_dict("records"):
@@ -88,4 +118,4 @@ def test_every_image_decodes_in_headless_chromium(tmp_path):
     reports = [out] + ([os.environ["DYNSHAPE_HTML"]] if os.environ.get("DYNSHAPE_HTML") else [])
     for path in reports:
         got = _probe(path, tmp_path)
-        assert got["images"] >= 3 and got["undecoded"] == [] and got["failed"] == [], (path, got)
+        assert got["charts"] >= 4 and got["blank"] == [] and got["undecoded"] == [] and got["failed"] == [], (path, got)

@@ -1,5 +1,6 @@
 """Report arithmetic on synthetic records."""
 
+import pandas as pd
 import pytest
 
 import cases
@@ -68,15 +69,19 @@ def test_status_is_the_worst_record():
 
 def test_markdown_lists_measured_rows_and_not_run_jobs():
     text = report.markdown(_summary().reset_index())
-    assert "| c | einx | static | pass | 3 | 3 | 1.00 | x=3 | 1.50 s | – | 600.00 ms |" in text
+    # human units, the cached median with its IQR, "–" where a value does not apply
+    assert "| c | einx | static | pass | 3 | 3 | 1.00 | x=3 | 1.50 s | – | 600 ms | – | 40.0 µs (38.0–42.0) |" in text
     assert "Not run (1):\n- jax_jit, unsupported: no unbounded mode: c[unbounded]" in text
     assert "150.0×" in text  # einx novel sweep vs eager
 
 
 def test_seconds_are_formatted_with_units():
     assert report.fmt_seconds(2.5) == "2.50 s"
-    assert report.fmt_seconds(0.0123) == "12.30 ms"
-    assert report.fmt_seconds(4.2e-6) == "4.2 µs"
+    assert report.fmt_seconds(0.0123) == "12.3 ms"
+    assert report.fmt_seconds(1.53e-5) == "15.3 µs"
+    assert report.fmt_seconds(4.2e-6) == "4.20 µs"
+    assert report.fmt_seconds(8.5e-8) == "85.0 ns"
+    assert report.fmt_seconds(123.4) == "123 s"
     assert report.fmt_seconds(None) == "–"
 
 
@@ -100,3 +105,61 @@ def test_select_filters_by_globs():
     assert set(report.select(s, modes="static")["backend"]) == {"einx"}
     with pytest.raises(cases.CaseError, match="unknown backend 'tpu'; valid: einx, jax_jit, torch_compile, torch_eager"):
         report.select(s, backends="tpu")
+
+
+def test_a_runs_summary_is_a_screenful_however_many_jobs():
+    """``harness run`` ends with this summary: 1,800 jobs (600 of them not run, as
+    on the catalogue) still give a handful of lines, with the report's paths."""
+    from harness import expectations as ex
+
+    rows, verdicts = [], {}
+    for i in range(1800):
+        status = "pass" if i < 1150 else "error" if i < 1170 else "unsupported" if i < 1500 else "skipped"
+        key = (f"case{i // 30}", f"backend{i % 6}", ("static", "unbounded", "bounded", "bucketed", "x")[i % 5])
+        rows.append({"case": key[0], "backend": key[1], "mode": key[2], "status": status,
+                     "message": "no such mode" if status in ("unsupported", "skipped") else ""})
+        outcome = {"pass": "pass", "error": "xfail"}.get(status, "idle")
+        verdicts[key] = ex.Verdict("fail" if i == 7 else outcome, ["shape 1: 2 compiles"] if i == 7 else [])
+    text = report.run_summary(pd.DataFrame(rows), verdicts, "results/r.jsonl",
+                              {"HTML report": "results/r.report.html", "report CSV": "results/r.report.csv"})
+    lines = text.splitlines()
+    assert len(lines) <= 8, text
+    assert lines[0] == "1800 jobs by status: 1150 pass, 330 unsupported, 300 skipped, 20 error"
+    assert lines[1] == "by expectation: 1149 pass, 20 xfail, 1 fail, 630 idle (1 unexpected: listed below)"
+    assert "HTML report: results/r.report.html" in lines and "report CSV: results/r.report.csv" in lines
+    assert "the full table: dynshape report results/r.jsonl" in lines
+
+
+def test_a_new_column_is_one_definition(monkeypatch, tmp_path):
+    """A column is one entry of ``harness.columns.COLUMNS``: with ``agg`` the
+    summary computes it, and Markdown, the CSV and the HTML report show it."""
+    from harness import columns
+    from harness import html_report as html
+
+    col = columns.Column("slowest_first_call_s", "slowest first call", "seconds", "the slowest first call",
+                         agg=lambda g: g["latency_s"][g["novel"].fillna(False)].max())
+    monkeypatch.setattr(columns, "COLUMNS", [*columns.COLUMNS, col])
+    monkeypatch.setattr(report, "NAMES", [c.name for c in columns.COLUMNS])
+    df = _frame()
+    rows = report.annotate(report.summarise(df), df, rules=[])
+    assert rows.set_index("backend").loc["torch_compile", "slowest_first_call_s"] == pytest.approx(2.0)
+    assert "| slowest first call |" in report.markdown(rows) and "| 2.00 s |" in report.markdown(rows)
+    assert "**slowest first call**: the slowest first call" in report.markdown(rows)
+    report.csv_frame(rows).to_csv(tmp_path / "r.csv", index=False)
+    assert "slowest_first_call_s" in pd.read_csv(tmp_path / "r.csv").columns
+    page = html.render(df, rules=[])
+    assert ">slowest first call</th>" in page and "<td class=n>2.00 s</td>" in page
+
+
+def test_host_padding_and_copies_show_as_their_own_columns_where_recorded():
+    df = _frame()
+    assert "pad_s" not in report.summarise(df).columns and "| pad |" not in report.markdown(report.summarise(df))
+    df = df.assign(pad_s=None, h2d_s=None, d2h_s=None)
+    cached_tc = (df["backend"] == "torch_compile") & (df["novel"] == False)  # noqa: E712
+    df.loc[cached_tc, ["pad_s", "h2d_s", "d2h_s"]] = [5e-6, 3e-6, 2e-6]
+    s = report.summarise(df).set_index("backend")
+    assert s.loc["torch_compile", "end_to_end_s"] == pytest.approx(1e-5 + 1e-5)  # the call + pad + copies
+    assert s.loc["torch_compile", "pad_s"] == pytest.approx(5e-6)
+    text = report.markdown(s.reset_index())
+    assert "| cached call | pad | host→device | device→host | end to end |" in text
+    assert "| 10.0 µs (9.50–10.5) | 5.00 µs | 3.00 µs | 2.00 µs | 20.0 µs |" in text
