@@ -273,6 +273,8 @@ class LazyContext:
     # -- guards ------------------------------------------------------------
     def guard(self, lhs: Expr, op: str, rhs: Expr, reason: str) -> bool:
         """Decide ``lhs op rhs`` on the current sizes; record it unless constant."""
+        if lhs is rhs or lhs == rhs:  # (normal forms: equal sizes for every input) decided, no guard
+            return op in ("==", "<=", ">=")
         result = compare(lhs, op, rhs, self.vars.hints)
         if lhs.is_const and rhs.is_const:
             return result

@@ -108,6 +108,17 @@ class LazyTensor:
     requires_grad = False
     is_lazy = True
     grad = None
+    # what libraries read off a tensor before using it (torch_geometric's sparse checks)
+    layout = torch.strided
+    is_sparse = is_sparse_csr = is_quantized = is_nested = is_meta = is_cuda = False
+
+    @property
+    def __class__(self):
+        """``torch.Tensor``: so ``isinstance(x, torch.Tensor)`` holds for a lazy tensor, as
+        libraries check their inputs (torch_geometric's ``MessagePassing``). ``type(x)`` is
+        still :class:`LazyTensor`; torch's C argument parser looks for ``__torch_function__``
+        before it trusts an instance check, so torch functions still reach the hook."""
+        return torch.Tensor
 
     # -- autograd: not traced ---------------------------------------------
     def requires_grad_(self, requires_grad: bool = True) -> "LazyTensor":
