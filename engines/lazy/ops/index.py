@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from engines.sizes import Expr
 
 from ..symbolic import as_expr, is_size
-from ..tensor import Unsupported
+from ..tensor import LazyTensor, Unsupported
 from .datadep import bool_index
 from .registry import ctx_for, lazy_op, record
 from .rules import ONE, ZERO, broadcast, clamp, is_tensor, le, norm_dim, shape_of
@@ -100,6 +100,9 @@ def setitem(x, idx, value):
 
 def _index_op(name, out_like_index=False):
     def impl(x, dim, index, *args, **kwargs):
+        if type(x) is not LazyTensor:  # a plain tensor (a model's buffer) with a lazy index
+            ctx = ctx_for(index, *args)
+            x = LazyTensor(ctx.constant(x), ctx)
         d = norm_dim(dim, x.ndim)
         if out_like_index:  # gather
             shape = shape_of(index)
