@@ -212,6 +212,34 @@ _TENSOR_PATCHES = {n: _sized_method(n, getattr(_TENSOR, n)) for n in _SIZED_METH
 _TENSOR_OWN = {n: _TENSOR.__dict__[n] for n in _SIZED_METHODS if n in _TENSOR.__dict__}  # (``unflatten``)
 
 
+def _restore_tensor_methods() -> None:
+    for n in _SIZED_METHODS:  # (most are TensorBase's, inherited: deleting restores them)
+        if n in _TENSOR_OWN:
+            setattr(_TENSOR, n, _TENSOR_OWN[n])
+        else:
+            delattr(_TENSOR, n)
+
+
+class paused:
+    """Inside :class:`tracing`, torch.Tensor's own methods back for a while: a sync in the middle of
+    a step compiles, and ``torch.fx`` names a method target only when it *is* ``torch.Tensor``'s."""
+
+    __slots__ = ("on",)
+
+    def __enter__(self):
+        t = _TENSOR.__dict__.get("__getitem__")
+        self.on = t is not None and getattr(t, "lazy_tracing", False)
+        if self.on:
+            _restore_tensor_methods()
+        return self
+
+    def __exit__(self, *exc):
+        if self.on:
+            for n, f in _TENSOR_PATCHES.items():
+                setattr(_TENSOR, n, f)
+        return False
+
+
 class tracing:
     """Route ``torch.zeros``/``ones``/``empty``/``full``/``arange``/``eye`` called
     with symbolic sizes to the lazy path (torch's argument parser would
@@ -245,11 +273,7 @@ class tracing:
         for ns, _, old in self.saved:
             ns.update(old)
         if self.tensor:
-            for n in _SIZED_METHODS:  # (most are TensorBase's, inherited: deleting restores them)
-                if n in _TENSOR_OWN:
-                    setattr(_TENSOR, n, _TENSOR_OWN[n])
-                else:
-                    delattr(_TENSOR, n)
+            _restore_tensor_methods()
         return False
 
 

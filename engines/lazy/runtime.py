@@ -20,7 +20,7 @@ from engines.sizes import Expr
 from engines.sizes.modes import MODES
 
 from . import passes
-from .hooks import tracing
+from .hooks import paused, tracing
 from .ir import NO_KWARGS, IRError, Node
 from .misses import explain_miss
 from .steplog import StepLog, Unlogged
@@ -358,7 +358,8 @@ class LazyContext:
         if entry is None:
             reason = explain_miss(k, self.cache) if self.on_compile is not None else None
             t0 = time.perf_counter()
-            entry = self.compiler(passes.verify(g, passes.LOWER), self.stats)
+            with paused():  # (a sync in the middle of a traced step: torch's own methods for the compiler)
+                entry = self.compiler(passes.verify(g, passes.LOWER), self.stats)
             dt = time.perf_counter() - t0
             self.cache[k] = entry
             self.compile_time_s += dt
