@@ -456,7 +456,9 @@ class LazyFunction:
         if type(out) is LazyTensor:
             return out.node.data
         res = [o.node.data if type(o) is LazyTensor else o for o in flat]
-        return type(out)(res) if isinstance(out, (list, tuple)) else res[0]
+        if not isinstance(out, (list, tuple)):
+            return res[0]
+        return type(out)(*res) if hasattr(out, "_fields") else type(out)(res)  # (a named tuple: topk, sort)
 
     def trace(self, *args) -> tuple:
         """The per-step work without running: record, collect the graph, and
