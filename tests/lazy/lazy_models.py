@@ -123,3 +123,12 @@ def sweep(name, rtol=1e-4, atol=1e-4):
             args = make(size)
             torch.testing.assert_close(f(*args), fn(*args), rtol=rtol, atol=atol)
     return f.ctx.compiles(), list(f.guard_log)
+
+
+if __name__ == "__main__":  # the table: PYTHONPATH=$PWD .venv/bin/python tests/lazy/lazy_models.py [names]
+    import sys
+
+    print("| model | lazy unbounded: compiles over 4 sizes | guards |\n|---|---|---|")
+    for n in sys.argv[1:] or MODELS:
+        c, g = sweep(n)
+        print(f"| {n} | {c} | {'; '.join(g) or '-'} |", flush=True)
