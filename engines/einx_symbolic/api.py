@@ -268,10 +268,28 @@ def _make(op, specialise=False):
     return f
 
 
+#: names einx 0.4.3 accepts for one of :data:`~.semantics.FAMILY`'s ops (``einx.rearrange``
+#: is ``einx.id`` under its pre-0.4 name): every mode resolves them here, so a program
+#: written with an alias runs wherever the op's own name does
+ALIASES = {"rearrange": "id"}
+#: einx 0.4.3's removed operations: einx's own functions, which raise its RemovedOperationError
+REMOVED = ("arange", "elementwise", "reduce", "vmap", "vmap_with_axis")
+
+
 def specialised(op):
-    """``op`` with one graph per input shapes, as einx 0.4.3 caches its graphs: the
-    shapes join the signature (the static mode's emulation, for comparison)."""
-    return _make(op, specialise=True)
+    """``op`` (an op of :data:`~.semantics.FAMILY`, an alias of one, or a removed op) with
+    one graph per input shapes, as einx 0.4.3 caches its graphs: the shapes join the
+    signature (the static mode's emulation, for comparison)."""
+    if op in REMOVED:
+        import einx
+        return getattr(einx, op)
+    if op not in FAMILY and op not in ALIASES:
+        raise AttributeError(f"einx_symbolic has no operation {op!r} (einx 0.4.3's operations: "
+                             f"{', '.join(sorted([*FAMILY, *ALIASES]))})")
+    f = _make(ALIASES.get(op, op), specialise=True)
+    f.__name__ = f.__qualname__ = op
+    return f
 
 
 OPS = {op: _make(op) for op in FAMILY}
+OPS.update({alias: OPS[op] for alias, op in ALIASES.items()})

@@ -157,6 +157,91 @@ def _patch_set(found, targets) -> list:
     return list(by_ns.values())
 
 
+# ---------------------------------------------------------------------------
+# methods of a plain tensor called with symbolic sizes (``buffer[:, a:b]``,
+# ``buffer.expand(B, S)``: a model's buffers and parameters)
+# ---------------------------------------------------------------------------
+# Only these two (what models do to a buffer: ``position_ids[:, a:b]``, ``cls_token.expand(B, -1, -1)``):
+# every step sets and deletes them on torch.Tensor, and each change invalidates the method caches of
+# its subclasses, LazyTensor among them (all eleven sized methods measured ~40 us a step on a loaded machine).
+_SIZED_METHODS = ("__getitem__", "expand")
+
+
+def _has_sym_index(obj) -> bool:
+    """A symbolic size anywhere in an index (slices and tuples included)."""
+    t = type(obj)
+    if t is SymSize:
+        return True
+    if t is slice:
+        return type(obj.start) is SymSize or type(obj.stop) is SymSize or type(obj.step) is SymSize
+    if t is tuple or t is list:
+        return any(_has_sym_index(o) for o in obj)
+    return False
+
+
+def _sized_method(name, orig):
+    """``torch.Tensor.<name>`` while tracing: on a plain tensor with a symbolic size among its
+    arguments, the lazy op on the tensor as a constant leaf -- torch would call ``__index__`` on
+    the size and so specialise the step to it (one compile per size); ``orig`` otherwise."""
+    impl = OPS[name]
+
+    def fn(self, *args, **kwargs):
+        if _has_sym_index(args) or (kwargs and _has_sym_index(tuple(kwargs.values()))):
+            ctx = _sym_ctx(args) or _sym_ctx(tuple(kwargs.values()))
+            if type(self) is not LazyTensor and not _mode_enabled():
+                return impl(LazyTensor(ctx.constant(self), ctx), *args, **kwargs)
+        return orig(self, *args, **kwargs)
+
+    fn.__name__, fn.__wrapped__, fn.lazy_tracing = name, orig, True
+    return fn
+
+
+def _sym_ctx(obj):
+    t = type(obj)
+    if t is SymSize:
+        return obj.ctx
+    if t is slice:
+        return _sym_ctx(obj.start) or _sym_ctx(obj.stop) or _sym_ctx(obj.step)
+    if t is tuple or t is list:
+        for o in obj:
+            c = _sym_ctx(o)
+            if c is not None:
+                return c
+    return None
+
+
+_TENSOR_PATCHES = {n: _sized_method(n, getattr(_TENSOR, n)) for n in _SIZED_METHODS}
+_TENSOR_OWN = {n: _TENSOR.__dict__[n] for n in _SIZED_METHODS if n in _TENSOR.__dict__}  # (``unflatten``)
+
+
+def _restore_tensor_methods() -> None:
+    for n in _SIZED_METHODS:  # (most are TensorBase's, inherited: deleting restores them)
+        if n in _TENSOR_OWN:
+            setattr(_TENSOR, n, _TENSOR_OWN[n])
+        else:
+            delattr(_TENSOR, n)
+
+
+class paused:
+    """Inside :class:`tracing`, torch.Tensor's own methods back for a while: a sync in the middle of
+    a step compiles, and ``torch.fx`` names a method target only when it *is* ``torch.Tensor``'s."""
+
+    __slots__ = ("on",)
+
+    def __enter__(self):
+        t = _TENSOR.__dict__.get("__getitem__")
+        self.on = t is not None and getattr(t, "lazy_tracing", False)
+        if self.on:
+            _restore_tensor_methods()
+        return self
+
+    def __exit__(self, *exc):
+        if self.on:
+            for n, f in _TENSOR_PATCHES.items():
+                setattr(_TENSOR, n, f)
+        return False
+
+
 class tracing:
     """Route ``torch.zeros``/``ones``/``empty``/``full``/``arange``/``eye`` called
     with symbolic sizes to the lazy path (torch's argument parser would
@@ -167,7 +252,7 @@ class tracing:
     functions in each namespace in one ``dict.update``, the patched set cached
     by the functions it replaces."""
 
-    __slots__ = ("saved",)
+    __slots__ = ("saved", "tensor")
 
     def __enter__(self):
         key = tuple([get(ns) for ns, get in _FINDERS])  # the functions found, grouped by namespace
@@ -179,11 +264,18 @@ class tracing:
         for ns, new, _ in patch:
             ns.update(new)
         self.saved = patch
+        t = _TENSOR.__dict__.get("__getitem__")
+        self.tensor = t is None or not getattr(t, "lazy_tracing", False)  # (re-entered: the outer one patched)
+        if self.tensor:
+            for n, f in _TENSOR_PATCHES.items():
+                setattr(_TENSOR, n, f)
         return self
 
     def __exit__(self, *exc):
         for ns, _, old in self.saved:
             ns.update(old)
+        if self.tensor:
+            _restore_tensor_methods()
         return False
 
 

@@ -20,7 +20,7 @@ from engines.sizes import Expr
 from engines.sizes.modes import MODES
 
 from . import passes
-from .hooks import tracing
+from .hooks import paused, tracing
 from .ir import NO_KWARGS, IRError, Node
 from .misses import explain_miss
 from .steplog import StepLog, Unlogged
@@ -273,6 +273,8 @@ class LazyContext:
     # -- guards ------------------------------------------------------------
     def guard(self, lhs: Expr, op: str, rhs: Expr, reason: str) -> bool:
         """Decide ``lhs op rhs`` on the current sizes; record it unless constant."""
+        if lhs is rhs or lhs == rhs:  # (normal forms: equal sizes for every input) decided, no guard
+            return op in ("==", "<=", ">=")
         result = compare(lhs, op, rhs, self.vars.hints)
         if lhs.is_const and rhs.is_const:
             return result
@@ -356,7 +358,8 @@ class LazyContext:
         if entry is None:
             reason = explain_miss(k, self.cache) if self.on_compile is not None else None
             t0 = time.perf_counter()
-            entry = self.compiler(passes.verify(g, passes.LOWER), self.stats)
+            with paused():  # (a sync in the middle of a traced step: torch's own methods for the compiler)
+                entry = self.compiler(passes.verify(g, passes.LOWER), self.stats)
             dt = time.perf_counter() - t0
             self.cache[k] = entry
             self.compile_time_s += dt
@@ -453,7 +456,9 @@ class LazyFunction:
         if type(out) is LazyTensor:
             return out.node.data
         res = [o.node.data if type(o) is LazyTensor else o for o in flat]
-        return type(out)(res) if isinstance(out, (list, tuple)) else res[0]
+        if not isinstance(out, (list, tuple)):
+            return res[0]
+        return type(out)(*res) if hasattr(out, "_fields") else type(out)(res)  # (a named tuple: topk, sort)
 
     def trace(self, *args) -> tuple:
         """The per-step work without running: record, collect the graph, and

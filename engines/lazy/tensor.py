@@ -1,7 +1,7 @@
 """LazyTensor: a proxy whose torch ops record IR nodes instead of running.
 
-Not a ``torch.Tensor`` subclass: a plain class with the tensor surface
-(methods, operators, ``shape`` as :class:`~.symbolic.SymSize`) and a
+A ``torch.Tensor`` subclass over an empty tensor with the tensor surface of
+its own (methods, operators, ``shape`` as :class:`~.symbolic.SymSize`) and a
 ``__torch_function__`` hook, so ``torch.xxx(lazy, ...)`` and
 ``torch.nn.functional.xxx(lazy, ...)`` reach the op registry in :mod:`.ops`.
 Materialisation (``numpy()``, ``tolist()``, ``item()``, printing, ``bool()``,
@@ -45,11 +45,27 @@ class Unsupported(NotImplementedError):
     """The lazy path cannot trace this op (the message says which and why)."""
 
 
-class LazyTensor:
-    __slots__ = ("node", "ctx", "__weakref__")
+_EMPTY = torch.empty(0)
+_make_subclass = torch.Tensor._make_subclass
+
+
+class LazyTensor(torch.Tensor):
+    """A ``torch.Tensor`` subclass, so libraries' ``isinstance(x, Tensor)`` checks hold
+    (torch_geometric's ``MessagePassing``), over an empty tensor: torch's C argument parser
+    may read a tensor argument's metadata (is it a 0-d tensor standing for a Scalar?) before
+    it finds ``__torch_function__``, so the object must be a real tensor underneath. Its
+    methods, metadata and operators are this class's; anything else of ``torch.Tensor``
+    reaches ``__torch_function__`` (and is refused when the registry lacks it)."""
+
+    __slots__ = ("node", "ctx")
+
+    def __new__(cls, node: Node, ctx):
+        self = _make_subclass(cls, _EMPTY)
+        self.node, self.ctx = node, ctx
+        return self
 
     def __init__(self, node: Node, ctx):
-        self.node, self.ctx = node, ctx
+        pass
 
     # -- metadata (never materialises) ----------------------------------
     def _sizes(self) -> tuple:
@@ -108,6 +124,9 @@ class LazyTensor:
     requires_grad = False
     is_lazy = True
     grad = None
+    # what libraries read off a tensor before using it (torch_geometric's sparse checks)
+    layout = torch.strided
+    is_sparse = is_sparse_csr = is_quantized = is_nested = is_meta = is_cuda = False
 
     # -- autograd: not traced ---------------------------------------------
     def requires_grad_(self, requires_grad: bool = True) -> "LazyTensor":
@@ -203,6 +222,9 @@ _DISPATCH: dict = {}  # torch function -> (implementation, operands swapped): __
 def _resolve(func) -> tuple:
     """The implementation of the torch function ``func`` (``Unsupported`` naming it when there is none)."""
     name = getattr(func, "__name__", str(func))
+    if name in ("__get__", "__set__"):  # a torch.Tensor attribute this class does not define
+        attr = getattr(getattr(func, "__self__", None), "__name__", "?")
+        raise Unsupported(f"lazy: tensor attribute {attr!r} is not supported by the lazy path")
     if getattr(func, "__module__", None) == "torch.nn.functional" and name in F_OPS:
         return F_OPS[name], False
     impl = OPS.get(name)
@@ -232,7 +254,7 @@ def install_methods(methods: dict) -> None:
     """Make each registered method (``name -> implementation``) a method of
     :class:`LazyTensor`, unless the class defines it (metadata, operators)."""
     for name, fn in methods.items():
-        if not hasattr(LazyTensor, name):
+        if name not in LazyTensor.__dict__:  # (not hasattr: torch.Tensor has them all)
             setattr(LazyTensor, name, fn)
 
 

@@ -115,6 +115,10 @@ class StablehloCompiler:
     keeps every lowered text, in order; ``minima`` is the least size of each user
     dim name (see :func:`dynamic_shapes`)."""
 
+    #: no host computation between modules: a data-dependent op (``nonzero``, a boolean mask)
+    #: is refused rather than run on the host (see ``ops.datadep``)
+    host_splits = False
+
     def __init__(self, mode: str, label: str = "lazy", on_lowering=None, on_xla=None, minima: dict | None = None):
         self.mode, self.label, self.minima = mode, label, dict(minima or {})
         self.on_lowering, self.on_xla = on_lowering, on_xla

@@ -9,7 +9,7 @@ dtype rules in :mod:`.rules`.
 """
 
 from ..tensor import install_methods
-from . import elementwise, reduce, movement, index, linalg, creation, inplace, layers  # noqa: F401  (fill the registry)
+from . import elementwise, reduce, movement, datadep, index, linalg, creation, inplace, layers, order  # noqa: F401  (fill the registry)
 from .reduce import MaxResult
 from .registry import F_OPS, LOWER, METHODS, OPS, ShapeError, covered_ops, lazy_op, lift, record
 

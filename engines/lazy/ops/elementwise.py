@@ -169,8 +169,9 @@ def to(x, *args, **kwargs):
         elif is_tensor(a):
             dtype = a.dtype
     if dtype is None:
-        if any(str(a).startswith("cpu") for a in list(args) + [kwargs.get("device")] if a is not None):
-            return x.value()  # .to("cpu") transfers: materialises
+        # ``x.to(y.device)``: a lazy tensor is on the CPU (its ``device``), so as in torch the move is a
+        # no-op; it stays lazy (model code moves to the device its inputs are on, mid-trace). ``cpu()``
+        # is the call that materialises.
         return x
     if dtype == x.dtype:
         return x

@@ -12,7 +12,8 @@ import torch.nn.functional as F
 from engines.sizes import Expr
 
 from ..symbolic import as_expr, is_size
-from ..tensor import Unsupported
+from ..tensor import LazyTensor, Unsupported
+from .datadep import bool_index
 from .registry import ctx_for, lazy_op, record
 from .rules import ONE, ZERO, broadcast, clamp, is_tensor, le, norm_dim, shape_of
 
@@ -48,9 +49,9 @@ def _setitem_rt(x, idx, value):
 def getitem(x, idx):
     ctx = x.ctx
     idx = idx if isinstance(idx, tuple) else (idx,)
+    if any(is_tensor(it) and it.dtype in (torch.bool, torch.uint8) for it in idx):
+        idx = bool_index(x, idx)  # a data-dependent size: the mask's nonzero indices (see .datadep)
     for it in idx:
-        if is_tensor(it) and it.dtype == torch.bool:
-            raise Unsupported("lazy: boolean-mask indexing has a data-dependent output size")
         if isinstance(it, (list,)):
             raise Unsupported("lazy: indexing with a Python list (use a tensor)")
     used = sum(1 for it in idx if it is not None and it is not Ellipsis)
@@ -99,6 +100,9 @@ def setitem(x, idx, value):
 
 def _index_op(name, out_like_index=False):
     def impl(x, dim, index, *args, **kwargs):
+        if type(x) is not LazyTensor:  # a plain tensor (a model's buffer) with a lazy index
+            ctx = ctx_for(index, *args)
+            x = LazyTensor(ctx.constant(x), ctx)
         d = norm_dim(dim, x.ndim)
         if out_like_index:  # gather
             shape = shape_of(index)

@@ -63,3 +63,53 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     return record(ctx, "F.batch_norm", (input, running_mean, running_var, weight, bias, False, momentum, eps), {},
                   sx, promote(input, *(t for t in (running_mean, running_var, weight, bias) if t is not None)))
 
+
+
+# ---------------------------------------------------------------------------
+# pooling: sizes by the window formula (floor mode), symbolic where the input's are
+# ---------------------------------------------------------------------------
+def _window_sizes(name, sx, kernel_size, stride, padding, dilation, ceil_mode) -> list:
+    """``H' = (H + 2p - d (k - 1) - 1) // s + 1`` per spatial dim (the last two of ``sx``)."""
+    if ceil_mode:
+        # ceil mode drops a last window that starts in the padding: a min over sizes we would guard per size
+        raise Unsupported(f"lazy: {name} with ceil_mode=True")
+    k = _pair(kernel_size, "kernel_size")
+    s = k if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else _pair(stride, "stride")
+    p, d = _pair(padding, "padding"), _pair(dilation, "dilation")
+    return [(sx[-2 + i] + 2 * as_expr(p[i]) - as_expr(d[i]) * (k[i] - 1) - 1) // as_expr(s[i]) + 1 for i in range(2)]
+
+
+def _pool_input(name, input):
+    sx = shape_of(input)
+    if len(sx) not in (3, 4):
+        raise ShapeError(f"{name}: input of rank {len(sx)}, expected (N, C, H, W) or (C, H, W)")
+    return sx
+
+
+@lazy_op("max_pool2d", fnames=("max_pool2d", "_max_pool2d"), method=False, lowers=F.max_pool2d)
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """Max pooling over the last two dims (indices refused: a second output)."""
+    if return_indices:
+        raise Unsupported("lazy: max_pool2d with return_indices=True")
+    sx = _pool_input("max_pool2d", input)
+    out = list(sx[:-2]) + _window_sizes("max_pool2d", sx, kernel_size, stride, padding, dilation, ceil_mode)
+    return record(input.ctx, "max_pool2d", (input, kernel_size, stride, padding, dilation), {}, out, input.dtype)
+
+
+@lazy_op("avg_pool2d", fnames=("avg_pool2d",), method=False, lowers=F.avg_pool2d)
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """Average pooling over the last two dims."""
+    sx = _pool_input("avg_pool2d", input)
+    out = list(sx[:-2]) + _window_sizes("avg_pool2d", sx, kernel_size, stride, padding, 1, ceil_mode)
+    return record(input.ctx, "avg_pool2d", (input, kernel_size, stride, padding, False, count_include_pad,
+                                            divisor_override), {}, out, input.dtype)
+
+
+@lazy_op("adaptive_avg_pool2d", fnames=("adaptive_avg_pool2d",), method=False, lowers=F.adaptive_avg_pool2d)
+def adaptive_avg_pool2d(input, output_size):
+    """Average pooling to ``output_size`` (an int, a pair, ``None`` keeping the input's size)."""
+    sx = _pool_input("adaptive_avg_pool2d", input)
+    o = _pair(output_size, "output_size")
+    spatial = [sx[-2 + i] if o[i] is None else as_expr(o[i]) for i in range(2)]
+    return record(input.ctx, "adaptive_avg_pool2d", (input, tuple(o)), {}, list(sx[:-2]) + spatial, input.dtype)

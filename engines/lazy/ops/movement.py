@@ -212,6 +212,12 @@ def repeat(x, *sizes_):
 def cat(tensors, dim=0):
     tensors = list(tensors)
     ctx = tensors[0].ctx if tensors and type(tensors[0]) is LazyTensor else ctx_for(tensors)
+    if len(tensors) > 1 and any(_legacy_empty(t) for t in tensors):
+        # torch skips a 1-d empty operand of any cat (a KV cache starts as ``torch.tensor([])``)
+        kept = [t for t in tensors if not _legacy_empty(t)]
+        tensors = kept or tensors[:1]
+        if len(tensors) == 1:
+            return tensors[0] if type(tensors[0]) is LazyTensor else LazyTensor(ctx.constant(tensors[0]), ctx)
     s0 = shape_of(tensors[0])
     d = norm_dim(dim, len(s0))
     out = list(s0)
@@ -222,6 +228,11 @@ def cat(tensors, dim=0):
         for i in range(len(s)):
             out[i] = out[i] + s[i] if i == d else assume_eq(ctx, out[i], s[i], "cat")
     return record(ctx, "cat", (tensors, d), {}, out, promote(*tensors))
+
+
+def _legacy_empty(t) -> bool:
+    s = shape_of(t)
+    return len(s) == 1 and s[0].is_const and s[0].value == 0
 
 
 @lazy_op("stack", method=False, lowers=torch.stack)

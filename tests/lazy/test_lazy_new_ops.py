@@ -1,0 +1,71 @@
+"""The ops added for real models, generated from the op registry: every op the modules
+``ops.order``, ``ops.datadep`` and the pooling part of ``ops.layers`` register has a sample
+program here (a test fails when one is added without), and each sample runs over three sizes
+in unbounded mode equal to torch eager, with its exact compile count."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import engines.lazy as L
+from engines.lazy.ops import F_OPS, OPS, datadep, layers, order
+
+#: registered name -> (program, input shape at size n, compiles over the sweep)
+SAMPLES = {
+    "topk": (lambda x: torch.topk(x, 2, dim=1), lambda n: (n, 5), 1),
+    "sort": (lambda x: torch.sort(x, dim=0, descending=True), lambda n: (n, 3), 1),
+    "argsort": (lambda x: x.argsort(dim=-1), lambda n: (3, n), 1),
+    "diff": (lambda x: torch.diff(x, n=2, dim=0, append=x[:1]), lambda n: (n, 4), 1),
+    "max_pool2d": (lambda x: F.max_pool2d(x, 3, stride=2, padding=1), lambda n: (2, 3, n, n + 2), 1),
+    "_max_pool2d": (lambda x: F.max_pool2d(x, 2), lambda n: (1, 2, n, 6), 1),
+    "avg_pool2d": (lambda x: F.avg_pool2d(x, (2, 3), stride=1), lambda n: (2, n, n + 3), 1),
+    "adaptive_avg_pool2d": (lambda x: F.adaptive_avg_pool2d(x, (1, None)), lambda n: (n, 2, 5, n), 1),
+    # data-dependent: the mask's graph, then the rest (each once, not per size)
+    "nonzero": (lambda x: torch.nonzero(x > 0).float().sum(0) * 2, lambda n: (n, 3), 2),
+    "argwhere": (lambda x: (torch.argwhere(x > 0) + 1) * x.shape[0], lambda n: (n,), 2),
+    "masked_select": (lambda x: torch.masked_select(x, x > 0.5) * 3, lambda n: (n, 2), 2),
+}
+_POOLING = ("max_pool2d", "_max_pool2d", "avg_pool2d", "adaptive_avg_pool2d")
+
+
+def _registered() -> set:
+    out = set()
+    for table in (OPS, F_OPS):
+        for name, fn in table.items():
+            mod = getattr(fn, "__module__", "")
+            if mod in (order.__name__, datadep.__name__) or (mod == layers.__name__ and name in _POOLING):
+                out.add(name)
+    return out
+
+
+def test_every_new_op_has_a_sample():
+    assert _registered() == set(SAMPLES)
+
+
+def _flat(out):
+    return list(out) if isinstance(out, tuple) else [out]
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_new_op_matches_eager_with_exact_compiles(name):
+    program, shape, compiles = SAMPLES[name]
+    f = L.jit(program)
+    for n in (4, 7, 11):
+        torch.manual_seed(n)
+        x = torch.randn(*shape(n))
+        for got, want in zip(_flat(f(x)), _flat(program(x)), strict=True):
+            torch.testing.assert_close(got, want)
+    assert f.ctx.compiles() == compiles
+
+
+def test_topk_past_the_size_is_a_shape_error():
+    with pytest.raises(L.ShapeError, match="topk"):
+        torch.topk(L.tensor(torch.randn(3)), 4)
+
+
+def test_symbolic_k():
+    f = L.jit(lambda x: x.topk(x.shape[0] // 2).values)
+    for n in (4, 6, 10):
+        x = torch.randn(n)
+        torch.testing.assert_close(f(x), x.topk(n // 2).values)
+    assert f.ctx.compiles() == 1
