@@ -28,6 +28,8 @@ from .model import Case, CaseError
 
 #: the seed of every model's weights (and of nothing else)
 SEED = 0
+#: how every model case's description names its oracle
+ORACLE = "; oracle: the same model in float64, run by torch eager"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from . import libs
 from .model import EinxForm, Input, Tolerance, bounded, static
-from .models_base import Model, ModelCase, seeded
+from .models_base import ORACLE, Model, ModelCase, seeded
 
 IN, HIDDEN, OUT = 16, 32, 8
 #: a loader capping a batch at 64 nodes and 256 edges
@@ -111,7 +111,7 @@ def _case(name: str, model: Model, what: str, atol: float, einx: EinxForm | None
         name=name,
         tags=("model", "torch_geometric", "gnn", "scatter", "gather"),
         description=f"torch_geometric {what} (16 -> 32 -> 8, random weights, eval) on a random graph of N nodes "
-                    "and E edges (x (N, 16), edge_index (2, E)); N and E dynamic",
+                    "and E edges (x (N, 16), edge_index (2, E)); N and E dynamic" + ORACLE,
         dims=_DIMS,
         inputs=_INPUTS,
         sweep=SWEEP,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from . import libs
 from .model import Input, Tolerance, bounded, static
-from .models_base import Model, ModelCase, seeded
+from .models_base import ORACLE, Model, ModelCase, seeded
 
 VOCAB = 128
 #: B and S: up to 4 sequences of up to 32 tokens (positions: 64)
@@ -80,7 +80,7 @@ model_gpt2 = ModelCase(
     name="model_gpt2",
     tags=("model", "transformers", "decoder", "attention"),
     description="transformers GPT2LMHeadModel (2 layers, hidden 32, vocab 128, default sdpa attention): "
-                "logits of input_ids (B, S)",
+                "logits of input_ids (B, S)" + ORACLE,
     dims=_DIMS + (static("v", VOCAB),),
     # padding S at the end is neutral (causal attention: a real token never sees a later one)
     inputs=(_IDS,),
@@ -98,7 +98,7 @@ model_bert = ModelCase(
     name="model_bert",
     tags=("model", "transformers", "encoder", "attention", "mask"),
     description="transformers BertModel (2 layers, hidden 32, vocab 128, no pooler, default sdpa attention): "
-                "last hidden state of input_ids (B, S) with a 0/1 attention_mask (B, S)",
+                "last hidden state of input_ids (B, S) with a 0/1 attention_mask (B, S)" + ORACLE,
     dims=_DIMS + (static("v", VOCAB),),
     # a padded token is masked out (pad 0): the real tokens' attention is unchanged
     inputs=(_IDS, Input("attention_mask", ("b", "s"), dtype="int64", gen="index", high=2)),
@@ -116,7 +116,7 @@ model_llama = ModelCase(
     name="model_llama",
     tags=("model", "transformers", "decoder", "attention", "rotary"),
     description="transformers LlamaForCausalLM (2 layers, hidden 32, 2 heads sharing 1 KV head, rotary "
-                "embeddings, vocab 128, default sdpa attention): logits of input_ids (B, S)",
+                "embeddings, vocab 128, default sdpa attention): logits of input_ids (B, S)" + ORACLE,
     dims=_DIMS + (static("v", VOCAB),),
     inputs=(_IDS,),
     sweep=SWEEP,

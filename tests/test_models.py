@@ -29,6 +29,7 @@ def test_the_catalogue_lists_every_model_case():
     assert {c.name for c in MODEL_CASES} <= names
     fams = cases.families()
     assert {fams[c.name] for c in MODEL_CASES} == {"models_text", "models_vision", "models_graph"}
+    assert all(c.description.endswith(models_base.ORACLE) for c in MODEL_CASES)  # the oracle, named
 
 
 @pytest.mark.parametrize("case", MODEL_CASES, ids=_ids(MODEL_CASES))
