@@ -24,7 +24,7 @@ from .model import (
 
 
 #: the in-tree families, one module of ``cases/`` each
-FAMILIES = ("gnn", "expand", "batch", "sequence", "sequence_shape")
+FAMILIES = ("gnn", "expand", "batch", "sequence", "sequence_shape", "models_text", "models_vision", "models_graph")
 
 _CHECKED: set[int] = set()  # ids of the cases whose oracle ran
 

@@ -174,7 +174,7 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
 
 
 def _list(args) -> int:
-    from . import registry
+    from . import registry, runner
 
     backends = registry.backends()
     catalogue = cases.catalogue()
@@ -182,7 +182,8 @@ def _list(args) -> int:
     if args.json:
         print(json.dumps({
             "cases": [{"name": c.name, "tags": list(c.tags), "dims": {d.name: d.as_json() for d in c.dims},
-                       "forms": list(c.forms), "modes": list(c.modes)} for c in catalogue],
+                       "forms": list(c.forms), "modes": list(c.modes),
+                       "unavailable": c.unavailable() if hasattr(c, "unavailable") else None} for c in catalogue],
             "backends": [{"name": n, "modes": list(b.modes), "forms": list(b.forms), "env": b.env,
                           "available": avail[n][0], "reason": avail[n][1],
                           "mode_notes": dict(getattr(b, "mode_notes", {})),
@@ -203,8 +204,13 @@ def _list(args) -> int:
         dims = ", ".join(f"{d.name}={d.size}" if not d.dynamic else f"{d.name}:{d.kind}" + (f"≤{d.max}" if d.max else "")
                          for d in c.dims)
         print(f"  {c.name} ({dims}) tags={','.join(c.tags)}")
+        why = c.unavailable() if hasattr(c, "unavailable") else None
+        if why:  # a model case whose library is missing here
+            print(f"    unavailable: {why}")
+            continue
         for m in c.modes:
-            runs = [n for n, b in backends.items() if b.unsupported_reason(c, m) is None and avail[n][0]]
+            runs = [n for n, b in backends.items() if b.unsupported_reason(c, m) is None and avail[n][0]
+                    and runner.Combo(c, b, m).case_libraries_missing() is None]
             print(f"    {m:<10} {', '.join(runs) or '–'}")
     return 0
 

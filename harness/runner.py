@@ -68,6 +68,18 @@ class Combo:
         ok, why = self.backend.available()
         if not ok:
             return "skipped", why
+        return self.case_libraries_missing()
+
+    def case_libraries_missing(self) -> tuple[str, str] | None:
+        """``("skipped", why)`` when the case's model libraries (``ModelCase.libraries``)
+        are not installed in the backend's environment or a helper's, else ``None``."""
+        needs = tuple(getattr(self.case, "libraries", ()))
+        if not needs:
+            return None
+        for env in (getattr(self.backend, "env", "main") or "main", *getattr(self.backend, "helper_envs", ())):
+            ok, why = envs.modules_available(env, needs)  # the helper env is where the program is exported
+            if not ok:
+                return "skipped", f"case {self.case.name} needs its model libraries: {why}"
         return None
 
 

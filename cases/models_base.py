@@ -1,0 +1,124 @@
+"""What the model families (``cases/models_*.py``) share: :class:`ModelCase`,
+seeded builds and the float64 eager oracle.
+
+A model case runs a real model class of transformers, torchvision or
+torch_geometric, built from a small config with random weights drawn under a
+fixed seed (nothing is downloaded), in eval mode with every parameter frozen
+(``requires_grad=False``: no autograd graph, so no ``torch.no_grad`` context
+has to be traced by the compilers). Its torch form is the float32 model; its
+oracle is *the same model in float64, run by torch eager* -- not a NumPy
+program written independently: re-implementing GPT-2 in NumPy would test the
+re-implementation. The float64 copy is made from the float32 weights, so both
+hold the same values bit for bit.
+
+Nothing here imports torch or a model library at module level: the catalogue
+is listed in environments that have neither.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, Callable
+
+import numpy as np
+
+from . import libs
+from .model import Case, CaseError
+
+#: the seed of every model's weights (and of nothing else)
+SEED = 0
+#: how every model case's description names its oracle
+ORACLE = "; oracle: the same model in float64, run by torch eager"
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelCase(Case):
+    """A :class:`~cases.model.Case` whose program is a library model.
+
+    ``libraries`` names the model libraries (keys of :data:`cases.libs.LIBRARIES`)
+    the torch form and the oracle import. The catalogue check runs no model
+    (importing transformers alone takes seconds): it checks that the libraries
+    are importable specs and the output shape evaluates; ``tests/test_models.py``
+    runs every oracle.
+    """
+
+    libraries: tuple[str, ...] = ()
+
+    def unavailable(self) -> str | None:
+        """Why this case cannot run in this environment (a library is missing), or ``None``."""
+        missing = libs.missing(*self.libraries)
+        if not missing:
+            return None
+        return f"needs {', '.join(missing)} (the models extra: `make setup` installs it)"
+
+    def check_oracle(self) -> None:
+        unknown = [n for n in self.libraries if n not in libs.LIBRARIES]
+        if unknown:
+            raise CaseError(f"case {self.name!r}, field 'libraries': unknown {unknown} (known: "
+                            f"{', '.join(libs.LIBRARIES)})")
+        sizes = self.sizes_for("quick")[0] if self.quick else dict(self.sweep[0])
+        self.out_shape_for(sizes)
+
+
+def seeded(build: Callable[[], Any]) -> Any:
+    """``build()`` under :data:`SEED`, the caller's RNG state left as it was;
+    the model in eval mode with frozen parameters."""
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(SEED)
+        model = build()
+    model.eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    return model
+
+
+class Model:
+    """A case's model: ``build`` (no arguments -> the seeded float32 ``nn.Module``,
+    e.g. :func:`cases.models_text.gpt2`) and ``forward`` (the module and the
+    torch inputs -> the output tensor).
+
+    ``float32()`` is built once per process; ``float64()`` is its copy in
+    float64 (same weights), for the oracle.
+    """
+
+    def __init__(self, name: str, build: Callable[[], Any], forward: Callable[..., Any]):
+        self.name, self.build, self.forward = name, build, forward
+
+    @functools.cached_property
+    def _f32(self):
+        return self.build()
+
+    def float32(self):
+        """The float32 model (built on first use, then shared in this process)."""
+        return self._f32
+
+    @functools.cached_property
+    def _f64(self):
+        import copy
+
+        return copy.deepcopy(self._f32).double()
+
+    def float64(self):
+        """The float32 model's weights in float64."""
+        return self._f64
+
+    def torch_fn(self) -> Callable:
+        """The case's torch form: the float32 model on torch tensors."""
+        model, forward = self.float32(), self.forward
+
+        def program(*args):
+            return forward(model, *args)
+
+        program.__name__ = self.name
+        return program
+
+    def oracle(self, *arrays: np.ndarray) -> np.ndarray:
+        """The float64 model, run by torch eager on the (float64) inputs."""
+        import torch
+
+        with torch.no_grad():
+            out = self.forward(self.float64(), *(torch.from_numpy(np.ascontiguousarray(a)) for a in arrays))
+        return out.numpy()
