@@ -37,6 +37,7 @@ class JaxExport(XlaArrays, Backend):
     modes = ("bounded", "unbounded", "bucketed")
     requires = ("jax", "jaxlib")
     counters = {"export": Counter("instrumented", "jax.export.export calls"), "xla": XLA}
+    canonical_dtypes = True
 
     def prepare(self, case, mode):
         from engines.stablehlo import BucketedXlaProgram, Module, XlaProgram
@@ -71,4 +72,6 @@ class JaxExport(XlaArrays, Backend):
         Bounded mode: an input above its bound is refused naming dim, size and
         bound (jax's shape assertion gives only the deficit)."""
         check_bounds(*self._job, arrays)
+        if self._host:
+            return super().convert(arrays)
         return self._program.convert(arrays, canonicalize=True)

@@ -41,7 +41,7 @@ import threading
 import numpy as np
 
 from .base import Backend, Counter, check_bounds
-from .stablehlo_base import PARSE, XLA, InterpreterHost, XlaArrays
+from .stablehlo_base import PARSE, XLA, InterpreterHost, XlaArrays, single
 
 EXPORT = Counter("instrumented", "torch.export + torch_xla exported_program_to_stablehlo runs "
                                  "(in the xla env's export server)")
@@ -224,6 +224,8 @@ class TorchXlaStableHLO(XlaArrays, Backend):
     def convert(self, arrays):
         """Bounded mode: an input above its bound is refused naming dim, size and bound."""
         check_bounds(*self._job, arrays)
+        if self._host:  # @main's argument order (constants among them) is known at the first call: staged in the call
+            return [np.ascontiguousarray(a) for a in arrays]
         return super().convert(arrays)
 
     def prepare(self, case, mode):
@@ -275,7 +277,7 @@ class TorchXlaStableHLO(XlaArrays, Backend):
 
         def run(*args):
             outs = prog(*[values[i] if p is None else args[p] for i, p in enumerate(order)])
-            return outs[0] if len(outs) == 1 else tuple(outs)
+            return single(outs)  # a bucketed program's PaddedResults stays on the device
 
         return run
 
