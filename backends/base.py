@@ -301,6 +301,12 @@ class Backend:
             out[stage] = out.get(stage, 0.0) + s
         return out
 
+    def add_seconds(self, stage: str, seconds: float) -> None:
+        """Add compile seconds to ``stage`` with no count: a timed part of a
+        counted compile (e.g. the refinement before an XLA compile)."""
+        led = self.ledger
+        led.seconds[stage] = led.seconds.get(stage, 0.0) + seconds
+
     def compile_time_s(self) -> float | None:
         """Total compile time of this job so far, where known."""
         times = self.compile_times()

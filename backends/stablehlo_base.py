@@ -44,6 +44,30 @@ from .base import Backend, Counter, Unsupported, torch_dims
 LOWERING = Counter("ours", "torch.export + our StableHLO lowering of the program")
 XLA = Counter("ours", "our XLA executor compiles @main (PJRT CPU compile_and_load): refined to each new "
                       "concrete argument shape, or once per bounded module / per bucket (padded entry)")
+#: per-shape work that is not a compile (``Backend.work_counters``)
+REFINE = Counter("ours", "MLIR parse + shape refinement of the module at each new concrete argument shape, to "
+                         "check its shape assertions; compiles nothing (the bucket's or bound's executable runs it)")
+#: what the XLA stages' compile time includes
+XLA_SCOPE = ("per new shape, bucket or bound: our refinement of @main to static shapes (time 'xla_refine'; "
+             "for a padded entry also the bounded rewrite) + the XLA CPU compile ('xla'); refinement at a new "
+             "shape that compiles nothing is work 'refine', not compile time")
+
+
+def xla_reporting(backend):
+    """``(stats, on_compile, on_check)`` for an XLA program of ``backend``:
+    each compile counted in stage ``xla`` with the XLA compile's seconds, the
+    refinement before it timed as ``xla_refine`` (no count of its own), and
+    each per-shape check counted as work ``refine``."""
+    from engines.stablehlo.execution.xla import XlaStats
+
+    stats = XlaStats()
+
+    def on_compile(seconds, why):
+        refine = stats.refine_seconds[-1] if stats.refine_seconds else 0.0
+        backend.count("xla", 1, max(seconds - refine, 0.0), why)
+        backend.add_seconds("xla_refine", refine)
+
+    return stats, on_compile, lambda seconds: backend.count_work("refine", seconds)
 PARSE = Counter("ours", "the interpreter worker parses/specialises the module for a new concrete argument shape")
 
 

@@ -95,6 +95,8 @@ class TorchCompile(TorchArrays, Backend):
             "torch._dynamo counters['stats']['unique_graphs']: graphs dynamo captured, each compiled by inductor",
         )
     }
+    compile_scope = ("dynamo's entire_frame_compile_time_s per frame compile: dynamo tracing + AOT autograd + the "
+                     "compiler backend (inductor codegen and C++ build, or none with 'eager')")
     #: the torch.compile backend; DYNSHAPE_TORCH_COMPILE_BACKEND overrides
     #: (``eager`` keeps dynamo's graph capture but skips inductor's C++ build)
     compiler = "inductor"

@@ -172,10 +172,8 @@ def main(argv=None) -> dict:
         print(json.dumps(measure(a)))
         return {}
     runs = []
-    child = [x for x in argv if not x.startswith("--processes")] + ["--json"]
-    if "--processes" in child:  # "--processes N" as two words
-        i = child.index("--processes")
-        del child[i:i + 2]
+    child = ["--case", a.case, "--mode", a.mode, "--e", str(a.e), "--calls", str(a.calls), "--rounds", str(a.rounds),
+             "--json"]
     for _ in range(a.processes):
         if a.processes == 1:
             runs.append(measure(a))

@@ -126,7 +126,7 @@ def _poison(value, dtype):
 
 class _HostProgram:
     def __init__(self, module: Module, on_compile: Optional[Report], stats: Optional[XlaStats],
-                 on_unsupported: str = "error", pad_value=None):
+                 on_unsupported: str = "error", pad_value=None, on_check: Optional[Callable[[float], None]] = None):
         if on_unsupported not in ON_UNSUPPORTED:
             raise ValueError(f"on_unsupported={on_unsupported!r}; valid: {', '.join(ON_UNSUPPORTED)}")
         self.module = module
@@ -134,6 +134,8 @@ class _HostProgram:
         self.stats = stats if stats is not None else XlaStats()
         self.on_unsupported = on_unsupported
         self.pad_value = pad_value
+        #: called with the seconds of each per-shape check that refines the module and compiles nothing
+        self.on_check = on_check
         #: what serves the module: "bounded" / "bucketed", or "per_shape: <why>" after a fallback
         self.how: Optional[str] = None
         self._seen: Dict[tuple, object] = {}
@@ -147,7 +149,10 @@ class _HostProgram:
         """Evaluate the module's shape assertions at these argument shapes
         (refinement only, no compile; raises naming the assertion)."""
         if self._asserts:
+            t0 = time.perf_counter()
             refine(self.module.text, [(tuple(s), None) for s in shapes], self.module.label)
+            if self.on_check is not None:
+                self.on_check(time.perf_counter() - t0)
 
     def convert(self, arrays, canonicalize: bool = False) -> List[PaddedArgs]:
         """``[PaddedArgs]``: NumPy inputs in @main's dtypes, padded on the host
@@ -226,8 +231,8 @@ class BoundedXlaProgram(_HostProgram):
     memory, which the padder masks)."""
 
     def __init__(self, module: Module, on_compile: Optional[Report] = None, stats: Optional[XlaStats] = None,
-                 on_unsupported: str = "error", pad_value=None):
-        super().__init__(module, on_compile, stats, on_unsupported, pad_value)
+                 on_unsupported: str = "error", pad_value=None, on_check: Optional[Callable[[float], None]] = None):
+        super().__init__(module, on_compile, stats, on_unsupported, pad_value, on_check)
         self._exe: Optional[_Padded] = None
 
     def padded_shapes(self, shapes) -> list:
@@ -261,14 +266,17 @@ class BucketedXlaProgram(_HostProgram):
     """``@main`` of a `?` module on XLA CPU: one bounded executable per bucket
     of its unbounded sizes (the next power of two, at least ``minimum``; a
     dim with a ``#stablehlo.bounds`` is served at its bound). ``check(shapes)`` runs
-    once per new concrete shape (e.g. jax's shape assertions)."""
+    once per new concrete shape (e.g. jax's shape assertions); ``on_check(seconds)``
+    is told the time of each such check (and of the module's own shape
+    assertions refined at a new shape, in either program): per-shape work
+    that compiles nothing."""
 
     def __init__(self, module: Module, on_compile: Optional[Report] = None, stats: Optional[XlaStats] = None,
                  minimum: Optional[int] = None, check: Optional[Callable] = None, on_unsupported: str = "error",
-                 pad_value=None):
+                 pad_value=None, on_check: Optional[Callable[[float], None]] = None):
         from engines.sizes.buckets import MIN_BUCKET
 
-        super().__init__(module, on_compile, stats, on_unsupported, pad_value)
+        super().__init__(module, on_compile, stats, on_unsupported, pad_value, on_check)
         self.minimum = MIN_BUCKET if minimum is None else minimum
         self.check = check
         self._buckets: Dict[tuple, _Padded] = {}
@@ -294,7 +302,10 @@ class BucketedXlaProgram(_HostProgram):
 
     def _runner(self, shapes):
         if self.check is not None:
+            t0 = time.perf_counter()
             self.check(shapes)
+            if self.on_check is not None:
+                self.on_check(time.perf_counter() - t0)
         else:
             self.check_assertions(shapes)
         if self._per_shape is not None:
