@@ -180,3 +180,37 @@ def test_torch_compile_marks_dims_dynamic_once_per_input_outside_the_call(monkey
     assert marks["inside"] == 0 and marks["outside"] > 0
     assert sum(r["compile_delta"]["dynamo_graph"] for r in got) == 1  # the marks still make one dynamic graph
     assert all(isinstance(a, torch.Tensor) for args in spy.calls for a in args)
+
+
+DOUBLE = """
+func.func @main(%arg0: tensor<?x3xf32, #stablehlo.bounds<8, ?>>) -> tensor<?x3xf32, #stablehlo.bounds<8, ?>> {
+  %0 = stablehlo.add %arg0, %arg0 : tensor<?x3xf32, #stablehlo.bounds<8, ?>>
+  return %0 : tensor<?x3xf32, #stablehlo.bounds<8, ?>>
+}
+"""
+
+
+def test_the_bounded_executor_takes_staged_device_arrays_and_answers_on_the_device(monkeypatch):
+    """``convert`` pads to the bound and copies; the call runs the executable
+    and nothing else (no pad, no copy either way); ``numpy()`` slices back."""
+    import jax
+
+    from engines.stablehlo import BoundedXlaProgram, Module
+    from engines.stablehlo.execution.xla import PaddedArgs, PaddedResults
+
+    prog = BoundedXlaProgram(Module(DOUBLE, "double"))
+    spy = Spy(monkeypatch)
+    for n in (5, 8, 2, 5):
+        x = np.arange(n * 3, dtype=np.float32).reshape(n, 3)
+        (staged,) = prog.convert([x])
+        assert isinstance(staged, PaddedArgs) and staged.padded and staged.full == [(8, 3)]
+        assert all(isinstance(a, jax.Array) for a in staged.device)
+        assert [a.shape for a in staged.device] == [(8, 3), ()]  # the argument at its bound, then its live size
+        spy.inside = True
+        out = prog(staged).block_until_ready()
+        spy.inside = False
+        assert spy.counts == {} and isinstance(out, PaddedResults)
+        assert all(isinstance(o, jax.Array) for o in out.outs)
+        (got,) = out.numpy()
+        np.testing.assert_array_equal(got, 2 * x)
+    assert prog.stats.compiles == 1
