@@ -214,3 +214,33 @@ def test_the_bounded_executor_takes_staged_device_arrays_and_answers_on_the_devi
         (got,) = out.numpy()
         np.testing.assert_array_equal(got, 2 * x)
     assert prog.stats.compiles == 1
+
+
+@pytest.mark.parametrize("name", ["jax_export", "stablehlo_xla"])
+def test_at_the_bound_bounded_and_unbounded_calls_run_on_the_same_device_arrays(monkeypatch, name):
+    """Where the compute is the same (a live size equal to the bound), the two
+    modes' timed calls receive device arrays of the same shapes and dtypes
+    (bounded: plus its live sizes as scalars) and do nothing else on the host:
+    their cached figures may be compared as they are."""
+    from backends.jax_export import JaxExport
+    from backends.stablehlo_xla import StablehloXla
+
+    case = cases.get(GNN)
+    inputs = case.make_inputs({"e": case.dim("e").max}, seed=0)
+    spy = Spy(monkeypatch)
+    seen = {}
+    for mode in ("bounded", "unbounded"):
+        b = {"jax_export": JaxExport, "stablehlo_xla": StablehloXla}[name]()
+        b.startup()
+        b.reset_counters()
+        program = b.prepare(case, mode)
+        b.sync(program(*b.convert(inputs)))  # the first call (stablehlo_xla exports and lowers in it)
+        args = b.convert(inputs)
+        spy.inside = True
+        out = program(*args)
+        b.sync(out)
+        spy.inside = False
+        np.testing.assert_allclose(b.to_numpy(out), case.expected(inputs), rtol=1e-6)
+        seen[mode] = [(tuple(a.shape), str(a.dtype)) for a in _device_arrays(args) if a.ndim]
+    assert spy.counts == {}
+    assert seen["bounded"] == seen["unbounded"]

@@ -21,6 +21,9 @@ native form (padded, on the device) to outputs on the device:
 ``stablehlo_xla``            the same for the torch form, lowered by us
 ``stablehlo_interp``         the reference interpreter (worker process; not in bucketed mode);
                              its ``call_breakdown()`` medians are printed below the table
+``… [MODE]``                 with ``--also MODE``: jax_export and stablehlo_xla in that mode too,
+                             interleaved with the rest (e.g. ``--mode bounded --also unbounded
+                             --e 2048``: the same compute, compared under the same load)
 
 Rows are interleaved in ``--rounds`` rounds of ``--calls`` calls (the
 interpreter gets a tenth of them); the table gives the median and the 10th/90th
@@ -131,7 +134,10 @@ def measure(a) -> dict:
     calls["jax_jit"] = harness_call(jj, case, jit_mode, arrays)
     calls["jax_export"] = export_call
     calls["stablehlo_xla"] = harness_call(sx, case, a.mode, arrays)
-    interp = a.mode in StablehloInterp.modes
+    if a.also:  # the same programs in another mode, interleaved in the same rounds (the same load)
+        calls[f"jax_export [{a.also}]"] = harness_call(JaxExport(), case, a.also, arrays)
+        calls[f"stablehlo_xla [{a.also}]"] = harness_call(StablehloXla(), case, a.also, arrays)
+    interp = a.mode in StablehloInterp.modes and not a.no_interp
     if interp:
         calls["stablehlo_interp"] = harness_call(si, case, a.mode, arrays)
     times = {name: [] for name in calls}
@@ -165,6 +171,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--calls", type=int, default=400, help="calls per row per round")
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--processes", type=int, default=1, help="fresh processes; medians and their range over them")
+    ap.add_argument("--also", choices=("bounded", "unbounded", "bucketed"),
+                    help="also the jax_export and stablehlo_xla rows in this mode, interleaved with the others")
+    ap.add_argument("--no-interp", action="store_true", help="leave out the stablehlo_interp row")
     ap.add_argument("--json", action="store_true", help="print one process's rows as JSON (used by --processes)")
     a = ap.parse_args(argv)
     _one_thread(argv)
@@ -173,7 +182,7 @@ def main(argv=None) -> dict:
         return {}
     runs = []
     child = ["--case", a.case, "--mode", a.mode, "--e", str(a.e), "--calls", str(a.calls), "--rounds", str(a.rounds),
-             "--json"]
+             "--json"] + (["--also", a.also] if a.also else []) + (["--no-interp"] if a.no_interp else [])
     for _ in range(a.processes):
         if a.processes == 1:
             runs.append(measure(a))
