@@ -67,13 +67,16 @@ class _Padded:
         """Device arrays: the host arguments padded on the host to the bound, then their live sizes."""
         return _stage(args, self.entry.args, self.pad_value, self._sizes)[0]
 
-    def execute(self, staged: PaddedArgs) -> PaddedResults:
-        """Run on staged arguments; the results stay on the device."""
+    def admit(self, staged: PaddedArgs) -> None:
+        """Check (once per staging) that ``staged`` was padded to this executable's argument shapes."""
         if not staged.padded or staged.full != self.full:
             raise ExecutionError(f"{self.label}: arguments staged at {staged.full}, the executable takes "
                                  f"{self.full}")
-        outs = self.exe.execute_sharded(staged.device).consume_with_handlers(self.handlers)
-        return PaddedResults(outs, self.entry.results)
+
+    def execute(self, staged: PaddedArgs) -> PaddedResults:
+        """Run on staged arguments (checked by :meth:`admit`); the results stay on the device."""
+        return PaddedResults(self.exe.execute_sharded(staged.device).consume_with_handlers(self.handlers),
+                             self.entry.results)
 
     def __call__(self, args) -> PaddedResults:
         return PaddedResults(self.exe.execute_sharded(self.pad(args)).consume_with_handlers(self.handlers),
@@ -85,6 +88,9 @@ class _PerShape:
 
     def __init__(self, prog: XlaProgram):
         self.prog = prog
+
+    def admit(self, staged: PaddedArgs) -> None:
+        """Any staging runs here (a padded one copies its live arrays in the call)."""
 
     def execute(self, staged: PaddedArgs) -> PaddedResults:
         # staged padded before the fallback was known (its first call): copy the live arrays now
@@ -185,10 +191,14 @@ class _HostProgram:
     def __call__(self, *args) -> PaddedResults:
         """Run on ``convert``'s ``[PaddedArgs]`` (or stage NumPy arrays first,
         in the call); the results stay on the device."""
-        staged = args[0] if len(args) == 1 and isinstance(args[0], PaddedArgs) else self.stage(list(args))
-        run = self._seen.get(staged.shapes)
-        if run is None:
-            run = self._seen[staged.shapes] = self._runner(staged.shapes)
+        staged = args[0] if len(args) == 1 and type(args[0]) is PaddedArgs else self.stage(list(args))
+        run = staged.run
+        if run is None:  # the first call on this staging: look up (or compile) and check, once
+            run = self._seen.get(staged.shapes)
+            if run is None:
+                run = self._seen[staged.shapes] = self._runner(staged.shapes)
+            run.admit(staged)
+            staged.run = run
         return run.execute(staged)
 
     def _unsupported(self, e: PadderUnsupported) -> "_PerShape":
@@ -204,7 +214,7 @@ class _HostProgram:
                     self.on_compile(s, f"per-shape fallback ({e}): {reason}")
 
             self._per_shape = _PerShape(XlaProgram(self.module, on_compile=report, stats=self.stats))
-            self._seen.clear()
+            self._seen.clear()  # (a staging that ran on a bounded executable keeps it: it was padded for it)
         return self._per_shape
 
     def _compile(self, make_entry: Callable[[], BoundedEntry], reason: str) -> _Padded:

@@ -75,11 +75,12 @@ class PaddedArgs:
     whether ``device`` holds padded arrays; ``pad_s``/``h2d_s``, the seconds
     of the host padding and of the copy."""
 
-    __slots__ = ("device", "shapes", "host", "padded", "full", "pad_s", "h2d_s")
+    __slots__ = ("device", "shapes", "host", "padded", "full", "pad_s", "h2d_s", "run")
 
     def __init__(self, device, shapes, host, padded: bool, full, pad_s: float, h2d_s: float):
         self.device, self.shapes, self.host, self.padded = device, shapes, host, padded
         self.full, self.pad_s, self.h2d_s = full, pad_s, h2d_s
+        self.run = None  # what runs these arguments, once a call has looked it up and checked the layout
 
 
 class PaddedResults:
