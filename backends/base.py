@@ -91,6 +91,8 @@ class Ledger:
         self.baseline: dict[str, int] = {}
         self.baseline_seconds: dict[str, float] = {}
         self.reason_pos: dict[str, int] = {}
+        self.work: dict[str, int] = {}
+        self.work_seconds: dict[str, float] = {}
 
 
 class Backend:
@@ -117,6 +119,20 @@ class Backend:
         server (which has torch, numpy and jax imported, nothing initialised;
         ``harness.forkserver``); ``False`` if the backend needs a variable
         that a preloaded module reads at import to differ from job to job.
+      compile_scope: what this backend's compile-time figure
+        (``compile_time_s``, the sum of ``compile_times``) includes, in words,
+        for the report to show beside it.
+      work_counters: per-shape work that is not a compile (e.g. refining a
+        module's shapes to a new concrete shape), counted and timed apart
+        from the compile stages (``work_stats``/``work_times``): not in
+        ``compiles``, not in ``compile_time_s``.
+
+    Timing. The harness times ``program(*args)`` + ``sync`` on the inputs
+    :meth:`convert` made, the same in every mode: everything a user does once
+    per input (host padding, the host → device copy, marking dims dynamic) is
+    ``convert``'s work, timed apart (``pad_s``: the part a backend records
+    with ``io_timing("pad_s")``, ``h2d_s``: the rest), and ``to_numpy`` (device
+    → host, slicing a padded output back) is timed as ``d2h_s``.
 
     Compile counting. A backend reports cumulative counts per stage from
     :meth:`compile_stats`. Counts we make ourselves go through
@@ -138,6 +154,8 @@ class Backend:
     mode_notes: ClassVar[dict[str, str]] = {}
     opt_in: ClassVar[str] = ""
     forkable: ClassVar[bool] = True
+    compile_scope: ClassVar[str] = ""
+    work_counters: ClassVar[dict[str, Counter]] = {}
 
     # -- discovery (runs in the parent process) ---------------------------
     def available(self) -> tuple[bool, str]:
@@ -178,15 +196,38 @@ class Backend:
         raise NotImplementedError
 
     def convert(self, arrays: Sequence[np.ndarray]) -> list:
-        """NumPy inputs to native inputs (not timed)."""
+        """NumPy inputs to native inputs, in the form the program's call takes
+        them (padded, on the device): not part of the call's time; timed as
+        ``pad_s`` + ``h2d_s``."""
         return list(arrays)
 
     def sync(self, out: Any) -> None:
-        """Block until ``out`` is computed (timed: part of the call)."""
+        """Block until ``out`` is computed on the device (timed: part of the call)."""
 
     def to_numpy(self, out: Any) -> np.ndarray:
-        """The program's output as a NumPy array (not timed)."""
+        """The program's output as a NumPy array, sliced back to the live
+        sizes where the call ran padded (not part of the call; timed as ``d2h_s``)."""
         return np.asarray(out)
+
+    # -- input/output steps outside the call -------------------------------
+    @contextlib.contextmanager
+    def io_timing(self, step: str) -> Iterator[None]:
+        """Add the block's seconds to ``step`` (``pad_s``) of the current
+        ``convert``, for :meth:`take_io`."""
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.note_io(step, time.perf_counter() - t0)
+
+    def note_io(self, step: str, seconds: float) -> None:
+        """Add ``seconds`` to ``step`` of the current ``convert`` (a step its system timed)."""
+        io = self.__dict__.setdefault("_io", {})
+        io[step] = io.get(step, 0.0) + seconds
+
+    def take_io(self) -> dict[str, float]:
+        """The steps :meth:`io_timing` recorded since the last call (drains)."""
+        return self.__dict__.pop("_io", None) or {}
 
     # -- compile counting ----------------------------------------------------
     @property
@@ -260,6 +301,12 @@ class Backend:
             out[stage] = out.get(stage, 0.0) + s
         return out
 
+    def add_seconds(self, stage: str, seconds: float) -> None:
+        """Add compile seconds to ``stage`` with no count: a timed part of a
+        counted compile (e.g. the refinement before an XLA compile)."""
+        led = self.ledger
+        led.seconds[stage] = led.seconds.get(stage, 0.0) + seconds
+
     def compile_time_s(self) -> float | None:
         """Total compile time of this job so far, where known."""
         times = self.compile_times()
@@ -276,6 +323,22 @@ class Backend:
             out += [f"{stage}: {r}" for r in log[led.reason_pos.get(stage, 0):]]
             led.reason_pos[stage] = len(log)
         return out
+
+    # -- per-shape work that is not a compile -----------------------------------
+    def count_work(self, stage: str, seconds: float) -> None:
+        """Record one unit of ``stage`` (a key of ``work_counters``) taking ``seconds``."""
+        led = self.ledger
+        led.work[stage] = led.work.get(stage, 0) + 1
+        led.work_seconds[stage] = led.work_seconds.get(stage, 0.0) + seconds
+
+    def work_stats(self) -> dict[str, int]:
+        """Cumulative counts of this job's non-compile per-shape work, per stage
+        (every stage of ``work_counters`` present)."""
+        return {stage: 0 for stage in self.work_counters} | dict(self.ledger.work)
+
+    def work_times(self) -> dict[str, float]:
+        """Cumulative seconds of this job's non-compile per-shape work, per stage."""
+        return dict(self.ledger.work_seconds)
 
     def guards(self) -> list[str]:
         """Specialisations the backend made on concrete sizes (for the record)."""

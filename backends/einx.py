@@ -75,6 +75,8 @@ class Einx(TorchArrays, Backend):
     modes = ("static",)
     requires = ("einx", "torch")
     counters = {STAGE: Counter("instrumented", "calls to einx._src.tracer.optimize: one per graph einx builds")}
+    compile_scope = ("einx's graph build per new call signature: trace + optimize + Python codegen (tracer.depend_on entry to "
+                     "compiler.python.compile return), not the run")
 
     def startup(self):
         import einx  # noqa: F401

@@ -40,6 +40,8 @@ class EinxSymbolic(TorchArrays, Backend):
         STAGE: Counter("ours", "graphs einx_symbolic builds: one per new call signature (static mode: one per "
                                "new input shape, emulated)")
     }
+    compile_scope = ("einx_symbolic's graph builds (parse, solve, codegen of a call signature) as its own build log times "
+                     "them")
     mode_notes = {"static": "emulates einx 0.4.3's per-shape graph builds (one build per new input shape) for comparison"}
 
     def startup(self):

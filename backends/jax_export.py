@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import Backend, Counter, Unsupported, check_bounds
-from .stablehlo_base import XLA, XlaArrays, single
+from .stablehlo_base import REFINE, XLA, XLA_SCOPE, XlaArrays, single, xla_reporting
 
 
 def jax_specs(case, mode):
@@ -37,6 +37,9 @@ class JaxExport(XlaArrays, Backend):
     modes = ("bounded", "unbounded", "bucketed")
     requires = ("jax", "jaxlib")
     counters = {"export": Counter("instrumented", "jax.export.export calls"), "xla": XLA}
+    canonical_dtypes = True
+    work_counters = {"refine": REFINE}
+    compile_scope = "jax.export of the jax form, once in prepare: jax's trace + lowering to StableHLO ('export'); " + XLA_SCOPE
 
     def prepare(self, case, mode):
         from engines.stablehlo import BucketedXlaProgram, Module, XlaProgram
@@ -53,13 +56,14 @@ class JaxExport(XlaArrays, Backend):
             raise Unsupported(f"jax.export with symbolic shapes failed: {type(e).__name__}: {e}") from e
         self.exported = exp  # the jax.export.Exported (the benchmark's jax.jit(exported.call) row runs it)
         module = Module(JE.module_text(exp), f"{case.name} ({mode}, jax.export)", [inp.name for inp in case.inputs])
-        report = lambda s, why: self.count("xla", 1, s, why)  # noqa: E731
+        stats, report, on_check = xla_reporting(self)
         self.host_inputs(mode)
         if mode == "bucketed":
             check = lambda shapes: JE.check_shapes(module.text, shapes)  # noqa: E731
-            run = self._program = BucketedXlaProgram(module, on_compile=report, check=check)
+            run = self._program = BucketedXlaProgram(module, on_compile=report, stats=stats, check=check,
+                                                     on_check=on_check)
         else:
-            run = self._program = XlaProgram(module, on_compile=report)
+            run = self._program = XlaProgram(module, on_compile=report, stats=stats)
 
         def program(*args):
             return single(run(*args))
@@ -71,4 +75,6 @@ class JaxExport(XlaArrays, Backend):
         Bounded mode: an input above its bound is refused naming dim, size and
         bound (jax's shape assertion gives only the deficit)."""
         check_bounds(*self._job, arrays)
+        if self._host:
+            return super().convert(arrays)
         return self._program.convert(arrays, canonicalize=True)

@@ -5,7 +5,13 @@ bucketed = pad every dynamic axis to its power-of-two bucket the same way,
 one executable per bucket (both ``backends.padding``).
 
 Counts come from jax.monitoring's backend-compile events: every XLA compile
-in the process, including any the padding or slicing would cause.
+in the process, including any the padding or slicing would cause. Times come
+from the same events and from jax's two before them, one stage each in
+``compile_times`` (only ``xla`` is counted): ``trace`` (jaxpr tracing,
+``/jax/core/compile/jaxpr_trace_duration``), ``lowering`` (jaxpr to the MLIR
+module, ``/jax/core/compile/jaxpr_to_mlir_module_duration``) and ``xla`` (the
+backend compile). A tracing-cache hit that still lowers (or a lowering-cache
+hit) shows as trace or lowering time with no compile.
 
 Reasons come from jax itself: with ``jax_explain_cache_misses`` on, a miss of
 jit's tracing cache logs "TRACING CACHE MISS ... never seen function" or "...
@@ -34,6 +40,9 @@ from .padding import host_padding
 
 STAGE = "xla"
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+#: jax's events before the backend compile, and the ``compile_times`` stage each is timed under
+TIMED_EVENTS = {"/jax/core/compile/jaxpr_trace_duration": "trace",
+                "/jax/core/compile/jaxpr_to_mlir_module_duration": "lowering"}
 MISS_LOGGER = "jax._src.interpreters.partial_eval"
 
 
@@ -42,6 +51,7 @@ class _Xla:
 
     compiles = 0
     seconds = 0.0
+    stage_seconds = {stage: 0.0 for stage in TIMED_EVENTS.values()}  # trace, lowering
     reasons: list[str] = []
     pending: list[str] = []  # tracing-cache-miss explanations not yet paired with a compile
     listening = False
@@ -79,6 +89,10 @@ class _CaptureMisses(logging.Filter):
 
 
 def _on_event(event, duration, **kwargs):
+    stage = TIMED_EVENTS.get(event)
+    if stage is not None:
+        _Xla.stage_seconds[stage] += duration
+        return
     if event != COMPILE_EVENT:
         return
     _Xla.compiles += 1
@@ -113,6 +127,9 @@ class JaxJit(JaxArrays, Backend):
     modes = ("static",)
     requires = ("jax",)
     counters = {STAGE: Counter("system", f"jax.monitoring {COMPILE_EVENT!r} events: XLA backend compiles")}
+    compile_scope = ("jax.monitoring events of every compile in the process: jaxpr trace ('trace') + lowering "
+                     "to StableHLO ('lowering') + XLA backend compile ('xla'); padded modes: the static program's, "
+                     "at each bucket/bound")
 
     def startup(self):
         import jax
@@ -131,7 +148,7 @@ class JaxJit(JaxArrays, Backend):
         return {STAGE: _Xla.compiles}
 
     def system_seconds(self):
-        return {STAGE: _Xla.seconds}
+        return {**_Xla.stage_seconds, STAGE: _Xla.seconds}
 
     def reset_counters(self):
         _Xla.pending = []  # a miss explained before this job is not this job's

@@ -40,6 +40,8 @@ class LazyStablehlo(Lazy):
                                   "StableHLO lowering (`?` dims, bounds in bounded mode)"),
         "xla": XLA,
     }
+    compile_scope = ("per lazy cache miss: the trace to FX ('trace') + torch.export and our StableHLO lowering "
+                     "('lowering') + the XLA CPU compile ('xla'; bounded: once, on the padded entry)")
     mode_notes = {"bounded": "XLA compiles once: inputs padded to the bounds on the host, live sizes passed "
                              "(BoundedXlaProgram)"}
 

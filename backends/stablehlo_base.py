@@ -8,9 +8,12 @@
     (XLA's dynamic padder, ``engines.stablehlo.execution.padded``). ``bucketed``: the
     `?` module compiled once per power-of-two bucket of its sizes
     (``engines.sizes.buckets``). Stages: ``lowering`` (1 export+lower, in the first
-    call) + ``xla``. Inputs and outputs are jax arrays on the CPU device
-    (unbounded) or NumPy arrays, padded and sliced on the host in the call
-    (bounded, bucketed).
+    call) + ``xla``. Inputs and outputs are jax arrays on the CPU device;
+    in bounded and bucketed mode ``convert`` pads the inputs on the host and
+    copies them to the device (``PaddedArgs``), the call returns the padded
+    results on the device (``PaddedResults``) and ``to_numpy`` slices them.
+    The first call of a job exports and lowers at its argument shapes, so
+    it receives host arrays and stages them itself.
 ``stablehlo_interp``
     the same module on the StableHLO reference interpreter
     (``stablehlo.eval_module``) in a worker subprocess started by
@@ -41,25 +44,55 @@ from .base import Backend, Counter, Unsupported, torch_dims
 LOWERING = Counter("ours", "torch.export + our StableHLO lowering of the program")
 XLA = Counter("ours", "our XLA executor compiles @main (PJRT CPU compile_and_load): refined to each new "
                       "concrete argument shape, or once per bounded module / per bucket (padded entry)")
+#: per-shape work that is not a compile (``Backend.work_counters``)
+REFINE = Counter("ours", "MLIR parse + shape refinement of the module at each new concrete argument shape, to "
+                         "check its shape assertions; compiles nothing (the bucket's or bound's executable runs it)")
+#: what the XLA stages' compile time includes
+XLA_SCOPE = ("per new shape, bucket or bound: our refinement of @main to static shapes (time 'xla_refine'; "
+             "for a padded entry also the bounded rewrite) + the XLA CPU compile ('xla'); refinement at a new "
+             "shape that compiles nothing is work 'refine', not compile time")
+
+
+def xla_reporting(backend):
+    """``(stats, on_compile, on_check)`` for an XLA program of ``backend``:
+    each compile counted in stage ``xla`` with the XLA compile's seconds, the
+    refinement before it timed as ``xla_refine`` (no count of its own), and
+    each per-shape check counted as work ``refine``."""
+    from engines.stablehlo.execution.xla import XlaStats
+
+    stats = XlaStats()
+
+    def on_compile(seconds, why):
+        refine = stats.refine_seconds[-1] if stats.refine_seconds else 0.0
+        backend.count("xla", 1, max(seconds - refine, 0.0), why)
+        backend.add_seconds("xla_refine", refine)
+
+    return stats, on_compile, lambda seconds: backend.count_work("refine", seconds)
 PARSE = Counter("ours", "the interpreter worker parses/specialises the module for a new concrete argument shape")
 
 
 def single(outs):
-    """One output as itself, several as a tuple."""
+    """One output as itself, several as a tuple; a padded program's
+    ``PaddedResults`` as it is (still on the device: ``to_numpy`` slices it)."""
+    if not isinstance(outs, (list, tuple)):
+        return outs
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-#: modes whose programs take host (NumPy) inputs: they pad them in the call
+#: modes whose programs pad their inputs on the host (in ``convert``)
 HOST_MODES = ("bucketed",)
 
 
 class XlaArrays:
     """Mixin: inputs and outputs are jax arrays on the CPU device, dtypes kept
-    (no x64 canonicalisation), except in the modes whose programs pad on the
-    host (``host_modes``: NumPy in and out); ``startup`` loads jax's CPU
-    client and MLIR tools."""
+    (no x64 canonicalisation, unless ``canonical_dtypes``). In the modes whose
+    programs pad on the host (``host_modes``), ``convert`` stages the padded
+    inputs on the device (the program's ``convert``: its ``pad_s`` is the
+    record's); ``startup`` loads jax's CPU client and MLIR tools."""
 
     host_modes = HOST_MODES
+    #: cast inputs within a kind to @main's dtypes (int64 -> int32), as jax does with x64 off
+    canonical_dtypes = False
 
     def startup(self):
         from engines.stablehlo.execution.executors import load_runtime
@@ -74,15 +107,19 @@ class XlaArrays:
     def convert(self, arrays):
         from engines.stablehlo.execution.executors import device_put
 
-        if getattr(self, "_host", False):
+        if not getattr(self, "_host", False):
+            return device_put(arrays)
+        program = getattr(self, "_program", None)
+        if program is None:  # the first call makes the program at its shapes, and stages them itself
             return [np.ascontiguousarray(a) for a in arrays]
-        return device_put(arrays)
+        args = program.convert(arrays, canonicalize=self.canonical_dtypes)
+        self.note_io("pad_s", args[0].pad_s)
+        return args
 
     def sync(self, out):
         # timed: no import here (executors imports torch, so not at module level either)
         for o in (out if isinstance(out, tuple) else (out,)):
-            if not isinstance(o, np.ndarray):  # host programs answer with NumPy arrays, already computed
-                o.block_until_ready()
+            o.block_until_ready()  # a NumPy output (work done in the call) fails here
 
     def to_numpy(self, out):
         from engines.stablehlo.execution.executors import to_host
@@ -146,6 +183,7 @@ class StablehloTorch(Backend):
 
     def prepare(self, case, mode):
         self._job = (case, mode)
+        self._program = None
         state = {}
         self.host_inputs(mode)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .base import check_bounds
-from .stablehlo_base import LOWERING, XLA, StablehloTorch, XlaArrays
+from .stablehlo_base import LOWERING, REFINE, XLA, XLA_SCOPE, StablehloTorch, XlaArrays, xla_reporting
 
 
 class StablehloXla(XlaArrays, StablehloTorch):
@@ -11,6 +11,8 @@ class StablehloXla(XlaArrays, StablehloTorch):
     modes = ("bounded", "unbounded", "bucketed")
     host_modes = ("bounded", "bucketed")
     counters = {"lowering": LOWERING, "xla": XLA}
+    work_counters = {"refine": REFINE}
+    compile_scope = "torch.export + our StableHLO lowering, once, in the first call ('lowering'); " + XLA_SCOPE
 
     def convert(self, arrays):
         check_bounds(*self._job, arrays)  # naming the dim, not only the argument's axis
@@ -19,9 +21,9 @@ class StablehloXla(XlaArrays, StablehloTorch):
     def _executor_program(self, module, mode):
         from engines.stablehlo import BoundedXlaProgram, BucketedXlaProgram, XlaProgram
 
-        report = lambda s, why: self.count("xla", 1, s, why)  # noqa: E731
+        stats, report, check = xla_reporting(self)
         if mode == "bounded":
-            return BoundedXlaProgram(module, on_compile=report)
+            return BoundedXlaProgram(module, on_compile=report, stats=stats, on_check=check)
         if mode == "bucketed":
-            return BucketedXlaProgram(module, on_compile=report)
-        return XlaProgram(module, on_compile=report)
+            return BucketedXlaProgram(module, on_compile=report, stats=stats, on_check=check)
+        return XlaProgram(module, on_compile=report, stats=stats)

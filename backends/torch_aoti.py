@@ -36,6 +36,8 @@ class TorchAoti(TorchArrays, Backend):
         "aoti": Counter("instrumented", "torch._inductor.aoti_compile_and_package calls (a C++ build of a "
                                         ".pt2 package)"),
     }
+    compile_scope = ("torch.export.export ('export') + aoti_compile_and_package ('aoti': inductor codegen and the "
+                     "C++ build of the .pt2 package); loading the package is not in it")
 
     def startup(self):
         import torch  # noqa: F401

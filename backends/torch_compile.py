@@ -1,6 +1,7 @@
 """torch.compile: static = ``dynamic=False`` (one graph per shape); unbounded
 and bounded = the case's dynamic axes marked with ``mark_dynamic`` (with
-``max`` when bounded), every other axis static; bucketed = the static program
+``max`` when bounded) by ``convert``, once per input tensor as a user would,
+every other axis static; bucketed = the static program
 on inputs padded on the host to their bucket (``backends.padding``): one graph
 per bucket.
 
@@ -94,6 +95,8 @@ class TorchCompile(TorchArrays, Backend):
             "torch._dynamo counters['stats']['unique_graphs']: graphs dynamo captured, each compiled by inductor",
         )
     }
+    compile_scope = ("dynamo's entire_frame_compile_time_s per frame compile: dynamo tracing + AOT autograd + the "
+                     "compiler backend (inductor codegen and C++ build, or none with 'eager')")
     #: the torch.compile backend; DYNSHAPE_TORCH_COMPILE_BACKEND overrides
     #: (``eager`` keeps dynamo's graph capture but skips inductor's C++ build)
     compiler = "inductor"
@@ -109,17 +112,32 @@ class TorchCompile(TorchArrays, Backend):
             warm_inductor()
 
     def convert(self, arrays):
-        """Bounded mode: an input above its bound is refused naming the dim
+        """Torch tensors, the case's dynamic dims marked (``mark_dynamic``, once
+        per input, as a user marks the tensors they pass: not in the timed call).
+        Bounded mode: an input above its bound is refused naming the dim
         (dynamo's ConstraintViolationError says only "17 not in range [2, 16]")."""
+        import torch._dynamo
+
         if getattr(self, "_job", None):
             check_bounds(*self._job, arrays)
-        return super().convert(arrays)
+        args = super().convert(arrays)
+        for arg, spec in zip(args, getattr(self, "_marks", ())):
+            for axis, lo, hi in spec:
+                if hi is None:
+                    # torch 2.13: min= without max= fails inside dynamo
+                    # ("not simple sympy type NoneType"), so unbounded
+                    # dims get the default range
+                    torch._dynamo.mark_dynamic(arg, axis)
+                else:
+                    torch._dynamo.mark_dynamic(arg, axis, min=lo, max=hi)
+        return args
 
     def prepare(self, case, mode):
         import torch
         import torch._dynamo
 
         self._job = (case, mode)
+        self._marks = []
 
         cfg = torch._dynamo.config
         cfg.recompile_limit = 10**6
@@ -128,24 +146,10 @@ class TorchCompile(TorchArrays, Backend):
         fn = case.torch_fn()
         if mode == "static":
             return torch.compile(fn, dynamic=False, backend=self.compiler)
-        compiled = torch.compile(fn, backend=self.compiler)
-        marks = [
+        self._marks = [
             [(axis, max(2, dim.min), dim.max) for axis, dim in axes.items()] for axes in case.dynamic_axes(mode)
         ]
-
-        def program(*args):
-            for arg, spec in zip(args, marks):
-                for axis, lo, hi in spec:
-                    if hi is None:
-                        # torch 2.13: min= without max= fails inside dynamo
-                        # ("not simple sympy type NoneType"), so unbounded
-                        # dims get the default range
-                        torch._dynamo.mark_dynamic(arg, axis)
-                    else:
-                        torch._dynamo.mark_dynamic(arg, axis, min=lo, max=hi)
-            return compiled(*args)
-
-        return program
+        return torch.compile(fn, backend=self.compiler)
 
     # -- compile counting ----------------------------------------------------
     def system_stats(self):

@@ -26,6 +26,8 @@ class TorchExport(TorchArrays, Backend):
     modes = ("static", "bounded", "unbounded")
     requires = ("torch",)
     counters = {STAGE: Counter("instrumented", "torch.export.export calls")}
+    compile_scope = ("torch.export.export per new shape (static, bucketed) or once (Dim ranges): dynamo trace + AOT export to "
+                     "an ExportedProgram; running ep.module() compiles nothing")
 
     def startup(self):
         # what the first export would otherwise import (~1 s: dynamo, sympy, ...)

@@ -90,6 +90,7 @@ class TorchLazyTs(Backend):
     counters = {STAGE: Counter("system", "torch._lazy metrics counter UncachedCompile (a new graph hash at "
                                          "mark_step, lowered to TorchScript and compiled)")}
     mode_notes = {"unbounded": f"torch._lazy symbolic-shape mode ({ENV_DYNAMIC}=1)"}
+    compile_scope = "none reported: torch._lazy keeps no compile-time metric (counts only)"
 
     def __init__(self):
         self._cached_base = 0

@@ -66,6 +66,8 @@ class TorchXlaLazy(Backend):
     env = "xla"
     requires = ("torch", "torch_xla")
     counters = {STAGE: Counter("system", "torch_xla metrics counter UncachedCompile")}
+    compile_scope = ("torch_xla's CompileTime metric: the XLA compile of each uncached graph (tracing and graph hashing "
+                     "happen in every call, timed as the call)")
 
     def __init__(self):
         self._axes = None  # per input, the axes to mark dynamic (unbounded mode)

@@ -41,7 +41,7 @@ import threading
 import numpy as np
 
 from .base import Backend, Counter, check_bounds
-from .stablehlo_base import PARSE, XLA, InterpreterHost, XlaArrays
+from .stablehlo_base import PARSE, REFINE, XLA, XLA_SCOPE, InterpreterHost, XlaArrays, single, xla_reporting
 
 EXPORT = Counter("instrumented", "torch.export + torch_xla exported_program_to_stablehlo runs "
                                  "(in the xla env's export server)")
@@ -189,6 +189,9 @@ class TorchXlaStableHLO(XlaArrays, Backend):
     requires = ("jax", "jaxlib")
     helper_envs = ("xla",)
     counters = {"export": EXPORT, "xla": XLA}
+    work_counters = {"refine": REFINE}
+    compile_scope = ("torch.export + torch_xla's exported_program_to_stablehlo in the export server, once at the "
+                     "first call's shapes ('export'; its process start is not in it); " + XLA_SCOPE)
     canonicalize = False
 
     def __init__(self):
@@ -224,6 +227,8 @@ class TorchXlaStableHLO(XlaArrays, Backend):
     def convert(self, arrays):
         """Bounded mode: an input above its bound is refused naming dim, size and bound."""
         check_bounds(*self._job, arrays)
+        if self._host:  # @main's argument order (constants among them) is known at the first call: staged in the call
+            return [np.ascontiguousarray(a) for a in arrays]
         return super().convert(arrays)
 
     def prepare(self, case, mode):
@@ -275,17 +280,17 @@ class TorchXlaStableHLO(XlaArrays, Backend):
 
         def run(*args):
             outs = prog(*[values[i] if p is None else args[p] for i, p in enumerate(order)])
-            return outs[0] if len(outs) == 1 else tuple(outs)
+            return single(outs)  # a bucketed program's PaddedResults stays on the device
 
         return run
 
     def _executor_program(self, module, mode):
         from engines.stablehlo import BucketedXlaProgram, XlaProgram
 
-        report = lambda s, why: self.count("xla", 1, s, why)  # noqa: E731
+        stats, report, check = xla_reporting(self)
         if mode == "bucketed":  # torch_xla's `?` module (bounds are dropped anyway), per power-of-two bucket
-            return BucketedXlaProgram(module, on_compile=report)
-        return XlaProgram(module, on_compile=report)
+            return BucketedXlaProgram(module, on_compile=report, stats=stats, on_check=check)
+        return XlaProgram(module, on_compile=report, stats=stats)
 
     @staticmethod
     def _record(case, mode, res) -> list[str]:
@@ -331,6 +336,9 @@ class TorchXlaStableHLOCanonInterp(InterpreterHost, TorchXlaStableHLOCanon):
     name = "torch_xla_stablehlo_interp"
     modes = ("unbounded", "bounded")
     counters = {"export": EXPORT, "parse": PARSE}
+    work_counters = {}
+    compile_scope = ("torch.export + torch_xla's exported_program_to_stablehlo in the export server, once ('export') "
+                     "+ the interpreter worker's parse/specialisation per new argument shape ('parse')")
 
     def _executor_program(self, module, mode):
         from engines.stablehlo import InterpreterProgram

@@ -1,23 +1,33 @@
 """The measurement loop of one job (case, backend, mode); runs inside a worker.
 
-One timing rule for every backend (the worker times ``Backend.startup``
-before this loop runs):
+One timing rule for every backend and mode (the worker times
+``Backend.startup`` before this loop runs):
 
 - ``prepare_s``: ``backend.prepare(case, mode)``, with the job's compile
   counters reset just before it;
-- novel phase: each shape of the sweep is new to the process. ``convert``
-  (host → native) is not timed; the first call and ``sync`` are; ``to_numpy``
-  is not. The compile counters are read around every call, so each record
-  carries its own per-stage ``compile_delta`` (shape 0's includes what
-  ``prepare`` compiled) and the reasons the system gave;
+- the timed region (``latency_s``, ``cached_latency_s``) is ``program(*args)``
+  + ``sync``, on ``args`` already in the backend's native form (padded, on
+  the device) and up to outputs computed on the device. What a user pays
+  around it is timed apart, per record: ``pad_s`` (host padding, where the
+  mode pads on the host; else ``None``), ``h2d_s`` (the rest of ``convert``:
+  host → device copy, dtype casts, marking dims dynamic), ``d2h_s``
+  (``to_numpy``: device → host copy and slicing a padded output back to
+  the live sizes) and their sum with the call, ``end_to_end_s``;
+- novel phase: each shape of the sweep is new to the process: ``convert``,
+  the first call and ``to_numpy``, each timed once. The compile counters
+  are read around every call, so each record carries its own per-stage
+  ``compile_delta`` (shape 0's includes what ``prepare`` compiled) and the
+  reasons the system gave;
 - cached phase: each passing shape again, after warm-up, every call synced;
   median and IQR over the samples: ``repeats`` of them, or fewer once the
   samples have taken :data:`CACHED_BUDGET_S` seconds (never fewer than
   :data:`MIN_SAMPLES`), so a slow call (the StableHLO reference interpreter's
   ~0.3 s) is sampled fewer times than a fast one, by the same rule on every
   backend (``cached_repeats`` says how many). The output of the last timed
-  call is checked against the oracle. A compile anywhere in the cached phase
-  of a shape makes its record ``recompiled``.
+  call is checked against the oracle. Then ``convert`` and ``to_numpy`` are
+  timed around up to :data:`IO_SAMPLES` further (untimed) calls; their
+  medians are the record's ``pad_s``/``h2d_s``/``d2h_s``. A compile anywhere
+  in the cached phase of a shape makes its record ``recompiled``.
 """
 
 from __future__ import annotations
@@ -36,6 +46,8 @@ from . import oracle
 CACHED_BUDGET_S = 0.5
 #: samples taken whatever the budget (fewer only when ``repeats`` asks for fewer)
 MIN_SAMPLES = 3
+#: most timings of ``convert``/``to_numpy`` per cached record (fewer once they took :data:`CACHED_BUDGET_S`)
+IO_SAMPLES = 5
 
 
 def _error(e: BaseException) -> str:
@@ -53,6 +65,7 @@ class _Meter:
     def __init__(self, backend):
         self.backend = backend
         self.before = backend.compile_stats()
+        self.work_before = backend.work_stats()
 
     def take(self) -> dict:
         """Fields for the call(s) since the last ``take``: the cumulative
@@ -62,7 +75,10 @@ class _Meter:
         delta, self.before = _delta(stats, self.before), stats
         times = b.compile_times() or None
         breakdown = getattr(b, "call_breakdown", None)
+        work = b.work_stats()
+        work_delta, self.work_before = _delta(work, self.work_before), work
         return dict(
+            work_delta=work_delta or None, work_times=b.work_times() or None,
             compiles=int(sum(stats.values())), compile_stages=stats, compile_delta=delta,
             compile_times=times, compile_time_s=float(sum(times.values())) if times else None,
             compile_reasons=b.compile_reasons() or None, guards=b.guards() or None,
@@ -102,12 +118,14 @@ def run(job: dict, backend, emit: Callable[[dict], None]) -> None:
         shape = dict(base, shape_index=index, sizes=sizes, shapes=[list(a.shape) for a in inputs], novel=True)
         try:
             check_bounds(case, mode, inputs)  # no system sees a size above its bound
-            args = backend.convert(inputs)
+            args, io = _convert(backend, inputs)
             t0 = time.perf_counter()
             out = program(*args)
             backend.sync(out)
             latency = time.perf_counter() - t0
+            t0 = time.perf_counter()
             got = backend.to_numpy(out)
+            io["d2h_s"] = time.perf_counter() - t0
         except Unsupported as e:
             emit(dict(shape, **meter.take(), status="unsupported", ok=None, message=str(e)))
             continue
@@ -117,18 +135,22 @@ def run(job: dict, backend, emit: Callable[[dict], None]) -> None:
             emit(dict(shape, **meter.take(), status="error", ok=False, message=_error(e)))
             continue
         verdict = oracle.compare(got, expected, case.out_dtype, tol.rtol, tol.atol)
-        emit(dict(shape, **meter.take(), latency_s=latency, max_abs_err=verdict.max_abs_err,
+        emit(dict(shape, **meter.take(), **_io_fields(io, latency), latency_s=latency, max_abs_err=verdict.max_abs_err,
                   max_rel_err=verdict.max_rel_err, ok=verdict.ok,
                   status="pass" if verdict.ok else "mismatch", message=verdict.message or None))
         if verdict.ok:
-            runnable.append((args, expected, dict(shape, novel=False)))
+            runnable.append((inputs, expected, dict(shape, novel=False)))
 
     if job.get("novel_only"):  # a repeat of the novel phase (``harness run --processes``)
         return
-    for args, expected, shape in runnable:
+    for inputs, expected, shape in runnable:
         try:
+            # converted again: a program made by its first call may take another form than the host
+            # arrays that call got (stablehlo_xla's padded executors stage them in convert once they exist)
+            args = backend.convert(inputs)
             samples, out = _time_cached(program, backend, args, job["warmup"], job["repeats"])
             verdict = oracle.compare(backend.to_numpy(out), expected, case.out_dtype, tol.rtol, tol.atol)
+            io = _time_io(program, backend, inputs, min(IO_SAMPLES, job["repeats"]))
         except MemoryError:
             raise
         except Exception as e:
@@ -146,9 +168,50 @@ def run(job: dict, backend, emit: Callable[[dict], None]) -> None:
             message = f"{recompiles} compile(s) in the cached phase of a shape seen before ({why})"
         else:
             status, message = "pass", None
-        emit(dict(shape, **fields, latency_s=med, cached_latency_s=med, cached_iqr_s=q[2] - q[0],
+        emit(dict(shape, **fields, **_io_fields(io, med), latency_s=med, cached_latency_s=med, cached_iqr_s=q[2] - q[0],
                   cached_repeats=len(samples), cached_samples_s=samples, max_abs_err=verdict.max_abs_err, max_rel_err=verdict.max_rel_err,
                   ok=status == "pass", status=status, message=message))
+
+
+def _convert(backend, inputs) -> tuple[list, dict]:
+    """``backend.convert(inputs)`` and its seconds: ``pad_s`` (what the backend
+    recorded as host padding, ``None`` where it pads nothing) and ``h2d_s`` (the rest)."""
+    backend.take_io()
+    t0 = time.perf_counter()
+    args = backend.convert(inputs)
+    took = time.perf_counter() - t0
+    pad = backend.take_io().get("pad_s")
+    return args, {"pad_s": pad, "h2d_s": took - (pad or 0.0)}
+
+
+def _time_io(program, backend, inputs, n: int, budget_s: float = CACHED_BUDGET_S) -> dict:
+    """Medians of ``pad_s``/``h2d_s``/``d2h_s`` over ``n`` conversions (fewer
+    once they took ``budget_s``, at least one), each followed by an untimed,
+    synced call whose output ``to_numpy`` copies back (a fresh output each
+    time: jax caches an array's host copy)."""
+    seen: dict[str, list] = {"pad_s": [], "h2d_s": [], "d2h_s": []}
+    t_start = time.perf_counter()
+    for _ in range(max(n, 1)):
+        args, io = _convert(backend, inputs)
+        out = program(*args)
+        backend.sync(out)
+        t0 = time.perf_counter()
+        backend.to_numpy(out)
+        io["d2h_s"] = time.perf_counter() - t0
+        for k, v in io.items():
+            if v is not None:
+                seen[k].append(v)
+        if time.perf_counter() - t_start > budget_s:
+            break
+    return {k: statistics.median(v) if v else None for k, v in seen.items()}
+
+
+def _io_fields(io: dict, call_s: float) -> dict:
+    """The record's input/output fields and ``end_to_end_s``: what a user pays
+    for host inputs to a host output (padding, copies and the call)."""
+    steps = [io.get("pad_s"), io.get("h2d_s"), io.get("d2h_s")]
+    return dict(pad_s=steps[0], h2d_s=steps[1], d2h_s=steps[2],
+                end_to_end_s=call_s + sum(v for v in steps if v is not None))
 
 
 def _time_cached(program, backend, args, warmup: int, repeats: int,

@@ -40,6 +40,7 @@ FIELDS = (
     "startup_s", "prepare_s",
     "compiles", "compile_stages", "compile_delta", "compile_times", "compile_time_s", "compile_reasons", "guards",
     "latency_s", "cached_latency_s", "cached_iqr_s", "cached_repeats", "call_breakdown",
+    "pad_s", "h2d_s", "d2h_s", "end_to_end_s", "work_delta", "work_times",
     "max_abs_err", "max_rel_err", "ok", "status", "message",
     "process", "cached_samples_s", "node",
 )
@@ -48,6 +49,14 @@ FIELDS = (
 #: ``cached_samples_s`` the raw per-repeat seconds behind ``cached_latency_s``;
 #: ``node`` the host whose worker ran the job (a Dask worker's, with
 #: ``--scheduler``), ``None`` where it is the run's own machine.
+#: ``latency_s``/``cached_latency_s`` time the call on inputs already in the
+#: backend's native form (padded, on the device) to outputs on the device;
+#: ``pad_s`` (host padding, ``None`` where the mode pads nothing on the host),
+#: ``h2d_s`` (host → native copy) and ``d2h_s`` (native → host copy and the
+#: slice back to the live sizes) are timed apart (medians in a cached record),
+#: ``end_to_end_s`` is their sum with the call. ``work_delta``/``work_times``:
+#: per-shape work that is not a compile (``Backend.work_counters``), this
+#: call's counts and the job's cumulative seconds per stage.
 
 
 class ResultsError(ValueError):

@@ -14,8 +14,14 @@
     bounds on some dims and none on others runs here too, bounded dims at
     their bound.)
 
-Both take and return NumPy arrays (``convert`` casts to @main's dtypes); a
-call pads, runs and slices with no per-shape compile.
+``convert`` casts NumPy inputs to @main's dtypes, pads them on the host to
+their bucket or bound and copies them to the device, with their live sizes
+(a :class:`~.xla.PaddedArgs`, timed in its ``pad_s``/``h2d_s``); a call on
+it runs the executable (no per-shape compile, no host work) and returns the
+results on the device (:class:`~.xla.PaddedResults`: static at the bound,
+with their live sizes), which ``numpy()`` copies back and slices. A call on
+NumPy arrays stages them itself (for callers that time nothing: tests, the
+lazy path) and returns the same.
 """
 from __future__ import annotations
 
@@ -26,8 +32,8 @@ from typing import Callable, Dict, List, Optional
 import numpy as np
 
 from .bounded import BoundedEntry, PadderUnsupported, bound_entry
-from .module import Module, Report, format_shapes
-from .xla import XlaProgram, XlaStats, cpu, device_put, refine, result_handlers
+from .module import ExecutionError, Module, Report, format_shapes
+from .xla import PaddedArgs, PaddedResults, XlaProgram, XlaStats, cpu, device_put, refine, result_handlers
 
 ON_UNSUPPORTED = ("error", "per_shape")
 _HLO_OPS = (r"\b(reshape|convolution|sort|scatter|gather|reduce-window|select-and-scatter|pad|slice|dynamic-slice|"
@@ -35,7 +41,7 @@ _HLO_OPS = (r"\b(reshape|convolution|sort|scatter|gather|reduce-window|select-an
 
 
 class _Padded:
-    """One compiled bounded entry: pad on the host, run, slice on the host."""
+    """One compiled bounded entry: runs on arguments staged at its bound (see :meth:`pad`)."""
 
     def __init__(self, entry: BoundedEntry, label: str, pad_value=None):
         client, _ = cpu()
@@ -51,48 +57,69 @@ class _Padded:
             op = "while" if loop else m.group(1) if m else "?"
             raise PadderUnsupported(f"{label}: XLA's dynamic padder cannot serve op {op} in the bounded entry: "
                                     f"{msg.splitlines()[0][:400]}", op) from e
+        self.label = label
         self.handlers = result_handlers(entry.bytecode, label)
         self.pad_value = pad_value
-        self.n_results = len(entry.results)
+        self.full = [tuple(full) for full, _ in entry.args]
         self._sizes: Dict[int, object] = {}
 
     def pad(self, args) -> list:
-        """Device arrays: the arguments padded on the host to the bound, then their live sizes."""
-        padded, sizes = [], []
-        for a, (full, dyn) in zip(args, self.entry.args):
-            live = a.shape
-            if dyn and live != full:
-                if self.pad_value is None:
-                    buf = np.empty(full, a.dtype)
-                else:
-                    buf = np.full(full, _poison(self.pad_value, a.dtype), a.dtype)
-                buf[tuple(slice(0, n) for n in live)] = a
-                a = buf
-            padded.append(a)
-            sizes += [self._size(live[d]) for d in dyn]
-        return device_put(padded) + sizes
+        """Device arrays: the host arguments padded on the host to the bound, then their live sizes."""
+        return _stage(args, self.entry.args, self.pad_value, self._sizes)[0]
 
-    def _size(self, n: int):
-        """``n`` as a device ``i32`` scalar (cached: sizes recur)."""
-        s = self._sizes.get(n)
-        if s is None:
-            s = self._sizes[n] = device_put([np.int32(n)])[0]
-        return s
+    def admit(self, staged: PaddedArgs) -> None:
+        """Check (once per staging) that ``staged`` was padded to this executable's argument shapes."""
+        if not staged.padded or staged.full != self.full:
+            raise ExecutionError(f"{self.label}: arguments staged at {staged.full}, the executable takes "
+                                 f"{self.full}")
 
-    def __call__(self, args) -> List[np.ndarray]:
-        outs = self.exe.execute_sharded(self.pad(args)).consume_with_handlers(self.handlers)
-        k = self.n_results
-        live = [int(s) for s in outs[k:]]
-        res = []
-        for o, (full, dyn) in zip(outs[:k], self.entry.results):
-            o = np.asarray(o)
-            if dyn:
-                idx = [slice(None)] * o.ndim
-                for d in dyn:
-                    idx[d] = slice(0, live.pop(0))
-                o = o[tuple(idx)]
-            res.append(o)
-        return res
+    def execute(self, staged: PaddedArgs) -> PaddedResults:
+        """Run on staged arguments (checked by :meth:`admit`); the results stay on the device."""
+        return PaddedResults(self.exe.execute_sharded(staged.device).consume_with_handlers(self.handlers),
+                             self.entry.results)
+
+    def __call__(self, args) -> PaddedResults:
+        return PaddedResults(self.exe.execute_sharded(self.pad(args)).consume_with_handlers(self.handlers),
+                             self.entry.results)
+
+
+class _PerShape:
+    """The per-shape fallback: an :class:`XlaProgram` on unpadded device arguments."""
+
+    def __init__(self, prog: XlaProgram):
+        self.prog = prog
+
+    def admit(self, staged: PaddedArgs) -> None:
+        """Any staging runs here (a padded one copies its live arrays in the call)."""
+
+    def execute(self, staged: PaddedArgs) -> PaddedResults:
+        # staged padded before the fallback was known (its first call): copy the live arrays now
+        args = device_put(staged.host) if staged.padded or staged.device is None else staged.device
+        return PaddedResults(list(self.prog(*args)))
+
+
+def _stage(args, layout, pad_value, cache: Dict[int, object]) -> tuple:
+    """``(device arguments, pad seconds, copy seconds)``: ``args`` padded on
+    the host to ``layout``'s (full shape, dynamic dims) per argument (``np.empty``
+    where ``pad_value`` is None: the padder masks), copied to the device in one
+    batch, followed by their live sizes as device ``i32`` scalars (cached in ``cache``: sizes recur)."""
+    t0 = time.perf_counter()
+    padded, live = [], []
+    for a, (full, dyn) in zip(args, layout):
+        shape = a.shape
+        if dyn and tuple(shape) != tuple(full):
+            buf = np.empty(full, a.dtype) if pad_value is None else np.full(full, _poison(pad_value, a.dtype), a.dtype)
+            buf[tuple(slice(0, n) for n in shape)] = a
+            a = buf
+        padded.append(a)
+        live += [shape[d] for d in dyn]
+    t1 = time.perf_counter()
+    new = [n for n in dict.fromkeys(live) if n not in cache]
+    out = device_put(padded + [np.int32(n) for n in new])
+    for n, s in zip(new, out[len(padded):]):
+        cache[n] = s
+    t2 = time.perf_counter()
+    return out[:len(padded)] + [cache[n] for n in live], t1 - t0, t2 - t1
 
 
 def _poison(value, dtype):
@@ -105,7 +132,7 @@ def _poison(value, dtype):
 
 class _HostProgram:
     def __init__(self, module: Module, on_compile: Optional[Report], stats: Optional[XlaStats],
-                 on_unsupported: str = "error", pad_value=None):
+                 on_unsupported: str = "error", pad_value=None, on_check: Optional[Callable[[float], None]] = None):
         if on_unsupported not in ON_UNSUPPORTED:
             raise ValueError(f"on_unsupported={on_unsupported!r}; valid: {', '.join(ON_UNSUPPORTED)}")
         self.module = module
@@ -113,10 +140,13 @@ class _HostProgram:
         self.stats = stats if stats is not None else XlaStats()
         self.on_unsupported = on_unsupported
         self.pad_value = pad_value
+        #: called with the seconds of each per-shape check that refines the module and compiles nothing
+        self.on_check = on_check
         #: what serves the module: "bounded" / "bucketed", or "per_shape: <why>" after a fallback
         self.how: Optional[str] = None
-        self._seen: Dict[tuple, Callable] = {}
-        self._per_shape: Optional[Callable] = None
+        self._seen: Dict[tuple, object] = {}
+        self._per_shape: Optional[_PerShape] = None
+        self._sizes: Dict[int, object] = {}  # live sizes as device scalars
         #: the module's shape assertions (jax's, or torch.export's runtime asserts as
         #: lowered): the bounded rewrite drops them, so each new shape checks them here
         self._asserts = "@shape_assertion" in module.text
@@ -125,19 +155,53 @@ class _HostProgram:
         """Evaluate the module's shape assertions at these argument shapes
         (refinement only, no compile; raises naming the assertion)."""
         if self._asserts:
+            t0 = time.perf_counter()
             refine(self.module.text, [(tuple(s), None) for s in shapes], self.module.label)
+            if self.on_check is not None:
+                self.on_check(time.perf_counter() - t0)
 
-    def convert(self, arrays, canonicalize: bool = False) -> List[np.ndarray]:
-        """NumPy inputs in @main's dtypes (host arrays: the call pads them)."""
-        return [np.ascontiguousarray(a) for a in self.module.cast(arrays, canonicalize)]
+    def convert(self, arrays, canonicalize: bool = False) -> List[PaddedArgs]:
+        """``[PaddedArgs]``: NumPy inputs in @main's dtypes, padded on the host
+        and copied to the device with their live sizes (see :meth:`stage`)."""
+        return [self.stage([np.ascontiguousarray(a) for a in self.module.cast(arrays, canonicalize)])]
 
-    def __call__(self, *args) -> List[np.ndarray]:
-        run = self._seen.get(tuple([a.shape for a in args]))
-        if run is None:
-            run = self._admit(args)
-        return run(args)
+    def stage(self, arrays) -> PaddedArgs:
+        """Host arrays (checked against @main's signature) padded to their
+        bucket or bound and copied to the device: what a call takes. Where no
+        padded layout applies (a per-shape fallback, an argument dim with no
+        bound) the arrays are copied as they are and the call runs them per shape."""
+        shapes = self.module.admit(arrays, np.ndarray, "the NumPy arrays")
+        layout = None if self._per_shape is not None else self.layout(shapes)
+        if layout is None:
+            t0 = time.perf_counter()
+            dev = device_put(arrays)
+            return PaddedArgs(dev, shapes, arrays, False, None, 0.0, time.perf_counter() - t0)
+        dev, pad_s, h2d_s = _stage(arrays, layout, self.pad_value, self._sizes)
+        return PaddedArgs(dev, shapes, arrays, True, [full for full, _ in layout], pad_s, h2d_s)
 
-    def _unsupported(self, e: PadderUnsupported) -> Callable:
+    def layout(self, shapes) -> Optional[list]:
+        """Per argument, (shape it is padded to, its `?` dims), or None where a `?` dim has no size to pad to."""
+        out = []
+        for (shape, _, _), full in zip(self.module.inputs, self.padded_shapes(shapes)):
+            if full is None:
+                return None
+            out.append((tuple(full), tuple(d for d, s in enumerate(shape) if s is None)))
+        return out
+
+    def __call__(self, *args) -> PaddedResults:
+        """Run on ``convert``'s ``[PaddedArgs]`` (or stage NumPy arrays first,
+        in the call); the results stay on the device."""
+        staged = args[0] if len(args) == 1 and type(args[0]) is PaddedArgs else self.stage(list(args))
+        run = staged.run
+        if run is None:  # the first call on this staging: look up (or compile) and check, once
+            run = self._seen.get(staged.shapes)
+            if run is None:
+                run = self._seen[staged.shapes] = self._runner(staged.shapes)
+            run.admit(staged)
+            staged.run = run
+        return run.execute(staged)
+
+    def _unsupported(self, e: PadderUnsupported) -> "_PerShape":
         """Raise ``e``, or (``on_unsupported="per_shape"``) serve every shape
         from now on with a compile per shape, saying so in ``how`` and in each
         compile's reason."""
@@ -149,15 +213,9 @@ class _HostProgram:
                 if self.on_compile is not None:
                     self.on_compile(s, f"per-shape fallback ({e}): {reason}")
 
-            prog = XlaProgram(self.module, on_compile=report, stats=self.stats)
-            self._per_shape = lambda args: [np.asarray(o) for o in prog(*device_put(args))]
-            self._seen.clear()
+            self._per_shape = _PerShape(XlaProgram(self.module, on_compile=report, stats=self.stats))
+            self._seen.clear()  # (a staging that ran on a bounded executable keeps it: it was padded for it)
         return self._per_shape
-
-    def _admit(self, args) -> Callable:
-        shapes = self.module.admit(args, np.ndarray, "the NumPy arrays")
-        run = self._seen[shapes] = self._runner(shapes)
-        return run
 
     def _compile(self, make_entry: Callable[[], BoundedEntry], reason: str) -> _Padded:
         t0 = time.perf_counter()
@@ -183,11 +241,19 @@ class BoundedXlaProgram(_HostProgram):
     memory, which the padder masks)."""
 
     def __init__(self, module: Module, on_compile: Optional[Report] = None, stats: Optional[XlaStats] = None,
-                 on_unsupported: str = "error", pad_value=None):
-        super().__init__(module, on_compile, stats, on_unsupported, pad_value)
-        self._exe: Optional[Callable] = None
+                 on_unsupported: str = "error", pad_value=None, on_check: Optional[Callable[[float], None]] = None):
+        super().__init__(module, on_compile, stats, on_unsupported, pad_value, on_check)
+        self._exe: Optional[_Padded] = None
 
-    def _runner(self, shapes) -> Callable:
+    def padded_shapes(self, shapes) -> list:
+        """Every argument at its bound (None for one with a `?` dim without a bound)."""
+        out = []
+        for shape, _, bounds in self.module.inputs:
+            full = [s if s is not None else (bounds[d] if bounds is not None else None) for d, s in enumerate(shape)]
+            out.append(None if None in full else tuple(full))
+        return out
+
+    def _runner(self, shapes):
         self.check_assertions(shapes)
         if self._per_shape is not None:
             return self._per_shape
@@ -210,17 +276,24 @@ class BucketedXlaProgram(_HostProgram):
     """``@main`` of a `?` module on XLA CPU: one bounded executable per bucket
     of its unbounded sizes (the next power of two, at least ``minimum``; a
     dim with a ``#stablehlo.bounds`` is served at its bound). ``check(shapes)`` runs
-    once per new concrete shape (e.g. jax's shape assertions)."""
+    once per new concrete shape (e.g. jax's shape assertions); ``on_check(seconds)``
+    is told the time of each such check (and of the module's own shape
+    assertions refined at a new shape, in either program): per-shape work
+    that compiles nothing."""
 
     def __init__(self, module: Module, on_compile: Optional[Report] = None, stats: Optional[XlaStats] = None,
                  minimum: Optional[int] = None, check: Optional[Callable] = None, on_unsupported: str = "error",
-                 pad_value=None):
+                 pad_value=None, on_check: Optional[Callable[[float], None]] = None):
         from engines.sizes.buckets import MIN_BUCKET
 
-        super().__init__(module, on_compile, stats, on_unsupported, pad_value)
+        super().__init__(module, on_compile, stats, on_unsupported, pad_value, on_check)
         self.minimum = MIN_BUCKET if minimum is None else minimum
         self.check = check
         self._buckets: Dict[tuple, _Padded] = {}
+
+    def padded_shapes(self, shapes) -> tuple:
+        """Every argument at its bucket (see :meth:`bucket_shapes`)."""
+        return self.bucket_shapes(shapes)
 
     def bucket_shapes(self, shapes) -> tuple:
         from engines.sizes.buckets import bucket
@@ -237,9 +310,12 @@ class BucketedXlaProgram(_HostProgram):
             out.append(tuple(dims))
         return tuple(out)
 
-    def _runner(self, shapes) -> Callable:
+    def _runner(self, shapes):
         if self.check is not None:
+            t0 = time.perf_counter()
             self.check(shapes)
+            if self.on_check is not None:
+                self.on_check(time.perf_counter() - t0)
         else:
             self.check_assertions(shapes)
         if self._per_shape is not None:

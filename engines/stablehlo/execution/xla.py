@@ -56,10 +56,79 @@ def device_put(arrays) -> list:
 
 
 def to_host(out):
-    """A program's output (an array or a tuple of them) as NumPy."""
+    """A program's output (an array, a tuple of them, or a :class:`PaddedResults`) as NumPy."""
+    if isinstance(out, PaddedResults):
+        outs = out.numpy()
+        return outs[0] if len(outs) == 1 else tuple(outs)
     if isinstance(out, (tuple, list)):
         return tuple(np.asarray(o) for o in out)
     return np.asarray(out)
+
+
+class PaddedArgs:
+    """A padded program's arguments, staged by its ``convert`` (outside the call):
+    ``device``, the arguments padded on the host to their bucket or bound and
+    copied to the device, then their live sizes as device ``i32`` scalars
+    (``None`` where no padded layout applies: the call then runs them per
+    shape); ``shapes``, the live argument shapes; ``host``, the unpadded host
+    arrays (a per-shape fallback's first call copies them); ``padded``,
+    whether ``device`` holds padded arrays; ``pad_s``/``h2d_s``, the seconds
+    of the host padding and of the copy."""
+
+    __slots__ = ("device", "shapes", "host", "padded", "full", "pad_s", "h2d_s", "run")
+
+    def __init__(self, device, shapes, host, padded: bool, full, pad_s: float, h2d_s: float):
+        self.device, self.shapes, self.host, self.padded = device, shapes, host, padded
+        self.full, self.pad_s, self.h2d_s = full, pad_s, h2d_s
+        self.run = None  # what runs these arguments, once a call has looked it up and checked the layout
+
+
+class PaddedResults:
+    """A padded program's results, on the device: static at the bucket or
+    bound, followed by their live sizes (device ``i32`` scalars), with
+    ``layout`` (per result, (shape at the bound, dynamic dims)); or
+    ``layout=None``: results already at their live shapes.
+    ``block_until_ready`` waits for them; :meth:`numpy` (and indexing or
+    iterating, for callers that want host arrays) copies them to the host and
+    slices them back to the live sizes, once."""
+
+    def __init__(self, outs: list, layout=None):
+        self.outs, self.layout = outs, layout
+        self._host: Optional[List[np.ndarray]] = None
+
+    def block_until_ready(self) -> "PaddedResults":
+        for o in self.outs:
+            o.block_until_ready()
+        return self
+
+    def numpy(self) -> List[np.ndarray]:
+        """The results as NumPy arrays at their live shapes (device → host, then the slice)."""
+        if self._host is None:
+            if self.layout is None:
+                self._host = [np.asarray(o) for o in self.outs]
+            else:
+                k = len(self.layout)
+                live = [int(s) for s in self.outs[k:]]
+                res = []
+                for o, (_, dyn) in zip(self.outs[:k], self.layout):
+                    o = np.asarray(o)
+                    if dyn:
+                        idx = [slice(None)] * o.ndim
+                        for d in dyn:
+                            idx[d] = slice(0, live.pop(0))
+                        o = o[tuple(idx)]
+                    res.append(o)
+                self._host = res
+        return self._host
+
+    def __len__(self) -> int:
+        return len(self.layout) if self.layout is not None else len(self.outs)
+
+    def __getitem__(self, i):
+        return self.numpy()[i]
+
+    def __iter__(self):
+        return iter(self.numpy())
 
 
 @dataclass
