@@ -79,7 +79,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="warm-up calls per shape before the cached phase (0-1000)")
     run.add_argument("--timeout", type=_in_range("timeout", float), help="seconds per job (default: the backend's)")
     run.add_argument("--max-memory", type=_memory, default=limits.default_bytes(), metavar="SIZE",
-                     help=f"memory each worker may allocate: 8G, 512M, 50%% (of the machine) or 0 for no limit; past "
+                     help=f"memory each job may allocate once its backend has started (forked or spawned alike): 8G, 512M, 50%% (of the machine) or 0 for no limit; past "
                           f"it the job is recorded as oom (default: {limits.DEFAULT_FRACTION * 100:.0f}%% of this machine, "
                           f"{limits.fmt(limits.default_bytes())})")
     run.add_argument("--resume", metavar="RUN_ID",
