@@ -222,6 +222,7 @@ def _run(args) -> int:
                                   fork_server=False if args.no_fork_server else None)
         print(f"run {r.run_id}: resuming, {len(combos)} jobs missing or incomplete → {r.path}", file=sys.stderr)
     else:
+        _check_out(args.out)
         combos = runner.plan(args.cases, args.backends, args.modes, profile=args.profile, whole=args.whole_matrix)
         if not combos:
             print("dynshape: nothing to run: no case has the selected modes", file=sys.stderr)
@@ -240,6 +241,10 @@ def _run(args) -> int:
                           threads=args.threads or None, trace_dir=args.trace, max_memory=args.max_memory,
                           processes=args.processes, fork_server=False if args.no_fork_server else None)
         print(f"run {r.run_id}: {len(combos)} jobs, profile {args.profile} → {r.path}", file=sys.stderr)
+    from . import expectations
+
+    # a typo'd rule must stop the run before its jobs, not after them (the report judges by these rules)
+    expectations.load()
     try:
         if args.scheduler:
             from . import cluster
@@ -265,6 +270,24 @@ def _run(args) -> int:
         return EXIT_INTERRUPTED
     print(f"\nrecords: {path}\nreport CSV: {csv}", file=sys.stderr)
     return _unexpected(verdicts)
+
+
+def _check_out(out: str) -> None:
+    """Make sure ``--out`` can hold the run (a directory this process can
+    write in) before any job runs, else a :class:`results.ResultsError`
+    naming it: a file there, or a read-only directory, used to surface as a
+    traceback once the run began."""
+    import tempfile
+
+    p = Path(out)
+    if p.exists() and not p.is_dir():
+        raise results.ResultsError(f"--out {out}: is a file, not a directory")
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=p):
+            pass
+    except OSError as e:
+        raise results.ResultsError(f"--out {out}: cannot write there: {e.strerror or e}") from None
 
 
 def _unexpected(verdicts) -> int:

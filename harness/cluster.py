@@ -22,6 +22,8 @@ from .runner import SETTINGS as RUN_SETTINGS
 #: the Runner settings a node needs to run a job as the local executor would (its
 #: memory limit is the node's own default: the submitting machine's says nothing of it)
 SETTINGS = tuple(k for k in RUN_SETTINGS if k != "max_memory")
+#: seconds to reach the scheduler before ``--scheduler ADDRESS`` is a usage error
+CONNECT_TIMEOUT_S = 10.0
 
 
 def _client(address: str | None, jobs: int):
@@ -30,7 +32,14 @@ def _client(address: str | None, jobs: int):
     except ImportError:
         raise results.ResultsError("--scheduler needs the 'distributed' package: pip install -e '.[distributed]'") from None
     if address:
-        return Client(address), None
+        try:
+            return Client(address, timeout=CONNECT_TIMEOUT_S), None
+        except (ValueError, TypeError) as e:  # not an address (``banana``: no port)
+            raise results.ResultsError(f"--scheduler {address}: not a scheduler address ({e}); give e.g. "
+                                       "tcp://127.0.0.1:8786") from None
+        except (OSError, TimeoutError) as e:
+            raise results.ResultsError(f"--scheduler {address}: no Dask scheduler answered within "
+                                       f"{CONNECT_TIMEOUT_S:.0f} s ({e})") from None
     cluster = LocalCluster(n_workers=max(jobs, 1), threads_per_worker=1, processes=True, dashboard_address=None)
     return Client(cluster), cluster
 

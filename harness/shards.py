@@ -17,15 +17,15 @@ from typing import Iterable
 from . import meta, results
 
 
-class ShardError(ValueError):
-    pass
+class ShardError(results.ResultsError):
+    """A ``--shard`` that is not ``i/n`` with 1 ≤ i ≤ n (a usage error: exit 2)."""
 
 
 def parse(text: str) -> tuple[int, int]:
     """``"i/n"`` → ``(i, n)`` with 1 ≤ i ≤ n."""
     m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text or "")
     if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
-        raise ShardError(f"bad shard {text!r}: give i/n with 1 <= i <= n, e.g. 1/2")
+        raise ShardError(f"--shard {text!r}: give i/n with 1 <= i <= n, e.g. 1/2")
     return int(m.group(1)), int(m.group(2))
 
 

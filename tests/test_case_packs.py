@@ -113,11 +113,26 @@ def test_a_pack_rule_that_names_no_case_of_its_own_is_refused(tmp_path, on_path)
     ("CASES = (1, 2)\n", None, r"gives tuple, expected a sequence of cases.Case"),
     ("def make():\n    raise RuntimeError('no data')\n", "dynshape_pack_bad:make", r"raised RuntimeError: no data"),
     ("import not_a_module_here\n", None, r"cannot load: ModuleNotFoundError"),
+    ("import sys\nsys.exit(3)\n", None, r"cannot load: it called sys.exit\(3\) on import"),
+    ("def make():\n    raise SystemExit('bye')\n", "dynshape_pack_bad:make", r"called sys.exit\('bye'\)"),
+    (PACK.replace('name="pack_double"', 'name="pk_glob[1]"'), None,
+     r"cannot load: CaseError: case 'pk_glob\[1\]', field 'name': must be letters, digits"),
 ])
 def test_a_broken_pack_is_an_error_naming_its_entry_point(tmp_path, on_path, body, entry, message):
     on_path(_install(tmp_path, "dynshape_pack_bad", body, entry=entry, name="bad"))
     with pytest.raises(cases.CaseError, match=r"case pack 'bad' \(dynshape.cases entry point .*\): " + message):
         packs.packs()
+
+
+def test_a_pack_exiting_on_import_is_a_usage_error_naming_it(tmp_path, on_path, capsys):
+    """It used to end the harness with no message (SystemExit is no Exception)."""
+    from harness import cli
+
+    on_path(_install(tmp_path, "dynshape_pack_bad", "import sys\nsys.exit(0)\n", name="bad"))
+    assert cli.main(["list"]) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err == ("dynshape: case pack 'bad' (dynshape.cases entry point 'dynshape_pack_bad'): cannot load: "
+                   "it called sys.exit(0) on import\n")
 
 
 def _run(args, env_root: Path, cwd: Path = ROOT, timeout: int = 600):
