@@ -309,6 +309,10 @@ def _report(args) -> int:
 
     files = results.run_files(args.paths, args.results)
     df = results.load(files)
+    dups = results.duplicates(df)
+    if dups:  # a report would mix the attempts in its medians: say so, and --check fails
+        print(f"dynshape: warning: {len(dups)} (job, shape, phase) keys have more than one record (an attempt "
+              f"kept beside its retry?), e.g. {dups[0]}", file=sys.stderr)
     if args.html:
         from . import html_report as html
 
@@ -338,6 +342,10 @@ def _report(args) -> int:
     csv = Path(args.csv) if args.csv else files[0].with_suffix(".report.csv")
     summary.to_csv(csv, index=False)
     print(f"\nreport CSV: {csv}", file=sys.stderr)
+    if args.check and dups:
+        _unexpected(verdicts)
+        print(f"dynshape: --check fails: {len(dups)} duplicated record keys", file=sys.stderr)
+        return EXIT_UNEXPECTED
     return _unexpected(verdicts) if args.check else EXIT_OK
 
 

@@ -234,6 +234,36 @@ def load(paths: Iterable[str | os.PathLike] | None = None, default_dir="results"
     return flat(df) if flatten else df
 
 
+#: what one record stands for: a job's shape and phase (or the job itself,
+#: ``shape_index`` null) in one run, on one machine, in one fresh worker
+RECORD_KEY = ("run_id", "case", "backend", "mode", "host", "process", "shape_index", "novel")
+
+
+def duplicates(df) -> list[str]:
+    """Each :data:`RECORD_KEY` held by more than one record of ``df`` (the
+    frame :func:`load` gives), described as ``run case[backend-mode] shape i
+    novel|cached on host ×n``: an attempt kept beside its retry, or a run
+    appended to twice, whose latency columns would mix the attempts."""
+    if not len(df):
+        return []
+    keys = _pd().DataFrame({
+        "run_id": df["run_id"], "case": df["case"], "backend": df["backend"], "mode": df["mode"],
+        "host": df["machine"].map(lambda m: m.get("host") if isinstance(m, dict) else None),
+        "process": df["process"].map(lambda v: 0 if v is None or v != v else int(v)),
+        "shape_index": df["shape_index"].map(lambda v: None if v is None or v != v else int(v)),
+        "novel": df["novel"].map(lambda v: None if v is None or v != v else bool(v)),
+    }).astype(object)
+    dup = keys[keys.duplicated(keep=False)]
+    out = []
+    for key, n in dup.value_counts(dropna=False, sort=False).items():
+        k = dict(zip(RECORD_KEY, key))
+        what = ("the job" if k["shape_index"] is None
+                else f"shape {k['shape_index']} {'novel' if k['novel'] else 'cached'}")
+        proc = f" process {k['process']}" if k["process"] else ""
+        out.append(f"{k['run_id']} {k['case']}[{k['backend']}-{k['mode']}] {what}{proc} on {k['host']} ×{n}")
+    return out
+
+
 def _pd():
     import pandas as pd
 
