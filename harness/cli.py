@@ -129,6 +129,12 @@ def _parser() -> argparse.ArgumentParser:
     his.add_argument("--backends", help="only these backends (comma-separated globs)")
     his.add_argument("--modes", help="only these modes (comma-separated globs)")
 
+    pk = sub.add_parser("packs", help="case packs: install one into every environment a backend runs in")
+    pk_sub = pk.add_subparsers(dest="packs_command", required=True)
+    pki = pk_sub.add_parser("install", help="install the case pack at PATH (its pyproject.toml) into every "
+                                            "environment (.venv, .venv-xla), as an editable install, no build step")
+    pki.add_argument("path", help="the pack's directory")
+
     mrg = sub.add_parser("merge", help="join runs (e.g. shards from several machines) into one run file")
     mrg.add_argument("paths", nargs="+", help="JSONL files or directories")
     mrg.add_argument("--out", required=True, help="the merged JSONL file (must not exist)")
@@ -152,7 +158,7 @@ def main(argv=None) -> int:
         warnings.showwarning = _show_warning
         try:
             return {"list": _list, "run": _run, "report": _report, "compare": _compare,
-                    "history": _history, "merge": _merge}[args.command](args)
+                    "history": _history, "merge": _merge, "packs": _packs}[args.command](args)
         except cases.CaseError as e:
             print(f"dynshape: {e}", file=sys.stderr)
             return EXIT_USAGE
@@ -241,6 +247,7 @@ def _run(args) -> int:
                           threads=args.threads or None, trace_dir=args.trace, max_memory=args.max_memory,
                           processes=args.processes, fork_server=False if args.no_fork_server else None)
         print(f"run {r.run_id}: {len(combos)} jobs, profile {args.profile} → {r.path}", file=sys.stderr)
+    combos = _packs_missing(combos)
     from . import expectations
 
     # a typo'd rule must stop the run before its jobs, not after them (the report judges by these rules)
@@ -270,6 +277,36 @@ def _run(args) -> int:
         return EXIT_INTERRUPTED
     print(f"\nrecords: {path}\nreport CSV: {csv}", file=sys.stderr)
     return _unexpected(verdicts)
+
+
+def _packs_missing(combos):
+    """Each job whose case comes from a pack its backend's environment lacks,
+    planned as skipped saying so (and one line on stderr per pack and
+    environment), before any job runs: it used to fail with ``unknown case``."""
+    import dataclasses
+
+    from . import pack_envs
+
+    family = cases.families()
+    out, said = [], set()
+    for c in combos:
+        pack = family.get(c.case.name, "")
+        why = pack_envs.missing_reason(pack[5:] if pack.startswith("pack:") else None, c.backend.env)
+        if why and not c.skip_reason():
+            if why not in said:
+                said.add(why)
+                print(f"dynshape: warning: {why}; its jobs there are skipped", file=sys.stderr)
+            c = dataclasses.replace(c, left_out=why)
+        out.append(c)
+    return out
+
+
+def _packs(args) -> int:
+    from . import pack_envs
+
+    for env, seen in pack_envs.install(args.path).items():
+        print(f"env {env}: packs {', '.join(seen)}")
+    return EXIT_OK
 
 
 def _check_out(out: str) -> None:
