@@ -205,12 +205,22 @@ def _list(args) -> int:
         for mode, note in getattr(b, "mode_notes", {}).items():
             print(f"  {'':<20} {mode}: {note}")
     print("\ncases × backends × modes:")
+    from . import pack_envs
+
+    family = cases.families()
+
+    def label(case, name):
+        """The backend's name, saying so when the case's pack is missing from its environment."""
+        pack = family.get(case, "")
+        why = pack_envs.missing_reason(pack[5:] if pack.startswith("pack:") else None, backends[name].env)
+        return f"{name} (pack {pack[5:]!r} not installed in env {backends[name].env})" if why else name
+
     for c in catalogue:
         dims = ", ".join(f"{d.name}={d.size}" if not d.dynamic else f"{d.name}:{d.kind}" + (f"≤{d.max}" if d.max else "")
                          for d in c.dims)
         print(f"  {c.name} ({dims}) tags={','.join(c.tags)}")
         for m in c.modes:
-            runs = [n for n, b in backends.items() if b.unsupported_reason(c, m) is None and avail[n][0]]
+            runs = [label(c.name, n) for n, b in backends.items() if b.unsupported_reason(c, m) is None and avail[n][0]]
             print(f"    {m:<10} {', '.join(runs) or '–'}")
     return 0
 

@@ -216,7 +216,7 @@ def test_packs_install_puts_a_pack_in_every_environment_and_a_missing_one_is_nam
     packs.packs.cache_clear()
     try:
         xla = next(b for b in registry.backends().values() if b.env == "xla" and "static" in b.modes)
-        monkeypatch.setattr(xla, "available", lambda: (True, ""))  # its env is the bare venv here
+        monkeypatch.setattr(type(xla), "available", lambda self: (True, ""))  # its env is the bare venv here
         combo = runner.Combo(cases.get("pack_double"), xla, "static")
         if combo.skip_reason() is not None:
             pytest.skip(f"{xla.name} cannot run here: {combo.skip_reason()}")
@@ -224,8 +224,12 @@ def test_packs_install_puts_a_pack_in_every_environment_and_a_missing_one_is_nam
         assert skipped.skip_reason() == ("skipped", pack_envs.missing_reason("demo", "xla"))
         assert capsys.readouterr().err == (f"dynshape: warning: {pack_envs.missing_reason('demo', 'xla')}; "
                                            "its jobs there are skipped\n")
+        assert cli.main(["list"]) == 0
+        assert f"{xla.name} (pack 'demo' not installed in env xla)" in capsys.readouterr().out
         assert pack_envs.install(src, {"xla": python}) == {"xla": ["demo"]}
         assert pack_envs.missing_reason("demo", "xla") is None
+        assert cli.main(["list"]) == 0
+        assert "(pack 'demo' not installed" not in capsys.readouterr().out
         # the bare venv has no numpy to run the pack with: that it finds the pack's source is the point
         got = subprocess.run([python, "-c", "import importlib.util as u; print(u.find_spec('dynshape_pack_demo').origin)"],
                              capture_output=True, text=True, timeout=120)
