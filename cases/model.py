@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import re
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -16,6 +17,9 @@ import numpy as np
 from engines.sizes.modes import MODES
 
 PROFILES = ("quick", "full")
+#: what a case name may be: selectable by ``--cases`` as itself (no glob
+#: character ``*?[]``, no comma) and usable in a job id and a file name
+CASE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 
 
 class CaseError(ValueError):
@@ -37,12 +41,22 @@ class Dim:
     min: int = 0
 
     def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise CaseError(f"dim {self.name!r}: a dim name must be an identifier (size expressions use it)")
         if self.kind not in ("static", "bounded", "unbounded"):
             raise CaseError(f"dim {self.name!r}: unknown kind {self.kind!r}")
         if self.kind == "static" and self.size is None:
             raise CaseError(f"dim {self.name!r}: a static dim needs a size")
         if self.kind == "bounded" and self.max is None:
             raise CaseError(f"dim {self.name!r}: a bounded dim needs a max")
+        # checked here, not left to the oracle: a negative size fails there
+        # with NumPy's message, blaming the oracle for the dim's fault
+        for field in ("size", "max", "min"):
+            v = getattr(self, field)
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+                raise CaseError(f"dim {self.name!r}: {field} must be a non-negative integer, got {v!r}")
+        if self.max is not None and self.max < self.min:
+            raise CaseError(f"dim {self.name!r}: max {self.max} is below min {self.min}")
 
     @property
     def dynamic(self) -> bool:
@@ -175,6 +189,9 @@ class Case:
         def bad(field: str, why: str) -> CaseError:
             return CaseError(f"case {self.name!r}, field {field!r}: {why}")
 
+        if not isinstance(self.name, str) or not CASE_NAME.fullmatch(self.name):
+            raise CaseError(f"case {self.name!r}, field 'name': must be letters, digits, '_', '.' or '-' "
+                            "(starting with a letter or '_'), so that --cases selects it by name")
         if not callable(self.oracle):
             raise bad("oracle", f"missing ({self.oracle!r}): give a NumPy function of the inputs that returns "
                                 "the expected output")

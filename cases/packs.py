@@ -63,6 +63,8 @@ def _load(name: str, spec: str) -> Pack:
         base = Path(obj.__file__).parent if getattr(obj, "__file__", None) else Path.cwd()
         for part in filter(None, attr.strip().split(".")):
             obj = getattr(obj, part)
+    except SystemExit as e:  # not an Exception: it would end the harness with no word of the pack
+        raise CaseError(f"{where}: cannot load: it called sys.exit({e.code!r}) on import") from None
     except Exception as e:
         raise CaseError(f"{where}: cannot load: {type(e).__name__}: {e}") from None
     if isinstance(obj, types.ModuleType):
@@ -72,6 +74,8 @@ def _load(name: str, spec: str) -> Pack:
     if callable(obj) and not isinstance(obj, (tuple, list)):
         try:
             obj = obj()
+        except SystemExit as e:
+            raise CaseError(f"{where}: called sys.exit({e.code!r})") from None
         except Exception as e:
             raise CaseError(f"{where}: raised {type(e).__name__}: {e}") from None
     if not isinstance(obj, (tuple, list)) or not all(isinstance(c, Case) for c in obj):

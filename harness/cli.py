@@ -79,7 +79,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="warm-up calls per shape before the cached phase (0-1000)")
     run.add_argument("--timeout", type=_in_range("timeout", float), help="seconds per job (default: the backend's)")
     run.add_argument("--max-memory", type=_memory, default=limits.default_bytes(), metavar="SIZE",
-                     help=f"memory each worker may allocate: 8G, 512M, 50%% (of the machine) or 0 for no limit; past "
+                     help=f"memory each job may allocate once its backend has started (forked or spawned alike): 8G, 512M, 50%% (of the machine) or 0 for no limit; past "
                           f"it the job is recorded as oom (default: {limits.DEFAULT_FRACTION * 100:.0f}%% of this machine, "
                           f"{limits.fmt(limits.default_bytes())})")
     run.add_argument("--resume", metavar="RUN_ID",
@@ -129,6 +129,12 @@ def _parser() -> argparse.ArgumentParser:
     his.add_argument("--backends", help="only these backends (comma-separated globs)")
     his.add_argument("--modes", help="only these modes (comma-separated globs)")
 
+    pk = sub.add_parser("packs", help="case packs: install one into every environment a backend runs in")
+    pk_sub = pk.add_subparsers(dest="packs_command", required=True)
+    pki = pk_sub.add_parser("install", help="install the case pack at PATH (its pyproject.toml) into every "
+                                            "environment (.venv, .venv-xla), as an editable install, no build step")
+    pki.add_argument("path", help="the pack's directory")
+
     mrg = sub.add_parser("merge", help="join runs (e.g. shards from several machines) into one run file")
     mrg.add_argument("paths", nargs="+", help="JSONL files or directories")
     mrg.add_argument("--out", required=True, help="the merged JSONL file (must not exist)")
@@ -152,7 +158,7 @@ def main(argv=None) -> int:
         warnings.showwarning = _show_warning
         try:
             return {"list": _list, "run": _run, "report": _report, "compare": _compare,
-                    "history": _history, "merge": _merge}[args.command](args)
+                    "history": _history, "merge": _merge, "packs": _packs}[args.command](args)
         except cases.CaseError as e:
             print(f"dynshape: {e}", file=sys.stderr)
             return EXIT_USAGE
@@ -200,6 +206,16 @@ def _list(args) -> int:
         for mode, note in getattr(b, "mode_notes", {}).items():
             print(f"  {'':<20} {mode}: {note}")
     print("\ncases × backends × modes:")
+    from . import pack_envs
+
+    family = cases.families()
+
+    def label(case, name):
+        """The backend's name, saying so when the case's pack is missing from its environment."""
+        pack = family.get(case, "")
+        why = pack_envs.missing_reason(pack[5:] if pack.startswith("pack:") else None, backends[name].env)
+        return f"{name} (pack {pack[5:]!r} not installed in env {backends[name].env})" if why else name
+
     for c in catalogue:
         dims = ", ".join(f"{d.name}={d.size}" if not d.dynamic else f"{d.name}:{d.kind}" + (f"≤{d.max}" if d.max else "")
                          for d in c.dims)
@@ -209,7 +225,7 @@ def _list(args) -> int:
             print(f"    unavailable: {why}")
             continue
         for m in c.modes:
-            runs = [n for n, b in backends.items() if b.unsupported_reason(c, m) is None and avail[n][0]
+            runs = [label(c.name, n) for n, b in backends.items() if b.unsupported_reason(c, m) is None and avail[n][0]
                     and runner.Combo(c, b, m).case_libraries_missing() is None]
             print(f"    {m:<10} {', '.join(runs) or '–'}")
     return 0
@@ -228,6 +244,7 @@ def _run(args) -> int:
                                   fork_server=False if args.no_fork_server else None)
         print(f"run {r.run_id}: resuming, {len(combos)} jobs missing or incomplete → {r.path}", file=sys.stderr)
     else:
+        _check_out(args.out)
         combos = runner.plan(args.cases, args.backends, args.modes, profile=args.profile, whole=args.whole_matrix)
         if not combos:
             print("dynshape: nothing to run: no case has the selected modes", file=sys.stderr)
@@ -246,6 +263,11 @@ def _run(args) -> int:
                           threads=args.threads or None, trace_dir=args.trace, max_memory=args.max_memory,
                           processes=args.processes, fork_server=False if args.no_fork_server else None)
         print(f"run {r.run_id}: {len(combos)} jobs, profile {args.profile} → {r.path}", file=sys.stderr)
+    combos = _packs_missing(combos)
+    from . import expectations
+
+    # a typo'd rule must stop the run before its jobs, not after them (the report judges by these rules)
+    expectations.load()
     try:
         if args.scheduler:
             from . import cluster
@@ -278,6 +300,54 @@ def _run(args) -> int:
     return _unexpected(verdicts)
 
 
+def _packs_missing(combos):
+    """Each job whose case comes from a pack its backend's environment lacks,
+    planned as skipped saying so (and one line on stderr per pack and
+    environment), before any job runs: it used to fail with ``unknown case``."""
+    import dataclasses
+
+    from . import pack_envs
+
+    family = cases.families()
+    out, said = [], set()
+    for c in combos:
+        pack = family.get(c.case.name, "")
+        why = pack_envs.missing_reason(pack[5:] if pack.startswith("pack:") else None, c.backend.env)
+        if why and not c.skip_reason():
+            if why not in said:
+                said.add(why)
+                print(f"dynshape: warning: {why}; its jobs there are skipped", file=sys.stderr)
+            c = dataclasses.replace(c, left_out=why)
+        out.append(c)
+    return out
+
+
+def _packs(args) -> int:
+    from . import pack_envs
+
+    for env, seen in pack_envs.install(args.path).items():
+        print(f"env {env}: packs {', '.join(seen)}")
+    return EXIT_OK
+
+
+def _check_out(out: str) -> None:
+    """Make sure ``--out`` can hold the run (a directory this process can
+    write in) before any job runs, else a :class:`results.ResultsError`
+    naming it: a file there, or a read-only directory, used to surface as a
+    traceback once the run began."""
+    import tempfile
+
+    p = Path(out)
+    if p.exists() and not p.is_dir():
+        raise results.ResultsError(f"--out {out}: is a file, not a directory")
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=p):
+            pass
+    except OSError as e:
+        raise results.ResultsError(f"--out {out}: cannot write there: {e.strerror or e}") from None
+
+
 def _unexpected(verdicts) -> int:
     """EXIT_UNEXPECTED (listing them on stderr) when jobs ended otherwise than the expectations say
     (failed, crashed, recompiled, ``≠`` counts, xpass, or no rule), else EXIT_OK: the exit code of
@@ -297,6 +367,10 @@ def _report(args) -> int:
 
     files = results.run_files(args.paths, args.results)
     df = results.load(files)
+    dups = results.duplicates(df)
+    if dups:  # a report would mix the attempts in its medians: say so, and --check fails
+        print(f"dynshape: warning: {len(dups)} (job, shape, phase) keys have more than one record (an attempt "
+              f"kept beside its retry?), e.g. {dups[0]}", file=sys.stderr)
     if args.html:
         from . import html_report as html
 
@@ -326,6 +400,10 @@ def _report(args) -> int:
     csv = Path(args.csv) if args.csv else files[0].with_suffix(".report.csv")
     report.csv_frame(summary).to_csv(csv, index=False)
     print(f"\nreport CSV: {csv}", file=sys.stderr)
+    if args.check and dups:
+        _unexpected(verdicts)
+        print(f"dynshape: --check fails: {len(dups)} duplicated record keys", file=sys.stderr)
+        return EXIT_UNEXPECTED
     return _unexpected(verdicts) if args.check else EXIT_OK
 
 

@@ -241,6 +241,13 @@ class Zygote:
         ``wait`` seconds, then it and they are killed), and is reaped, so its
         CPU time counts in this process's children's."""
         try:
+            # close() alone does not reach the zygote while the reader thread is
+            # blocked in recv (that call holds the socket open), so the zygote
+            # waited out ``wait``; shutdown ends the connection for both ends now
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        try:
             self._sock.close()
         except OSError:
             pass

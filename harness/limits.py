@@ -1,11 +1,19 @@
 """A worker's memory limit: parsed from ``--max-memory``, applied in the worker.
 
-The limit is ``RLIMIT_DATA`` (set with :mod:`resource` before the worker
-imports anything): since Linux 4.7 it bounds the heap and every private
-writable mapping, so an allocation past it fails (``MemoryError`` in Python,
-``std::bad_alloc`` in C++) instead of the kernel's OOM killer taking the
-machine down. Address-space reservations (``PROT_NONE``) that runtimes make
-up front do not count against it, unlike ``RLIMIT_AS``.
+The limit is ``RLIMIT_DATA`` (set with :mod:`resource`): since Linux 4.7 it
+bounds the heap and every private writable mapping, so an allocation past it
+fails (``MemoryError`` in Python, ``std::bad_alloc`` in C++) instead of the
+kernel's OOM killer taking the machine down. Address-space reservations
+(``PROT_NONE``) that runtimes make up front do not count against it, unlike
+``RLIMIT_AS``.
+
+What it bounds is what the job allocates once its backend has started: the
+worker applies it after ``Backend.startup``, on top of the data the process
+holds then (:func:`data_bytes`). A worker forked from the fork server holds
+every module the server preloaded (about 350 MiB of torch, jax and inductor),
+a spawned one only what its backend imported; counting from the interpreter's
+start charged a forked job for the preload, so a limit under ~350 MiB made
+every forked job ``oom`` while spawned ones passed.
 """
 
 from __future__ import annotations
@@ -61,10 +69,25 @@ def fmt(n: int | None) -> str:
     return f"{n} B"
 
 
-def apply(limit: int | None) -> None:
-    """Cap this process's data memory at ``limit`` bytes (in the worker, first thing)."""
+def data_bytes() -> int:
+    """This process's data memory as ``RLIMIT_DATA`` counts it (``VmData``;
+    0 where ``/proc`` does not say)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmData:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def apply(limit: int | None, above: int = 0) -> None:
+    """Cap this process's data memory at ``above + limit`` bytes (in the worker,
+    once its backend has started, with ``above`` its :func:`data_bytes` then)."""
     if limit is None:
         return
+    limit += above
     import resource
 
     _, hard = resource.getrlimit(resource.RLIMIT_DATA)

@@ -59,6 +59,23 @@ FIELDS = (
 #: call's counts and the job's cumulative seconds per stage.
 
 
+#: what each known field of a record may hold besides ``None`` (a field this
+#: table does not name is not checked: newer harnesses add fields)
+_NUM = (int, float)
+TYPES: dict[str, tuple[type, ...]] = {
+    **dict.fromkeys(("run_id", "commit", "timestamp", "profile", "env", "message", "node"), (str,)),
+    **dict.fromkeys(("dirty", "novel", "ok"), (bool,)),
+    **dict.fromkeys(("machine", "versions", "sizes", "compile_stages", "compile_delta", "compile_times",
+                     "call_breakdown"), (dict,)),
+    **dict.fromkeys(("shapes", "compile_reasons", "guards", "cached_samples_s"), (list,)),
+    **dict.fromkeys(("startup_s", "prepare_s", "compile_time_s", "latency_s", "cached_latency_s", "cached_iqr_s",
+                     "max_abs_err", "max_rel_err"), _NUM),
+    **dict.fromkeys(_INTS, (int,)),
+}
+#: fields a record cannot do without: what identifies its job and says how it ended
+REQUIRED = ("run_id", "case", "backend", "mode", "status")
+
+
 class ResultsError(ValueError):
     pass
 
@@ -181,8 +198,34 @@ def read_records(path: str | os.PathLike) -> list[dict]:
             if schema not in READABLE:
                 raise ResultsError(f"{path}:{n}: schema {schema!r} is not supported "
                                    f"(this harness reads {', '.join(map(str, READABLE))})")
+            check_record(rec, f"{path}:{n}")
             out.append(rec)
     return out
+
+
+def check_record(rec: dict, where: str) -> None:
+    """Refuse a record that lacks a :data:`REQUIRED` field or holds a value of
+    the wrong type (:data:`TYPES`): a :class:`ResultsError` naming ``where``
+    and the field, before a report mixes it in."""
+    for k in REQUIRED:
+        if not isinstance(rec.get(k), str):
+            what = "missing" if rec.get(k) is None else f"{rec[k]!r} is {_a(rec[k])}, not a string"
+            raise ResultsError(f"{where}: field {k!r} {what}: not a record of a run")
+    if rec["status"] not in STATUSES:
+        raise ResultsError(f"{where}: field 'status' {rec['status']!r} is not one of {', '.join(STATUSES)}")
+    for k, want in TYPES.items():
+        v = rec.get(k)
+        if v is None:
+            continue
+        if not isinstance(v, want) or (isinstance(v, bool) and bool not in want):
+            names = " or ".join("number" if t is float else t.__name__ for t in want if not (t is int and float in want))
+            raise ResultsError(f"{where}: field {k!r} is {v!r} ({_a(v)}), expected {names}")
+
+
+def _a(v) -> str:
+    """``"an int"``, ``"a str"``: the type of ``v`` with its article."""
+    name = type(v).__name__
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
 
 
 def load(paths: Iterable[str | os.PathLike] | None = None, default_dir="results", flatten: bool = False):
@@ -198,6 +241,36 @@ def load(paths: Iterable[str | os.PathLike] | None = None, default_dir="results"
                            "before its first job finished?)")
     df = _pd().DataFrame.from_records(recs, columns=list(FIELDS))
     return flat(df) if flatten else df
+
+
+#: what one record stands for: a job's shape and phase (or the job itself,
+#: ``shape_index`` null) in one run, on one machine, in one fresh worker
+RECORD_KEY = ("run_id", "case", "backend", "mode", "host", "process", "shape_index", "novel")
+
+
+def duplicates(df) -> list[str]:
+    """Each :data:`RECORD_KEY` held by more than one record of ``df`` (the
+    frame :func:`load` gives), described as ``run case[backend-mode] shape i
+    novel|cached on host ×n``: an attempt kept beside its retry, or a run
+    appended to twice, whose latency columns would mix the attempts."""
+    if not len(df):
+        return []
+    keys = _pd().DataFrame({
+        "run_id": df["run_id"], "case": df["case"], "backend": df["backend"], "mode": df["mode"],
+        "host": df["machine"].map(lambda m: m.get("host") if isinstance(m, dict) else None),
+        "process": df["process"].map(lambda v: 0 if v is None or v != v else int(v)),
+        "shape_index": df["shape_index"].map(lambda v: None if v is None or v != v else int(v)),
+        "novel": df["novel"].map(lambda v: None if v is None or v != v else bool(v)),
+    }).astype(object)
+    dup = keys[keys.duplicated(keep=False)]
+    out = []
+    for key, n in dup.value_counts(dropna=False, sort=False).items():
+        k = dict(zip(RECORD_KEY, key))
+        what = ("the job" if k["shape_index"] is None
+                else f"shape {k['shape_index']} {'novel' if k['novel'] else 'cached'}")
+        proc = f" process {k['process']}" if k["process"] else ""
+        out.append(f"{k['run_id']} {k['case']}[{k['backend']}-{k['mode']}] {what}{proc} on {k['host']} ×{n}")
+    return out
 
 
 def _pd():

@@ -61,7 +61,7 @@ def resume(out_dir: str | os.PathLike, run_id: str, **overrides):
     if not plan_file.exists():
         raise results.ResultsError(f"run {run_id!r} has no plan ({plan_file.name}): it was started by a harness "
                                    "without --resume support, so its job list is unknown")
-    plan = json.loads(plan_file.read_text(encoding="utf-8"))
+    plan = read_plan(plan_file)
     settings = {k: plan[k] for k in SETTINGS if k in plan}
     settings.update(overrides)
     runner = Runner(out, run_id=run_id, **settings)
@@ -75,11 +75,40 @@ def resume(out_dir: str | os.PathLike, run_id: str, **overrides):
         if backend not in backends:
             raise registry.RegistryError(f"run {run_id!r} planned backend {backend!r}, which is not registered; "
                                          f"valid: {', '.join(backends)}")
+        if mode not in catalogue[case].modes:
+            raise results.ResultsError(f"run {run_id!r} planned {case}[{backend}-{mode}], but case {case!r} has "
+                                       f"no mode {mode!r} (it has {', '.join(catalogue[case].modes)})")
         combos.append(Combo(catalogue[case], backends[backend], mode))
     records = results.read_records(path) if path.exists() else []
     done = complete_jobs(records, runner.profile)
     _set_aside(path, records, done)
     return runner, [c for c in combos if (c.case.name, c.backend.name, c.mode) not in done]
+
+
+def read_plan(path: Path) -> dict:
+    """A run's ``.plan.json``, checked: :class:`harness.results.ResultsError`
+    naming the file and what is wrong when it is not JSON or not a plan."""
+    def bad(why: str) -> results.ResultsError:
+        return results.ResultsError(f"{path}: {why}; the run cannot be resumed from it (start a new run)")
+
+    try:
+        plan = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+    except json.JSONDecodeError as e:
+        raise bad(f"corrupt plan, not JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
+    if not isinstance(plan, dict):
+        raise bad(f"not a plan (a JSON {type(plan).__name__}, not an object)")
+    jobs = plan.get("jobs")
+    if not isinstance(jobs, list):
+        raise bad("field 'jobs' is missing or not a list")
+    for i, job in enumerate(jobs):
+        if not (isinstance(job, list) and len(job) == 3 and all(isinstance(x, str) for x in job)):
+            raise bad(f"jobs[{i}] is {job!r}, not [case, backend, mode]")
+    types = {"profile": str, "repeats": int, "warmup": int, "timeout_s": (int, float, type(None)),
+             "threads": (int, type(None)), "max_memory": (int, type(None)), "warm_cache": bool, "processes": int}
+    for k, want in types.items():
+        if k in plan and (not isinstance(plan[k], want) or (isinstance(plan[k], bool) and want is not bool)):
+            raise bad(f"field {k!r} is {plan[k]!r}, of the wrong type")
+    return plan
 
 
 def _set_aside(path: Path, records: list[dict], done: set) -> None:

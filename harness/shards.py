@@ -17,15 +17,21 @@ from typing import Iterable
 from . import meta, results
 
 
-class ShardError(ValueError):
-    pass
+def _frame(recs: list[dict]):
+    import pandas as pd
+
+    return pd.DataFrame.from_records(recs, columns=list(results.FIELDS))
+
+
+class ShardError(results.ResultsError):
+    """A ``--shard`` that is not ``i/n`` with 1 ≤ i ≤ n (a usage error: exit 2)."""
 
 
 def parse(text: str) -> tuple[int, int]:
     """``"i/n"`` → ``(i, n)`` with 1 ≤ i ≤ n."""
     m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text or "")
     if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
-        raise ShardError(f"bad shard {text!r}: give i/n with 1 <= i <= n, e.g. 1/2")
+        raise ShardError(f"--shard {text!r}: give i/n with 1 <= i <= n, e.g. 1/2")
     return int(m.group(1)), int(m.group(2))
 
 
@@ -59,6 +65,10 @@ def merge(paths: Iterable[str | os.PathLike], out: str | os.PathLike, run_id: st
             raise results.ResultsError(f"job {key[0]}[{key[1]}-{key[2]}] on {host} is in both {files[first]} "
                                        f"and {files[k]}")
     run_id = run_id or meta.new_run_id()
+    dups = results.duplicates(_frame([dict(r, run_id=run_id) for _, r in recs]))
+    if dups:
+        raise results.ResultsError(f"{len(dups)} (job, shape, phase) keys have more than one record, e.g. "
+                                   f"{dups[0]}: an attempt kept beside its retry? Merge refuses to mix them")
     out = Path(out)
     if out.exists():
         raise results.ResultsError(f"{out} exists; merge writes a new file")

@@ -10,8 +10,8 @@ seen; for a forked worker the parent counts from the fork request, so the
 imports the fork server did once are not in it); one ``record`` per measured
 call; last ``{"done": true}``, whose absence tells the parent the worker died;
 ``oom`` when an allocation failed under the job's memory limit
-(``max_memory``, applied before the job imports anything; a forked worker's
-limit also covers what the fork server had imported).
+(``max_memory``: what the job may allocate once its backend has started, the
+same whether the worker was spawned or forked, :mod:`harness.limits`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ def main(argv=None) -> int:
     from . import limits
 
     limits.die_with_parent()
-    limits.apply(job.get("max_memory"))
     faulthandler.enable()  # a segfault leaves its Python stack in stderr
     proto = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     os.dup2(2, 1)  # library prints must not corrupt the protocol
@@ -52,6 +51,9 @@ def main(argv=None) -> int:
         except Exception:
             send({"fatal": "startup failed: " + measure.describe_exception()})
             return 1
+        # counted from here, so that a forked worker's preloaded modules (which a
+        # spawned one never imports) do not count against the job's limit
+        limits.apply(job.get("max_memory"), above=limits.data_bytes())
         send({"ready": {"wall": time.time(), "threads": threads.observed()}})
         try:
             measure.run(job, backend, lambda rec: send({"record": rec}))

@@ -113,11 +113,26 @@ def test_a_pack_rule_that_names_no_case_of_its_own_is_refused(tmp_path, on_path)
     ("CASES = (1, 2)\n", None, r"gives tuple, expected a sequence of cases.Case"),
     ("def make():\n    raise RuntimeError('no data')\n", "dynshape_pack_bad:make", r"raised RuntimeError: no data"),
     ("import not_a_module_here\n", None, r"cannot load: ModuleNotFoundError"),
+    ("import sys\nsys.exit(3)\n", None, r"cannot load: it called sys.exit\(3\) on import"),
+    ("def make():\n    raise SystemExit('bye')\n", "dynshape_pack_bad:make", r"called sys.exit\('bye'\)"),
+    (PACK.replace('name="pack_double"', 'name="pk_glob[1]"'), None,
+     r"cannot load: CaseError: case 'pk_glob\[1\]', field 'name': must be letters, digits"),
 ])
 def test_a_broken_pack_is_an_error_naming_its_entry_point(tmp_path, on_path, body, entry, message):
     on_path(_install(tmp_path, "dynshape_pack_bad", body, entry=entry, name="bad"))
     with pytest.raises(cases.CaseError, match=r"case pack 'bad' \(dynshape.cases entry point .*\): " + message):
         packs.packs()
+
+
+def test_a_pack_exiting_on_import_is_a_usage_error_naming_it(tmp_path, on_path, capsys):
+    """It used to end the harness with no message (SystemExit is no Exception)."""
+    from harness import cli
+
+    on_path(_install(tmp_path, "dynshape_pack_bad", "import sys\nsys.exit(0)\n", name="bad"))
+    assert cli.main(["list"]) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err == ("dynshape: case pack 'bad' (dynshape.cases entry point 'dynshape_pack_bad'): cannot load: "
+                   "it called sys.exit(0) on import\n")
 
 
 def _run(args, env_root: Path, cwd: Path = ROOT, timeout: int = 600):
@@ -154,3 +169,81 @@ def test_the_gate_fails_a_pack_case_that_breaks_its_own_rule(tmp_path):
                  "-k", "pack_double and torch_eager and static", "--dynshape-out", "none"], root)
     assert gate.returncode == 1, gate.stdout + gate.stderr
     assert "rules.toml: rule #1" in gate.stdout
+
+
+def test_every_backend_and_mode_has_a_default_rule_for_an_unseen_program():
+    """A pack judged only by the in-tree rules gets a rule on every row (the
+    torch_xla StableHLO rows had none: 48 'no rule' jobs)."""
+    from harness import registry
+
+    rules = expectations.load()
+    missing = [(n, m) for n, b in registry.backends().items() for m in b.modes
+               if expectations.lookup(rules, "unseen_program", n, m) is None]
+    assert missing == []
+
+
+def _pack_source(root: Path) -> Path:
+    """A pack as its author ships it: a pyproject.toml naming its entry point, and its module."""
+    src = root / "demo-pack"
+    (src / "dynshape_pack_demo").mkdir(parents=True)
+    (src / "dynshape_pack_demo" / "__init__.py").write_text(textwrap.dedent(PACK))
+    (src / "dynshape_pack_demo" / "rules.toml").write_text(RULES.format(per_shape="0"))
+    (src / "pyproject.toml").write_text('[project]\nname = "dynshape-pack-demo"\nversion = "0.2"\n\n'
+                                        '[project.entry-points."dynshape.cases"]\ndemo = "dynshape_pack_demo"\n')
+    return src
+
+
+def test_packs_install_puts_a_pack_in_every_environment_and_a_missing_one_is_named(tmp_path, monkeypatch, capsys):
+    """``dynshape packs install PATH`` works without pip or wheel (what .venv-xla lacks): here into a bare
+    venv standing for the xla environment. Before, a job of that environment is planned as skipped,
+    naming the pack and the command; after, it is planned to run."""
+    from backends import envs
+    from harness import cli, pack_envs, registry, runner
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=300)
+    python = str(venv / "bin" / "python")
+    src = _pack_source(tmp_path)
+    monkeypatch.setattr(envs, "python_for", lambda env: python if env == "xla" else sys.executable)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    pack_envs.packs_in.cache_clear()
+    assert pack_envs.missing_reason("demo", "xla") == (
+        f"case pack 'demo' is not installed in env xla ({python}): install it into every environment with "
+        "`dynshape packs install PATH`")
+    # this process has the pack installed, as the main environment would (not on PYTHONPATH, which
+    # the other environment's workers would inherit)
+    monkeypatch.syspath_prepend(str(_install(tmp_path / "site")))
+    packs.packs.cache_clear()
+    try:
+        xla = next(b for b in registry.backends().values() if b.env == "xla" and "static" in b.modes)
+        monkeypatch.setattr(type(xla), "available", lambda self: (True, ""))  # its env is the bare venv here
+        combo = runner.Combo(cases.get("pack_double"), xla, "static")
+        if combo.skip_reason() is not None:
+            pytest.skip(f"{xla.name} cannot run here: {combo.skip_reason()}")
+        skipped, = cli._packs_missing([combo])
+        assert skipped.skip_reason() == ("skipped", pack_envs.missing_reason("demo", "xla"))
+        assert capsys.readouterr().err == (f"dynshape: warning: {pack_envs.missing_reason('demo', 'xla')}; "
+                                           "its jobs there are skipped\n")
+        assert cli.main(["list"]) == 0
+        assert f"{xla.name} (pack 'demo' not installed in env xla)" in capsys.readouterr().out
+        assert pack_envs.install(src, {"xla": python}) == {"xla": ["demo"]}
+        assert pack_envs.missing_reason("demo", "xla") is None
+        assert cli.main(["list"]) == 0
+        assert "(pack 'demo' not installed" not in capsys.readouterr().out
+        # the bare venv has no numpy to run the pack with: that it finds the pack's source is the point
+        got = subprocess.run([python, "-c", "import importlib.util as u; print(u.find_spec('dynshape_pack_demo').origin)"],
+                             capture_output=True, text=True, timeout=120)
+        assert got.stdout.strip() == str(src / "dynshape_pack_demo" / "__init__.py"), got.stderr
+        assert pack_envs.install(src, {"xla": python}) == {"xla": ["demo"]}  # again: replaced, not doubled
+    finally:
+        packs.packs.cache_clear()
+        sys.modules.pop("dynshape_pack_demo", None)
+        pack_envs.packs_in.cache_clear()
+
+
+def test_packs_install_of_a_directory_that_is_no_pack_exits_2(tmp_path, capsys):
+    from harness import cli
+
+    assert cli.main(["packs", "install", str(tmp_path)]) == cli.EXIT_USAGE
+    assert capsys.readouterr().err == (f"dynshape: {tmp_path}: no pyproject.toml (a case pack declares its "
+                                       "[project.entry-points.\"dynshape.cases\"])\n")

@@ -81,3 +81,21 @@ def test_max_memory_parses(text, want):
 def test_max_memory_percent_is_of_the_machine():
     assert limits.parse("50%") == int(limits.machine_bytes() * 0.5)
     assert limits.default_bytes() == int(limits.machine_bytes() * limits.DEFAULT_FRACTION)
+
+
+@pytest.mark.parametrize("fork", [True, False])
+def test_a_small_limit_judges_forked_and_spawned_jobs_alike(fork, fake_backends, tmp_path):
+    """The limit counts what the job allocates once its backend started: a job
+    well within 100 MiB passes forked (the fork server's ~350 MiB of preloaded
+    modules are not charged to it) as it does spawned, and one allocating
+    without bound is ``oom`` either way."""
+    from harness import registry
+
+    combo = runner.Combo(cases.get(CASE), registry.backends()["torch_eager"], "static")
+    ok = []
+    runner.Runner(tmp_path, profile="quick", repeats=1, warmup=1, progress=False, max_memory=100 << 20,
+                  fork_server=fork).run_one(combo, ok.append)
+    assert {r["status"] for r in ok} == {"pass"}, [r["message"] for r in ok]
+    assert {r["machine"]["worker_start"]["how"] for r in ok} == {"fork" if fork else "spawn"}
+    hog = _run(fake_backends("MemoryHog"), tmp_path, max_memory=100 << 20, fork_server=fork)
+    assert [r["status"] for r in hog] == ["pass", "oom"]

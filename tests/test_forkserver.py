@@ -211,3 +211,19 @@ def test_ctrl_c_while_zygotes_finish_kills_them_without_a_traceback(monkeypatch)
     monkeypatch.setattr(forkserver, "_ZYGOTES", {"a": Zygote(0), "b": Zygote(1)})
     forkserver.close_all()
     assert calls == [(0, 10.0), (0, 0), (1, 0)] and forkserver._ZYGOTES == {}
+
+
+def test_close_ends_the_zygote_without_waiting_out_its_timeout(monkeypatch):
+    """``close`` must reach the zygote although the reader thread is blocked in
+    ``recv``: the zygote exits by itself (code 0) rather than being killed at the
+    end of ``wait`` (each run waited 10 s at exit while it was not)."""
+    monkeypatch.setattr(forkserver, "PRELOAD", {"main": ("json",)})
+    monkeypatch.setattr(zygote_warm, "STEPS", {})
+    base = {k: v for k, v in _env().items() if k not in forkserver.PER_JOB}
+    z = forkserver.Zygote(sys.executable, "main", base, str(envs.ROOT))
+    assert not z.dead, z.dead
+    proc = z.start(["-c", "pass"], _env())  # the reader thread has answered: it is back in recv
+    proc.stdout.read(), proc.stderr.read()
+    assert proc.wait(timeout=60) == 0
+    z.close(wait=30)
+    assert z.proc.returncode == 0  # -9: it never saw the parent close and was killed

@@ -27,13 +27,19 @@ def test_required_fields_of_the_issue_are_present():
     assert required <= set(results.FIELDS)
 
 
+def _rec(**fields):
+    """A record with the fields :func:`results.check_record` requires."""
+    return results.record(**{"run_id": "r", "case": "a", "backend": "b", "mode": "static", "status": "pass",
+                             **fields})
+
+
 def test_writer_flushes_each_record_and_load_reads_them(tmp_path):
     path = tmp_path / "run.jsonl"
     w = results.Writer(path)
-    w.write(results.record(case="a", status="pass", compiles=1))
+    w.write(_rec(case="a", status="pass", compiles=1))
     # readable before close: an interrupted run keeps what it wrote
     assert len(path.read_text().splitlines()) == 1
-    w.write(results.record(case="b", status="error", message="boom"))
+    w.write(_rec(case="b", status="error", message="boom"))
     w.close()
     df = results.load([path])
     assert list(df["case"]) == ["a", "b"] and list(df.columns) == list(results.FIELDS)
@@ -42,7 +48,7 @@ def test_writer_flushes_each_record_and_load_reads_them(tmp_path):
 def test_load_takes_directories_and_defaults_to_the_latest_run(tmp_path):
     for name in ("r1", "r2"):
         with results.Writer(tmp_path / f"{name}.jsonl") as w:
-            w.write(results.record(run_id=name, status="pass"))
+            w.write(_rec(run_id=name, status="pass"))
     assert len(results.load([tmp_path])) == 2
     assert list(results.load(None, default_dir=tmp_path)["run_id"]) == ["r2"]
 
@@ -56,7 +62,7 @@ def test_load_refuses_other_schema_versions_by_name(tmp_path):
 
 def test_torn_and_corrupt_lines_are_skipped_with_a_warning_naming_file_and_line(tmp_path):
     path = tmp_path / "torn.jsonl"
-    good = json.dumps(results.record(case="a", status="pass"))
+    good = json.dumps(_rec(case="a", status="pass"))
     path.write_text(good + "\n[1, 2]\n" + good + "\n{\"case\": \"x\"}\n{\"schema\": 1, \"ca")
     with pytest.warns(results.ResultsWarning) as caught:
         df = results.load([path])
@@ -91,3 +97,20 @@ def test_missing_paths_and_empty_dirs_are_clear_errors(tmp_path):
         results.load([tmp_path])
     assert str(e.value) == (f"no records in {tmp_path / 'empty.jsonl'} (an empty run: was it interrupted "
                             "before its first job finished?)")
+
+
+@pytest.mark.parametrize("line,message", [
+    ({"schema": 2}, "bad.jsonl:1: field 'run_id' missing: not a record of a run"),
+    (dict(_rec(), case=3), "bad.jsonl:1: field 'case' 3 is an int, not a string: not a record of a run"),
+    (dict(_rec(), status="fine"), "bad.jsonl:1: field 'status' 'fine' is not one of crashed, "),
+    (dict(_rec(), latency_s="fast"), "bad.jsonl:1: field 'latency_s' is 'fast' (a str), expected number"),
+    (dict(_rec(), shape_index=1.5), "bad.jsonl:1: field 'shape_index' is 1.5 (a float), expected int"),
+    (dict(_rec(), novel="yes"), "bad.jsonl:1: field 'novel' is 'yes' (a str), expected bool"),
+    (dict(_rec(), compiles=True), "bad.jsonl:1: field 'compiles' is True (a bool), expected int"),
+])
+def test_a_record_missing_a_field_or_of_a_wrong_type_is_refused_naming_it(line, message, tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    with pytest.raises(results.ResultsError) as e:
+        results.load([path])
+    assert str(e.value).startswith(f"{tmp_path}/{message}")
