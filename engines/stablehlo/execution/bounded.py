@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .bounded_reshape import needs_gather, split_reshape
-from .bounds import (check_all_bounded, check_reduce_inits, find_main, info, inline_calls, propagate_bounds,
-                     strip_assertions, walk)
+from .bounds import (SizeProbe, bounds_attr, check_all_bounded, check_reduce_inits, find_main, info, inline_calls,
+                     propagate_bounds, strip_assertions, walk)
 from .module import ExecutionError, PadderUnsupported  # noqa: F401 (PadderUnsupported: re-exported)
 
 DYN_OPS = ("stablehlo.dynamic_broadcast_in_dim", "stablehlo.dynamic_reshape", "stablehlo.dynamic_iota",
@@ -64,10 +64,29 @@ class BoundedEntry:
     args: List[Tuple[Tuple[int, ...], Tuple[int, ...]]]
     results: List[Tuple[Tuple[int, ...], Tuple[int, ...]]]
     rewritten: Dict[str, int]
+    #: a bucket's entry (``arg_bounds``): checks each concrete shape's sizes against the bucket's
+    probe: Optional[SizeProbe] = None
+    #: per live-size argument, the (argument, dim)s it is the size of: argument dims
+    #: with one size symbol (the lowering's ``dynshape.dim_symbols``) share one, so
+    #: XLA's padder knows they are equal (BERT's input_ids and attention_mask: with
+    #: a size each, its selects between them stalled the compile in LLVM)
+    size_groups: Optional[List[List[Tuple[int, int]]]] = None
+
+    def live_sizes(self, shapes) -> List[int]:
+        """The live-size arguments for argument ``shapes`` (checks that dims sharing one agree)."""
+        groups = self.size_groups or [[(i, d)] for i, (_, dyn) in enumerate(self.args) for d in dyn]
+        out = []
+        for g in groups:
+            n = {shapes[i][d] for i, d in g}
+            if len(n) != 1:
+                raise ExecutionError(f"argument dims {', '.join(f'{i}:{d}' for i, d in g)} have one size symbol "
+                                     f"but sizes {sorted(n)}")
+            out.append(n.pop())
+        return out
 
     @property
     def n_arg_sizes(self) -> int:
-        return sum(len(d) for _, d in self.args)
+        return len(self.size_groups) if self.size_groups is not None else sum(len(d) for _, d in self.args)
 
 
 def _at_bound(t, where: str, op: str):
@@ -408,8 +427,7 @@ def bound_entry(text: str, label: str = "module", arg_bounds: Optional[Sequence]
         strip_assertions(module)  # checked per concrete shape by the caller (BoundedXlaProgram)
         passmanager.PassManager.parse("builtin.module(symbol-dce)").run(module.operation)
         main = find_main(module)
-        if arg_bounds is not None:
-            propagate_bounds(module, main, arg_bounds, label)
+        probe = propagate_bounds(module, main, arg_bounds, label) if arg_bounds is not None else None
         ft = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
         block = main.regions[0].blocks[0]
         i32 = ir.RankedTensorType.get([], ir.IntegerType.get_signless(32))
@@ -420,12 +438,22 @@ def bound_entry(text: str, label: str = "module", arg_bounds: Optional[Sequence]
             args_info.append((full, dyn))
             new_inputs.append(static_t)
         rw = _Rewriter(label, size_args)
+        symbols = _arg_symbols(main, len(ft.inputs))
+        shared, groups = {}, []  # symbol -> its size argument; per size argument, the dims it serves
         for i, t in enumerate(ft.inputs):
             dyn = args_info[i][1]
             sizes = {}
             for d in dyn:
+                name = symbols[i][d] if d < len(symbols[i]) else ""
+                if name and name in shared:
+                    sizes[d] = shared[name]
+                    groups[size_args.index(sizes[d])].append((i, d))
+                    continue
                 sizes[d] = block.add_argument(i32, ir.Location.unknown())
                 size_args.append(sizes[d])
+                groups.append([(i, d)])
+                if name:
+                    shared[name] = sizes[d]
             if not dyn:
                 continue
             arg = block.arguments[i]
@@ -441,6 +469,7 @@ def bound_entry(text: str, label: str = "module", arg_bounds: Optional[Sequence]
         walk(module.operation, lambda op: doomed.append(op) if op.name in DYN_OPS else None)
         for op in doomed:
             rw.rewrite(op)
+        static_slices(module)
         # -- results: static at the bound + live sizes
         ret = block.operations[len(block.operations) - 1]
         ip = ir.InsertionPoint(ret)
@@ -471,7 +500,56 @@ def bound_entry(text: str, label: str = "module", arg_bounds: Optional[Sequence]
             raise ExecutionError(f"{label}: the bounded rewrite produced an invalid module: {e}") from e
         buf = io.BytesIO()
         module.operation.write_bytecode(file=buf)
-        return BoundedEntry(buf.getvalue(), args_info, res_info, rw.counts)
+        return BoundedEntry(buf.getvalue(), args_info, res_info, rw.counts, probe, groups)
+
+
+def _arg_symbols(main, n: int) -> List[List[str]]:
+    """Per @main argument, its dims' size symbols from the lowering's
+    ``dynshape.dim_symbols`` attribute ("" where none; all "" for other modules)."""
+    from jaxlib.mlir import ir
+
+    out: List[List[str]] = [[] for _ in range(n)]
+    if "arg_attrs" not in main.attributes:
+        return out
+    for i, d in enumerate(ir.ArrayAttr(main.attributes["arg_attrs"])):
+        d = ir.DictAttr(d)
+        if i < n and "dynshape.dim_symbols" in d:
+            out[i] = [ir.StringAttr(x).value for x in ir.ArrayAttr(d["dynshape.dim_symbols"])]
+    return out
+
+
+def static_slices(module) -> None:
+    """A slice whose result is static on a dim where its operand is dynamic
+    (``topk(x, 2)`` slices the first 2 rows of a sort over a dynamic dim) reads
+    live rows only (torch proved the size): its operand is made static at the
+    bound first (``set_dimension_size`` to the bound). XLA's padder would
+    otherwise carry the operand's dynamic size into a result typed static,
+    and the CPU executable corrupted the heap (SIGSEGV/abort in
+    ``execute_sharded``)."""
+    from jaxlib.mlir import ir
+    from jaxlib.mlir.dialects import stablehlo
+
+    todo = []
+    walk(module.operation, lambda op: todo.append(op) if op.name in ("stablehlo.slice", "stablehlo.dynamic_slice")
+         else None)
+    for op in todo:
+        operand = op.operands[0]
+        oshape, obounds = info(operand.type)
+        rshape, _ = info(op.results[0].type)
+        dims = [d for d, s in enumerate(oshape) if s is None and rshape[d] is not None]
+        if not dims:
+            continue
+        ip = ir.InsertionPoint(op)
+        o = operand
+        for d in dims:
+            c = stablehlo.ConstantOp(ir.DenseElementsAttr.get(_np_i32(obounds[d])), ip=ip).result
+            o = stablehlo.SetDimensionSizeOp(o, c, d, ip=ip).result
+        rt = ir.RankedTensorType(operand.type)
+        shape = [obounds[d] if d in dims else s for d, s in enumerate(oshape)]
+        bounds = [None if d in dims or s is not None else obounds[d] for d, s in enumerate(oshape)]
+        o.set_type(ir.RankedTensorType.get([ir.ShapedType.get_dynamic_size() if s is None else s for s in shape],
+                                           rt.element_type, bounds_attr(bounds, len(shape))))
+        op.operands[0] = o
 
 
 def _np_i32(x):

@@ -58,7 +58,7 @@ class _Padded:
 
     def pad(self, args) -> list:
         """Device arrays: the arguments padded on the host to the bound, then their live sizes."""
-        padded, sizes = [], []
+        padded = []
         for a, (full, dyn) in zip(args, self.entry.args):
             live = a.shape
             if dyn and live != full:
@@ -69,8 +69,7 @@ class _Padded:
                 buf[tuple(slice(0, n) for n in live)] = a
                 a = buf
             padded.append(a)
-            sizes += [self._size(live[d]) for d in dyn]
-        return device_put(padded) + sizes
+        return device_put(padded) + [self._size(n) for n in self.entry.live_sizes([a.shape for a in args])]
 
     def _size(self, n: int):
         """``n`` as a device ``i32`` scalar (cached: sizes recur)."""
@@ -255,6 +254,10 @@ class BucketedXlaProgram(_HostProgram):
             except PadderUnsupported as e:
                 return self._unsupported(e)
             self.how = "bucketed"
+        try:  # this shape's sizes within the bucket's (a non-monotone size would be clamped)
+            hit.entry.probe.check(shapes)
+        except PadderUnsupported as e:
+            return self._unsupported(e)
         return hit
 
 
