@@ -68,8 +68,9 @@ class BoundedEntry:
     probe: Optional[SizeProbe] = None
     #: per live-size argument, the (argument, dim)s it is the size of: argument dims
     #: with one size symbol (the lowering's ``dynshape.dim_symbols``) share one, so
-    #: XLA's padder knows they are equal (BERT's input_ids and attention_mask: with
-    #: a size each, its selects between them stalled the compile in LLVM)
+    #: XLA's padder knows they are equal (BERT's input_ids and attention_mask); a
+    #: call whose dims disagree is refused. (Suspected cause of a BERT compile that
+    #: stalled in LLVM; not reproduced at tests/stablehlo/models.py's config.)
     size_groups: Optional[List[List[Tuple[int, int]]]] = None
 
     def live_sizes(self, shapes) -> List[int]:
