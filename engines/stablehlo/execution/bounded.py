@@ -37,8 +37,9 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .bounded_reshape import needs_gather, split_reshape
-from .bounds import (SizeProbe, bounds_attr, check_all_bounded, check_reduce_inits, find_main, info, inline_calls,
-                     propagate_bounds, strip_assertions, walk)
+from .bounds import (SizeProbe, arg_symbols, check_all_bounded, check_reduce_inits, find_main, info, inline_calls,
+                     propagate_bounds, static_slices, strip_assertions, walk)
+from .bounds import const_values as _const
 from .module import ExecutionError, PadderUnsupported  # noqa: F401 (PadderUnsupported: re-exported)
 
 DYN_OPS = ("stablehlo.dynamic_broadcast_in_dim", "stablehlo.dynamic_reshape", "stablehlo.dynamic_iota",
@@ -389,26 +390,6 @@ class _Rewriter:
         self.counts[name] = self.counts.get(name, 0) + 1
 
 
-def _const(v):
-    """The values of a constant operand (flat int64), or None: a
-    ``stablehlo.constant``, a ``reshape`` of one, or a ``concatenate`` of such (jax.export builds a pad's ``low``/``interior``
-    as ``concatenate`` of per-dim constants)."""
-    from jaxlib.mlir import ir
-    import numpy as np
-
-    owner = v.owner
-    if isinstance(owner, ir.Block):
-        return None
-    if owner.name == "stablehlo.constant":
-        return np.array(ir.DenseIntElementsAttr(owner.attributes["value"]), dtype=np.int64).reshape(-1)
-    if owner.name == "stablehlo.reshape":
-        return _const(owner.operands[0])
-    if owner.name == "stablehlo.concatenate" and len(ir.RankedTensorType(v.type).shape) == 1:
-        parts = [_const(o) for o in owner.operands]
-        return None if any(p is None for p in parts) else np.concatenate(parts)
-    return None
-
-
 def bound_entry(text: str, label: str = "module", arg_bounds: Optional[Sequence] = None) -> BoundedEntry:
     """Rewrite ``text`` for the bounded executor (see the module docstring).
 
@@ -439,7 +420,7 @@ def bound_entry(text: str, label: str = "module", arg_bounds: Optional[Sequence]
             args_info.append((full, dyn))
             new_inputs.append(static_t)
         rw = _Rewriter(label, size_args)
-        symbols = _arg_symbols(main, len(ft.inputs))
+        symbols = arg_symbols(main, len(ft.inputs))
         shared, groups = {}, []  # symbol -> its size argument; per size argument, the dims it serves
         for i, t in enumerate(ft.inputs):
             dyn = args_info[i][1]
@@ -502,55 +483,6 @@ def bound_entry(text: str, label: str = "module", arg_bounds: Optional[Sequence]
         buf = io.BytesIO()
         module.operation.write_bytecode(file=buf)
         return BoundedEntry(buf.getvalue(), args_info, res_info, rw.counts, probe, groups)
-
-
-def _arg_symbols(main, n: int) -> List[List[str]]:
-    """Per @main argument, its dims' size symbols from the lowering's
-    ``dynshape.dim_symbols`` attribute ("" where none; all "" for other modules)."""
-    from jaxlib.mlir import ir
-
-    out: List[List[str]] = [[] for _ in range(n)]
-    if "arg_attrs" not in main.attributes:
-        return out
-    for i, d in enumerate(ir.ArrayAttr(main.attributes["arg_attrs"])):
-        d = ir.DictAttr(d)
-        if i < n and "dynshape.dim_symbols" in d:
-            out[i] = [ir.StringAttr(x).value for x in ir.ArrayAttr(d["dynshape.dim_symbols"])]
-    return out
-
-
-def static_slices(module) -> None:
-    """A slice whose result is static on a dim where its operand is dynamic
-    (``topk(x, 2)`` slices the first 2 rows of a sort over a dynamic dim) reads
-    live rows only (torch proved the size): its operand is made static at the
-    bound first (``set_dimension_size`` to the bound). XLA's padder would
-    otherwise carry the operand's dynamic size into a result typed static,
-    and the CPU executable corrupted the heap (SIGSEGV/abort in
-    ``execute_sharded``)."""
-    from jaxlib.mlir import ir
-    from jaxlib.mlir.dialects import stablehlo
-
-    todo = []
-    walk(module.operation, lambda op: todo.append(op) if op.name in ("stablehlo.slice", "stablehlo.dynamic_slice")
-         else None)
-    for op in todo:
-        operand = op.operands[0]
-        oshape, obounds = info(operand.type)
-        rshape, _ = info(op.results[0].type)
-        dims = [d for d, s in enumerate(oshape) if s is None and rshape[d] is not None]
-        if not dims:
-            continue
-        ip = ir.InsertionPoint(op)
-        o = operand
-        for d in dims:
-            c = stablehlo.ConstantOp(ir.DenseElementsAttr.get(_np_i32(obounds[d])), ip=ip).result
-            o = stablehlo.SetDimensionSizeOp(o, c, d, ip=ip).result
-        rt = ir.RankedTensorType(operand.type)
-        shape = [obounds[d] if d in dims else s for d, s in enumerate(oshape)]
-        bounds = [None if d in dims or s is not None else obounds[d] for d, s in enumerate(oshape)]
-        o.set_type(ir.RankedTensorType.get([ir.ShapedType.get_dynamic_size() if s is None else s for s in shape],
-                                           rt.element_type, bounds_attr(bounds, len(shape))))
-        op.operands[0] = o
 
 
 def _np_i32(x):

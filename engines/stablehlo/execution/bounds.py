@@ -4,7 +4,7 @@ assertions) and bound inference for a `?` module served at given argument
 shapes (:func:`propagate_bounds`, the bucketed executor's)."""
 from __future__ import annotations
 
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..lowering import types as T
 from .module import ExecutionError, PadderUnsupported
@@ -272,3 +272,73 @@ def check_reduce_inits(module, label: str) -> None:
         raise PadderUnsupported(f"{label}: stablehlo.reduce over a dynamic dim ({bad[0]}): XLA's dynamic padder fills "
                                 f"the padding with the init value, so an init that is not the body's identity "
                                 f"would count it", "stablehlo.reduce")
+
+
+def arg_symbols(main, n: int) -> List[List[str]]:
+    """Per @main argument, its dims' size symbols from the lowering's
+    ``dynshape.dim_symbols`` attribute ("" where none; all "" for other modules)."""
+    from jaxlib.mlir import ir
+
+    out: List[List[str]] = [[] for _ in range(n)]
+    if "arg_attrs" not in main.attributes:
+        return out
+    for i, d in enumerate(ir.ArrayAttr(main.attributes["arg_attrs"])):
+        d = ir.DictAttr(d)
+        if i < n and "dynshape.dim_symbols" in d:
+            out[i] = [ir.StringAttr(x).value for x in ir.ArrayAttr(d["dynshape.dim_symbols"])]
+    return out
+
+
+def static_slices(module) -> None:
+    """A slice whose result is static on a dim where its operand is dynamic
+    (``topk(x, 2)`` slices the first 2 rows of a sort over a dynamic dim) reads
+    live rows only (torch proved the size): its operand is made static at the
+    bound first (``set_dimension_size`` to the bound). XLA's padder would
+    otherwise carry the operand's dynamic size into a result typed static,
+    and the CPU executable corrupted the heap (SIGSEGV/abort in
+    ``execute_sharded``)."""
+    import numpy as np
+    from jaxlib.mlir import ir
+    from jaxlib.mlir.dialects import stablehlo
+
+    todo = []
+    walk(module.operation, lambda op: todo.append(op) if op.name in ("stablehlo.slice", "stablehlo.dynamic_slice")
+         else None)
+    for op in todo:
+        operand = op.operands[0]
+        oshape, obounds = info(operand.type)
+        rshape, _ = info(op.results[0].type)
+        dims = [d for d, s in enumerate(oshape) if s is None and rshape[d] is not None]
+        if not dims:
+            continue
+        ip = ir.InsertionPoint(op)
+        o = operand
+        for d in dims:
+            c = stablehlo.ConstantOp(ir.DenseElementsAttr.get(np.array(obounds[d], np.int32)), ip=ip).result
+            o = stablehlo.SetDimensionSizeOp(o, c, d, ip=ip).result
+        rt = ir.RankedTensorType(operand.type)
+        shape = [obounds[d] if d in dims else s for d, s in enumerate(oshape)]
+        bounds = [None if d in dims or s is not None else obounds[d] for d, s in enumerate(oshape)]
+        o.set_type(ir.RankedTensorType.get([ir.ShapedType.get_dynamic_size() if s is None else s for s in shape],
+                                           rt.element_type, bounds_attr(bounds, len(shape))))
+        op.operands[0] = o
+
+
+def const_values(v):
+    """The values of a constant operand (flat int64), or None: a
+    ``stablehlo.constant``, a ``reshape`` of one, or a ``concatenate`` of such (jax.export builds a pad's ``low``/``interior``
+    as ``concatenate`` of per-dim constants)."""
+    from jaxlib.mlir import ir
+    import numpy as np
+
+    owner = v.owner
+    if isinstance(owner, ir.Block):
+        return None
+    if owner.name == "stablehlo.constant":
+        return np.array(ir.DenseIntElementsAttr(owner.attributes["value"]), dtype=np.int64).reshape(-1)
+    if owner.name == "stablehlo.reshape":
+        return const_values(owner.operands[0])
+    if owner.name == "stablehlo.concatenate" and len(ir.RankedTensorType(v.type).shape) == 1:
+        parts = [const_values(o) for o in owner.operands]
+        return None if any(p is None for p in parts) else np.concatenate(parts)
+    return None
