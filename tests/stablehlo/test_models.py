@@ -46,3 +46,17 @@ def test_argument_dims_with_one_symbol_share_one_live_size():
     assert entry.live_sizes([(2, 5), (2, 5)]) == [5]
     with pytest.raises(Exception, match="one size symbol"):
         entry.live_sizes([(2, 5), (2, 6)])
+
+
+def test_a_boolean_mask_count_is_bounded_by_the_mask_or_stays_unbounded():
+    """remove_self_loops' ``edge_index[:, mask]``: bounded, the count's dim has the
+    mask's bound (E's, 3 * 32) and its live size is set on the device; unbounded,
+    it is a plain `?`."""
+    if libs.missing("torch_geometric"):
+        pytest.skip("torch_geometric is not installed")
+    from engines.stablehlo import lower
+
+    ep, _ = models.export(models.MODELS["gcn"])
+    bounded, unbounded = lower(ep, bounded=True), lower(ep, bounded=False)
+    assert "stablehlo.set_dimension_size" in bounded and "tensor<2x?xi64, #stablehlo.bounds<?, 96>>" in bounded
+    assert "stablehlo.set_dimension_size" in unbounded and "#stablehlo.bounds" not in unbounded
