@@ -37,8 +37,9 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .bounded_reshape import needs_gather, split_reshape
-from .bounds import (check_all_bounded, check_reduce_inits, find_main, info, inline_calls, propagate_bounds,
-                     strip_assertions, walk)
+from .bounds import (SizeProbe, arg_symbols, check_all_bounded, check_reduce_inits, find_main, info, inline_calls,
+                     propagate_bounds, static_slices, strip_assertions, walk)
+from .bounds import const_values as _const
 from .module import ExecutionError, PadderUnsupported  # noqa: F401 (PadderUnsupported: re-exported)
 
 DYN_OPS = ("stablehlo.dynamic_broadcast_in_dim", "stablehlo.dynamic_reshape", "stablehlo.dynamic_iota",
@@ -64,10 +65,30 @@ class BoundedEntry:
     args: List[Tuple[Tuple[int, ...], Tuple[int, ...]]]
     results: List[Tuple[Tuple[int, ...], Tuple[int, ...]]]
     rewritten: Dict[str, int]
+    #: a bucket's entry (``arg_bounds``): checks each concrete shape's sizes against the bucket's
+    probe: Optional[SizeProbe] = None
+    #: per live-size argument, the (argument, dim)s it is the size of: argument dims
+    #: with one size symbol (the lowering's ``dynshape.dim_symbols``) share one, so
+    #: XLA's padder knows they are equal (BERT's input_ids and attention_mask); a
+    #: call whose dims disagree is refused. (Suspected cause of a BERT compile that
+    #: stalled in LLVM; not reproduced at tests/stablehlo/models.py's config.)
+    size_groups: Optional[List[List[Tuple[int, int]]]] = None
+
+    def live_sizes(self, shapes) -> List[int]:
+        """The live-size arguments for argument ``shapes`` (checks that dims sharing one agree)."""
+        groups = self.size_groups or [[(i, d)] for i, (_, dyn) in enumerate(self.args) for d in dyn]
+        out = []
+        for g in groups:
+            n = {shapes[i][d] for i, d in g}
+            if len(n) != 1:
+                raise ExecutionError(f"argument dims {', '.join(f'{i}:{d}' for i, d in g)} have one size symbol "
+                                     f"but sizes {sorted(n)}")
+            out.append(n.pop())
+        return out
 
     @property
     def n_arg_sizes(self) -> int:
-        return sum(len(d) for _, d in self.args)
+        return len(self.size_groups) if self.size_groups is not None else sum(len(d) for _, d in self.args)
 
 
 def _at_bound(t, where: str, op: str):
@@ -369,26 +390,6 @@ class _Rewriter:
         self.counts[name] = self.counts.get(name, 0) + 1
 
 
-def _const(v):
-    """The values of a constant operand (flat int64), or None: a
-    ``stablehlo.constant``, a ``reshape`` of one, or a ``concatenate`` of such (jax.export builds a pad's ``low``/``interior``
-    as ``concatenate`` of per-dim constants)."""
-    from jaxlib.mlir import ir
-    import numpy as np
-
-    owner = v.owner
-    if isinstance(owner, ir.Block):
-        return None
-    if owner.name == "stablehlo.constant":
-        return np.array(ir.DenseIntElementsAttr(owner.attributes["value"]), dtype=np.int64).reshape(-1)
-    if owner.name == "stablehlo.reshape":
-        return _const(owner.operands[0])
-    if owner.name == "stablehlo.concatenate" and len(ir.RankedTensorType(v.type).shape) == 1:
-        parts = [_const(o) for o in owner.operands]
-        return None if any(p is None for p in parts) else np.concatenate(parts)
-    return None
-
-
 def bound_entry(text: str, label: str = "module", arg_bounds: Optional[Sequence] = None) -> BoundedEntry:
     """Rewrite ``text`` for the bounded executor (see the module docstring).
 
@@ -408,8 +409,7 @@ def bound_entry(text: str, label: str = "module", arg_bounds: Optional[Sequence]
         strip_assertions(module)  # checked per concrete shape by the caller (BoundedXlaProgram)
         passmanager.PassManager.parse("builtin.module(symbol-dce)").run(module.operation)
         main = find_main(module)
-        if arg_bounds is not None:
-            propagate_bounds(module, main, arg_bounds, label)
+        probe = propagate_bounds(module, main, arg_bounds, label) if arg_bounds is not None else None
         ft = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
         block = main.regions[0].blocks[0]
         i32 = ir.RankedTensorType.get([], ir.IntegerType.get_signless(32))
@@ -420,12 +420,22 @@ def bound_entry(text: str, label: str = "module", arg_bounds: Optional[Sequence]
             args_info.append((full, dyn))
             new_inputs.append(static_t)
         rw = _Rewriter(label, size_args)
+        symbols = arg_symbols(main, len(ft.inputs))
+        shared, groups = {}, []  # symbol -> its size argument; per size argument, the dims it serves
         for i, t in enumerate(ft.inputs):
             dyn = args_info[i][1]
             sizes = {}
             for d in dyn:
+                name = symbols[i][d] if d < len(symbols[i]) else ""
+                if name and name in shared:
+                    sizes[d] = shared[name]
+                    groups[size_args.index(sizes[d])].append((i, d))
+                    continue
                 sizes[d] = block.add_argument(i32, ir.Location.unknown())
                 size_args.append(sizes[d])
+                groups.append([(i, d)])
+                if name:
+                    shared[name] = sizes[d]
             if not dyn:
                 continue
             arg = block.arguments[i]
@@ -441,6 +451,7 @@ def bound_entry(text: str, label: str = "module", arg_bounds: Optional[Sequence]
         walk(module.operation, lambda op: doomed.append(op) if op.name in DYN_OPS else None)
         for op in doomed:
             rw.rewrite(op)
+        static_slices(module)
         # -- results: static at the bound + live sizes
         ret = block.operations[len(block.operations) - 1]
         ip = ir.InsertionPoint(ret)
@@ -471,7 +482,7 @@ def bound_entry(text: str, label: str = "module", arg_bounds: Optional[Sequence]
             raise ExecutionError(f"{label}: the bounded rewrite produced an invalid module: {e}") from e
         buf = io.BytesIO()
         module.operation.write_bytecode(file=buf)
-        return BoundedEntry(buf.getvalue(), args_info, res_info, rw.counts)
+        return BoundedEntry(buf.getvalue(), args_info, res_info, rw.counts, probe, groups)
 
 
 def _np_i32(x):

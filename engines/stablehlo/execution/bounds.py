@@ -4,7 +4,7 @@ assertions) and bound inference for a `?` module served at given argument
 shapes (:func:`propagate_bounds`, the bucketed executor's)."""
 from __future__ import annotations
 
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..lowering import types as T
 from .module import ExecutionError, PadderUnsupported
@@ -48,7 +48,7 @@ def bounded_type(t, bounds: Sequence[Optional[int]]):
     return ir.RankedTensorType.get(list(rt.shape), rt.element_type, bounds_attr(bounds, rt.rank))
 
 
-def propagate_bounds(module, main, shapes: Sequence[Sequence[int]], label: str) -> None:
+def propagate_bounds(module, main, shapes: Sequence[Sequence[int]], label: str) -> "SizeProbe":
     """Give every `?` dim of ``module`` (in place) the bound its size has when
     @main's arguments have ``shapes``: a copy of the module, with a probe (a
     side-effecting ``custom_call @dynshape_probe``) on every value with `?`
@@ -56,7 +56,8 @@ def propagate_bounds(module, main, shapes: Sequence[Sequence[int]], label: str) 
     probe's operand type is read back (probes survive the folding and CSE that
     remove ops). This assumes sizes grow with the argument sizes (true of
     broadcasts, reshapes, concatenations, prefix slices); the padder keeps
-    every live size at run time."""
+    every live size at run time, and the returned :class:`SizeProbe` checks
+    that assumption at each concrete shape the bucket serves."""
     from jaxlib.mlir import ir
 
     from .xla import refine
@@ -77,16 +78,9 @@ def propagate_bounds(module, main, shapes: Sequence[Sequence[int]], label: str) 
                         "backend_config": ir.StringAttr.get(str(len(probed) - 1))}, ip=ir.InsertionPoint(term))
 
         walk(copy.operation, probe)
-        refined = ir.Module.parse(refine(copy.operation.get_asm(), [(tuple(s), None) for s in shapes], label))
-        found: Dict[int, object] = {}
-
-        def read(op):
-            if op.name == "stablehlo.custom_call" and \
-                    ir.StringAttr(op.attributes["call_target_name"]).value == "dynshape_probe":
-                found[int(ir.StringAttr(op.attributes["backend_config"]).value)] = op.operands[0].type
-
-        walk(refined.operation, read)
-    values = []
+        probe_text = copy.operation.get_asm()
+        found = _read_probes(refine(probe_text, [(tuple(s), None) for s in shapes], label))
+    values, fulls = [], []
     walk(module.operation, lambda op: values.extend((op, r) for r in op.results
                                                      if "?" in str(r.type).split(",")[0]))
     for k, (op, r) in enumerate(values):
@@ -97,6 +91,7 @@ def propagate_bounds(module, main, shapes: Sequence[Sequence[int]], label: str) 
             raise PadderUnsupported(f"{label}: {op.name} has a size shape refinement could not fix at argument "
                                     f"shapes {shapes}: no bound for it", op.name)
         r.set_type(bounded_type(r.type, [f if s is None else None for s, f in zip(shape, full)]))
+        fulls.append((op.name, tuple(full)))
     ft = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
     block = main.regions[0].blocks[0]
     inputs = []
@@ -107,6 +102,52 @@ def propagate_bounds(module, main, shapes: Sequence[Sequence[int]], label: str) 
         inputs.append(bt)
     ret = block.operations[len(block.operations) - 1]
     main.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, [v.type for v in ret.operands]))
+    return SizeProbe(probe_text, fulls, tuple(tuple(s) for s in shapes), label)
+
+
+def _read_probes(text: str) -> Dict[int, object]:
+    """``{probe index: operand type}`` of a refined probed module."""
+    from jaxlib.mlir import ir
+
+    found: Dict[int, object] = {}
+
+    def read(op):
+        if op.name == "stablehlo.custom_call" and \
+                ir.StringAttr(op.attributes["call_target_name"]).value == "dynshape_probe":
+            found[int(ir.StringAttr(op.attributes["backend_config"]).value)] = op.operands[0].type
+
+    walk(ir.Module.parse(text).operation, read)
+    return found
+
+
+class SizeProbe:
+    """The sizes of a `?` module's values at a bucket's shapes (the bounds
+    :func:`propagate_bounds` gave them), and :meth:`check` of a concrete shape
+    against them: a size that is not monotone in the argument sizes
+    (``x[: n % 4 + 1]`` is 1 at n = 32 and 2 at n = 5) would exceed the
+    bound at a smaller shape, and the padder would clamp it: a wrong shape."""
+
+    def __init__(self, text: str, fulls, bucket, label: str):
+        self.text, self.fulls, self.bucket, self.label = text, fulls, bucket, label
+
+    def check(self, shapes) -> None:
+        """Raise :class:`PadderUnsupported` naming the op whose size at ``shapes``
+        is above its size at the bucket (one shape refinement, no compile)."""
+        from jaxlib.mlir import ir
+
+        from .xla import refine
+
+        from ..lowering.verify import make_context
+
+        with make_context(), ir.Location.unknown():
+            found = _read_probes(refine(self.text, [(tuple(s), None) for s in shapes], self.label))
+            for k, (name, full) in enumerate(self.fulls):
+                got = T.parse_tensor_type(str(found[k]))[0] if k in found else None
+                if got is None or None in got or any(g > f for g, f in zip(got, full)):
+                    raise PadderUnsupported(
+                        f"{self.label}: {name} has shape {got} at argument shapes {tuple(shapes)}, above its "
+                        f"{full} at the bucket {self.bucket} (a size that does not grow with the argument "
+                        f"sizes): this bucket cannot serve it", name)
 
 
 def inline_calls(module) -> None:
@@ -231,3 +272,73 @@ def check_reduce_inits(module, label: str) -> None:
         raise PadderUnsupported(f"{label}: stablehlo.reduce over a dynamic dim ({bad[0]}): XLA's dynamic padder fills "
                                 f"the padding with the init value, so an init that is not the body's identity "
                                 f"would count it", "stablehlo.reduce")
+
+
+def arg_symbols(main, n: int) -> List[List[str]]:
+    """Per @main argument, its dims' size symbols from the lowering's
+    ``dynshape.dim_symbols`` attribute ("" where none; all "" for other modules)."""
+    from jaxlib.mlir import ir
+
+    out: List[List[str]] = [[] for _ in range(n)]
+    if "arg_attrs" not in main.attributes:
+        return out
+    for i, d in enumerate(ir.ArrayAttr(main.attributes["arg_attrs"])):
+        d = ir.DictAttr(d)
+        if i < n and "dynshape.dim_symbols" in d:
+            out[i] = [ir.StringAttr(x).value for x in ir.ArrayAttr(d["dynshape.dim_symbols"])]
+    return out
+
+
+def static_slices(module) -> None:
+    """A slice whose result is static on a dim where its operand is dynamic
+    (``topk(x, 2)`` slices the first 2 rows of a sort over a dynamic dim) reads
+    live rows only (torch proved the size): its operand is made static at the
+    bound first (``set_dimension_size`` to the bound). XLA's padder would
+    otherwise carry the operand's dynamic size into a result typed static,
+    and the CPU executable corrupted the heap (SIGSEGV/abort in
+    ``execute_sharded``)."""
+    import numpy as np
+    from jaxlib.mlir import ir
+    from jaxlib.mlir.dialects import stablehlo
+
+    todo = []
+    walk(module.operation, lambda op: todo.append(op) if op.name in ("stablehlo.slice", "stablehlo.dynamic_slice")
+         else None)
+    for op in todo:
+        operand = op.operands[0]
+        oshape, obounds = info(operand.type)
+        rshape, _ = info(op.results[0].type)
+        dims = [d for d, s in enumerate(oshape) if s is None and rshape[d] is not None]
+        if not dims:
+            continue
+        ip = ir.InsertionPoint(op)
+        o = operand
+        for d in dims:
+            c = stablehlo.ConstantOp(ir.DenseElementsAttr.get(np.array(obounds[d], np.int32)), ip=ip).result
+            o = stablehlo.SetDimensionSizeOp(o, c, d, ip=ip).result
+        rt = ir.RankedTensorType(operand.type)
+        shape = [obounds[d] if d in dims else s for d, s in enumerate(oshape)]
+        bounds = [None if d in dims or s is not None else obounds[d] for d, s in enumerate(oshape)]
+        o.set_type(ir.RankedTensorType.get([ir.ShapedType.get_dynamic_size() if s is None else s for s in shape],
+                                           rt.element_type, bounds_attr(bounds, len(shape))))
+        op.operands[0] = o
+
+
+def const_values(v):
+    """The values of a constant operand (flat int64), or None: a
+    ``stablehlo.constant``, a ``reshape`` of one, or a ``concatenate`` of such (jax.export builds a pad's ``low``/``interior``
+    as ``concatenate`` of per-dim constants)."""
+    from jaxlib.mlir import ir
+    import numpy as np
+
+    owner = v.owner
+    if isinstance(owner, ir.Block):
+        return None
+    if owner.name == "stablehlo.constant":
+        return np.array(ir.DenseIntElementsAttr(owner.attributes["value"]), dtype=np.int64).reshape(-1)
+    if owner.name == "stablehlo.reshape":
+        return const_values(owner.operands[0])
+    if owner.name == "stablehlo.concatenate" and len(ir.RankedTensorType(v.type).shape) == 1:
+        parts = [const_values(o) for o in owner.operands]
+        return None if any(p is None for p in parts) else np.concatenate(parts)
+    return None

@@ -64,8 +64,10 @@ class _Padded:
         self._sizes: Dict[int, object] = {}
 
     def pad(self, args) -> list:
-        """Device arrays: the host arguments padded on the host to the bound, then their live sizes."""
-        return _stage(args, self.entry.args, self.pad_value, self._sizes)[0]
+        """Device arrays: the host arguments padded on the host to the bound, then
+        the entry's live sizes (one per size symbol its arguments share)."""
+        dev = _stage(args, self.entry.args, self.pad_value, self._sizes)[0]
+        return dev + [self._sizes[n] for n in self.entry.live_sizes([a.shape for a in args])]
 
     def admit(self, staged: PaddedArgs) -> None:
         """Check (once per staging) that ``staged`` was padded to this executable's argument shapes."""
@@ -74,8 +76,11 @@ class _Padded:
                                  f"{self.full}")
 
     def execute(self, staged: PaddedArgs) -> PaddedResults:
-        """Run on staged arguments (checked by :meth:`admit`); the results stay on the device."""
-        return PaddedResults(self.exe.execute_sharded(staged.device).consume_with_handlers(self.handlers),
+        """Run on staged arguments (checked by :meth:`admit`); the results stay on the device.
+        The live-size scalars were put on the device by the staging; this only picks
+        the entry's (one per size symbol its arguments share)."""
+        sizes = [staged.sizes[n] for n in self.entry.live_sizes(staged.shapes)]
+        return PaddedResults(self.exe.execute_sharded(staged.device + sizes).consume_with_handlers(self.handlers),
                              self.entry.results)
 
     def __call__(self, args) -> PaddedResults:
@@ -102,7 +107,8 @@ def _stage(args, layout, pad_value, cache: Dict[int, object]) -> tuple:
     """``(device arguments, pad seconds, copy seconds)``: ``args`` padded on
     the host to ``layout``'s (full shape, dynamic dims) per argument (``np.empty``
     where ``pad_value`` is None: the padder masks), copied to the device in one
-    batch, followed by their live sizes as device ``i32`` scalars (cached in ``cache``: sizes recur)."""
+    batch; every live size of a dynamic dim is put on the device too, as an ``i32``
+    scalar in ``cache`` (sizes recur), for the entry to pick its live-size arguments."""
     t0 = time.perf_counter()
     padded, live = [], []
     for a, (full, dyn) in zip(args, layout):
@@ -119,7 +125,7 @@ def _stage(args, layout, pad_value, cache: Dict[int, object]) -> tuple:
     for n, s in zip(new, out[len(padded):]):
         cache[n] = s
     t2 = time.perf_counter()
-    return out[:len(padded)] + [cache[n] for n in live], t1 - t0, t2 - t1
+    return out[:len(padded)], t1 - t0, t2 - t1
 
 
 def _poison(value, dtype):
@@ -177,7 +183,9 @@ class _HostProgram:
             dev = device_put(arrays)
             return PaddedArgs(dev, shapes, arrays, False, None, 0.0, time.perf_counter() - t0)
         dev, pad_s, h2d_s = _stage(arrays, layout, self.pad_value, self._sizes)
-        return PaddedArgs(dev, shapes, arrays, True, [full for full, _ in layout], pad_s, h2d_s)
+        staged = PaddedArgs(dev, shapes, arrays, True, [full for full, _ in layout], pad_s, h2d_s)
+        staged.sizes = self._sizes
+        return staged
 
     def layout(self, shapes) -> Optional[list]:
         """Per argument, (shape it is padded to, its `?` dims), or None where a `?` dim has no size to pad to."""
@@ -331,6 +339,10 @@ class BucketedXlaProgram(_HostProgram):
             except PadderUnsupported as e:
                 return self._unsupported(e)
             self.how = "bucketed"
+        try:  # this shape's sizes within the bucket's (a non-monotone size would be clamped)
+            hit.entry.probe.check(shapes)
+        except PadderUnsupported as e:
+            return self._unsupported(e)
         return hit
 
 

@@ -68,18 +68,19 @@ def to_host(out):
 class PaddedArgs:
     """A padded program's arguments, staged by its ``convert`` (outside the call):
     ``device``, the arguments padded on the host to their bucket or bound and
-    copied to the device, then their live sizes as device ``i32`` scalars
-    (``None`` where no padded layout applies: the call then runs them per
-    shape); ``shapes``, the live argument shapes; ``host``, the unpadded host
+    copied to the device; ``sizes``, each live size of a dynamic dim as a device
+    ``i32`` scalar, from which the executable picks its live-size arguments (one
+    per size symbol); ``shapes``, the live argument shapes; ``host``, the unpadded host
     arrays (a per-shape fallback's first call copies them); ``padded``,
     whether ``device`` holds padded arrays; ``pad_s``/``h2d_s``, the seconds
     of the host padding and of the copy."""
 
-    __slots__ = ("device", "shapes", "host", "padded", "full", "pad_s", "h2d_s", "run")
+    __slots__ = ("device", "shapes", "host", "padded", "full", "pad_s", "h2d_s", "run", "sizes")
 
     def __init__(self, device, shapes, host, padded: bool, full, pad_s: float, h2d_s: float):
         self.device, self.shapes, self.host, self.padded = device, shapes, host, padded
         self.full, self.pad_s, self.h2d_s = full, pad_s, h2d_s
+        self.sizes: dict = {}
         self.run = None  # what runs these arguments, once a call has looked it up and checked the layout
 
 

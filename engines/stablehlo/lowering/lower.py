@@ -45,7 +45,7 @@ def lower(ep: "torch.export.ExportedProgram", *, bounded: bool = True, decompose
 
     bounded:   emit ``#stablehlo.bounds`` for dims with a finite ``Dim(max=)``
                (False: every symbolic dim is a plain unbounded ``?``).
-    decompose: run ``ep.run_decompositions()`` (core ATen) first; size-obliviously
+    decompose: run ``ep.run_decompositions()`` (core ATen but :data:`KEPT_WHOLE`) first; size-obliviously
                (``backed_size_oblivious``) when ``ep.size_oblivious`` says it was
                exported so (``backends.torch_export.export_oblivious_retry``): else the
                retrace guards derived sizes against 0 and 1 again, as runtime asserts
@@ -63,7 +63,7 @@ def lower(ep: "torch.export.ExportedProgram", *, bounded: bool = True, decompose
         import torch.fx.experimental._config as fx_config
 
         with fx_config.patch(backed_size_oblivious=bool(getattr(ep, "size_oblivious", False))):
-            ep = ep.run_decompositions()
+            ep = ep.run_decompositions(decompositions())
     ctx = LoweringContext(ep, bounded=bounded)
     ctx.data_asserts = data_asserts
     ctx.lower_subgraph = lambda gm, values: _subgraph(ctx, gm, values)
@@ -77,6 +77,21 @@ def lower(ep: "torch.export.ExportedProgram", *, bounded: bool = True, decompose
         return _verify(text)
     except VerificationError as e:
         raise LoweringError(f"lowered module failed StableHLO verification:\n{e}") from e
+
+
+#: ops kept whole through ``run_decompositions`` and lowered as themselves: torch's
+#: decomposition of scaled_dot_product_attention changes the output's strides from
+#: the traced kernel's, and a later eager-valid ``view`` then fails the retrace
+#: (GPT-2: "Cannot view a tensor with shape [2, s, 32] and strides (32, 64, 1)")
+KEPT_WHOLE = (torch.ops.aten.scaled_dot_product_attention.default,)
+
+
+def decompositions():
+    """torch.export's core-ATen table without the ops in :data:`KEPT_WHOLE`."""
+    table = torch.export.default_decompositions()
+    for op in KEPT_WHOLE:
+        table.pop(op, None)
+    return table
 
 
 def lower_graph(ctx: LoweringContext, gm, env: Dict[str, object], outputs=None) -> List[Value]:
@@ -208,7 +223,7 @@ def _lifted_value(ep, spec):
 
 def param_arrays(ep) -> List[np.ndarray]:
     """Values of the lifted inputs, in ``params="args"`` order (after decompositions)."""
-    ep = ep.run_decompositions()
+    ep = ep.run_decompositions(decompositions())
     out = []
     for s in ep.graph_signature.input_specs:
         if s.kind.name != "USER_INPUT":
@@ -216,9 +231,24 @@ def param_arrays(ep) -> List[np.ndarray]:
     return out
 
 
+#: the argument attribute naming each dim's size symbol ("" for a static or derived
+#: dim): dims with one name have one size, and the bounded executor passes it once
+DIM_SYMBOLS = "dynshape.dim_symbols"
+
+
+def _dim_symbols(v: Value) -> str:
+    names = []
+    for d in v.sym_shape:
+        a = d.single_atom() if isinstance(d, sizes.Expr) else None
+        names.append(a.name if a is not None and a.kind == "var" and d == sizes.var(a.name) else "")
+    if not any(names):
+        return ""
+    return " {" + DIM_SYMBOLS + " = [" + ", ".join(f'\"{n}\"' for n in names) + "]}"
+
+
 def _assemble(ctx: LoweringContext, args, outputs) -> str:
     body = ctx._buffers[0]
-    arg_sig = ", ".join(f"{v.name}: {ctx.type_of(v)} loc(\"{name}\")" for name, v in args)
+    arg_sig = ", ".join(f"{v.name}: {ctx.type_of(v)}{_dim_symbols(v)} loc(\"{name}\")" for name, v in args)
     res_types = [str(ctx.type_of(v)) for v in outputs]
     ret = '"func.return"(' + ", ".join(v.name for v in outputs) + ") : (" + ", ".join(res_types) + ') -> () loc("output")'
     lines = ["module @dynshape {",

@@ -1,2 +1,3 @@
 """Op lowerings, one module per family; importing this fills the registry."""
-from . import symint, elementwise, creation, reduce, movement, linalg, conv, index, norm, sort, pool, control  # noqa: F401
+from . import symint, elementwise, creation, reduce, movement, linalg, conv, index, norm, sort, pool, control, \
+    attention  # noqa: F401

@@ -238,7 +238,7 @@ def _gelu(ctx, node, a, approximate="none"):
 
 
 @lowers(aten._to_copy.default, aten.clone.default, aten.alias.default, aten.lift_fresh_copy.default,
-        aten.detach.default, aten.contiguous.default)
+        aten.detach.default, aten.contiguous.default, aten.to.dtype_layout, aten.to.dtype, aten.to.device)
 def _copy(ctx, node, a, *args, **kw):
     dt = ctx.out_dtype(node)
     return ctx.tensor(a, dt)

@@ -1,5 +1,6 @@
 """Indexing: embedding, index_select, index (advanced: one or several index tensors), gather,
-index_put / index_add / scatter_add (GNN message passing).
+index_put / index_add / scatter_add (GNN message passing), boolean masks
+(a data-dependent count: :func:`mask_index`).
 
 Gathers whose slice sizes involve a dynamic dim use ``dynamic_gather`` (slice
 sizes as an operand); scatters need no sizes, only `?` types.  Indices are
@@ -7,12 +8,17 @@ assumed in range, as torch requires (out-of-range is undefined here, as in XLA).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
+
+from engines import sizes
 
 from .. import types as T
 from ..builder import Value
 from ..registry import lowers
+from ..symbolic import as_dim
 
 aten = torch.ops.aten
 
@@ -98,7 +104,7 @@ def _index_select(ctx, node, x, dim, index):
 def _index(ctx, node, x, indices):
     tensors = [(k, t) for k, t in enumerate(indices) if t is not None]
     if any(t.dtype == "i1" for _, t in tensors):
-        raise NotImplementedError("boolean-mask indexing has a data-dependent shape")
+        return mask_index(ctx, node, x, indices)
     if len(tensors) == 1 and all(t is None for t in indices[:tensors[0][0]]):
         k, idx = tensors[0]
         return gather_along(ctx, x, k, idx, ctx.out_shape(node))
@@ -117,6 +123,50 @@ def _index(ctx, node, x, indices):
             "indices_are_sorted": "false"})
     return ctx.op("stablehlo.dynamic_gather", [x, coords, ctx.shape_tensor(slice_sizes)], (out, x.dtype),
                   attrs={"dimension_numbers": dn, "indices_are_sorted": "false"})
+
+
+def mask_index(ctx, node, x, indices):
+    """``x[..., mask]`` (one boolean mask, after ``k`` full dims): the rows where
+    ``mask`` holds, in order, a data-dependent count ``u`` of them.
+
+    Each kept row is scattered to its rank among the kept ones (an inclusive
+    cumsum of the mask, minus one; a dropped row goes to a spare row past the
+    end, sliced off), then ``set_dimension_size`` sets the live size to the
+    count (a ``reduce``): under bounds the result is the mask's length at most,
+    so XLA's dynamic padder serves every count with one compile; without
+    bounds the dim stays `?` (refinement to a static shape cannot know it). The
+    count's symbol is read from this value from now on (``get_dimension_size``)."""
+    from .reduce import cumsum_along
+
+    tensors = [(k, t) for k, t in enumerate(indices) if t is not None]
+    if len(tensors) != 1 or any(t is not None for t in indices[:tensors[0][0]]):
+        raise NotImplementedError("boolean-mask indexing mixed with other index tensors")
+    k, mask = tensors[0]
+    m = mask.rank
+    out = ctx.out_shape(node)
+    u = out[k]
+    atom = u.single_atom() if isinstance(u, sizes.Expr) else None
+    if atom is None or atom.kind != "var":
+        raise NotImplementedError(f"boolean-mask indexing whose size {u} is not a fresh (unbacked) symbol")
+    pre, rest = list(x.sym_shape[:k]), list(x.sym_shape[k + m:])
+    length = as_dim(math.prod(mask.sym_shape, start=sizes.const(1)))
+    xf = ctx.reshape(x, tuple(pre + [length] + rest))
+    mf = ctx.convert(ctx.reshape(mask, (length,)), "i32")
+    rank = ctx.binary("stablehlo.subtract", cumsum_along(ctx, mf, 0), ctx.constant(1, "i32", (length,)))
+    spare = ctx.broadcast_to(ctx.convert(ctx.dim(length), "i32"), (length,))
+    target = ctx.select(ctx.convert(mf, "i1"), rank, spare)
+    buf = ctx.constant(0, x.dtype, tuple(pre + [as_dim(length + 1)] + rest))
+    buf = scatter_along(ctx, buf, k, target, xf, False)
+    kept = ctx.slice(buf, [0] * buf.rank, list(xf.sym_shape), [1] * buf.rank, out_shape=xf.sym_shape)
+    count = ctx.reduce(mf, [0], "add")
+    hi = ctx.ranges.get(atom.name, (0, None))[1]
+    lb = ctx.bound_of(length) if not isinstance(length, int) else length
+    if lb is not None:
+        ctx.ranges[atom.name] = (0, lb if hi is None else min(hi, lb))
+        ctx._bound_cache.clear()
+    res = ctx.op("stablehlo.set_dimension_size", [kept, count], (out, x.dtype), attrs={"dimension": f"{k} : i64"})
+    ctx.sym.env.setdefault(atom.name, (res, k))
+    return res
 
 
 def _coordinates(ctx, ks, idxs):

@@ -60,36 +60,65 @@ def _cat(ctx, node, tensors, dim=0):
     return ctx.op("stablehlo.concatenate", parts, (shape, dt), attrs={"dimension": f"{dim} : i64"})
 
 
-def _norm_index(i, size, default):
-    """Python slice bound -> size (int or Expr) clamped into [0, size]."""
+def _norm_index(i, size, default, ranges=None):
+    """Python slice bound -> size (int or Expr) clamped into [0, size], as torch
+    does: a negative bound counts from the end. A symbolic bound is clamped
+    unless its place in ``[0, size]`` is evident over the dims' ranges
+    (``ranges``: the export's ``Dim`` ranges; ``x[:65 - n]`` unclamped sliced
+    past the live rows: the padded ones came back, a wrong shape); a bound of
+    unknown sign gets torch's rule as max/min arithmetic."""
     if i is None:
         return default
     if isinstance(i, Value):
         raise TypeError("tensor-valued slice bound")
     i = as_dim(i)
-    if isinstance(i, int):
-        if i >= _BIG:
-            return size
-        if i < 0:
-            return as_dim(size + i if _evident(size + i, ">=", 0) else sizes.smax(0, size + i))
-        return i if _evident(i, "<=", size) else size if _evident(i, ">=", size) else as_dim(sizes.smin(i, size))
-    return i
+    if isinstance(i, int) and i >= _BIG:
+        return size
+    if _evident(i, "<", 0, ranges):
+        j = as_dim(size + i)
+        return j if _evident(j, ">=", 0, ranges) else as_dim(sizes.smax(0, j))
+    if isinstance(i, int) or _evident(i, ">=", 0, ranges):
+        return i if _evident(i, "<=", size, ranges) else size if _evident(i, ">=", size, ranges) \
+            else as_dim(sizes.smin(i, size))
+    # sign unknown: torch's rule with max/min only (ops shape refinement folds):
+    # p = max(i, 0), q = min(i, 0) (one is 0); [i < 0] = min(1, -q) for an integer i;
+    # i >= 0: min(p, size); i < 0: size - min(size, -q)
+    p, q = sizes.smax(i, 0), sizes.smin(i, 0)
+    return as_dim(sizes.smin(p, size) + (size - sizes.smin(size, -q)) * sizes.smin(1, -q))
 
 
-def _evident(a, op, b) -> bool:
-    """``a op b`` when evident for positive sizes (as torch's sympy symbols are); False when not known."""
-    ranges = {v: (1, None) for v in (sizes.as_expr(a) - b).vars}
+def _evident(a, op, b, ranges=None) -> bool:
+    """``a op b`` when evident over ``ranges`` (a var missing there: a positive size,
+    as torch's sympy symbols are); False when not known."""
+    rs = {}
+    for v in (sizes.as_expr(a) - b).vars:
+        lo, hi = (ranges or {}).get(v, (1, None))
+        rs[v] = (max(1, lo if lo is not None else 1), hi)
     try:
-        return sizes.compare(a, op, b, ranges)
+        return sizes.compare(a, op, b, rs)
     except sizes.UndecidedError:
         return False
 
 
 def slice_dim(ctx, x, dim, start, end, step, out_shape=None):
+    """``x[start:end:step]`` along ``dim``. With step 1 and torch's size ``n`` of
+    the result at hand (``out_shape``, in the dims' symbols), the limit is
+    ``start + n``: torch's own clamping, also where a bound's sign is not
+    evident from the ranges (``x[: n % 4 + 1]``)."""
     dim = dim % x.rank
     size = x.sym_shape[dim]
-    s = _norm_index(start, size, 0)
-    e = _norm_index(end, size, size)
+    ranges = getattr(ctx, "ranges", None)
+    n = out_shape[dim] if out_shape is not None else None
+    if not (step == 1 and n is not None and (isinstance(n, int) or n.vars <= ctx.sym.env.keys())):
+        n = None
+    if n is not None and end is None and not isinstance(as_dim(start if start is not None else 0), int):
+        s = as_dim(size - n)  # x[k:]: the last n rows
+    else:
+        s = _norm_index(start, size, 0, ranges)
+    if n is not None and not (isinstance(s, int) and isinstance(as_dim(end if end is not None else size), int)):
+        e = as_dim(s + n)
+    else:
+        e = _norm_index(end, size, size, ranges)
     starts = [0] * x.rank
     limits = list(x.sym_shape)
     strides = [1] * x.rank
@@ -207,7 +236,7 @@ def _slice_scatter(ctx, node, x, src, dim=0, start=None, end=None, step=1):
     dt = ctx.out_dtype(node)
     x, src = ctx.convert(x, dt), ctx.convert(src, dt)
     dim = dim % x.rank
-    s = _norm_index(_node_expr(node, 3, start), x.sym_shape[dim], 0)
+    s = _norm_index(_node_expr(node, 3, start), x.sym_shape[dim], 0, ctx.ranges)
     if step == 1:
         zero = ctx.constant(0, "i64")
         starts = [ctx.convert(ctx.dim(s), "i64") if i == dim else zero for i in range(x.rank)]

@@ -89,8 +89,29 @@ lowers(operator.sub)(_arith("stablehlo.subtract"))
 lowers(operator.mul)(_arith("stablehlo.multiply"))
 lowers(torch.sym_max)(_arith("stablehlo.maximum"))
 lowers(torch.sym_min)(_arith("stablehlo.minimum"))
-lowers(operator.lshift)(_arith("stablehlo.shift_left", float_ok=False))
-lowers(operator.rshift)(_arith("stablehlo.shift_right_arithmetic", float_ok=False))
+
+
+def _shift(opname):
+    """``<<`` / ``>>`` of sizes: the node's size in the algebra where it has one
+    (``n << 1`` is ``2*n``, ``n >> 2`` is ``n // 4``: ops shape refinement folds;
+    it cannot fold the shift ops, so a module slicing by ``n >> 1`` had "dynamic
+    shapes" at every concrete shape); else the shift op."""
+    arith = _arith(opname, float_ok=False)
+
+    def fn(ctx, node, a, b):
+        val = node.meta.get("val")
+        if isinstance(val, torch.SymInt):
+            try:
+                return ctx.dim(val)
+            except sizes.SizeError:
+                pass
+        return arith(ctx, node, a, b)
+
+    return fn
+
+
+lowers(operator.lshift)(_shift("stablehlo.shift_left"))
+lowers(operator.rshift)(_shift("stablehlo.shift_right_arithmetic"))
 
 
 @lowers(operator.pow, builtins.pow)
@@ -218,6 +239,33 @@ def _sym_size(ctx, node, x, dim):
     return ctx.op("stablehlo.get_dimension_size", [x], ((), SHAPE_DTYPE), attrs={"dimension": f"{dim % x.rank} : i64"})
 
 
+@lowers(aten.sym_storage_offset.default, aten.sym_stride.int)
+def _sym_layout(ctx, node, x, *dim):
+    """A view's storage offset or stride (torch.export checks the outputs' aliasing
+    with them): the node's size, from the dims. StableHLO values have no layout.
+    Size-obliviously it can be an unbacked symbol with no source; then it may
+    only feed assertions (each is entailed by the ranges and dropped, or refused
+    by :func:`_assert_scalar`), and its value here is a stand-in 0."""
+    try:
+        return ctx.dim(node.meta["val"])
+    except sizes.SizeError:
+        if not _only_asserted(node):
+            raise
+        ctx.stand_ins = getattr(ctx, "stand_ins", set()) | {node.name}
+        return ctx.constant(0, SHAPE_DTYPE)
+
+
+def _only_asserted(node) -> bool:
+    """Every use of ``node`` is a size comparison that only ``_assert_scalar`` uses."""
+    for u in node.users:
+        if u.target in (operator.ge, operator.le, operator.gt, operator.lt, operator.eq, operator.ne):
+            if not all(w.target is aten._assert_scalar.default for w in u.users):
+                return False
+        elif u.target is not aten._assert_scalar.default:
+            return False
+    return True
+
+
 @lowers(aten.sym_numel.default)
 def _sym_numel(ctx, node, x):
     return ctx.numel(x.sym_shape, SHAPE_DTYPE)
@@ -261,9 +309,33 @@ def _assert_scalar(ctx, node, cond, msg="assertion failed"):
         if not cond:
             raise LoweringError(f"runtime assertion is statically false: {msg}")
         return None
-    shape_assertion(ctx, _operand(ctx, cond, "i1"), f"{msg} (torch.export runtime assertion %{node.name})",
-                    _expr_of(node))
+    expr = _expr_of(node)
+    if _entailed(ctx, expr):
+        return None
+    cond_node = node.args[0] if isinstance(node.args[0], torch.fx.Node) else None
+    stand_ins = getattr(ctx, "stand_ins", set())
+    if cond_node is not None and any(getattr(a, "name", None) in stand_ins for a in cond_node.args):
+        raise LoweringError(f"runtime assertion {expr} on a view's storage offset or stride that has no value "
+                            f"here (an unbacked size): {msg}")
+    shape_assertion(ctx, _operand(ctx, cond, "i1"), f"{msg} (torch.export runtime assertion %{node.name})", expr)
     return None
+
+
+def _entailed(ctx, expr) -> bool:
+    """An assertion over a data-dependent size (an unbacked ``u`` symbol, e.g. a
+    boolean mask's count) that its range implies (``u0 >= 0``, ``u0 <= 96``
+    where the count is at most the mask's 96 rows): true by construction, so
+    not emitted (shape refinement cannot evaluate a size computed on the device)."""
+    rel = getattr(expr, "rel_op", None)
+    if rel not in (">=", "<=", ">", "<", "==", "!="):
+        return False
+    if not any(str(sym).startswith("u") for sym in expr.free_symbols):
+        return False
+    try:
+        lhs, rhs = sizes.from_sympy(expr.lhs), sizes.from_sympy(expr.rhs)
+        return sizes.compare(lhs, rel, rhs, ctx.ranges)
+    except (sizes.SizeError, sizes.UndecidedError):
+        return False
 
 
 @lowers(aten.sym_constrain_range.default, aten.sym_constrain_range_for_size.default)

@@ -1,0 +1,241 @@
+"""Tiny real models from their libraries' config classes (random init, fixed
+seed, eval, fp32, nothing downloaded), with their dynamic dims, for the
+StableHLO model tests and ``benchmarks/scripts/stablehlo_models.py``.
+
+Each :class:`Model` builds the module, makes arguments at a size ``n`` (the
+sweep's one knob: sequence length, batch, node count) and names its dynamic
+dims as ``torch.export.Dim``s with bounds. Libraries are imported only through
+``cases.libs.load``."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Dict, List
+
+import numpy as np
+import torch
+
+from cases import libs
+
+
+@dataclass
+class Model:
+    name: str
+    library: str
+    build: Callable[[], torch.nn.Module]
+    make: Callable[[int, np.random.Generator], List[np.ndarray]]  # arguments at size n
+    dims: Callable[[int], tuple]  # dynamic_shapes for torch.export, bounded at ``bound``
+    sizes: tuple  # the sweep
+    bound: int
+    export_n: int  # the size torch.export traces at
+    output: Callable = lambda out: out  # the tensors to compare (e.g. logits)
+
+
+def _seeded(fn):
+    def build():
+        torch.manual_seed(0)
+        m = fn()
+        return m.eval()
+    return build
+
+
+def _tokens(vocab, batch=2):
+    def make(n, g):
+        return [g.integers(0, vocab, (batch, n)).astype(np.int64)]
+    return make
+
+
+def _tokens_mask(vocab, batch=2):
+    def make(n, g):
+        ids = g.integers(0, vocab, (batch, n)).astype(np.int64)
+        mask = np.ones((batch, n), np.int64)
+        mask[0, n - n // 3:] = 0  # padding at the end of the first row
+        return [ids, mask]
+    return make
+
+
+def _seq_dim(n_args):
+    def dims(bound):
+        s = torch.export.Dim("S", min=2, max=bound)
+        return tuple({1: s} for _ in range(n_args))
+    return dims
+
+
+def _gpt2(attn=None):
+    def fn():
+        tf = libs.load("transformers")
+        cfg = tf.GPT2Config(vocab_size=128, n_positions=128, n_embd=32, n_layer=2, n_head=2)
+        if attn:
+            cfg._attn_implementation = attn
+        return tf.GPT2LMHeadModel(cfg)
+    return fn
+
+
+def _bert():
+    tf = libs.load("transformers")
+    cfg = tf.BertConfig(vocab_size=128, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=128)
+    return tf.BertModel(cfg, add_pooling_layer=False)
+
+
+def _llama():
+    tf = libs.load("transformers")
+    cfg = tf.LlamaConfig(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=128)
+    return tf.LlamaForCausalLM(cfg)
+
+
+def _vit():
+    tf = libs.load("transformers")
+    cfg = tf.ViTConfig(image_size=16, patch_size=4, num_channels=3, hidden_size=32, num_hidden_layers=2,
+                       num_attention_heads=2, intermediate_size=64)
+    return tf.ViTModel(cfg, add_pooling_layer=False)
+
+
+def _resnet():
+    libs.load("torchvision")
+    from torchvision.models.resnet import BasicBlock, ResNet
+
+    return ResNet(BasicBlock, [1, 1, 1, 1], num_classes=10)
+
+
+def _images(c, hw):
+    def make(n, g):
+        return [g.standard_normal((n, c, hw, hw)).astype(np.float32)]
+    return make
+
+
+def _batch_dim(bound):
+    return ({0: torch.export.Dim("B", min=2, max=bound)},)
+
+
+class _Gnn(torch.nn.Module):
+    def __init__(self, conv, f_in=8, hidden=16, out=4, **kw):
+        super().__init__()
+        self.c1 = conv(f_in, hidden, **kw)
+        self.c2 = conv(hidden * kw.get("heads", 1), out, **({} if "heads" not in kw else {"heads": 1}))
+
+    def forward(self, x, edge_index):
+        return self.c2(self.c1(x, edge_index).relu(), edge_index)
+
+
+def _gnn(kind):
+    def fn():
+        pyg = libs.load("torch_geometric")
+        conv = {"gcn": pyg.nn.GCNConv, "gat": pyg.nn.GATConv, "sage": pyg.nn.SAGEConv}[kind]
+        return _Gnn(conv, **({"heads": 2} if kind == "gat" else {}))
+    return fn
+
+
+def _graph(n, g):
+    """n nodes, 3n edges (some self loops, as real graphs have)."""
+    e = 3 * n
+    src = g.integers(0, n, e)
+    dst = g.integers(0, n, e)
+    dst[: n // 4] = src[: n // 4]  # self loops, which remove_self_loops drops
+    return [g.standard_normal((n, 8)).astype(np.float32), np.stack([src, dst]).astype(np.int64)]
+
+
+def _graph_dims(bound):
+    n = torch.export.Dim("N", min=2, max=bound)
+    e = torch.export.Dim("E", min=2, max=3 * bound)
+    return ({0: n}, {1: e})
+
+
+def _logits(out):
+    return out.logits if hasattr(out, "logits") else out.last_hidden_state if hasattr(out, "last_hidden_state") \
+        else out
+
+
+MODELS: Dict[str, Model] = {m.name: m for m in [
+    Model("gpt2", "transformers", _seeded(_gpt2()), _tokens(128), _seq_dim(1), (5, 9, 17, 32), 32, 8, _logits),
+    Model("gpt2_eager_attn", "transformers", _seeded(_gpt2("eager")), _tokens(128), _seq_dim(1), (5, 9, 17, 32), 32,
+          8, _logits),
+    Model("bert", "transformers", _seeded(_bert), _tokens_mask(128), _seq_dim(2), (5, 9, 17, 32), 32, 8, _logits),
+    Model("llama", "transformers", _seeded(_llama), _tokens(128), _seq_dim(1), (5, 9, 17, 32), 32, 8, _logits),
+    Model("vit", "transformers", _seeded(_vit), _images(3, 16), _batch_dim, (2, 3, 5, 8), 8, 3, _logits),
+    Model("resnet", "torchvision", _seeded(_resnet), _images(3, 32), _batch_dim, (2, 3, 5, 8), 8, 3),
+    Model("gcn", "torch_geometric", _seeded(_gnn("gcn")), _graph, _graph_dims, (5, 9, 17, 32), 32, 8),
+    Model("gat", "torch_geometric", _seeded(_gnn("gat")), _graph, _graph_dims, (5, 9, 17, 32), 32, 8),
+    Model("sage", "torch_geometric", _seeded(_gnn("sage")), _graph, _graph_dims, (5, 9, 17, 32), 32, 8),
+]}
+
+
+def export(model: Model):
+    """``torch.export`` of the model at ``export_n`` with its bounded dims
+    (size-oblivious retry as the backends do)."""
+    from engines.torch_export import export_oblivious_retry
+
+    mod = model.build()
+    args = tuple(torch.from_numpy(a) for a in model.make(model.export_n, np.random.default_rng(0)))
+
+    class Wrapped(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.m = mod
+
+        def forward(self, *xs):
+            return model.output(self.m(*xs))
+
+    with torch.no_grad():
+        return export_oblivious_retry(lambda **o: torch.export.export(
+            Wrapped(), args, dynamic_shapes=(model.dims(model.bound),), strict=False, **o)), mod
+
+
+def eager(model: Model, mod, args, dtype=torch.float32):
+    """The model's outputs in eager torch at ``dtype`` (float64: the oracle)."""
+    m = mod.to(dtype)
+    xs = [torch.from_numpy(a).to(dtype) if a.dtype.kind == "f" else torch.from_numpy(a) for a in args]
+    with torch.no_grad():
+        out = model.output(m(*xs))
+    m.to(torch.float32)
+    return [o.detach().numpy() for o in ([out] if isinstance(out, torch.Tensor) else out)]
+
+
+def sweep(model: Model, mode: str = "bounded", rtol: float = 1e-4, atol: float = 1e-4) -> dict:
+    """Export + lower once, then run every size of the sweep on the XLA executor
+    of ``mode`` ("bounded": one compile for all; "unbounded": per shape):
+    ``{lowerings, compiles, equal, worst, seconds, compile_s, error}``; equal is vs eager
+    float32 at ``rtol``/``atol`` (``worst``: the largest |diff| vs float64 eager)."""
+    import time
+
+    from engines.stablehlo import XlaExecutor, lower
+
+    row = {"model": model.name, "mode": mode, "lowerings": 0, "compiles": 0, "equal": None, "worst": None,
+           "seconds": None, "compile_s": None, "error": None}
+    t0 = time.perf_counter()
+    try:
+        ep, mod = export(model)
+        text = lower(ep, bounded=mode == "bounded")
+        row["lowerings"] = 1
+        ex = XlaExecutor()
+        equal, worst = True, 0.0
+        for n in model.sizes:
+            args = model.make(n, np.random.default_rng(n))
+            got = ex.run(text, args)
+            want32, want64 = eager(model, mod, args), eager(model, mod, args, torch.float64)
+            for g, w, w64 in zip(got, want32, want64):
+                equal &= g.shape == w.shape and bool(np.allclose(g, w, rtol=rtol, atol=atol))
+                if g.shape == w64.shape:
+                    worst = max(worst, float(np.max(np.abs(g.astype(np.float64) - w64), initial=0.0)))
+        row.update(compiles=ex.compile_count(), equal=equal, worst=worst,
+                   compile_s=round(sum(ex.stats.compile_seconds), 1))
+    except Exception as e:  # the table names the failure
+        row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+    row["seconds"] = round(time.perf_counter() - t0, 1)
+    return row
+
+
+if __name__ == "__main__":  # PYTHONPATH=$PWD .venv/bin/python -m tests.stablehlo.models [names] [--unbounded]
+    import sys
+
+    names = [a for a in sys.argv[1:] if not a.startswith("--")] or list(MODELS)
+    mode = "unbounded" if "--unbounded" in sys.argv else "bounded"
+    print("| model | mode | lowerings | XLA compiles / sizes | oracle-equal (fp32, 1e-4) | max abs diff vs fp64 | "
+          "XLA compile s | total s | error |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name in names:
+        m = MODELS[name]
+        r = sweep(m, mode)
+        worst = "" if r["worst"] is None else f"{r['worst']:.1e}"
+        print(f"| {name} | {mode} | {r['lowerings']} | {r['compiles']} / {len(m.sizes)} | {r['equal']} | "
+              f"{worst} | {r['compile_s']} | {r['seconds']} | {r['error'] or ''} |", flush=True)
