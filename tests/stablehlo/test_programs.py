@@ -81,21 +81,30 @@ def test_xla_compiles_once_per_new_shape(cls, mode, first, label, counted):
             assert len(reasons) == 1 and shapes_reason("xla", e, label).fullmatch(reasons[0]), reasons
         seen.add(e)
         assert backend.compile_stats() == {first: 1, "xla": len(seen)}
-    assert set(backend.compile_times()) == {first, "xla"}
+    # the timed stages: the counted ones, and refinement inside an XLA compile (time only)
+    assert {first, "xla"} <= set(backend.compile_times()) <= {first, "xla", "xla_refine"}
     # the module text: signature parsed and hashed once; refined once per new shape
     assert counted == {"signature": 1, "digest": 1, "refine": len(seen)}
 
 
 def test_bounded_compiles_once_for_every_size(counted):
     """stablehlo_xla bounded: one XLA compile (no refinement) serves every size
-    up to the bound; NumPy in (padded in the call), NumPy out (sliced)."""
+    up to the bound; NumPy in (padded by ``convert`` once the program exists:
+    the first call exports, lowers and pads in the call), results on the device
+    at the bound, sliced by ``to_numpy``."""
+    from engines.stablehlo.execution.xla import PaddedArgs, PaddedResults
+
     backend = StablehloXla()
     program = started(backend)
     for i, e in enumerate(SWEEP + [2048, 2]):
         arrays = CASE.make_inputs({"e": e}, seed=i)
-        assert all(isinstance(a, np.ndarray) for a in backend.convert(arrays))
+        converted = backend.convert(arrays)
+        if i == 0:
+            assert all(isinstance(a, np.ndarray) for a in converted)
+        else:
+            assert [type(a) for a in converted] == [PaddedArgs] and converted[0].full == [(2048, 8), (2048,)]
         out, got = call(backend, program, arrays)
-        assert isinstance(out, np.ndarray) and out.shape == (e, 8)
+        assert isinstance(out, PaddedResults) and got.shape == (e, 8)
         np.testing.assert_allclose(got, CASE.expected(arrays), rtol=1e-6)
         reasons = [r for r in backend.compile_reasons() if r.startswith("xla:")]
         if i == 0:
@@ -134,7 +143,9 @@ def test_int64_inputs_keep_their_semantics(cls, index_dtype, compiles):
     program = started(backend, case)
     for i, sizes in enumerate(case.sizes_for("quick")[:2]):
         arrays = case.make_inputs(sizes, seed=i)
-        assert [a.dtype for a in backend.convert(arrays)] == [np.float32, index_dtype, index_dtype, np.float32]
+        converted = backend.convert(arrays)
+        host = converted[0].host if len(converted) == 1 and hasattr(converted[0], "host") else converted
+        assert [a.dtype for a in host] == [np.float32, index_dtype, index_dtype, np.float32]
         _, got = call(backend, program, arrays)
         np.testing.assert_allclose(got, case.expected(arrays), rtol=1e-4, atol=1e-4)
     assert backend.compile_stats()["xla"] == compiles  # stablehlo_xla bounded: once for every size
