@@ -86,7 +86,8 @@ def holes(records: list[dict], plan: dict | None = None) -> list[str]:
     if not records or any(r.get("novel") is None or r.get("novel") != r.get("novel") for r in records):
         return []  # a job-level record ends the job (skipped, unsupported, failed, crashed, timed out)
     first = records[0]
-    n = _sweep_length(first.get("case"), first.get("profile") or (plan or {}).get("profile"))
+    profile = first.get("profile") if isinstance(first.get("profile"), str) else (plan or {}).get("profile")
+    n = _sweep_length(first.get("case"), profile)
     processes = _int((plan or {}).get("processes")) or 1
     out = []
     by_process: dict[int, dict[int, dict]] = {}
