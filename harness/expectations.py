@@ -336,7 +336,17 @@ def ran_in_worker(r: dict) -> bool:
     """Whether a record comes from a worker that ran the job (one the runner
     wrote without starting one, for a job not offered or skipped, has neither
     versions nor compile counts)."""
-    return r.get("versions") is not None or r.get("compiles") is not None
+    return _given(r.get("versions")) or _given(r.get("compiles"))
+
+
+def _given(v) -> bool:
+    """Not missing: ``None``, NaN and ``pd.NA`` (a record read through pandas) are missing."""
+    if v is None:
+        return False
+    try:
+        return bool(v == v)
+    except (TypeError, ValueError):  # pd.NA compares to NA (missing); an array-like is there
+        return type(v).__name__ != "NAType"
 
 
 def verdict(records: list[dict], rule: Rule | None, ci: bool | None = None) -> Verdict:
