@@ -44,6 +44,10 @@ SLOW = (
     "tests/test_check.py::test_a_broken_backend_fails_run_check_and_gate",  # starts a fork server
     "tests/test_check.py::test_the_gate_fails_a_job_with_a_hole",
     "tests/test_profiles.py::test_the_left_out_gate_collects_exactly_the_left_out_jobs",  # a pytest subprocess
+    # a fork server each, ~20 s; make check's gate runs jobs the same way
+    "tests/test_profiles.py::test_run_records_and_reports_what_the_profile_left_out",
+    "tests/test_cli.py::test_run_exits_1_when_a_job_ends_unexpectedly",
+    "tests/test_cli.py::test_run_writes_records_and_prints_the_report*",
     "tests/einx_symbolic/test_grammar.py::*",
     "tests/test_asv_suite.py::*",
     "tests/test_case_packs.py::*",
