@@ -9,7 +9,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PYTEST_FLAGS ?= -n 2 --durations=15
 
-.PHONY: setup run test lint gate gate-left-out bench asv-quick asv-publish browser-check docs clean
+.PHONY: setup run test check lint gate gate-left-out bench asv-quick asv-publish browser-check docs clean
 
 setup: $(STAMP)
 
@@ -33,6 +33,15 @@ test: $(STAMP) xla-env lint docs
 	$(PY) -m pytest tests/ cases/ --ignore=$(GRAMMAR) $(PYTEST_FLAGS)
 	$(PY) -m pytest $(GRAMMAR) $(PYTEST_FLAGS)
 
+# the edit loop's tier (<= 3 min on the idle 2-core machine): lint, the tests not
+# marked slow (tests/conftest.py's SLOW: workers, subprocesses, compilers) with
+# Hypothesis at its dev profile, and the gate on a handful of jobs (CHECK_GATE,
+# a -k expression; its records are not kept). `make test` is the whole check.
+CHECK_GATE ?= test_backend_loads or (gnn_edge_divide and unbounded and (torch_eager or jax_jit or einx_symbolic))
+check: $(STAMP) lint
+	HYPOTHESIS_PROFILE=dev $(PY) -m pytest tests/ -m "not slow" $(PYTEST_FLAGS)
+	$(PY) -m pytest cases/ -m "not xla" -k "$(CHECK_GATE)" --dynshape-out none $(PYTEST_FLAGS)
+
 # pyflakes rules (unused imports, undefined names): the tree stays clean
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -41,7 +50,8 @@ lint: $(STAMP)
 gate: $(STAMP)
 	$(PY) -m pytest cases/ $(PYTEST_FLAGS)
 
-# the jobs the quick profile leaves out (harness/profiles.py), which `make test` skips
+# the jobs the quick profile leaves out (harness/profiles.py), which `make test`'s
+# gate lists in one item (test_jobs_the_gate_leaves_out) instead of running
 gate-left-out: $(STAMP) xla-env
 	DYNSHAPE_GATE_WHOLE=left-out $(PY) -m pytest cases/ $(PYTEST_FLAGS)
 

@@ -3,29 +3,51 @@
 Each job runs in its own worker, exactly as `python -m harness run` runs it.
 It must match the oracle on every shape, in the cached phase too, and compile
 exactly as ``cases/expectations.toml`` says, shape by shape (or fail as it
-says it will, every failure fitting its ``match``). Unavailable backends skip
-with their reason; a registered backend whose module cannot be imported fails.
+says it will, every failure fitting its ``match``), with no shape or cached
+sample missing. Unavailable backends skip with their reason, and fail in CI
+(``CI=true``) unless their rule says ``env_optional``; a registered backend
+whose module cannot be imported fails. Jobs left out by the quick profile or
+of an opt-in backend are one item, :func:`test_jobs_the_gate_leaves_out`.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import os
 
 import pytest
 
-from harness import expectations, registry, runner
+from harness import check, expectations, registry, runner
 
-#: the quick profile's jobs; those it leaves out (harness/profiles.py) skip with
-#: the reason, unless DYNSHAPE_GATE_WHOLE=1 (every job) or =left-out (only those)
+#: cached samples per shape in the gate (its plan says so too: cases/conftest.py)
+REPEATS = 2
+
+#: the quick profile's jobs; those it leaves out (harness/profiles.py) are not
+#: collected one by one (:func:`test_jobs_the_gate_leaves_out` lists them), unless
+#: DYNSHAPE_GATE_WHOLE=1 (every job) or =left-out (only those)
 WHOLE = os.environ.get("DYNSHAPE_GATE_WHOLE", "")
-COMBOS = [c for c in runner.plan(profile="quick") if c.backend.unsupported_reason(c.case, c.mode) is None]
+PLANNED = [c for c in runner.plan(profile="quick") if c.backend.unsupported_reason(c.case, c.mode) is None]
 if WHOLE == "1":
-    COMBOS = [dataclasses.replace(c, left_out=None) for c in COMBOS]
+    PLANNED = [dataclasses.replace(c, left_out=None) for c in PLANNED]
 elif WHOLE == "left-out":
-    COMBOS = [dataclasses.replace(c, left_out=None) for c in COMBOS if c.left_out]
+    PLANNED = [dataclasses.replace(c, left_out=None) for c in PLANNED if c.left_out]
 elif WHOLE:
     raise ValueError(f"DYNSHAPE_GATE_WHOLE={WHOLE!r}: give 1 (every job) or left-out (the quick profile's left-out jobs)")
+
+
+def _chosen(combo) -> str | None:
+    """Why the gate leaves ``combo`` out by choice (the profile, an opt-in
+    backend not named), or ``None``: then it is collected, and a backend that
+    is unavailable skips (fails in CI: :func:`test_conformance`)."""
+    if combo.left_out:
+        return combo.left_out
+    opt_in = getattr(combo.backend, "opt_in", "")
+    return f"{combo.backend.name} is opt-in ({opt_in})" if opt_in else None
+
+
+COMBOS = [c for c in PLANNED if _chosen(c) is None]
+LEFT_OUT = [c for c in PLANNED if _chosen(c) is not None]
 BACKENDS = list(registry.backends().values())
 
 
@@ -41,17 +63,28 @@ def test_backend_loads(backend):
         pytest.fail(f"backend {backend.name} is registered but cannot be loaded: {backend.available()[1]}")
 
 
+def test_jobs_the_gate_leaves_out():
+    """One item for the jobs the gate does not run, with their reasons (not
+    hundreds of skips): ``make gate-left-out`` gates the profile's, and
+    tests/test_torch_aoti.py the opt-in backend's."""
+    reasons = collections.Counter(_chosen(c).split(";")[0] for c in LEFT_OUT)
+    if reasons:
+        pytest.skip(f"{len(LEFT_OUT)} jobs not gated here: "
+                    + "; ".join(f"{n} {why}" for why, n in reasons.most_common()))
+
+
 @pytest.mark.parametrize("combo", [pytest.param(c, marks=_marks(c.backend), id=c.id) for c in COMBOS])
 def test_conformance(combo, rules, gate_run, tmp_path):
-    skip = combo.skip_reason()  # unavailable, opt-in (torch_aoti: tests/test_torch_aoti.py), or left out
-    if skip is not None:
-        if combo.left_out:
-            pytest.skip(combo.left_out)
-        ok, why = combo.backend.available()
-        pytest.skip(f"{combo.backend.name} unavailable: {why}" if not ok else f"{combo.backend.name}: {skip[1]}")
     rule = expectations.lookup(rules, combo.case.name, combo.backend.name, combo.mode)
+    skip = combo.skip_reason()  # unavailable here (left-out and opt-in jobs are not collected)
+    if skip is not None:
+        ok, why = combo.backend.available()
+        reason = f"{combo.backend.name} unavailable: {why}" if not ok else f"{combo.backend.name}: {skip[1]}"
+        if expectations.in_ci() and not (rule is not None and rule.env_optional):
+            pytest.fail(f"{reason} (in CI a missing environment fails the gate; a rule's env_optional allows it)")
+        pytest.skip(reason)
     run_id, writer = gate_run
-    run = runner.Runner(tmp_path, run_id=run_id, profile="quick", repeats=2, warmup=1, progress=False)
+    run = runner.Runner(tmp_path, run_id=run_id, profile="quick", repeats=REPEATS, warmup=1, progress=False)
     records: list[dict] = []
 
     def keep(rec: dict) -> None:
@@ -61,6 +94,9 @@ def test_conformance(combo, rules, gate_run, tmp_path):
 
     run.run_one(combo, keep)
     v = expectations.verdict(records, rule)
+    if v.outcome == "pass":
+        problems = check.holes(records, {"repeats": REPEATS})
+        assert not problems, f"{combo.id} (missing):\n  " + "\n  ".join(problems)
     if v.outcome == "xfail":
         pytest.xfail(rule.xfail)
     assert v.outcome == "pass", f"{combo.id} ({v.outcome}):\n  " + "\n  ".join(v.problems)

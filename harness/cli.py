@@ -111,7 +111,9 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--backends", help="only these backends (comma-separated globs)")
     rep.add_argument("--modes", help="only these modes (comma-separated globs)")
     rep.add_argument("--check", action="store_true",
-                     help="exit 1 when a job contradicts cases/expectations.toml, recompiled, or has no rule")
+                     help="exit 1 when a job contradicts cases/expectations.toml, recompiled, has no rule, or is "
+                          "missing: planned (the run's .plan.json) but never ran, a shape or a cached phase "
+                          "without its records or samples, or (CI=true) its backend's environment absent")
     rep.add_argument("--html", metavar="OUT.html", help="also write a self-contained HTML report with plots")
     rep.add_argument("--families", action="store_true",
                      help="instead of the summary: backend/mode × case family, how many jobs compile "
@@ -232,7 +234,7 @@ def _list(args) -> int:
 
 
 def _run(args) -> int:
-    from . import report, resume, runner
+    from . import check, report, resume, runner
 
     if args.resume:
         chosen = [f for f, v in (("--cases", args.cases), ("--backends", args.backends), ("--modes", args.modes),
@@ -282,7 +284,7 @@ def _run(args) -> int:
     try:
         df = results.load([path])
         summary = report.summarise(df)
-        verdicts = report.verdicts(df, by=report.job_by(summary))
+        verdicts = check.verdicts(df, [path], by=report.job_by(summary))
         summary = report.annotate(summary, df, judged=verdicts)
         csv = path.with_suffix(".report.csv")
         report.csv_frame(summary).to_csv(csv, index=False)
@@ -349,21 +351,14 @@ def _check_out(out: str) -> None:
 
 
 def _unexpected(verdicts) -> int:
-    """EXIT_UNEXPECTED (listing them on stderr) when jobs ended otherwise than the expectations say
-    (failed, crashed, recompiled, ``≠`` counts, xpass, or no rule), else EXIT_OK: the exit code of
-    ``run`` and of ``report --check``."""
-    bad = {k: v for k, v in verdicts.items() if not v.ok}
-    if bad:
-        print(f"dynshape: {len(bad)} of {len(verdicts)} jobs ended otherwise than cases/expectations.toml says:",
-              file=sys.stderr)
-        for (case, backend, mode, *_), v in bad.items():
-            print(f"  {case}[{backend}-{mode}]: {v.outcome}: {v.problems[0] if v.problems else v.outcome}", file=sys.stderr)
-        return EXIT_UNEXPECTED
-    return EXIT_OK
+    """The exit code of ``run`` and ``report --check``: :func:`harness.check.exit_code`."""
+    from . import check
+
+    return check.exit_code(verdicts)
 
 
 def _report(args) -> int:
-    from . import report, results
+    from . import check, report, results
 
     files = results.run_files(args.paths, args.results)
     df = results.load(files)
@@ -393,7 +388,7 @@ def _report(args) -> int:
             print(f"\nper-shape CSV: {args.csv}", file=sys.stderr)
         return 0
     summary = report.summarise(df)
-    verdicts = report.verdicts(df, by=report.job_by(summary))
+    verdicts = check.verdicts(df, files, by=report.job_by(summary), warn=args.check)
     summary = report.annotate(summary, df, judged=verdicts)
     summary = report.select(summary, args.cases, args.backends, args.modes)
     print(report.markdown(summary))
@@ -437,16 +432,20 @@ def _select_records(df, args, case=None):
 
 
 def _compare(args) -> int:
-    from . import compare, results
+    from . import check, compare, results
 
     a, b = compare.resolve(args.a, args.results), compare.resolve(args.b, args.results)
-    df = compare.compare(results.load([a]), results.load([b]), args.max_slowdown, force=args.force)
+    da, db = results.load([a]), results.load([b])
+    df = compare.compare(da, db, args.max_slowdown, force=args.force)
     print(f"A: {a}\nB: {b}\n")
     print(compare.markdown(df))
+    gaps = check.compare_gaps(da, db, a, b)  # jobs in one run only, holes: never dropped silently
+    if gaps.lines:
+        print("\nNot compared:\n" + "\n".join(f"- {line}" for line in gaps.lines))
     bad = df[df["regression"]] if len(df) else df
-    if len(bad):
+    if len(bad) or gaps.failures:
         print(f"\n{len(bad)} regression(s): significant and beyond {args.max_slowdown}×, or in compile counts "
-              "or status", file=sys.stderr)
+              f"or status; {gaps.failures} job(s) missing from B or with holes in B", file=sys.stderr)
         return 1
     return 0
 

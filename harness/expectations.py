@@ -17,7 +17,12 @@ when left out) and states compile counts:
 
 A rule may also say ``xfail`` (why the job is expected to fail) with
 ``match``, a regex every failing record's message must fit. The counts of an
-xfail job are checked on the records it has. For a job, the most specific
+xfail job are checked on the records it has. A rule without ``xfail`` expects
+a pass: a job the backend refuses once it runs (an adapter's ``Unsupported``,
+which is what ``LoweringError``, jax.export errors and dynamo's ``UserError``
+become) fails it. ``env_optional`` (why) lets the job's backend be missing
+from its environment in CI (``CI=true``), where a missing environment
+otherwise fails the job; outside CI it is only listed as skipped. For a job, the most specific
 matching rule wins (the one naming the most fields exactly); among equally
 specific ones the later. Counts are exact both ways: more compiles than
 expected fail, and so do fewer, so the file stays true.
@@ -30,13 +35,15 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import os
 import re
 import tomllib
 from pathlib import Path
 
 DEFAULT = Path(__file__).resolve().parent.parent / "cases" / "expectations.toml"
 
-KEYS = {"case", "backend", "mode", "compiles", "stages", "per_shape", "shape_stages", "xfail", "match"}
+KEYS = {"case", "backend", "mode", "compiles", "stages", "per_shape", "shape_stages", "xfail", "match",
+        "env_optional"}
 
 
 class ExpectationError(ValueError):
@@ -54,6 +61,8 @@ class Rule:
     shape_stages: tuple[tuple[str, str], ...] = ()
     xfail: str | None = None
     match: str | None = None
+    #: why the job may go unrun in CI for want of its backend's environment
+    env_optional: str | None = None
     index: int = 0
     #: a case pack's rule applies to that pack's cases only
     scope: frozenset[str] | None = None
@@ -153,7 +162,7 @@ def _load_file(path, names, offset: int = 0, scope: frozenset[str] | None = None
             case=raw.get("case", "*"), backend=raw.get("backend", "*"), mode=raw.get("mode", "*"),
             compiles=_str(raw.get("compiles")), stages=_pairs(raw.get("stages")),
             per_shape=_str(raw.get("per_shape")), shape_stages=_pairs(raw.get("shape_stages")),
-            xfail=raw.get("xfail"), match=raw.get("match"), index=offset + i,
+            xfail=raw.get("xfail"), match=raw.get("match"), env_optional=raw.get("env_optional"), index=offset + i,
             scope=scope, source=None if scope is None else str(path), number=None if scope is None else i + 1,
         )
         checks = [("compiles", rule.compiles, evaluate, (1,)), ("per_shape", rule.per_shape, evaluate_shape, (0, 1))]
@@ -277,9 +286,13 @@ class Verdict:
     """A job's records judged against its rule.
 
     ``outcome``: ``pass`` (conforms), ``xfail`` (fails as the rule says),
-    ``fail`` (contradicts the rule: ``problems`` say how), ``xpass`` (passed
-    but the rule expects a failure), ``norule``, or ``idle`` (not run:
-    unsupported or skipped).
+    ``fail`` (contradicts the rule: ``problems`` say how; also a job the
+    backend refused at run time where the rule expects a pass), ``xpass``
+    (passed but the rule expects a failure), ``norule``, ``idle`` (not run by
+    choice: not offered, left out by the profile, opt-in; or, outside CI, its
+    environment missing) or ``missing`` (what should have run did not: its
+    environment is missing in CI, or :mod:`harness.check` found the job absent
+    from its run or with holes).
     """
 
     outcome: str
@@ -304,17 +317,47 @@ class Verdict:
             return f"xfail: {r.xfail}"
         if self.outcome == "xpass":
             return "xpass: update expectations"
+        if self.outcome == "missing":
+            return f"missing: {self.problems[0]}"
         return f"≠ {r.summary}: {self.problems[0]}" if r else self.problems[0]
 
 
-def verdict(records: list[dict], rule: Rule | None) -> Verdict:
-    """Judge one job's records (every record of one case, backend, mode)."""
+def in_ci() -> bool:
+    """Whether this is a CI run (``CI`` set to true, as CI services do)."""
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+#: a skip the run chose (the profile left the job out, an opt-in backend not
+#: named), as opposed to one for want of the backend's environment
+_CHOSEN_SKIP = re.compile(r"^left out of the |^\S+ is opt-in \(")
+
+
+def ran_in_worker(r: dict) -> bool:
+    """Whether a record comes from a worker that ran the job (one the runner
+    wrote without starting one, for a job not offered or skipped, has neither
+    versions nor compile counts)."""
+    return _given(r.get("versions")) or _given(r.get("compiles"))
+
+
+def _given(v) -> bool:
+    """Not missing: ``None``, NaN and ``pd.NA`` (a record read through pandas) are missing."""
+    if v is None:
+        return False
+    try:
+        return bool(v == v)
+    except (TypeError, ValueError):  # pd.NA compares to NA (missing); an array-like is there
+        return type(v).__name__ != "NAType"
+
+
+def verdict(records: list[dict], rule: Rule | None, ci: bool | None = None) -> Verdict:
+    """Judge one job's records (every record of one case, backend, mode).
+    ``ci``: whether a missing environment fails the job (default: :func:`in_ci`)."""
     if records and all(r.get("status") in ("unsupported", "skipped") for r in records):
         # a system that refuses the job once it sees it (torch.export's constraint
         # violations) fails as an xfail rule says it will
         if rule is not None and rule.xfail and all(re.search(rule.match, str(r.get("message"))) for r in records):
             return Verdict("xfail", [], rule)
-        return Verdict("idle", [], rule)
+        return _unrun(records, rule, in_ci() if ci is None else ci)
     if rule is None:
         return Verdict("norule", ["no rule in cases/expectations.toml names this job"], None)
     counts = count_problems(records, rule)
@@ -329,6 +372,21 @@ def verdict(records: list[dict], rule: Rule | None) -> Verdict:
     strays = [_describe(r) for r in failures if not re.search(rule.match, str(r.get("message")))]
     found = [f"failed otherwise than expected (match {rule.match!r}): {s}" for s in strays] + counts
     return Verdict("fail" if found else "xfail", found, rule)
+
+
+def _unrun(records: list[dict], rule: Rule | None, ci: bool) -> Verdict:
+    """A job with only ``unsupported``/``skipped`` records and no xfail that explains them."""
+    refused = [r for r in records if ran_in_worker(r)]
+    if refused:  # the backend took the job and refused it: a broken adapter looks like this
+        if rule is None:
+            return Verdict("norule", ["no rule in cases/expectations.toml names this job (the backend refused it: "
+                                      f"{refused[0].get('message')})"], None)
+        return Verdict("fail", [f"expected a pass, but the backend refused the job: {_describe(refused[0])}"], rule)
+    unavailable = [r for r in records if r.get("status") == "skipped" and not _CHOSEN_SKIP.search(str(r.get("message")))]
+    if unavailable and ci and not (rule is not None and rule.env_optional):
+        return Verdict("missing", [f"not run in CI: {unavailable[0].get('message')} (a rule's env_optional "
+                                   "would allow it)"], rule)
+    return Verdict("idle", [], rule)
 
 
 def _where(r: dict) -> str:

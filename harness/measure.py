@@ -23,11 +23,14 @@ One timing rule for every backend and mode (the worker times
   samples have taken :data:`CACHED_BUDGET_S` seconds (never fewer than
   :data:`MIN_SAMPLES`), so a slow call (the StableHLO reference interpreter's
   ~0.3 s) is sampled fewer times than a fast one, by the same rule on every
-  backend (``cached_repeats`` says how many). The output of the last timed
-  call is checked against the oracle. Then ``convert`` and ``to_numpy`` are
-  timed around up to :data:`IO_SAMPLES` further (untimed) calls; their
-  medians are the record's ``pad_s``/``h2d_s``/``d2h_s``. A compile anywhere
-  in the cached phase of a shape makes its record ``recompiled``.
+  backend (``cached_repeats`` says how many). A sample times ``number``
+  back-to-back calls; the last call's output of every sample is checked
+  against the oracle, outside the timer: every k-th call, k =
+  ``cached_check_every`` (= ``number``; 1 for calls over a millisecond), and the
+  first wrong output makes the record a ``mismatch``. Then ``convert`` and
+  ``to_numpy`` are timed around up to :data:`IO_SAMPLES` further (untimed)
+  calls; their medians are the record's ``pad_s``/``h2d_s``/``d2h_s``. A compile
+  anywhere in the cached phase of a shape makes its record ``recompiled``.
 """
 
 from __future__ import annotations
@@ -144,12 +147,17 @@ def run(job: dict, backend, emit: Callable[[dict], None]) -> None:
     if job.get("novel_only"):  # a repeat of the novel phase (``harness run --processes``)
         return
     for inputs, expected, shape in runnable:
+        verdicts: list = []
+
+        def check(out, expected=expected) -> None:  # between samples, outside the timer
+            verdicts.append(oracle.compare(backend.to_numpy(out), expected, case.out_dtype, tol.rtol, tol.atol))
+
         try:
             # converted again: a program made by its first call may take another form than the host
             # arrays that call got (stablehlo_xla's padded executors stage them in convert once they exist)
             args = backend.convert(inputs)
-            samples, out = _time_cached(program, backend, args, job["warmup"], job["repeats"])
-            verdict = oracle.compare(backend.to_numpy(out), expected, case.out_dtype, tol.rtol, tol.atol)
+            samples, every = _time_cached(program, backend, args, job["warmup"], job["repeats"], check=check)
+            verdict = next((v for v in verdicts if not v.ok), verdicts[-1])
             io = _time_io(program, backend, inputs, min(IO_SAMPLES, job["repeats"]))
         except MemoryError:
             raise
@@ -169,7 +177,8 @@ def run(job: dict, backend, emit: Callable[[dict], None]) -> None:
         else:
             status, message = "pass", None
         emit(dict(shape, **fields, **_io_fields(io, med), latency_s=med, cached_latency_s=med, cached_iqr_s=q[2] - q[0],
-                  cached_repeats=len(samples), cached_samples_s=samples, max_abs_err=verdict.max_abs_err, max_rel_err=verdict.max_rel_err,
+                  cached_repeats=len(samples), cached_samples_s=samples, cached_check_every=every,
+                  max_abs_err=verdict.max_abs_err, max_rel_err=verdict.max_rel_err,
                   ok=status == "pass", status=status, message=message))
 
 
@@ -215,11 +224,12 @@ def _io_fields(io: dict, call_s: float) -> dict:
 
 
 def _time_cached(program, backend, args, warmup: int, repeats: int,
-                 budget_s: float = CACHED_BUDGET_S) -> tuple[list[float], object]:
-    """Per-call seconds, and the last call's (synced) output: each sample times
-    ``number`` back-to-back calls, every call synced (so a framework with
-    asynchronous dispatch is timed like one without), with ``number`` chosen
-    from the last warm-up call so a sample lasts about a millisecond. Samples
+                 budget_s: float = CACHED_BUDGET_S, check=None) -> tuple[list[float], int]:
+    """Per-call seconds, and ``number``: each sample times ``number``
+    back-to-back calls, every call synced (so a framework with asynchronous
+    dispatch is timed like one without), with ``number`` chosen from the last
+    warm-up call so a sample lasts about a millisecond; ``check`` gets each
+    sample's last (synced) output, after the sample's timer stops. Samples
     stop at ``repeats``, or earlier once they have taken ``budget_s`` in all and
     there are at least :data:`MIN_SAMPLES`."""
     single = 1e-7
@@ -237,7 +247,9 @@ def _time_cached(program, backend, args, warmup: int, repeats: int,
         took = time.perf_counter() - t0
         spent += took
         samples.append(took / number)
-    return samples, out
+        if check is not None:
+            check(out)
+    return samples, number
 
 
 def describe_exception() -> str:

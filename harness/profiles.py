@@ -8,7 +8,9 @@ torch_xla peers, and leaves out the jobs whose outcome the mode fixes by
 construction or whose cost is a runtime started per job (:data:`QUICK_LEAVES_OUT`).
 Nothing is dropped silently: each such job is recorded as ``skipped`` with its
 reason, the report lists it under "Not run", ``harness run --whole-matrix``
-runs it, and ``make gate-left-out`` gates exactly these jobs (876 of them, 295 the model cases').
+runs it, the gate (``pytest cases/``) lists them with their reasons in one item
+(``test_jobs_the_gate_leaves_out``, not one skip each), and ``make gate-left-out``
+gates exactly these jobs (876 of them, 295 the model cases').
 It is not part of CI (``.ci/run``): measured in slices on the shared 2-core
 machine (load 10-20) it took 19 min for the gnn_ jobs (140), 28 min for the
 batch_ jobs (135) and 23 min for 114 seq_ jobs, ~11 s a job: well over an hour

@@ -42,12 +42,13 @@ FIELDS = (
     "latency_s", "cached_latency_s", "cached_iqr_s", "cached_repeats", "call_breakdown",
     "pad_s", "h2d_s", "d2h_s", "end_to_end_s", "work_delta", "work_times",
     "max_abs_err", "max_rel_err", "ok", "status", "message",
-    "process", "cached_samples_s", "node",
+    "process", "cached_samples_s", "node", "cached_check_every",
 )
 #: ``process``: which fresh worker of the job measured the record (0, then
 #: 1… for ``harness run --processes N``, which repeats the novel phase);
 #: ``cached_samples_s`` the raw per-repeat seconds behind ``cached_latency_s``;
-#: ``node`` the host whose worker ran the job (a Dask worker's, with
+#: ``cached_check_every`` k: every k-th cached call's output (each sample's last) was checked
+#: against the oracle; ``node`` the host whose worker ran the job (a Dask worker's, with
 #: ``--scheduler``), ``None`` where it is the run's own machine.
 #: ``latency_s``/``cached_latency_s`` time the call on inputs already in the
 #: backend's native form (padded, on the device) to outputs on the device;

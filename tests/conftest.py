@@ -25,3 +25,51 @@ def fake_backends(monkeypatch):
 
     yield make
     sys.modules.pop("dynshape_fake_backends", None)
+
+
+#: the tests ``make check`` (the edit loop's tier, ``-m "not slow"``) leaves to
+#: ``make test``: modules and tests that start workers, subprocesses or
+#: compilers, measured as the slowest (``--durations``); fnmatch patterns of
+#: node ids relative to the repository root
+SLOW = (
+    "tests/xla_peers/*",
+    "tests/stablehlo/test_breadth.py::*",  # XLA compiles per op: ~50 s of CPU
+    "tests/stablehlo/test_bounded.py::*",  # ~40 s
+    "tests/stablehlo/test_api.py::test_interpreter_abort_is_isolated",
+    "tests/stablehlo/test_api.py::test_xla_compiles_once_bounded_per_shape_unbounded_interpreter_never",
+    "tests/einx_symbolic/test_fast_paths.py::test_closure_graph_matches_generated_graph*",  # ~28 s
+    "tests/lazy/test_lazy_modes.py::test_catalogue_quick_profile_all_modes",
+    "tests/test_backends.py::test_torch_compile_inductor_static_one_graph_per_shape_with_dynamo_reasons",  # ~27 s
+    "tests/test_registry.py::test_out_of_tree_backend_runs_a_job",  # ~22 s
+    "tests/test_check.py::test_a_broken_backend_fails_run_check_and_gate",  # starts a fork server
+    "tests/test_check.py::test_the_gate_fails_a_job_with_a_hole",
+    "tests/test_profiles.py::test_the_left_out_gate_collects_exactly_the_left_out_jobs",  # a pytest subprocess
+    # a fork server each, ~20 s; make check's gate runs jobs the same way
+    "tests/test_profiles.py::test_run_records_and_reports_what_the_profile_left_out",
+    "tests/test_cli.py::test_run_exits_1_when_a_job_ends_unexpectedly",
+    "tests/test_cli.py::test_run_writes_records_and_prints_the_report*",
+    "tests/einx_symbolic/test_grammar.py::*",
+    "tests/test_asv_suite.py::*",
+    "tests/test_case_packs.py::*",
+    "tests/test_faults.py::*",
+    "tests/test_forkserver.py::*",
+    "tests/test_gate_ci.py::*",
+    "tests/test_html.py::*",
+    "tests/test_measure.py::*",
+    "tests/test_resume.py::*",
+    "tests/test_setup.py::*",
+    "tests/test_shards.py::*",
+    "tests/test_torch_aoti.py::*",
+    "tests/test_torch_lazy_ts.py::*",
+    "tests/test_worker_isolation.py::*",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the :data:`SLOW` tests ``slow``."""
+    import fnmatch
+
+    slow = pytest.mark.slow
+    for item in items:
+        if any(fnmatch.fnmatchcase(item.nodeid, p) for p in SLOW):
+            item.add_marker(slow)

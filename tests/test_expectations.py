@@ -52,7 +52,7 @@ GOOD = '[[expect]]\nbackend = "torch_eager"\nper_shape = "0"\n'
     ('[[expect]]\nper_shape = "1"\nxfail = "why"\nmatch = "(unclosed"\n',
      "key 'match': bad regex '(unclosed': missing ), unterminated subpattern at position 0"),
     ('[[expect]]\nper_shape = "1"\ncolour = "red"\n', "key 'colour': unknown key; valid: backend, case, compiles, "
-                                                       "match, mode, per_shape, shape_stages, stages, xfail"),
+                                                       "env_optional, match, mode, per_shape, shape_stages, stages, xfail"),
     ('[[expect]]\nper_shape = "1"\nstages = { a = "1" }\n', "key 'stages': 'stages' goes with 'compiles'"),
     ('[[expect]]\nper_shape = "bogus"\n', "key 'per_shape': bad compile-count formula 'bogus': "),
     ('[[expect]]\nper_shape = "1 +"\n', "key 'per_shape': bad compile-count formula '1 +': "),
@@ -196,12 +196,47 @@ def test_new_bucket_and_n_buckets_follow_the_sizes():
 
 def test_a_job_refused_at_run_time_fails_as_its_xfail_rule_says():
     """torch.export's constraint violations surface as an ``unsupported``
-    record once the job runs: an xfail rule whose match fits judges it xfail,
-    anything else stays idle (not run)."""
-    refused = [results.record(status="unsupported", message="torch.export could not keep x's dims dynamic: "
-                                                             "Constraints violated (t)!")]
+    record once the job runs: an xfail rule whose match fits judges it xfail;
+    a rule that expects a pass fails it (an adapter turning its errors into
+    ``Unsupported`` must not pass); no rule is ``norule``."""
+    refused = [results.record(status="unsupported", compiles=0, versions={"torch": "2"},
+                              message="torch.export could not keep x's dims dynamic: Constraints violated (t)!")]
     rule = ex.Rule(per_shape="0", xfail="export refuses t // 2", match=r"Constraints violated \(t\)")
     assert ex.verdict(refused, rule).outcome == "xfail"
     other = ex.Rule(per_shape="0", xfail="something else", match="HLO verifier")
-    assert ex.verdict(refused, other).outcome == "idle"
-    assert ex.verdict(refused, ex.Rule(per_shape="0")).outcome == "idle"
+    v = ex.verdict(refused, other)
+    assert v.outcome == "fail" and not v.ok
+    assert v.problems == ["expected a pass, but the backend refused the job: job unsupported: torch.export could "
+                          "not keep x's dims dynamic: Constraints violated (t)!"]
+    assert ex.verdict(refused, ex.Rule(per_shape="0")).outcome == "fail"
+    assert ex.verdict(refused, None).outcome == "norule"
+
+
+@pytest.mark.parametrize("message,ci,optional,outcome", [
+    ("torch_xla_lazy: environment 'xla' not found at /x", False, None, "idle"),
+    ("torch_xla_lazy: environment 'xla' not found at /x", True, None, "missing"),
+    ("torch_xla_lazy: environment 'xla' not found at /x", True, "a laptop has no TPU", "idle"),
+    ("left out of the quick profile (why); `harness run --whole-matrix` runs it", True, None, "idle"),
+    ("torch_aoti is opt-in (slow): name it with --backends", True, None, "idle"),
+])
+def test_jobs_not_run_by_choice_or_for_want_of_their_environment(message, ci, optional, outcome):
+    """Skipped without a worker: by choice (left out, opt-in) is fine anywhere;
+    for want of an environment fails in CI unless the rule says ``env_optional``.
+    A job the backend does not offer (``unsupported`` without a worker) is fine."""
+    skipped = [results.record(status="skipped", message=message)]
+    v = ex.verdict(skipped, ex.Rule(per_shape="0", env_optional=optional), ci=ci)
+    assert v.outcome == outcome and v.ok == (outcome == "idle")
+    if outcome == "missing":
+        assert v.problems[0].startswith("not run in CI: torch_xla_lazy: environment 'xla' not found")
+        assert v.note.startswith("missing: not run in CI")
+    offered = [results.record(status="unsupported", message="the case has no bounded mode")]
+    assert ex.verdict(offered, ex.Rule(per_shape="0"), ci=ci).outcome == "idle"
+
+
+def test_env_optional_is_a_rule_key(tmp_path):
+    p = tmp_path / "e.toml"
+    p.write_text('[[expect]]\nper_shape = "0"\nenv_optional = "no TPU here"\n')
+    assert ex.load(p, known=False)[0].env_optional == "no TPU here"
+    p.write_text('[[expect]]\nper_shape = "0"\nenv_optional = true\n')
+    with pytest.raises(ex.ExpectationError, match="key 'env_optional': True is a bool, expected a string"):
+        ex.load(p, known=False)

@@ -1,12 +1,13 @@
 """The gate in CI: markers per backend and environment, backend names in the
 ids, and the records it keeps (``--dynshape-out``) for report and compare."""
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-from harness import cli, results
+from harness import cli, results, runner
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,5 +45,8 @@ def test_the_gate_keeps_its_records_for_report_and_compare(tmp_path):
     df = results.load(files)
     assert set(df["backend"]) == {"torch_eager"} and set(df["status"]) == {"pass"} and len(df) == 6
     assert df["run_id"].nunique() == 1 and df["run_id"].iloc[0] == files[0].stem
+    # its plan lists the job it ran, so `report --check` would see one that never ran
+    plan = json.loads(runner.plan_path(files[0]).read_text())
+    assert plan["jobs"] == [["gnn_edge_divide", "torch_eager", "unbounded"]] and plan["repeats"] == 2
     assert cli.main(["report", str(files[0]), "--check", "--csv", str(tmp_path / "r.csv")]) == 0
     assert cli.main(["compare", str(files[0]), str(files[0])]) == 0

@@ -147,7 +147,7 @@ def test_a_worker_runs_no_oracle_check(fake_backends, monkeypatch):
 def test_the_cached_phase_stops_at_repeats_or_its_time_budget(call_s, repeats, want, monkeypatch):
     """One rule for every backend, on a fake clock: samples until ``repeats``,
     or until they took CACHED_BUDGET_S (at least MIN_SAMPLES); the output
-    checked is the last timed call's, and no call is made after the last sample."""
+    checked are each sample's last call's (every ``number``-th), and no call is made after the last sample."""
     from harness import measure
 
     clock = [0.0]
@@ -163,7 +163,10 @@ def test_the_cached_phase_stops_at_repeats_or_its_time_budget(call_s, repeats, w
         return calls[-1]
 
     monkeypatch.setattr(measure.time, "perf_counter", lambda: clock[0])
-    samples, out = measure._time_cached(program, B(), (), warmup=2, repeats=repeats, budget_s=0.5)
+    checked = []
+    samples, every = measure._time_cached(program, B(), (), warmup=2, repeats=repeats, budget_s=0.5,
+                                          check=checked.append)
     number = max(1, min(1000, int(1e-3 / call_s)))
     assert len(samples) == want and samples == pytest.approx([call_s] * want)
-    assert len(calls) == 2 + want * number and out == calls[-1]
+    assert len(calls) == 2 + want * number and every == number
+    assert checked == [2 + number * (k + 1) - 1 for k in range(want)] and checked[-1] == calls[-1]

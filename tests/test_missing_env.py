@@ -1,7 +1,9 @@
-"""A missing optional environment (the torch_xla one): its backends report
-``skipped`` with the exact command that creates it, and the gate shows them
-skipped, never passed."""
+"""A missing environment (the torch_xla one): its backends report ``skipped``
+with the exact command that creates it; outside CI the gate shows them
+skipped, never passed; in CI (``CI=true``) the job fails ``run``, ``report
+--check`` and the gate, unless its rule says ``env_optional``."""
 
+import dataclasses
 import importlib
 
 import pytest
@@ -38,7 +40,8 @@ def test_the_default_location_names_plain_make_xla_env(monkeypatch, tmp_path):
                             "with `make xla-env` (torch 2.9.1 + torch_xla 2.9.0, ~3 min and ~7 GB the first time)")
 
 
-def test_their_jobs_are_skipped_in_records_report_and_gate(no_xla_env, tmp_path):
+def test_their_jobs_are_skipped_in_records_report_and_gate(no_xla_env, tmp_path, monkeypatch):
+    monkeypatch.delenv("CI", raising=False)
     case = cases.get("gnn_edge_divide")
     combo = runner.Combo(case, registry.backends()["torch_xla_lazy"], "unbounded")
     got = []
@@ -55,3 +58,32 @@ def test_their_jobs_are_skipped_in_records_report_and_gate(no_xla_env, tmp_path)
     with pytest.raises(pytest.skip.Exception) as e:
         gate.test_conformance(combo, expectations.load(), ("gate-test", None), tmp_path)
     assert str(e.value).startswith("torch_xla_lazy unavailable: environment 'xla' not found at")
+
+
+def test_in_ci_a_missing_environment_fails_run_check_and_gate(no_xla_env, tmp_path, monkeypatch, capsys):
+    from harness import cli
+
+    monkeypatch.setenv("CI", "true")
+    argv = ["run", "--cases", "gnn_edge_divide", "--backends", "torch_xla_lazy", "--modes", "unbounded",
+            "--out", str(tmp_path), "--no-progress"]
+    assert cli.main(argv) == cli.EXIT_UNEXPECTED
+    err = capsys.readouterr().err
+    assert "  gnn_edge_divide[torch_xla_lazy-unbounded]: missing: not run in CI: environment 'xla' not found" in err
+    run = next(tmp_path.glob("*.jsonl"))
+    assert cli.main(["report", str(run), "--check", "--csv", str(tmp_path / "r.csv")]) == cli.EXIT_UNEXPECTED
+    monkeypatch.setenv("CI", "false")
+    assert cli.main(["report", str(run), "--check", "--csv", str(tmp_path / "r.csv")]) == cli.EXIT_OK
+
+    monkeypatch.setenv("CI", "true")
+    case = cases.get("gnn_edge_divide")
+    combo = runner.Combo(case, registry.backends()["torch_xla_lazy"], "unbounded")
+    gate = importlib.import_module("cases.test_conformance")
+    rules = expectations.load()
+    with pytest.raises(pytest.fail.Exception) as e:
+        gate.test_conformance(combo, rules, ("gate-test", None), tmp_path)
+    assert str(e.value).startswith("torch_xla_lazy unavailable: environment 'xla' not found at")
+    assert "in CI a missing environment fails the gate" in str(e.value)
+    # a rule may say the environment is optional
+    optional = [dataclasses.replace(r, env_optional="no xla here") for r in rules]
+    with pytest.raises(pytest.skip.Exception):
+        gate.test_conformance(combo, optional, ("gate-test", None), tmp_path)

@@ -75,3 +75,20 @@ def test_the_left_out_gate_collects_exactly_the_left_out_jobs():
     assert ids == ["cases/test_conformance.py::test_conformance[seq_softmax[torch_eager-static]]"], out.stdout
     bad = _collect("yes", "seq_softmax and torch_eager")
     assert bad.returncode != 0 and "DYNSHAPE_GATE_WHOLE='yes': give 1" in bad.stdout + bad.stderr
+
+
+def test_the_gate_lists_left_out_jobs_in_one_item_not_one_skip_each():
+    """The quick profile's left-out jobs and an opt-in backend's are one item
+    whose reason counts them per reason; none is collected on its own."""
+    import re
+
+    from cases import test_conformance as gate
+
+    assert gate.LEFT_OUT and not any(c.left_out or getattr(c.backend, "opt_in", "") for c in gate.COMBOS)
+    assert {c.id for c in gate.COMBOS} | {c.id for c in gate.LEFT_OUT} == {c.id for c in gate.PLANNED}
+    with pytest.raises(pytest.skip.Exception) as e:
+        gate.test_jobs_the_gate_leaves_out()
+    why = str(e.value)
+    assert why.startswith(f"{len(gate.LEFT_OUT)} jobs not gated here: ")
+    assert sum(int(n) for n in re.findall(r"(?:: |; )(\d+) ", why)) == len(gate.LEFT_OUT)
+    assert "left out of the quick profile (static mode compiles per shape" in why and "is opt-in" in why
