@@ -216,7 +216,7 @@ def check_record(rec: dict, where: str) -> None:
         raise ResultsError(f"{where}: field 'status' {rec['status']!r} is not one of {', '.join(STATUSES)}")
     for k, want in TYPES.items():
         v = rec.get(k)
-        if v is None:
+        if v is None or (isinstance(v, float) and v != v):  # NaN: a missing value written through pandas
             continue
         if not isinstance(v, want) or (isinstance(v, bool) and bool not in want):
             names = " or ".join("number" if t is float else t.__name__ for t in want if not (t is int and float in want))
