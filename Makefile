@@ -42,9 +42,12 @@ check: $(STAMP) lint
 	HYPOTHESIS_PROFILE=dev $(PY) -m pytest tests/ -m "not slow" $(PYTEST_FLAGS)
 	$(PY) -m pytest cases/ -m "not xla" -k "$(CHECK_GATE)" --dynshape-out none $(PYTEST_FLAGS)
 
-# pyflakes rules (unused imports, undefined names): the tree stays clean
+# ruff's rules (pyproject.toml: E W I B UP SIM RUF F, each ignore with its reason),
+# the formatter, and the type checker over the size algebra and the environments
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy --ignore-missing-imports --follow-imports=silent engines/sizes backends/envs.py
 
 # the conformance gate alone (the quick profile's jobs)
 gate: $(STAMP)

@@ -29,9 +29,13 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 def pytest_addoption(parser):
-    parser.addoption("--dynshape-out", default="results", metavar="DIR",
-                     help="where the conformance gate (cases/) keeps its records: DIR/gate-<id>.jsonl, one run "
-                          "that `harness report`/`compare` read (default: results/; 'none' keeps nothing)")
+    parser.addoption(
+        "--dynshape-out",
+        default="results",
+        metavar="DIR",
+        help="where the conformance gate (cases/) keeps its records: DIR/gate-<id>.jsonl, one run "
+        "that `harness report`/`compare` read (default: results/; 'none' keeps nothing)",
+    )
 
 
 def pytest_configure(config):

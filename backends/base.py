@@ -19,7 +19,8 @@ import dataclasses
 import importlib
 import importlib.util
 import time
-from typing import Any, Callable, ClassVar, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -55,12 +56,14 @@ def check_bounds(case, mode: str, arrays: Sequence[Any]) -> None:
     check in their own ``convert`` too."""
     if mode != "bounded":
         return
-    for inp, axes, a in zip(case.inputs, case.dynamic_axes(mode), arrays):
+    for inp, axes, a in zip(case.inputs, case.dynamic_axes(mode), arrays, strict=False):
         for axis, dim in axes.items():
             size = int(a.shape[axis])
             if dim.max is not None and size > dim.max:
-                raise BoundError(f"{case.name}: input {inp.name!r} dim {dim.name!r} (axis {axis}) is {size}, "
-                                 f"above its bound {dim.max} (bounded mode)")
+                raise BoundError(
+                    f"{case.name}: input {inp.name!r} dim {dim.name!r} (axis {axis}) is {size}, "
+                    f"above its bound {dim.max} (bounded mode)"
+                )
 
 
 @dataclasses.dataclass
@@ -320,7 +323,7 @@ class Backend:
         led = self.ledger
         out, led.reasons = led.reasons, []
         for stage, log in self.system_reason_logs().items():
-            out += [f"{stage}: {r}" for r in log[led.reason_pos.get(stage, 0):]]
+            out += [f"{stage}: {r}" for r in log[led.reason_pos.get(stage, 0) :]]
             led.reason_pos[stage] = len(log)
         return out
 

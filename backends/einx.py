@@ -75,8 +75,10 @@ class Einx(TorchArrays, Backend):
     modes = ("static",)
     requires = ("einx", "torch")
     counters = {STAGE: Counter("instrumented", "calls to einx._src.tracer.optimize: one per graph einx builds")}
-    compile_scope = ("einx's graph build per new call signature: trace + optimize + Python codegen (tracer.depend_on entry to "
-                     "compiler.python.compile return), not the run")
+    compile_scope = (
+        "einx's graph build per new call signature: trace + optimize + Python codegen (tracer.depend_on entry to "
+        "compiler.python.compile return), not the run"
+    )
 
     def startup(self):
         import einx  # noqa: F401
@@ -97,7 +99,6 @@ class Einx(TorchArrays, Backend):
             finally:
                 if _Builds.count != n0:
                     # einx's cache key holds the concrete shapes: a new shape is a new graph
-                    self.count(STAGE, _Builds.count - n0, _Builds.seconds - s0,
-                               f"new input shapes {_shapes(args)}")
+                    self.count(STAGE, _Builds.count - n0, _Builds.seconds - s0, f"new input shapes {_shapes(args)}")
 
         return program

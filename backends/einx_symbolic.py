@@ -37,11 +37,11 @@ class EinxSymbolic(TorchArrays, Backend):
     modes = ("static", "unbounded")
     requires = ("einx", "torch")
     counters = {
-        STAGE: Counter("ours", "graphs einx_symbolic builds: one per new call signature (static mode: one per "
-                               "new input shape, emulated)")
+        STAGE: Counter(
+            "ours", "graphs einx_symbolic builds: one per new call signature (static mode: one per new input shape, emulated)"
+        )
     }
-    compile_scope = ("einx_symbolic's graph builds (parse, solve, codegen of a call signature) as its own build log times "
-                     "them")
+    compile_scope = "einx_symbolic's graph builds (parse, solve, codegen of a call signature) as its own build log times them"
     mode_notes = {"static": "emulates einx 0.4.3's per-shape graph builds (one build per new input shape) for comparison"}
 
     def startup(self):

@@ -44,8 +44,7 @@ def python_for(env: str) -> str:
         return sys.executable
     path = Path(os.environ.get(spec.get("override", ""), "") or spec["python"])
     if not path.exists():
-        raise EnvError(f"environment {env!r} not found at {path}: create it with `{create_command(env)}` "
-                       f"({spec['hint']})")
+        raise EnvError(f"environment {env!r} not found at {path}: create it with `{create_command(env)}` ({spec['hint']})")
     return str(path)
 
 
@@ -80,7 +79,7 @@ def modules_available(env: str, modules: tuple[str, ...]) -> tuple[bool, str]:
     return True, ""
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _missing(python: str, modules: tuple[str, ...]) -> tuple[str, ...]:
     if not modules:
         return ()
@@ -95,8 +94,7 @@ def _missing(python: str, modules: tuple[str, ...]) -> tuple[str, ...]:
 
         return tuple(m for m in modules if not found(m))
     probe = (
-        "import importlib.util, json, sys; "
-        "print(json.dumps([m for m in sys.argv[1:] if importlib.util.find_spec(m) is None]))"
+        "import importlib.util, json, sys; print(json.dumps([m for m in sys.argv[1:] if importlib.util.find_spec(m) is None]))"
     )
     try:
         out = subprocess.run([python, "-c", probe, *modules], capture_output=True, text=True, timeout=60)

@@ -13,7 +13,7 @@ def jax_specs(case, mode):
     axes = case.dynamic_axes(mode)
     static = case.all_sizes({})
     specs, constraints, seen = [], [], set()
-    for inp, spec in zip(case.inputs, axes):
+    for inp, spec in zip(case.inputs, axes, strict=False):
         parts = []
         for i, ax in enumerate(inp.shape):
             if i in spec:
@@ -49,8 +49,9 @@ class JaxExport(XlaArrays, Backend):
         specs, constraints = jax_specs(case, mode)
         shapes = ", ".join(f"({s})" for s, _ in specs)
         try:
-            with self.counting("export", f"jax.export of {case.name} ({mode}) for shapes {shapes} "
-                                         f"with constraints {constraints}"):
+            with self.counting(
+                "export", f"jax.export of {case.name} ({mode}) for shapes {shapes} with constraints {constraints}"
+            ):
                 exp = JE.export_jax(case.jax_fn(), specs, constraints)
         except Exception as e:  # shape-polymorphism failures are the system's answer
             raise Unsupported(f"jax.export with symbolic shapes failed: {type(e).__name__}: {e}") from e
@@ -60,8 +61,7 @@ class JaxExport(XlaArrays, Backend):
         self.host_inputs(mode)
         if mode == "bucketed":
             check = lambda shapes: JE.check_shapes(module.text, shapes)  # noqa: E731
-            run = self._program = BucketedXlaProgram(module, on_compile=report, stats=stats, check=check,
-                                                     on_check=on_check)
+            run = self._program = BucketedXlaProgram(module, on_compile=report, stats=stats, check=check, on_check=on_check)
         else:
             run = self._program = XlaProgram(module, on_compile=report, stats=stats)
 

@@ -41,8 +41,7 @@ from .padding import host_padding
 STAGE = "xla"
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 #: jax's events before the backend compile, and the ``compile_times`` stage each is timed under
-TIMED_EVENTS = {"/jax/core/compile/jaxpr_trace_duration": "trace",
-                "/jax/core/compile/jaxpr_to_mlir_module_duration": "lowering"}
+TIMED_EVENTS = {"/jax/core/compile/jaxpr_trace_duration": "trace", "/jax/core/compile/jaxpr_to_mlir_module_duration": "lowering"}
 MISS_LOGGER = "jax._src.interpreters.partial_eval"
 
 
@@ -127,9 +126,11 @@ class JaxJit(JaxArrays, Backend):
     modes = ("static",)
     requires = ("jax",)
     counters = {STAGE: Counter("system", f"jax.monitoring {COMPILE_EVENT!r} events: XLA backend compiles")}
-    compile_scope = ("jax.monitoring events of every compile in the process: jaxpr trace ('trace') + lowering "
-                     "to StableHLO ('lowering') + XLA backend compile ('xla'); padded modes: the static program's, "
-                     "at each bucket/bound")
+    compile_scope = (
+        "jax.monitoring events of every compile in the process: jaxpr trace ('trace') + lowering "
+        "to StableHLO ('lowering') + XLA backend compile ('xla'); padded modes: the static program's, "
+        "at each bucket/bound"
+    )
 
     def startup(self):
         import jax

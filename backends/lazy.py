@@ -31,11 +31,16 @@ class Lazy(TorchArrays, Backend):
     modes = ("static", "bounded", "unbounded")
     requires = ("torch",)
     counters = {
-        STAGE: Counter("ours", "misses of the lazy graph cache (keyed by graph structure, guards, and in static "
-                               "mode the concrete shapes), each lowered to one FX module")
+        STAGE: Counter(
+            "ours",
+            "misses of the lazy graph cache (keyed by graph structure, guards, and in static "
+            "mode the concrete shapes), each lowered to one FX module",
+        )
     }
-    compile_scope = ("the lazy context's cache misses: tracing the lazy graph to an FX module + compiling it "
-                     "(our passes); the per-call trace that hits the cache is timed as the call")
+    compile_scope = (
+        "the lazy context's cache misses: tracing the lazy graph to an FX module + compiling it "
+        "(our passes); the per-call trace that hits the cache is timed as the call"
+    )
 
     def startup(self):
         from engines import lazy  # noqa: F401  (imports torch and fills the op tables)

@@ -34,16 +34,23 @@ class LazyStablehlo(Lazy):
     name = "lazy_stablehlo"
     requires = ("torch", "jax", "jaxlib")
     counters = {
-        TRACE: Counter("ours", "misses of the lazy graph cache (keyed by graph structure, guards, and in static "
-                               "mode the concrete shapes), each traced to an FX module"),
-        LOWERING: Counter("ours", "torch.export of the lazy graph's FX module (one Dim per size variable) + our "
-                                  "StableHLO lowering (`?` dims, bounds in bounded mode)"),
+        TRACE: Counter(
+            "ours",
+            "misses of the lazy graph cache (keyed by graph structure, guards, and in static "
+            "mode the concrete shapes), each traced to an FX module",
+        ),
+        LOWERING: Counter(
+            "ours",
+            "torch.export of the lazy graph's FX module (one Dim per size variable) + our "
+            "StableHLO lowering (`?` dims, bounds in bounded mode)",
+        ),
         "xla": XLA,
     }
-    compile_scope = ("per lazy cache miss: the trace to FX ('trace') + torch.export and our StableHLO lowering "
-                     "('lowering') + the XLA CPU compile ('xla'; bounded: once, on the padded entry)")
-    mode_notes = {"bounded": "XLA compiles once: inputs padded to the bounds on the host, live sizes passed "
-                             "(BoundedXlaProgram)"}
+    compile_scope = (
+        "per lazy cache miss: the trace to FX ('trace') + torch.export and our StableHLO lowering "
+        "('lowering') + the XLA CPU compile ('xla'; bounded: once, on the padded entry)"
+    )
+    mode_notes = {"bounded": "XLA compiles once: inputs padded to the bounds on the host, live sizes passed (BoundedXlaProgram)"}
 
     def startup(self):
         from engines.stablehlo.execution.executors import load_runtime
@@ -56,8 +63,12 @@ class LazyStablehlo(Lazy):
         from engines.lazy.to_stablehlo import StablehloCompiler
 
         compiler = self.compiler = StablehloCompiler(
-            mode, case.name, on_lowering=lambda s, why: self.count(LOWERING, 1, s, why),
-            on_xla=lambda s, why: self.count("xla", 1, s, why), minima={d.name: d.min for d in case.dynamic_dims})
+            mode,
+            case.name,
+            on_lowering=lambda s, why: self.count(LOWERING, 1, s, why),
+            on_xla=lambda s, why: self.count("xla", 1, s, why),
+            minima={d.name: d.min for d in case.dynamic_dims},
+        )
 
         def on_trace(seconds, reason):  # the context's compile time includes the lowering's
             self.count(TRACE, 1, max(seconds - compiler.lowering_s, 0.0), reason)

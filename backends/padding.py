@@ -33,11 +33,13 @@ the call itself does no host work.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Sequence
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
 from engines.sizes import buckets
+
 from .base import BoundError, Unsupported
 
 PAD_MODES = ("bucketed", "bounded")
@@ -56,18 +58,22 @@ class PadPlan:
         dynamic = {d.name for d in case.dynamic_dims}
         for inp in case.inputs:
             if inp.pad == "dummy" and inp.high not in dynamic:
-                raise Unsupported(f"{case.name}: input {inp.name!r} pads with 'dummy' into dim {inp.high!r}, "
-                                  "which is static: there is no slot to add for the dummy")
+                raise Unsupported(
+                    f"{case.name}: input {inp.name!r} pads with 'dummy' into dim {inp.high!r}, "
+                    "which is static: there is no slot to add for the dummy"
+                )
 
     def sizes(self, arrays: Sequence[Any]) -> dict[str, int]:
         """The real size of every dynamic dim, read off the inputs (which must agree)."""
         out: dict[str, int] = {}
-        for inp, axes, a in zip(self.case.inputs, self.axes, arrays):
+        for inp, axes, a in zip(self.case.inputs, self.axes, arrays, strict=False):
             for axis, name in axes.items():
                 n = int(a.shape[axis])
                 if out.setdefault(name, n) != n:
-                    raise ValueError(f"{self.case.name}: input {inp.name!r} dim {name!r} (axis {axis}) is {n}, "
-                                     f"but an earlier input has {name!r} = {out[name]}")
+                    raise ValueError(
+                        f"{self.case.name}: input {inp.name!r} dim {name!r} (axis {axis}) is {n}, "
+                        f"but an earlier input has {name!r} = {out[name]}"
+                    )
         return out
 
     def target(self, sizes: dict[str, int]) -> dict[str, int]:
@@ -80,8 +86,9 @@ class PadPlan:
             if bound is None:
                 raise ValueError(f"{self.case.name}: dim {name!r} has no bound to pad to")
             if n > bound:
-                raise BoundError(f"{self.case.name}: dim {name!r} = {n} exceeds its bound {bound} "
-                                 "(bounded mode pads to the bound)")
+                raise BoundError(
+                    f"{self.case.name}: dim {name!r} = {n} exceeds its bound {bound} (bounded mode pads to the bound)"
+                )
             out[name] = bound + int(name in self.room)
         return out
 
@@ -90,7 +97,7 @@ class PadPlan:
         sizes = self.sizes(arrays)
         target = self.target(sizes)
         out = []
-        for inp, axes, a in zip(self.case.inputs, self.axes, arrays):
+        for inp, axes, a in zip(self.case.inputs, self.axes, arrays, strict=False):
             a = np.asarray(a)
             widths = [(0, 0)] * a.ndim
             for axis, name in axes.items():
@@ -108,8 +115,10 @@ class PadPlan:
         want = self.case.out_shape_for(target)
         got = tuple(int(n) for n in out.shape)
         if got != want:
-            raise ValueError(f"{self.case.name}: the program's output on inputs padded to {target} has shape "
-                             f"{got}, but out_shape {self.case.out_shape} says {want} there: cannot slice it back")
+            raise ValueError(
+                f"{self.case.name}: the program's output on inputs padded to {target} has shape "
+                f"{got}, but out_shape {self.case.out_shape} says {want} there: cannot slice it back"
+            )
 
 
 class Padded:
@@ -137,8 +146,10 @@ class HostPadding:
     def unsupported_reason(self, case, mode):
         why = super().unsupported_reason(case, mode)
         if why is None and mode in self.host_padded and case.bucket_unsupported:
-            return (f"{self.name} pads {mode} inputs on the host, and {case.name} cannot be padded "
-                    f"neutrally: {case.bucket_unsupported}")
+            return (
+                f"{self.name} pads {mode} inputs on the host, and {case.name} cannot be padded "
+                f"neutrally: {case.bucket_unsupported}"
+            )
         return why
 
     def prepare(self, case, mode):
@@ -190,8 +201,13 @@ def host_padding(*modes: str):
         raise ValueError(f"host padding serves {', '.join(PAD_MODES)}, not {', '.join(bad)}")
 
     def wrap(cls):
-        attrs = {"modes": tuple(dict.fromkeys(cls.modes + modes)), "host_padded": modes,
-                 "__module__": cls.__module__, "__qualname__": cls.__qualname__, "__doc__": cls.__doc__}
+        attrs = {
+            "modes": tuple(dict.fromkeys(cls.modes + modes)),
+            "host_padded": modes,
+            "__module__": cls.__module__,
+            "__qualname__": cls.__qualname__,
+            "__doc__": cls.__doc__,
+        }
         return type(cls.__name__, (HostPadding, cls), attrs)
 
     return wrap

@@ -42,15 +42,23 @@ import numpy as np
 from .base import Backend, Counter, Unsupported, torch_dims
 
 LOWERING = Counter("ours", "torch.export + our StableHLO lowering of the program")
-XLA = Counter("ours", "our XLA executor compiles @main (PJRT CPU compile_and_load): refined to each new "
-                      "concrete argument shape, or once per bounded module / per bucket (padded entry)")
+XLA = Counter(
+    "ours",
+    "our XLA executor compiles @main (PJRT CPU compile_and_load): refined to each new "
+    "concrete argument shape, or once per bounded module / per bucket (padded entry)",
+)
 #: per-shape work that is not a compile (``Backend.work_counters``)
-REFINE = Counter("ours", "MLIR parse + shape refinement of the module at each new concrete argument shape, to "
-                         "check its shape assertions; compiles nothing (the bucket's or bound's executable runs it)")
+REFINE = Counter(
+    "ours",
+    "MLIR parse + shape refinement of the module at each new concrete argument shape, to "
+    "check its shape assertions; compiles nothing (the bucket's or bound's executable runs it)",
+)
 #: what the XLA stages' compile time includes
-XLA_SCOPE = ("per new shape, bucket or bound: our refinement of @main to static shapes (time 'xla_refine'; "
-             "for a padded entry also the bounded rewrite) + the XLA CPU compile ('xla'); refinement at a new "
-             "shape that compiles nothing is work 'refine', not compile time")
+XLA_SCOPE = (
+    "per new shape, bucket or bound: our refinement of @main to static shapes (time 'xla_refine'; "
+    "for a padded entry also the bounded rewrite) + the XLA CPU compile ('xla'); refinement at a new "
+    "shape that compiles nothing is work 'refine', not compile time"
+)
 
 
 def xla_reporting(backend):
@@ -68,6 +76,8 @@ def xla_reporting(backend):
         backend.add_seconds("xla_refine", refine)
 
     return stats, on_compile, lambda seconds: backend.count_work("refine", seconds)
+
+
 PARSE = Counter("ours", "the interpreter worker parses/specialises the module for a new concrete argument shape")
 
 
@@ -118,7 +128,7 @@ class XlaArrays:
 
     def sync(self, out):
         # timed: no import here (executors imports torch, so not at module level either)
-        for o in (out if isinstance(out, tuple) else (out,)):
+        for o in out if isinstance(out, tuple) else (out,):
             o.block_until_ready()  # a NumPy output (work done in the call) fails here
 
     def to_numpy(self, out):
@@ -200,7 +210,6 @@ class StablehloTorch(Backend):
         import torch
 
         from engines.stablehlo import LoweringError, Module, lower
-
         from engines.torch_export import export_sample
 
         from .torch_export import export
@@ -209,7 +218,7 @@ class StablehloTorch(Backend):
         spec = [{ax: (d.name, max(2, d.min), d.max) for ax, d in axes.items()} for axes in case.dynamic_axes(mode)]
         sample = export_sample([torch.from_numpy(np.array(a)) for a in args], spec)
         reason = f"torch.export + StableHLO lowering of {case.name} ({mode}) at argument shapes {shapes}"
-        if any(tuple(s.shape) != tuple(a.shape) for s, a in zip(sample, args)):
+        if any(tuple(s.shape) != tuple(a.shape) for s, a in zip(sample, args, strict=False)):
             reason += f" (exported from a sample at {', '.join(str(tuple(s.shape)) for s in sample)}: every dynamic dim >= 2)"
         with self.counting("lowering", reason):
             ep = export(case.torch_fn(), sample, tuple(torch_dims(case, mode)), case.name, oblivious_retry=True)

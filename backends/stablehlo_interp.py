@@ -10,8 +10,10 @@ class StablehloInterp(InterpreterHost, StablehloTorch):
     name = "stablehlo_interp"
     modes = ("bounded", "unbounded")
     counters = {"lowering": LOWERING, "parse": PARSE}
-    compile_scope = ("torch.export + our StableHLO lowering, once, in the first call ('lowering') + the interpreter "
-                     "worker's parse/specialisation per new argument shape ('parse')")
+    compile_scope = (
+        "torch.export + our StableHLO lowering, once, in the first call ('lowering') + the interpreter "
+        "worker's parse/specialisation per new argument shape ('parse')"
+    )
 
     def convert(self, arrays):
         check_bounds(*self._job, arrays)  # naming the dim, not only the argument's axis

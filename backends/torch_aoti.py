@@ -33,15 +33,16 @@ class TorchAoti(TorchArrays, Backend):
     opt_in = "one AOTInductor compile is a C++ build of ~25 s, so it runs only where --backends names it"
     counters = {
         "export": Counter("instrumented", "torch.export.export calls"),
-        "aoti": Counter("instrumented", "torch._inductor.aoti_compile_and_package calls (a C++ build of a "
-                                        ".pt2 package)"),
+        "aoti": Counter("instrumented", "torch._inductor.aoti_compile_and_package calls (a C++ build of a .pt2 package)"),
     }
-    compile_scope = ("torch.export.export ('export') + aoti_compile_and_package ('aoti': inductor codegen and the "
-                     "C++ build of the .pt2 package); loading the package is not in it")
+    compile_scope = (
+        "torch.export.export ('export') + aoti_compile_and_package ('aoti': inductor codegen and the "
+        "C++ build of the .pt2 package); loading the package is not in it"
+    )
 
     def startup(self):
-        import torch  # noqa: F401
-        import torch._inductor  # noqa: F401
+        import torch
+        import torch._inductor
         import torch.export  # noqa: F401
 
         warm_inductor()  # the vector-ISA probe is in startup_s, not in the package build's time
@@ -75,11 +76,9 @@ class TorchAoti(TorchArrays, Backend):
             import torch
 
             dims = {d.name: d for axes in case.dynamic_axes(mode) for d in axes.values()}
-            ranges = ", ".join(f"{d.name} in [{max(2, d.min)}, {d.max if d.max is not None else 'inf'}]"
-                               for d in dims.values())
+            ranges = ", ".join(f"{d.name} in [{max(2, d.min)}, {d.max if d.max is not None else 'inf'}]" for d in dims.values())
             sample = [torch.from_numpy(a) for a in case.make_inputs(case.sweep[0], seed=0)]
-            run = self._package(case, mode, sample, f"one package for dynamic dims {ranges} (exported at "
-                                                    f"{dict(case.sweep[0])})")
+            run = self._package(case, mode, sample, f"one package for dynamic dims {ranges} (exported at {dict(case.sweep[0])})")
             return lambda *args: _single(run(*args))
         programs: dict = {}
 

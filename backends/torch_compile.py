@@ -40,10 +40,10 @@ def warm_inductor() -> str:
     (so the program's compile is novel) and would pay it again per job. The
     fork server runs this once per run (:mod:`harness.zygote_warm`); its
     children inherit the result. Returns the ISA picked (e.g. ``avx512``)."""
-    import torch._dynamo.backends.inductor  # noqa: F401
-    import torch._inductor.codecache  # noqa: F401
-    import torch._inductor.compile_fx  # noqa: F401
-    import torch._inductor.graph  # noqa: F401
+    import torch._dynamo.backends.inductor
+    import torch._inductor.codecache
+    import torch._inductor.compile_fx
+    import torch._inductor.graph
     import torch.utils.cpp_extension  # noqa: F401
     from torch._inductor import cpu_vec_isa
 
@@ -95,8 +95,10 @@ class TorchCompile(TorchArrays, Backend):
             "torch._dynamo counters['stats']['unique_graphs']: graphs dynamo captured, each compiled by inductor",
         )
     }
-    compile_scope = ("dynamo's entire_frame_compile_time_s per frame compile: dynamo tracing + AOT autograd + the "
-                     "compiler backend (inductor codegen and C++ build, or none with 'eager')")
+    compile_scope = (
+        "dynamo's entire_frame_compile_time_s per frame compile: dynamo tracing + AOT autograd + the "
+        "compiler backend (inductor codegen and C++ build, or none with 'eager')"
+    )
     #: the torch.compile backend; DYNSHAPE_TORCH_COMPILE_BACKEND overrides
     #: (``eager`` keeps dynamo's graph capture but skips inductor's C++ build)
     compiler = "inductor"
@@ -105,7 +107,7 @@ class TorchCompile(TorchArrays, Backend):
         self.compiler = compiler or os.environ.get("DYNSHAPE_TORCH_COMPILE_BACKEND") or self.compiler
 
     def startup(self):
-        import torch  # noqa: F401
+        import torch
         import torch._dynamo  # noqa: F401
 
         if self.compiler == "inductor":
@@ -121,7 +123,7 @@ class TorchCompile(TorchArrays, Backend):
         if getattr(self, "_job", None):
             check_bounds(*self._job, arrays)
         args = super().convert(arrays)
-        for arg, spec in zip(args, getattr(self, "_marks", ())):
+        for arg, spec in zip(args, getattr(self, "_marks", ()), strict=False):
             for axis, lo, hi in spec:
                 if hi is None:
                     # torch 2.13: min= without max= fails inside dynamo
@@ -146,9 +148,7 @@ class TorchCompile(TorchArrays, Backend):
         fn = case.torch_fn()
         if mode == "static":
             return torch.compile(fn, dynamic=False, backend=self.compiler)
-        self._marks = [
-            [(axis, max(2, dim.min), dim.max) for axis, dim in axes.items()] for axes in case.dynamic_axes(mode)
-        ]
+        self._marks = [[(axis, max(2, dim.min), dim.max) for axis, dim in axes.items()] for axes in case.dynamic_axes(mode)]
         return torch.compile(fn, backend=self.compiler)
 
     # -- compile counting ----------------------------------------------------
@@ -176,7 +176,7 @@ class TorchCompile(TorchArrays, Backend):
         breaks the call hit (``counters["graph_break"]``)."""
         out = super().compile_reasons()
         _drain()
-        frames = _Dynamo.frames[getattr(self, "_frame_pos", 0):]
+        frames = _Dynamo.frames[getattr(self, "_frame_pos", 0) :]
         self._frame_pos = len(_Dynamo.frames)
         graphs = self.system_stats()[STAGE]
         n, self._graph_pos = graphs - getattr(self, "_graph_pos", 0), graphs

@@ -11,7 +11,7 @@ class TorchEager(TorchArrays, Backend):
     modes = ("static", "bounded", "unbounded")
     requires = ("torch",)
     counters = {}  # no compile stage: nothing to count
-    compile_scope = ("nothing: eager runs compile nothing")
+    compile_scope = "nothing: eager runs compile nothing"
 
     def startup(self):
         import torch  # noqa: F401

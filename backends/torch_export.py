@@ -12,9 +12,10 @@ export covers. :func:`export` itself counts nothing, so other backends
 
 from __future__ import annotations
 
+from engines.torch_export import export_oblivious_retry, export_sample  # noqa: F401 (re-exported)
+
 from .base import Backend, Counter, TorchArrays, Unsupported, torch_dims
 from .padding import host_padding
-from engines.torch_export import export_oblivious_retry, export_sample  # noqa: F401 (re-exported)
 
 STAGE = "export"
 
@@ -26,14 +27,16 @@ class TorchExport(TorchArrays, Backend):
     modes = ("static", "bounded", "unbounded")
     requires = ("torch",)
     counters = {STAGE: Counter("instrumented", "torch.export.export calls")}
-    compile_scope = ("torch.export.export per new shape (static, bucketed) or once (Dim ranges): dynamo trace + AOT export to "
-                     "an ExportedProgram; running ep.module() compiles nothing")
+    compile_scope = (
+        "torch.export.export per new shape (static, bucketed) or once (Dim ranges): dynamo trace + AOT export to "
+        "an ExportedProgram; running ep.module() compiles nothing"
+    )
 
     def startup(self):
         # what the first export would otherwise import (~1 s: dynamo, sympy, ...)
-        import torch  # noqa: F401
-        import torch._dynamo  # noqa: F401
-        import torch.export  # noqa: F401
+        import torch
+        import torch._dynamo
+        import torch.export
         import torch.export._trace  # noqa: F401
 
     def prepare(self, case, mode):
@@ -69,7 +72,7 @@ class OutOfRange(ValueError):
 
 def _range_error(case, mode, args, err: AssertionError) -> Exception:
     """Name the input, dim, size and exported range behind a guard failure."""
-    for inp, arg, axes in zip(case.inputs, args, case.dynamic_axes(mode)):
+    for inp, arg, axes in zip(case.inputs, args, case.dynamic_axes(mode), strict=False):
         for axis, dim in axes.items():
             size = arg.shape[axis]
             lo, hi = max(2, dim.min), dim.max

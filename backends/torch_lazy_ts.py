@@ -72,8 +72,10 @@ def set_shape_mode(dynamic: bool) -> None:
     global _process_dynamic
     if _process_dynamic is not None and _process_dynamic != dynamic:
         want, had = ("unbounded", "static") if dynamic else ("static", "unbounded")
-        raise RuntimeError(f"torch_lazy_ts: {want} mode needs a fresh process: this one already traced in "
-                           f"{had} mode, and torch._lazy reads {ENV_DYNAMIC} once per process")
+        raise RuntimeError(
+            f"torch_lazy_ts: {want} mode needs a fresh process: this one already traced in "
+            f"{had} mode, and torch._lazy reads {ENV_DYNAMIC} once per process"
+        )
     if dynamic:
         os.environ[ENV_DYNAMIC] = "1"
     else:
@@ -87,8 +89,12 @@ class TorchLazyTs(Backend):
     forms = ("torch",)
     modes = ("static", "unbounded")
     requires = ("torch",)
-    counters = {STAGE: Counter("system", "torch._lazy metrics counter UncachedCompile (a new graph hash at "
-                                         "mark_step, lowered to TorchScript and compiled)")}
+    counters = {
+        STAGE: Counter(
+            "system",
+            "torch._lazy metrics counter UncachedCompile (a new graph hash at mark_step, lowered to TorchScript and compiled)",
+        )
+    }
     mode_notes = {"unbounded": f"torch._lazy symbolic-shape mode ({ENV_DYNAMIC}=1)"}
     compile_scope = "none reported: torch._lazy keeps no compile-time metric (counts only)"
 

@@ -56,9 +56,7 @@ def named_module(fn, names):
         ok = n.isidentifier() and not keyword.iskeyword(n) and n not in ("self", "fn")
         params.append(n if ok and n not in params else f"arg{i}")
     src = (
-        "class Program(torch.nn.Module):\n"
-        f"    def forward(self, {', '.join(params)}):\n"
-        f"        return fn({', '.join(params)})\n"
+        f"class Program(torch.nn.Module):\n    def forward(self, {', '.join(params)}):\n        return fn({', '.join(params)})\n"
     )
     ns = {"torch": torch, "fn": fn}
     exec(compile(src, "<dynshape torch_xla program>", "exec"), ns)
@@ -99,7 +97,7 @@ def _where(e: BaseException) -> str:
     path = f.filename
     i = path.rfind("site-packages/")
     if i >= 0:
-        path = path[i + len("site-packages/"):]
+        path = path[i + len("site-packages/") :]
     return f"{path}:{f.lineno} in {f.name}" + (f": {f.line.strip()}" if f.line else "")
 
 
@@ -169,15 +167,18 @@ def export_case(case, mode: str, arrays, canonicalize: bool = False) -> dict:
             positions.append(None)
             constants.append((len(positions) - 1, _array_b64(shlo._bundle.additional_constants[loc.position])))
         else:  # a parameter: the case programs have none
-            return dict(result, ok=False, stage="to_stablehlo",
-                        error=f"@main argument {len(positions)} is parameter {loc.name!r}: not supported")
+            return dict(
+                result,
+                ok=False,
+                stage="to_stablehlo",
+                error=f"@main argument {len(positions)} is parameter {loc.name!r}: not supported",
+            )
     result.update(
         ok=True,
         text=text,
         arg_positions=positions,
         constants=constants,
-        inputs=[{"shape": s.shape, "dtype": s.dtype, "dynamic_dims": list(s.dynamic_dims or [])}
-                for s in meta.input_signature],
+        inputs=[{"shape": s.shape, "dtype": s.dtype, "dynamic_dims": list(s.dynamic_dims or [])} for s in meta.input_signature],
         outputs=[{"shape": s.shape, "dtype": s.dtype} for s in meta.output_signature],
         unused_inputs=[int(p.position) for p, _ in meta.unused_inputs],
         counters={k: int(met.counter_value(k) or 0) for k in ("UncachedCompile", "CachedCompile")},
@@ -195,8 +196,13 @@ def run_job(job: dict) -> dict:
             arrays = [z[f"arg{i}"] for i in range(len(z.files))]
         return export_case(case, job["mode"], arrays, bool(job.get("canonicalize")))
     except Exception as e:  # anything else: still answer
-        return {"ok": False, "stage": "worker", "error": _error_text(e), "where": _where(e),
-                "traceback": traceback.format_exc()[-4000:]}
+        return {
+            "ok": False,
+            "stage": "worker",
+            "error": _error_text(e),
+            "where": _where(e),
+            "traceback": traceback.format_exc()[-4000:],
+        }
 
 
 def _send(out, msg: dict) -> None:
@@ -211,15 +217,21 @@ def serve(inp, out) -> int:
     try:
         import torch
         import torch_xla
-        import torch_xla.debug.metrics  # noqa: F401
-        import torch_xla.stablehlo  # noqa: F401
+        import torch_xla.debug.metrics
+        import torch_xla.stablehlo
 
         import cases  # noqa: F401
     except Exception as e:
         _send(out, {"ready": False, "error": _error_text(e), "where": _where(e)})
         return 1
-    _send(out, {"ready": True, "import_s": time.perf_counter() - t0,
-                "versions": {"torch": torch.__version__, "torch_xla": torch_xla.__version__}})
+    _send(
+        out,
+        {
+            "ready": True,
+            "import_s": time.perf_counter() - t0,
+            "versions": {"torch": torch.__version__, "torch_xla": torch_xla.__version__},
+        },
+    )
     for line in inp:
         if line.strip():
             _send(out, run_job(json.loads(line)))

@@ -66,8 +66,10 @@ class TorchXlaLazy(Backend):
     env = "xla"
     requires = ("torch", "torch_xla")
     counters = {STAGE: Counter("system", "torch_xla metrics counter UncachedCompile")}
-    compile_scope = ("torch_xla's CompileTime metric: the XLA compile of each uncached graph (tracing and graph hashing "
-                     "happen in every call, timed as the call)")
+    compile_scope = (
+        "torch_xla's CompileTime metric: the XLA compile of each uncached graph (tracing and graph hashing "
+        "happen in every call, timed as the call)"
+    )
 
     def __init__(self):
         self._axes = None  # per input, the axes to mark dynamic (unbounded mode)
@@ -105,7 +107,7 @@ class TorchXlaLazy(Backend):
         dev = torch_xla.device()
         out = [torch.from_numpy(np.ascontiguousarray(a)).to(dev) for a in arrays]
         if self._axes is not None:
-            for t, axes in zip(out, self._axes):
+            for t, axes in zip(out, self._axes, strict=False):
                 for ax in axes:
                     torch_xla._XLAC._xla_mark_dynamic(t, ax)
         return out

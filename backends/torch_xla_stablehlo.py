@@ -43,8 +43,7 @@ import numpy as np
 from .base import Backend, Counter, check_bounds
 from .stablehlo_base import PARSE, REFINE, XLA, XLA_SCOPE, InterpreterHost, XlaArrays, single, xla_reporting
 
-EXPORT = Counter("instrumented", "torch.export + torch_xla exported_program_to_stablehlo runs "
-                                 "(in the xla env's export server)")
+EXPORT = Counter("instrumented", "torch.export + torch_xla exported_program_to_stablehlo runs (in the xla env's export server)")
 
 
 class ExportFailed(RuntimeError):
@@ -90,8 +89,15 @@ class ExportServer:
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         self._tmp = tempfile.TemporaryDirectory(prefix="dynshape-xla-export-")
         self._stderr = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen([python, "-m", "backends.torch_xla_export"], cwd=str(envs.ROOT), env=env,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
+        self.proc = subprocess.Popen(
+            [python, "-m", "backends.torch_xla_export"],
+            cwd=str(envs.ROOT),
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            text=True,
+        )
         self.starts += 1
         self._lines = queue.Queue()
         threading.Thread(target=_pump, args=(self.proc.stdout, self._lines), daemon=True).start()
@@ -128,8 +134,7 @@ class ExportServer:
             rc = self.proc.wait()
             tail = self._stderr_tail()
             self.close()
-            raise ExportFailed(f"torch_xla export server exited with code {rc} during the {what}; "
-                               f"stderr tail:\n{tail}")
+            raise ExportFailed(f"torch_xla export server exited with code {rc} during the {what}; stderr tail:\n{tail}")
         return json.loads(line)
 
     def _stderr_tail(self, n: int = 15) -> str:
@@ -166,8 +171,9 @@ def run_exports(jobs, timeout: float = 600.0) -> list[dict]:
         server.close()
 
 
-def run_export(case_name: str, mode: str, arrays, canonicalize: bool = False, timeout: float = 600.0,
-               server: ExportServer | None = None) -> dict:
+def run_export(
+    case_name: str, mode: str, arrays, canonicalize: bool = False, timeout: float = 600.0, server: ExportServer | None = None
+) -> dict:
     """One export, on ``server`` if given (else on a server of its own, see :func:`run_exports`)."""
     if server is None:
         return run_exports([(case_name, mode, arrays, canonicalize)], timeout)[0]
@@ -190,8 +196,10 @@ class TorchXlaStableHLO(XlaArrays, Backend):
     helper_envs = ("xla",)
     counters = {"export": EXPORT, "xla": XLA}
     work_counters = {"refine": REFINE}
-    compile_scope = ("torch.export + torch_xla's exported_program_to_stablehlo in the export server, once at the "
-                     "first call's shapes ('export'; its process start is not in it); " + XLA_SCOPE)
+    compile_scope = (
+        "torch.export + torch_xla's exported_program_to_stablehlo in the export server, once at the "
+        "first call's shapes ('export'; its process start is not in it); " + XLA_SCOPE
+    )
     canonicalize = False
 
     def __init__(self):
@@ -250,8 +258,14 @@ class TorchXlaStableHLO(XlaArrays, Backend):
     def _export(self, case, mode, args):
         """Export at the first call's sizes; returns ``run(*args)`` for the module."""
         try:
-            res = run_export(case.name, mode, [np.asarray(a) for a in args], self.canonicalize,
-                             timeout=min(600.0, self.timeout_s), server=self.server)
+            res = run_export(
+                case.name,
+                mode,
+                [np.asarray(a) for a in args],
+                self.canonicalize,
+                timeout=min(600.0, self.timeout_s),
+                server=self.server,
+            )
         except Exception as e:  # no answer (server died, timed out) or no xla env: don't retry per shape
             self._failure = str(e) if isinstance(e, ExportFailed) else f"{type(e).__name__}: {e}"
             raise
@@ -260,8 +274,12 @@ class TorchXlaStableHLO(XlaArrays, Backend):
             self._failure = describe_failure(res)
             raise ExportFailed(self._failure)
         shapes = ", ".join(str(tuple(a.shape)) for a in args)
-        self.count("export", 1, float(res.get("export_s") or 0.0) + float(res.get("to_stablehlo_s") or 0.0),
-                   f"torch.export + torch_xla StableHLO export of {case.name} ({mode}) at argument shapes {shapes}")
+        self.count(
+            "export",
+            1,
+            float(res.get("export_s") or 0.0) + float(res.get("to_stablehlo_s") or 0.0),
+            f"torch.export + torch_xla StableHLO export of {case.name} ({mode}) at argument shapes {shapes}",
+        )
         self._guards = self._record(case, mode, res)
         return self._runner(case, mode, res)
 
@@ -276,7 +294,7 @@ class TorchXlaStableHLO(XlaArrays, Backend):
         names = [f"constant {i}" if p is None else case.inputs[p].name for i, p in enumerate(order)]
         module = Module(res["text"], f"{case.name} ({mode}, torch_xla)", names)
         prog = self._program = self._executor_program(module, mode)
-        values = dict(zip(consts, self.convert([array_from_b64(consts[i]) for i in consts])))
+        values = dict(zip(consts, self.convert([array_from_b64(consts[i]) for i in consts]), strict=False))
 
         def run(*args):
             outs = prog(*[values[i] if p is None else args[p] for i, p in enumerate(order)])
@@ -337,8 +355,10 @@ class TorchXlaStableHLOCanonInterp(InterpreterHost, TorchXlaStableHLOCanon):
     modes = ("unbounded", "bounded")
     counters = {"export": EXPORT, "parse": PARSE}
     work_counters = {}
-    compile_scope = ("torch.export + torch_xla's exported_program_to_stablehlo in the export server, once ('export') "
-                     "+ the interpreter worker's parse/specialisation per new argument shape ('parse')")
+    compile_scope = (
+        "torch.export + torch_xla's exported_program_to_stablehlo in the export server, once ('export') "
+        "+ the interpreter worker's parse/specialisation per new argument shape ('parse')"
+    )
 
     def _executor_program(self, module, mode):
         from engines.stablehlo import InterpreterProgram

@@ -20,6 +20,7 @@ The workload (description, inputs, a fresh einx_symbolic) is the one of
 ``benchmarks/scripts/einx_symbolic.py``, beside the implementation; ``setup``
 imports it, so discovering this module imports nothing of the project.
 """
+
 import itertools
 import warnings
 
@@ -76,12 +77,12 @@ class Cached:
     def setup(self):
         import einx
 
-        from engines import einx_symbolic as ex
         from benchmarks.scripts import einx_symbolic as bench
+        from engines import einx_symbolic as ex
 
         warnings.simplefilter("ignore")
         self.desc = bench.DESC
-        (self.d, self.c), = bench.inputs([bench.FIRST_E])
+        ((self.d, self.c),) = bench.inputs([bench.FIRST_E])
         self.einx_divide, self.ex_divide = einx.divide, ex.divide
         for _ in range(20):
             self.d / self.c.unsqueeze(-1)

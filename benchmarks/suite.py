@@ -62,7 +62,6 @@ import cases  # noqa: E402
 from cases import MODES  # noqa: E402
 from harness import asv_select, stats  # noqa: E402
 
-
 #: the on-disk compile caches (inductor's, dynamo's) of every timed sample: named
 #: by the process that imports this module (asv's fork server), emptied by each
 #: sample's setup, so that every sample starts cold, and removed by its teardown
@@ -70,12 +69,21 @@ from harness import asv_select, stats  # noqa: E402
 #: torch._dynamo is imported: it resolves its cache directory at import.
 INDUCTOR_DIR = os.path.join(tempfile.gettempdir(), f"dynshape-asv-inductor-{os.getpid()}")
 os.environ["TORCHINDUCTOR_CACHE_DIR"] = INDUCTOR_DIR
-atexit.register(lambda pid=os.getpid(): os.getpid() == pid and shutil.rmtree(INDUCTOR_DIR, ignore_errors=True))
+atexit.register(lambda pid=os.getpid(): os.getpid() == pid and shutil.rmtree(INDUCTOR_DIR, ignore_errors=True))  # noqa: B008 (the importing process's pid: a forked sample must not remove the cache)
 
 #: what the main environment's backends import in ``startup`` (~2.5 s of CPU for
 #: dynamo and inductor alone), imported once by asv's fork server
-PREIMPORT = ("numpy", "torch", "jax", "jax.numpy", "torch._dynamo", "torch.export", "torch.export._trace",
-             "torch._inductor.compile_fx", "einx")
+PREIMPORT = (
+    "numpy",
+    "torch",
+    "jax",
+    "jax.numpy",
+    "torch._dynamo",
+    "torch.export",
+    "torch.export._trace",
+    "torch._inductor.compile_fx",
+    "einx",
+)
 
 
 def _preimport() -> None:
@@ -124,8 +132,7 @@ def _backend_names():
     only = os.environ.get("DYNSHAPE_ASV_BACKENDS")
     backends = registry.backends()
     # an opt-in backend (Backend.opt_in: torch_aoti's C++ builds) only where DYNSHAPE_ASV_BACKENDS names it
-    return [n for n, b in backends.items()
-            if ((n in only.split(",")) if only else not getattr(b, "opt_in", ""))]
+    return [n for n, b in backends.items() if ((n in only.split(",")) if only else not getattr(b, "opt_in", ""))]
 
 
 BACKENDS = _backend_names()
@@ -204,8 +211,10 @@ def _prepare(case_name, backend_name, mode):
     runs in this process, or NotImplementedError (see :func:`_combo`, and the
     timed selection :data:`TIMED`)."""
     if not _timed(case_name):
-        raise NotImplementedError(f"timed benchmarks run for {TIMED} (DYNSHAPE_ASV_TIMED, comma-separated globs); "
-                                  f"{case_name}'s compiles are tracked by suite.Compiles")
+        raise NotImplementedError(
+            f"timed benchmarks run for {TIMED} (DYNSHAPE_ASV_TIMED, comma-separated globs); "
+            f"{case_name}'s compiles are tracked by suite.Compiles"
+        )
     why = _timed_leaves_out(backend_name, mode)
     if why:
         raise NotImplementedError(why)
@@ -213,9 +222,11 @@ def _prepare(case_name, backend_name, mode):
     combo = _combo(case_name, backend_name, mode)
     backend, case = combo.backend, combo.case
     if backend.env != "main":
-        raise NotImplementedError(f"{backend_name} runs in the {backend.env!r} environment, not asv's: its compiles "
-                                  "and compile time are tracked through a worker (Compiles), its times by "
-                                  "`python -m harness run`")
+        raise NotImplementedError(
+            f"{backend_name} runs in the {backend.env!r} environment, not asv's: its compiles "
+            "and compile time are tracked through a worker (Compiles), its times by "
+            "`python -m harness run`"
+        )
     backend.startup()  # the worker's untimed start: framework imports
     backend.reset_counters()
     program = backend.prepare(case, mode)

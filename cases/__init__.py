@@ -22,7 +22,6 @@ from .model import (
     unbounded,
 )
 
-
 #: the in-tree families, one module of ``cases/`` each
 FAMILIES = ("gnn", "expand", "batch", "sequence", "sequence_shape", "models_text", "models_vision", "models_graph")
 
@@ -78,6 +77,20 @@ def get(name: str, checked: bool = True) -> Case:
 
 
 __all__ = [
-    "MODES", "PROFILES", "Case", "CaseError", "Dim", "EinxForm", "Input", "Tolerance",
-    "bounded", "catalogue", "check", "families", "get", "match_globs", "static", "unbounded",
+    "MODES",
+    "PROFILES",
+    "Case",
+    "CaseError",
+    "Dim",
+    "EinxForm",
+    "Input",
+    "Tolerance",
+    "bounded",
+    "catalogue",
+    "check",
+    "families",
+    "get",
+    "match_globs",
+    "static",
+    "unbounded",
 ]

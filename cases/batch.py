@@ -73,8 +73,9 @@ def _conv_jax():
     import jax
 
     def conv2d_batch(x, w, bias):
-        y = jax.lax.conv_general_dilated(x, w, window_strides=(1, 1), padding=((1, 1), (1, 1)),
-                                         dimension_numbers=("NCHW", "OIHW", "NCHW"))
+        y = jax.lax.conv_general_dilated(
+            x, w, window_strides=(1, 1), padding=((1, 1), (1, 1)), dimension_numbers=("NCHW", "OIHW", "NCHW")
+        )
         return y + bias[None, :, None, None]
 
     return conv2d_batch
@@ -88,7 +89,7 @@ def _conv_oracle(x, w, bias):
     out = np.zeros((b, o, h, wd), dtype=x.dtype)
     for i in range(kh):
         for j in range(kw):
-            patch = xp[:, :, i:i + h, j:j + wd]  # (b, c, h, w)
+            patch = xp[:, :, i : i + h, j : j + wd]  # (b, c, h, w)
             out += np.tensordot(patch, w[:, :, i, j], axes=([1], [1])).transpose(0, 3, 1, 2)
     return out + bias[np.newaxis, :, np.newaxis, np.newaxis]
 
@@ -98,8 +99,7 @@ batch_conv2d = Case(
     tags=("batch", "conv", "conv2d"),
     description="F.conv2d(x, w, bias, padding=1): 3->8 channels, 3x3 kernel, 16x16 images, B images per call",
     # a vision server batches up to 64 images per request
-    dims=(bounded("b", max=64, min=2), static("c", 3), static("o", 8), static("h", 16), static("w", 16),
-          static("k", 3)),
+    dims=(bounded("b", max=64, min=2), static("c", 3), static("o", 8), static("h", 16), static("w", 16), static("k", 3)),
     inputs=(Input("x", ("b", "c", "h", "w")), Input("w", ("o", "c", "k", "k")), Input("bias", ("o",))),
     sweep=_sweep(tuple(b for b in B_SWEEP if b <= 64) + (4, 6, 9, 15, 33, 47, 58)),
     quick=(1, 7, 13),
@@ -288,7 +288,7 @@ batch_repeat = Case(
     jax_fn=_repeat_jax,
     exact=True,  # copies of x
     bucket_unsupported="x.repeat(2, 1) of a batch padded to its bucket puts the padded rows between the two "
-                       "copies: the first 2*b rows of the output are not the two copies of x",
+    "copies: the first 2*b rows of the output are not the two copies of x",
 )
 
 CASES = (batch_view_arith, batch_linear, batch_bmm, batch_conv2d, batch_norm_eval, batch_repeat)

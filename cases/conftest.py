@@ -40,8 +40,11 @@ def gate_run(request):
     if out == "none":
         yield run_id, None
         return
-    path = os.path.join(str(request.config.rootpath), out, f"{run_id}.jsonl") if not os.path.isabs(out) \
+    path = (
+        os.path.join(str(request.config.rootpath), out, f"{run_id}.jsonl")
+        if not os.path.isabs(out)
         else os.path.join(out, f"{run_id}.jsonl")
+    )
     writer = results.SharedWriter(path)
     _write_plan(path, run_id, request.session.items)
     yield run_id, writer
@@ -52,11 +55,10 @@ def _write_plan(path: str, run_id: str, items) -> None:
     """The gate's plan, as :meth:`harness.runner.Runner.write_plan` writes a run's.
     Every xdist worker collected the same items, so each writes the same file;
     a unique temporary name and an atomic replace keep any reader from a torn one."""
-    from harness import runner
     from cases.test_conformance import REPEATS
+    from harness import runner
 
-    combos = [it.callspec.params["combo"] for it in items
-              if hasattr(it, "callspec") and "combo" in it.callspec.params]
+    combos = [it.callspec.params["combo"] for it in items if hasattr(it, "callspec") and "combo" in it.callspec.params]
     jobs = [[c.case.name, c.backend.name, c.mode] for c in combos if c.skip_reason() is None]
     plan = {"run_id": run_id, "profile": "quick", "repeats": REPEATS, "warmup": 1, "processes": 1, "jobs": jobs}
     target = runner.plan_path(Path(path))

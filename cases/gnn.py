@@ -219,7 +219,7 @@ gnn_segment_softmax = Case(
     name="gnn_segment_softmax",
     tags=("gnn", "scatter", "gather", "softmax", "segment"),
     description="GAT attention: softmax of leaky_relu(a_src[src] + a_dst[dst]) over the edges into each dst node "
-                "(scatter_reduce amax, exp, index_add, divide)",
+    "(scatter_reduce amax, exp, index_add, divide)",
     dims=(bounded("n", max=512, min=2), bounded("e", max=4096, min=2), static("h", 4)),
     # padded edges score into the dummy node only: every real node's softmax is unchanged
     inputs=(Input("a_src", ("n", "h")), Input("a_dst", ("n", "h")), _index("src"), _index("dst")),
@@ -268,7 +268,7 @@ gnn_gcn_layer = Case(
     name="gnn_gcn_layer",
     tags=("gnn", "linear", "scatter", "gather", "degree"),
     description="GCN layer: h = x @ w, then index_add of h[src] * deg^-1/2[src] * deg^-1/2[dst] onto dst "
-                "(PyG gcn_norm, in-degrees clamped to 1)",
+    "(PyG gcn_norm, in-degrees clamped to 1)",
     dims=(bounded("n", max=512, min=2), bounded("e", max=4096, min=2), static("fi", 16), static("fo", 8)),
     inputs=(Input("x", ("n", "fi")), Input("w", ("fi", "fo")), _index("src"), _index("dst")),
     sweep=NODE_EDGE_SWEEP,
@@ -318,7 +318,7 @@ gnn_mean_pool = Case(
     name="gnn_mean_pool",
     tags=("gnn", "scatter", "segment", "pooling", "readout"),
     description="graph readout u + global_mean_pool(x, batch): per-graph segment mean (index_add sum / count "
-                "clamped to 1) over a batch of G graphs; N and G dynamic",
+    "clamped to 1) over a batch of G graphs; N and G dynamic",
     # a loader batching up to 64 graphs of up to 2048 nodes in all
     dims=(bounded("n", max=2048, min=2), bounded("g", max=64, min=1), static("f", 16)),
     # padded nodes belong to the dummy graph: every real graph's sum and count are unchanged
@@ -352,8 +352,9 @@ gnn_zero_edges = Case(
 
 def _edge_attention_einx(einx):
     def edge_attention(q, k, src, dst):
-        scores = einx.dot("e h d, e h d -> e h", einx.get_at("[n] h d, e -> e h d", q, dst),
-                          einx.get_at("[n] h d, e -> e h d", k, src))
+        scores = einx.dot(
+            "e h d, e h d -> e h", einx.get_at("[n] h d, e -> e h d", q, dst), einx.get_at("[n] h d, e -> e h d", k, src)
+        )
         return einx.softmax("[e] h", scores)
 
     return edge_attention
@@ -387,20 +388,28 @@ gnn_edge_attention = Case(
     name="gnn_edge_attention",
     tags=("gnn", "einx", "gather", "dot", "softmax"),
     description='einx.softmax("[e] h", einx.dot("e h d, e h d -> e h", q[dst], k[src])): per-edge attention scores '
-                "(q pre-scaled by 1/sqrt(d)), softmax over the dynamic edge axis per head",
+    "(q pre-scaled by 1/sqrt(d)), softmax over the dynamic edge axis per head",
     dims=(bounded("n", max=512, min=2), bounded("e", max=4096, min=2), static("h", 4), static("d", 16)),
     inputs=(Input("q", ("n", "h", "d")), Input("k", ("n", "h", "d")), _index("src"), _index("dst")),
     sweep=NODE_EDGE_SWEEP,
     oracle=_edge_attention_oracle,
     out_shape=("e", "h"),
     # three einx calls (two get_at, a dot) and a softmax: an einx program, not one op
-    einx=EinxForm("get_at, dot, softmax", '[n] h d, e -> e h d; e h d, e h d -> e h; [e] h',
-                  program=_edge_attention_einx),
+    einx=EinxForm("get_at, dot, softmax", "[n] h d, e -> e h d; e h d, e h d -> e h; [e] h", program=_edge_attention_einx),
     torch_fn=_edge_attention_torch,
     jax_fn=_edge_attention_jax,
     bucket_unsupported="softmax over the padded edge axis: a padded edge scores q[dummy] . k[dummy] = 0, not -inf, "
-                       "and takes a share of every head's softmax",
+    "and takes a share of every head's softmax",
 )
 
-CASES = (gnn_edge_divide, gnn_rbf_subtract, gnn_message_passing, gnn_degree_norm, gnn_segment_softmax,
-         gnn_gcn_layer, gnn_mean_pool, gnn_zero_edges, gnn_edge_attention)
+CASES = (
+    gnn_edge_divide,
+    gnn_rbf_subtract,
+    gnn_message_passing,
+    gnn_degree_norm,
+    gnn_segment_softmax,
+    gnn_gcn_layer,
+    gnn_mean_pool,
+    gnn_zero_edges,
+    gnn_edge_attention,
+)

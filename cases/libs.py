@@ -44,7 +44,7 @@ def _define_torchvision_schemas() -> None:
         return
     import torch
 
-    lib = os.path.join(list(spec.submodule_search_locations)[0], "_C.so")
+    lib = os.path.join(next(iter(spec.submodule_search_locations)), "_C.so")
     try:
         torch.ops.load_library(lib)
         return

@@ -10,7 +10,8 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import re
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -190,11 +191,14 @@ class Case:
             return CaseError(f"case {self.name!r}, field {field!r}: {why}")
 
         if not isinstance(self.name, str) or not CASE_NAME.fullmatch(self.name):
-            raise CaseError(f"case {self.name!r}, field 'name': must be letters, digits, '_', '.' or '-' "
-                            "(starting with a letter or '_'), so that --cases selects it by name")
+            raise CaseError(
+                f"case {self.name!r}, field 'name': must be letters, digits, '_', '.' or '-' "
+                "(starting with a letter or '_'), so that --cases selects it by name"
+            )
         if not callable(self.oracle):
-            raise bad("oracle", f"missing ({self.oracle!r}): give a NumPy function of the inputs that returns "
-                                "the expected output")
+            raise bad(
+                "oracle", f"missing ({self.oracle!r}): give a NumPy function of the inputs that returns the expected output"
+            )
         names = [d.name for d in self.dims]
         if len(set(names)) != len(names):
             raise bad("dims", f"duplicate dim names {names}")
@@ -207,17 +211,22 @@ class Case:
             raise bad("sweep", f"empty, but dims {sorted(dynamic)} are dynamic: give at least one entry of sizes")
         for i, sizes in enumerate(self.sweep):
             if set(sizes) != dynamic:
-                raise bad("sweep", f"sweep[{i}] sets {sorted(sizes)}, expected exactly the dynamic dims "
-                                   f"{sorted(dynamic)}")
+                raise bad("sweep", f"sweep[{i}] sets {sorted(sizes)}, expected exactly the dynamic dims {sorted(dynamic)}")
             for name, size in sizes.items():
                 dim = self.dim(name)
                 if not isinstance(size, int) or size < dim.min or (dim.max is not None and size > dim.max):
-                    raise bad("sweep", f"sweep[{i}] {name}={size} outside "
-                                       f"[{dim.min}, {dim.max if dim.max is not None else 'inf'}] (dim {name!r})")
+                    raise bad(
+                        "sweep",
+                        f"sweep[{i}] {name}={size} outside "
+                        f"[{dim.min}, {dim.max if dim.max is not None else 'inf'}] (dim {name!r})",
+                    )
         for inp in self.inputs:
             if isinstance(inp.pad, str) and not (inp.pad == "dummy" and inp.gen == "index" and isinstance(inp.high, str)):
-                raise bad("inputs", f"input {inp.name!r}: pad {inp.pad!r} is not a number; only an index input "
-                                    "whose high names a dim may pad with 'dummy'")
+                raise bad(
+                    "inputs",
+                    f"input {inp.name!r}: pad {inp.pad!r} is not a number; only an index input "
+                    "whose high names a dim may pad with 'dummy'",
+                )
         for name, sizes in (self.buckets or {}).items():
             if name not in dynamic:
                 raise bad("buckets", f"dim {name!r} is not a dynamic dim (dynamic: {', '.join(sorted(dynamic))})")
@@ -243,13 +252,13 @@ class Case:
         except Exception as e:
             raise CaseError(f"{where}: raised {type(e).__name__}: {e} on sizes {sizes}") from None
         if out.shape != want:
-            raise CaseError(f"{where}: returns shape {out.shape} on sizes {sizes}, but out_shape "
-                            f"{self.out_shape} says {want}")
+            raise CaseError(f"{where}: returns shape {out.shape} on sizes {sizes}, but out_shape {self.out_shape} says {want}")
         kind = "f" if self.out_dtype == "bfloat16" else np.dtype(self.out_dtype).kind
         allowed = {"f": "fiub", "c": "cfiub", "i": "iub", "u": "iub", "b": "b"}.get(kind, kind)
         if out.dtype.kind not in allowed:
-            raise CaseError(f"{where}: returns dtype {out.dtype} on sizes {sizes}, which out_dtype "
-                            f"{self.out_dtype!r} does not hold exactly")
+            raise CaseError(
+                f"{where}: returns dtype {out.dtype} on sizes {sizes}, which out_dtype {self.out_dtype!r} does not hold exactly"
+            )
 
     # -- dims and modes --------------------------------------------------
     def dim(self, name: str) -> Dim:
@@ -282,9 +291,7 @@ class Case:
 
     @property
     def forms(self) -> tuple[str, ...]:
-        return tuple(
-            f for f, v in (("einx", self.einx), ("torch", self.torch_fn), ("jax", self.jax_fn)) if v is not None
-        )
+        return tuple(f for f, v in (("einx", self.einx), ("torch", self.torch_fn), ("jax", self.jax_fn)) if v is not None)
 
     def dynamic_axes(self, mode: str) -> list[dict[int, Dim]]:
         """Per input, ``{axis: Dim}`` for the axes that are dynamic in ``mode``.
@@ -335,7 +342,7 @@ class Case:
         full = self.all_sizes(sizes)
         rng = np.random.default_rng(seed)
         arrays = []
-        for inp, shape in zip(self.inputs, self.shapes(sizes)):
+        for inp, shape in zip(self.inputs, self.shapes(sizes), strict=False):
             if inp.gen == "normal":
                 a = rng.standard_normal(shape)
             elif inp.gen == "uniform":

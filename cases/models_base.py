@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -55,8 +56,7 @@ class ModelCase(Case):
     def check_oracle(self) -> None:
         unknown = [n for n in self.libraries if n not in libs.LIBRARIES]
         if unknown:
-            raise CaseError(f"case {self.name!r}, field 'libraries': unknown {unknown} (known: "
-                            f"{', '.join(libs.LIBRARIES)})")
+            raise CaseError(f"case {self.name!r}, field 'libraries': unknown {unknown} (known: {', '.join(libs.LIBRARIES)})")
         sizes = self.sizes_for("quick")[0] if self.quick else dict(self.sweep[0])
         self.out_shape_for(sizes)
 

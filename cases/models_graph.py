@@ -63,8 +63,7 @@ def _gcn_einx(einx):
         keep = einx.where("e, , -> e", einx.not_equal("e, e -> e", src, dst), 1.0, 0.0)
         deg = einx.add_at("[n], e, e -> [n]", x.new_ones(x.shape[0]), dst, keep)  # 1: the node's own loop
         dinv = deg.rsqrt()
-        coef = einx.multiply("e, e, e -> e", keep, einx.get_at("[n], e -> e", dinv, src),
-                             einx.get_at("[n], e -> e", dinv, dst))
+        coef = einx.multiply("e, e, e -> e", keep, einx.get_at("[n], e -> e", dinv, src), einx.get_at("[n], e -> e", dinv, dst))
         msg = einx.multiply("e o, e -> e o", einx.get_at("[n] o, e -> e o", h, src), coef)
         # add_at writes into its first input: a fresh tensor, the self loops' share
         out = einx.add_at("[n] o, e, e o -> [n] o", einx.divide("n o, n -> n o", h, deg), dst, msg)
@@ -86,8 +85,12 @@ def _sage_einx(einx):
         total = einx.add_at("[n] i, e, e i -> [n] i", x.new_zeros(x.shape), dst, einx.get_at("[n] i, e -> e i", x, src))
         count = einx.add_at("[n], e, -> [n]", x.new_zeros(x.shape[0]), dst, 1.0)
         mean = einx.divide("n i, n -> n i", total, einx.maximum("n, -> n", count, 1.0))
-        return einx.add("n o, o, n o -> n o", einx.dot("n i, o i -> n o", mean, conv.lin_l.weight), conv.lin_l.bias,
-                        einx.dot("n i, o i -> n o", x, conv.lin_r.weight))
+        return einx.add(
+            "n o, o, n o -> n o",
+            einx.dot("n i, o i -> n o", mean, conv.lin_l.weight),
+            conv.lin_l.bias,
+            einx.dot("n i, o i -> n o", x, conv.lin_r.weight),
+        )
 
     def sage(x, edge_index):
         src, dst = edge_index[0], edge_index[1]
@@ -102,8 +105,7 @@ SAGE = Model("sage", sage, _forward)
 
 _DIMS = (bounded("n", max=MAX_N, min=2), bounded("e", max=MAX_E, min=2), static("f", IN), static("two", 2))
 # padded edges join the dummy node to itself: no real node's degree, softmax or mean changes
-_INPUTS = (Input("x", ("n", "f")),
-           Input("edge_index", ("two", "e"), dtype="int64", gen="index", high="n", pad="dummy"))
+_INPUTS = (Input("x", ("n", "f")), Input("edge_index", ("two", "e"), dtype="int64", gen="index", high="n", pad="dummy"))
 
 
 def _case(name: str, model: Model, what: str, atol: float, einx: EinxForm | None = None) -> ModelCase:
@@ -111,7 +113,7 @@ def _case(name: str, model: Model, what: str, atol: float, einx: EinxForm | None
         name=name,
         tags=("model", "torch_geometric", "gnn", "scatter", "gather"),
         description=f"torch_geometric {what} (16 -> 32 -> 8, random weights, eval) on a random graph of N nodes "
-                    "and E edges (x (N, 16), edge_index (2, E)); N and E dynamic" + ORACLE,
+        "and E edges (x (N, 16), edge_index (2, E)); N and E dynamic" + ORACLE,
         dims=_DIMS,
         inputs=_INPUTS,
         sweep=SWEEP,
@@ -126,14 +128,28 @@ def _case(name: str, model: Model, what: str, atol: float, einx: EinxForm | None
 
 # atol: 10x the float32-vs-float64 max abs error (eager, the 4-shape sweep, seeds 0-3), rounded up:
 # GCN 2.7e-07, GAT 1.4e-07, GraphSAGE 1.4e-07 (outputs are O(1): an absolute bound)
-model_gcn = _case("model_gcn", GCN, "models.GCN: two GCNConv layers (self loops added, symmetric normalisation)",
-                  atol=3e-6, einx=EinxForm("dot, where, not_equal, add_at, get_at, multiply, divide, add, maximum",
-                                           "n i, o i -> n o; [n] o, e -> e o; [n] o, e, e o -> [n] o; ...",
-                                           program=_gcn_einx))
+model_gcn = _case(
+    "model_gcn",
+    GCN,
+    "models.GCN: two GCNConv layers (self loops added, symmetric normalisation)",
+    atol=3e-6,
+    einx=EinxForm(
+        "dot, where, not_equal, add_at, get_at, multiply, divide, add, maximum",
+        "n i, o i -> n o; [n] o, e -> e o; [n] o, e, e o -> [n] o; ...",
+        program=_gcn_einx,
+    ),
+)
 model_gat = _case("model_gat", GAT, "models.GAT: two GATConv layers, 2 heads (self loops added)", atol=2e-6)
-model_sage = _case("model_sage", SAGE, "models.GraphSAGE: two SAGEConv layers (mean aggregation)", atol=2e-6,
-                   einx=EinxForm("add_at, get_at, divide, maximum, dot, add",
-                                 "[n] i, e, e i -> [n] i; [n] i, e -> e i; n i, o i -> n o; ...",
-                                 program=_sage_einx))
+model_sage = _case(
+    "model_sage",
+    SAGE,
+    "models.GraphSAGE: two SAGEConv layers (mean aggregation)",
+    atol=2e-6,
+    einx=EinxForm(
+        "add_at, get_at, divide, maximum, dot, add",
+        "[n] i, e, e i -> [n] i; [n] i, e -> e i; n i, o i -> n o; ...",
+        program=_sage_einx,
+    ),
+)
 
 CASES = (model_gcn, model_gat, model_sage)

@@ -21,11 +21,20 @@ MAX_B, MAX_S = 4, 32
 SWEEP = ({"b": 2, "s": 5}, {"b": 3, "s": 12}, {"b": 2, "s": 17}, {"b": 4, "s": 9})
 
 GPT2_CONFIG = dict(vocab_size=VOCAB, n_positions=64, n_embd=32, n_layer=2, n_head=2, bos_token_id=0, eos_token_id=0)
-BERT_CONFIG = dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                   intermediate_size=64, max_position_embeddings=64)
-LLAMA_CONFIG = dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                    num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=64,
-                    bos_token_id=0, eos_token_id=0)
+BERT_CONFIG = dict(
+    vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, max_position_embeddings=64
+)
+LLAMA_CONFIG = dict(
+    vocab_size=VOCAB,
+    hidden_size=32,
+    intermediate_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    num_key_value_heads=1,
+    max_position_embeddings=64,
+    bos_token_id=0,
+    eos_token_id=0,
+)
 
 
 def gpt2_config(**overrides):
@@ -80,7 +89,7 @@ model_gpt2 = ModelCase(
     name="model_gpt2",
     tags=("model", "transformers", "decoder", "attention"),
     description="transformers GPT2LMHeadModel (2 layers, hidden 32, vocab 128, default sdpa attention): "
-                "logits of input_ids (B, S)" + ORACLE,
+    "logits of input_ids (B, S)" + ORACLE,
     dims=_DIMS + (static("v", VOCAB),),
     # padding S at the end is neutral (causal attention: a real token never sees a later one)
     inputs=(_IDS,),
@@ -98,7 +107,7 @@ model_bert = ModelCase(
     name="model_bert",
     tags=("model", "transformers", "encoder", "attention", "mask"),
     description="transformers BertModel (2 layers, hidden 32, vocab 128, no pooler, default sdpa attention): "
-                "last hidden state of input_ids (B, S) with a 0/1 attention_mask (B, S)" + ORACLE,
+    "last hidden state of input_ids (B, S) with a 0/1 attention_mask (B, S)" + ORACLE,
     dims=_DIMS + (static("v", VOCAB),),
     # a padded token is masked out (pad 0): the real tokens' attention is unchanged
     inputs=(_IDS, Input("attention_mask", ("b", "s"), dtype="int64", gen="index", high=2)),
@@ -116,7 +125,7 @@ model_llama = ModelCase(
     name="model_llama",
     tags=("model", "transformers", "decoder", "attention", "rotary"),
     description="transformers LlamaForCausalLM (2 layers, hidden 32, 2 heads sharing 1 KV head, rotary "
-                "embeddings, vocab 128, default sdpa attention): logits of input_ids (B, S)" + ORACLE,
+    "embeddings, vocab 128, default sdpa attention): logits of input_ids (B, S)" + ORACLE,
     dims=_DIMS + (static("v", VOCAB),),
     inputs=(_IDS,),
     sweep=SWEEP,

@@ -13,8 +13,9 @@ from .model import Input, Tolerance, bounded, static
 from .models_base import ORACLE, Model, ModelCase, seeded
 
 #: a ViT on 32x32 images in 8x8 patches: 16 patches and the class token
-VIT_CONFIG = dict(image_size=32, patch_size=8, num_channels=3, hidden_size=32, num_hidden_layers=2,
-                  num_attention_heads=2, intermediate_size=64)
+VIT_CONFIG = dict(
+    image_size=32, patch_size=8, num_channels=3, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64
+)
 CLASSES = 10
 MAX_B = 8
 
@@ -53,7 +54,7 @@ model_vit = ModelCase(
     name="model_vit",
     tags=("model", "transformers", "vision", "attention"),
     description="transformers ViTModel (32x32 images, 8x8 patches, 2 layers, hidden 32, no pooler): last hidden "
-                "state (B, 17, 32) of pixel_values (B, 3, 32, 32); the batch is dynamic, the image size fixed" + ORACLE,
+    "state (B, 17, 32) of pixel_values (B, 3, 32, 32); the batch is dynamic, the image size fixed" + ORACLE,
     dims=(bounded("b", max=MAX_B, min=2), static("c", 3), static("p", 32)),
     inputs=(Input("pixel_values", ("b", "c", "p", "p")),),
     sweep=({"b": 2}, {"b": 5}, {"b": 3}, {"b": 7}),
@@ -70,7 +71,7 @@ model_resnet18 = ModelCase(
     name="model_resnet18",
     tags=("model", "torchvision", "vision", "conv"),
     description="torchvision resnet18 (10 classes, random weights, eval): logits of images (B, 3, 32, 32); "
-                "the batch is dynamic" + ORACLE,
+    "the batch is dynamic" + ORACLE,
     dims=(bounded("b", max=MAX_B, min=2), static("c", 3), static("p", 32)),
     inputs=(Input("images", ("b", "c", "p", "p")),),
     sweep=({"b": 2}, {"b": 5}, {"b": 3}, {"b": 7}),
@@ -87,7 +88,7 @@ model_resnet18_hw = ModelCase(
     name="model_resnet18_hw",
     tags=("model", "torchvision", "vision", "conv", "image-size"),
     description="torchvision resnet18 (10 classes, random weights, eval): logits of images (B, 3, P, P); the "
-                "batch and the image side change per call (adaptive average pooling takes any side)" + ORACLE,
+    "batch and the image side change per call (adaptive average pooling takes any side)" + ORACLE,
     dims=(bounded("b", max=MAX_B, min=2), static("c", 3), bounded("p", max=64, min=32)),
     inputs=(Input("images", ("b", "c", "p", "p")),),
     sweep=({"b": 2, "p": 32}, {"b": 3, "p": 48}, {"b": 2, "p": 40}, {"b": 4, "p": 56}),
@@ -98,8 +99,7 @@ model_resnet18_hw = ModelCase(
     # 10x that, rounded up (outputs are O(1): an absolute bound)
     tolerance=Tolerance(0.0, 6e-06),
     # zero rows and columns past the image change what every conv and the average pool see
-    bucket_unsupported="padding the image side adds zero pixels that the convolutions and the adaptive average "
-                       "pool take in",
+    bucket_unsupported="padding the image side adds zero pixels that the convolutions and the adaptive average pool take in",
     libraries=("torchvision",),
 )
 

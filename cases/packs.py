@@ -34,7 +34,7 @@ class Pack:
     expectations: Path | None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def packs() -> tuple[Pack, ...]:
     """Every installed pack, in entry-point name order.
 

@@ -101,8 +101,7 @@ def _sdpa_oracle(q, k, v, last):
 seq_sdpa_mask = Case(
     name="seq_sdpa_mask",
     tags=("sequence", "attention", "mask", "arange", "softmax", "matmul"),
-    description="F.scaled_dot_product_attention(q, k, v, attn_mask=arange(T) <= last[:, None]): "
-                "per-row key lengths",
+    description="F.scaled_dot_product_attention(q, k, v, attn_mask=arange(T) <= last[:, None]): per-row key lengths",
     dims=_seq_dims(static("b", 2), static("h", 4), static("d", 16)),
     inputs=(
         Input("q", ("b", "h", "t", "d")),
@@ -187,8 +186,7 @@ def _conv1d_jax():
     import jax
 
     def seq_conv1d(x, weight, bias):
-        y = jax.lax.conv_general_dilated(x, weight, window_strides=(1,), padding="VALID",
-                                         dimension_numbers=("NCH", "OIH", "NCH"))
+        y = jax.lax.conv_general_dilated(x, weight, window_strides=(1,), padding="VALID", dimension_numbers=("NCH", "OIH", "NCH"))
         return y + bias[None, :, None]
 
     return seq_conv1d
@@ -198,7 +196,7 @@ def _conv1d_oracle(x, weight, bias):
     t_out = x.shape[2] - weight.shape[2] + 1
     out = np.zeros((x.shape[0], weight.shape[0], t_out))
     for j in range(weight.shape[2]):  # cross-correlation, one kernel tap at a time
-        out += np.einsum("bct,oc->bot", x[:, :, j:j + t_out], weight[:, :, j])
+        out += np.einsum("bct,oc->bot", x[:, :, j : j + t_out], weight[:, :, j])
     return out + bias[np.newaxis, :, np.newaxis]
 
 
@@ -359,8 +357,7 @@ seq_split_sizes = Case(
     jax_fn=_split_jax,
     # sums of up to 250 float32 normals per half
     tolerance=Tolerance(1e-4, 1e-4),
-    bucket_unsupported="the split point T // 2 moves with T: padding T to a bucket moves "
-                       "real rows into the second part",
+    bucket_unsupported="the split point T // 2 moves with T: padding T to a bucket moves real rows into the second part",
 )
 
 CASES = (seq_softmax, seq_sdpa_mask, seq_layer_norm, seq_conv1d, seq_cumsum, seq_embedding, seq_split_sizes)

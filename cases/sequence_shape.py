@@ -16,8 +16,9 @@ B, F = 4, 16
 
 # 24 novel lengths: odd and even, multiples of 8 and not, across several
 # power-of-two buckets; quick takes three of them in different buckets
-T_SWEEP = tuple({"t": t} for t in (5, 13, 40, 2, 3, 7, 8, 9, 16, 17, 23, 31, 33, 48, 63, 64, 65, 97,
-                                   128, 129, 200, 255, 257, 511))
+T_SWEEP = tuple(
+    {"t": t} for t in (5, 13, 40, 2, 3, 7, 8, 9, 16, 17, 23, 31, 33, 48, 63, 64, 65, 97, 128, 129, 200, 255, 257, 511)
+)
 
 
 def _seq_dims(min_t: int = 1):
@@ -125,17 +126,39 @@ seq_cat = Case(
     description="torch.cat([x1, x2], dim=1): two sequences of lengths t1 and t2 joined (output t1 + t2)",
     dims=(static("b", B), bounded("t1", max=_HALF_T, min=1), bounded("t2", max=_HALF_T, min=1), static("f", F)),
     inputs=(Input("x1", ("b", "t1", "f")), Input("x2", ("b", "t2", "f"))),
-    sweep=tuple({"t1": t1, "t2": t2} for t1, t2 in (
-        (5, 11), (40, 3), (100, 77), (1, 1), (1, 2), (2, 1), (3, 7), (8, 8), (9, 16), (16, 9), (17, 30),
-        (31, 1), (33, 64), (64, 33), (48, 48), (65, 2), (97, 128), (128, 97), (200, 5), (255, 256),
-        (256, 256))),
+    sweep=tuple(
+        {"t1": t1, "t2": t2}
+        for t1, t2 in (
+            (5, 11),
+            (40, 3),
+            (100, 77),
+            (1, 1),
+            (1, 2),
+            (2, 1),
+            (3, 7),
+            (8, 8),
+            (9, 16),
+            (16, 9),
+            (17, 30),
+            (31, 1),
+            (33, 64),
+            (64, 33),
+            (48, 48),
+            (65, 2),
+            (97, 128),
+            (128, 97),
+            (200, 5),
+            (255, 256),
+            (256, 256),
+        )
+    ),
     oracle=lambda x1, x2: np.concatenate([x1, x2], axis=1),
     out_shape=("b", "t1+t2", "f"),
     torch_fn=_cat_torch,
     jax_fn=_cat_jax,
     exact=True,
     bucket_unsupported="padding t1 puts pad rows between x1's and x2's rows, so the real output is not a "
-                       "prefix of the padded one (x2 starts at the bucket, not at t1)",
+    "prefix of the padded one (x2 starts at the bucket, not at t1)",
 )
 
 
@@ -274,7 +297,7 @@ seq_masked_mean = Case(
     name="seq_masked_mean",
     tags=("sequence", "mask", "reduce", "arange"),
     description="(x * (arange(T) < lengths[:, None])[..., None]).sum(1) / lengths.clamp(min=1): mean of "
-                "x[b, :lengths[b]] (an empty row gives 0)",
+    "x[b, :lengths[b]] (an empty row gives 0)",
     dims=_seq_dims(),
     inputs=(
         Input("x", ("b", "t", "f")),

@@ -69,8 +69,7 @@ def test_jobs_the_gate_leaves_out():
     tests/test_torch_aoti.py the opt-in backend's."""
     reasons = collections.Counter(_chosen(c).split(";")[0] for c in LEFT_OUT)
     if reasons:
-        pytest.skip(f"{len(LEFT_OUT)} jobs not gated here: "
-                    + "; ".join(f"{n} {why}" for why, n in reasons.most_common()))
+        pytest.skip(f"{len(LEFT_OUT)} jobs not gated here: " + "; ".join(f"{n} {why}" for why, n in reasons.most_common()))
 
 
 @pytest.mark.parametrize("combo", [pytest.param(c, marks=_marks(c.backend), id=c.id) for c in COMBOS])

@@ -17,14 +17,18 @@ def export_sample(args, spec):
     import torch
 
     size: dict = {}
-    for a, axes in zip(args, spec):
+    for a, axes in zip(args, spec, strict=False):
         for axis, (name, least, bound) in (axes or {}).items():
             n = max(int(a.shape[axis]), least)
             size[name] = n if bound is None else min(n, bound)
-    if all(a.shape[axis] == size[name] for a, axes in zip(args, spec) for axis, (name, _, _) in (axes or {}).items()):
+    if all(
+        a.shape[axis] == size[name] for a, axes in zip(args, spec, strict=False) for axis, (name, _, _) in (axes or {}).items()
+    ):
         return list(args)
-    return [torch.zeros([size[axes[i][0]] if axes and i in axes else n for i, n in enumerate(a.shape)], dtype=a.dtype)
-            for a, axes in zip(args, spec)]
+    return [
+        torch.zeros([size[axes[i][0]] if axes and i in axes else n for i, n in enumerate(a.shape)], dtype=a.dtype)
+        for a, axes in zip(args, spec, strict=False)
+    ]
 
 
 def export_oblivious_retry(run):

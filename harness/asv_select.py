@@ -27,11 +27,10 @@ def regexes_from_argv(argv: list[str]) -> list[str] | None:
     """The ``-b``/``--bench`` regexes of an ``asv`` command line (``[]``: no
     ``-b``, everything is selected), or ``None`` if ``argv`` is not an ``asv``
     command that runs benchmarks."""
-    at = next((i for i, a in enumerate(argv[:3]) if Path(a).name == "asv" or (i and argv[i - 1] == "-m" and a == "asv")),
-              None)
+    at = next((i for i, a in enumerate(argv[:3]) if Path(a).name == "asv" or (i and argv[i - 1] == "-m" and a == "asv")), None)
     if at is None:
         return None
-    rest = argv[at + 1:]
+    rest = argv[at + 1 :]
     if not any(a in RUNNING for a in rest):
         return None
     found, it = [], iter(rest)

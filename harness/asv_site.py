@@ -30,18 +30,22 @@ VENDOR = {
     "https://code.jquery.com/jquery-3.3.1.min.js": ("jquery@3.3.1", "dist/jquery.min.js"),
     "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.min.js": ("flot@0.8.3", "jquery.flot.js"),
     "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.time.min.js": ("flot@0.8.3", "jquery.flot.time.js"),
-    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.selection.min.js":
-        ("flot@0.8.3", "jquery.flot.selection.js"),
-    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.categories.min.js":
-        ("flot@0.8.3", "jquery.flot.categories.js"),
-    "https://cdn.jsdelivr.net/npm/flot-orderbars@1.0.0/js/jquery.flot.orderBars.js":
-        ("flot-orderbars@1.0.0", "js/jquery.flot.orderBars.js"),
-    "https://cdnjs.cloudflare.com/ajax/libs/stupidtable/1.0.1/stupidtable.min.js":
-        ("stupid-table-plugin@1.1.3", "stupidtable.min.js"),
+    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.selection.min.js": ("flot@0.8.3", "jquery.flot.selection.js"),
+    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.categories.min.js": (
+        "flot@0.8.3",
+        "jquery.flot.categories.js",
+    ),
+    "https://cdn.jsdelivr.net/npm/flot-orderbars@1.0.0/js/jquery.flot.orderBars.js": (
+        "flot-orderbars@1.0.0",
+        "js/jquery.flot.orderBars.js",
+    ),
+    "https://cdnjs.cloudflare.com/ajax/libs/stupidtable/1.0.1/stupidtable.min.js": (
+        "stupid-table-plugin@1.1.3",
+        "stupidtable.min.js",
+    ),
     "https://cdnjs.cloudflare.com/ajax/libs/blueimp-md5/2.19.0/js/md5.min.js": ("blueimp-md5@2.19.0", "js/md5.min.js"),
     "https://cdn.jsdelivr.net/npm/bootstrap@3.1.1/dist/js/bootstrap.min.js": ("bootstrap@3.1.1", "dist/js/bootstrap.min.js"),
-    "https://cdn.jsdelivr.net/npm/bootstrap@3.1.1/dist/css/bootstrap.min.css":
-        ("bootstrap@3.1.1", "dist/css/bootstrap.min.css"),
+    "https://cdn.jsdelivr.net/npm/bootstrap@3.1.1/dist/css/bootstrap.min.css": ("bootstrap@3.1.1", "dist/css/bootstrap.min.css"),
 }
 
 #: a script or stylesheet tag's address on a CDN (links to web pages are left alone)
@@ -72,8 +76,7 @@ def fetch(vendor: Path, npm: str = "npm") -> Path:
         raise SiteError(f"npm not found: it fetches {', '.join(sorted(wanted))} from the npm registry")
     for package, urls in wanted.items():
         with tempfile.TemporaryDirectory() as tmp:
-            out = subprocess.run([npm, "pack", "--silent", package], cwd=tmp, capture_output=True, text=True,
-                                 timeout=300)
+            out = subprocess.run([npm, "pack", "--silent", package], cwd=tmp, capture_output=True, text=True, timeout=300)
             if out.returncode != 0:
                 raise SiteError(f"npm pack {package} failed: {out.stderr.strip().splitlines()[-1:]}")
             (tgz,) = Path(tmp).glob("*.tgz")

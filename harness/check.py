@@ -131,8 +131,9 @@ def _list(ix: list[int]) -> str:
     return ", ".join(map(str, ix[:8])) + (", …" if len(ix) > 8 else "")
 
 
-def verdicts(df: pd.DataFrame, files=(), rules=None, by=None, ci: bool | None = None,
-             warn=True) -> dict[tuple, expectations.Verdict]:
+def verdicts(
+    df: pd.DataFrame, files=(), rules=None, by=None, ci: bool | None = None, warn=True
+) -> dict[tuple, expectations.Verdict]:
     """Each job's :class:`~harness.expectations.Verdict`, keyed by (case, backend,
     mode) plus the ``by`` columns (``run_id``, ``host``: as
     :func:`harness.report.job_by` gives them; default ``run_id`` when ``df``
@@ -161,12 +162,17 @@ def verdicts(df: pd.DataFrame, files=(), rules=None, by=None, ci: bool | None = 
                 continue
             key = (case, backend, mode, *({"run_id": run_id}.get(b, "?") for b in by))
             out[key] = expectations.Verdict(
-                "missing", [f"planned by run {run_id}, never ran (no record: was the run killed?)"],
-                expectations.lookup(rules, case, backend, mode))
+                "missing",
+                [f"planned by run {run_id}, never ran (no record: was the run killed?)"],
+                expectations.lookup(rules, case, backend, mode),
+            )
     unplanned = sorted(set(df["run_id"].dropna().astype(str)) - set(found))
     if warn and unplanned and len(files):
-        print(f"dynshape: warning: run {', '.join(unplanned)} has no plan (.plan.json): jobs it never ran cannot be "
-              "told apart from jobs it did not select", file=sys.stderr)
+        print(
+            f"dynshape: warning: run {', '.join(unplanned)} has no plan (.plan.json): jobs it never ran cannot be "
+            "told apart from jobs it did not select",
+            file=sys.stderr,
+        )
     return out
 
 

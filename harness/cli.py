@@ -18,8 +18,14 @@ from harness.runner import DEFAULT_REPEATS, DEFAULT_WARMUP
 EXIT_OK, EXIT_UNEXPECTED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 #: the allowed range of each numeric flag
-RANGES = {"jobs": (1, 64), "repeats": (1, 10_000), "warmup": (0, 1_000), "threads": (0, 1_024),
-          "timeout": (1.0, 86_400.0), "max_slowdown": (1.0, 1_000.0)}
+RANGES = {
+    "jobs": (1, 64),
+    "repeats": (1, 10_000),
+    "warmup": (0, 1_000),
+    "threads": (0, 1_024),
+    "timeout": (1.0, 86_400.0),
+    "max_slowdown": (1.0, 1_000.0),
+}
 
 
 def _in_range(name: str, kind=int):
@@ -32,8 +38,9 @@ def _in_range(name: str, kind=int):
         except ValueError:
             v = None
         if v is None or not lo <= v <= hi:
-            raise argparse.ArgumentTypeError(f"must be {'an integer' if kind is int else 'a number'} "
-                                             f"in [{lo}, {hi}], got {text!r}")
+            raise argparse.ArgumentTypeError(
+                f"must be {'an integer' if kind is int else 'a number'} in [{lo}, {hi}], got {text!r}"
+            )
         return v
 
     return parse
@@ -51,11 +58,13 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     ls = sub.add_parser(
-        "list", help="cases × backends × modes and their availability",
+        "list",
+        help="cases × backends × modes and their availability",
         description="Cases × backends × modes and their availability. Modes: static (a program per shape), "
-                    "unbounded (symbolic dims), bounded (dims up to a maximum), bucketed (power-of-two buckets: "
-                    "our XLA executors compile the `?` module per bucket; the per-shape compilers pad inputs "
-                    "on the host with each input's neutral pad and slice the output back, backends/padding.py).")
+        "unbounded (symbolic dims), bounded (dims up to a maximum), bucketed (power-of-two buckets: "
+        "our XLA executors compile the `?` module per bucket; the per-shape compilers pad inputs "
+        "on the host with each input's neutral pad and slice the output back, backends/padding.py).",
+    )
     ls.add_argument("--json", action="store_true", help="machine-readable output")
 
     run = sub.add_parser("run", help="run jobs; print a summary, write the HTML report and the CSV")
@@ -63,45 +72,76 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--backends", help="comma-separated globs (default: all)")
     run.add_argument("--modes", help="comma-separated globs (default: all)")
     prof = run.add_mutually_exclusive_group()
-    prof.add_argument("--quick", dest="profile", action="store_const", const="quick",
-                      help="short sweeps (the default profile)")
+    prof.add_argument("--quick", dest="profile", action="store_const", const="quick", help="short sweeps (the default profile)")
     prof.add_argument("--full", dest="profile", action="store_const", const="full", help="each case's whole sweep")
-    run.add_argument("--whole-matrix", action="store_true",
-                     help="also the jobs the quick profile leaves out to fit its budget (harness/profiles.py; "
-                          "the report lists them under 'Not run')")
+    run.add_argument(
+        "--whole-matrix",
+        action="store_true",
+        help="also the jobs the quick profile leaves out to fit its budget (harness/profiles.py; "
+        "the report lists them under 'Not run')",
+    )
     run.set_defaults(profile="quick")
     run.add_argument("--out", default="results", help="directory for the run's JSONL (default: results/)")
-    run.add_argument("--jobs", type=_in_range("jobs"), default=1,
-                     help="workers at a time, 1-64 (timings are cleaner with 1)")
-    run.add_argument("--repeats", type=_in_range("repeats"), default=DEFAULT_REPEATS,
-                     help="timed repeats per shape in the cached phase (1-10000)")
-    run.add_argument("--warmup", type=_in_range("warmup"), default=DEFAULT_WARMUP,
-                     help="warm-up calls per shape before the cached phase (0-1000)")
+    run.add_argument("--jobs", type=_in_range("jobs"), default=1, help="workers at a time, 1-64 (timings are cleaner with 1)")
+    run.add_argument(
+        "--repeats",
+        type=_in_range("repeats"),
+        default=DEFAULT_REPEATS,
+        help="timed repeats per shape in the cached phase (1-10000)",
+    )
+    run.add_argument(
+        "--warmup",
+        type=_in_range("warmup"),
+        default=DEFAULT_WARMUP,
+        help="warm-up calls per shape before the cached phase (0-1000)",
+    )
     run.add_argument("--timeout", type=_in_range("timeout", float), help="seconds per job (default: the backend's)")
-    run.add_argument("--max-memory", type=_memory, default=limits.default_bytes(), metavar="SIZE",
-                     help=f"memory each job may allocate once its backend has started (forked or spawned alike): 8G, 512M, 50%% (of the machine) or 0 for no limit; past "
-                          f"it the job is recorded as oom (default: {limits.DEFAULT_FRACTION * 100:.0f}%% of this machine, "
-                          f"{limits.fmt(limits.default_bytes())})")
-    run.add_argument("--resume", metavar="RUN_ID",
-                     help="finish an interrupted run: run its missing and incomplete jobs, appending to it")
-    run.add_argument("--threads", type=_in_range("threads"), default=1,
-                     help="threads per worker for torch, BLAS and XLA alike (default 1, steadier timings; "
-                          "0: the frameworks' defaults)")
-    run.add_argument("--trace", metavar="DIR",
-                     help="set TORCH_TRACE per job to DIR/<job> (dynamo/inductor logs for tlparse)")
+    run.add_argument(
+        "--max-memory",
+        type=_memory,
+        default=limits.default_bytes(),
+        metavar="SIZE",
+        help=f"memory each job may allocate once its backend has started (forked or spawned alike): 8G, 512M, 50%% (of the machine) or 0 for no limit; past "
+        f"it the job is recorded as oom (default: {limits.DEFAULT_FRACTION * 100:.0f}%% of this machine, "
+        f"{limits.fmt(limits.default_bytes())})",
+    )
+    run.add_argument(
+        "--resume", metavar="RUN_ID", help="finish an interrupted run: run its missing and incomplete jobs, appending to it"
+    )
+    run.add_argument(
+        "--threads",
+        type=_in_range("threads"),
+        default=1,
+        help="threads per worker for torch, BLAS and XLA alike (default 1, steadier timings; 0: the frameworks' defaults)",
+    )
+    run.add_argument("--trace", metavar="DIR", help="set TORCH_TRACE per job to DIR/<job> (dynamo/inductor logs for tlparse)")
     run.add_argument("--warm-cache", action="store_true", help="keep on-disk compile caches between runs")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
-    run.add_argument("--no-fork-server", action="store_true",
-                     help="spawn every worker as a new interpreter instead of forking it from the environment's "
-                          "fork server, which imported torch, numpy and jax once (also: DYNSHAPE_FORK_SERVER=0)")
-    run.add_argument("--shard", metavar="i/n",
-                     help="run only shard i of n of the selected jobs (every n-th by id; `merge` joins the shards)")
-    run.add_argument("--scheduler", metavar="ADDRESS", nargs="?", const="local",
-                     help="run each job's worker on a Dask distributed cluster at ADDRESS (tcp://host:8786); "
-                          "without an address, on a LocalCluster (needs the 'distributed' extra)")
-    run.add_argument("--processes", type=int, default=1, metavar="N",
-                     help="repeat each job's novel phase in N fresh workers, keeping every sample "
-                          f"(compare needs {stats.MIN_SAMPLES} to call a novel-sweep change significant)")
+    run.add_argument(
+        "--no-fork-server",
+        action="store_true",
+        help="spawn every worker as a new interpreter instead of forking it from the environment's "
+        "fork server, which imported torch, numpy and jax once (also: DYNSHAPE_FORK_SERVER=0)",
+    )
+    run.add_argument(
+        "--shard", metavar="i/n", help="run only shard i of n of the selected jobs (every n-th by id; `merge` joins the shards)"
+    )
+    run.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        nargs="?",
+        const="local",
+        help="run each job's worker on a Dask distributed cluster at ADDRESS (tcp://host:8786); "
+        "without an address, on a LocalCluster (needs the 'distributed' extra)",
+    )
+    run.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        metavar="N",
+        help="repeat each job's novel phase in N fresh workers, keeping every sample "
+        f"(compare needs {stats.MIN_SAMPLES} to call a novel-sweep change significant)",
+    )
 
     rep = sub.add_parser("report", help="summarise runs (default: the latest)")
     rep.add_argument("paths", nargs="*", help="JSONL files or directories")
@@ -110,16 +150,25 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--cases", help="only these cases (comma-separated globs)")
     rep.add_argument("--backends", help="only these backends (comma-separated globs)")
     rep.add_argument("--modes", help="only these modes (comma-separated globs)")
-    rep.add_argument("--check", action="store_true",
-                     help="exit 1 when a job contradicts cases/expectations.toml, recompiled, has no rule, or is "
-                          "missing: planned (the run's .plan.json) but never ran, a shape or a cached phase "
-                          "without its records or samples, or (CI=true) its backend's environment absent")
+    rep.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 when a job contradicts cases/expectations.toml, recompiled, has no rule, or is "
+        "missing: planned (the run's .plan.json) but never ran, a shape or a cached phase "
+        "without its records or samples, or (CI=true) its backend's environment absent",
+    )
     rep.add_argument("--html", metavar="OUT.html", help="also write a self-contained HTML report with plots")
-    rep.add_argument("--families", action="store_true",
-                     help="instead of the summary: backend/mode × case family, how many jobs compile "
-                          "none/once/per bucket/per shape (Markdown; CSV with --csv)")
-    rep.add_argument("--per-shape", metavar="CASE",
-                     help="instead of the summary: one row per job and novel shape of CASE (Markdown; CSV with --csv)")
+    rep.add_argument(
+        "--families",
+        action="store_true",
+        help="instead of the summary: backend/mode × case family, how many jobs compile "
+        "none/once/per bucket/per shape (Markdown; CSV with --csv)",
+    )
+    rep.add_argument(
+        "--per-shape",
+        metavar="CASE",
+        help="instead of the summary: one row per job and novel shape of CASE (Markdown; CSV with --csv)",
+    )
 
     his = sub.add_parser("history", help="compiles (per shape) and latency by commit, from runs and asv results")
     his.add_argument("paths", nargs="*", help="JSONL files or directories (default: every run in --results)")
@@ -133,8 +182,11 @@ def _parser() -> argparse.ArgumentParser:
 
     pk = sub.add_parser("packs", help="case packs: install one into every environment a backend runs in")
     pk_sub = pk.add_subparsers(dest="packs_command", required=True)
-    pki = pk_sub.add_parser("install", help="install the case pack at PATH (its pyproject.toml) into every "
-                                            "environment (.venv, .venv-xla), as an editable install, no build step")
+    pki = pk_sub.add_parser(
+        "install",
+        help="install the case pack at PATH (its pyproject.toml) into every "
+        "environment (.venv, .venv-xla), as an editable install, no build step",
+    )
     pki.add_argument("path", help="the pack's directory")
 
     mrg = sub.add_parser("merge", help="join runs (e.g. shards from several machines) into one run file")
@@ -147,10 +199,13 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument("a")
     cmp.add_argument("b")
     cmp.add_argument("--results", default="results")
-    cmp.add_argument("--max-slowdown", type=_in_range("max_slowdown", float), default=1.5,
-                     help="B/A latency ratio above which a significant change counts as a regression (default 1.5)")
-    cmp.add_argument("--force", action="store_true",
-                     help="compare runs of different profiles, machines or thread settings")
+    cmp.add_argument(
+        "--max-slowdown",
+        type=_in_range("max_slowdown", float),
+        default=1.5,
+        help="B/A latency ratio above which a significant change counts as a regression (default 1.5)",
+    )
+    cmp.add_argument("--force", action="store_true", help="compare runs of different profiles, machines or thread settings")
     return p
 
 
@@ -159,8 +214,15 @@ def main(argv=None) -> int:
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
         try:
-            return {"list": _list, "run": _run, "report": _report, "compare": _compare,
-                    "history": _history, "merge": _merge, "packs": _packs}[args.command](args)
+            return {
+                "list": _list,
+                "run": _run,
+                "report": _report,
+                "compare": _compare,
+                "history": _history,
+                "merge": _merge,
+                "packs": _packs,
+            }[args.command](args)
         except cases.CaseError as e:
             print(f"dynshape: {e}", file=sys.stderr)
             return EXIT_USAGE
@@ -188,23 +250,47 @@ def _list(args) -> int:
     catalogue = cases.catalogue()
     avail = {name: b.available() for name, b in backends.items()}
     if args.json:
-        print(json.dumps({
-            "cases": [{"name": c.name, "tags": list(c.tags), "dims": {d.name: d.as_json() for d in c.dims},
-                       "forms": list(c.forms), "modes": list(c.modes),
-                       "unavailable": c.unavailable() if hasattr(c, "unavailable") else None} for c in catalogue],
-            "backends": [{"name": n, "modes": list(b.modes), "forms": list(b.forms), "env": b.env,
-                          "available": avail[n][0], "reason": avail[n][1],
-                          "mode_notes": dict(getattr(b, "mode_notes", {})),
-                          "counters": {s: {"source": c.source, "event": c.event}
-                                       for s, c in getattr(b, "counters", {}).items()}}
-                         for n, b in backends.items()],
-        }, indent=2))
+        print(
+            json.dumps(
+                {
+                    "cases": [
+                        {
+                            "name": c.name,
+                            "tags": list(c.tags),
+                            "dims": {d.name: d.as_json() for d in c.dims},
+                            "forms": list(c.forms),
+                            "modes": list(c.modes),
+                            "unavailable": c.unavailable() if hasattr(c, "unavailable") else None,
+                        }
+                        for c in catalogue
+                    ],
+                    "backends": [
+                        {
+                            "name": n,
+                            "modes": list(b.modes),
+                            "forms": list(b.forms),
+                            "env": b.env,
+                            "available": avail[n][0],
+                            "reason": avail[n][1],
+                            "mode_notes": dict(getattr(b, "mode_notes", {})),
+                            "counters": {
+                                s: {"source": c.source, "event": c.event} for s, c in getattr(b, "counters", {}).items()
+                            },
+                        }
+                        for n, b in backends.items()
+                    ],
+                },
+                indent=2,
+            )
+        )
         return 0
     print("backends:")
     for n, b in backends.items():
         ok, why = avail[n]
-        print(f"  {n:<20} env={b.env:<5} forms={','.join(b.forms):<12} modes={','.join(b.modes):<25} "
-              f"{'available' if ok else 'unavailable: ' + why}")
+        print(
+            f"  {n:<20} env={b.env:<5} forms={','.join(b.forms):<12} modes={','.join(b.modes):<25} "
+            f"{'available' if ok else 'unavailable: ' + why}"
+        )
         for mode, note in getattr(b, "mode_notes", {}).items():
             print(f"  {'':<20} {mode}: {note}")
     print("\ncases × backends × modes:")
@@ -219,16 +305,20 @@ def _list(args) -> int:
         return f"{name} (pack {pack[5:]!r} not installed in env {backends[name].env})" if why else name
 
     for c in catalogue:
-        dims = ", ".join(f"{d.name}={d.size}" if not d.dynamic else f"{d.name}:{d.kind}" + (f"≤{d.max}" if d.max else "")
-                         for d in c.dims)
+        dims = ", ".join(
+            f"{d.name}={d.size}" if not d.dynamic else f"{d.name}:{d.kind}" + (f"≤{d.max}" if d.max else "") for d in c.dims
+        )
         print(f"  {c.name} ({dims}) tags={','.join(c.tags)}")
         why = c.unavailable() if hasattr(c, "unavailable") else None
         if why:  # a model case whose library is missing here
             print(f"    unavailable: {why}")
             continue
         for m in c.modes:
-            runs = [label(c.name, n) for n, b in backends.items() if b.unsupported_reason(c, m) is None and avail[n][0]
-                    and runner.Combo(c, b, m).case_libraries_missing() is None]
+            runs = [
+                label(c.name, n)
+                for n, b in backends.items()
+                if b.unsupported_reason(c, m) is None and avail[n][0] and runner.Combo(c, b, m).case_libraries_missing() is None
+            ]
             print(f"    {m:<10} {', '.join(runs) or '–'}")
     return 0
 
@@ -237,13 +327,23 @@ def _run(args) -> int:
     from . import check, report, resume, runner
 
     if args.resume:
-        chosen = [f for f, v in (("--cases", args.cases), ("--backends", args.backends), ("--modes", args.modes),
-                                 ("--shard", args.shard), ("--scheduler", args.scheduler)) if v]
+        chosen = [
+            f
+            for f, v in (
+                ("--cases", args.cases),
+                ("--backends", args.backends),
+                ("--modes", args.modes),
+                ("--shard", args.shard),
+                ("--scheduler", args.scheduler),
+            )
+            if v
+        ]
         if chosen:
             print(f"dynshape: --resume runs the jobs the run planned; drop {', '.join(chosen)}", file=sys.stderr)
             return EXIT_USAGE
-        r, combos = resume.resume(args.out, args.resume, progress=not args.no_progress,
-                                  fork_server=False if args.no_fork_server else None)
+        r, combos = resume.resume(
+            args.out, args.resume, progress=not args.no_progress, fork_server=False if args.no_fork_server else None
+        )
         print(f"run {r.run_id}: resuming, {len(combos)} jobs missing or incomplete → {r.path}", file=sys.stderr)
     else:
         _check_out(args.out)
@@ -260,10 +360,20 @@ def _run(args) -> int:
             if not combos:
                 print(f"dynshape: shard {i}/{n} of the selection is empty", file=sys.stderr)
                 return EXIT_USAGE
-        r = runner.Runner(args.out, profile=args.profile, repeats=args.repeats, warmup=args.warmup,
-                          timeout_s=args.timeout, warm_cache=args.warm_cache, progress=not args.no_progress,
-                          threads=args.threads or None, trace_dir=args.trace, max_memory=args.max_memory,
-                          processes=args.processes, fork_server=False if args.no_fork_server else None)
+        r = runner.Runner(
+            args.out,
+            profile=args.profile,
+            repeats=args.repeats,
+            warmup=args.warmup,
+            timeout_s=args.timeout,
+            warm_cache=args.warm_cache,
+            progress=not args.no_progress,
+            threads=args.threads or None,
+            trace_dir=args.trace,
+            max_memory=args.max_memory,
+            processes=args.processes,
+            fork_server=False if args.no_fork_server else None,
+        )
         print(f"run {r.run_id}: {len(combos)} jobs, profile {args.profile} → {r.path}", file=sys.stderr)
     combos = _packs_missing(combos)
     from . import expectations
@@ -278,8 +388,11 @@ def _run(args) -> int:
         else:
             path = r.run(combos, jobs=args.jobs)
     except KeyboardInterrupt:
-        print(f"\ndynshape: interrupted; every record written is kept in {r.path}; finish the run with\n"
-              f"  dynshape run --resume {r.run_id} --out {args.out}", file=sys.stderr)
+        print(
+            f"\ndynshape: interrupted; every record written is kept in {r.path}; finish the run with\n"
+            f"  dynshape run --resume {r.run_id} --out {args.out}",
+            file=sys.stderr,
+        )
         return EXIT_INTERRUPTED
     try:
         df = results.load([path])
@@ -293,12 +406,13 @@ def _run(args) -> int:
 
         page.write_text(html_report.render(df, title=f"dynshape: {path.stem}", judged=verdicts), encoding="utf-8")
     except KeyboardInterrupt:  # the run is complete: only its report was cut short
-        print(f"\ndynshape: interrupted while reporting; the run is complete in {path}; its report:\n"
-              f"  dynshape report {path}", file=sys.stderr)
+        print(
+            f"\ndynshape: interrupted while reporting; the run is complete in {path}; its report:\n  dynshape report {path}",
+            file=sys.stderr,
+        )
         return EXIT_INTERRUPTED
     # a screenful, whatever the run's size: the table is `dynshape report`'s
-    print(report.run_summary(summary, verdicts, str(path),
-                             {"HTML report": page, "report CSV": csv, "records": path}))
+    print(report.run_summary(summary, verdicts, str(path), {"HTML report": page, "report CSV": csv, "records": path}))
     return _unexpected(verdicts)
 
 
@@ -364,14 +478,16 @@ def _report(args) -> int:
     df = results.load(files)
     dups = results.duplicates(df)
     if dups:  # a report would mix the attempts in its medians: say so, and --check fails
-        print(f"dynshape: warning: {len(dups)} (job, shape, phase) keys have more than one record (an attempt "
-              f"kept beside its retry?), e.g. {dups[0]}", file=sys.stderr)
+        print(
+            f"dynshape: warning: {len(dups)} (job, shape, phase) keys have more than one record (an attempt "
+            f"kept beside its retry?), e.g. {dups[0]}",
+            file=sys.stderr,
+        )
     if args.html:
         from . import html_report as html
 
         df = _select_records(df, args)
-        Path(args.html).write_text(html.render(df, title=f"dynshape: {', '.join(f.stem for f in files)}"),
-                                   encoding="utf-8")
+        Path(args.html).write_text(html.render(df, title=f"dynshape: {', '.join(f.stem for f in files)}"), encoding="utf-8")
         print(f"HTML report: {args.html}", file=sys.stderr)
     if args.families:
         table = report.family_table(_select_records(df, args))
@@ -444,8 +560,11 @@ def _compare(args) -> int:
         print("\nNot compared:\n" + "\n".join(f"- {line}" for line in gaps.lines))
     bad = df[df["regression"]] if len(df) else df
     if len(bad) or gaps.failures:
-        print(f"\n{len(bad)} regression(s): significant and beyond {args.max_slowdown}×, or in compile counts "
-              f"or status; {gaps.failures} job(s) missing from B or with holes in B", file=sys.stderr)
+        print(
+            f"\n{len(bad)} regression(s): significant and beyond {args.max_slowdown}×, or in compile counts "
+            f"or status; {gaps.failures} job(s) missing from B or with holes in B",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

@@ -35,11 +35,13 @@ def _client(address: str | None, jobs: int):
         try:
             return Client(address, timeout=CONNECT_TIMEOUT_S), None
         except (ValueError, TypeError) as e:  # not an address (``banana``: no port)
-            raise results.ResultsError(f"--scheduler {address}: not a scheduler address ({e}); give e.g. "
-                                       "tcp://127.0.0.1:8786") from None
+            raise results.ResultsError(
+                f"--scheduler {address}: not a scheduler address ({e}); give e.g. tcp://127.0.0.1:8786"
+            ) from None
         except (OSError, TimeoutError) as e:
-            raise results.ResultsError(f"--scheduler {address}: no Dask scheduler answered within "
-                                       f"{CONNECT_TIMEOUT_S:.0f} s ({e})") from None
+            raise results.ResultsError(
+                f"--scheduler {address}: no Dask scheduler answered within {CONNECT_TIMEOUT_S:.0f} s ({e})"
+            ) from None
     cluster = LocalCluster(n_workers=max(jobs, 1), threads_per_worker=1, processes=True, dashboard_address=None)
     return Client(cluster), cluster
 
@@ -52,7 +54,7 @@ def run_job(settings: dict, run_id: str, case: str, backend: str, mode: str, que
 
     from . import runner
 
-    combo, = runner.plan(case, backend, mode)  # names are identifiers: each glob matches itself
+    (combo,) = runner.plan(case, backend, mode)  # names are identifiers: each glob matches itself
     r = runner.Runner("results", run_id=run_id, progress=False, **settings)
     q = Queue(queue)
     node = f"{socket.gethostname()} ({get_worker().address})"
@@ -120,8 +122,20 @@ def run(runner, combos, address: str | None = None, jobs: int = 1) -> Path:
         name = f"dynshape-{runner.run_id}-{secrets.token_hex(3)}"
         q = Queue(name, client=client)
         settings = {k: getattr(runner, k) for k in SETTINGS}
-        futures = {client.submit(run_job, settings, runner.run_id, c.case.name, c.backend.name, c.mode, name,
-                                 pure=False, key=f"dynshape-{runner.run_id}-{c.id}"): c for c in combos}
+        futures = {
+            client.submit(
+                run_job,
+                settings,
+                runner.run_id,
+                c.case.name,
+                c.backend.name,
+                c.mode,
+                name,
+                pure=False,
+                key=f"dynshape-{runner.run_id}-{c.id}",
+            ): c
+            for c in combos
+        }
         by_id = {c.id: f for f, c in futures.items()}
         with results.Writer(runner.path) as writer:
             attempts = _Attempts(writer, runner.path.with_suffix(".incomplete"))
@@ -138,10 +152,19 @@ def run(runner, combos, address: str | None = None, jobs: int = 1) -> Path:
                         pending.discard(f)
                         if f.status != "finished":  # the task itself failed (node lost, import error)
                             c = futures[f]
-                            writer.write(results.record(
-                                **runner._common, case=c.case.name, backend=c.backend.name, mode=c.mode,
-                                env=c.backend.env, timestamp=_now(), status="error", ok=False,
-                                message=f"dask task failed: {f.exception()!r}"))
+                            writer.write(
+                                results.record(
+                                    **runner._common,
+                                    case=c.case.name,
+                                    backend=c.backend.name,
+                                    mode=c.mode,
+                                    env=c.backend.env,
+                                    timestamp=_now(),
+                                    status="error",
+                                    ok=False,
+                                    message=f"dask task failed: {f.exception()!r}",
+                                )
+                            )
             finally:
                 attempts.close()
         return runner.path

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable
+from collections.abc import Callable
 
 #: statuses of a job that never measured anything (a value of theirs does not apply)
 IDLE = ("unsupported", "skipped")
@@ -58,26 +58,37 @@ COLUMNS: list[Column] = [
     Column("backend", "backend"),
     Column("mode", "mode"),
     Column("status", "status", legend="the worst status of the job's records"),
-    Column("expected", "expected", width=60,
-           legend="what cases/expectations.toml says: `=` conforms, `≠` does not (the first problem), xfail"),
+    Column(
+        "expected",
+        "expected",
+        width=60,
+        legend="what cases/expectations.toml says: `=` conforms, `≠` does not (the first problem), xfail",
+    ),
     Column("shapes", "shapes", "count", "novel shapes measured"),
     Column("compiles", "compiles", "count", "compiles over the novel sweep, every stage"),
     Column("compiles_per_shape", "compiles/shape", "float"),
     Column("stages", "stages", legend="compiles per stage"),
     Column("startup_s", "start-up", "seconds", "the worker's start (framework imports), apart from the sweep"),
     Column("prepare_s", "prepare", "seconds", "work before the first call (export, lowering)"),
-    Column("novel_sweep_s", "novel sweep", "seconds",
-           "prepare + every first call (compiles included); median over processes (min–max)",
-           spread=("novel_sweep_min_s", "novel_sweep_max_s")),
+    Column(
+        "novel_sweep_s",
+        "novel sweep",
+        "seconds",
+        "prepare + every first call (compiles included); median over processes (min–max)",
+        spread=("novel_sweep_min_s", "novel_sweep_max_s"),
+    ),
     Column("compile_time", "compile time", legend="seconds the backend counted per compile stage"),
-    Column("cached_median_s", "cached call", "seconds",
-           "median over shapes of each shape's cached median (the typical shape's IQR)",
-           spread=("cached_q25_s", "cached_q75_s")),
+    Column(
+        "cached_median_s",
+        "cached call",
+        "seconds",
+        "median over shapes of each shape's cached median (the typical shape's IQR)",
+        spread=("cached_q25_s", "cached_q75_s"),
+    ),
     Column("pad_s", "pad", "seconds", "host padding per call, outside the timed call (median)", optional=True),
     Column("h2d_s", "host→device", "seconds", "host→device copy per call, outside the timed call", optional=True),
     Column("d2h_s", "device→host", "seconds", "device→host copy per call, outside the timed call", optional=True),
-    Column("end_to_end_s", "end to end", "seconds", "cached call + pad + copies: what a user pays per call",
-           optional=True),
+    Column("end_to_end_s", "end to end", "seconds", "cached call + pad + copies: what a user pays per call", optional=True),
     Column("novel_vs_eager", "novel ×eager", "ratio", "novel sweep ÷ torch eager's (same run, machine, case)"),
     Column("cached_vs_eager", "cached ×eager", "ratio", "cached call ÷ torch eager's; >1 is slower"),
     Column("max_abs_err", "max abs err", "error", "largest error against the oracle"),
@@ -96,6 +107,7 @@ def by_name() -> dict[str, Column]:
 
 
 # -- formatting --------------------------------------------------------------
+
 
 def missing(v) -> bool:
     """``None``, NA, NaT or NaN."""
@@ -177,7 +189,7 @@ def why_missing(col: Column, row) -> str:
     apply (a job that did not run, a field its mode does not record, a text
     left empty), else a short reason (what kept the value from being measured)."""
     status = str(row.get("status", ""))
-    if col.text or col.optional or status in IDLE or col.kind == "error" and status == "pass":
+    if col.text or col.optional or status in IDLE or (col.kind == "error" and status == "pass"):
         return "–"
     if col.name in ("startup_s", "prepare_s"):
         return "–"  # a backend that has no separate start or prepare

@@ -36,7 +36,9 @@ def resolve(name: str, results_dir: str = "results") -> Path:
             matches.append(f)
     if matches:
         return max(matches, key=lambda f: (f.stat().st_mtime, f.name))
-    raise results.ResultsError(f"{name!r} is neither a results file, a directory, a run id nor a commit with runs in {results_dir}/")
+    raise results.ResultsError(
+        f"{name!r} is neither a results file, a directory, a run id nor a commit with runs in {results_dir}/"
+    )
 
 
 class CompareError(results.ResultsError):
@@ -80,8 +82,9 @@ def samples(df: pd.DataFrame) -> pd.DataFrame:
     per = novel.groupby(keys + ["process"]).agg(calls=("latency_s", "sum"), prepare=("prepare_s", "first"))
     sweep = (per["calls"] + per["prepare"].fillna(0.0)).groupby(keys).agg(list).rename("novel")
     cached = f[(f["novel"] == False) & (f["status"] == "pass")]  # noqa: E712
-    raw = cached["cached_samples_s"].where(cached["cached_samples_s"].map(lambda v: isinstance(v, list)),
-                                           cached["cached_latency_s"].map(lambda v: [v]))
+    raw = cached["cached_samples_s"].where(
+        cached["cached_samples_s"].map(lambda v: isinstance(v, list)), cached["cached_latency_s"].map(lambda v: [v])
+    )
     pooled = raw.groupby([cached[k] for k in keys]).agg(lambda vs: [x for v in vs for x in v]).rename("cached")
     return pd.concat([sweep, pooled], axis=1)
 
@@ -142,7 +145,10 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, max_slowdown: float = 1.5, force: 
     rows = []
     for _, r in m.iterrows():
         key = tuple(r[k] for k in report.KEYS)
-        get = (lambda smp, col: smp.at[key, col] if key in smp.index and isinstance(smp.at[key, col], list) else [])
+
+        def get(smp, col):
+            return smp.at[key, col] if key in smp.index and isinstance(smp.at[key, col], list) else []
+
         novel = _ratio(r["novel_sweep_s_b"], r["novel_sweep_s_a"])
         cached = _ratio(r["cached_median_s_b"], r["cached_median_s_a"])
         novel_mark = latency_mark(novel, get(smp_a, "novel"), get(smp_b, "novel"), max_slowdown)
@@ -165,20 +171,35 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, max_slowdown: float = 1.5, force: 
                 verdicts.append("faster")
             if not verdicts and "~" in (novel_mark, cached_mark):
                 verdicts.append("~")
-        rows.append({
-            "case": r["case"], "backend": r["backend"], "mode": r["mode"],
-            "compiles_a": ca, "compiles_b": cb, "compile_delta": delta,
-            "novel_a": r["novel_sweep_s_a"], "novel_b": r["novel_sweep_s_b"], "novel_ratio": novel,
-            "novel_mark": novel_mark,
-            "cached_a": r["cached_median_s_a"], "cached_b": r["cached_median_s_b"], "cached_ratio": cached,
-            "cached_mark": cached_mark,
-            # each median's dispersion, as the report shows it (harness.columns)
-            **{f"{k}_{side}_{end}": r[f"{col}_{end}_s_{side}"] for k, col in (("novel", "novel_sweep"),
-                                                                             ("cached", "cached"))
-               for side in "ab" for end in (("min", "max") if k == "novel" else ("q25", "q75"))},
-            "status_a": r["status_a"], "status_b": r["status_b"],
-            "verdict": ", ".join(verdicts) or "ok", "regression": regress,
-        })
+        rows.append(
+            {
+                "case": r["case"],
+                "backend": r["backend"],
+                "mode": r["mode"],
+                "compiles_a": ca,
+                "compiles_b": cb,
+                "compile_delta": delta,
+                "novel_a": r["novel_sweep_s_a"],
+                "novel_b": r["novel_sweep_s_b"],
+                "novel_ratio": novel,
+                "novel_mark": novel_mark,
+                "cached_a": r["cached_median_s_a"],
+                "cached_b": r["cached_median_s_b"],
+                "cached_ratio": cached,
+                "cached_mark": cached_mark,
+                # each median's dispersion, as the report shows it (harness.columns)
+                **{
+                    f"{k}_{side}_{end}": r[f"{col}_{end}_s_{side}"]
+                    for k, col in (("novel", "novel_sweep"), ("cached", "cached"))
+                    for side in "ab"
+                    for end in (("min", "max") if k == "novel" else ("q25", "q75"))
+                },
+                "status_a": r["status_a"],
+                "status_b": r["status_b"],
+                "verdict": ", ".join(verdicts) or "ok",
+                "regression": regress,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -186,7 +207,7 @@ def _shape_changes(a, b) -> list[tuple[int, int, int]]:
     """``(compiles in B, in A, shape)`` for every shape both runs measured."""
     if not isinstance(a, tuple) or not isinstance(b, tuple):
         return []
-    return [(y, x, i) for i, (x, y) in enumerate(zip(a, b))]
+    return [(y, x, i) for i, (x, y) in enumerate(zip(a, b, strict=False))]
 
 
 def _where(shapes, pred) -> str:
@@ -196,7 +217,9 @@ def _where(shapes, pred) -> str:
 
 #: the comparison's columns, in the report's column model
 COLUMNS = [
-    report.BY_NAME["case"], report.BY_NAME["backend"], report.BY_NAME["mode"],
+    report.BY_NAME["case"],
+    report.BY_NAME["backend"],
+    report.BY_NAME["mode"],
     Column("compiles_a", "compiles A", "count"),
     Column("compiles_b", "compiles B", "count"),
     Column("novel_a", "novel A", "seconds", spread=("novel_a_min", "novel_a_max")),
@@ -212,11 +235,19 @@ COLUMNS = [
 def markdown(df: pd.DataFrame) -> str:
     if not len(df):
         return "(no (case, backend, mode) in both runs)"
-    df = df.assign(**{f"{c}_show": [None if missing(v) else f"{v:.2f}× {m}".rstrip()
-                                    for v, m in zip(df[f"{c}_ratio"], df[f"{c}_mark"])] for c in ("novel", "cached")})
-    legend = ("\n\nnovel: the novel sweep, median over processes (min–max); cached: the cached call, median "
-              "over shapes (the typical shape's IQR).\nB/A marks: + slower beyond the threshold and significant (Mann-Whitney U, p < "
-              f"{stats.P_THRESHOLD}, as asv), - faster likewise, ~ within noise, ? too few samples to test "
-              f"(the ratio alone decides; `run --processes {stats.MIN_SAMPLES}` on both sides gives the novel sweep "
-              f"the {stats.MIN_SAMPLES} samples a side the test needs)")
+    df = df.assign(
+        **{
+            f"{c}_show": [
+                None if missing(v) else f"{v:.2f}× {m}".rstrip() for v, m in zip(df[f"{c}_ratio"], df[f"{c}_mark"], strict=False)
+            ]
+            for c in ("novel", "cached")
+        }
+    )
+    legend = (
+        "\n\nnovel: the novel sweep, median over processes (min–max); cached: the cached call, median "
+        "over shapes (the typical shape's IQR).\nB/A marks: + slower beyond the threshold and significant (Mann-Whitney U, p < "
+        f"{stats.P_THRESHOLD}, as asv), - faster likewise, ~ within noise, ? too few samples to test "
+        f"(the ratio alone decides; `run --processes {stats.MIN_SAMPLES}` on both sides gives the novel sweep "
+        f"the {stats.MIN_SAMPLES} samples a side the test needs)"
+    )
     return report.table(df, COLUMNS) + legend

@@ -42,8 +42,7 @@ from pathlib import Path
 
 DEFAULT = Path(__file__).resolve().parent.parent / "cases" / "expectations.toml"
 
-KEYS = {"case", "backend", "mode", "compiles", "stages", "per_shape", "shape_stages", "xfail", "match",
-        "env_optional"}
+KEYS = {"case", "backend", "mode", "compiles", "stages", "per_shape", "shape_stages", "xfail", "match", "env_optional"}
 
 
 class ExpectationError(ValueError):
@@ -142,14 +141,20 @@ def _load_file(path, names, offset: int = 0, scope: frozenset[str] | None = None
         for key, v in raw.items():
             want = dict if key in ("stages", "shape_stages") else (str, int) if key in FORMULAS else str
             if not isinstance(v, want) or isinstance(v, bool):
-                raise bad(key, f"{v!r} is a {type(v).__name__}, expected "
-                               f"{'a table' if want is dict else 'a formula' if key in FORMULAS else 'a string'}")
+                raise bad(
+                    key,
+                    f"{v!r} is a {type(v).__name__}, expected "
+                    f"{'a table' if want is dict else 'a formula' if key in FORMULAS else 'a string'}",
+                )
         if "compiles" not in raw and "per_shape" not in raw:
             raise bad("per_shape", "missing: the rule states no compile count (give 'per_shape' or 'compiles')")
         if ("xfail" in raw) != ("match" in raw):
             key, other = ("xfail", "match") if "xfail" in raw else ("match", "xfail")
-            raise bad(key, f"needs {other!r}: 'xfail' (why the job fails) and 'match' (a regex every failure "
-                           "of the job must fit) go together")
+            raise bad(
+                key,
+                f"needs {other!r}: 'xfail' (why the job fails) and 'match' (a regex every failure "
+                "of the job must fit) go together",
+            )
         if "stages" in raw and "compiles" not in raw:
             raise bad("stages", "'stages' goes with 'compiles'")
         if "shape_stages" in raw and "per_shape" not in raw:
@@ -159,11 +164,20 @@ def _load_file(path, names, offset: int = 0, scope: frozenset[str] | None = None
             if names and not any(fnmatch.fnmatchcase(n, glob) for n in names[key]):
                 raise bad(key, f"{glob!r} matches no {key}; valid: {', '.join(names[key])}")
         rule = Rule(
-            case=raw.get("case", "*"), backend=raw.get("backend", "*"), mode=raw.get("mode", "*"),
-            compiles=_str(raw.get("compiles")), stages=_pairs(raw.get("stages")),
-            per_shape=_str(raw.get("per_shape")), shape_stages=_pairs(raw.get("shape_stages")),
-            xfail=raw.get("xfail"), match=raw.get("match"), env_optional=raw.get("env_optional"), index=offset + i,
-            scope=scope, source=None if scope is None else str(path), number=None if scope is None else i + 1,
+            case=raw.get("case", "*"),
+            backend=raw.get("backend", "*"),
+            mode=raw.get("mode", "*"),
+            compiles=_str(raw.get("compiles")),
+            stages=_pairs(raw.get("stages")),
+            per_shape=_str(raw.get("per_shape")),
+            shape_stages=_pairs(raw.get("shape_stages")),
+            xfail=raw.get("xfail"),
+            match=raw.get("match"),
+            env_optional=raw.get("env_optional"),
+            index=offset + i,
+            scope=scope,
+            source=None if scope is None else str(path),
+            number=None if scope is None else i + 1,
         )
         checks = [("compiles", rule.compiles, evaluate, (1,)), ("per_shape", rule.per_shape, evaluate_shape, (0, 1))]
         checks += [(f"stages.{k}", v, evaluate, (1,)) for k, v in rule.stages]
@@ -193,9 +207,7 @@ def _known() -> dict[str, list[str]]:
 
     from . import registry
 
-    return {"case": [c.name for c in cases.catalogue()],
-            "backend": registry.names(),
-            "mode": list(cases.MODES)}
+    return {"case": [c.name for c in cases.catalogue()], "backend": registry.names(), "mode": list(cases.MODES)}
 
 
 def _str(v) -> str | None:
@@ -216,13 +228,19 @@ def evaluate(formula: str, n_shapes: int, n_buckets: int | None = None) -> int:
     return _eval(formula, {"n_shapes": n_shapes, "n_buckets": n_shapes if n_buckets is None else n_buckets})
 
 
-def evaluate_shape(formula: str, i: int, n_shapes: int, new_bucket: int | None = None,
-                   n_buckets: int | None = None) -> int:
+def evaluate_shape(formula: str, i: int, n_shapes: int, new_bucket: int | None = None, n_buckets: int | None = None) -> int:
     """Evaluate a per-shape formula for shape ``i`` (0-based) of ``n_shapes``
     (``new_bucket``: whether its bucket is new; default: as if every shape were)."""
-    return _eval(formula, {"i": i, "first": int(i == 0), "n_shapes": n_shapes,
-                           "new_bucket": 1 if new_bucket is None else new_bucket,
-                           "n_buckets": n_shapes if n_buckets is None else n_buckets})
+    return _eval(
+        formula,
+        {
+            "i": i,
+            "first": int(i == 0),
+            "n_shapes": n_shapes,
+            "new_bucket": 1 if new_bucket is None else new_bucket,
+            "n_buckets": n_shapes if n_buckets is None else n_buckets,
+        },
+    )
 
 
 def bucket_flags(records: list[dict]) -> tuple[dict[int, int], int]:
@@ -238,7 +256,7 @@ def bucket_flags(records: list[dict]) -> tuple[dict[int, int], int]:
     order = sorted(by_index)
     key = bucket_policy(records[0] if records else {})
     flags = new_buckets((by_index[i] for i in order), key=key)
-    return dict(zip(order, flags)), len({key(by_index[i]) for i in order})
+    return dict(zip(order, flags, strict=False)), len({key(by_index[i]) for i in order})
 
 
 def bucket_policy(record: dict):
@@ -280,6 +298,7 @@ def _eval(formula: str, names: dict) -> int:
 
 
 # -- judging a job -------------------------------------------------------------
+
 
 @dataclasses.dataclass
 class Verdict:
@@ -379,13 +398,17 @@ def _unrun(records: list[dict], rule: Rule | None, ci: bool) -> Verdict:
     refused = [r for r in records if ran_in_worker(r)]
     if refused:  # the backend took the job and refused it: a broken adapter looks like this
         if rule is None:
-            return Verdict("norule", ["no rule in cases/expectations.toml names this job (the backend refused it: "
-                                      f"{refused[0].get('message')})"], None)
+            return Verdict(
+                "norule",
+                [f"no rule in cases/expectations.toml names this job (the backend refused it: {refused[0].get('message')})"],
+                None,
+            )
         return Verdict("fail", [f"expected a pass, but the backend refused the job: {_describe(refused[0])}"], rule)
     unavailable = [r for r in records if r.get("status") == "skipped" and not _CHOSEN_SKIP.search(str(r.get("message")))]
     if unavailable and ci and not (rule is not None and rule.env_optional):
-        return Verdict("missing", [f"not run in CI: {unavailable[0].get('message')} (a rule's env_optional "
-                                   "would allow it)"], rule)
+        return Verdict(
+            "missing", [f"not run in CI: {unavailable[0].get('message')} (a rule's env_optional would allow it)"], rule
+        )
     return Verdict("idle", [], rule)
 
 
@@ -420,8 +443,9 @@ def count_problems(records: list[dict], rule: Rule) -> list[str]:
             want = evaluate_shape(rule.per_shape, i, n, nb, n_buckets)
             got = int(sum(delta.values()))
             if got != want:
-                out.append(f"{_where(r)}: {got} compile(s) {_stages(delta)}, expected "
-                           f"{rule.per_shape} = {want} ({rule.describe()})")
+                out.append(
+                    f"{_where(r)}: {got} compile(s) {_stages(delta)}, expected {rule.per_shape} = {want} ({rule.describe()})"
+                )
             for stage, formula in rule.shape_stages:
                 want_s = evaluate_shape(formula, i, n, nb, n_buckets)
                 if delta.get(stage, 0) != want_s:
@@ -430,8 +454,10 @@ def count_problems(records: list[dict], rule: Rule) -> list[str]:
         last = novel[-1]
         want = evaluate(rule.compiles, n, n_buckets)
         if last["compiles"] != want:
-            out.append(f"compiles: got {last['compiles']} over {n} novel shapes, expected {rule.compiles} = {want} "
-                       f"(stages {last.get('compile_stages')}; {rule.describe()})")
+            out.append(
+                f"compiles: got {last['compiles']} over {n} novel shapes, expected {rule.compiles} = {want} "
+                f"(stages {last.get('compile_stages')}; {rule.describe()})"
+            )
         for stage, formula in rule.stages:
             got = (last.get("compile_stages") or {}).get(stage, 0)
             if got != evaluate(formula, n, n_buckets):

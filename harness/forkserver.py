@@ -38,6 +38,7 @@ own imports would. A backend opts out with ``Backend.forkable = False``. ``--no-
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import selectors
@@ -54,11 +55,32 @@ from . import zygote_warm
 #: modules the zygote of each environment imports before forking (optional:
 #: one missing from the environment is skipped)
 PRELOAD = {
-    "main": ("numpy", "torch", "jax", "jax.numpy", "cases", "backends.base",
-             "harness.worker", "harness.measure", "harness.meta", "harness.registry", "harness.threads"),
+    "main": (
+        "numpy",
+        "torch",
+        "jax",
+        "jax.numpy",
+        "cases",
+        "backends.base",
+        "harness.worker",
+        "harness.measure",
+        "harness.meta",
+        "harness.registry",
+        "harness.threads",
+    ),
     # import only: the PJRT client starts in the job (``torch_xla.device()`` in startup)
-    "xla": ("numpy", "torch", "torch_xla", "cases", "backends.base",
-            "harness.worker", "harness.measure", "harness.meta", "harness.registry", "harness.threads"),
+    "xla": (
+        "numpy",
+        "torch",
+        "torch_xla",
+        "cases",
+        "backends.base",
+        "harness.worker",
+        "harness.measure",
+        "harness.meta",
+        "harness.registry",
+        "harness.threads",
+    ),
 }
 #: variables the child sets per job: nothing in :data:`PRELOAD` reads them at import
 #: (pytest sets ``PYTEST_CURRENT_TEST`` per test: the gate's jobs share a zygote)
@@ -134,11 +156,21 @@ class Zygote:
             # so a thread that lives as long as the zygote starts (and reaps) it
             try:
                 proc = subprocess.Popen(
-                    [python, "-m", "harness.forkserver", json.dumps({
-                        "preload": PRELOAD[env_name], "steps": zygote_warm.STEPS.get(env_name, ())}),
-                     str(theirs.fileno())],
-                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
-                    cwd=cwd, pass_fds=[theirs.fileno()], start_new_session=True)
+                    [
+                        python,
+                        "-m",
+                        "harness.forkserver",
+                        json.dumps({"preload": PRELOAD[env_name], "steps": zygote_warm.STEPS.get(env_name, ())}),
+                        str(theirs.fileno()),
+                    ],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                    env=env,
+                    cwd=cwd,
+                    pass_fds=[theirs.fileno()],
+                    start_new_session=True,
+                )
             except OSError as e:
                 started.append(e)
                 ready.set()
@@ -177,8 +209,7 @@ class Zygote:
             return None
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        proc = ForkedProcess(open(out_r, encoding="utf-8", errors="replace"),
-                             open(err_r, encoding="utf-8", errors="replace"))
+        proc = ForkedProcess(open(out_r, encoding="utf-8", errors="replace"), open(err_r, encoding="utf-8", errors="replace"))
         msg = json.dumps({"argv": argv, "env": env, "cwd": self.cwd})
         #: when the fork was asked for (the runner's ``startup_s`` counts from here)
         proc.requested = time.time()
@@ -187,8 +218,7 @@ class Zygote:
                 self._next += 1
                 job_id = self._next
                 self._jobs[job_id] = proc
-                socket.send_fds(self._sock, [json.dumps({"id": job_id}).encode() + b"\n" + msg.encode()],
-                                [out_w, err_w])
+                socket.send_fds(self._sock, [json.dumps({"id": job_id}).encode() + b"\n" + msg.encode()], [out_w, err_w])
         except OSError as e:
             self.dead = self.dead or f"lost ({e})"
         finally:
@@ -247,10 +277,8 @@ class Zygote:
             self._sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
-        try:
+        with contextlib.suppress(OSError):
             self._sock.close()
-        except OSError:
-            pass
         proc = getattr(self, "proc", None)
         if proc is None:
             return
@@ -348,8 +376,11 @@ def serve(what: dict, fd: int) -> int:
     threads = _threads()
     if len(threads) != 1 or leaked:
         done = ", ".join([*loaded, *stage.get("steps", [])])
-        why = (f"{len(threads)} threads after importing {done} ({', '.join(threads)})" if len(threads) != 1
-               else f"importing {', '.join(loaded)} set {', '.join(leaked)}, which each job sets itself")
+        why = (
+            f"{len(threads)} threads after importing {done} ({', '.join(threads)})"
+            if len(threads) != 1
+            else f"importing {', '.join(loaded)} set {', '.join(leaked)}, which each job sets itself"
+        )
         sock.send(json.dumps({"unsafe": why}).encode())
         return 1
     # what the imports set in the environment (jax: TF_CPP_MIN_LOG_LEVEL; torch_xla:
@@ -361,10 +392,22 @@ def serve(what: dict, fd: int) -> int:
 
     gc.collect()
     gc.freeze()  # the preloaded objects stay out of the children's collections (fewer copied pages)
-    sock.send(json.dumps({"ready": {"preload_s": preload_s, "preloaded": loaded, "missing": missing,
-                                    "steps": stage.get("steps", []), "steps_missing": stage.get("missing", []),
-                                    "steps_s": stage.get("seconds"), "set_by_imports": set_by_imports,
-                                    "pid": os.getpid()}}).encode())
+    sock.send(
+        json.dumps(
+            {
+                "ready": {
+                    "preload_s": preload_s,
+                    "preloaded": loaded,
+                    "missing": missing,
+                    "steps": stage.get("steps", []),
+                    "steps_missing": stage.get("missing", []),
+                    "steps_s": stage.get("seconds"),
+                    "set_by_imports": set_by_imports,
+                    "pid": os.getpid(),
+                }
+            }
+        ).encode()
+    )
     children: dict[int, int] = {}
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
@@ -397,8 +440,7 @@ def serve(what: dict, fd: int) -> int:
                 if pid == 0:
                     os.close(ack_r)
                     req = json.loads(body)
-                    req["env"] = {**{k: v for k, v in req["env"].items() if k not in unset_by_imports},
-                                  **set_by_imports}
+                    req["env"] = {**{k: v for k, v in req["env"].items() if k not in unset_by_imports}, **set_by_imports}
                     _child(req, fds, ack_w, [sock.fileno(), wake_r, wake_w, sel])
                 os.close(ack_w)
                 os.read(ack_r, 1)  # the child has its own session: the parent may kill its group

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .results import STATUS_ORDER, flat  # noqa: F401 (the flat frame is the loader's)
+from .results import STATUS_ORDER, flat
 
 #: the dtype of a flat frame's ``status``: ordered, best first
 STATUS = pd.CategoricalDtype(STATUS_ORDER, ordered=True)
@@ -49,29 +49,44 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
     df = flat(df)
     keys = _jobs(df)
     g = df.groupby(keys, dropna=False, observed=True, sort=True)
-    out = g.agg(status=("status", "max"), commit=("commit", "first"), profile=("profile", "first"),
-                timestamp=("timestamp", "min"), startup_s=("startup_s", "first"), prepare_s=("prepare_s", "first"),
-                max_abs_err=("max_abs_err", "max"), max_rel_err=("max_rel_err", "max")).reset_index()
+    out = g.agg(
+        status=("status", "max"),
+        commit=("commit", "first"),
+        profile=("profile", "first"),
+        timestamp=("timestamp", "min"),
+        startup_s=("startup_s", "first"),
+        prepare_s=("prepare_s", "first"),
+        max_abs_err=("max_abs_err", "max"),
+        max_rel_err=("max_rel_err", "max"),
+    ).reset_index()
     first = df[df["process"] == 0]
     novel = df[df["novel"].fillna(False)]
     p0 = first[first["novel"].fillna(False)]
-    counts = pd.DataFrame({
-        "shapes": p0.groupby(keys, dropna=False)["shape_index"].nunique(),
-        "compiles": first.groupby(keys, dropna=False)["compiles"].last(),
-        "stages": _last_dict(first, keys, "compile_stages").map(_stages),
-        "compile_time": _last_dict(first, keys, "compile_times").map(_times),
-        "compile_time_s": _last_dict(first, keys, "compile_times").map(lambda d: float(sum(d.values())) if d else None),
-    })
-    per_proc = (novel.groupby(keys + ["process"], dropna=False, sort=False)
-                .agg(calls=("latency_s", "sum"), timed=("latency_s", "count"), prepare=("prepare_s", "first"))
-                .reset_index())
+    counts = pd.DataFrame(
+        {
+            "shapes": p0.groupby(keys, dropna=False)["shape_index"].nunique(),
+            "compiles": first.groupby(keys, dropna=False)["compiles"].last(),
+            "stages": _last_dict(first, keys, "compile_stages").map(_stages),
+            "compile_time": _last_dict(first, keys, "compile_times").map(_times),
+            "compile_time_s": _last_dict(first, keys, "compile_times").map(lambda d: float(sum(d.values())) if d else None),
+        }
+    )
+    per_proc = (
+        novel.groupby(keys + ["process"], dropna=False, sort=False)
+        .agg(calls=("latency_s", "sum"), timed=("latency_s", "count"), prepare=("prepare_s", "first"))
+        .reset_index()
+    )
     per_proc["sweep"] = per_proc["calls"].where(per_proc["timed"] > 0) + per_proc["prepare"].fillna(0.0)
-    sweep = per_proc.groupby(keys, dropna=False)["sweep"].agg(novel_sweep_s="median", novel_sweep_min_s="min",
-                                                             novel_sweep_max_s="max", processes="count")
+    sweep = per_proc.groupby(keys, dropna=False)["sweep"].agg(
+        novel_sweep_s="median", novel_sweep_min_s="min", novel_sweep_max_s="max", processes="count"
+    )
     cached = df[(df["novel"] == False) & (df["status"] == "pass")]  # noqa: E712
     quart = _quartiles(cached)
-    cstat = quart.groupby([cached[k] for k in keys], dropna=False).median().rename(columns={
-        "med": "cached_median_s", "q25": "cached_q25_s", "q75": "cached_q75_s"})
+    cstat = (
+        quart.groupby([cached[k] for k in keys], dropna=False)
+        .median()
+        .rename(columns={"med": "cached_median_s", "q25": "cached_q25_s", "q75": "cached_q75_s"})
+    )
     parts = [counts, sweep, cstat]
     copies = [c for c in ("pad_s", "h2d_s", "d2h_s") if c in df.columns and df[c].notna().any()]
     if copies:
@@ -122,19 +137,26 @@ def _quartiles(cached: pd.DataFrame) -> pd.DataFrame:
         return (m - iqr / 2, m + iqr / 2) if iqr is not None else (None, None)
 
     qs = [q(r) for r in cached[["cached_samples_s", "cached_iqr_s", "cached_latency_s"]].to_dict("records")]
-    return pd.DataFrame({"med": cached["cached_latency_s"].astype(float),
-                         "q25": pd.to_numeric(pd.Series([a for a, _ in qs], index=cached.index), errors="coerce"),
-                         "q75": pd.to_numeric(pd.Series([b for _, b in qs], index=cached.index), errors="coerce")})
+    return pd.DataFrame(
+        {
+            "med": cached["cached_latency_s"].astype(float),
+            "q25": pd.to_numeric(pd.Series([a for a, _ in qs], index=cached.index), errors="coerce"),
+            "q75": pd.to_numeric(pd.Series([b for _, b in qs], index=cached.index), errors="coerce"),
+        }
+    )
 
 
 def _why(df: pd.DataFrame, keys: list[str]) -> pd.Series:
     """Per job, ``shape i: reason`` of the first compile after the job's first shape."""
     shapes = per_shape(df)
-    later = shapes[(shapes["new_compiles"].fillna(0) > 0)
-                   & (shapes["shape_index"] > shapes.groupby(keys, dropna=False)["shape_index"].transform("min"))]
+    later = shapes[
+        (shapes["new_compiles"].fillna(0) > 0)
+        & (shapes["shape_index"] > shapes.groupby(keys, dropna=False)["shape_index"].transform("min"))
+    ]
     first = later.groupby(keys, dropna=False).first()
-    return ("shape " + first["shape_index"].astype(str) + ": "
-            + first["reason"].astype(object).fillna("(no reason given)")).rename("why")
+    return (
+        "shape " + first["shape_index"].astype(str) + ": " + first["reason"].astype(object).fillna("(no reason given)")
+    ).rename("why")
 
 
 def _messages(df: pd.DataFrame, keys: list[str], out: pd.DataFrame) -> list[str]:
@@ -142,8 +164,8 @@ def _messages(df: pd.DataFrame, keys: list[str], out: pd.DataFrame) -> list[str]
     bad = df[(df["status"] != "pass") & df["message"].notna()]
     first = bad.groupby(keys, dropna=False, observed=True)["message"].first()
     msgs = first.reindex(pd.MultiIndex.from_frame(out[keys])).to_numpy()
-    labels = [mode_note(b, m) for b, m in zip(out["backend"], out["mode"])]
-    return ["; ".join(x for x in (label, m if isinstance(m, str) else "") if x) for label, m in zip(labels, msgs)]
+    labels = [mode_note(b, m) for b, m in zip(out["backend"], out["mode"], strict=False)]
+    return ["; ".join(x for x in (label, m if isinstance(m, str) else "") if x) for label, m in zip(labels, msgs, strict=False)]
 
 
 def mode_note(backend: str, mode: str) -> str:
@@ -170,8 +192,9 @@ def relative(jobs: pd.DataFrame) -> pd.DataFrame:
     on = [k for k in RUN if k in jobs.columns] + ["case"]
     same = base[on + ["mode"] + cols].drop_duplicates(on + ["mode"])
     anymode = base[on + cols].drop_duplicates(on)
-    m = (jobs.merge(same, on=on + ["mode"], how="left", suffixes=("", "_eager"))
-         .merge(anymode, on=on, how="left", suffixes=("", "_any")))
+    m = jobs.merge(same, on=on + ["mode"], how="left", suffixes=("", "_eager")).merge(
+        anymode, on=on, how="left", suffixes=("", "_any")
+    )
     for c, r in (("novel_sweep_s", "novel_vs_eager"), ("cached_median_s", "cached_vs_eager")):
         ref = m[f"{c}_eager"].fillna(m[f"{c}_any"]).astype("Float64")
         m[r] = (m[c].astype("Float64") / ref.where(ref > 0)).astype("Float64")
@@ -191,11 +214,16 @@ def per_shape(df: pd.DataFrame) -> pd.DataFrame:
     stages = [c for c in df.columns if c.startswith("new_compiles_") and novel[c].notna().any()]
     p0 = novel[novel["process"] == 0]
     first = p0.groupby(keys, dropna=False)[sizes + ["new_compiles"] + stages + ["reason"]].first()
-    lat = novel.groupby(keys, dropna=False)["latency_s"].agg(first_call_s="median", first_call_min_s="min",
-                                                            first_call_max_s="max")
+    lat = novel.groupby(keys, dropna=False)["latency_s"].agg(
+        first_call_s="median", first_call_min_s="min", first_call_max_s="max"
+    )
     cached = df[df["novel"] == False]  # noqa: E712
-    quart = _quartiles(cached).groupby([cached[k] for k in keys], dropna=False).median().rename(
-        columns={"med": "cached_s", "q25": "cached_q25_s", "q75": "cached_q75_s"})
+    quart = (
+        _quartiles(cached)
+        .groupby([cached[k] for k in keys], dropna=False)
+        .median()
+        .rename(columns={"med": "cached_s", "q25": "cached_q25_s", "q75": "cached_q75_s"})
+    )
     status = df[df["shape_index"].notna()].groupby(keys, dropna=False, observed=True)["status"].max()
     out = first.join(lat).join(quart).join(status).reset_index()
     return out.sort_values(keys).reset_index(drop=True)
@@ -219,10 +247,11 @@ def jobs(df: pd.DataFrame, rules=None, judged: dict | None = None) -> pd.DataFra
     rules = expectations.load() if rules is None else rules
 
     def judge(g: pd.DataFrame) -> pd.Series:
-        rec = g.assign(status=g["status"].astype(object),
-                       novel=g["novel"].astype(object).where(g["novel"].notna(), None)).to_dict("records")
+        rec = g.assign(
+            status=g["status"].astype(object), novel=g["novel"].astype(object).where(g["novel"].notna(), None)
+        ).to_dict("records")
         name = g.name if isinstance(g.name, tuple) else (g.name,)
-        key = dict(zip(keys, name))
+        key = dict(zip(keys, name, strict=False))
         v = expectations.verdict(rec, expectations.lookup(rules, key["case"], key["backend"], key["mode"]))
         return pd.Series({"expected": v.note, "outcome": v.outcome})
 
@@ -248,15 +277,19 @@ def history(df: pd.DataFrame) -> pd.DataFrame:
     df = flat(df)
     s = summary(df)
     shapes = per_shape(df)
-    by_shape = (shapes.groupby(_jobs(df), dropna=False)["new_compiles"]
-                .agg(lambda v: tuple(int(x) for x in v.fillna(0))).rename("compiles_by_shape"))
+    by_shape = (
+        shapes.groupby(_jobs(df), dropna=False)["new_compiles"]
+        .agg(lambda v: tuple(int(x) for x in v.fillna(0)))
+        .rename("compiles_by_shape")
+    )
     s = s.join(by_shape, on=_jobs(df))
     s = s.sort_values("timestamp")
     keys = ["machine"] + JOB + ["commit"]
     latest = s.groupby(keys, dropna=False).tail(1).set_index(keys)
     since = s.groupby(keys, dropna=False)["timestamp"].min()
-    out = latest.assign(timestamp=since)[["timestamp", "run_id", "status", "compiles", "compiles_by_shape", "compile_time_s",
-                                          "novel_sweep_s", "cached_median_s"]].reset_index()
+    out = latest.assign(timestamp=since)[
+        ["timestamp", "run_id", "status", "compiles", "compiles_by_shape", "compile_time_s", "novel_sweep_s", "cached_median_s"]
+    ].reset_index()
     return out.sort_values(["machine"] + JOB + ["timestamp"]).reset_index(drop=True)
 
 
@@ -280,9 +313,14 @@ def compile_patterns(df: pd.DataFrame) -> pd.DataFrame:
     first = shapes["shape_index"] == shapes.groupby(keys, dropna=False)["shape_index"].transform("min")
     shapes["later"] = shapes["compiled"] & ~first
     g = shapes.groupby(keys, dropna=False)
-    per_job = pd.DataFrame({"any_compiled": g["compiled"].any(), "all_compiled": g["compiled"].all(),
-                            "recompiled_shapes": g["later"].sum().astype("Int64"),
-                            "novel_shapes": g["shape_index"].nunique()}).reset_index()
+    per_job = pd.DataFrame(
+        {
+            "any_compiled": g["compiled"].any(),
+            "all_compiled": g["compiled"].all(),
+            "recompiled_shapes": g["later"].sum().astype("Int64"),
+            "novel_shapes": g["shape_index"].nunique(),
+        }
+    ).reset_index()
     out = s.merge(per_job, on=keys, how="left")
     later = out["recompiled_shapes"].fillna(0) > 0
     pattern = pd.Series("mixed", index=out.index, dtype=object)

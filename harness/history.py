@@ -27,12 +27,27 @@ ASV_METRICS = {
     "Compiles.track_compiles": "compiles",
     "Compiles.track_compile_time": "compile_time_s",
 }
-COLUMNS = ["machine", "case", "backend", "mode", "commit", "timestamp", "source", "run_id", "status", "compiles",
-           "compiles_by_shape", "compile_time_s", "novel_sweep_s", "cached_median_s"]
+COLUMNS = [
+    "machine",
+    "case",
+    "backend",
+    "mode",
+    "commit",
+    "timestamp",
+    "source",
+    "run_id",
+    "status",
+    "compiles",
+    "compiles_by_shape",
+    "compile_time_s",
+    "novel_sweep_s",
+    "cached_median_s",
+]
 
 
 def commits_since(rev: str, root: str | Path = ".") -> list[str]:
     """``rev`` and every commit after it up to HEAD (full hashes)."""
+
     def git(*args) -> list[str]:
         out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
         if out.returncode:
@@ -71,8 +86,7 @@ def asv_frame(asv_dir: str | Path = "results/asv", commits: list[str] | None = N
             continue  # only a machine's result files (not a published site's)
         data = json.loads(path.read_text(encoding="utf-8"))
         commit = data.get("commit_hash")
-        if not commit or (commits is not None and not any(c.startswith(commit) or commit.startswith(c)
-                                                         for c in commits)):
+        if not commit or (commits is not None and not any(c.startswith(commit) or commit.startswith(c) for c in commits)):
             continue
         cols = data.get("result_columns", ["result", "params"])
         when = pd.to_datetime(data.get("date"), unit="ms", utc=True) if data.get("date") else pd.NaT
@@ -81,13 +95,22 @@ def asv_frame(asv_dir: str | Path = "results/asv", commits: list[str] | None = N
             metric = ASV_METRICS.get(".".join(name.split(".")[-2:]))
             if metric is None:
                 continue
-            entry = dict(zip(cols, row))
+            entry = dict(zip(cols, row, strict=False))
             params = [[ast.literal_eval(p) for p in axis] for axis in entry.get("params") or []]
             values = entry.get("result") or []
-            for (case, backend, mode), v in zip(itertools.product(*params), values):
+            for (case, backend, mode), v in zip(itertools.product(*params), values, strict=False):
                 ok = v is not None and v == v  # None: skipped; NaN: failed
-                rows.append({"machine": machine, "case": case, "backend": backend, "mode": mode,
-                             "commit": commit, "timestamp": when, metric: float(v) if ok else None})
+                rows.append(
+                    {
+                        "machine": machine,
+                        "case": case,
+                        "backend": backend,
+                        "mode": mode,
+                        "commit": commit,
+                        "timestamp": when,
+                        metric: float(v) if ok else None,
+                    }
+                )
     if not rows:
         return pd.DataFrame(columns=COLUMNS)
     df = pd.DataFrame(rows)
@@ -97,8 +120,13 @@ def asv_frame(asv_dir: str | Path = "results/asv", commits: list[str] | None = N
     return out.reindex(columns=COLUMNS)
 
 
-def history(paths=None, results_dir: str | Path = "results", since: str | None = None,
-            asv_dir: str | Path | None = None, root: str | Path = ".") -> pd.DataFrame:
+def history(
+    paths=None,
+    results_dir: str | Path = "results",
+    since: str | None = None,
+    asv_dir: str | Path | None = None,
+    root: str | Path = ".",
+) -> pd.DataFrame:
     """Harness runs and asv results by commit, per job, oldest first (see
     module doc); ``since`` is resolved in the git repository at ``root``."""
     commits = commits_since(since, root) if since else None
@@ -112,8 +140,9 @@ def history(paths=None, results_dir: str | Path = "results", since: str | None =
         parts.append(asv_frame(asv_dir, commits))
     parts = [p for p in parts if len(p)]
     if not parts:
-        raise results.ResultsError(f"no runs{' since ' + since if since else ''} in {results_dir}/ and no asv "
-                                   f"results in {asv_dir}/")
+        raise results.ResultsError(
+            f"no runs{' since ' + since if since else ''} in {results_dir}/ and no asv results in {asv_dir}/"
+        )
     out = pd.concat(parts, ignore_index=True)
     return out.sort_values(["machine", "case", "backend", "mode", "timestamp", "source"]).reset_index(drop=True)
 
@@ -126,12 +155,21 @@ def markdown(df: pd.DataFrame) -> str:
     shown = df.assign(
         commit=df["commit"].map(lambda v: str(v)[:10]),
         timestamp=df["timestamp"].map(lambda v: v.strftime("%Y-%m-%d %H:%M") if hasattr(v, "strftime") else None),
-        compiles_by_shape=df["compiles_by_shape"].map(lambda v: ",".join(map(str, v)) if isinstance(v, tuple) else None))
-    cols = [Column("machine", "machine"), report.BY_NAME["case"], report.BY_NAME["backend"], report.BY_NAME["mode"],
-            Column("commit", "commit"), Column("timestamp", "date"), Column("source", "source"),
-            Column("status", "status"), Column("compiles", "compiles", "count"),
-            Column("compiles_by_shape", "per shape"),
-            Column("compile_time_s", "compile time", "seconds"),
-            Column("novel_sweep_s", "novel sweep", "seconds"),
-            Column("cached_median_s", "cached call", "seconds")]
+        compiles_by_shape=df["compiles_by_shape"].map(lambda v: ",".join(map(str, v)) if isinstance(v, tuple) else None),
+    )
+    cols = [
+        Column("machine", "machine"),
+        report.BY_NAME["case"],
+        report.BY_NAME["backend"],
+        report.BY_NAME["mode"],
+        Column("commit", "commit"),
+        Column("timestamp", "date"),
+        Column("source", "source"),
+        Column("status", "status"),
+        Column("compiles", "compiles", "count"),
+        Column("compiles_by_shape", "per shape"),
+        Column("compile_time_s", "compile time", "seconds"),
+        Column("novel_sweep_s", "novel sweep", "seconds"),
+        Column("cached_median_s", "cached call", "seconds"),
+    ]
     return report.table(shown, cols)

@@ -23,8 +23,14 @@ import pandas as pd
 from . import columns, frames, svg
 
 COLOURS = {
-    "pass": "#c8e6c9", "unsupported": "#eeeeee", "skipped": "#e0e0e0", "recompiled": "#ffe082",
-    "mismatch": "#ffab91", "error": "#ef9a9a", "timeout": "#ce93d8", "crashed": "#e57373",
+    "pass": "#c8e6c9",
+    "unsupported": "#eeeeee",
+    "skipped": "#e0e0e0",
+    "recompiled": "#ffe082",
+    "mismatch": "#ffab91",
+    "error": "#ef9a9a",
+    "timeout": "#ce93d8",
+    "crashed": "#e57373",
 }
 OUTCOME_MARK = {"pass": "", "xfail": " (xfail)", "fail": " ≠", "xpass": " (xpass)", "norule": " (no rule)", "idle": ""}
 
@@ -53,8 +59,7 @@ def _series(s: pd.DataFrame, x: str, y: str, band: tuple[str, str]) -> list[dict
     out = []
     for label, g in s[s[y].notna()].groupby("label", sort=True):
         g = g.sort_values(x)
-        out.append({"label": label, "x": _floats(g[x]), "y": _floats(g[y]), "lo": _floats(g[band[0]]),
-                    "hi": _floats(g[band[1]])})
+        out.append({"label": label, "x": _floats(g[x]), "y": _floats(g[y]), "lo": _floats(g[band[0]]), "hi": _floats(g[band[1]])})
     return out
 
 
@@ -67,16 +72,36 @@ def case_plots(case: str, shapes: pd.DataFrame, jobs: pd.DataFrame, many: bool) 
     integer = x == "shape_index" or x.startswith("size_")
     if s["first_call_s"].notna().any():
         alt = f"{case}: first-call latency per novel shape"
-        out.append((alt, svg.lines(_series(s, x, "first_call_s", ("first_call_min_s", "first_call_max_s")),
-                                   title=f"{case}: first call on each novel shape (compiles included)",
-                                   xlabel=xlabel, ylabel="first call (log; band: min–max over processes)",
-                                   alt=alt, yfmt=columns.fmt_seconds, integer_x=integer)))
+        out.append(
+            (
+                alt,
+                svg.lines(
+                    _series(s, x, "first_call_s", ("first_call_min_s", "first_call_max_s")),
+                    title=f"{case}: first call on each novel shape (compiles included)",
+                    xlabel=xlabel,
+                    ylabel="first call (log; band: min–max over processes)",
+                    alt=alt,
+                    yfmt=columns.fmt_seconds,
+                    integer_x=integer,
+                ),
+            )
+        )
     if s["cached_s"].notna().any():
         alt = f"{case}: cached latency per shape with its IQR"
-        out.append((alt, svg.lines(_series(s, x, "cached_s", ("cached_q25_s", "cached_q75_s")),
-                                   title=f"{case}: cached call on each shape", xlabel=xlabel,
-                                   ylabel="cached call (log; band: IQR)", alt=alt, yfmt=columns.fmt_seconds,
-                                   integer_x=integer)))
+        out.append(
+            (
+                alt,
+                svg.lines(
+                    _series(s, x, "cached_s", ("cached_q25_s", "cached_q75_s")),
+                    title=f"{case}: cached call on each shape",
+                    xlabel=xlabel,
+                    ylabel="cached call (log; band: IQR)",
+                    alt=alt,
+                    yfmt=columns.fmt_seconds,
+                    integer_x=integer,
+                ),
+            )
+        )
     if s["new_compiles"].notna().any():
         # jobs with the same steps share a line (else they hide each other): one per pattern
         steps: dict = {}
@@ -84,21 +109,47 @@ def case_plots(case: str, shapes: pd.DataFrame, jobs: pd.DataFrame, many: bool) 
             g = g.sort_values("shape_index")
             total = (0, *g["new_compiles"].fillna(0).astype(int).cumsum())
             steps.setdefault(total, []).append(label)
-        series = [{"label": _wrap(labels), "x": list(range(len(total))), "y": list(total)}
-                  for total, labels in sorted(steps.items(), key=lambda kv: -kv[0][-1])]
+        series = [
+            {"label": _wrap(labels), "x": list(range(len(total))), "y": list(total)}
+            for total, labels in sorted(steps.items(), key=lambda kv: -kv[0][-1])
+        ]
         alt = f"{case}: cumulative compiles against shapes seen"
-        out.append((alt, svg.lines(series, title=f"{case}: compiles as novel shapes arrive", xlabel="shapes seen",
-                                   ylabel="cumulative compiles", alt=alt, logy=False, step=True, integer_x=True, integer_y=True,
-                                   yfmt=lambda v: f"{v:g}", xfmt=lambda v: f"{v:g}")))
+        out.append(
+            (
+                alt,
+                svg.lines(
+                    series,
+                    title=f"{case}: compiles as novel shapes arrive",
+                    xlabel="shapes seen",
+                    ylabel="cumulative compiles",
+                    alt=alt,
+                    logy=False,
+                    step=True,
+                    integer_x=True,
+                    integer_y=True,
+                    yfmt=lambda v: f"{v:g}",
+                    xfmt=lambda v: f"{v:g}",
+                ),
+            )
+        )
     j = jobs[(jobs["case"] == case) & (jobs["cached_vs_eager"] > 0)].copy()
     if len(j):
         j["label"] = _label(j, many)
         j = j.sort_values("cached_vs_eager")
         alt = f"{case}: cached latency relative to torch eager"
-        out.append((alt, svg.bars(list(j["label"]), _floats(j["cached_vs_eager"]),
-                                  title=f"{case}: cached call relative to torch eager", alt=alt,
-                                  xlabel="cached call ÷ torch eager (same run and machine; log)",
-                                  fmt=columns.fmt_ratio)))
+        out.append(
+            (
+                alt,
+                svg.bars(
+                    list(j["label"]),
+                    _floats(j["cached_vs_eager"]),
+                    title=f"{case}: cached call relative to torch eager",
+                    alt=alt,
+                    xlabel="cached call ÷ torch eager (same run and machine; log)",
+                    fmt=columns.fmt_ratio,
+                ),
+            )
+        )
     return out
 
 
@@ -124,12 +175,33 @@ def history_plots(hist: pd.DataFrame) -> list[tuple[str, str]]:
             compiles.append({"label": lab, "x": x, "y": _floats(g["compiles"])})
             sweeps.append({"label": lab, "x": x, "y": _floats(g["novel_sweep_s"])})
         alt = f"{case}: history by commit"
-        out.append((alt, svg.lines(compiles, title=f"{case}: compiles by commit", xlabel="commit", ylabel="compiles",
-                                   alt=alt, logy=False, integer_x=True, integer_y=True, xticks=ticks,
-                                   yfmt=lambda v: f"{v:g}")
-                    + svg.lines(sweeps, title=f"{case}: novel sweep by commit", xlabel="commit",
-                                ylabel="novel sweep (log)", alt=f"{case}: novel sweep by commit", xticks=ticks,
-                                integer_x=True, yfmt=columns.fmt_seconds)))
+        out.append(
+            (
+                alt,
+                svg.lines(
+                    compiles,
+                    title=f"{case}: compiles by commit",
+                    xlabel="commit",
+                    ylabel="compiles",
+                    alt=alt,
+                    logy=False,
+                    integer_x=True,
+                    integer_y=True,
+                    xticks=ticks,
+                    yfmt=lambda v: f"{v:g}",
+                )
+                + svg.lines(
+                    sweeps,
+                    title=f"{case}: novel sweep by commit",
+                    xlabel="commit",
+                    ylabel="novel sweep (log)",
+                    alt=f"{case}: novel sweep by commit",
+                    xticks=ticks,
+                    integer_x=True,
+                    yfmt=columns.fmt_seconds,
+                ),
+            )
+        )
     return out
 
 
@@ -156,8 +228,9 @@ def matrix_html(jobs: pd.DataFrame) -> str:
             mark = OUTCOME_MARK.get(r["outcome"], "")
             cell = "; ".join(x for x in (r["expected"], r["why"].split(":")[0]) if x)  # e.g. "= 1/shape; shape 1"
             small = f"<small>{html.escape(_clip(cell, 40))}</small>" if cell else ""
-            tds.append(f'<td style="background:{COLOURS.get(status, "#fff")}" title="{tip}">'
-                       f"{html.escape(status + mark)}{small}</td>")
+            tds.append(
+                f'<td style="background:{COLOURS.get(status, "#fff")}" title="{tip}">{html.escape(status + mark)}{small}</td>'
+            )
         body.append(f"<tr><th>{html.escape(row)}</th>{''.join(tds)}</tr>")
     legend = " ".join(f'<span class=key style="background:{v}">{k}</span>' for k, v in COLOURS.items())
     return f"<p>{legend}</p><table class=matrix>{head}{''.join(body)}</table>"
@@ -182,10 +255,15 @@ def summary_html(rows: pd.DataFrame, legend: bool = True) -> str:
             cls = "t" if c.text else "n"
             full = r.get(c.name)
             # a clipped text's whole, or a missing value's reason, as the cell's tooltip
-            tip = (full if isinstance(full, str) and len(full) > len(text) else
-                   text if columns.missing(full) and text not in ("–", "") else "")
+            tip = (
+                full
+                if isinstance(full, str) and len(full) > len(text)
+                else text
+                if columns.missing(full) and text not in ("–", "")
+                else ""
+            )
             tip = f' title="{html.escape(tip, quote=True)}"' if tip else ""
-            tds.append(f'<td class={cls}{tip}>{html.escape(text)}</td>')
+            tds.append(f"<td class={cls}{tip}>{html.escape(text)}</td>")
         body.append("<tr>" + "".join(tds) + "</tr>")
     out = f"<table class=summary><tr>{head}</tr>{''.join(body)}</table>"
     return out + (f"<p class=legend>{columns.legend(cols, html=True)}</p>" if legend else "")
@@ -224,16 +302,18 @@ def render(df: pd.DataFrame, title: str = "dynshape report", rules=None, judged:
     shapes = frames.per_shape(df)
     many = jobs[frames.RUN].drop_duplicates().shape[0] > 1
     runs = ", ".join(f"{r} on {m}" for r, m in jobs[frames.RUN].drop_duplicates().itertuples(index=False))
-    parts = [f"<!doctype html><html><head><meta charset=utf-8><title>{html.escape(title)}</title>"
-             f"<style>{STYLE}{svg.STYLE}</style></head><body><h1>{html.escape(title)}</h1>",
-             f"<p>Runs: {html.escape(runs)}. Commits: "
-             f"{html.escape(', '.join(str(c)[:10] for c in jobs['commit'].dropna().unique()))}. "
-             f"Jobs by status: {html.escape(_counts(jobs['status']))}; by expectation: "
-             f"{html.escape(_counts(jobs['outcome']))}.</p>",
-             "<h2>Conformance matrix</h2>", matrix_html(jobs)]
+    parts = [
+        f"<!doctype html><html><head><meta charset=utf-8><title>{html.escape(title)}</title>"
+        f"<style>{STYLE}{svg.STYLE}</style></head><body><h1>{html.escape(title)}</h1>",
+        f"<p>Runs: {html.escape(runs)}. Commits: "
+        f"{html.escape(', '.join(str(c)[:10] for c in jobs['commit'].dropna().unique()))}. "
+        f"Jobs by status: {html.escape(_counts(jobs['status']))}; by expectation: "
+        f"{html.escape(_counts(jobs['outcome']))}.</p>",
+        "<h2>Conformance matrix</h2>",
+        matrix_html(jobs),
+    ]
     if not many:
-        parts += ["<h2>Compile patterns by case family</h2>",
-                  frames.family_table(df).to_html(classes="summary", escape=True)]
+        parts += ["<h2>Compile patterns by case family</h2>", frames.family_table(df).to_html(classes="summary", escape=True)]
     hist = frames.history(df)
     if hist["commit"].nunique() > 1:
         parts.append("<h2>History by commit</h2>")
@@ -241,9 +321,12 @@ def render(df: pd.DataFrame, title: str = "dynshape report", rules=None, judged:
     ran = jobs[jobs["shapes"] > 0]
     if len(ran):
         cols = [c for c in columns.shown(ran) if c.name not in _CASE_TABLE_DROPS]
-        parts += ["<h2>Per case</h2>", "<p class=legend>Plots: latency on a log scale against the size that grows; "
-                  "a band is the dispersion (first call: min–max over processes; cached call: each shape's IQR). "
-                  f"Table columns: {columns.legend(cols, html=True)}.</p>"]
+        parts += [
+            "<h2>Per case</h2>",
+            "<p class=legend>Plots: latency on a log scale against the size that grows; "
+            "a band is the dispersion (first call: min–max over processes; cached call: each shape's IQR). "
+            f"Table columns: {columns.legend(cols, html=True)}.</p>",
+        ]
     for case in sorted(ran["case"].unique()):
         parts.append(f"<h2 id={html.escape(case)}>{html.escape(case)}</h2>")
         parts += [chart for _, chart in case_plots(case, shapes, jobs, many)]

@@ -55,8 +55,10 @@ def parse(text: str) -> int | None:
     value, unit = float(m.group(1)), m.group(2)
     n = int(total * value / 100) if unit == "%" else int(value * _UNITS[unit])
     if not MIN_BYTES <= n <= total:
-        raise LimitError(f"memory limit {text!r} = {fmt(n)} is outside the allowed range "
-                         f"[{fmt(MIN_BYTES)}, {fmt(total)}] (this machine's memory), or 0 for no limit")
+        raise LimitError(
+            f"memory limit {text!r} = {fmt(n)} is outside the allowed range "
+            f"[{fmt(MIN_BYTES)}, {fmt(total)}] (this machine's memory), or 0 for no limit"
+        )
     return n
 
 

@@ -38,7 +38,7 @@ from __future__ import annotations
 import statistics
 import time
 import traceback
-from typing import Callable
+from collections.abc import Callable
 
 import cases
 from backends.base import Unsupported, check_bounds
@@ -81,10 +81,15 @@ class _Meter:
         work = b.work_stats()
         work_delta, self.work_before = _delta(work, self.work_before), work
         return dict(
-            work_delta=work_delta or None, work_times=b.work_times() or None,
-            compiles=int(sum(stats.values())), compile_stages=stats, compile_delta=delta,
-            compile_times=times, compile_time_s=float(sum(times.values())) if times else None,
-            compile_reasons=b.compile_reasons() or None, guards=b.guards() or None,
+            work_delta=work_delta or None,
+            work_times=b.work_times() or None,
+            compiles=int(sum(stats.values())),
+            compile_stages=stats,
+            compile_delta=delta,
+            compile_times=times,
+            compile_time_s=float(sum(times.values())) if times else None,
+            compile_reasons=b.compile_reasons() or None,
+            guards=b.guards() or None,
             call_breakdown=breakdown() if callable(breakdown) else None,
         )
 
@@ -138,9 +143,19 @@ def run(job: dict, backend, emit: Callable[[dict], None]) -> None:
             emit(dict(shape, **meter.take(), status="error", ok=False, message=_error(e)))
             continue
         verdict = oracle.compare(got, expected, case.out_dtype, tol.rtol, tol.atol)
-        emit(dict(shape, **meter.take(), **_io_fields(io, latency), latency_s=latency, max_abs_err=verdict.max_abs_err,
-                  max_rel_err=verdict.max_rel_err, ok=verdict.ok,
-                  status="pass" if verdict.ok else "mismatch", message=verdict.message or None))
+        emit(
+            dict(
+                shape,
+                **meter.take(),
+                **_io_fields(io, latency),
+                latency_s=latency,
+                max_abs_err=verdict.max_abs_err,
+                max_rel_err=verdict.max_rel_err,
+                ok=verdict.ok,
+                status="pass" if verdict.ok else "mismatch",
+                message=verdict.message or None,
+            )
+        )
         if verdict.ok:
             runnable.append((inputs, expected, dict(shape, novel=False)))
 
@@ -176,10 +191,24 @@ def run(job: dict, backend, emit: Callable[[dict], None]) -> None:
             message = f"{recompiles} compile(s) in the cached phase of a shape seen before ({why})"
         else:
             status, message = "pass", None
-        emit(dict(shape, **fields, **_io_fields(io, med), latency_s=med, cached_latency_s=med, cached_iqr_s=q[2] - q[0],
-                  cached_repeats=len(samples), cached_samples_s=samples, cached_check_every=every,
-                  max_abs_err=verdict.max_abs_err, max_rel_err=verdict.max_rel_err,
-                  ok=status == "pass", status=status, message=message))
+        emit(
+            dict(
+                shape,
+                **fields,
+                **_io_fields(io, med),
+                latency_s=med,
+                cached_latency_s=med,
+                cached_iqr_s=q[2] - q[0],
+                cached_repeats=len(samples),
+                cached_samples_s=samples,
+                cached_check_every=every,
+                max_abs_err=verdict.max_abs_err,
+                max_rel_err=verdict.max_rel_err,
+                ok=status == "pass",
+                status=status,
+                message=message,
+            )
+        )
 
 
 def _convert(backend, inputs) -> tuple[list, dict]:
@@ -219,12 +248,12 @@ def _io_fields(io: dict, call_s: float) -> dict:
     """The record's input/output fields and ``end_to_end_s``: what a user pays
     for host inputs to a host output (padding, copies and the call)."""
     steps = [io.get("pad_s"), io.get("h2d_s"), io.get("d2h_s")]
-    return dict(pad_s=steps[0], h2d_s=steps[1], d2h_s=steps[2],
-                end_to_end_s=call_s + sum(v for v in steps if v is not None))
+    return dict(pad_s=steps[0], h2d_s=steps[1], d2h_s=steps[2], end_to_end_s=call_s + sum(v for v in steps if v is not None))
 
 
-def _time_cached(program, backend, args, warmup: int, repeats: int,
-                 budget_s: float = CACHED_BUDGET_S, check=None) -> tuple[list[float], int]:
+def _time_cached(
+    program, backend, args, warmup: int, repeats: int, budget_s: float = CACHED_BUDGET_S, check=None
+) -> tuple[list[float], int]:
     """Per-call seconds, and ``number``: each sample times ``number``
     back-to-back calls, every call synced (so a framework with asynchronous
     dispatch is timed like one without), with ``number`` chosen from the last

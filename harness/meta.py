@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 import platform
@@ -16,20 +17,21 @@ PACKAGES = ("numpy", "torch", "jax", "jaxlib", "einx", "torch_xla", "sympy")
 
 
 def new_run_id() -> str:
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S")
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S")
     return f"{stamp}-{secrets.token_hex(3)}"
 
 
 def now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")
 
 
 def git_state(root=ROOT) -> tuple[str | None, bool | None]:
     """``(commit, dirty)`` of the repo, or ``(None, None)`` outside git."""
     try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10
-        ).stdout.strip() or None
+        commit = (
+            subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10).stdout.strip()
+            or None
+        )
         status = subprocess.run(
             ["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True, text=True, timeout=10
         )
@@ -116,8 +118,6 @@ def versions() -> dict:
     """Versions of the packages this interpreter has (no imports)."""
     out = {"python": sys.version.split()[0]}
     for name in PACKAGES:
-        try:
+        with contextlib.suppress(metadata.PackageNotFoundError):
             out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            pass
     return out

@@ -49,9 +49,13 @@ def compare(out, expected: np.ndarray, out_dtype: str, rtol: float, atol: float)
     if np.any(wrong_inf):
         n = int(np.count_nonzero(wrong_inf))
         first = tuple(int(k) for k in np.argwhere(wrong_inf)[0])
-        return Verdict(False, float("inf"), float("inf"),
-                       f"{n} of {out.size} elements differ from the oracle's ±inf (first at {first}: "
-                       f"got {got[first]!r}, expected {exp[first]!r})")
+        return Verdict(
+            False,
+            float("inf"),
+            float("inf"),
+            f"{n} of {out.size} elements differ from the oracle's ±inf (first at {first}: "
+            f"got {got[first]!r}, expected {exp[first]!r})",
+        )
     finite = ~(nan_exp | inf_exp)
     err = np.abs(got[finite] - exp[finite])
     mag = np.abs(exp)[finite]

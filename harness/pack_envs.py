@@ -29,9 +29,11 @@ from . import results
 
 GROUP = "dynshape.cases"
 #: what an environment's interpreter prints: its site-packages and the packs it sees
-_PROBE = ("import json, sysconfig; from importlib import metadata; "
-          "print(json.dumps({'purelib': sysconfig.get_paths()['purelib'], "
-          f"'packs': sorted(e.name for e in metadata.entry_points(group={GROUP!r}))}}))")
+_PROBE = (
+    "import json, sysconfig; from importlib import metadata; "
+    "print(json.dumps({'purelib': sysconfig.get_paths()['purelib'], "
+    f"'packs': sorted(e.name for e in metadata.entry_points(group={GROUP!r}))}}))"
+)
 
 
 class PackError(results.ResultsError):
@@ -51,8 +53,13 @@ def pythons() -> dict[str, str]:
 
 def _probe(python: str) -> dict:
     try:
-        p = subprocess.run([python, "-c", _PROBE], capture_output=True, text=True, timeout=120,
-                           env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+        p = subprocess.run(
+            [python, "-c", _PROBE],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         raise PackError(f"cannot ask {python} for its packs: {e}") from None
     if p.returncode:
@@ -60,7 +67,7 @@ def _probe(python: str) -> dict:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def packs_in(python: str) -> frozenset[str]:
     """The ``dynshape.cases`` entry points ``python`` sees (its own site,
     plus ``PYTHONPATH`` as a worker would have it)."""
@@ -76,7 +83,7 @@ def read_pack(path: str | os.PathLike) -> tuple[str, str, dict[str, str], Path]:
     root = Path(path).resolve()
     meta = root / "pyproject.toml"
     if not meta.is_file():
-        raise PackError(f"{root}: no pyproject.toml (a case pack declares its [project.entry-points.\"{GROUP}\"])")
+        raise PackError(f'{root}: no pyproject.toml (a case pack declares its [project.entry-points."{GROUP}"])')
     try:
         project = tomllib.loads(meta.read_text(encoding="utf-8")).get("project", {})
     except tomllib.TOMLDecodeError as e:
@@ -85,7 +92,7 @@ def read_pack(path: str | os.PathLike) -> tuple[str, str, dict[str, str], Path]:
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
         raise PackError(f"{meta}: field project.name is missing or not a distribution name")
     if not isinstance(eps, dict) or not eps or not all(isinstance(v, str) for v in eps.values()):
-        raise PackError(f"{meta}: no [project.entry-points.\"{GROUP}\"] table of name = \"module[:object]\"")
+        raise PackError(f'{meta}: no [project.entry-points."{GROUP}"] table of name = "module[:object]"')
     src = root / "src"
     return name, str(project.get("version", "0")), eps, src if src.is_dir() else root
 
@@ -130,5 +137,7 @@ def missing_reason(case_pack: str | None, env: str) -> str | None:
         return None  # the backend is unavailable, which says so itself
     if case_pack in packs_in(python):
         return None
-    return (f"case pack {case_pack!r} is not installed in env {env} ({python}): install it into every "
-            "environment with `dynshape packs install PATH`")
+    return (
+        f"case pack {case_pack!r} is not installed in env {env} ({python}): install it into every "
+        "environment with `dynshape packs install PATH`"
+    )

@@ -23,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 
-
 #: the cases of the two reports that started the project: the whole matrix, always
 CORE = ("gnn_edge_divide", "gnn_rbf_subtract", "gnn_message_passing", "expand_over_batch", "expand_over_batch_bounded")
 
@@ -41,18 +40,24 @@ class LeftOut:
     def matches(self, case: str, backend: str, mode: str) -> bool:
         if case in CORE:
             return False
-        return all(fnmatch.fnmatchcase(v, g) for v, g in ((case, self.case), (backend, self.backend),
-                                                           (mode, self.mode)))
+        return all(fnmatch.fnmatchcase(v, g) for v, g in ((case, self.case), (backend, self.backend), (mode, self.mode)))
 
 
 _MODEL_COST = "a model case's job imports its model library and compiles a whole model"
-_MODEL_BOUNDED = (_MODEL_COST + ": the StableHLO bounded row runs on one model of each kind (GPT-2, BERT, GCN); "
-                  "a bounded XLA compile of a whole model takes 40-75 s here")
+_MODEL_BOUNDED = (
+    _MODEL_COST + ": the StableHLO bounded row runs on one model of each kind (GPT-2, BERT, GCN); "
+    "a bounded XLA compile of a whole model takes 40-75 s here"
+)
 
 QUICK_LEAVES_OUT: tuple[LeftOut, ...] = (
     LeftOut("*", "*", "static", "static mode compiles per shape on every system that specialises, by construction"),
     LeftOut("*", "*", "bucketed", "bucketed mode compiles once per bucket touched, by construction"),
-    LeftOut("*", "torch_xla*", "*", "each job starts a torch_xla runtime (its PJRT client, or the export server for the StableHLO rows)"),
+    LeftOut(
+        "*",
+        "torch_xla*",
+        "*",
+        "each job starts a torch_xla runtime (its PJRT client, or the export server for the StableHLO rows)",
+    ),
     LeftOut("*", "torch_compile", "bounded", "the unbounded row's dynamo graph, with a range on the dim"),
     # the model cases (cases/models_*.py): every job imports its model library (transformers ~10 s on
     # the loaded 2-core machine) and compiles a whole model (inductor: 60-110 s for GPT-2 or BERT; a
@@ -79,6 +84,5 @@ def left_out(case: str, backend: str, mode: str, profile: str | None) -> str | N
         return None
     for rule in QUICK_LEAVES_OUT:
         if rule.matches(case, backend, mode):
-            return (f"left out of the quick profile ({rule.why}); `harness run --whole-matrix` or the full "
-                    "profile runs it")
+            return f"left out of the quick profile ({rule.why}); `harness run --whole-matrix` or the full profile runs it"
     return None

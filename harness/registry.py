@@ -38,7 +38,7 @@ def names() -> list[str]:
     return sorted({ep.name for ep in _entry_points()})
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def backends() -> dict[str, Backend]:
     """Every registered backend by name, instantiated, in name order."""
     found: dict[str, Backend] = {}

@@ -82,8 +82,10 @@ def verdicts(df: pd.DataFrame, rules=None, by=None) -> dict:
     host = df["machine"].map(lambda m: m.get("host", "?") if isinstance(m, dict) else m)
     df = df.assign(**{k: host for k in ("machine", "host") if k in by})
     keys = KEYS + by
-    return {k if isinstance(k, tuple) else (k,): expectations.verdict(g.to_dict("records"), expectations.lookup(rules, *k[:3]))
-            for k, g in df.groupby(keys, sort=False, dropna=False)}
+    return {
+        k if isinstance(k, tuple) else (k,): expectations.verdict(g.to_dict("records"), expectations.lookup(rules, *k[:3]))
+        for k, g in df.groupby(keys, sort=False, dropna=False)
+    }
 
 
 def annotate(rows: pd.DataFrame, df: pd.DataFrame, rules=None, judged=None) -> pd.DataFrame:
@@ -101,6 +103,7 @@ def annotate(rows: pd.DataFrame, df: pd.DataFrame, rules=None, judged=None) -> p
 
 
 # -- formatting --------------------------------------------------------------
+
 
 def markdown(rows: pd.DataFrame, counters: bool = True) -> str:
     """Measured jobs as a table (:func:`harness.columns.shown`: the run and
@@ -144,9 +147,12 @@ def run_summary(rows: pd.DataFrame, verdicts: dict, run: str, files: dict[str, o
     outcome = pd.Series([v.outcome for v in verdicts.values()], dtype=object).value_counts()
     idle = rows[rows["status"].isin(columns.IDLE)]
     bad = int(sum(outcome.get(o, 0) for o in ("fail", "xpass", "norule")))
-    lines = [f"{len(rows)} jobs by status: " + ", ".join(f"{int(status[s])} {s}" for s in order),
-             "by expectation: " + ", ".join(f"{int(outcome[o])} {o}" for o in OUTCOMES if o in outcome.index)
-             + (f" ({bad} unexpected: listed below)" if bad else " (none unexpected)")]
+    lines = [
+        f"{len(rows)} jobs by status: " + ", ".join(f"{int(status[s])} {s}" for s in order),
+        "by expectation: "
+        + ", ".join(f"{int(outcome[o])} {o}" for o in OUTCOMES if o in outcome.index)
+        + (f" ({bad} unexpected: listed below)" if bad else " (none unexpected)"),
+    ]
     if len(idle):
         by = idle.groupby("backend")["status"].size().sort_values(ascending=False)
         top = ", ".join(f"{b} {int(n)}" for b, n in by.head(4).items()) + (", …" if len(by) > 4 else "")
@@ -179,8 +185,7 @@ def table(df: pd.DataFrame, cols: list[Column]) -> str:
     writes each value: units, dispersion, ``–`` or why it is missing)."""
     head = "| " + " | ".join(c.header for c in cols) + " |"
     sep = "|" + "|".join("---" if c.text else "---:" for c in cols) + "|"
-    body = ["| " + " | ".join(columns.cell(c, r).replace("|", "\\|") for c in cols) + " |"
-            for r in df.to_dict("records")]
+    body = ["| " + " | ".join(columns.cell(c, r).replace("|", "\\|") for c in cols) + " |" for r in df.to_dict("records")]
     return "\n".join([head, sep, *body])
 
 
@@ -190,11 +195,15 @@ def per_shape_markdown(shapes: pd.DataFrame) -> str:
     sizes = [c for c in shapes.columns if c.startswith("size_") and shapes[c].notna().any()]
     stages = [c for c in shapes.columns if c.startswith("new_compiles_") and shapes[c].notna().any()]
     cols = [c for c in columns.RUN_COLUMNS if shapes[c.name].nunique(dropna=False) > 1] + [
-        BY_NAME["backend"], BY_NAME["mode"], Column("shape_index", "shape", "count"),
+        BY_NAME["backend"],
+        BY_NAME["mode"],
+        Column("shape_index", "shape", "count"),
         *[Column(c, c[5:], "count") for c in sizes],
         Column("first_call_s", "first call", "seconds", spread=("first_call_min_s", "first_call_max_s")),
         Column("new_compiles", "compiles", "count"),
-        *[Column(c, c[len("new_compiles_"):], "count") for c in stages],
+        *[Column(c, c[len("new_compiles_") :], "count") for c in stages],
         Column("cached_s", "cached call", "seconds", spread=("cached_q25_s", "cached_q75_s")),
-        Column("status", "status"), Column("reason", "reason", width=80)]
+        Column("status", "status"),
+        Column("reason", "reason", width=80),
+    ]
     return table(shapes, cols) if len(shapes) else "(no novel shapes measured)"

@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import os
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
-from typing import IO, Iterable
+from typing import IO
 
 SCHEMA = 2
 #: older schemas this harness still reads: their records lack the newer
@@ -35,14 +36,51 @@ _INTS = ("shape_index", "compiles", "cached_repeats", "process", "new_compiles")
 #: the whole cached phase of the shape), ``compile_reasons`` what the system
 #: said about them, ``compile_times`` the job's cumulative seconds per stage.
 FIELDS = (
-    "schema", "run_id", "commit", "dirty", "machine", "timestamp", "versions", "profile",
-    "case", "backend", "mode", "env", "shape_index", "sizes", "shapes", "novel",
-    "startup_s", "prepare_s",
-    "compiles", "compile_stages", "compile_delta", "compile_times", "compile_time_s", "compile_reasons", "guards",
-    "latency_s", "cached_latency_s", "cached_iqr_s", "cached_repeats", "call_breakdown",
-    "pad_s", "h2d_s", "d2h_s", "end_to_end_s", "work_delta", "work_times",
-    "max_abs_err", "max_rel_err", "ok", "status", "message",
-    "process", "cached_samples_s", "node", "cached_check_every",
+    "schema",
+    "run_id",
+    "commit",
+    "dirty",
+    "machine",
+    "timestamp",
+    "versions",
+    "profile",
+    "case",
+    "backend",
+    "mode",
+    "env",
+    "shape_index",
+    "sizes",
+    "shapes",
+    "novel",
+    "startup_s",
+    "prepare_s",
+    "compiles",
+    "compile_stages",
+    "compile_delta",
+    "compile_times",
+    "compile_time_s",
+    "compile_reasons",
+    "guards",
+    "latency_s",
+    "cached_latency_s",
+    "cached_iqr_s",
+    "cached_repeats",
+    "call_breakdown",
+    "pad_s",
+    "h2d_s",
+    "d2h_s",
+    "end_to_end_s",
+    "work_delta",
+    "work_times",
+    "max_abs_err",
+    "max_rel_err",
+    "ok",
+    "status",
+    "message",
+    "process",
+    "cached_samples_s",
+    "node",
+    "cached_check_every",
 )
 #: ``process``: which fresh worker of the job measured the record (0, then
 #: 1… for ``harness run --processes N``, which repeats the novel phase);
@@ -66,11 +104,23 @@ _NUM = (int, float)
 TYPES: dict[str, tuple[type, ...]] = {
     **dict.fromkeys(("run_id", "commit", "timestamp", "profile", "env", "message", "node"), (str,)),
     **dict.fromkeys(("dirty", "novel", "ok"), (bool,)),
-    **dict.fromkeys(("machine", "versions", "sizes", "compile_stages", "compile_delta", "compile_times",
-                     "call_breakdown"), (dict,)),
+    **dict.fromkeys(
+        ("machine", "versions", "sizes", "compile_stages", "compile_delta", "compile_times", "call_breakdown"), (dict,)
+    ),
     **dict.fromkeys(("shapes", "compile_reasons", "guards", "cached_samples_s"), (list,)),
-    **dict.fromkeys(("startup_s", "prepare_s", "compile_time_s", "latency_s", "cached_latency_s", "cached_iqr_s",
-                     "max_abs_err", "max_rel_err"), _NUM),
+    **dict.fromkeys(
+        (
+            "startup_s",
+            "prepare_s",
+            "compile_time_s",
+            "latency_s",
+            "cached_latency_s",
+            "cached_iqr_s",
+            "max_abs_err",
+            "max_rel_err",
+        ),
+        _NUM,
+    ),
     **dict.fromkeys(_INTS, (int,)),
 }
 #: fields a record cannot do without: what identifies its job and says how it ended
@@ -181,24 +231,38 @@ def read_records(path: str | os.PathLike) -> list[dict]:
                 rec = json.loads(line)
             except json.JSONDecodeError as e:
                 at = e.msg + (" column" if e.msg.endswith(" at") else " at column")
-                warnings.warn(ResultsWarning(f"{path}:{n}: skipped a line that is not JSON ({at} {e.colno}; "
-                                             "a run killed mid-write leaves a torn last line)"))
+                warnings.warn(
+                    ResultsWarning(
+                        f"{path}:{n}: skipped a line that is not JSON ({at} {e.colno}; "
+                        "a run killed mid-write leaves a torn last line)"
+                    ),
+                    stacklevel=2,
+                )
                 continue
             if not isinstance(rec, dict):
-                warnings.warn(ResultsWarning(f"{path}:{n}: skipped a line that is not a record "
-                                             f"(a JSON {type(rec).__name__}, not an object)"))
+                warnings.warn(
+                    ResultsWarning(
+                        f"{path}:{n}: skipped a line that is not a record (a JSON {type(rec).__name__}, not an object)"
+                    ),
+                    stacklevel=2,
+                )
                 continue
             schema = rec.get("schema")
             if not isinstance(schema, int) or isinstance(schema, bool):
-                warnings.warn(ResultsWarning(f"{path}:{n}: skipped an object with no schema version "
-                                             f"(schema: {schema!r}): not a record"))
+                warnings.warn(
+                    ResultsWarning(f"{path}:{n}: skipped an object with no schema version (schema: {schema!r}): not a record"),
+                    stacklevel=2,
+                )
                 continue
             if isinstance(schema, int) and not isinstance(schema, bool) and schema > SCHEMA:
-                raise ResultsError(f"{path}:{n}: schema {schema} is newer than this harness reads "
-                                   f"(up to {SCHEMA}): update dynshape to read this file")
+                raise ResultsError(
+                    f"{path}:{n}: schema {schema} is newer than this harness reads "
+                    f"(up to {SCHEMA}): update dynshape to read this file"
+                )
             if schema not in READABLE:
-                raise ResultsError(f"{path}:{n}: schema {schema!r} is not supported "
-                                   f"(this harness reads {', '.join(map(str, READABLE))})")
+                raise ResultsError(
+                    f"{path}:{n}: schema {schema!r} is not supported (this harness reads {', '.join(map(str, READABLE))})"
+                )
             check_record(rec, f"{path}:{n}")
             out.append(rec)
     return out
@@ -238,8 +302,9 @@ def load(paths: Iterable[str | os.PathLike] | None = None, default_dir="results"
     files = run_files(paths, default_dir)
     recs = [r for p in files for r in read_records(p)]
     if not recs:
-        raise ResultsError(f"no records in {', '.join(map(str, files))} (an empty run: was it interrupted "
-                           "before its first job finished?)")
+        raise ResultsError(
+            f"no records in {', '.join(map(str, files))} (an empty run: was it interrupted before its first job finished?)"
+        )
     df = _pd().DataFrame.from_records(recs, columns=list(FIELDS))
     return flat(df) if flatten else df
 
@@ -256,19 +321,27 @@ def duplicates(df) -> list[str]:
     appended to twice, whose latency columns would mix the attempts."""
     if not len(df):
         return []
-    keys = _pd().DataFrame({
-        "run_id": df["run_id"], "case": df["case"], "backend": df["backend"], "mode": df["mode"],
-        "host": df["machine"].map(lambda m: m.get("host") if isinstance(m, dict) else None),
-        "process": df["process"].map(lambda v: 0 if v is None or v != v else int(v)),
-        "shape_index": df["shape_index"].map(lambda v: None if v is None or v != v else int(v)),
-        "novel": df["novel"].map(lambda v: None if v is None or v != v else bool(v)),
-    }).astype(object)
+    keys = (
+        _pd()
+        .DataFrame(
+            {
+                "run_id": df["run_id"],
+                "case": df["case"],
+                "backend": df["backend"],
+                "mode": df["mode"],
+                "host": df["machine"].map(lambda m: m.get("host") if isinstance(m, dict) else None),
+                "process": df["process"].map(lambda v: 0 if v is None or v != v else int(v)),
+                "shape_index": df["shape_index"].map(lambda v: None if v is None or v != v else int(v)),
+                "novel": df["novel"].map(lambda v: None if v is None or v != v else bool(v)),
+            }
+        )
+        .astype(object)
+    )
     dup = keys[keys.duplicated(keep=False)]
     out = []
     for key, n in dup.value_counts(dropna=False, sort=False).items():
-        k = dict(zip(RECORD_KEY, key))
-        what = ("the job" if k["shape_index"] is None
-                else f"shape {k['shape_index']} {'novel' if k['novel'] else 'cached'}")
+        k = dict(zip(RECORD_KEY, key, strict=False))
+        what = "the job" if k["shape_index"] is None else f"shape {k['shape_index']} {'novel' if k['novel'] else 'cached'}"
         proc = f" process {k['process']}" if k["process"] else ""
         out.append(f"{k['run_id']} {k['case']}[{k['backend']}-{k['mode']}] {what}{proc} on {k['host']} ×{n}")
     return out
@@ -304,7 +377,7 @@ def flat(df):
     new = delta.add_prefix("new_compiles_")
     machine = _dicts(out["machine"])
     counted = out["compile_delta"].map(lambda v: isinstance(v, dict))
-    out["new_compiles"] = (delta.sum(axis=1) if len(delta.columns) else 0)
+    out["new_compiles"] = delta.sum(axis=1) if len(delta.columns) else 0
     out["new_compiles"] = out["new_compiles"].where(counted)
     out["machine_cpu"] = machine.get("cpu")
     out["machine_cores"] = machine.get("cores")

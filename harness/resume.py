@@ -59,8 +59,10 @@ def resume(out_dir: str | os.PathLike, run_id: str, **overrides):
         runs = sorted(p.name[: -len(PLAN_SUFFIX)] for p in out.glob(f"*{PLAN_SUFFIX}"))
         raise results.ResultsError(f"no run {run_id!r} in {out}/; resumable runs: {', '.join(runs) or 'none'}")
     if not plan_file.exists():
-        raise results.ResultsError(f"run {run_id!r} has no plan ({plan_file.name}): it was started by a harness "
-                                   "without --resume support, so its job list is unknown")
+        raise results.ResultsError(
+            f"run {run_id!r} has no plan ({plan_file.name}): it was started by a harness "
+            "without --resume support, so its job list is unknown"
+        )
     plan = read_plan(plan_file)
     settings = {k: plan[k] for k in SETTINGS if k in plan}
     settings.update(overrides)
@@ -70,14 +72,16 @@ def resume(out_dir: str | os.PathLike, run_id: str, **overrides):
     combos = []
     for case, backend, mode in plan["jobs"]:
         if case not in catalogue:
-            raise cases.CaseError(f"run {run_id!r} planned case {case!r}, which no longer exists; "
-                                  f"valid: {', '.join(catalogue)}")
+            raise cases.CaseError(f"run {run_id!r} planned case {case!r}, which no longer exists; valid: {', '.join(catalogue)}")
         if backend not in backends:
-            raise registry.RegistryError(f"run {run_id!r} planned backend {backend!r}, which is not registered; "
-                                         f"valid: {', '.join(backends)}")
+            raise registry.RegistryError(
+                f"run {run_id!r} planned backend {backend!r}, which is not registered; valid: {', '.join(backends)}"
+            )
         if mode not in catalogue[case].modes:
-            raise results.ResultsError(f"run {run_id!r} planned {case}[{backend}-{mode}], but case {case!r} has "
-                                       f"no mode {mode!r} (it has {', '.join(catalogue[case].modes)})")
+            raise results.ResultsError(
+                f"run {run_id!r} planned {case}[{backend}-{mode}], but case {case!r} has "
+                f"no mode {mode!r} (it has {', '.join(catalogue[case].modes)})"
+            )
         combos.append(Combo(catalogue[case], backends[backend], mode))
     records = results.read_records(path) if path.exists() else []
     done = complete_jobs(records, runner.profile)
@@ -88,6 +92,7 @@ def resume(out_dir: str | os.PathLike, run_id: str, **overrides):
 def read_plan(path: Path) -> dict:
     """A run's ``.plan.json``, checked: :class:`harness.results.ResultsError`
     naming the file and what is wrong when it is not JSON or not a plan."""
+
     def bad(why: str) -> results.ResultsError:
         return results.ResultsError(f"{path}: {why}; the run cannot be resumed from it (start a new run)")
 
@@ -103,8 +108,16 @@ def read_plan(path: Path) -> dict:
     for i, job in enumerate(jobs):
         if not (isinstance(job, list) and len(job) == 3 and all(isinstance(x, str) for x in job)):
             raise bad(f"jobs[{i}] is {job!r}, not [case, backend, mode]")
-    types = {"profile": str, "repeats": int, "warmup": int, "timeout_s": (int, float, type(None)),
-             "threads": (int, type(None)), "max_memory": (int, type(None)), "warm_cache": bool, "processes": int}
+    types = {
+        "profile": str,
+        "repeats": int,
+        "warmup": int,
+        "timeout_s": (int, float, type(None)),
+        "threads": (int, type(None)),
+        "max_memory": (int, type(None)),
+        "warm_cache": bool,
+        "processes": int,
+    }
     for k, want in types.items():
         if k in plan and (not isinstance(plan[k], want) or (isinstance(plan[k], bool) and want is not bool)):
             raise bad(f"field {k!r} is {plan[k]!r}, of the wrong type")

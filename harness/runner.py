@@ -11,6 +11,7 @@ every record written; :func:`harness.resume.resume` finishes it.
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import json
 import os
@@ -21,14 +22,13 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable, Iterable
 
 import cases
-from backends.base import MODES
-
 from backends import envs
+from backends.base import MODES
 
 from . import forkserver, limits, meta, registry, results, threads
 
@@ -83,8 +83,13 @@ class Combo:
         return None
 
 
-def plan(case_globs: str | None = None, backend_globs: str | None = None, mode_globs: str | None = None,
-         profile: str | None = None, whole: bool = False) -> list[Combo]:
+def plan(
+    case_globs: str | None = None,
+    backend_globs: str | None = None,
+    mode_globs: str | None = None,
+    profile: str | None = None,
+    whole: bool = False,
+) -> list[Combo]:
     """Every (case, backend, mode) the globs select, for the modes each case has.
 
     With ``profile`` (as ``harness run`` and the gate plan), the jobs that
@@ -104,8 +109,7 @@ def plan(case_globs: str | None = None, backend_globs: str | None = None, mode_g
     from .profiles import left_out
 
     return [
-        Combo(catalogue[c], all_backends[b], m, named=b in named,
-              left_out=None if whole else left_out(c, b, m, profile))
+        Combo(catalogue[c], all_backends[b], m, named=b in named, left_out=None if whole else left_out(c, b, m, profile))
         for c in case_names
         for b in backend_names
         for m in modes
@@ -128,7 +132,7 @@ class Runner:
         progress: bool = True,
         threads: int | None = 1,
         trace_dir: str | os.PathLike | None = None,
-        max_memory: int | None | str = "default",
+        max_memory: int | str | None = "default",
         processes: int = 1,
         fork_server: bool | None = None,
     ):
@@ -154,7 +158,10 @@ class Runner:
         self.fork_server = forkserver.enabled() if fork_server is None else fork_server
         commit, dirty = meta.git_state()
         self._common = {
-            "run_id": self.run_id, "commit": commit, "dirty": dirty, "profile": profile,
+            "run_id": self.run_id,
+            "commit": commit,
+            "dirty": dirty,
+            "profile": profile,
             "machine": dict(meta.machine(), threads=threads),
         }
         self._lock = threading.Lock()
@@ -166,9 +173,9 @@ class Runner:
         the ``KeyboardInterrupt`` propagates; every record written stays.
         """
         combos = list(combos)
-        total = sum(
-            0 if c.skip_reason() else (1 + self.processes) * len(c.case.sizes_for(self.profile)) for c in combos
-        ) + sum(1 for c in combos if c.skip_reason())
+        total = sum(0 if c.skip_reason() else (1 + self.processes) * len(c.case.sizes_for(self.profile)) for c in combos) + sum(
+            1 for c in combos if c.skip_reason()
+        )
         self.write_plan(combos)
         bar = _progress(total, self.progress)
         try:
@@ -210,16 +217,20 @@ class Runner:
         path = plan_path(self.path)
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
-            data = {"run_id": self.run_id, **{k: getattr(self, k) for k in SETTINGS},
-                    "jobs": [[c.case.name, c.backend.name, c.mode] for c in combos]}
+            data = {
+                "run_id": self.run_id,
+                **{k: getattr(self, k) for k in SETTINGS},
+                "jobs": [[c.case.name, c.backend.name, c.mode] for c in combos],
+            }
             atomic_write(path, json.dumps(data, indent=1) + "\n")
         return path
 
     def run_one(self, combo: Combo, sink: Callable[[dict], None]) -> list[dict]:
         """Run one combo in a worker; each record goes to ``sink`` as it arrives."""
         got: list[dict] = []
-        base = dict(self._common, case=combo.case.name, backend=combo.backend.name, mode=combo.mode,
-                    env=combo.backend.env, process=0)
+        base = dict(
+            self._common, case=combo.case.name, backend=combo.backend.name, mode=combo.mode, env=combo.backend.env, process=0
+        )
 
         def emit(**fields) -> None:
             rec = results.record(**{**base, "timestamp": meta.now(), **fields})
@@ -231,8 +242,12 @@ class Runner:
             emit(status=skip[0], ok=None, message=skip[1])
             return got
         job = {
-            "case": combo.case.name, "mode": combo.mode, "profile": self.profile,
-            "repeats": self.repeats, "warmup": self.warmup, "spec": combo.backend.spec,
+            "case": combo.case.name,
+            "mode": combo.mode,
+            "profile": self.profile,
+            "repeats": self.repeats,
+            "warmup": self.warmup,
+            "spec": combo.backend.spec,
             "max_memory": self.max_memory,
         }
         timeout = self.timeout_s or combo.backend.timeout_s
@@ -274,13 +289,21 @@ class Runner:
         if self.fork_server and getattr(combo.backend, "forkable", True) and forkserver.usable(combo.backend.env, env):
             proc = forkserver.start(python, combo.backend.env, argv, env, str(envs.ROOT))
         if proc is not None:
-            spawned, start = proc.requested, {"how": "fork", "preload_s": proc.info.get("preload_s"),
-                                              "zygote_steps": proc.info.get("steps")}
+            spawned, start = (
+                proc.requested,
+                {"how": "fork", "preload_s": proc.info.get("preload_s"), "zygote_steps": proc.info.get("steps")},
+            )
         else:
             spawned, start = time.time(), {"how": "spawn", "preload_s": None}
             proc = subprocess.Popen(
-                [python, *argv], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                env=env, cwd=envs.ROOT, start_new_session=True, text=True,
+                [python, *argv],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                cwd=envs.ROOT,
+                start_new_session=True,
+                text=True,
             )
         lines: queue.Queue = queue.Queue()
         tail: collections.deque = collections.deque(maxlen=60)
@@ -312,9 +335,14 @@ class Runner:
                 if time.monotonic() < deadline:
                     continue
                 _kill(proc)
-                emit(versions=versions, **job_fields, status="timeout", ok=False,
-                     message=f"killed (SIGKILL) after no result within {timeout:.0f}s; {measured} records were "
-                             f"measured before; stderr: {_tail(tail)}")
+                emit(
+                    versions=versions,
+                    **job_fields,
+                    status="timeout",
+                    ok=False,
+                    message=f"killed (SIGKILL) after no result within {timeout:.0f}s; {measured} records were "
+                    f"measured before; stderr: {_tail(tail)}",
+                )
                 return
             if line is None:
                 break
@@ -327,9 +355,10 @@ class Runner:
                 versions = msg["versions"]
             elif "ready" in msg:
                 ready = msg["ready"]
-                job_fields = {"startup_s": max(0.0, ready["wall"] - spawned),
-                              "machine": dict(self._common["machine"], worker_threads=ready.get("threads"),
-                                              worker_start=start)}
+                job_fields = {
+                    "startup_s": max(0.0, ready["wall"] - spawned),
+                    "machine": dict(self._common["machine"], worker_threads=ready.get("threads"), worker_start=start),
+                }
             elif "record" in msg:
                 measured += 1
                 emit(versions=versions, **{**job_fields, **msg["record"]})
@@ -348,15 +377,24 @@ class Runner:
         limit = f"its memory limit of {limits.fmt(self.max_memory)} (--max-memory)"
         if oom or (not done and _looks_oom(tail)):
             last = (oom or "").strip().splitlines()[-1:] or ["(no Python error)"]
-            emit(versions=versions, **job_fields, status="oom", ok=False,
-                 message=f"worker ran out of memory under {limit} ({how}) after {measured} records: {last[0]}; "
-                         f"stderr: {_tail(tail)}")
+            emit(
+                versions=versions,
+                **job_fields,
+                status="oom",
+                ok=False,
+                message=f"worker ran out of memory under {limit} ({how}) after {measured} records: {last[0]}; "
+                f"stderr: {_tail(tail)}",
+            )
         elif fatal:
-            emit(versions=versions, **job_fields, status="error", ok=False,
-                 message=f"worker failed: {fatal.strip()[-1500:]}")
+            emit(versions=versions, **job_fields, status="error", ok=False, message=f"worker failed: {fatal.strip()[-1500:]}")
         elif not done:
-            emit(versions=versions, **job_fields, status="crashed", ok=False,
-                 message=f"worker died ({how}) after {measured} records; stderr: {_tail(tail)}")
+            emit(
+                versions=versions,
+                **job_fields,
+                status="crashed",
+                ok=False,
+                message=f"worker died ({how}) after {measured} records; stderr: {_tail(tail)}",
+            )
 
 
 class _Tail:
@@ -428,16 +466,14 @@ def _tail(tail) -> str:
     fatal = [i for i, l in enumerate(lines) if l.startswith("Fatal Python error")]
     if fatal:
         f = fatal[-1]
-        frames = [l for l in lines[f + 1:] if l.startswith("File ")][:2]
-        lines = lines[max(0, f - 3):f + 1] + frames
+        frames = [l for l in lines[f + 1 :] if l.startswith("File ")][:2]
+        lines = lines[max(0, f - 3) : f + 1] + frames
     return " | ".join(lines[-8:])[-1500:] or "(empty)"
 
 
 def _kill(proc: subprocess.Popen) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     proc.wait()
 
 

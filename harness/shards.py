@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from . import meta, results
 
@@ -41,8 +41,9 @@ def select(combos: list, i: int, n: int) -> list:
     return [c for k, c in enumerate(ordered) if k % n == i - 1]
 
 
-def merge(paths: Iterable[str | os.PathLike], out: str | os.PathLike, run_id: str | None = None,
-          force: bool = False) -> tuple[Path, int]:
+def merge(
+    paths: Iterable[str | os.PathLike], out: str | os.PathLike, run_id: str | None = None, force: bool = False
+) -> tuple[Path, int]:
     """Write the records of the runs at ``paths`` to ``out`` as one run
     (``run_id``, default a new id; each record keeps its machine). Runs of
     different commits or profiles are refused unless ``force``; a job in two
@@ -54,21 +55,23 @@ def merge(paths: Iterable[str | os.PathLike], out: str | os.PathLike, run_id: st
     for field in ("commit", "profile"):
         seen = {r.get(field) for _, r in recs if r.get(field) is not None}
         if len(seen) > 1 and not force:
-            raise results.ResultsError(f"the runs differ in {field} ({', '.join(sorted(map(str, seen)))}); "
-                                       "--force merges them anyway")
+            raise results.ResultsError(
+                f"the runs differ in {field} ({', '.join(sorted(map(str, seen)))}); --force merges them anyway"
+            )
     owner: dict = {}
     for k, r in recs:
         host = (r.get("machine") or {}).get("host")
         key = (r.get("case"), r.get("backend"), r.get("mode"), host)
         first = owner.setdefault(key, k)
         if first != k:
-            raise results.ResultsError(f"job {key[0]}[{key[1]}-{key[2]}] on {host} is in both {files[first]} "
-                                       f"and {files[k]}")
+            raise results.ResultsError(f"job {key[0]}[{key[1]}-{key[2]}] on {host} is in both {files[first]} and {files[k]}")
     run_id = run_id or meta.new_run_id()
     dups = results.duplicates(_frame([dict(r, run_id=run_id) for _, r in recs]))
     if dups:
-        raise results.ResultsError(f"{len(dups)} (job, shape, phase) keys have more than one record, e.g. "
-                                   f"{dups[0]}: an attempt kept beside its retry? Merge refuses to mix them")
+        raise results.ResultsError(
+            f"{len(dups)} (job, shape, phase) keys have more than one record, e.g. "
+            f"{dups[0]}: an attempt kept beside its retry? Merge refuses to mix them"
+        )
     out = Path(out)
     if out.exists():
         raise results.ResultsError(f"{out} exists; merge writes a new file")

@@ -71,7 +71,7 @@ def _cdf(m: int, n: int, u: int) -> float:
     return sum(_count(m, n, k) for k in range(u + 1)) / total
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _count(m: int, n: int, u: int) -> int:
     """Arrangements of ``m`` and ``n`` samples with U statistic ``u``."""
     if u < 0:

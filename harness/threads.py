@@ -11,6 +11,7 @@ interpreter starts. XLA's CPU backend has no thread-count flag that jaxlib
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -38,8 +39,6 @@ def observed() -> dict:
     torch = sys.modules.get("torch")
     if torch is not None and hasattr(torch, "get_num_threads"):
         out["torch_threads"] = torch.get_num_threads()
-    try:
+    with contextlib.suppress(OSError):
         out["os_threads"] = len(os.listdir("/proc/self/task"))
-    except OSError:
-        pass
     return out

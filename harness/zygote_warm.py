@@ -34,8 +34,7 @@ STEPS: dict[str, tuple[str, ...]] = {
 #: holders of the scratch path that are never read: the object re-reads the
 #: variable on every use
 REREAD = {
-    "torch._dynamo.package.DynamoCache._path_prefix":
-        "DiskDynamoCache overrides path_prefix() to call cache_dir() on every use",
+    "torch._dynamo.package.DynamoCache._path_prefix": "DiskDynamoCache overrides path_prefix() to call cache_dir() on every use",
     "torch._dynamo.precompile_context.DynamoCache._path_prefix": "the same object as torch._dynamo.package's",
 }
 
@@ -77,8 +76,10 @@ def run(steps, per_job) -> dict:
         shutil.rmtree(scratch, ignore_errors=True)
     held = [h for h in holders(scratch) if h not in REREAD]
     if held:
-        raise Unsafe(f"after {', '.join(done)}: {', '.join(held[:5])} still hold the zygote's scratch directory, "
-                     "which each job sets itself")
+        raise Unsafe(
+            f"after {', '.join(done)}: {', '.join(held[:5])} still hold the zygote's scratch directory, "
+            "which each job sets itself"
+        )
     return {"steps": done, "missing": missing, "seconds": time.perf_counter() - t0}
 
 

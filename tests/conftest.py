@@ -14,7 +14,9 @@ def fake_backends(monkeypatch):
     import sys
 
     monkeypatch.syspath_prepend(str(FIXTURES))
-    monkeypatch.setenv("PYTHONPATH", str(FIXTURES) + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else ""))
+    monkeypatch.setenv(
+        "PYTHONPATH", str(FIXTURES) + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else "")
+    )
     import dynshape_fake_backends
 
     def make(cls_name):

@@ -34,19 +34,26 @@ BENCHMARK = r"track_compiles\('gnn_edge_divide', 'einx_symbolic', 'unbounded'\)"
 def site(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("asv")
     conf = json.loads((ROOT / "asv.conf.json").read_text())
-    conf.update(repo=str(ROOT), benchmark_dir=str(ROOT / "benchmarks"), results_dir=str(tmp / "results"),
-                html_dir=str(tmp / "html"), env_dir=str(tmp / "env"))
+    conf.update(
+        repo=str(ROOT),
+        benchmark_dir=str(ROOT / "benchmarks"),
+        results_dir=str(tmp / "results"),
+        html_dir=str(tmp / "html"),
+        env_dir=str(tmp / "env"),
+    )
     config = tmp / "asv.conf.json"
     config.write_text(json.dumps(conf))
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                            check=True).stdout.strip()
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
     subprocess.run([str(ASV), "machine", "--yes", "--config", str(config)], cwd=tmp, capture_output=True, check=True)
-    run = subprocess.run([str(ASV), "run", "--config", str(config), "--python=same", "--quick",
-                          "--set-commit-hash", commit, "-b", BENCHMARK], cwd=tmp, capture_output=True, text=True,
-                         timeout=900)
+    run = subprocess.run(
+        [str(ASV), "run", "--config", str(config), "--python=same", "--quick", "--set-commit-hash", commit, "-b", BENCHMARK],
+        cwd=tmp,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    pub = subprocess.run([str(ASV), "publish", "--config", str(config)], cwd=tmp, capture_output=True, text=True,
-                         timeout=300)
+    pub = subprocess.run([str(ASV), "publish", "--config", str(config)], cwd=tmp, capture_output=True, text=True, timeout=300)
     assert pub.returncode == 0, pub.stdout[-3000:] + pub.stderr[-3000:]
     return tmp / "html"
 
@@ -102,10 +109,25 @@ def served(site):
 @pytest.mark.skipif(shutil.which("npm") is None, reason="no npm: the site's scripts come from the npm registry")
 def test_the_published_site_renders_the_benchmark_in_chromium(site, served, tmp_path):
     asv_site.localise(site, asv_site.fetch(ROOT / ".asv" / "vendor"))
-    dom = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                          "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                          f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=10000", "--dump-dom",
-                          served], capture_output=True, text=True, timeout=120)
+    dom = subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--virtual-time-budget=10000",
+            "--dump-dom",
+            served,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert dom.returncode == 0, dom.stderr[-2000:]
     # the benchmark list is built by the site's scripts from index.json: present only if they ran
     assert "track_compiles" in dom.stdout, dom.stdout[-2000:]

@@ -19,8 +19,7 @@ from benchmarks import bench_einx_symbolic, suite  # noqa: E402
 
 def test_asv_discovers_the_suite_without_problems():
     asv = Path(sys.executable).parent / "asv"
-    out = subprocess.run([str(asv), "check", "--python=same"], cwd=ROOT, capture_output=True, text=True,
-                         timeout=300)
+    out = subprocess.run([str(asv), "check", "--python=same"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "No problems found" in out.stdout
 
@@ -55,8 +54,11 @@ def test_track_compiles_counts_exactly_and_runs_each_job_once(monkeypatch, tmp_p
 
 def test_timed_benchmarks_run_the_timed_selection_only(monkeypatch):
     monkeypatch.setattr(suite, "TIMED", "gnn_rbf_*")
-    with pytest.raises(NotImplementedError, match=r"timed benchmarks run for gnn_rbf_\* \(DYNSHAPE_ASV_TIMED.*"
-                                                  r"gnn_edge_divide's compiles are tracked by suite.Compiles"):
+    with pytest.raises(
+        NotImplementedError,
+        match=r"timed benchmarks run for gnn_rbf_\* \(DYNSHAPE_ASV_TIMED.*"
+        r"gnn_edge_divide's compiles are tracked by suite.Compiles",
+    ):
         suite.Catalogue().setup("gnn_edge_divide", "torch_eager", "static")
     monkeypatch.setattr(suite, "TIMED", "gnn_*")
     suite.Catalogue().setup("gnn_rbf_subtract", "torch_eager", "static")
@@ -65,10 +67,19 @@ def test_timed_benchmarks_run_the_timed_selection_only(monkeypatch):
 def test_the_suite_module_preimports_the_frameworks_single_threaded():
     """asv's forkserver forks samples from the process that imported the suite:
     it must hold the frameworks already, and no thread (fork copies only the forking one)."""
-    out = subprocess.run([sys.executable, "-c", "import os, sys; "
-                          "import benchmarks.suite; print(len(os.listdir('/proc/self/task')), "
-                          "all(m in sys.modules for m in ('torch', 'jax')))"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import os, sys; "
+            "import benchmarks.suite; print(len(os.listdir('/proc/self/task')), "
+            "all(m in sys.modules for m in ('torch', 'jax')))",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.stdout.split() == ["1", "True"], out.stdout + out.stderr
     assert json.loads((ROOT / "asv.conf.json").read_text())["launch_method"] == "forkserver"
 
@@ -83,9 +94,12 @@ def test_impossible_combinations_are_skipped_by_setup(monkeypatch):
 
 def test_the_timed_benchmarks_leave_out_torch_compiles_bounded_row_with_the_quick_profiles_reason():
     for bench in (suite.Catalogue(), suite.CachedCall()):
-        with pytest.raises(NotImplementedError, match=r"left out of the timed benchmarks \(the unbounded row's "
-                                                      r"dynamo graph, with a range on the dim\); its compiles are "
-                                                      r"tracked by suite.Compiles"):
+        with pytest.raises(
+            NotImplementedError,
+            match=r"left out of the timed benchmarks \(the unbounded row's "
+            r"dynamo graph, with a range on the dim\); its compiles are "
+            r"tracked by suite.Compiles",
+        ):
             bench.setup("gnn_edge_divide", "torch_compile", "bounded")
 
 
@@ -176,19 +190,28 @@ def _probe(name, idx, params, cwd):
     """Run the benchmark as asv would, in ``cwd`` (asv's cache directory: setup_cache writes there)."""
     full = name if idx is None else f"{name}-{idx}"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
-    out = subprocess.run([sys.executable, "-c", _PROBE, str(BENCH_ROOT), full, json.dumps(list(params))],
-                         cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", _PROBE, str(BENCH_ROOT), full, json.dumps(list(params))],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, f"{full}{params}: probe failed\n{out.stdout}\n{out.stderr}"
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("name,idx,params", [pytest.param(b.name, i, p, id=b.name + (f"[{','.join(p)}]" if p else ""))
-                                              for b in BENCHMARKS for i, p in _combos(b)])
+@pytest.mark.parametrize(
+    "name,idx,params",
+    [pytest.param(b.name, i, p, id=b.name + (f"[{','.join(p)}]" if p else "")) for b in BENCHMARKS for i, p in _combos(b)],
+)
 def test_benchmark_function_imports_nothing_setup_did_not(name, idx, params, tmp_path):
     r = _probe(name, idx, params, tmp_path)
     assert not r["skipped"], f"{name}{params}: the representative parameters are skipped by setup; pick runnable ones"
-    assert r["new"] == [], (f"{name}{params} imported modules while timed (move the import/warm-up into setup): "
-                            f"{', '.join(r['new'])}")
+    assert r["new"] == [], (
+        f"{name}{params} imported modules while timed (move the import/warm-up into setup): {', '.join(r['new'])}"
+    )
 
 
 @pytest.mark.parametrize("bench", BENCHMARKS, ids=lambda b: b.name)
@@ -255,8 +278,10 @@ def test_the_default_samples_are_the_fewest_that_can_fire():
 def test_known_failures_and_other_environments_are_skipped_with_their_reason():
     with pytest.raises(NotImplementedError, match=r"known failure \(rule #\d+ .*\): XLA's HLO verifier"):
         suite.Compiles().setup("/nonexistent", "gnn_edge_divide", "torch_xla_lazy", "unbounded")
-    with pytest.raises(NotImplementedError, match="runs in the 'xla' environment, not asv's: its compiles and compile "
-                                                  "time are tracked through a worker"):
+    with pytest.raises(
+        NotImplementedError,
+        match="runs in the 'xla' environment, not asv's: its compiles and compile time are tracked through a worker",
+    ):
         suite.Catalogue().setup("gnn_edge_divide", "torch_xla_lazy", "static")
 
 
@@ -287,12 +312,17 @@ def test_asv_b_regex_selects_parameter_combinations():
 
 # --- compile tracking: one run of the selected jobs, read by every track_* -----
 
+
 def test_the_asv_command_line_gives_the_selection():
     from harness.asv_select import regexes_from_argv
 
     asv = ["/v/bin/python3", "/v/bin/asv"]
-    assert regexes_from_argv([*asv, "run", "--python=same", "-b", "a", "--bench=b", "-bc", "--bench", "d"]) == \
-        ["a", "b", "c", "d"]
+    assert regexes_from_argv([*asv, "run", "--python=same", "-b", "a", "--bench=b", "-bc", "--bench", "d"]) == [
+        "a",
+        "b",
+        "c",
+        "d",
+    ]
     assert regexes_from_argv([*asv, "run", "--quick"]) == []  # no -b: everything
     assert regexes_from_argv(["python", "-m", "asv", "continuous", "-b", "x", "A", "B"]) == ["x"]
     assert regexes_from_argv([*asv, "publish"]) is None  # runs nothing
@@ -303,20 +333,31 @@ def test_the_asv_command_line_gives_the_selection():
 def test_the_selection_is_read_from_the_asv_process_above(tmp_path):
     """A real process tree: an executable named ``asv`` starts a child, which finds its -b regexes."""
     fake = tmp_path / "asv"
-    fake.write_text(f"#!{sys.executable}\nimport subprocess, sys\n"
-                    "sys.exit(subprocess.run([sys.executable, '-c', 'from harness import asv_select; "
-                    "print(asv_select.running_regexes())']).returncode)\n")
+    fake.write_text(
+        f"#!{sys.executable}\nimport subprocess, sys\n"
+        "sys.exit(subprocess.run([sys.executable, '-c', 'from harness import asv_select; "
+        "print(asv_select.running_regexes())']).returncode)\n"
+    )
     fake.chmod(0o755)
-    out = subprocess.run([str(fake), "run", "-b", "Compiles.*'einx'", "--bench=x"], cwd=ROOT, capture_output=True,
-                         text=True, timeout=60)
+    out = subprocess.run(
+        [str(fake), "run", "-b", "Compiles.*'einx'", "--bench=x"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert out.stdout.strip() == "[\"Compiles.*'einx'\", 'x']", out.stdout + out.stderr
     from harness import asv_select
 
     assert asv_select.running_regexes() is None  # pytest has no asv above it
 
 
-@pytest.mark.parametrize("regex", [r"Compiles\.\w+\('gnn_edge_divide'", r"track_compile_time\(.*'einx', 'static'",
-                                   r"'jax_jit'", "Catalogue", r"(Catalogue|Compiles)\.\w+\(.gnn_edge_divide."])
+@pytest.mark.parametrize(
+    "regex",
+    [
+        r"Compiles\.\w+\('gnn_edge_divide'",
+        r"track_compile_time\(.*'einx', 'static'",
+        r"'jax_jit'",
+        "Catalogue",
+        r"(Catalogue|Compiles)\.\w+\(.gnn_edge_divide.",
+    ],
+)
 def test_the_selection_is_asvs(regex):
     """asv's own selection (asv.benchmarks.Benchmarks) and the one setup_cache runs ahead agree."""
     from asv.benchmarks import Benchmarks
@@ -366,8 +407,7 @@ def test_a_failed_job_fails_both_benchmarks_with_its_message(tmp_path, monkeypat
     from harness import runner
 
     combo = runner.plan("gnn_edge_divide", "einx", "static")[0]
-    monkeypatch.setattr(suite, "_worker_records",
-                        lambda combo: [{"status": "crashed", "message": "worker died (SIGSEGV)"}])
+    monkeypatch.setattr(suite, "_worker_records", lambda combo: [{"status": "crashed", "message": "worker died (SIGSEGV)"}])
     for _ in range(2):
         with pytest.raises(RuntimeError, match=r"gnn_edge_divide\[einx-static\] failed in its worker: worker died"):
             suite.Compiles().setup(str(tmp_path), "gnn_edge_divide", "einx", "static")

@@ -56,8 +56,10 @@ def test_every_backend_declares_its_counters():
         for stage, counter in cls.counters.items():
             assert isinstance(counter, Counter) and counter.source in SOURCES and counter.event, (cls.name, stage)
     assert TorchEager.counters == {}
-    assert {c.name: {s: c.counters[s].source for s in c.counters}
-            for c in (Einx, EinxSymbolic, JaxJit, Lazy, TorchCompile, TorchExport)} == {
+    assert {
+        c.name: {s: c.counters[s].source for s in c.counters}
+        for c in (Einx, EinxSymbolic, JaxJit, Lazy, TorchCompile, TorchExport)
+    } == {
         "einx": {"einx_graph": "instrumented"},
         "einx_symbolic": {"einx_symbolic_graph": "ours"},
         "jax_jit": {"xla": "system"},
@@ -76,10 +78,9 @@ def test_torch_eager_never_compiles():
 def test_einx_counts_one_graph_build_per_new_shape():
     case = cases.get(GNN)
     # sizes no other test uses: einx's graph cache is process-wide
-    program, deltas, reasons = _job(Einx(), case, "static", _e(1777, 1778, 1777))
+    _program, deltas, reasons = _job(Einx(), case, "static", _e(1777, 1778, 1777))
     assert deltas == [1, 1, 0]
-    assert reasons == [[f"einx_graph: new input shapes {_shapes(1777)}"],
-                       [f"einx_graph: new input shapes {_shapes(1778)}"], []]
+    assert reasons == [[f"einx_graph: new input shapes {_shapes(1777)}"], [f"einx_graph: new input shapes {_shapes(1778)}"], []]
     # a second job in this process starts at 0; einx's own cache still holds 1777
     _, deltas, reasons = _job(Einx(), case, "static", _e(1777, 1779))
     assert deltas == [0, 1] and reasons == [[], [f"einx_graph: new input shapes {_shapes(1779)}"]]
@@ -91,13 +92,17 @@ def test_einx_symbolic_static_emulates_per_shape_builds_unbounded_builds_once():
     case = cases.get(GNN)
     _, deltas, reasons = _job(EinxSymbolic(), case, "static", _e(20, 21, 20))
     assert deltas == [1, 1, 0]
-    assert reasons == [[f"einx_symbolic_graph: new input shapes {_shapes(20)}"],
-                       [f"einx_symbolic_graph: new input shapes {_shapes(21)}"], []]
+    assert reasons == [
+        [f"einx_symbolic_graph: new input shapes {_shapes(20)}"],
+        [f"einx_symbolic_graph: new input shapes {_shapes(21)}"],
+        [],
+    ]
     ex.clear_cache()  # the signature may be cached by another test in this process
     _, deltas, reasons = _job(EinxSymbolic(), case, "unbounded", _e(20, 21, 22))
     assert deltas == [1, 0, 0]
-    assert reasons[0] == ["einx_symbolic_graph: new signature divide('e d, e -> e d') on torch, ranks (2, 1), "
-                          "dtypes (torch.float32, torch.float32)"] and reasons[1:] == [[], []]
+    assert reasons[0] == [
+        "einx_symbolic_graph: new signature divide('e d, e -> e d') on torch, ranks (2, 1), dtypes (torch.float32, torch.float32)"
+    ] and reasons[1:] == [[], []]
     # a second job: starts at 0, and the graph is einx_symbolic's (process-wide) already
     _, deltas, _ = _job(EinxSymbolic(), case, "unbounded", _e(23))
     assert deltas == [0]
@@ -232,9 +237,11 @@ def test_lazy_static_per_shape_unbounded_once_with_the_new_key_part():
     case = cases.get(GNN)
     _, deltas, reasons = _job(Lazy(), case, "static", _e(5, 6, 5))
     assert deltas == [1, 1, 0]
-    assert reasons == [["lazy_fx: first call: empty graph cache"],
-                       ["lazy_fx: new input shapes 0: float32[6, 8], 1: float32[6] "
-                        "(cached: float32[5, 8], float32[5])"], []]
+    assert reasons == [
+        ["lazy_fx: first call: empty graph cache"],
+        ["lazy_fx: new input shapes 0: float32[6, 8], 1: float32[6] (cached: float32[5, 8], float32[5])"],
+        [],
+    ]
     _, deltas, reasons = _job(Lazy(), case, "unbounded", _e(5, 6, 5))
     assert deltas == [1, 0, 0] and reasons == [["lazy_fx: first call: empty graph cache"], [], []]
 
@@ -248,8 +255,10 @@ def test_jax_compile_of_a_jax_internal_computation_has_a_reason_too():
     jnp.ones(7771) * 3.5  # eager ops: jax compiles its own computations, explaining no miss
     n = b.compile_stats()["xla"]
     assert n >= 1
-    assert b.compile_reasons() == ["xla: no tracing cache miss explained by jax before this compile "
-                                   "(a jax-internal computation)"] * n
+    assert (
+        b.compile_reasons()
+        == ["xla: no tracing cache miss explained by jax before this compile (a jax-internal computation)"] * n
+    )
     jnp.ones(7771) * 3.5  # cached
     assert b.compile_stats()["xla"] == n and b.compile_reasons() == []
 

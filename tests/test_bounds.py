@@ -20,8 +20,9 @@ BOUNDED = [n for n, b in registry.backends().items() if "bounded" in b.modes and
 def test_each_bounded_backend_refuses_a_size_above_its_bound(name):
     b = registry.backends()[name]
     if getattr(b, "opt_in", ""):  # torch_aoti: its package takes minutes to build
-        pytest.skip(f"{name} is opt-in; its bound is checked with its one AOT compile in tests/test_torch_aoti.py "
-                    "(DYNSHAPE_AOTI=1)")
+        pytest.skip(
+            f"{name} is opt-in; its bound is checked with its one AOT compile in tests/test_torch_aoti.py (DYNSHAPE_AOTI=1)"
+        )
     if name == "torch_compile":
         b = type(b)(compiler="eager")  # the bound is checked before any compile: skip inductor's imports
     ok, why = b.available()
@@ -60,7 +61,9 @@ def test_the_harness_records_a_shape_above_its_bound_as_an_error(fake_backends, 
     object.__setattr__(twin, "sizes_for", lambda profile: [{"e": 2049}])  # a sweep past the bound
     monkeypatch.setattr(cases, "get", lambda name, **kw: twin)
     got = []
-    measure.run({"case": CASE, "mode": "bounded", "profile": "quick", "repeats": 1, "warmup": 1},
-                fake_backends("Sleepy"), got.append)
+    measure.run(
+        {"case": CASE, "mode": "bounded", "profile": "quick", "repeats": 1, "warmup": 1}, fake_backends("Sleepy"), got.append
+    )
     assert [(r["status"], r["message"]) for r in got] == [
-        ("error", "BoundError: gnn_edge_divide: input 'd' dim 'e' (axis 0) is 2049, above its bound 2048 (bounded mode)")]
+        ("error", "BoundError: gnn_edge_divide: input 'd' dim 'e' (axis 0) is 2049, above its bound 2048 (bounded mode)")
+    ]

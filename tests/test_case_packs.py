@@ -19,7 +19,7 @@ from harness import expectations
 
 ROOT = Path(__file__).resolve().parent.parent
 
-PACK = '''
+PACK = """
 import numpy as np
 from cases.model import Case, Input, unbounded
 
@@ -43,20 +43,26 @@ CASES = (
          sweep=tuple({"n": n} for n in (5, 6, 7)), oracle=lambda x: x * 2.0 + 1.0, out_shape=("n",),
          torch_fn=_torch, jax_fn=_jax),
 )
-'''
+"""
 
-RULES = '''
+RULES = """
 # the pack's own rule: torch_eager is stated here (pack cases only), the
 # in-tree rules cover the rest
 [[expect]]
 case = "pack_*"
 backend = "torch_eager"
 per_shape = "{per_shape}"
-'''
+"""
 
 
-def _install(root: Path, module: str = "dynshape_pack_demo", body: str = PACK, per_shape: str = "0",
-             entry: str | None = None, name: str = "demo") -> Path:
+def _install(
+    root: Path,
+    module: str = "dynshape_pack_demo",
+    body: str = PACK,
+    per_shape: str = "0",
+    entry: str | None = None,
+    name: str = "demo",
+) -> Path:
     """A pack 'installed' as a package plus a dist-info with its entry point (what pip leaves)."""
     pkg = root / module
     pkg.mkdir(parents=True)
@@ -103,21 +109,30 @@ def test_a_pack_adds_its_cases_and_scoped_rules(tmp_path, on_path):
 def test_a_pack_rule_that_names_no_case_of_its_own_is_refused(tmp_path, on_path):
     on_path(_install(tmp_path))
     (tmp_path / "dynshape_pack_demo" / "rules.toml").write_text('[[expect]]\ncase = "gnn_*"\nper_shape = "0"\n')
-    with pytest.raises(expectations.ExpectationError, match=r"rules.toml: rule #1, key 'case': 'gnn_\*' matches no "
-                                                            r"case; valid: pack_double"):
+    with pytest.raises(
+        expectations.ExpectationError,
+        match=r"rules.toml: rule #1, key 'case': 'gnn_\*' matches no "
+        r"case; valid: pack_double",
+    ):
         expectations.load()
 
 
-@pytest.mark.parametrize("body,entry,message", [
-    ("X = 1\n", None, r"module dynshape_pack_bad has no CASES"),
-    ("CASES = (1, 2)\n", None, r"gives tuple, expected a sequence of cases.Case"),
-    ("def make():\n    raise RuntimeError('no data')\n", "dynshape_pack_bad:make", r"raised RuntimeError: no data"),
-    ("import not_a_module_here\n", None, r"cannot load: ModuleNotFoundError"),
-    ("import sys\nsys.exit(3)\n", None, r"cannot load: it called sys.exit\(3\) on import"),
-    ("def make():\n    raise SystemExit('bye')\n", "dynshape_pack_bad:make", r"called sys.exit\('bye'\)"),
-    (PACK.replace('name="pack_double"', 'name="pk_glob[1]"'), None,
-     r"cannot load: CaseError: case 'pk_glob\[1\]', field 'name': must be letters, digits"),
-])
+@pytest.mark.parametrize(
+    "body,entry,message",
+    [
+        ("X = 1\n", None, r"module dynshape_pack_bad has no CASES"),
+        ("CASES = (1, 2)\n", None, r"gives tuple, expected a sequence of cases.Case"),
+        ("def make():\n    raise RuntimeError('no data')\n", "dynshape_pack_bad:make", r"raised RuntimeError: no data"),
+        ("import not_a_module_here\n", None, r"cannot load: ModuleNotFoundError"),
+        ("import sys\nsys.exit(3)\n", None, r"cannot load: it called sys.exit\(3\) on import"),
+        ("def make():\n    raise SystemExit('bye')\n", "dynshape_pack_bad:make", r"called sys.exit\('bye'\)"),
+        (
+            PACK.replace('name="pack_double"', 'name="pk_glob[1]"'),
+            None,
+            r"cannot load: CaseError: case 'pk_glob\[1\]', field 'name': must be letters, digits",
+        ),
+    ],
+)
 def test_a_broken_pack_is_an_error_naming_its_entry_point(tmp_path, on_path, body, entry, message):
     on_path(_install(tmp_path, "dynshape_pack_bad", body, entry=entry, name="bad"))
     with pytest.raises(cases.CaseError, match=r"case pack 'bad' \(dynshape.cases entry point .*\): " + message):
@@ -131,21 +146,44 @@ def test_a_pack_exiting_on_import_is_a_usage_error_naming_it(tmp_path, on_path, 
     on_path(_install(tmp_path, "dynshape_pack_bad", "import sys\nsys.exit(0)\n", name="bad"))
     assert cli.main(["list"]) == cli.EXIT_USAGE
     err = capsys.readouterr().err
-    assert err == ("dynshape: case pack 'bad' (dynshape.cases entry point 'dynshape_pack_bad'): cannot load: "
-                   "it called sys.exit(0) on import\n")
+    assert err == (
+        "dynshape: case pack 'bad' (dynshape.cases entry point 'dynshape_pack_bad'): cannot load: "
+        "it called sys.exit(0) on import\n"
+    )
 
 
 def _run(args, env_root: Path, cwd: Path = ROOT, timeout: int = 600):
-    env = dict(os.environ, DYNSHAPE_GATE_WHOLE="1", PYTHONPATH=os.pathsep.join(filter(None, [str(env_root), os.environ.get("PYTHONPATH")])))
+    env = dict(
+        os.environ,
+        DYNSHAPE_GATE_WHOLE="1",
+        PYTHONPATH=os.pathsep.join(filter(None, [str(env_root), os.environ.get("PYTHONPATH")])),
+    )
     return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def test_harness_run_and_the_gate_run_an_out_of_tree_pack(tmp_path):
     root = _install(tmp_path / "site")
     out = tmp_path / "out"
-    run = _run(["-m", "harness", "run", "--cases", "pack_double", "--backends", "torch_eager,jax_jit",
-                "--modes", "static,unbounded", "--out", str(out), "--repeats", "2", "--no-progress",
-                "--whole-matrix"], root)
+    run = _run(
+        [
+            "-m",
+            "harness",
+            "run",
+            "--cases",
+            "pack_double",
+            "--backends",
+            "torch_eager,jax_jit",
+            "--modes",
+            "static,unbounded",
+            "--out",
+            str(out),
+            "--repeats",
+            "2",
+            "--no-progress",
+            "--whole-matrix",
+        ],
+        root,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     recs = [json.loads(line) for f in out.glob("*.jsonl") for line in f.read_text().splitlines() if line.strip()]
     assert {r["status"] for r in recs if r["backend"] == "jax_jit" and r["mode"] == "unbounded"} == {"unsupported"}
@@ -155,8 +193,23 @@ def test_harness_run_and_the_gate_run_an_out_of_tree_pack(tmp_path):
     assert {r["status"] for r in recs} == {"pass"} and {r["case"] for r in recs} == {"pack_double"}
     assert "| pack_double | torch_eager | static | pass | = 0/shape |" in run.stdout
 
-    gate = _run(["-m", "pytest", "cases/test_conformance.py", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-                 "-k", "pack_double and torch_eager", "--dynshape-out", str(tmp_path / "gate")], root)
+    gate = _run(
+        [
+            "-m",
+            "pytest",
+            "cases/test_conformance.py",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:xdist",
+            "-k",
+            "pack_double and torch_eager",
+            "--dynshape-out",
+            str(tmp_path / "gate"),
+        ],
+        root,
+    )
     assert gate.returncode == 0, gate.stdout + gate.stderr
     assert "2 passed" in gate.stdout
 
@@ -165,8 +218,23 @@ def test_the_gate_fails_a_pack_case_that_breaks_its_own_rule(tmp_path):
     """The pack's rule is what judges its case: state 1 compile per shape for
     torch_eager (which compiles nothing) and the gate fails, naming the rule."""
     root = _install(tmp_path / "site", per_shape="1")
-    gate = _run(["-m", "pytest", "cases/test_conformance.py", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-                 "-k", "pack_double and torch_eager and static", "--dynshape-out", "none"], root)
+    gate = _run(
+        [
+            "-m",
+            "pytest",
+            "cases/test_conformance.py",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:xdist",
+            "-k",
+            "pack_double and torch_eager and static",
+            "--dynshape-out",
+            "none",
+        ],
+        root,
+    )
     assert gate.returncode == 1, gate.stdout + gate.stderr
     assert "rules.toml: rule #1" in gate.stdout
 
@@ -177,8 +245,12 @@ def test_every_backend_and_mode_has_a_default_rule_for_an_unseen_program():
     from harness import registry
 
     rules = expectations.load()
-    missing = [(n, m) for n, b in registry.backends().items() for m in b.modes
-               if expectations.lookup(rules, "unseen_program", n, m) is None]
+    missing = [
+        (n, m)
+        for n, b in registry.backends().items()
+        for m in b.modes
+        if expectations.lookup(rules, "unseen_program", n, m) is None
+    ]
     assert missing == []
 
 
@@ -188,8 +260,10 @@ def _pack_source(root: Path) -> Path:
     (src / "dynshape_pack_demo").mkdir(parents=True)
     (src / "dynshape_pack_demo" / "__init__.py").write_text(textwrap.dedent(PACK))
     (src / "dynshape_pack_demo" / "rules.toml").write_text(RULES.format(per_shape="0"))
-    (src / "pyproject.toml").write_text('[project]\nname = "dynshape-pack-demo"\nversion = "0.2"\n\n'
-                                        '[project.entry-points."dynshape.cases"]\ndemo = "dynshape_pack_demo"\n')
+    (src / "pyproject.toml").write_text(
+        '[project]\nname = "dynshape-pack-demo"\nversion = "0.2"\n\n'
+        '[project.entry-points."dynshape.cases"]\ndemo = "dynshape_pack_demo"\n'
+    )
     return src
 
 
@@ -209,7 +283,8 @@ def test_packs_install_puts_a_pack_in_every_environment_and_a_missing_one_is_nam
     pack_envs.packs_in.cache_clear()
     assert pack_envs.missing_reason("demo", "xla") == (
         f"case pack 'demo' is not installed in env xla ({python}): install it into every environment with "
-        "`dynshape packs install PATH`")
+        "`dynshape packs install PATH`"
+    )
     # this process has the pack installed, as the main environment would (not on PYTHONPATH, which
     # the other environment's workers would inherit)
     monkeypatch.syspath_prepend(str(_install(tmp_path / "site")))
@@ -220,10 +295,11 @@ def test_packs_install_puts_a_pack_in_every_environment_and_a_missing_one_is_nam
         combo = runner.Combo(cases.get("pack_double"), xla, "static")
         if combo.skip_reason() is not None:
             pytest.skip(f"{xla.name} cannot run here: {combo.skip_reason()}")
-        skipped, = cli._packs_missing([combo])
+        (skipped,) = cli._packs_missing([combo])
         assert skipped.skip_reason() == ("skipped", pack_envs.missing_reason("demo", "xla"))
-        assert capsys.readouterr().err == (f"dynshape: warning: {pack_envs.missing_reason('demo', 'xla')}; "
-                                           "its jobs there are skipped\n")
+        assert capsys.readouterr().err == (
+            f"dynshape: warning: {pack_envs.missing_reason('demo', 'xla')}; its jobs there are skipped\n"
+        )
         assert cli.main(["list"]) == 0
         assert f"{xla.name} (pack 'demo' not installed in env xla)" in capsys.readouterr().out
         assert pack_envs.install(src, {"xla": python}) == {"xla": ["demo"]}
@@ -231,8 +307,12 @@ def test_packs_install_puts_a_pack_in_every_environment_and_a_missing_one_is_nam
         assert cli.main(["list"]) == 0
         assert "(pack 'demo' not installed" not in capsys.readouterr().out
         # the bare venv has no numpy to run the pack with: that it finds the pack's source is the point
-        got = subprocess.run([python, "-c", "import importlib.util as u; print(u.find_spec('dynshape_pack_demo').origin)"],
-                             capture_output=True, text=True, timeout=120)
+        got = subprocess.run(
+            [python, "-c", "import importlib.util as u; print(u.find_spec('dynshape_pack_demo').origin)"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert got.stdout.strip() == str(src / "dynshape_pack_demo" / "__init__.py"), got.stderr
         assert pack_envs.install(src, {"xla": python}) == {"xla": ["demo"]}  # again: replaced, not doubled
     finally:
@@ -245,5 +325,6 @@ def test_packs_install_of_a_directory_that_is_no_pack_exits_2(tmp_path, capsys):
     from harness import cli
 
     assert cli.main(["packs", "install", str(tmp_path)]) == cli.EXIT_USAGE
-    assert capsys.readouterr().err == (f"dynshape: {tmp_path}: no pyproject.toml (a case pack declares its "
-                                       "[project.entry-points.\"dynshape.cases\"])\n")
+    assert capsys.readouterr().err == (
+        f'dynshape: {tmp_path}: no pyproject.toml (a case pack declares its [project.entry-points."dynshape.cases"])\n'
+    )

@@ -18,8 +18,8 @@ def test_oracle_shape_matches_declared_output(case):
 def test_inputs_are_deterministic_per_seed(case):
     sizes = case.sizes_for("quick")[0]
     a, b, c = case.make_inputs(sizes, 0), case.make_inputs(sizes, 0), case.make_inputs(sizes, 1)
-    assert all(np.array_equal(x, y) for x, y in zip(a, b))
-    assert [np.array_equal(x, y) for x, y in zip(a, c)] == [False] * len(a)  # another seed changes every input
+    assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=False))
+    assert [np.array_equal(x, y) for x, y in zip(a, c, strict=False)] == [False] * len(a)  # another seed changes every input
 
 
 def test_full_sweep_of_the_report_is_fifty_novel_edge_counts():
@@ -30,11 +30,11 @@ def test_full_sweep_of_the_report_is_fifty_novel_edge_counts():
 def test_index_inputs_stay_in_range():
     case = cases.get("gnn_message_passing")
     for sizes in case.sizes_for("full"):
-        x, src, dst, w = case.make_inputs(sizes, seed=3)
+        x, src, dst, _w = case.make_inputs(sizes, seed=3)
         assert x.shape[0] == sizes["n"]
         for idx in (src, dst):
             assert idx.dtype == np.int64 and idx.shape == (sizes["e"],)
-            assert 0 <= idx.min() and idx.max() < sizes["n"]
+            assert idx.min() >= 0 and idx.max() < sizes["n"]
 
 
 def test_message_passing_oracle_on_a_hand_example():
@@ -68,41 +68,65 @@ def test_modes_follow_the_dims():
 
 
 def _case(**kw):
-    spec = dict(name="bad", tags=(), dims=(cases.bounded("e", max=64), cases.static("d", 2)),
-                inputs=(cases.Input("x", ("e", "d")),), sweep=({"e": 3},), oracle=lambda x: x * 2,
-                out_shape=("e", "d"), quick=(0,))
+    spec = dict(
+        name="bad",
+        tags=(),
+        dims=(cases.bounded("e", max=64), cases.static("d", 2)),
+        inputs=(cases.Input("x", ("e", "d")),),
+        sweep=({"e": 3},),
+        oracle=lambda x: x * 2,
+        out_shape=("e", "d"),
+        quick=(0,),
+    )
     spec.update(kw)
     return cases.Case(**spec)
 
 
-@pytest.mark.parametrize("kw,message", [
-    (dict(oracle=None), "case 'bad', field 'oracle': missing (None): give a NumPy function of the inputs that "
-                        "returns the expected output"),
-    (dict(sweep=(), quick=()), "case 'bad', field 'sweep': empty, but dims ['e'] are dynamic: give at least one "
-                               "entry of sizes"),
-    (dict(inputs=(cases.Input("x", ("q",)),)), "case 'bad', field 'inputs': input 'x' uses unknown dim 'q'; "
-                                               "dims: e, d"),
-    (dict(sweep=({"e": 100},)), "case 'bad', field 'sweep': sweep[0] e=100 outside [0, 64] (dim 'e')"),
-    (dict(sweep=({"d": 2},)), "case 'bad', field 'sweep': sweep[0] sets ['d'], expected exactly the dynamic "
-                              "dims ['e']"),
-    (dict(quick=(0, 1)), "case 'bad', field 'quick': quick index 1 outside the sweep (0..0)"),
-])
+@pytest.mark.parametrize(
+    "kw,message",
+    [
+        (
+            dict(oracle=None),
+            "case 'bad', field 'oracle': missing (None): give a NumPy function of the inputs that returns the expected output",
+        ),
+        (
+            dict(sweep=(), quick=()),
+            "case 'bad', field 'sweep': empty, but dims ['e'] are dynamic: give at least one entry of sizes",
+        ),
+        (dict(inputs=(cases.Input("x", ("q",)),)), "case 'bad', field 'inputs': input 'x' uses unknown dim 'q'; dims: e, d"),
+        (dict(sweep=({"e": 100},)), "case 'bad', field 'sweep': sweep[0] e=100 outside [0, 64] (dim 'e')"),
+        (dict(sweep=({"d": 2},)), "case 'bad', field 'sweep': sweep[0] sets ['d'], expected exactly the dynamic dims ['e']"),
+        (dict(quick=(0, 1)), "case 'bad', field 'quick': quick index 1 outside the sweep (0..0)"),
+    ],
+)
 def test_a_malformed_case_is_refused_naming_case_and_field(kw, message):
     with pytest.raises(cases.CaseError) as e:
         _case(**kw)
     assert str(e.value) == message
 
 
-@pytest.mark.parametrize("kw,message", [
-    (dict(oracle=lambda x: x.sum(1)), "case 'bad', field 'oracle': returns shape (3,) on sizes {'e': 3}, but "
-                                      "out_shape ('e', 'd') says (3, 2)"),
-    (dict(oracle=lambda x: x.astype(complex)), "case 'bad', field 'oracle': returns dtype complex128 on sizes "
-                                               "{'e': 3}, which out_dtype 'float32' does not hold exactly"),
-    (dict(oracle=lambda x: x, out_dtype="int64"), "case 'bad', field 'oracle': returns dtype float64 on sizes "
-                                                  "{'e': 3}, which out_dtype 'int64' does not hold exactly"),
-    (dict(oracle=lambda x: x[5]), "case 'bad', field 'oracle': raised IndexError: index 5 is out of bounds for "
-                                  "axis 0 with size 3 on sizes {'e': 3}"),
-])
+@pytest.mark.parametrize(
+    "kw,message",
+    [
+        (
+            dict(oracle=lambda x: x.sum(1)),
+            "case 'bad', field 'oracle': returns shape (3,) on sizes {'e': 3}, but out_shape ('e', 'd') says (3, 2)",
+        ),
+        (
+            dict(oracle=lambda x: x.astype(complex)),
+            "case 'bad', field 'oracle': returns dtype complex128 on sizes "
+            "{'e': 3}, which out_dtype 'float32' does not hold exactly",
+        ),
+        (
+            dict(oracle=lambda x: x, out_dtype="int64"),
+            "case 'bad', field 'oracle': returns dtype float64 on sizes {'e': 3}, which out_dtype 'int64' does not hold exactly",
+        ),
+        (
+            dict(oracle=lambda x: x[5]),
+            "case 'bad', field 'oracle': raised IndexError: index 5 is out of bounds for axis 0 with size 3 on sizes {'e': 3}",
+        ),
+    ],
+)
 def test_a_wrong_oracle_is_refused_when_the_catalogue_loads(kw, message, monkeypatch):
     from cases import gnn
 
@@ -140,8 +164,16 @@ def test_a_dummy_pad_needs_an_index_input_into_a_dim():
     from cases.model import Case, CaseError, Input, unbounded
 
     def make(inp):
-        return Case(name="padded", tags=(), dims=(unbounded("e"), unbounded("n")), inputs=(inp,),
-                    sweep=({"e": 2, "n": 3},), oracle=lambda a: a, out_shape=("e",), quick=(0,))
+        return Case(
+            name="padded",
+            tags=(),
+            dims=(unbounded("e"), unbounded("n")),
+            inputs=(inp,),
+            sweep=({"e": 2, "n": 3},),
+            oracle=lambda a: a,
+            out_shape=("e",),
+            quick=(0,),
+        )
 
     make(Input("i", ("e",), dtype="int64", gen="index", high="n", pad="dummy"))
     with pytest.raises(CaseError, match=r"case 'padded', field 'inputs': input 'a': pad 'dummy'"):
@@ -161,6 +193,7 @@ def test_an_einx_form_binds_one_call_or_a_program_to_the_einx_module_it_is_given
     EinxForm = cases.EinxForm
     one = EinxForm("divide", "e d, e -> e d", {"d": 8}).bind(Ops())
     assert one(1, 2) == ("divide", "e d, e -> e d", (1, 2), {"d": 8})
-    prog = EinxForm("divide, softmax", "a, a -> a; [a]",
-                    program=lambda ex: lambda x, y: ex.softmax("[a]", ex.divide("a, a -> a", x, y))).bind(Ops())
+    prog = EinxForm(
+        "divide, softmax", "a, a -> a; [a]", program=lambda ex: lambda x, y: ex.softmax("[a]", ex.divide("a, a -> a", x, y))
+    ).bind(Ops())
     assert prog(3, 4) == ("softmax", "[a]", ("divide", "a, a -> a", (3, 4), {}))

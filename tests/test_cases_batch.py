@@ -21,11 +21,11 @@ def test_conv2d_is_a_zero_padded_cross_correlation():
 
 
 def test_linear_bmm_and_repeat():
-    lin = cases.get("batch_linear").oracle(np.array([[1.0, 2.0]]), np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]]),
-                                           np.array([10.0, 20.0, 30.0]))
+    lin = cases.get("batch_linear").oracle(
+        np.array([[1.0, 2.0]]), np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]]), np.array([10.0, 20.0, 30.0])
+    )
     np.testing.assert_array_equal(lin, [[11.0, 22.0, 33.0]])
-    bmm = cases.get("batch_bmm").oracle(np.array([[[1.0, 2.0]], [[3.0, 4.0]]]),
-                                        np.array([[[1.0], [1.0]], [[2.0], [0.0]]]))
+    bmm = cases.get("batch_bmm").oracle(np.array([[[1.0, 2.0]], [[3.0, 4.0]]]), np.array([[[1.0], [1.0]], [[2.0], [0.0]]]))
     np.testing.assert_array_equal(bmm, [[[3.0]], [[6.0]]])
     rep = cases.get("batch_repeat").oracle(np.array([[1.0, 2.0], [3.0, 4.0]]))
     np.testing.assert_array_equal(rep, [[1.0, 2.0], [3.0, 4.0], [1.0, 2.0], [3.0, 4.0]])

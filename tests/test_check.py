@@ -14,7 +14,7 @@ import cases
 from harness import check, cli, expectations, registry, results, runner
 
 sys.path.insert(0, str(Path(__file__).parent))
-from synthetic import job  # noqa: E402
+from synthetic import job
 
 CASE = "gnn_edge_divide"  # three shapes in the quick profile
 
@@ -29,8 +29,9 @@ def _write(path: Path, recs: list[dict], plan_jobs=None, repeats=3) -> Path:
         for r in recs:
             w.write(r)
     if plan_jobs is not None:
-        runner.plan_path(path).write_text(json.dumps({"run_id": recs[0]["run_id"], "profile": "quick",
-                                                      "repeats": repeats, "processes": 1, "jobs": plan_jobs}))
+        runner.plan_path(path).write_text(
+            json.dumps({"run_id": recs[0]["run_id"], "profile": "quick", "repeats": repeats, "processes": 1, "jobs": plan_jobs})
+        )
     return path
 
 
@@ -56,19 +57,21 @@ def test_a_whole_run_passes(tmp_path, capsys):
 def test_a_killed_run_fails_check_and_compare(tmp_path, capsys):
     """The plan lists a job the run never started, and one it started but
     was killed in (one novel shape written)."""
-    plan = [[CASE, "torch_eager", "unbounded"], [CASE, "torch_eager", "static"], ["gnn_rbf_subtract", "torch_eager",
-                                                                                    "unbounded"]]
+    plan = [[CASE, "torch_eager", "unbounded"], [CASE, "torch_eager", "static"], ["gnn_rbf_subtract", "torch_eager", "unbounded"]]
     cut = job(CASE, "torch_eager", "static", [1e-3], [], [0])
     path = _write(tmp_path / "r.jsonl", _whole() + cut, plan)
     code, err = _check(path, tmp_path, capsys)
     assert code == cli.EXIT_UNEXPECTED
     assert "dynshape: 2 of 3 jobs ended otherwise than cases/expectations.toml says:" in err
-    assert "  gnn_rbf_subtract[torch_eager-unbounded]: missing: planned by run r, never ran (no record: was the " \
-           "run killed?)" in err
+    assert (
+        "  gnn_rbf_subtract[torch_eager-unbounded]: missing: planned by run r, never ran (no record: was the run killed?)" in err
+    )
     assert f"  {CASE}[torch_eager-static]: missing: 2 of 3 shapes have no record: shape 1, 2" in err
     # compare: A whole, B the killed run: B's lost jobs are regressions, not dropped
-    a = _write(tmp_path / "a" / "a.jsonl", _whole(run_id="a") + job(CASE, "torch_eager", "static", [1e-3] * 3,
-                                                                     [1e-5] * 3, [0, 0, 0], run_id="a"))
+    a = _write(
+        tmp_path / "a" / "a.jsonl",
+        _whole(run_id="a") + job(CASE, "torch_eager", "static", [1e-3] * 3, [1e-5] * 3, [0, 0, 0], run_id="a"),
+    )
     assert cli.main(["compare", str(a), str(path)]) == cli.EXIT_UNEXPECTED
     out, err = capsys.readouterr()
     assert f"- {CASE}[torch_eager-static]: holes in B: 2 of 3 shapes have no record: shape 1, 2" in out
@@ -85,20 +88,22 @@ def test_compare_lists_a_job_missing_from_one_side(tmp_path, capsys):
     assert cli.main(["compare", str(a), str(b)]) == cli.EXIT_UNEXPECTED
     assert "- gnn_rbf_subtract[torch_eager-unbounded]: only in A (B has no record of it)" in capsys.readouterr().out
     # B's plan shows B did not select it: listed, not a failure
-    runner.plan_path(b).write_text(json.dumps({"run_id": "b", "repeats": 3, "jobs": [[CASE, "torch_eager",
-                                                                                    "unbounded"]]}))
+    runner.plan_path(b).write_text(json.dumps({"run_id": "b", "repeats": 3, "jobs": [[CASE, "torch_eager", "unbounded"]]}))
     assert cli.main(["compare", str(a), str(b)]) == cli.EXIT_OK
     assert "- gnn_rbf_subtract[torch_eager-unbounded]: only in A (B did not select it)" in capsys.readouterr().out
     assert cli.main(["compare", str(b), str(a)]) == cli.EXIT_OK
     assert "- gnn_rbf_subtract[torch_eager-unbounded]: only in B" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("hole,says", [
-    ("shape", "missing: 1 of 3 shapes have no record: shape 2"),
-    ("cached", "missing: 1 of 3 passing shapes have no cached record: shape 1"),
-    ("samples", "missing: shape 0 (cached): 1 of 3 samples (at least 3 are always taken)"),
-    ("kept", "missing: shape 0 (cached): 2 samples kept of the 3 it says it took"),
-])
+@pytest.mark.parametrize(
+    "hole,says",
+    [
+        ("shape", "missing: 1 of 3 shapes have no record: shape 2"),
+        ("cached", "missing: 1 of 3 passing shapes have no cached record: shape 1"),
+        ("samples", "missing: shape 0 (cached): 1 of 3 samples (at least 3 are always taken)"),
+        ("kept", "missing: shape 0 (cached): 2 samples kept of the 3 it says it took"),
+    ],
+)
 def test_a_hole_in_a_run_fails_check(hole, says, tmp_path, capsys):
     recs = _whole()
     if hole == "shape":
@@ -151,8 +156,10 @@ def test_a_broken_backend_fails_run_check_and_gate(fake_backends, monkeypatch, t
     argv = ["run", "--cases", CASE, "--modes", "unbounded", "--out", str(tmp_path), "--no-progress"]
     assert cli.main(argv) == cli.EXIT_UNEXPECTED
     err = capsys.readouterr().err
-    assert (f"  {CASE}[refuser-unbounded]: fail: expected a pass, but the backend refused the job: job unsupported: "
-            f"cannot lower {CASE}: LoweringError: deliberate failure") in err
+    assert (
+        f"  {CASE}[refuser-unbounded]: fail: expected a pass, but the backend refused the job: job unsupported: "
+        f"cannot lower {CASE}: LoweringError: deliberate failure"
+    ) in err
     run = next(tmp_path.glob("*.jsonl"))
     assert _check(run, tmp_path, capsys)[0] == cli.EXIT_UNEXPECTED
 

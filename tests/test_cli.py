@@ -17,12 +17,22 @@ def test_list_json_shape(capsys):
         assert set(b) >= {"name", "modes", "env", "available", "reason"}
     bucketed = {b["name"] for b in data["backends"] if "bucketed" in b["modes"]}
     # our XLA executors per `?` bucket, the per-shape compilers by host padding
-    assert bucketed >= {"stablehlo_xla", "jax_export", "jax_jit", "einx", "torch_compile", "torch_export",
-                        "torch_xla_lazy", "lazy", "lazy_stablehlo"}
+    assert bucketed >= {
+        "stablehlo_xla",
+        "jax_export",
+        "jax_jit",
+        "einx",
+        "torch_compile",
+        "torch_export",
+        "torch_xla_lazy",
+        "lazy",
+        "lazy_stablehlo",
+    }
 
 
-@pytest.mark.parametrize("flag,value,what", [("--cases", "nope", "case"), ("--backends", "tpu*", "backend"),
-                                              ("--modes", "dynamic", "mode")])
+@pytest.mark.parametrize(
+    "flag,value,what", [("--cases", "nope", "case"), ("--backends", "tpu*", "backend"), ("--modes", "dynamic", "mode")]
+)
 def test_unknown_names_exit_2_and_list_valid_ones(flag, value, what, capsys, tmp_path):
     assert cli.main(["run", flag, value, "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
@@ -32,13 +42,28 @@ def test_unknown_names_exit_2_and_list_valid_ones(flag, value, what, capsys, tmp
 
 @pytest.mark.parametrize("flags, start", [([], "fork"), (["--no-fork-server"], "spawn")])
 def test_run_writes_records_and_prints_the_report(flags, start, tmp_path, capsys):
-    code = cli.main(["run", "--cases", "gnn_edge_divide", "--backends", "torch_eager", "--modes", "unbounded",
-                     "--out", str(tmp_path), "--repeats", "2", "--no-progress", *flags])
+    code = cli.main(
+        [
+            "run",
+            "--cases",
+            "gnn_edge_divide",
+            "--backends",
+            "torch_eager",
+            "--modes",
+            "unbounded",
+            "--out",
+            str(tmp_path),
+            "--repeats",
+            "2",
+            "--no-progress",
+            *flags,
+        ]
+    )
     assert code == 0  # the job conforms to cases/expectations.toml (else exit 1)
     out = capsys.readouterr().out
     # the terminal gets a summary and where the report is; the table is `report`'s
     assert "| gnn_edge_divide |" not in out and "1 jobs by status: 1 pass" in out
-    page, = tmp_path.glob("*.report.html")
+    (page,) = tmp_path.glob("*.report.html")
     assert f"HTML report: {page}" in out and "<h2 id=gnn_edge_divide>" in page.read_text()
     df = results.load([tmp_path])
     assert len(df) == 6 and set(df["status"]) == {"pass"}
@@ -52,21 +77,24 @@ def test_run_writes_records_and_prints_the_report(flags, start, tmp_path, capsys
     assert "| gnn_edge_divide | torch_eager | unbounded | pass | = 0/shape | 3 | 0 |" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["run", "--jobs", "0"], "argument --jobs: must be an integer in [1, 64], got '0'"),
-    (["run", "--jobs", "65"], "argument --jobs: must be an integer in [1, 64], got '65'"),
-    (["run", "--jobs", "two"], "argument --jobs: must be an integer in [1, 64], got 'two'"),
-    (["run", "--repeats", "0"], "argument --repeats: must be an integer in [1, 10000], got '0'"),
-    (["run", "--warmup", "-1"], "argument --warmup: must be an integer in [0, 1000], got '-1'"),
-    (["run", "--threads", "5000"], "argument --threads: must be an integer in [0, 1024], got '5000'"),
-    (["run", "--timeout", "0"], "argument --timeout: must be a number in [1.0, 86400.0], got '0'"),
-    (["run", "--max-memory", "lots"], "argument --max-memory: cannot read memory size 'lots': give e.g. 8G, 512M, "
-                                      "50% (of "),
-    (["run", "--max-memory", "1k"], "argument --max-memory: memory limit '1k' = 1.0 KiB is outside the allowed range "
-                                    "[64.0 MiB, "),
-    (["compare", "a", "b", "--max-slowdown", "0.5"], "argument --max-slowdown: must be a number in [1.0, 1000.0], "
-                                                      "got '0.5'"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["run", "--jobs", "0"], "argument --jobs: must be an integer in [1, 64], got '0'"),
+        (["run", "--jobs", "65"], "argument --jobs: must be an integer in [1, 64], got '65'"),
+        (["run", "--jobs", "two"], "argument --jobs: must be an integer in [1, 64], got 'two'"),
+        (["run", "--repeats", "0"], "argument --repeats: must be an integer in [1, 10000], got '0'"),
+        (["run", "--warmup", "-1"], "argument --warmup: must be an integer in [0, 1000], got '-1'"),
+        (["run", "--threads", "5000"], "argument --threads: must be an integer in [0, 1024], got '5000'"),
+        (["run", "--timeout", "0"], "argument --timeout: must be a number in [1.0, 86400.0], got '0'"),
+        (["run", "--max-memory", "lots"], "argument --max-memory: cannot read memory size 'lots': give e.g. 8G, 512M, 50% (of "),
+        (
+            ["run", "--max-memory", "1k"],
+            "argument --max-memory: memory limit '1k' = 1.0 KiB is outside the allowed range [64.0 MiB, ",
+        ),
+        (["compare", "a", "b", "--max-slowdown", "0.5"], "argument --max-slowdown: must be a number in [1.0, 1000.0], got '0.5'"),
+    ],
+)
 def test_numeric_flags_out_of_range_exit_2_naming_the_range(argv, message, capsys):
     with pytest.raises(SystemExit) as e:
         cli.main(argv)
@@ -76,19 +104,20 @@ def test_numeric_flags_out_of_range_exit_2_naming_the_range(argv, message, capsy
 
 def test_unknown_names_exit_2_for_report_too(tmp_path, capsys):
     with results.Writer(tmp_path / "r.jsonl") as w:
-        w.write(results.record(run_id="r", case="gnn_edge_divide", backend="torch_eager", mode="static",
-                               status="skipped"))
-    for flag, value, what in (("--cases", "nope", "case"), ("--backends", "tpu*", "backend"),
-                              ("--modes", "dynamic", "mode")):
+        w.write(results.record(run_id="r", case="gnn_edge_divide", backend="torch_eager", mode="static", status="skipped"))
+    for flag, value, what in (("--cases", "nope", "case"), ("--backends", "tpu*", "backend"), ("--modes", "dynamic", "mode")):
         assert cli.main(["report", str(tmp_path), flag, value]) == cli.EXIT_USAGE
-        assert capsys.readouterr().err == (f"dynshape: unknown {what} {value!r}; valid: "
-                                           f"{ {'case': 'gnn_edge_divide', 'backend': 'torch_eager', 'mode': 'static'}[what]}\n")
+        assert capsys.readouterr().err == (
+            f"dynshape: unknown {what} {value!r}; valid: "
+            f"{ {'case': 'gnn_edge_divide', 'backend': 'torch_eager', 'mode': 'static'}[what] }\n"
+        )
 
 
 def test_compare_and_report_of_missing_runs_exit_2(tmp_path, capsys):
     assert cli.main(["compare", "nope", "nada", "--results", str(tmp_path)]) == cli.EXIT_USAGE
-    assert capsys.readouterr().err == (f"dynshape: 'nope' is neither a results file, a directory, a run id nor a "
-                                       f"commit with runs in {tmp_path}/\n")
+    assert capsys.readouterr().err == (
+        f"dynshape: 'nope' is neither a results file, a directory, a run id nor a commit with runs in {tmp_path}/\n"
+    )
     assert cli.main(["report", str(tmp_path)]) == cli.EXIT_USAGE
     assert capsys.readouterr().err == f"dynshape: no results files (*.jsonl) in directory {tmp_path}\n"
 
@@ -96,15 +125,20 @@ def test_compare_and_report_of_missing_runs_exit_2(tmp_path, capsys):
 def test_report_renders_a_torn_run_and_warns_once_per_bad_line(tmp_path, capsys):
     path = tmp_path / "r.jsonl"
     with results.Writer(path) as w:
-        w.write(results.record(run_id="r", case="gnn_edge_divide", backend="torch_eager", mode="static",
-                               status="skipped", message="not today"))
+        w.write(
+            results.record(
+                run_id="r", case="gnn_edge_divide", backend="torch_eager", mode="static", status="skipped", message="not today"
+            )
+        )
     with open(path, "a") as f:
         f.write('{"schema": 2, "run_id": "r", "ca')
     assert cli.main(["report", str(path)]) == 0
     out, err = capsys.readouterr()
     assert "- torch_eager, skipped: not today: gnn_edge_divide[static]" in out
-    assert err.splitlines()[0] == (f"dynshape: warning: {path}:2: skipped a line that is not JSON (Unterminated "
-                                   "string starting at column 30; a run killed mid-write leaves a torn last line)")
+    assert err.splitlines()[0] == (
+        f"dynshape: warning: {path}:2: skipped a line that is not JSON (Unterminated "
+        "string starting at column 30; a run killed mid-write leaves a torn last line)"
+    )
 
 
 def test_run_exits_1_when_a_job_ends_unexpectedly(fake_backends, monkeypatch, tmp_path, capsys):
@@ -115,8 +149,7 @@ def test_run_exits_1_when_a_job_ends_unexpectedly(fake_backends, monkeypatch, tm
     rules = tmp_path / "e.toml"
     rules.write_text('[[expect]]\nbackend = "*"\nper_shape = "0"\n')
     monkeypatch.setattr(expectations, "DEFAULT", rules)
-    argv = ["run", "--cases", "gnn_edge_divide", "--modes", "static", "--out", str(tmp_path), "--repeats", "1",
-            "--no-progress"]
+    argv = ["run", "--cases", "gnn_edge_divide", "--modes", "static", "--out", str(tmp_path), "--repeats", "1", "--no-progress"]
     assert cli.main([*argv, "--backends", "sleepy"]) == cli.EXIT_OK
     capsys.readouterr()
     assert cli.main([*argv, "--backends", "crasher,sleepy"]) == cli.EXIT_UNEXPECTED
@@ -124,34 +157,50 @@ def test_run_exits_1_when_a_job_ends_unexpectedly(fake_backends, monkeypatch, tm
     # a screenful: counts, where the report is, and (on stderr) every unexpected job
     assert len(out.splitlines()) + len(err.splitlines()) <= 40, out + err
     assert "2 jobs by status: 1 pass, 1 crashed" in out and "1 pass, 1 fail (1 unexpected: listed below)" in out
-    csv, = [p for p in tmp_path.glob("*.report.csv") if p.stat().st_mtime == max(
-        q.stat().st_mtime for q in tmp_path.glob("*.report.csv"))]
+    (csv,) = [
+        p
+        for p in tmp_path.glob("*.report.csv")
+        if p.stat().st_mtime == max(q.stat().st_mtime for q in tmp_path.glob("*.report.csv"))
+    ]
     assert f"report CSV: {csv}" in out and f"HTML report: {csv.with_suffix('').with_suffix('.report.html')}" in out
     err = err.splitlines()
     assert err[-2] == "dynshape: 1 of 2 jobs ended otherwise than cases/expectations.toml says:"
-    assert err[-1].startswith("  gnn_edge_divide[crasher-static]: fail: job crashed: worker died (signal SIGABRT) "
-                              "after 1 records; stderr: error: unknown op 'stablehlo.frobnicate' | Fatal Python error")
+    assert err[-1].startswith(
+        "  gnn_edge_divide[crasher-static]: fail: job crashed: worker died (signal SIGABRT) "
+        "after 1 records; stderr: error: unknown op 'stablehlo.frobnicate' | Fatal Python error"
+    )
+
+
 def _records(path, recs):
     with results.Writer(path) as w:
         for r in recs:
             w.write(r)
 
 
-@pytest.mark.parametrize("change,exit_code,says", [
-    (None, 0, ""),
-    ("recompiled", 1, "  gnn_edge_divide[torch_eager-unbounded]: fail: "),
-    ("norule", 1, "  gnn_edge_divide[torch_tpu-unbounded]: norule: "),
-    ("more", 1, "  gnn_edge_divide[torch_eager-unbounded]: fail: "),
-])
+@pytest.mark.parametrize(
+    "change,exit_code,says",
+    [
+        (None, 0, ""),
+        ("recompiled", 1, "  gnn_edge_divide[torch_eager-unbounded]: fail: "),
+        ("norule", 1, "  gnn_edge_divide[torch_tpu-unbounded]: norule: "),
+        ("more", 1, "  gnn_edge_divide[torch_eager-unbounded]: fail: "),
+    ],
+)
 def test_check_exits_1_on_unexpected_recompiled_or_unruled_jobs(change, exit_code, says, tmp_path, capsys):
     import sys
 
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
     from synthetic import job
 
-    recs = job("gnn_edge_divide", "torch_tpu" if change == "norule" else "torch_eager", "unbounded",
-               [1e-3] * 3, [1e-5] * 3, [0, 1, 1] if change == "more" else [0, 0, 0],
-               status="pass")
+    recs = job(
+        "gnn_edge_divide",
+        "torch_tpu" if change == "norule" else "torch_eager",
+        "unbounded",
+        [1e-3] * 3,
+        [1e-5] * 3,
+        [0, 1, 1] if change == "more" else [0, 0, 0],
+        status="pass",
+    )
     if change == "recompiled":
         recs[-1]["status"] = "recompiled"
     _records(tmp_path / "r.jsonl", recs)

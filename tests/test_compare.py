@@ -2,10 +2,9 @@
 incomparable runs, and the verdict; the CLI's exit code."""
 
 import pytest
+from synthetic import frame, job
 
 from harness import cli, compare, results, stats
-
-from synthetic import frame, job
 
 
 def _runs(b_compiles, b_cached, b_status="pass"):
@@ -59,14 +58,44 @@ def test_cli_exit_codes_and_resolution_by_run_id(tmp_path, capsys):
 def _sampled(run_id, sweeps, cached, profile="quick", threads=1):
     """One single-shape job measured in ``len(sweeps)`` processes (novel-sweep
     totals ``sweeps``), its cached phase with raw samples ``cached``."""
-    common = dict(run_id=run_id, case="c", backend="x", mode="static", profile=profile,
-                  machine={"host": "vm", "cpu": "EPYC", "cores": 2, "threads": threads})
-    recs = [results.record(**common, shape_index=0, novel=True, latency_s=t, compiles=1, compile_delta={"x": 1},
-                           process=p, status="pass", ok=True) for p, t in enumerate(sweeps)]
+    common = dict(
+        run_id=run_id,
+        case="c",
+        backend="x",
+        mode="static",
+        profile=profile,
+        machine={"host": "vm", "cpu": "EPYC", "cores": 2, "threads": threads},
+    )
+    recs = [
+        results.record(
+            **common,
+            shape_index=0,
+            novel=True,
+            latency_s=t,
+            compiles=1,
+            compile_delta={"x": 1},
+            process=p,
+            status="pass",
+            ok=True,
+        )
+        for p, t in enumerate(sweeps)
+    ]
     med = sorted(cached)[len(cached) // 2]
-    recs.append(results.record(**common, shape_index=0, novel=False, latency_s=med, cached_latency_s=med,
-                               cached_samples_s=list(cached), compiles=1, compile_delta={"x": 0}, process=0,
-                               status="pass", ok=True))
+    recs.append(
+        results.record(
+            **common,
+            shape_index=0,
+            novel=False,
+            latency_s=med,
+            cached_latency_s=med,
+            cached_samples_s=list(cached),
+            compiles=1,
+            compile_delta={"x": 0},
+            process=0,
+            status="pass",
+            ok=True,
+        )
+    )
     import pandas as pd
 
     return pd.DataFrame.from_records(recs, columns=list(results.FIELDS))
@@ -118,7 +147,10 @@ def _default_runs(factor, seed):
     from harness.runner import DEFAULT_REPEATS
 
     rng = random.Random(seed)
-    draw = (lambda base, n: [base * (1 + 0.2 * rng.random()) for _ in range(n)])
+
+    def draw(base, n):
+        return [base * (1 + 0.2 * rng.random()) for _ in range(n)]
+
     a = _sampled("A", draw(0.1, stats.MIN_SAMPLES), draw(1e-4, DEFAULT_REPEATS))
     b = _sampled("B", draw(0.1 * factor, stats.MIN_SAMPLES), draw(1e-4 * factor, DEFAULT_REPEATS))
     return compare.compare(a, b).iloc[0]

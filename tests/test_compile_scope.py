@@ -60,8 +60,7 @@ def test_jax_export_unbounded_splits_refinement_from_the_xla_compile():
 
     got = _records(JaxExport(), "unbounded")
     novel = [r for r in got if r["novel"]]
-    assert [r["compile_delta"] for r in novel] == [{"export": 1, "xla": 1}, {"export": 0, "xla": 1},
-                                                   {"export": 0, "xla": 1}]
+    assert [r["compile_delta"] for r in novel] == [{"export": 1, "xla": 1}, {"export": 0, "xla": 1}, {"export": 0, "xla": 1}]
     assert all(r["work_delta"] == {"refine": 0} for r in got)  # every refinement here is part of a compile
     times = novel[-1]["compile_times"]
     assert times["xla_refine"] > 0 and times["xla"] > 0

@@ -23,8 +23,20 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 CASES = "gnn_edge_divide,gnn_rbf_subtract,gnn_message_passing"
-SELECT = ["--cases", CASES, "--backends", "sleepy", "--modes", "static,unbounded",
-          "--repeats", "1", "--warmup", "0", "--no-progress", "--no-fork-server"]  # spawn: no zygote to start per node
+SELECT = [
+    "--cases",
+    CASES,
+    "--backends",
+    "sleepy",
+    "--modes",
+    "static,unbounded",
+    "--repeats",
+    "1",
+    "--warmup",
+    "0",
+    "--no-progress",
+    "--no-fork-server",
+]  # spawn: no zygote to start per node
 #: what identifies a record: one each per job, process, shape and phase
 KEY = ("case", "backend", "mode", "process", "shape_index", "novel", "status")
 LIMIT_S = 240  # every wait below is bounded by this
@@ -84,9 +96,14 @@ def test_a_worker_killed_mid_run_costs_no_record_and_duplicates_none(tmp_path):
     if dask is None:
         pytest.skip("no `dask` command beside this interpreter")
     env = _env(tmp_path)
-    local = subprocess.run([sys.executable, "-m", "harness", "run", *SELECT, "--jobs", "2",
-                            "--out", str(tmp_path / "local")],
-                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=LIMIT_S)
+    local = subprocess.run(
+        [sys.executable, "-m", "harness", "run", *SELECT, "--jobs", "2", "--out", str(tmp_path / "local")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=LIMIT_S,
+    )
     want = _keys(tmp_path / "local")
     assert sum(want.values()) == 36 and max(want.values()) == 1, local.stderr
 
@@ -96,20 +113,41 @@ def test_a_worker_killed_mid_run_costs_no_record_and_duplicates_none(tmp_path):
     logs.mkdir()
 
     def start(name, argv):
-        return subprocess.Popen([dask, *argv], cwd=ROOT, env=env, stdin=subprocess.DEVNULL, start_new_session=True,
-                                stdout=open(logs / f"{name}.out", "w"), stderr=subprocess.STDOUT)
+        return subprocess.Popen(
+            [dask, *argv],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            stdout=open(logs / f"{name}.out", "w"),
+            stderr=subprocess.STDOUT,
+        )
 
     procs = [start("scheduler", ["scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"])]
     try:
-        procs += [start(f"worker{i}", ["worker", address, "--host", "127.0.0.1", "--nthreads", "1", "--no-nanny",
-                                       "--no-dashboard", "--name", f"w{i}"]) for i in range(2)]
-        _wait("two workers on the scheduler", lambda: all(
-            "Registered to" in (logs / f"worker{i}.out").read_text() for i in range(2)), procs)
-        victim, = re.findall(r"Start worker at:\s*(tcp://\S+)", (logs / "worker1.out").read_text())
+        procs += [
+            start(
+                f"worker{i}",
+                ["worker", address, "--host", "127.0.0.1", "--nthreads", "1", "--no-nanny", "--no-dashboard", "--name", f"w{i}"],
+            )
+            for i in range(2)
+        ]
+        _wait(
+            "two workers on the scheduler",
+            lambda: all("Registered to" in (logs / f"worker{i}.out").read_text() for i in range(2)),
+            procs,
+        )
+        (victim,) = re.findall(r"Start worker at:\s*(tcp://\S+)", (logs / "worker1.out").read_text())
         out = tmp_path / "dask"
-        run = subprocess.Popen([sys.executable, "-m", "harness", "run", *SELECT, "--out", str(out),
-                                "--scheduler", address], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+        run = subprocess.Popen(
+            [sys.executable, "-m", "harness", "run", *SELECT, "--out", str(out), "--scheduler", address],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         try:
             # the victim finished a job (whose result it holds) and is some 3 s into its next (6 calls
             # of 1 s after its start): both what a lost worker used to cost twice
@@ -117,12 +155,13 @@ def test_a_worker_killed_mid_run_costs_no_record_and_duplicates_none(tmp_path):
             time.sleep(3)
             assert sum(_keys(out).values()) < sum(want.values()), "the run ended before the worker was killed"
             _kill(procs[1])
-            stdout, stderr = run.communicate(timeout=LIMIT_S)
+            _stdout, stderr = run.communicate(timeout=LIMIT_S)
         finally:
             _kill(run)
         got = _keys(out)
-        assert got == want, (f"missing {want - got}, extra {got - want}\n{stderr[-3000:]}\n"
-                             + (logs / "worker1.out").read_text()[-2000:])
+        assert got == want, (
+            f"missing {want - got}, extra {got - want}\n{stderr[-3000:]}\n" + (logs / "worker1.out").read_text()[-2000:]
+        )
     finally:
         for p in procs:
             _kill(p)
@@ -132,8 +171,18 @@ def _run_with_a_retry(path: Path) -> None:
     """A run file where a job's first attempt (2 records) was kept beside its full retry."""
     from harness import results
 
-    common = dict(run_id="r", case="gnn_edge_divide", backend="torch_eager", mode="static", machine={"host": "h"},
-                  status="pass", ok=True, compile_delta={"x": 0}, compiles=0, latency_s=1e-3)
+    common = dict(
+        run_id="r",
+        case="gnn_edge_divide",
+        backend="torch_eager",
+        mode="static",
+        machine={"host": "h"},
+        status="pass",
+        ok=True,
+        compile_delta={"x": 0},
+        compiles=0,
+        latency_s=1e-3,
+    )
     recs = [results.record(**common, shape_index=i, novel=True) for i in range(2)]
     recs += [results.record(**common, shape_index=i, novel=n) for n in (True, False) for i in range(3)]
     path.write_text("".join(json.dumps(r) + "\n" for r in recs))
@@ -146,10 +195,13 @@ def test_report_flags_check_fails_and_merge_refuses_duplicate_records(tmp_path, 
     _run_with_a_retry(run)
     assert results.duplicates(results.load([run])) == [
         "r gnn_edge_divide[torch_eager-static] shape 0 novel on h ×2",
-        "r gnn_edge_divide[torch_eager-static] shape 1 novel on h ×2"]
+        "r gnn_edge_divide[torch_eager-static] shape 1 novel on h ×2",
+    ]
     assert cli.main(["report", str(run), "--csv", str(tmp_path / "r.csv")]) == cli.EXIT_OK
-    assert ("dynshape: warning: 2 (job, shape, phase) keys have more than one record (an attempt kept beside its "
-            "retry?), e.g. r gnn_edge_divide[torch_eager-static] shape 0 novel on h ×2") in capsys.readouterr().err
+    assert (
+        "dynshape: warning: 2 (job, shape, phase) keys have more than one record (an attempt kept beside its "
+        "retry?), e.g. r gnn_edge_divide[torch_eager-static] shape 0 novel on h ×2"
+    ) in capsys.readouterr().err
     assert cli.main(["report", str(run), "--check", "--csv", str(tmp_path / "r.csv")]) == cli.EXIT_UNEXPECTED
     assert "dynshape: --check fails: 2 duplicated record keys" in capsys.readouterr().err
     assert cli.main(["merge", str(run), "--out", str(tmp_path / "m.jsonl")]) == cli.EXIT_USAGE
@@ -159,6 +211,5 @@ def test_report_flags_check_fails_and_merge_refuses_duplicate_records(tmp_path, 
     other = tmp_path / "other"
     other.mkdir()
     for name in ("a", "b"):
-        (other / f"{name}.jsonl").write_text(run.read_text().replace('"run_id": "r"', f'"run_id": "{name}"')
-                                             .split("\n", 2)[2])
+        (other / f"{name}.jsonl").write_text(run.read_text().replace('"run_id": "r"', f'"run_id": "{name}"').split("\n", 2)[2])
     assert results.duplicates(results.load([other])) == []

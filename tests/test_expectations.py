@@ -30,10 +30,13 @@ def _load(tmp_path, text):
 
 
 def test_most_specific_rule_wins(tmp_path):
-    rules = _load(tmp_path, '[[expect]]\nbackend = "b"\nper_shape = "1"\n'
-                            '[[expect]]\ncase = "c1"\nbackend = "b"\nmode = "static"\nxfail = "known bug"\n'
-                            'match = "boom"\nper_shape = "0"\n'
-                            '[[expect]]\ncompiles = "0"\n')
+    rules = _load(
+        tmp_path,
+        '[[expect]]\nbackend = "b"\nper_shape = "1"\n'
+        '[[expect]]\ncase = "c1"\nbackend = "b"\nmode = "static"\nxfail = "known bug"\n'
+        'match = "boom"\nper_shape = "0"\n'
+        '[[expect]]\ncompiles = "0"\n',
+    )
     assert ex.lookup(rules, "c1", "b", "static").xfail == "known bug"
     assert ex.lookup(rules, "c2", "b", "static").per_shape == "1"
     assert ex.lookup(rules, "c2", "other", "static").compiles == "0"
@@ -42,30 +45,52 @@ def test_most_specific_rule_wins(tmp_path):
 GOOD = '[[expect]]\nbackend = "torch_eager"\nper_shape = "0"\n'
 
 
-@pytest.mark.parametrize("text, message", [
-    ('[[expect]]\nbackend = "torch_eager"\n',
-     "key 'per_shape': missing: the rule states no compile count (give 'per_shape' or 'compiles')"),
-    ('[[expect]]\nxfail = "why"\nper_shape = "0"\n', "key 'xfail': needs 'match': 'xfail' (why the job fails) and "
-                                                     "'match' (a regex every failure of the job must fit) go together"),
-    ('[[expect]]\nmatch = "x"\nper_shape = "0"\n', "key 'match': needs 'xfail': 'xfail' (why the job fails) and "
-                                                    "'match' (a regex every failure of the job must fit) go together"),
-    ('[[expect]]\nper_shape = "1"\nxfail = "why"\nmatch = "(unclosed"\n',
-     "key 'match': bad regex '(unclosed': missing ), unterminated subpattern at position 0"),
-    ('[[expect]]\nper_shape = "1"\ncolour = "red"\n', "key 'colour': unknown key; valid: backend, case, compiles, "
-                                                       "env_optional, match, mode, per_shape, shape_stages, stages, xfail"),
-    ('[[expect]]\nper_shape = "1"\nstages = { a = "1" }\n', "key 'stages': 'stages' goes with 'compiles'"),
-    ('[[expect]]\nper_shape = "bogus"\n', "key 'per_shape': bad compile-count formula 'bogus': "),
-    ('[[expect]]\nper_shape = "1 +"\n', "key 'per_shape': bad compile-count formula '1 +': "),
-    ('[[expect]]\ncompiles = "1"\nstages = { xla = "n_shapes *" }\n', "key 'stages.xla': bad compile-count "
-                                                                         "formula 'n_shapes *': "),
-    ('[[expect]]\nper_shape = "1"\nbackend = "tpu*"\n', "key 'backend': 'tpu*' matches no backend; valid: einx, "),
-    ('[[expect]]\nper_shape = "1"\ncase = "gnn_edge_divid"\n', "key 'case': 'gnn_edge_divid' matches no case; valid: "
-                                                                "gnn_edge_divide, "),
-    ('[[expect]]\nper_shape = "1"\nmode = "dynamic"\n', "key 'mode': 'dynamic' matches no mode; valid: static, "
-                                                         "bounded, unbounded"),
-    ('[[expect]]\nper_shape = true\n', "key 'per_shape': True is a bool, expected a formula"),
-    ('[[expect]]\nper_shape = "1"\ncase = ["a"]\n', "key 'case': ['a'] is a list, expected a string"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            '[[expect]]\nbackend = "torch_eager"\n',
+            "key 'per_shape': missing: the rule states no compile count (give 'per_shape' or 'compiles')",
+        ),
+        (
+            '[[expect]]\nxfail = "why"\nper_shape = "0"\n',
+            "key 'xfail': needs 'match': 'xfail' (why the job fails) and "
+            "'match' (a regex every failure of the job must fit) go together",
+        ),
+        (
+            '[[expect]]\nmatch = "x"\nper_shape = "0"\n',
+            "key 'match': needs 'xfail': 'xfail' (why the job fails) and "
+            "'match' (a regex every failure of the job must fit) go together",
+        ),
+        (
+            '[[expect]]\nper_shape = "1"\nxfail = "why"\nmatch = "(unclosed"\n',
+            "key 'match': bad regex '(unclosed': missing ), unterminated subpattern at position 0",
+        ),
+        (
+            '[[expect]]\nper_shape = "1"\ncolour = "red"\n',
+            "key 'colour': unknown key; valid: backend, case, compiles, "
+            "env_optional, match, mode, per_shape, shape_stages, stages, xfail",
+        ),
+        ('[[expect]]\nper_shape = "1"\nstages = { a = "1" }\n', "key 'stages': 'stages' goes with 'compiles'"),
+        ('[[expect]]\nper_shape = "bogus"\n', "key 'per_shape': bad compile-count formula 'bogus': "),
+        ('[[expect]]\nper_shape = "1 +"\n', "key 'per_shape': bad compile-count formula '1 +': "),
+        (
+            '[[expect]]\ncompiles = "1"\nstages = { xla = "n_shapes *" }\n',
+            "key 'stages.xla': bad compile-count formula 'n_shapes *': ",
+        ),
+        ('[[expect]]\nper_shape = "1"\nbackend = "tpu*"\n', "key 'backend': 'tpu*' matches no backend; valid: einx, "),
+        (
+            '[[expect]]\nper_shape = "1"\ncase = "gnn_edge_divid"\n',
+            "key 'case': 'gnn_edge_divid' matches no case; valid: gnn_edge_divide, ",
+        ),
+        (
+            '[[expect]]\nper_shape = "1"\nmode = "dynamic"\n',
+            "key 'mode': 'dynamic' matches no mode; valid: static, bounded, unbounded",
+        ),
+        ("[[expect]]\nper_shape = true\n", "key 'per_shape': True is a bool, expected a formula"),
+        ('[[expect]]\nper_shape = "1"\ncase = ["a"]\n', "key 'case': ['a'] is a list, expected a string"),
+    ],
+)
 def test_bad_rules_are_refused_naming_file_rule_and_key(tmp_path, text, message):
     p = tmp_path / "e.toml"
     p.write_text(GOOD + text)
@@ -91,14 +116,32 @@ def _records(deltas, cached_deltas=None, statuses=None, messages=None):
     statuses = statuses or ["pass"] * len(deltas)
     messages = messages or [None] * len(deltas)
     recs, total = [], 0
-    for i, (d, s, m) in enumerate(zip(deltas, statuses, messages)):
+    for i, (d, s, m) in enumerate(zip(deltas, statuses, messages, strict=False)):
         total += d
-        recs.append(results.record(shape_index=i, sizes={"e": i}, novel=True, compiles=total,
-                                   compile_stages={"s": total}, compile_delta={"s": d}, status=s, message=m))
+        recs.append(
+            results.record(
+                shape_index=i,
+                sizes={"e": i},
+                novel=True,
+                compiles=total,
+                compile_stages={"s": total},
+                compile_delta={"s": d},
+                status=s,
+                message=m,
+            )
+        )
     for i, d in enumerate(cached_deltas or [0] * len(deltas)):
         total += d
-        recs.append(results.record(shape_index=i, sizes={"e": i}, novel=False, compiles=total,
-                                   compile_delta={"s": d}, status="recompiled" if d else "pass"))
+        recs.append(
+            results.record(
+                shape_index=i,
+                sizes={"e": i},
+                novel=False,
+                compiles=total,
+                compile_delta={"s": d},
+                status="recompiled" if d else "pass",
+            )
+        )
     return recs
 
 
@@ -142,8 +185,9 @@ def test_xfail_needs_every_failure_to_match():
     # one matching failure no longer excuses another
     v = ex.verdict(_records([1, 1], statuses=["error", "error"], messages=[msg, "TypeError: else"]), rule)
     assert v.outcome == "fail"
-    assert v.problems == ["failed otherwise than expected (match 'Unbounded dynamism'): "
-                          "shape 1 {'e': 1} (novel): error: TypeError: else"]
+    assert v.problems == [
+        "failed otherwise than expected (match 'Unbounded dynamism'): shape 1 {'e': 1} (novel): error: TypeError: else"
+    ]
 
 
 def test_xfail_jobs_still_have_their_counts_checked():
@@ -172,10 +216,19 @@ def test_the_checked_in_file_loads_and_states_counts_per_shape():
 
 def _bucket_records(sizes, deltas):
     recs, total = [], 0
-    for i, (e, d) in enumerate(zip(sizes, deltas)):
+    for i, (e, d) in enumerate(zip(sizes, deltas, strict=False)):
         total += d
-        recs.append(results.record(shape_index=i, sizes={"e": e}, novel=True, compiles=total,
-                                   compile_stages={"s": total}, compile_delta={"s": d}, status="pass"))
+        recs.append(
+            results.record(
+                shape_index=i,
+                sizes={"e": e},
+                novel=True,
+                compiles=total,
+                compile_stages={"s": total},
+                compile_delta={"s": d},
+                status="pass",
+            )
+        )
     return recs
 
 
@@ -199,26 +252,37 @@ def test_a_job_refused_at_run_time_fails_as_its_xfail_rule_says():
     record once the job runs: an xfail rule whose match fits judges it xfail;
     a rule that expects a pass fails it (an adapter turning its errors into
     ``Unsupported`` must not pass); no rule is ``norule``."""
-    refused = [results.record(status="unsupported", compiles=0, versions={"torch": "2"},
-                              message="torch.export could not keep x's dims dynamic: Constraints violated (t)!")]
+    refused = [
+        results.record(
+            status="unsupported",
+            compiles=0,
+            versions={"torch": "2"},
+            message="torch.export could not keep x's dims dynamic: Constraints violated (t)!",
+        )
+    ]
     rule = ex.Rule(per_shape="0", xfail="export refuses t // 2", match=r"Constraints violated \(t\)")
     assert ex.verdict(refused, rule).outcome == "xfail"
     other = ex.Rule(per_shape="0", xfail="something else", match="HLO verifier")
     v = ex.verdict(refused, other)
     assert v.outcome == "fail" and not v.ok
-    assert v.problems == ["expected a pass, but the backend refused the job: job unsupported: torch.export could "
-                          "not keep x's dims dynamic: Constraints violated (t)!"]
+    assert v.problems == [
+        "expected a pass, but the backend refused the job: job unsupported: torch.export could "
+        "not keep x's dims dynamic: Constraints violated (t)!"
+    ]
     assert ex.verdict(refused, ex.Rule(per_shape="0")).outcome == "fail"
     assert ex.verdict(refused, None).outcome == "norule"
 
 
-@pytest.mark.parametrize("message,ci,optional,outcome", [
-    ("torch_xla_lazy: environment 'xla' not found at /x", False, None, "idle"),
-    ("torch_xla_lazy: environment 'xla' not found at /x", True, None, "missing"),
-    ("torch_xla_lazy: environment 'xla' not found at /x", True, "a laptop has no TPU", "idle"),
-    ("left out of the quick profile (why); `harness run --whole-matrix` runs it", True, None, "idle"),
-    ("torch_aoti is opt-in (slow): name it with --backends", True, None, "idle"),
-])
+@pytest.mark.parametrize(
+    "message,ci,optional,outcome",
+    [
+        ("torch_xla_lazy: environment 'xla' not found at /x", False, None, "idle"),
+        ("torch_xla_lazy: environment 'xla' not found at /x", True, None, "missing"),
+        ("torch_xla_lazy: environment 'xla' not found at /x", True, "a laptop has no TPU", "idle"),
+        ("left out of the quick profile (why); `harness run --whole-matrix` runs it", True, None, "idle"),
+        ("torch_aoti is opt-in (slow): name it with --backends", True, None, "idle"),
+    ],
+)
 def test_jobs_not_run_by_choice_or_for_want_of_their_environment(message, ci, optional, outcome):
     """Skipped without a worker: by choice (left out, opt-in) is fine anywhere;
     for want of an environment fails in CI unless the rule says ``env_optional``.

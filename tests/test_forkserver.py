@@ -15,8 +15,22 @@ from harness import forkserver, runner, zygote_warm
 
 CASE = "gnn_edge_divide"
 #: what must not depend on how the worker started
-SAME = ("case", "backend", "mode", "shape_index", "sizes", "shapes", "novel", "status", "ok",
-        "compiles", "compile_stages", "compile_delta", "compile_reasons", "message")
+SAME = (
+    "case",
+    "backend",
+    "mode",
+    "shape_index",
+    "sizes",
+    "shapes",
+    "novel",
+    "status",
+    "ok",
+    "compiles",
+    "compile_stages",
+    "compile_delta",
+    "compile_reasons",
+    "message",
+)
 
 PROBE = """
 import ctypes, json, os, sys
@@ -34,8 +48,14 @@ sys.exit(3)
 
 
 def _env(**extra):
-    env = dict(os.environ, **envs.env_vars("main"), PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1",
-               OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    env = dict(
+        os.environ,
+        **envs.env_vars("main"),
+        PYTHONUNBUFFERED="1",
+        OMP_NUM_THREADS="1",
+        OPENBLAS_NUM_THREADS="1",
+        MKL_NUM_THREADS="1",
+    )
     return {**env, **extra}
 
 
@@ -60,8 +80,7 @@ def test_child_is_a_fresh_session_with_the_jobs_environment(tmp_path):
     proc.stderr.read()
     assert proc.wait(timeout=60) == 3
     # any other variable may be read at import: another zygote
-    proc = forkserver.start(sys.executable, "main", ["-c", PROBE], {**env, "DYNSHAPE_PROBE": "job 3"},
-                            str(envs.ROOT))
+    proc = forkserver.start(sys.executable, "main", ["-c", PROBE], {**env, "DYNSHAPE_PROBE": "job 3"}, str(envs.ROOT))
     got3 = json.loads(proc.stdout.read())
     assert got3["var"] == "job 3" and got3["ppid"] != got["ppid"]
     proc.stderr.read()
@@ -81,8 +100,7 @@ def test_forked_and_spawned_workers_give_the_same_records(backend, mode, tmp_pat
 
     b = registry.get(backend)
     forked, spawned = _run(b, tmp_path, True, mode), _run(b, tmp_path, False, mode)
-    assert [r["machine"]["worker_start"]["how"] for r in forked + spawned] == \
-        ["fork"] * len(forked) + ["spawn"] * len(spawned)
+    assert [r["machine"]["worker_start"]["how"] for r in forked + spawned] == ["fork"] * len(forked) + ["spawn"] * len(spawned)
     assert [{k: r[k] for k in SAME} for r in forked] == [{k: r[k] for k in SAME} for r in spawned]
     assert sum(r["compiles"] or 0 for r in forked) > 0 and all(r["status"] == "pass" for r in forked)
 
@@ -102,12 +120,14 @@ def test_a_traced_run_or_another_environment_spawns():
     assert not forkserver.usable("an-env-without-a-preload", {})
 
 
-@pytest.mark.parametrize("module, step, why", [
-    ("dynshape_thread_at_import", None, "2 threads after importing dynshape_thread_at_import"),
-    ("dynshape_cache_dir_at_import", None, "importing dynshape_cache_dir_at_import set TORCHINDUCTOR_CACHE_DIR"),
-    ("numpy", "dynshape_freezes_cache_dir",
-     "dynshape_freezes_cache_dir.FROZEN still hold the zygote's scratch directory"),
-])
+@pytest.mark.parametrize(
+    "module, step, why",
+    [
+        ("dynshape_thread_at_import", None, "2 threads after importing dynshape_thread_at_import"),
+        ("dynshape_cache_dir_at_import", None, "importing dynshape_cache_dir_at_import set TORCHINDUCTOR_CACHE_DIR"),
+        ("numpy", "dynshape_freezes_cache_dir", "dynshape_freezes_cache_dir.FROZEN still hold the zygote's scratch directory"),
+    ],
+)
 def test_an_unsafe_zygote_is_refused_with_one_warning(module, step, why, fake_backends, monkeypatch, tmp_path):
     monkeypatch.setitem(forkserver.PRELOAD, "main", (module,))
     monkeypatch.setitem(zygote_warm.STEPS, "main", (step,) if step else ())
@@ -167,14 +187,19 @@ def test_holders_finds_a_path_kept_by_a_module_or_its_objects(monkeypatch):
     mod.store = types.SimpleNamespace(prefix="/tmp/scratch-xyz/dynamo", other=3)
     mod.unrelated = "/tmp/elsewhere"
     monkeypatch.setitem(sys.modules, "dynshape_holder_probe", mod)
-    assert sorted(h for h in zygote_warm.holders("/tmp/scratch-xyz") if h.startswith("dynshape_")) == \
-        ["dynshape_holder_probe.PATH", "dynshape_holder_probe.store.prefix"]
+    assert sorted(h for h in zygote_warm.holders("/tmp/scratch-xyz") if h.startswith("dynshape_")) == [
+        "dynshape_holder_probe.PATH",
+        "dynshape_holder_probe.store.prefix",
+    ]
 
 
-@pytest.mark.parametrize("env_name, var, part", [
-    ("main", "TF_CPP_MIN_LOG_LEVEL", "1"),  # set by import jax
-    ("xla", "XLA_FLAGS", "--xla_cpu_enable_fast_math=false"),  # appended by import torch_xla
-])
+@pytest.mark.parametrize(
+    "env_name, var, part",
+    [
+        ("main", "TF_CPP_MIN_LOG_LEVEL", "1"),  # set by import jax
+        ("xla", "XLA_FLAGS", "--xla_cpu_enable_fast_math=false"),  # appended by import torch_xla
+    ],
+)
 def test_a_forked_job_sees_what_the_imports_set_in_the_environment(env_name, var, part, tmp_path):
     """As a spawned worker would after its own imports: the zygote's imports
     changed the environment, the child applies that over its job's."""

@@ -2,30 +2,51 @@
 
 import pandas as pd
 import pytest
+from synthetic import frame, job
 
 from harness import expectations, report, results
-
-from synthetic import frame, job
 
 
 def _at(records, run_id, host, commit="c0", day=1, **extra):
     """``records`` as measured in run ``run_id`` on ``host`` at ``commit``."""
-    return [dict(r, run_id=run_id, machine={"host": host, "cpu": "EPYC", "cores": 2, "threads": 1}, commit=commit,
-                 timestamp=f"2026-11-{day:02d}T00:00:00.000+00:00", profile="quick", **extra)
-            for r in records]
+    return [
+        dict(
+            r,
+            run_id=run_id,
+            machine={"host": host, "cpu": "EPYC", "cores": 2, "threads": 1},
+            commit=commit,
+            timestamp=f"2026-11-{day:02d}T00:00:00.000+00:00",
+            profile="quick",
+            **extra,
+        )
+        for r in records
+    ]
 
 
 def _run(run_id, host, eager_cached, einx_cached, commit="c0", day=1, einx_compiles=(1, 2, 3)):
     return [
         *_at(job("c", "torch_eager", "static", [1e-3] * 3, [eager_cached] * 3, [0, 0, 0]), run_id, host, commit, day),
-        *_at(job("c", "einx", "static", [0.1, 0.01, 0.01], [einx_cached] * 3, list(einx_compiles),
-                 reasons={1: ["einx_graph: new shapes ((2, 8),)"]}), run_id, host, commit, day),
+        *_at(
+            job(
+                "c",
+                "einx",
+                "static",
+                [0.1, 0.01, 0.01],
+                [einx_cached] * 3,
+                list(einx_compiles),
+                reasons={1: ["einx_graph: new shapes ((2, 8),)"]},
+            ),
+            run_id,
+            host,
+            commit,
+            day,
+        ),
     ]
 
 
 def test_flat_has_scalar_columns_and_pandas_types():
     recs = _run("r", "vm", 1e-5, 4e-5)
-    for i, r in enumerate(recs):
+    for _i, r in enumerate(recs):
         r["sizes"] = {"e": 1000 + r["shape_index"], "d": 8}
     df = results.flat(frame(recs))
     assert {"size_e", "size_d", "compiles_x", "new_compiles", "new_compiles_x", "machine_cpu"} <= set(df.columns)
@@ -84,8 +105,12 @@ def test_conformance_matrix_pivots_status_expectation_and_reason():
 
 
 def test_history_over_three_commits():
-    df = frame(_run("r1", "vm", 1e-5, 4e-5, "aaa", 1), _run("r2", "vm", 1e-5, 4e-5, "bbb", 2, (1, 1, 1)),
-               _run("r3", "vm", 1e-5, 4e-5, "ccc", 3, (1, 1, 1)), _run("r3b", "vm", 1e-5, 4e-5, "ccc", 4, (1, 2, 2)))
+    df = frame(
+        _run("r1", "vm", 1e-5, 4e-5, "aaa", 1),
+        _run("r2", "vm", 1e-5, 4e-5, "bbb", 2, (1, 1, 1)),
+        _run("r3", "vm", 1e-5, 4e-5, "ccc", 3, (1, 1, 1)),
+        _run("r3b", "vm", 1e-5, 4e-5, "ccc", 4, (1, 2, 2)),
+    )
     h = report.history(df)
     einx = h[h["backend"] == "einx"]
     assert list(einx["commit"]) == ["aaa", "bbb", "ccc"]
@@ -99,14 +124,16 @@ def test_compile_patterns_and_family_table_classify_each_job_by_its_compiles_sha
     df = frame(
         job("a1", "torch_eager", "unbounded", four, four, [0, 0, 0, 0]),
         job("a1", "sym", "unbounded", four, four, [1, 1, 1, 1]),
-        job("a2", "sym", "unbounded", four, four, [1, 1, 2, 2]),         # once, then again: mixed
+        job("a2", "sym", "unbounded", four, four, [1, 1, 2, 2]),  # once, then again: mixed
         job("a1", "jit", "static", four, four, [1, 2, 3, 4]),
-        job("a1", "jit", "bucketed", four, four, [1, 1, 2, 2]),          # two buckets touched
-        job("a2", "jit", "bucketed", four, four, [1, 2, 3, 4]),          # a new bucket every shape
+        job("a1", "jit", "bucketed", four, four, [1, 1, 2, 2]),  # two buckets touched
+        job("a2", "jit", "bucketed", four, four, [1, 2, 3, 4]),  # a new bucket every shape
         job("b1", "sym", "unbounded", four, four, [1, 1, 1, 1], status="mismatch"),
-        job("b1", "jit", "static", [1e-3], [1e-3], [1]),                 # one shape: once, never per shape
-        [results.record(run_id="r", case=c, backend="nope", mode="bounded", status="unsupported", ok=False)
-         for c in ("a1", "b1")],
+        job("b1", "jit", "static", [1e-3], [1e-3], [1]),  # one shape: once, never per shape
+        [
+            results.record(run_id="r", case=c, backend="nope", mode="bounded", status="unsupported", ok=False)
+            for c in ("a1", "b1")
+        ],
         [results.record(run_id="r", case="b1", backend="jit", mode="bucketed", status="unsupported", ok=False)],
     )
     p = report.compile_patterns(df).set_index(["case", "backend", "mode"])["pattern"]

@@ -14,8 +14,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _pytest(*args, timeout=300):
     env = {k: v for k, v in os.environ.items() if k != "DYNSHAPE_GATE_RUN"}  # its own run, not ours
-    return subprocess.run([sys.executable, "-m", "pytest", "cases/", "-p", "no:cacheprovider", *args],
-                          cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "cases/", "-p", "no:cacheprovider", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
 
 
 def _ids(*args) -> list[str]:

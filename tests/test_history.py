@@ -4,10 +4,9 @@ import json
 import subprocess
 
 import pytest
+from synthetic import job
 
 from harness import cli, history, results
-
-from synthetic import job
 
 
 def _git(repo, *args):
@@ -29,20 +28,31 @@ def three_commits(tmp_path):
     res = repo / "results"
     for i, c in enumerate(commits):
         einx = [1, 1, 1] if i == 2 else [1, 2, 3]
-        recs = (job("gnn_edge_divide", "einx", "static", [0.1, 0.02, 0.02 * (i + 1)], [4e-5] * 3, einx, run_id=f"r{i}")
-                + job("gnn_edge_divide", "torch_eager", "static", [1e-3] * 3, [7e-6] * 3, [0, 0, 0], run_id=f"r{i}"))
+        recs = job("gnn_edge_divide", "einx", "static", [0.1, 0.02, 0.02 * (i + 1)], [4e-5] * 3, einx, run_id=f"r{i}") + job(
+            "gnn_edge_divide", "torch_eager", "static", [1e-3] * 3, [7e-6] * 3, [0, 0, 0], run_id=f"r{i}"
+        )
         with results.Writer(res / f"r{i}.jsonl") as w:
             for r in recs:
                 w.write(dict(r, commit=c, machine={"host": "vm"}, timestamp=f"2026-11-0{i + 1}T00:00:00.000+00:00"))
         # asv's own result-file layout (api version 2): results/asv/<machine>/<commit[:8]>-<env>.json
         params = [["'gnn_edge_divide'"], ["'einx'", "'torch_eager'"], ["'static'", "'unbounded'"]]
-        asv = {"commit_hash": c, "env_name": "existing-py", "date": 1764547200000 + i * 86400000,
-               "params": {"machine": "vm", "python": "3.11"}, "python": "3.11", "requirements": {}, "env_vars": {},
-               "result_columns": ["result", "params", "version", "started_at", "duration"],
-               "results": {"suite.Compiles.track_compiles": [[3 if i < 2 else 1, None, 0, 0], params, "v", 0, 1.0],
-                           "suite.Catalogue.time_novel_sweep": [[0.12 + i, None, 1e-3, float("nan")], params, "v", 0, 1.0],
-                           "suite.Compiles.track_compile_time": [[0.05, None, 0.0, 0.0], params, "v", 0, 1.0]},
-               "durations": {}, "version": 2}
+        asv = {
+            "commit_hash": c,
+            "env_name": "existing-py",
+            "date": 1764547200000 + i * 86400000,
+            "params": {"machine": "vm", "python": "3.11"},
+            "python": "3.11",
+            "requirements": {},
+            "env_vars": {},
+            "result_columns": ["result", "params", "version", "started_at", "duration"],
+            "results": {
+                "suite.Compiles.track_compiles": [[3 if i < 2 else 1, None, 0, 0], params, "v", 0, 1.0],
+                "suite.Catalogue.time_novel_sweep": [[0.12 + i, None, 1e-3, float("nan")], params, "v", 0, 1.0],
+                "suite.Compiles.track_compile_time": [[0.05, None, 0.0, 0.0], params, "v", 0, 1.0],
+            },
+            "durations": {},
+            "version": 2,
+        }
         (res / "asv" / "vm").mkdir(parents=True, exist_ok=True)
         (res / "asv" / "vm" / "machine.json").write_text(json.dumps({"machine": "vm", "version": 1}))
         (res / "asv" / "vm" / f"{c[:8]}-existing-py.json").write_text(json.dumps(asv))

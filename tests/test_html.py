@@ -13,11 +13,10 @@ import subprocess
 
 import pandas as pd
 import pytest
+from synthetic import frame, job
 
 from harness import cli, results
 from harness import html_report as html
-
-from synthetic import frame, job
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -51,8 +50,16 @@ def _fixture_records():
         job("gnn_edge_divide", "torch_eager", "unbounded", [5e-4, 4e-5, 3e-5, 3e-5], [7e-6] * 4, [0, 0, 0, 0]),
         job("gnn_edge_divide", "einx", "static", [1.2, 0.02, 0.02, 0.02], [4e-5] * 4, [1, 2, 3, 4], reasons=reasons),
         job("gnn_edge_divide", "einx_symbolic", "unbounded", [6e-4, 1e-4, 3e-5, 3e-5], [8e-6] * 4, [1, 1, 1, 1]),
-        [results.record(run_id="r", case="gnn_edge_divide", backend="jax_jit", mode="unbounded",
-                        status="unsupported", message="jax_jit offers no unbounded mode")],
+        [
+            results.record(
+                run_id="r",
+                case="gnn_edge_divide",
+                backend="jax_jit",
+                mode="unbounded",
+                status="unsupported",
+                message="jax_jit offers no unbounded mode",
+            )
+        ],
     )
 
 
@@ -80,7 +87,8 @@ def test_the_tables_show_units_dispersion_and_why_a_value_is_missing():
     recs = _fixture_records()
     # a second process of einx/static: the novel sweep gets a min–max
     more = recs[(recs["backend"] == "einx") & (recs["novel"] == True)].assign(  # noqa: E712
-        process=1, latency_s=lambda d: d["latency_s"] * 1.1)
+        process=1, latency_s=lambda d: d["latency_s"] * 1.1
+    )
     recs.loc[(recs["backend"] == "einx_symbolic") & (recs["novel"] == False), "cached_latency_s"] = 1.53e-5  # noqa: E712
     page = html.render(pd.concat([recs, more], ignore_index=True), rules=[])
     tables = "".join(re.findall(r"<table class=summary>.*?</table>", page, re.S))
@@ -92,15 +100,19 @@ def test_the_tables_show_units_dispersion_and_why_a_value_is_missing():
     assert "<td class=n>no cached pass</td>" not in tables
     # a job without an eager baseline says so, rather than leaving a blank
     page = html.render(recs[recs["backend"] != "torch_eager"], rules=[])
-    assert "<td class=n title=\"no eager\">no eager</td>" in page
+    assert '<td class=n title="no eager">no eager</td>' in page
 
 
 def _probe(path, tmp_path):
     probed = tmp_path / ("probed-" + os.path.basename(path))
     text = open(path, encoding="utf-8").read()
     probed.write_text(text.replace("<head>", "<head>" + PROBE, 1), encoding="utf-8")
-    out = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=20000",
-                          "--dump-dom", probed.as_uri()], capture_output=True, text=True, timeout=180)
+    out = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=20000", "--dump-dom", probed.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     m = re.search(r"PROBE (\{.*?\})</pre>", out.stdout)
     assert m, f"chromium did not run the probe (exit {out.returncode}): {out.stderr[-2000:]}"
     import json

@@ -82,8 +82,13 @@ GRAPH = {m: _imports(m, p) for m, p in MODULES.items()}
 
 
 def _layer_violations(src_prefix: str, allowed) -> list[str]:
-    return [f"{src}:{line} imports {dst}" for src, edges in GRAPH.items() if src.split(".")[0] == src_prefix
-            for dst, _, line in edges if not allowed(dst)]
+    return [
+        f"{src}:{line} imports {dst}"
+        for src, edges in GRAPH.items()
+        if src.split(".")[0] == src_prefix
+        for dst, _, line in edges
+        if not allowed(dst)
+    ]
 
 
 def test_backends_never_import_the_harness():
@@ -103,8 +108,13 @@ def test_the_case_model_imports_nothing_of_the_project_but_the_size_algebra():
 
 
 def test_the_size_algebra_imports_nothing_else_of_the_project():
-    bad = [f"{src}:{line} imports {dst}" for src, edges in GRAPH.items() if src.startswith("engines.sizes")
-           for dst, _, line in edges if not _is_sizes(dst)]
+    bad = [
+        f"{src}:{line} imports {dst}"
+        for src, edges in GRAPH.items()
+        if src.startswith("engines.sizes")
+        for dst, _, line in edges
+        if not _is_sizes(dst)
+    ]
     assert bad == []
 
 
@@ -119,7 +129,7 @@ def _cycle() -> list[str] | None:
         stack.append(m)
         for d in edges.get(m, ()):
             if state.get(d) == 1:
-                return stack[stack.index(d):] + [d]
+                return stack[stack.index(d) :] + [d]
             if d not in state:
                 found = visit(d)
                 if found:
@@ -148,8 +158,10 @@ def test_the_walker_sees_imports_and_cycles(monkeypatch):
     # and the checks fail when their graph has what they look for
     monkeypatch.setitem(GRAPH, "backends.fake_a", [("backends.fake_b", True, 3), ("harness.runner", False, 9)])
     monkeypatch.setitem(GRAPH, "backends.fake_b", [("backends.fake_a", True, 4)])
-    assert _cycle() in (["backends.fake_a", "backends.fake_b", "backends.fake_a"],
-                        ["backends.fake_b", "backends.fake_a", "backends.fake_b"])
+    assert _cycle() in (
+        ["backends.fake_a", "backends.fake_b", "backends.fake_a"],
+        ["backends.fake_b", "backends.fake_a", "backends.fake_b"],
+    )
     assert "backends.fake_a:9 imports harness.runner" in _layer_violations("backends", lambda d: not d.startswith("harness"))
     monkeypatch.setitem(GRAPH, "engines.fake_c", [("backends.base", False, 5)])
     assert _layer_violations("engines", lambda dst: dst.split(".")[0] == "engines") == ["engines.fake_c:5 imports backends.base"]

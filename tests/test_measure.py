@@ -138,12 +138,15 @@ def test_a_worker_runs_no_oracle_check(fake_backends, monkeypatch):
     assert [r["status"] for r in got] == ["pass"] * 6
 
 
-@pytest.mark.parametrize("call_s, repeats, want", [
-    (0.25, 7, 3),    # slow calls: the budget ends it, never under MIN_SAMPLES
-    (0.125, 7, 4),   # 0.5 s of samples
-    (2**-20, 7, 7),  # fast calls: ``number`` calls a sample, all repeats
-    (0.25, 2, 2),     # asking for fewer than MIN_SAMPLES gets what was asked
-])
+@pytest.mark.parametrize(
+    "call_s, repeats, want",
+    [
+        (0.25, 7, 3),  # slow calls: the budget ends it, never under MIN_SAMPLES
+        (0.125, 7, 4),  # 0.5 s of samples
+        (2**-20, 7, 7),  # fast calls: ``number`` calls a sample, all repeats
+        (0.25, 2, 2),  # asking for fewer than MIN_SAMPLES gets what was asked
+    ],
+)
 def test_the_cached_phase_stops_at_repeats_or_its_time_budget(call_s, repeats, want, monkeypatch):
     """One rule for every backend, on a fake clock: samples until ``repeats``,
     or until they took CACHED_BUDGET_S (at least MIN_SAMPLES); the output
@@ -164,8 +167,7 @@ def test_the_cached_phase_stops_at_repeats_or_its_time_budget(call_s, repeats, w
 
     monkeypatch.setattr(measure.time, "perf_counter", lambda: clock[0])
     checked = []
-    samples, every = measure._time_cached(program, B(), (), warmup=2, repeats=repeats, budget_s=0.5,
-                                          check=checked.append)
+    samples, every = measure._time_cached(program, B(), (), warmup=2, repeats=repeats, budget_s=0.5, check=checked.append)
     number = max(1, min(1000, int(1e-3 / call_s)))
     assert len(samples) == want and samples == pytest.approx([call_s] * want)
     assert len(calls) == 2 + want * number and every == number

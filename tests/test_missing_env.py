@@ -25,8 +25,10 @@ def no_xla_env(monkeypatch, tmp_path):
 
 
 def test_backends_of_a_missing_env_say_how_to_create_it(no_xla_env):
-    want = (f"environment 'xla' not found at {no_xla_env}: create it with `make xla-env XLA_VENV="
-            f"{no_xla_env.parent.parent}` (torch 2.9.1 + torch_xla 2.9.0, ~3 min and ~7 GB the first time)")
+    want = (
+        f"environment 'xla' not found at {no_xla_env}: create it with `make xla-env XLA_VENV="
+        f"{no_xla_env.parent.parent}` (torch 2.9.1 + torch_xla 2.9.0, ~3 min and ~7 GB the first time)"
+    )
     for name in XLA_BACKENDS:
         assert registry.backends()[name].available() == (False, want)
 
@@ -36,8 +38,10 @@ def test_the_default_location_names_plain_make_xla_env(monkeypatch, tmp_path):
     monkeypatch.setitem(envs.ENVS["xla"], "python", tmp_path / ".venv-xla" / "bin" / "python")
     with pytest.raises(envs.EnvError) as e:
         envs.python_for("xla")
-    assert str(e.value) == (f"environment 'xla' not found at {tmp_path / '.venv-xla' / 'bin' / 'python'}: create it "
-                            "with `make xla-env` (torch 2.9.1 + torch_xla 2.9.0, ~3 min and ~7 GB the first time)")
+    assert str(e.value) == (
+        f"environment 'xla' not found at {tmp_path / '.venv-xla' / 'bin' / 'python'}: create it "
+        "with `make xla-env` (torch 2.9.1 + torch_xla 2.9.0, ~3 min and ~7 GB the first time)"
+    )
 
 
 def test_their_jobs_are_skipped_in_records_report_and_gate(no_xla_env, tmp_path, monkeypatch):
@@ -64,8 +68,18 @@ def test_in_ci_a_missing_environment_fails_run_check_and_gate(no_xla_env, tmp_pa
     from harness import cli
 
     monkeypatch.setenv("CI", "true")
-    argv = ["run", "--cases", "gnn_edge_divide", "--backends", "torch_xla_lazy", "--modes", "unbounded",
-            "--out", str(tmp_path), "--no-progress"]
+    argv = [
+        "run",
+        "--cases",
+        "gnn_edge_divide",
+        "--backends",
+        "torch_xla_lazy",
+        "--modes",
+        "unbounded",
+        "--out",
+        str(tmp_path),
+        "--no-progress",
+    ]
     assert cli.main(argv) == cli.EXIT_UNEXPECTED
     err = capsys.readouterr().err
     assert "  gnn_edge_divide[torch_xla_lazy-unbounded]: missing: not run in CI: environment 'xla' not found" in err

@@ -70,12 +70,12 @@ def test_builds_are_seeded_and_leave_the_callers_rng_alone():
     torch.manual_seed(123)
     a, b = models_graph.gcn(), models_graph.gcn()
     assert torch.equal(torch.rand(3), before)  # the build drew from a forked RNG
-    for (name, p), q in zip(a.named_parameters(), b.parameters()):
+    for (name, p), q in zip(a.named_parameters(), b.parameters(), strict=False):
         assert torch.equal(p, q), name
         assert not p.requires_grad
     assert not a.training
     f64 = models_graph.GCN.float64()
-    for p, q in zip(models_graph.GCN.float32().parameters(), f64.parameters()):
+    for p, q in zip(models_graph.GCN.float32().parameters(), f64.parameters(), strict=False):
         assert q.dtype == torch.float64 and torch.equal(p.double(), q)
 
 
@@ -92,8 +92,10 @@ def _weights_digest(build) -> str:
 def test_weights_are_identical_in_another_process():
     """Each worker builds its own model: the seeded weights must not depend on
     what the process did before (here: this test session, against a fresh one)."""
-    code = ("import sys; sys.path.insert(0, '.'); from tests.test_models import _weights_digest; "
-            "from cases import models_graph; print(_weights_digest(models_graph.sage))")
+    code = (
+        "import sys; sys.path.insert(0, '.'); from tests.test_models import _weights_digest; "
+        "from cases import models_graph; print(_weights_digest(models_graph.sage))"
+    )
     torch.rand(5)  # this process's RNG is elsewhere
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
     assert out.stdout.strip().splitlines()[-1] == _weights_digest(models_graph.sage)
@@ -123,8 +125,9 @@ def test_einx_form_matches_the_oracle(case, which):
 # -- a library that is missing ---------------------------------------------------
 def test_a_missing_library_makes_the_case_unavailable_with_the_reason(monkeypatch, capsys):
     real = libs.missing
-    monkeypatch.setattr(libs, "missing", lambda *names: [libs.LIBRARIES[n] for n in names if n == "torch_geometric"]
-                        or real(*names))
+    monkeypatch.setattr(
+        libs, "missing", lambda *names: [libs.LIBRARIES[n] for n in names if n == "torch_geometric"] or real(*names)
+    )
     why = models_graph.model_gcn.unavailable()
     assert why == "needs torch_geometric==2.8.1 (the models extra: `make setup` installs it)"
     assert models_text.model_gpt2.unavailable() is None
@@ -159,7 +162,9 @@ def test_a_job_whose_env_lacks_the_library_is_skipped_with_the_reason(monkeypatc
 
 def test_case_modules_import_no_framework():
     """Listing the catalogue imports neither torch nor a model library (the xla env lists it too)."""
-    code = ("import sys; import cases; cases.catalogue(); "
-            "print([m for m in ('torch', 'transformers', 'torchvision', 'torch_geometric') if m in sys.modules])")
+    code = (
+        "import sys; import cases; cases.catalogue(); "
+        "print([m for m in ('torch', 'transformers', 'torchvision', 'torch_geometric') if m in sys.modules])"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
     assert out.stdout.strip() == "[]"

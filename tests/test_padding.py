@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 import cases
-from engines.sizes import buckets
 from backends.base import Backend, BoundError, Unsupported
-from backends.padding import PadPlan, Padded, host_padding
+from backends.padding import Padded, PadPlan, host_padding
 from cases.model import Case, Input, bounded, static, unbounded
+from engines.sizes import buckets
 from harness import expectations as ex
 from harness import results
 
@@ -22,17 +22,31 @@ def _scatter_oracle(x, idx, w):
 
 #: scatter-add of per-edge weights onto nodes: idx pads with the dummy node
 SCATTER = Case(
-    name="scatter_pad", tags=(), dims=(unbounded("n", min=2), bounded("e", max=40, min=2), static("f", 3)),
-    inputs=(Input("x", ("n", "f")), Input("idx", ("e",), dtype="int64", gen="index", high="n", pad="dummy"),
-            Input("w", ("e",), pad=7.0)),
-    sweep=({"n": 16, "e": 33}, {"n": 5, "e": 40}), oracle=_scatter_oracle, out_shape=("n", "f"), quick=(0, 1),
+    name="scatter_pad",
+    tags=(),
+    dims=(unbounded("n", min=2), bounded("e", max=40, min=2), static("f", 3)),
+    inputs=(
+        Input("x", ("n", "f")),
+        Input("idx", ("e",), dtype="int64", gen="index", high="n", pad="dummy"),
+        Input("w", ("e",), pad=7.0),
+    ),
+    sweep=({"n": 16, "e": 33}, {"n": 5, "e": 40}),
+    oracle=_scatter_oracle,
+    out_shape=("n", "f"),
+    quick=(0, 1),
     torch_fn=lambda: None,
 )
 
 #: an output-size expression: every row twice (np.repeat keeps the real rows a prefix; a cat would not)
 DOUBLE = Case(
-    name="double_pad", tags=(), dims=(unbounded("b", min=1), static("k", 2)), inputs=(Input("x", ("b", "k")),),
-    sweep=({"b": 3},), oracle=lambda x: np.repeat(x, 2, axis=0), out_shape=("2*b", "k"), quick=(0,),
+    name="double_pad",
+    tags=(),
+    dims=(unbounded("b", min=1), static("k", 2)),
+    inputs=(Input("x", ("b", "k")),),
+    sweep=({"b": 3},),
+    oracle=lambda x: np.repeat(x, 2, axis=0),
+    out_shape=("2*b", "k"),
+    quick=(0,),
     torch_fn=lambda: None,
 )
 
@@ -136,8 +150,11 @@ def test_an_output_of_another_shape_is_refused_naming_the_case():
     b = NumpyPadded()
     bad = _with(DOUBLE, {"b": 3})
     object.__setattr__(bad, "out_shape", ("b", "k"))  # the program doubles, out_shape says it does not
-    with pytest.raises(ValueError, match=r"double_pad: the program's output on inputs padded to \{'b': 16\} has "
-                                         r"shape \(32, 2\), but out_shape \('b', 'k'\) says \(16, 2\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"double_pad: the program's output on inputs padded to \{'b': 16\} has "
+        r"shape \(32, 2\), but out_shape \('b', 'k'\) says \(16, 2\)",
+    ):
         b.prepare(bad, "bucketed")(*b.convert(bad.make_inputs({"b": 3}, seed=0)))
 
 
@@ -148,7 +165,8 @@ def test_a_case_that_cannot_pad_neutrally_is_unsupported_with_its_reason():
     case = dataclasses.replace(DOUBLE, bucket_unsupported=why)
     b = NumpyPadded()
     assert b.unsupported_reason(case, "bucketed") == (
-        f"numpy_static pads bucketed inputs on the host, and double_pad cannot be padded neutrally: {why}")
+        f"numpy_static pads bucketed inputs on the host, and double_pad cannot be padded neutrally: {why}"
+    )
     assert b.unsupported_reason(case, "static") is None
     with pytest.raises(Unsupported, match=why):
         b.prepare(case, "bucketed")
@@ -165,11 +183,22 @@ def test_the_gate_counts_buckets_by_the_padding_backends_policy(monkeypatch):
 
     def records(backend, deltas):
         out, total = [], 0
-        for i, (s, d) in enumerate(zip(sweep, deltas)):
+        for i, (s, d) in enumerate(zip(sweep, deltas, strict=False)):
             total += d
-            out.append(results.record(case=SCATTER.name, backend=backend, mode="bucketed", shape_index=i, sizes=s,
-                                      novel=True, compiles=total, compile_stages={"xla": total},
-                                      compile_delta={"xla": d}, status="pass"))
+            out.append(
+                results.record(
+                    case=SCATTER.name,
+                    backend=backend,
+                    mode="bucketed",
+                    shape_index=i,
+                    sizes=s,
+                    novel=True,
+                    compiles=total,
+                    compile_stages={"xla": total},
+                    compile_delta={"xla": d},
+                    status="pass",
+                )
+            )
         return out
 
     rule = ex.Rule(per_shape="new_bucket", compiles="n_buckets")

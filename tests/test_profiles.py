@@ -28,23 +28,36 @@ def test_quick_plans_left_out_jobs_as_skipped_with_the_reason(leave_out):
     assert quick["seq_softmax[torch_eager-bounded]"].skip_reason() is None
     # the reports' cases keep the whole matrix whatever a rule says
     assert quick["gnn_edge_divide[torch_eager-unbounded]"].skip_reason() is None
-    for combos in (runner.plan("seq_softmax", "torch_eager", None, profile="quick", whole=True),
-                   runner.plan("seq_softmax", "torch_eager", None, profile="full"),
-                   runner.plan("seq_softmax", "torch_eager", None)):
+    for combos in (
+        runner.plan("seq_softmax", "torch_eager", None, profile="quick", whole=True),
+        runner.plan("seq_softmax", "torch_eager", None, profile="full"),
+        runner.plan("seq_softmax", "torch_eager", None),
+    ):
         assert _by_id(combos)["seq_softmax[torch_eager-unbounded]"].skip_reason() is None
 
 
 def test_run_records_and_reports_what_the_profile_left_out(leave_out, tmp_path, capsys):
-    argv = ["run", "--cases", "seq_softmax", "--backends", "torch_eager", "--modes", "unbounded",
-            "--out", str(tmp_path / "q"), "--repeats", "1", "--no-progress"]
+    argv = [
+        "run",
+        "--cases",
+        "seq_softmax",
+        "--backends",
+        "torch_eager",
+        "--modes",
+        "unbounded",
+        "--out",
+        str(tmp_path / "q"),
+        "--repeats",
+        "1",
+        "--no-progress",
+    ]
     assert cli.main(argv) == 0
     out = capsys.readouterr().out
     # the run's summary counts it; the full list, with each reason, is the report's
     assert "not run: 1 (torch_eager 1)" in out
     df = results.load([tmp_path / "q"])
     assert list(df["status"]) == ["skipped"]
-    assert cli.main(argv[:-5] + ["--out", str(tmp_path / "w"), "--repeats", "1", "--no-progress",
-                                 "--whole-matrix"]) == 0
+    assert cli.main(argv[:-5] + ["--out", str(tmp_path / "w"), "--repeats", "1", "--no-progress", "--whole-matrix"]) == 0
     assert set(results.load([tmp_path / "w"])["status"]) == {"pass"}
 
 
@@ -64,9 +77,27 @@ def _collect(env_value: str | None, expr: str):
     env = {k: v for k, v in os.environ.items() if k != "DYNSHAPE_GATE_WHOLE"}
     if env_value is not None:
         env["DYNSHAPE_GATE_WHOLE"] = env_value
-    return subprocess.run([sys.executable, "-m", "pytest", "cases/test_conformance.py", "--collect-only", "-q",
-                           "-p", "no:cacheprovider", "-p", "no:xdist", "-k", expr],
-                          cwd=runner.envs.ROOT, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "cases/test_conformance.py",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:xdist",
+            "-k",
+            expr,
+        ],
+        cwd=runner.envs.ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_the_left_out_gate_collects_exactly_the_left_out_jobs():

@@ -2,22 +2,31 @@
 
 import pandas as pd
 import pytest
+from synthetic import frame, job
 
 import cases
-
 from harness import report, results
-
-from synthetic import frame, job
 
 
 def _frame():
     return frame(
         job("c", "torch_eager", "unbounded", [0.001, 0.001, 0.002], [1e-5, 2e-5, 3e-5], [0, 0, 0], prepare_s=0.0),
-        job("c", "einx", "static", [0.1, 0.2, 0.3], [2e-5, 4e-5, 6e-5], [1, 2, 3], startup_s=1.5,
-            reasons={0: ["einx_graph: new shapes ((1, 8),)"], 1: ["einx_graph: new shapes ((2, 8),)"]}),
+        job(
+            "c",
+            "einx",
+            "static",
+            [0.1, 0.2, 0.3],
+            [2e-5, 4e-5, 6e-5],
+            [1, 2, 3],
+            startup_s=1.5,
+            reasons={0: ["einx_graph: new shapes ((1, 8),)"], 1: ["einx_graph: new shapes ((2, 8),)"]},
+        ),
         job("c", "torch_compile", "unbounded", [2.0, 0.01, 0.01], [1e-5, 1e-5, 1e-5], [1, 1, 1], prepare_s=0.5),
-        [results.record(run_id="r", case="c", backend="jax_jit", mode="unbounded",
-                        status="unsupported", message="no unbounded mode")],
+        [
+            results.record(
+                run_id="r", case="c", backend="jax_jit", mode="unbounded", status="unsupported", message="no unbounded mode"
+            )
+        ],
     )
 
 
@@ -88,13 +97,17 @@ def test_seconds_are_formatted_with_units():
 def test_annotate_states_what_the_expectations_file_says():
     from harness import expectations as ex
 
-    rules = [ex.Rule(backend="einx", per_shape="1", index=0), ex.Rule(backend="torch_compile", per_shape="1", index=1),
-             ex.Rule(backend="jax_jit", per_shape="0", xfail="known", match="x", index=2)]
+    rules = [
+        ex.Rule(backend="einx", per_shape="1", index=0),
+        ex.Rule(backend="torch_compile", per_shape="1", index=1),
+        ex.Rule(backend="jax_jit", per_shape="0", xfail="known", match="x", index=2),
+    ]
     df = _frame()
     s = report.annotate(report.summarise(df), df, rules).set_index(["backend", "mode"])
     assert s.loc[("einx", "static")]["expected"] == "= 1/shape"
     assert s.loc[("torch_compile", "unbounded")]["expected"] == (
-        "≠ 1/shape: shape 1: 0 compile(s) (none), expected 1 = 1 (rule #2 (case=* backend=torch_compile mode=*))")
+        "≠ 1/shape: shape 1: 0 compile(s) (none), expected 1 = 1 (rule #2 (case=* backend=torch_compile mode=*))"
+    )
     assert s.loc[("torch_eager", "unbounded")]["expected"] == "no rule"
     assert s.loc[("jax_jit", "unbounded")]["expected"] == ""  # unsupported rows are not judged
 
@@ -116,12 +129,23 @@ def test_a_runs_summary_is_a_screenful_however_many_jobs():
     for i in range(1800):
         status = "pass" if i < 1150 else "error" if i < 1170 else "unsupported" if i < 1500 else "skipped"
         key = (f"case{i // 30}", f"backend{i % 6}", ("static", "unbounded", "bounded", "bucketed", "x")[i % 5])
-        rows.append({"case": key[0], "backend": key[1], "mode": key[2], "status": status,
-                     "message": "no such mode" if status in ("unsupported", "skipped") else ""})
+        rows.append(
+            {
+                "case": key[0],
+                "backend": key[1],
+                "mode": key[2],
+                "status": status,
+                "message": "no such mode" if status in ("unsupported", "skipped") else "",
+            }
+        )
         outcome = {"pass": "pass", "error": "xfail"}.get(status, "idle")
         verdicts[key] = ex.Verdict("fail" if i == 7 else outcome, ["shape 1: 2 compiles"] if i == 7 else [])
-    text = report.run_summary(pd.DataFrame(rows), verdicts, "results/r.jsonl",
-                              {"HTML report": "results/r.report.html", "report CSV": "results/r.report.csv"})
+    text = report.run_summary(
+        pd.DataFrame(rows),
+        verdicts,
+        "results/r.jsonl",
+        {"HTML report": "results/r.report.html", "report CSV": "results/r.report.csv"},
+    )
     lines = text.splitlines()
     assert len(lines) <= 8, text
     assert lines[0] == "1800 jobs by status: 1150 pass, 330 unsupported, 300 skipped, 20 error"
@@ -136,8 +160,13 @@ def test_a_new_column_is_one_definition(monkeypatch, tmp_path):
     from harness import columns
     from harness import html_report as html
 
-    col = columns.Column("slowest_first_call_s", "slowest first call", "seconds", "the slowest first call",
-                         agg=lambda g: g["latency_s"][g["novel"].fillna(False)].max())
+    col = columns.Column(
+        "slowest_first_call_s",
+        "slowest first call",
+        "seconds",
+        "the slowest first call",
+        agg=lambda g: g["latency_s"][g["novel"].fillna(False)].max(),
+    )
     monkeypatch.setattr(columns, "COLUMNS", [*columns.COLUMNS, col])
     monkeypatch.setattr(report, "NAMES", [c.name for c in columns.COLUMNS])
     df = _frame()

@@ -21,16 +21,35 @@ def test_record_rejects_unknown_fields_and_statuses():
 
 
 def test_required_fields_of_the_issue_are_present():
-    required = {"run_id", "commit", "dirty", "machine", "timestamp", "versions", "case", "backend", "mode",
-                "shape_index", "sizes", "novel", "compiles", "latency_s", "cached_latency_s", "cached_iqr_s",
-                "max_abs_err", "max_rel_err", "ok", "status", "message"}
+    required = {
+        "run_id",
+        "commit",
+        "dirty",
+        "machine",
+        "timestamp",
+        "versions",
+        "case",
+        "backend",
+        "mode",
+        "shape_index",
+        "sizes",
+        "novel",
+        "compiles",
+        "latency_s",
+        "cached_latency_s",
+        "cached_iqr_s",
+        "max_abs_err",
+        "max_rel_err",
+        "ok",
+        "status",
+        "message",
+    }
     assert required <= set(results.FIELDS)
 
 
 def _rec(**fields):
     """A record with the fields :func:`results.check_record` requires."""
-    return results.record(**{"run_id": "r", "case": "a", "backend": "b", "mode": "static", "status": "pass",
-                             **fields})
+    return results.record(**{"run_id": "r", "case": "a", "backend": "b", "mode": "static", "status": "pass", **fields})
 
 
 def test_writer_flushes_each_record_and_load_reads_them(tmp_path):
@@ -63,7 +82,7 @@ def test_load_refuses_other_schema_versions_by_name(tmp_path):
 def test_torn_and_corrupt_lines_are_skipped_with_a_warning_naming_file_and_line(tmp_path):
     path = tmp_path / "torn.jsonl"
     good = json.dumps(_rec(case="a", status="pass"))
-    path.write_text(good + "\n[1, 2]\n" + good + "\n{\"case\": \"x\"}\n{\"schema\": 1, \"ca")
+    path.write_text(good + "\n[1, 2]\n" + good + '\n{"case": "x"}\n{"schema": 1, "ca')
     with pytest.warns(results.ResultsWarning) as caught:
         df = results.load([path])
     assert list(df["case"]) == ["a", "a"]
@@ -80,8 +99,10 @@ def test_a_newer_schema_is_refused_naming_the_version(tmp_path):
     path.write_text(json.dumps({"schema": results.SCHEMA + 1, "case": "x"}) + "\n")
     with pytest.raises(results.ResultsError) as e:
         results.load([path])
-    assert str(e.value) == (f"{path}:1: schema {results.SCHEMA + 1} is newer than this harness reads "
-                            f"(up to {results.SCHEMA}): update dynshape to read this file")
+    assert str(e.value) == (
+        f"{path}:1: schema {results.SCHEMA + 1} is newer than this harness reads "
+        f"(up to {results.SCHEMA}): update dynshape to read this file"
+    )
 
 
 def test_missing_paths_and_empty_dirs_are_clear_errors(tmp_path):
@@ -95,19 +116,23 @@ def test_missing_paths_and_empty_dirs_are_clear_errors(tmp_path):
     (tmp_path / "empty.jsonl").write_text("")
     with pytest.raises(results.ResultsError) as e:
         results.load([tmp_path])
-    assert str(e.value) == (f"no records in {tmp_path / 'empty.jsonl'} (an empty run: was it interrupted "
-                            "before its first job finished?)")
+    assert str(e.value) == (
+        f"no records in {tmp_path / 'empty.jsonl'} (an empty run: was it interrupted before its first job finished?)"
+    )
 
 
-@pytest.mark.parametrize("line,message", [
-    ({"schema": 2}, "bad.jsonl:1: field 'run_id' missing: not a record of a run"),
-    (dict(_rec(), case=3), "bad.jsonl:1: field 'case' 3 is an int, not a string: not a record of a run"),
-    (dict(_rec(), status="fine"), "bad.jsonl:1: field 'status' 'fine' is not one of crashed, "),
-    (dict(_rec(), latency_s="fast"), "bad.jsonl:1: field 'latency_s' is 'fast' (a str), expected number"),
-    (dict(_rec(), shape_index=1.5), "bad.jsonl:1: field 'shape_index' is 1.5 (a float), expected int"),
-    (dict(_rec(), novel="yes"), "bad.jsonl:1: field 'novel' is 'yes' (a str), expected bool"),
-    (dict(_rec(), compiles=True), "bad.jsonl:1: field 'compiles' is True (a bool), expected int"),
-])
+@pytest.mark.parametrize(
+    "line,message",
+    [
+        ({"schema": 2}, "bad.jsonl:1: field 'run_id' missing: not a record of a run"),
+        (dict(_rec(), case=3), "bad.jsonl:1: field 'case' 3 is an int, not a string: not a record of a run"),
+        (dict(_rec(), status="fine"), "bad.jsonl:1: field 'status' 'fine' is not one of crashed, "),
+        (dict(_rec(), latency_s="fast"), "bad.jsonl:1: field 'latency_s' is 'fast' (a str), expected number"),
+        (dict(_rec(), shape_index=1.5), "bad.jsonl:1: field 'shape_index' is 1.5 (a float), expected int"),
+        (dict(_rec(), novel="yes"), "bad.jsonl:1: field 'novel' is 'yes' (a str), expected bool"),
+        (dict(_rec(), compiles=True), "bad.jsonl:1: field 'compiles' is True (a bool), expected int"),
+    ],
+)
 def test_a_record_missing_a_field_or_of_a_wrong_type_is_refused_naming_it(line, message, tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text(json.dumps(line) + "\n")

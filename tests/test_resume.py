@@ -46,12 +46,22 @@ def sleepy(fake_backends, monkeypatch):
 
 
 def _start(out, sleep, stall_unless=None):
-    env = dict(os.environ, DYNSHAPE_FAKE_SLEEP=str(sleep), DYNSHAPE_TEST_MARK=str(out),
-               PYTHONPATH=os.pathsep.join([str(FIXTURES), str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    env = dict(
+        os.environ,
+        DYNSHAPE_FAKE_SLEEP=str(sleep),
+        DYNSHAPE_TEST_MARK=str(out),
+        PYTHONPATH=os.pathsep.join([str(FIXTURES), str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    )
     if stall_unless:
         env["DYNSHAPE_FAKE_STALL_UNLESS"] = stall_unless
-    return subprocess.Popen([sys.executable, "-c", PARENT, "run", *SELECT, "--out", str(out), *FLAGS],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", PARENT, "run", *SELECT, "--out", str(out), *FLAGS],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _wait_for_records(out, n, proc, limit=60):
@@ -80,8 +90,9 @@ def _marked(out) -> list[int]:
 
 
 def _jobs(path):
-    return sorted({(r["case"], r["backend"], r["mode"], r["shape_index"], r["novel"], r["status"])
-                   for r in results.read_records(path)})
+    return sorted(
+        {(r["case"], r["backend"], r["mode"], r["shape_index"], r["novel"], r["status"]) for r in results.read_records(path)}
+    )
 
 
 def test_killed_run_resumes_to_the_job_set_of_an_uninterrupted_run(sleepy, tmp_path, capsys, monkeypatch):
@@ -117,7 +128,7 @@ def test_killed_run_resumes_to_the_job_set_of_an_uninterrupted_run(sleepy, tmp_p
     assert len(after) == len(results.read_records(ref.path)) == 24  # no job twice
 
     # resuming a finished run runs nothing
-    runner_, pending = resume.resume(out, run_id)
+    _runner, pending = resume.resume(out, run_id)
     assert pending == [] and results.read_records(path) == after
 
 
@@ -139,8 +150,10 @@ def test_ctrl_c_kills_the_workers_and_says_how_to_resume(sleepy, tmp_path):
     assert proc.returncode == cli.EXIT_INTERRUPTED, err[-3000:]
     assert _marked(out) == []  # the worker was killed before the parent exited
     run_id = path.stem
-    assert err.rstrip().endswith(f"dynshape: interrupted; every record written is kept in {path}; finish the run with\n"
-                                 f"  dynshape run --resume {run_id} --out {out}")
+    assert err.rstrip().endswith(
+        f"dynshape: interrupted; every record written is kept in {path}; finish the run with\n"
+        f"  dynshape run --resume {run_id} --out {out}"
+    )
     _, pending = resume.resume(out, run_id)
     assert 0 < len(pending) < 4 and ("gnn_edge_divide", "static") not in {(c.case.name, c.mode) for c in pending}
 
@@ -152,6 +165,7 @@ def test_ctrl_c_while_reporting_says_the_run_is_complete(sleepy, tmp_path, capsy
 
     def interrupted(df):
         raise KeyboardInterrupt
+
     monkeypatch.setattr(report, "summarise", interrupted)
     monkeypatch.setenv("DYNSHAPE_FAKE_SLEEP", "0")
     try:
@@ -159,15 +173,17 @@ def test_ctrl_c_while_reporting_says_the_run_is_complete(sleepy, tmp_path, capsy
     except KeyboardInterrupt:
         pytest.fail("a Ctrl-C while reporting escaped cli.main (a traceback and exit code 1)")
     assert code == cli.EXIT_INTERRUPTED
-    path, = tmp_path.glob("*.jsonl")
+    (path,) = tmp_path.glob("*.jsonl")
     assert len(results.read_records(path)) == 24
     assert capsys.readouterr().err.endswith(
-        f"dynshape: interrupted while reporting; the run is complete in {path}; its report:\n  dynshape report {path}\n")
+        f"dynshape: interrupted while reporting; the run is complete in {path}; its report:\n  dynshape report {path}\n"
+    )
 
 
 def test_resume_of_an_unknown_run_names_the_resumable_ones(sleepy, tmp_path, capsys):
     runner.Runner(tmp_path, run_id="r1", progress=False).write_plan(
-        [runner.Combo(cases.get("gnn_edge_divide"), registry.backends()["sleepy"], "static")])
+        [runner.Combo(cases.get("gnn_edge_divide"), registry.backends()["sleepy"], "static")]
+    )
     assert cli.main(["run", "--resume", "nope", "--out", str(tmp_path)]) == cli.EXIT_USAGE
     assert capsys.readouterr().err == f"dynshape: no run 'nope' in {tmp_path}/; resumable runs: r1\n"
     assert cli.main(["run", "--resume", "r1", "--cases", "x", "--out", str(tmp_path)]) == cli.EXIT_USAGE
@@ -176,8 +192,7 @@ def test_resume_of_an_unknown_run_names_the_resumable_ones(sleepy, tmp_path, cap
 
 def test_complete_jobs_reads_what_measure_writes():
     def rec(i, novel, status="pass"):
-        return {"case": "gnn_edge_divide", "backend": "b", "mode": "static", "shape_index": i, "novel": novel,
-                "status": status}
+        return {"case": "gnn_edge_divide", "backend": "b", "mode": "static", "shape_index": i, "novel": novel, "status": status}
 
     whole = [rec(0, True), rec(1, True, "error"), rec(2, True), rec(0, False), rec(2, False)]
     key = ("gnn_edge_divide", "b", "static")

@@ -12,9 +12,14 @@ def _retry(tmp_path, tries, fail_first):
     """Run mk/retry on a command that fails its first ``fail_first`` runs."""
     count = tmp_path / "count"
     count.write_text("0")
-    cmd = f'n=$(($(cat {count}) + 1)); echo $n > {count}; [ $n -gt {fail_first} ] || exit 7'
-    out = subprocess.run([str(RETRY), str(tries), "lbl", "bash", "-c", cmd], capture_output=True,
-                         text=True, env={**os.environ, "RETRY_WAIT": "0"}, timeout=60)
+    cmd = f"n=$(($(cat {count}) + 1)); echo $n > {count}; [ $n -gt {fail_first} ] || exit 7"
+    out = subprocess.run(
+        [str(RETRY), str(tries), "lbl", "bash", "-c", cmd],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "RETRY_WAIT": "0"},
+        timeout=60,
+    )
     return out, int(count.read_text())
 
 
@@ -39,8 +44,9 @@ def test_xla_env_downloads_with_retries_then_installs_offline(tmp_path):
     """The wheels are fetched by mk/retry into a folder that survives a failed try, and the
     install reads only that folder (a cut download costs one file, not the set)."""
     venv = tmp_path / "xv"
-    out = subprocess.run(["make", "-n", "xla-env", f"XLA_VENV={venv}", "XLA_TRIES=4"], cwd=ROOT,
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        ["make", "-n", "xla-env", f"XLA_VENV={venv}", "XLA_TRIES=4"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     script = out.stdout
     wheels = f"{venv}/.wheels"

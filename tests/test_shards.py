@@ -1,10 +1,9 @@
 """Beyond one machine: --shard i/n, merge, and jobs on a Dask LocalCluster."""
 
 import pytest
+from synthetic import job
 
 from harness import cli, results, runner, shards
-
-from synthetic import job
 
 
 def _jobs(df):
@@ -37,8 +36,7 @@ def test_run_shard_1_2_and_2_2_merged_equal_a_full_run(tmp_path, capsys):
     shard1 = results.load([tmp_path / "m1"])
     assert 0 < len(shard1) < len(full)
     # a shard merged twice is refused
-    assert cli.main(["merge", str(tmp_path / "m1"), str(tmp_path / "m1"),
-                     "--out", str(tmp_path / "twice.jsonl")]) == 2
+    assert cli.main(["merge", str(tmp_path / "m1"), str(tmp_path / "m1"), "--out", str(tmp_path / "twice.jsonl")]) == 2
     assert "is in both" in capsys.readouterr().err
 
 
@@ -60,8 +58,28 @@ def test_merge_keeps_machines_apart_and_refuses_other_commits(tmp_path):
 
 def test_two_jobs_through_a_dask_local_cluster(tmp_path):
     pytest.importorskip("distributed", reason="the 'distributed' extra is not installed (make setup installs it)")
-    assert cli.main(["run", "--cases", "gnn_edge_divide", "--backends", "torch_eager", "--modes", "static,unbounded",
-                     "--repeats", "2", "--no-progress", "--out", str(tmp_path), "--scheduler", "--jobs", "2"]) == 0
+    assert (
+        cli.main(
+            [
+                "run",
+                "--cases",
+                "gnn_edge_divide",
+                "--backends",
+                "torch_eager",
+                "--modes",
+                "static,unbounded",
+                "--repeats",
+                "2",
+                "--no-progress",
+                "--out",
+                str(tmp_path),
+                "--scheduler",
+                "--jobs",
+                "2",
+            ]
+        )
+        == 0
+    )
     df = results.load([tmp_path])
     assert _jobs(df) == {("gnn_edge_divide", "torch_eager", "static"), ("gnn_edge_divide", "torch_eager", "unbounded")}
     assert len(df) == 12 and set(df["status"]) == {"pass"}

@@ -65,6 +65,7 @@ class Spy:
                     return fn(*a)
                 finally:
                     self.inside = False
+
             return call
 
         def wrapped_prepare(case, mode):

@@ -4,6 +4,7 @@ one AOT compile serving gnn_edge_divide's bounded range through the harness.
 The compile is a C++ build of ~25 s on an idle 2-core machine (over 2 min on a
 loaded one), so ``make test`` skips it; the conformance gate skips torch_aoti
 too (opt-in)."""
+
 from __future__ import annotations
 
 import os
@@ -26,12 +27,12 @@ def test_opt_in_backend_is_planned_but_skipped_unless_named():
     default = [c for c in runner.plan("gnn_edge_divide", None, "bounded") if c.backend.name == "torch_aoti"]
     named = runner.plan("gnn_edge_divide", "torch_aoti", "bounded")
     assert [c.named for c in default] == [False] and [c.named for c in named] == [True]
-    assert [c.named for c in runner.plan("gnn_edge_divide", "torch_*", "bounded") if c.backend.name == "torch_aoti"] \
-        == [False]
+    assert [c.named for c in runner.plan("gnn_edge_divide", "torch_*", "bounded") if c.backend.name == "torch_aoti"] == [False]
 
 
-@pytest.mark.skipif(os.environ.get("DYNSHAPE_AOTI") != "1", reason="one AOTInductor compile (~25 s idle, minutes "
-                                                                   "loaded): set DYNSHAPE_AOTI=1")
+@pytest.mark.skipif(
+    os.environ.get("DYNSHAPE_AOTI") != "1", reason="one AOTInductor compile (~25 s idle, minutes loaded): set DYNSHAPE_AOTI=1"
+)
 def test_one_aot_compile_serves_the_bounded_range(tmp_path):
     if "torch_aoti" not in registry.backends():
         pytest.skip("torch_aoti is not registered in this environment (make setup registers it)")

@@ -46,10 +46,13 @@ def test_static_compiles_per_shape_and_refuses_a_symbolic_job_in_the_same_proces
     assert b.counters == {"ts": Counter("system", b.counters["ts"].event)}
     deltas, hits, reasons = _job(b, cases.get("gnn_edge_divide"), "static", [{"e": e} for e in (31, 32, 31)])
     assert deltas == [1, 1, 0] and hits == [0, 0, 1]
-    assert reasons == [["ts: no cached graph for input shapes ((31, 8), (31,)) (UncachedCompile +1)"],
-                       ["ts: no cached graph for input shapes ((32, 8), (32,)) (UncachedCompile +1)"], []]
+    assert reasons == [
+        ["ts: no cached graph for input shapes ((31, 8), (31,)) (UncachedCompile +1)"],
+        ["ts: no cached graph for input shapes ((32, 8), (32,)) (UncachedCompile +1)"],
+        [],
+    ]
     assert b.transfer_compiles() == 0
-    with pytest.raises(RuntimeError, match="unbounded mode needs a fresh process.*LTC_ENABLE_DYNAMIC_SHAPES"):
+    with pytest.raises(RuntimeError, match=r"unbounded mode needs a fresh process.*LTC_ENABLE_DYNAMIC_SHAPES"):
         b.prepare(cases.get("gnn_edge_divide"), "unbounded")
 
 
@@ -70,8 +73,9 @@ print(json.dumps(out))
 
 def test_symbolic_shape_mode_compiles_the_divide_once_but_expand_per_shape():
     """The finding pinned in cases/expectations.toml: x.shape[0] * 2 collapses to an int."""
-    proc = subprocess.run([sys.executable, "-c", _UNBOUNDED.format(root=str(ROOT))], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", _UNBOUNDED.format(root=str(ROOT))], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["gnn_edge_divide"] == [[1, 0, 0], [0, 1, 1]]

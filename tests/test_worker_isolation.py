@@ -27,8 +27,9 @@ def test_abort_is_recorded_as_crashed_and_keeps_earlier_records(fake_backends, t
 def test_hang_is_recorded_as_timeout(fake_backends, tmp_path):
     got = _run(fake_backends("Hanger"), tmp_path, timeout=15)
     assert [r["status"] for r in got] == ["pass", "timeout"]
-    assert got[1]["message"] == ("killed (SIGKILL) after no result within 15s; 1 records were measured before; "
-                                 "stderr: fake: waiting forever")
+    assert got[1]["message"] == (
+        "killed (SIGKILL) after no result within 15s; 1 records were measured before; stderr: fake: waiting forever"
+    )
 
 
 def test_exception_in_one_shape_does_not_stop_the_sweep(fake_backends, tmp_path):
@@ -47,13 +48,19 @@ def test_wrong_answer_is_a_mismatch_with_errors(fake_backends, tmp_path):
 
 
 def test_run_streams_every_record_to_disk(fake_backends, tmp_path):
-    combos = [runner.Combo(cases.get("gnn_edge_divide"), fake_backends("Crasher"), "static"),
-              runner.Combo(cases.get("gnn_rbf_subtract"), fake_backends("Raiser"), "static")]
+    combos = [
+        runner.Combo(cases.get("gnn_edge_divide"), fake_backends("Crasher"), "static"),
+        runner.Combo(cases.get("gnn_rbf_subtract"), fake_backends("Raiser"), "static"),
+    ]
     path = runner.Runner(tmp_path, profile="quick", repeats=1, warmup=1, progress=False).run(combos)
     lines = [json.loads(l) for l in path.read_text().splitlines()]
     assert [(l["case"], l["novel"], l["status"]) for l in lines] == [
-        ("gnn_edge_divide", True, "pass"), ("gnn_edge_divide", None, "crashed"),
-        ("gnn_rbf_subtract", True, "pass"), ("gnn_rbf_subtract", True, "error"), ("gnn_rbf_subtract", True, "pass"),
-        ("gnn_rbf_subtract", False, "pass"), ("gnn_rbf_subtract", False, "pass"),
+        ("gnn_edge_divide", True, "pass"),
+        ("gnn_edge_divide", None, "crashed"),
+        ("gnn_rbf_subtract", True, "pass"),
+        ("gnn_rbf_subtract", True, "error"),
+        ("gnn_rbf_subtract", True, "pass"),
+        ("gnn_rbf_subtract", False, "pass"),
+        ("gnn_rbf_subtract", False, "pass"),
     ]
     assert all(l["schema"] == results.SCHEMA and l["run_id"] == lines[0]["run_id"] for l in lines)

@@ -25,14 +25,17 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     from harness import runner
 
-    combo, = runner.plan(a.case, a.backend, a.mode)
+    (combo,) = runner.plan(a.case, a.backend, a.mode)
     out = tempfile.mkdtemp(prefix="dynshape-bench-")
-    runners = {how: runner.Runner(out, progress=False, repeats=1, warmup=0, fork_server=how == "fork")
-               for how in ("fork", "spawn")}
+    runners = {
+        how: runner.Runner(out, progress=False, repeats=1, warmup=0, fork_server=how == "fork") for how in ("fork", "spawn")
+    }
     t0 = time.perf_counter()
     first = runners["fork"].run_one(combo, lambda r: None)
-    print(f"fork server start + first job: {time.perf_counter() - t0:.2f} s "
-          f"(preload {first[0]['machine']['worker_start']['preload_s']:.2f} s)")
+    print(
+        f"fork server start + first job: {time.perf_counter() - t0:.2f} s "
+        f"(preload {first[0]['machine']['worker_start']['preload_s']:.2f} s)"
+    )
     wall: dict = {"fork": [], "spawn": []}
     startup: dict = {"fork": [], "spawn": []}
     for _ in range(a.rounds):

@@ -100,8 +100,12 @@ def make_step(case_name, path, mode=MODE):
             step = case.torch_fn()
         else:
             axes = case.dynamic_axes(mode)
-            fn = lazy.LazyFunction(case.torch_fn(), mode, [{ax: d.name for ax, d in a.items()} for a in axes],
-                                   [{ax: d.max for ax, d in a.items() if d.max is not None} for a in axes])
+            fn = lazy.LazyFunction(
+                case.torch_fn(),
+                mode,
+                [{ax: d.name for ax, d in a.items()} for a in axes],
+                [{ax: d.max for ax, d in a.items() if d.max is not None} for a in axes],
+            )
             fn(*args)  # compile once
             step = fn if path == "lazy" else fn.trace
     step(*args)
@@ -164,7 +168,7 @@ def serve(paths, clock: str) -> None:
             for p in paths:
                 try:
                     steps[p] = make_step(req["prepare"], p)
-                except Exception as e:  # noqa: BLE001  (any refusal of a path is reported, not fatal)
+                except Exception as e:
                     failures[p] = _reason(e)
             numbers = {p: _number(*sa) for p, sa in steps.items()}
             reply: dict = {"failures": failures}
@@ -189,13 +193,16 @@ class Worker:
         if tree is None:
             cmd, cwd = [python, "-m", "benchmarks.scripts.lazy", *args], str(envs.ROOT)
         else:  # this file's serve loop on the other tree's modules (cwd first on sys.path)
-            code = (f"import runpy, sys; sys.argv = ['bench', *{args!r}]; "
-                    f"runpy.run_path({os.path.abspath(__file__)!r}, run_name='__main__')")
+            code = (
+                f"import runpy, sys; sys.argv = ['bench', *{args!r}]; "
+                f"runpy.run_path({os.path.abspath(__file__)!r}, run_name='__main__')"
+            )
             cmd, cwd = [python, "-c", code], tree
         self.paths = list(paths)
         self.label = dict(label or {})
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                     cwd=cwd, env={**os.environ, **extra})
+        self.proc = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=cwd, env={**os.environ, **extra}
+        )
 
     def _ask(self, req: dict):
         try:
@@ -271,7 +278,7 @@ def run(names, paths, repeats: int, clock: str, baseline=None) -> tuple:
     workers = []
     for p in paths:
         if p == XLA_PATH and not here:
-            ok, why = envs.modules_available("xla", ("torch", "torch_xla"))
+            ok, _why = envs.modules_available("xla", ("torch", "torch_xla"))
             if not ok:
                 continue  # no xla environment: the column shows -
             workers.append(Worker([p], clock, env="xla"))
@@ -288,8 +295,10 @@ def run(names, paths, repeats: int, clock: str, baseline=None) -> tuple:
                 for w in live:
                     for p, t in w.sample().items():
                         samples.setdefault(p, []).append(t)
-            times[n] = {p: statistics.median(samples[p]) if p in samples else None
-                        for p in (["lazy_before"] if baseline else []) + list(paths)}
+            times[n] = {
+                p: statistics.median(samples[p]) if p in samples else None
+                for p in (["lazy_before"] if baseline else []) + list(paths)
+            }
     finally:
         for w in workers:
             w.close()
@@ -298,20 +307,22 @@ def run(names, paths, repeats: int, clock: str, baseline=None) -> tuple:
 
 def table(names, paths, times: dict, baseline: bool) -> str:
     """The figures in microseconds, a verdict per case, and a summary line."""
-    cols = (["eager"] if "eager" in paths else []) + (["lazy_before"] if baseline else []) + \
-        [p for p in paths if p != "eager"]
-    cols += (["overhead"] if {"eager", "lazy"} <= set(paths) else [])
+    cols = (["eager"] if "eager" in paths else []) + (["lazy_before"] if baseline else []) + [p for p in paths if p != "eager"]
+    cols += ["overhead"] if {"eager", "lazy"} <= set(paths) else []
     lines = [f"{'case (us per call)':28s}" + "".join(f"{c:>15s}" for c in cols) + f"{'verdict':>9s}"]
     for n in names:
         t = {p: v * 1e6 for p, v in times[n].items() if v is not None}
         if "overhead" in cols and {"eager", "lazy"} <= set(t):
             t["overhead"] = t["lazy"] - t["eager"]
-        lines.append(f"{n:28s}" + "".join(f"{t[c]:15.1f}" if c in t else f"{'-':>15s}" for c in cols)
-                     + f"{verdict(times[n]):>9s}")
+        lines.append(
+            f"{n:28s}" + "".join(f"{t[c]:15.1f}" if c in t else f"{'-':>15s}" for c in cols) + f"{verdict(times[n]):>9s}"
+        )
     ran = [verdict(times[n]) for n in names]
-    slower = [n for n, v in zip(names, ran) if v == "SLOWER"]
-    lines.append(f"# lazy <= every C++ peer measured on {ran.count('ok')} of {len(ran) - ran.count('-')} cases"
-                 + (f"; SLOWER on {', '.join(slower)}" if slower else ""))
+    slower = [n for n, v in zip(names, ran, strict=False) if v == "SLOWER"]
+    lines.append(
+        f"# lazy <= every C++ peer measured on {ran.count('ok')} of {len(ran) - ran.count('-')} cases"
+        + (f"; SLOWER on {', '.join(slower)}" if slower else "")
+    )
     return "\n".join(lines)
 
 

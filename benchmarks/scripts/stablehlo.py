@@ -11,6 +11,7 @@ Medians over --reps runs.  Usage:
 
 (``bench_executors`` beside it measures cached-call latency against jax.)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,8 +23,8 @@ import torch
 from torch.export import Dim
 
 from engines.stablehlo.execution.interpreter import InterpreterExecutor
-from engines.stablehlo.lowering.lower import lower
 from engines.stablehlo.execution.padded import XlaExecutor
+from engines.stablehlo.lowering.lower import lower
 
 
 class Expand(torch.nn.Module):
@@ -71,9 +72,12 @@ def modules():
     yield ("mlp", MLP(), lambda s: [_f(s, 16)], {"x": {0: b}})
     yield ("attention", Attn(), lambda s: [_f(2, s, 8), _f(2, s, 8)], {"q": {1: n}, "k": {1: n}})
     yield ("conv2d_gn", Conv(), lambda s: [_f(2, 3, s + 2, s + 2)], {"x": {2: Dim("h", min=1), 3: Dim("w", min=1)}})
-    yield ("gnn", GNN(),
-           lambda s: [_f(s, 8), np.arange(2 * s, dtype=np.int64) % s, (np.arange(2 * s, dtype=np.int64) * 7) % s],
-           {"x": {0: n}, "src": {0: e}, "dst": {0: e}})
+    yield (
+        "gnn",
+        GNN(),
+        lambda s: [_f(s, 8), np.arange(2 * s, dtype=np.int64) % s, (np.arange(2 * s, dtype=np.int64) * 7) % s],
+        {"x": {0: n}, "src": {0: e}, "dst": {0: e}},
+    )
 
 
 def med(xs):
@@ -87,8 +91,9 @@ def main(argv=None):
     a = ap.parse_args(argv)
     interp = InterpreterExecutor(isolated=True)
     rows = []
-    print(f"{'module':<11}{'lower ms':>10}{'size':>6}{'xla compile ms':>16}{'xla run ms':>12}"
-          f"{'interp run ms':>15}{'compiles':>10}")
+    print(
+        f"{'module':<11}{'lower ms':>10}{'size':>6}{'xla compile ms':>16}{'xla run ms':>12}{'interp run ms':>15}{'compiles':>10}"
+    )
     try:
         for name, mod, make, dyn in modules():
             sample = tuple(torch.from_numpy(x) for x in make(3))
@@ -104,8 +109,10 @@ def main(argv=None):
                 t0 = time.perf_counter()
                 lower(dec, decompose=False)  # emission + parse/verify only
                 et.append(time.perf_counter() - t0)
-            print(f"# {name}: lower {med(lt):.1f} ms = run_decompositions {med(dt_):.1f} ms"
-                  f" + emit/verify {med(et):.1f} ms", flush=True)
+            print(
+                f"# {name}: lower {med(lt):.1f} ms = run_decompositions {med(dt_):.1f} ms + emit/verify {med(et):.1f} ms",
+                flush=True,
+            )
             xla = XlaExecutor()
             interp.run(text, make(a.sizes[0]))  # warm the worker
             for s in a.sizes:
@@ -121,8 +128,11 @@ def main(argv=None):
                     interp.run(text, args)
                     ir_.append(time.perf_counter() - t0)
                 rows.append((name, med(lt), s, comp * 1e3, med(xr), med(ir_), xla.compile_count()))
-                print(f"{name:<11}{med(lt):>10.1f}{s:>6}{comp * 1e3:>16.1f}{med(xr):>12.2f}{med(ir_):>15.1f}"
-                      f"{xla.compile_count():>10}", flush=True)
+                print(
+                    f"{name:<11}{med(lt):>10.1f}{s:>6}{comp * 1e3:>16.1f}{med(xr):>12.2f}{med(ir_):>15.1f}"
+                    f"{xla.compile_count():>10}",
+                    flush=True,
+                )
     finally:
         interp.close()
     return rows

@@ -23,6 +23,7 @@ and the compile seconds of each path. Every output is checked against the
 case's oracle first; the padding is filled with NaN there, so a value the
 padder failed to mask would fail the check.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,7 +42,6 @@ def lowered(case):
 
     from backends.base import torch_dims
     from backends.torch_export import export
-
     from engines.stablehlo.lowering import lower
 
     arrays = case.make_inputs(case.sweep[0], seed=0)
@@ -55,13 +55,11 @@ def main(argv=None) -> dict:
     ap.add_argument("--case", default="gnn_edge_divide")
     ap.add_argument("--calls", type=int, default=300, help="calls per row per round")
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--fractions", default="1,0.5,0.25,0.125,0.0625,0.015625",
-                    help="live sizes as fractions of the bound")
+    ap.add_argument("--fractions", default="1,0.5,0.25,0.125,0.0625,0.015625", help="live sizes as fractions of the bound")
     a = ap.parse_args(argv)
     _one_thread(argv, "benchmarks.scripts.stablehlo_bounded")
 
     import cases
-
     from engines.stablehlo.execution.module import Module
     from engines.stablehlo.execution.padded import BoundedXlaProgram
     from engines.stablehlo.execution.xla import XlaProgram, device_put
@@ -77,7 +75,7 @@ def main(argv=None) -> dict:
     per_shape = XlaProgram(module, on_compile=lambda s, _: compile_s["per-shape"].append(s))
     rows, sizes = {}, []
     for f in (float(x) for x in a.fractions.split(",")):
-        live = {d.name: max(d.min, 1, int(round(d.max * f))) for d in dyn}
+        live = {d.name: max(d.min, 1, round(d.max * f)) for d in dyn}
         arrays = case.make_inputs(live, seed=0)
         want = case.expected(arrays)
         host = [np.ascontiguousarray(x) for x in module.cast(arrays)]  # a call on NumPy arrays stages them itself
@@ -91,8 +89,9 @@ def main(argv=None) -> dict:
         sizes.append(key)
         rows[key] = {
             "bounded": lambda h=host: bounded(*h).numpy(),  # pad, copy, run, copy back, slice
-            "bounded exec": lambda p=padded, e=exe: [o.block_until_ready()
-                                                    for o in e.exe.execute_sharded(p).consume_with_handlers(e.handlers)],
+            "bounded exec": lambda p=padded, e=exe: [
+                o.block_until_ready() for o in e.exe.execute_sharded(p).consume_with_handlers(e.handlers)
+            ],
             "per-shape": lambda d=dev: [o.block_until_ready() for o in per_shape(*d)],
             "per-shape+transfer": lambda h=host: [o.block_until_ready() for o in per_shape(*device_put(h))],
         }
@@ -103,8 +102,10 @@ def main(argv=None) -> dict:
                 times[k][name] += sample(call, a.calls)
     bound = {d.name: d.max for d in dyn}
     print(f"{case.name}: bound {bound}; {a.rounds} x {a.calls} calls per row; one XLA thread")
-    print(f"compiles: bounded {len(compile_s['bounded'])} ({sum(compile_s['bounded']):.3f} s in all), "
-          f"per-shape {len(compile_s['per-shape'])} ({statistics.mean(compile_s['per-shape']):.3f} s each)")
+    print(
+        f"compiles: bounded {len(compile_s['bounded'])} ({sum(compile_s['bounded']):.3f} s in all), "
+        f"per-shape {len(compile_s['per-shape'])} ({statistics.mean(compile_s['per-shape']):.3f} s each)"
+    )
     names = list(next(iter(rows.values())))
     print(f"{'live':>16}{'live/bound':>11}" + "".join(f"{n + ' µs':>22}" for n in names) + f"{'bounded/per-shape+tr':>22}")
     out = {}
@@ -112,8 +113,11 @@ def main(argv=None) -> dict:
         f, live = k
         med = {n: statistics.median(times[k][n]) * 1e6 for n in names}
         out[k] = med
-        print(f"{str(live):>16}{f:>11.4f}" + "".join(f"{med[n]:>22.1f}" for n in names)
-              + f"{med['bounded'] / med['per-shape+transfer']:>22.2f}")
+        print(
+            f"{live!s:>16}{f:>11.4f}"
+            + "".join(f"{med[n]:>22.1f}" for n in names)
+            + f"{med['bounded'] / med['per-shape+transfer']:>22.2f}"
+        )
     return out
 
 

@@ -35,6 +35,7 @@ the script runs N fresh processes and gives, per row, the median of their
 medians and their range (min–max) beside it. Every row's output is checked
 against the case's oracle first.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -93,11 +94,14 @@ def jax_calls(case, arrays, exported):
     direct, via_export = jax.jit(case.jax_fn()), jax.jit(exported.call)
     for f in (direct, via_export):
         np.testing.assert_allclose(np.asarray(f(*args)), case.expected(arrays), rtol=1e-6)
+
     def e2e(f):
         return lambda: np.asarray(f(*[jax.device_put(a) for a in arrays]))
 
-    return {"jax.jit": (lambda: direct(*args).block_until_ready(), e2e(direct)),
-            "jax.jit(exported.call)": (lambda: via_export(*args).block_until_ready(), e2e(via_export))}
+    return {
+        "jax.jit": (lambda: direct(*args).block_until_ready(), e2e(direct)),
+        "jax.jit(exported.call)": (lambda: via_export(*args).block_until_ready(), e2e(via_export)),
+    }
 
 
 def sample(call, n: int, after=None) -> list:
@@ -156,10 +160,17 @@ def measure(a) -> dict:
                 ends[name] += sample(e2e, max(1, n // 10))
     finally:
         si.close()
-    rows = {name: {"median": statistics.median(ts), "p10": pct(ts, .1), "p90": pct(ts, .9),
-                   "e2e": statistics.median(ends[name]), "calls": len(ts)} for name, ts in times.items()}
-    return {"rows": rows, "split": {k: statistics.median(v) for k, v in split.items() if v},
-            "jax_jit_mode": jit_mode}
+    rows = {
+        name: {
+            "median": statistics.median(ts),
+            "p10": pct(ts, 0.1),
+            "p90": pct(ts, 0.9),
+            "e2e": statistics.median(ends[name]),
+            "calls": len(ts),
+        }
+        for name, ts in times.items()
+    }
+    return {"rows": rows, "split": {k: statistics.median(v) for k, v in split.items() if v}, "jax_jit_mode": jit_mode}
 
 
 def main(argv=None) -> dict:
@@ -171,8 +182,11 @@ def main(argv=None) -> dict:
     ap.add_argument("--calls", type=int, default=400, help="calls per row per round")
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--processes", type=int, default=1, help="fresh processes; medians and their range over them")
-    ap.add_argument("--also", choices=("bounded", "unbounded", "bucketed"),
-                    help="also the jax_export and stablehlo_xla rows in this mode, interleaved with the others")
+    ap.add_argument(
+        "--also",
+        choices=("bounded", "unbounded", "bucketed"),
+        help="also the jax_export and stablehlo_xla rows in this mode, interleaved with the others",
+    )
     ap.add_argument("--no-interp", action="store_true", help="leave out the stablehlo_interp row")
     ap.add_argument("--json", action="store_true", help="print one process's rows as JSON (used by --processes)")
     a = ap.parse_args(argv)
@@ -181,8 +195,11 @@ def main(argv=None) -> dict:
         print(json.dumps(measure(a)))
         return {}
     runs = []
-    child = ["--case", a.case, "--mode", a.mode, "--e", str(a.e), "--calls", str(a.calls), "--rounds", str(a.rounds),
-             "--json"] + (["--also", a.also] if a.also else []) + (["--no-interp"] if a.no_interp else [])
+    child = (
+        ["--case", a.case, "--mode", a.mode, "--e", str(a.e), "--calls", str(a.calls), "--rounds", str(a.rounds), "--json"]
+        + (["--also", a.also] if a.also else [])
+        + (["--no-interp"] if a.no_interp else [])
+    )
     for _ in range(a.processes):
         if a.processes == 1:
             runs.append(measure(a))
@@ -202,25 +219,30 @@ def report(a, runs) -> dict:
         agg[name]["lo"] = min(p["median"] for p in per) * 1e6
         agg[name]["hi"] = max(p["median"] for p in per) * 1e6
         agg[name]["calls"] = sum(p["calls"] for p in per)
-    print(f"{a.case} ({a.mode}; jax_jit {runs[0]['jax_jit_mode']}), e={a.e}; {a.rounds} rounds x {a.calls} calls; "
-          f"{len(runs)} process(es); XLA_FLAGS={os.environ.get('XLA_FLAGS')!r} "
-          f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")
+    print(
+        f"{a.case} ({a.mode}; jax_jit {runs[0]['jax_jit_mode']}), e={a.e}; {a.rounds} rounds x {a.calls} calls; "
+        f"{len(runs)} process(es); XLA_FLAGS={os.environ.get('XLA_FLAGS')!r} "
+        f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}"
+    )
     print("call: the timed region (inputs native, outputs on the device); e2e: host arrays to a host result")
     rng = "min–max over processes" if len(runs) > 1 else "p10–p90"
-    print(f"{'row':<24}{'calls':>7}{'median µs':>11}{rng:>24}{'/ jit(exp.call)':>17}{'/ jax_export':>14}"
-          f"{'e2e µs':>10}")
+    print(f"{'row':<24}{'calls':>7}{'median µs':>11}{rng:>24}{'/ jit(exp.call)':>17}{'/ jax_export':>14}{'e2e µs':>10}")
     base, ref = agg["jax.jit(exported.call)"]["median"], agg["jax_export"]["median"]
     for name in names:
         r = agg[name]
         lo, hi = (r["lo"], r["hi"]) if len(runs) > 1 else (r["p10"], r["p90"])
-        print(f"{name:<24}{r['calls']:>7}{r['median']:>11.1f}{f'{lo:.1f}–{hi:.1f}':>24}{r['median'] / base:>17.2f}"
-              f"{r['median'] / ref:>14.2f}{r['e2e']:>10.1f}")
+        print(
+            f"{name:<24}{r['calls']:>7}{r['median']:>11.1f}{f'{lo:.1f}–{hi:.1f}':>24}{r['median'] / base:>17.2f}"
+            f"{r['median'] / ref:>14.2f}{r['e2e']:>10.1f}"
+        )
     splits = [r["split"] for r in runs if r["split"]]
     if splits:
         ev = statistics.median(s["interp_eval_s"] for s in splits)
         ipc = statistics.median(s["ipc_s"] for s in splits)
-        print(f"stablehlo_interp per call: eval_module {ev * 1e3:.2f} ms, "
-              f"the rest (pickling, pipes, attribute conversion) {ipc * 1e3:.2f} ms")
+        print(
+            f"stablehlo_interp per call: eval_module {ev * 1e3:.2f} ms, "
+            f"the rest (pickling, pipes, attribute conversion) {ipc * 1e3:.2f} ms"
+        )
     return {name: r["median"] for name, r in agg.items()}
 
 

@@ -16,6 +16,7 @@ join the signature (one build per new input shapes, in the same cache).
 
 Hot path: build the key, one dict lookup, call ``graph.fn``.
 """
+
 import time as _time
 from collections.abc import Sequence
 
@@ -97,7 +98,9 @@ def _psig(v):
         return None if v.ndim == 0 else len(v)
     if isinstance(v, (int, _np.integer)) and not isinstance(v, bool):
         return None
-    raise ValueError(f"Values passed for axis names as constraints must have an integral type, but found value {v} with type {type(v)}")
+    raise ValueError(
+        f"Values passed for axis names as constraints must have an integral type, but found value {v} with type {type(v)}"
+    )
 
 
 def _lib(libs, backend):
@@ -111,11 +114,17 @@ def _lib(libs, backend):
     s = set(libs) - {"scalar", "factory"}
     if not s and "factory" in libs:
         from einx.errors import BackendResolutionError
-        raise BackendResolutionError("Failed to determine which backend to use for this operation: the arguments are tensor "
-                                     "factories and Python scalars only; pass backend='torch' (or 'numpy', 'jax').")
+
+        raise BackendResolutionError(
+            "Failed to determine which backend to use for this operation: the arguments are tensor "
+            "factories and Python scalars only; pass backend='torch' (or 'numpy', 'jax')."
+        )
     if "torch" in s and "jax" in s:
         from einx.errors import BackendResolutionError
-        raise BackendResolutionError("Failed to determine which backend to use for this operation: the arguments mix torch and jax tensors.")
+
+        raise BackendResolutionError(
+            "Failed to determine which backend to use for this operation: the arguments mix torch and jax tensors."
+        )
     if "torch" in s:
         return "torch"
     if "jax" in s:
@@ -145,9 +154,21 @@ def _signature(op, description, tensors, backend, params, static, specialise):
     if backend is not None or lib not in _ARRAY_LIBS or libs.count(lib) != len(libs):  # not one array library
         lib = _lib(libs, backend)
     # Signature(...) without its Python-level __new__ (a named tuple: the fields in order)
-    return _tuple_new(Signature, (op, description, lib, tuple(ranks), frozenset(scalars) if scalars else _NO_SCALARS, libs, tuple(dtypes),
-                                  tuple(sorted((k, _psig(v)) for k, v in params.items())) if params else (), static,
-                                  _shapes(tensors) if specialise else None))
+    return _tuple_new(
+        Signature,
+        (
+            op,
+            description,
+            lib,
+            tuple(ranks),
+            frozenset(scalars) if scalars else _NO_SCALARS,
+            libs,
+            tuple(dtypes),
+            tuple(sorted((k, _psig(v)) for k, v in params.items())) if params else (),
+            static,
+            _shapes(tensors) if specialise else None,
+        ),
+    )
 
 
 _tuple_new = tuple.__new__
@@ -164,8 +185,10 @@ def _key(op, description, tensors, backend=None, params=None, static=(), special
         key += (t.__class__, getattr(t, "ndim", -1), getattr(t, "dtype", _NO_DTYPE))
     if backend is not None or params or static or specialise:
         # a constraint's class and its length or shape: everything its kind (``_psig``) depends on
-        pkey = tuple((k, v.__class__, len(v) if isinstance(v, (tuple, list)) else getattr(v, "shape", -1))
-                     for k, v in (params or {}).items())
+        pkey = tuple(
+            (k, v.__class__, len(v) if isinstance(v, (tuple, list)) else getattr(v, "shape", -1))
+            for k, v in (params or {}).items()
+        )
         key.append((backend, pkey, static, _shapes(tensors) if specialise else None))
     return tuple(key)
 
@@ -218,14 +241,24 @@ def _make(op, specialise=False):
     # Fast paths (no backend/graph/constraint kwargs, array arguments): the key of
     # ``_key`` spelled inline. Arguments without ndim/dtype (Python scalars, ...) take ``_call``.
     if fam == "reduce":
+
         def f(description, tensor, *, keepdims=None, backend=None, graph=False, **parameters):
             if backend is None and not graph and not parameters and not keepdims and fast:
                 out = _one_array(op, description, tensor)
                 if out is not _MISS:
                     return out
-            return _call(op, description, (tensor,), backend, graph, parameters,
-                         (("keepdims", bool(keepdims)),) if keepdims else (), specialise)
+            return _call(
+                op,
+                description,
+                (tensor,),
+                backend,
+                graph,
+                parameters,
+                (("keepdims", bool(keepdims)),) if keepdims else (),
+                specialise,
+            )
     elif fam in ("preserve", "argfind") and op != "roll":
+
         def f(description, tensor, *, backend=None, graph=False, **parameters):
             if backend is None and not graph and not parameters and fast:
                 out = _one_array(op, description, tensor)
@@ -233,6 +266,7 @@ def _make(op, specialise=False):
                     return out
             return _call(op, description, (tensor,), backend, graph, parameters, (), specialise)
     elif op == "roll":
+
         def f(description, tensor, *, shift, backend=None, graph=False, **parameters):
             sh = tuple(shift) if isinstance(shift, (list, tuple)) else shift
             static = (("shift", sh),)
@@ -242,9 +276,11 @@ def _make(op, specialise=False):
                 static += (("shift types", tuple(type(v).__name__ for v in values)),)
             return _call(op, description, (tensor,), backend, graph, parameters, static, specialise)
     elif op == "where":
+
         def f(description, mask, x, y, *, backend=None, graph=False, **parameters):
             return _call(op, description, (mask, x, y), backend, graph, parameters, (), specialise)
     else:
+
         def f(description, *tensors, backend=None, graph=False, **parameters):
             if backend is None and not graph and not parameters and len(tensors) == 2 and fast:
                 a, b = tensors
@@ -263,6 +299,7 @@ def _make(op, specialise=False):
                     except Exception as e:
                         raise CallOperationError.create(e, g.source) from e
             return _call(op, description, tensors, backend, graph, parameters, (), specialise)
+
     f.__name__ = f.__qualname__ = op
     f.__doc__ = f"einx.{op} with graphs built once per signature (see einx 0.4.3 docs for the notation)."
     return f
@@ -282,10 +319,12 @@ def specialised(op):
     signature (the static mode's emulation, for comparison)."""
     if op in REMOVED:
         import einx
+
         return getattr(einx, op)
     if op not in FAMILY and op not in ALIASES:
-        raise AttributeError(f"einx_symbolic has no operation {op!r} (einx 0.4.3's operations: "
-                             f"{', '.join(sorted([*FAMILY, *ALIASES]))})")
+        raise AttributeError(
+            f"einx_symbolic has no operation {op!r} (einx 0.4.3's operations: {', '.join(sorted([*FAMILY, *ALIASES]))})"
+        )
     f = _make(ALIASES.get(op, op), specialise=True)
     f.__name__ = f.__qualname__ = op
     return f

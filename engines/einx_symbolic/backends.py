@@ -3,6 +3,7 @@
 Adapters only produce *source text*; the generated function imports nothing
 else.  Sizes arrive as source text too (``engines.sizes.source``), read at run time.
 """
+
 import sys as _sys
 
 import numpy as _np
@@ -61,8 +62,15 @@ class Adapter:
         a = ", ".join(args)
         ax = "" if axes is None else f", axis={_axis(axes)}"
         k = "".join(f", {n}={v}" for n, v in kw.items())
-        return f.format(args=a, axes=ax, kw=k, x=args[0] if args else None, ax=_axis(axes) if axes is not None else None,
-                        m=self.module, dims=_tup(map(str, axes)) if axes is not None else None)
+        return f.format(
+            args=a,
+            axes=ax,
+            kw=k,
+            x=args[0] if args else None,
+            ax=_axis(axes) if axes is not None else None,
+            m=self.module,
+            dims=_tup(map(str, axes)) if axes is not None else None,
+        )
 
 
 def _axis(axes):
@@ -70,22 +78,59 @@ def _axis(axes):
     return str(axes[0]) if len(axes) == 1 else _tup(map(str, axes)) if axes else "()"
 
 
-_ELEMENTWISE = ["add", "subtract", "multiply", "true_divide", "floor_divide", "divide", "logaddexp", "logical_and",
-                "logical_or", "maximum", "minimum", "less", "less_equal", "greater", "greater_equal", "equal", "not_equal"]
+_ELEMENTWISE = [
+    "add",
+    "subtract",
+    "multiply",
+    "true_divide",
+    "floor_divide",
+    "divide",
+    "logaddexp",
+    "logical_and",
+    "logical_or",
+    "maximum",
+    "minimum",
+    "less",
+    "less_equal",
+    "greater",
+    "greater_equal",
+    "equal",
+    "not_equal",
+]
 
 
 class Torch(Adapter):
     name, module, permute = "torch", "torch", "torch.permute"
-    ops = {**{n: f"torch.{n}" for n in _ELEMENTWISE}, "equal": "torch.eq", "not_equal": "torch.ne", "where": "torch.where",
-           "sum": "torch.sum({x}, dim={ax})", "mean": "torch.mean({x}, dim={ax})", "var": "torch.var({x}, dim={ax})",
-           "std": "torch.std({x}, dim={ax})", "prod": "torch.prod({x}, dim={ax})", "count_nonzero": "torch.count_nonzero({x}, dim={ax})",
-           "any": "torch.any({x}, dim={ax})", "all": "torch.all({x}, dim={ax})", "max": "torch.amax({x}, dim={ax})",
-           "min": "torch.amin({x}, dim={ax})", "logsumexp": "torch.logsumexp({x}, dim={dims})",
-           "argmax": "torch.argmax({x}, dim={ax})", "argmin": "torch.argmin({x}, dim={ax})",
-           "sort": "torch.sort({x}, dim={ax})", "argsort": "torch.argsort({x}, dim={ax})", "flip": "torch.flip({x}, dims={dims})",
-           "softmax1": "torch.nn.functional.softmax({x}, dim={ax})", "log_softmax1": "torch.nn.functional.log_softmax({x}, dim={ax})",
-           "exp": "torch.exp", "log": "torch.log", "neg": "torch.neg", "keepmax": "torch.amax({x}, dim={dims}, keepdim=True)",
-           "keepsum": "torch.sum({x}, dim={dims}, keepdim=True)", "detach": "{x}.detach()"}
+    ops = {
+        **{n: f"torch.{n}" for n in _ELEMENTWISE},
+        "equal": "torch.eq",
+        "not_equal": "torch.ne",
+        "where": "torch.where",
+        "sum": "torch.sum({x}, dim={ax})",
+        "mean": "torch.mean({x}, dim={ax})",
+        "var": "torch.var({x}, dim={ax})",
+        "std": "torch.std({x}, dim={ax})",
+        "prod": "torch.prod({x}, dim={ax})",
+        "count_nonzero": "torch.count_nonzero({x}, dim={ax})",
+        "any": "torch.any({x}, dim={ax})",
+        "all": "torch.all({x}, dim={ax})",
+        "max": "torch.amax({x}, dim={ax})",
+        "min": "torch.amin({x}, dim={ax})",
+        "logsumexp": "torch.logsumexp({x}, dim={dims})",
+        "argmax": "torch.argmax({x}, dim={ax})",
+        "argmin": "torch.argmin({x}, dim={ax})",
+        "sort": "torch.sort({x}, dim={ax})",
+        "argsort": "torch.argsort({x}, dim={ax})",
+        "flip": "torch.flip({x}, dims={dims})",
+        "softmax1": "torch.nn.functional.softmax({x}, dim={ax})",
+        "log_softmax1": "torch.nn.functional.log_softmax({x}, dim={ax})",
+        "exp": "torch.exp",
+        "log": "torch.log",
+        "neg": "torch.neg",
+        "keepmax": "torch.amax({x}, dim={dims}, keepdim=True)",
+        "keepsum": "torch.sum({x}, dim={dims}, keepdim=True)",
+        "detach": "{x}.detach()",
+    }
     scalar_ok = {"add", "subtract", "multiply", "true_divide", "floor_divide", "divide"}
 
     def unsqueeze(self, v, k):
@@ -117,10 +162,36 @@ class Torch(Adapter):
 
 class Numpy(Adapter):
     name, module, permute = "numpy", "np", "np.transpose"
-    ops = {**{n: f"np.{n}" for n in _ELEMENTWISE}, "where": "np.where", "exp": "np.exp", "log": "np.log", "neg": "np.negative",
-           **{n: f"np.{n}({{x}}, axis={{ax}})" for n in ["sum", "mean", "var", "std", "prod", "count_nonzero", "any", "all",
-                                                          "max", "min", "argmax", "argmin", "sort", "argsort", "flip"]},
-           "keepmax": "np.max({x}, axis={dims}, keepdims=True)", "keepsum": "np.sum({x}, axis={dims}, keepdims=True)", "detach": "{x}"}
+    ops = {
+        **{n: f"np.{n}" for n in _ELEMENTWISE},
+        "where": "np.where",
+        "exp": "np.exp",
+        "log": "np.log",
+        "neg": "np.negative",
+        **{
+            n: f"np.{n}({{x}}, axis={{ax}})"
+            for n in [
+                "sum",
+                "mean",
+                "var",
+                "std",
+                "prod",
+                "count_nonzero",
+                "any",
+                "all",
+                "max",
+                "min",
+                "argmax",
+                "argmin",
+                "sort",
+                "argsort",
+                "flip",
+            ]
+        },
+        "keepmax": "np.max({x}, axis={dims}, keepdims=True)",
+        "keepsum": "np.sum({x}, axis={dims}, keepdims=True)",
+        "detach": "{x}",
+    }
     scalar_ok = set()
 
     def roll(self, v, shift, axes):
@@ -132,9 +203,14 @@ class Numpy(Adapter):
 
 class Jax(Numpy):
     name, module, permute = "jax", "jnp", "jnp.transpose"
-    ops = {**Numpy.ops, **{k: v.replace("np.", "jnp.") for k, v in Numpy.ops.items()},
-           "logsumexp": "jax.nn.logsumexp({x}, axis={ax})", "softmax": "jax.nn.softmax({x}, axis={ax})",
-           "log_softmax": "jax.nn.log_softmax({x}, axis={ax})", "detach": "jax.lax.stop_gradient({x})"}
+    ops = {
+        **Numpy.ops,
+        **{k: v.replace("np.", "jnp.") for k, v in Numpy.ops.items()},
+        "logsumexp": "jax.nn.logsumexp({x}, axis={ax})",
+        "softmax": "jax.nn.softmax({x}, axis={ax})",
+        "log_softmax": "jax.nn.log_softmax({x}, axis={ax})",
+        "detach": "jax.lax.stop_gradient({x})",
+    }
     scalar_ok = set()
 
     def roll(self, v, shift, axes):
@@ -151,10 +227,12 @@ def namespace(name):
     """Globals for generated code of library ``name``."""
     if name == "torch":
         import torch
+
         return {"torch": torch}
     if name == "jax":
         import jax
         import jax.numpy as jnp
+
         return {"jax": jax, "jnp": jnp}
     return {"np": _np}
 

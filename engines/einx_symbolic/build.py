@@ -6,12 +6,13 @@ where the recipe is plain elementwise, else the generated :func:`source`,
 exec'd. A closure graph generates its source text only when asked (``graph=True``,
 or quoted by ``CallOperationError``).
 """
+
 import functools
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as _np
-from dataclasses import dataclass
-from typing import Callable
 
 from engines import sizes as sz
 
@@ -24,13 +25,17 @@ from .semantics import FAMILY
 from .solve import dim_code, failer, isolve, param_code, ssolve
 
 _DIM = re.compile(r"\bd\d+_\d+\b")
-_IMPORTS = {"torch": [("torch", "import torch")], "numpy": [("np", "import numpy as np")],
-            "jax": [("jax", "import jax"), ("jnp", "import jax.numpy as jnp")]}
+_IMPORTS = {
+    "torch": [("torch", "import torch")],
+    "numpy": [("np", "import numpy as np")],
+    "jax": [("jax", "import jax"), ("jnp", "import jax.numpy as jnp")],
+}
 
 
 @dataclass(eq=False, slots=True)
 class Graph:
     """The graph of one signature: ``fn(*arrays, P=constraints)`` and its source text."""
+
     fn: Callable
     recipe: Recipe
     text: str | None = None  # the source, once generated
@@ -75,10 +80,14 @@ def _factory(f, shape, i, array=None):
     """Call tensor factory ``f`` (argument ``i``) with its solved ``shape``, as einx does, and check what it returns."""
     t = f(shape)
     if array is not None and not isinstance(t, array):
-        raise ValueError(f"The tensor factory given as argument {i} returned {type(t).__name__}, expected {array.__module__}.{array.__name__}.")
+        raise ValueError(
+            f"The tensor factory given as argument {i} returned {type(t).__name__}, expected {array.__module__}.{array.__name__}."
+        )
     if tuple(getattr(t, "shape", (None,))) != shape:
-        raise ValueError(f"The tensor factory given as argument {i} returned {type(t).__name__} of shape "
-                         f"{tuple(getattr(t, 'shape', ()))}, expected an array of shape {shape}.")
+        raise ValueError(
+            f"The tensor factory given as argument {i} returned {type(t).__name__} of shape "
+            f"{tuple(getattr(t, 'shape', ()))}, expected an array of shape {shape}."
+        )
     return t
 
 
@@ -156,7 +165,7 @@ def source(r):
     arglist = ", ".join(args + (["P=None"] if sig.params else []))  # constraints the description does not use are accepted
     lines = list(g.lines)
     if len(res) == 1 and lines and lines[-1].startswith(res[0] + " = "):  # "v = x; return v" -> "return x"
-        ret = lines.pop()[len(res[0]) + 3:]
+        ret = lines.pop()[len(res[0]) + 3 :]
     else:
         ret = res[0] if len(res) == 1 else "(" + ", ".join(res) + ",)"
     body = head + lines + [f"return {ret}"]

@@ -11,6 +11,7 @@ in order, raising through the same ``solve.failer``; per input the steps of
 ``codegen.layout``; the combination of ``codegen.combine``, with the library
 function resolved from the adapter's spelling of it.
 """
+
 import operator as _operator
 
 from . import codegen as cg
@@ -53,10 +54,10 @@ def _transform(ad, steps):
 
         def unsqueeze(t):
             return t.unsqueeze(k)
+
         return unsqueeze
     permute = _resolve(ad.name, ad.permute)
-    steps = [(kind, tuple(slice(None) if i == ":" else i for i in a) if kind in ("take", "index") else a)
-             for kind, a in steps]
+    steps = [(kind, tuple(slice(None) if i == ":" else i for i in a) if kind in ("take", "index") else a) for kind, a in steps]
 
     def f(t):
         for kind, a in steps:
@@ -67,6 +68,7 @@ def _transform(ad, steps):
             else:
                 t = t[a]
         return t
+
     return f
 
 
@@ -96,8 +98,7 @@ def make(r):
     sig = r.sig
     op, lib, n = sig.op, sig.lib, len(sig.ranks)
     ad = ADAPTERS[lib]
-    if (FAMILY[op] != "elementwise" or n < 2 or sig.scalars or sig.params or sig.libs.count(lib) != n
-            or op not in ad.ops):
+    if FAMILY[op] != "elementwise" or n < 2 or sig.scalars or sig.params or sig.libs.count(lib) != n or op not in ad.ops:
         return None
     form = r.plain if r.plain is not None else plain_form(r)
     if form is None:
@@ -120,31 +121,37 @@ def make(r):
     if n == 2 and fn_all is None and (not checks or (len(checks) == 1 and checks[0][::2] == (0, 1))):
         s0, s1 = steps
         if checks and not s0 and len(s1) == 1 and s1[0][0] == "unsqueeze":
-            (_, j0, _, j1), = checks  # t0.shape[j0] == t1.shape[j1]
+            ((_, j0, _, j1),) = checks  # t0.shape[j0] == t1.shape[j1]
             k1 = s1[0][1]
             if f2 is _operator.truediv:  # the report's graph, operator inlined
+
                 def op2(t0, t1):
                     if t0.shape[j0] != t1.shape[j1]:
                         _fail(0, t0.shape[j0], t1.shape[j1])
                     return t0 / t1.unsqueeze(k1)
+
                 return op2
 
             def op2(t0, t1):
                 if t0.shape[j0] != t1.shape[j1]:
                     _fail(0, t0.shape[j0], t1.shape[j1])
                 return f2(t0, t1.unsqueeze(k1))
+
             return op2
         x0, x1 = _transform(ad, s0), _transform(ad, s1)
         if not checks:
+
             def op2(t0, t1):
                 return f2(t0 if x0 is None else x0(t0), t1 if x1 is None else x1(t1))
+
             return op2
-        (_, j0, _, j1), = checks
+        ((_, j0, _, j1),) = checks
 
         def op2(t0, t1):
             if t0.shape[j0] != t1.shape[j1]:
                 _fail(0, t0.shape[j0], t1.shape[j1])
             return f2(t0 if x0 is None else x0(t0), t1 if x1 is None else x1(t1))
+
         return op2
     xs = [_transform(ad, s) for s in steps]
     cks = [(k, *c) for k, c in enumerate(checks)]
@@ -153,11 +160,12 @@ def make(r):
         for k, i0, j0, i1, j1 in cks:
             if ts[i0].shape[j0] != ts[i1].shape[j1]:
                 _fail(k, ts[i0].shape[j0], ts[i1].shape[j1])
-        args = [t if x is None else x(t) for t, x in zip(ts, xs)]
+        args = [t if x is None else x(t) for t, x in zip(ts, xs, strict=False)]
         if fn_all is not None:
             return fn_all(*args)
         v = args[0]
         for a in args[1:]:
             v = f2(v, a)
         return v
+
     return opn

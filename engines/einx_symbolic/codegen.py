@@ -4,12 +4,13 @@ All sizes in the generated code are expressions over ``d{i}_{j}`` (the input
 dims, unpacked from ``t{i}.shape`` at the top) and ``p_*`` (constraints): no
 concrete size is ever baked in.
 """
+
 import math
 
 from engines import sizes as sz
 
-from .errors import SemanticError
 from .coords import coords as _coords
+from .errors import SemanticError
 from .expand import leaves
 from .tree import Axis, Concat, Flat
 
@@ -63,15 +64,24 @@ class Gen:
         for j, d in enumerate(flat):
             if isinstance(d, Concat):
                 parts = [self.fresh() for _ in d.children]
-                self.lines.append(f"{', '.join(parts)}{',' if len(parts) == 1 else ''} = "
-                                  f"{self.ad.split(v, [self.scode(c) for c in d.children], j)}")
-                return [p for part, c in zip(parts, d.children) for p in self.decompose(part, flat[:j] + [c] + flat[j + 1:], allow_diag)]
+                self.lines.append(
+                    f"{', '.join(parts)}{',' if len(parts) == 1 else ''} = "
+                    f"{self.ad.split(v, [self.scode(c) for c in d.children], j)}"
+                )
+                return [
+                    p
+                    for part, c in zip(parts, d.children, strict=False)
+                    for p in self.decompose(part, flat[:j] + [c] + flat[j + 1 :], allow_diag)
+                ]
         axes = list(flat)
         while True:
             # a name repeated in brackets is separate axes of one size (einx); unmarked, a diagonal
             names = [a.name for a in axes]
-            dup = [(i, names.index(n, i + 1)) for i, n in enumerate(names) if n in names[i + 1:]
-                   and not (axes[i].marked and axes[names.index(n, i + 1)].marked)]
+            dup = [
+                (i, names.index(n, i + 1))
+                for i, n in enumerate(names)
+                if n in names[i + 1 :] and not (axes[i].marked and axes[names.index(n, i + 1)].marked)
+            ]
             if not dup:
                 break
             if not allow_diag:
@@ -199,8 +209,11 @@ def gen_id(g, ins, outs, scalars=()):
     g.rearrange = True
     out_pieces = [p for e in outs for p in _concat_pieces(e.children)]
     if len(pieces) != len(out_pieces):
-        raise SemanticError(g.desc, "The number of input and output expressions (after decomposition of axis concatenations) must be the same, "
-                            f"but got {len(pieces)} input(s) and {len(out_pieces)} output(s).\n%EXPR%")
+        raise SemanticError(
+            g.desc,
+            "The number of input and output expressions (after decomposition of axis concatenations) must be the same, "
+            f"but got {len(pieces)} input(s) and {len(out_pieces)} output(s).\n%EXPR%",
+        )
     it = iter(pieces)
     results = []
     for e in outs:
@@ -211,21 +224,21 @@ def gen_id(g, ins, outs, scalars=()):
 def _concat_pieces(dims):
     for j, d in enumerate(dims):
         if isinstance(d, Concat):
-            return [p for c in d.children for p in _concat_pieces(dims[:j] + [c] + dims[j + 1:])]
+            return [p for c in d.children for p in _concat_pieces(dims[:j] + [c] + dims[j + 1 :])]
         if isinstance(d, Flat) and any(isinstance(x, Concat) for x in _unflatten(d)):
-            return _concat_pieces(dims[:j] + _unflatten(d) + dims[j + 1:])
+            return _concat_pieces(dims[:j] + _unflatten(d) + dims[j + 1 :])
     return [dims]
 
 
 def _assemble(g, dims, it):
     for j, d in enumerate(dims):
         if isinstance(d, Concat):
-            parts = [_assemble(g, dims[:j] + [c] + dims[j + 1:], it) for c in d.children]
+            parts = [_assemble(g, dims[:j] + [c] + dims[j + 1 :], it) for c in d.children]
             return g.emit(g.ad.concat(parts, j))
         if isinstance(d, Flat) and any(isinstance(x, Concat) for x in _unflatten(d)):
             # a concatenation inside a composition (``a ((b + c) d)``): concatenated with the composition unflattened
             # (``a (b + c) d``), then composed; the pieces in the same order (``_concat_pieces``)
-            return g.compose(_assemble(g, dims[:j] + _unflatten(d) + dims[j + 1:], it), dims)
+            return g.compose(_assemble(g, dims[:j] + _unflatten(d) + dims[j + 1 :], it), dims)
     v, axes = next(it)
     if dims and v in getattr(g, "scalar_vars", ()):  # a Python scalar is returned as is, unless an operation applies to it
         v = g.emit(g.ad.to_array(v))
@@ -253,9 +266,17 @@ def gen_elementwise(g, op, ins, outs, scalars):
         if ones:
             args = [f"({a} if {ones} else {ad.to_array(a)})" if i in scalars else a for i, a in enumerate(args)]
     elif op not in ad.scalar_ok:  # libraries that need arrays here
-        args = [ad.to_array(a) if i in scalars and (i == 0 or op not in ("where", "less", "less_equal", "greater", "greater_equal",
-                                                                            "equal", "not_equal") or ad.name != "torch") else a
-                for i, a in enumerate(args)]
+        args = [
+            ad.to_array(a)
+            if i in scalars
+            and (
+                i == 0
+                or op not in ("where", "less", "less_equal", "greater", "greater_equal", "equal", "not_equal")
+                or ad.name != "torch"
+            )
+            else a
+            for i, a in enumerate(args)
+        ]
     elif len(scalars) == len(ins):
         args[0] = ad.to_array(args[0])
     if ad.name == "torch" and scalars and len(scalars) < len(ins):
@@ -266,8 +287,10 @@ def gen_elementwise(g, op, ins, outs, scalars):
         ref = next(i for i in range(len(ins)) if i not in scalars)
         if ones:
             strong = [f"torch.asarray(t{i}, device=t{ref}.device).reshape(1)" for i in range(len(ins))]
-            args = [a if i not in scalars else strong[i] if a != f"t{i}" else f"({a} if {ones} else {strong[i]})"
-                    for i, a in enumerate(args)]
+            args = [
+                a if i not in scalars else strong[i] if a != f"t{i}" else f"({a} if {ones} else {strong[i]})"
+                for i, a in enumerate(args)
+            ]
     kind, f = combine(ad, op, len(args), 0 in scalars)
     if kind == "call":
         v = g.emit(ad.call(op, args))
@@ -286,7 +309,9 @@ def gen_reduce(g, op, ins, outs):
     if marked:
         if op == "prod" and g.ad.name == "torch" and len(marked) > 1 and len(marked) != len(axes):
             # einx's torch.prod takes one axis or all; raised by the graph, after its size checks (a size error wins)
-            g.lines.append('raise _OpValueError("This backend uses torch.prod which allows reduction only over (1) all axes or (2) a single axis.")')
+            g.lines.append(
+                'raise _OpValueError("This backend uses torch.prod which allows reduction only over (1) all axes or (2) a single axis.")'
+            )
             return ["None"]
         if op == "logsumexp" and g.ad.name == "numpy":
             v = _logsumexp(g, v, marked, len(axes))
@@ -346,7 +371,12 @@ def gen_preserve(g, op, ins, outs, shift):
                 v = g.emit(ad.call("divide", [ex, g.emit(ad.call("keepsum", [ex], axes=marked))]))
             else:
                 x = g.emit(ad.call("subtract", [v, m]))
-                lse = g.emit(ad.call("add", [g.emit(ad.call("log", [g.emit(ad.call("keepsum", [g.emit(ad.call("exp", [x]))], axes=marked))])), m]))
+                lse = g.emit(
+                    ad.call(
+                        "add",
+                        [g.emit(ad.call("log", [g.emit(ad.call("keepsum", [g.emit(ad.call("exp", [x]))], axes=marked))])), m],
+                    )
+                )
                 v = g.emit(ad.call("subtract", [v, lse]))
     elif op in ("sort", "argsort"):
         v = g.emit(ad.call(op, [v], axes=marked))
@@ -360,8 +390,10 @@ def gen_preserve(g, op, ins, outs, shift):
             if len(sh) == 1:
                 sh = sh * len(marked)
             else:  # raised by the graph, after its size checks (a size error wins, as in einx)
-                g.lines.append(f"raise _OpValueError(\"When 'shift' has length != 1, it must have the same length as 'axis'. "
-                               f"Got lengths {len(sh)} and {len(marked)}.\")")
+                g.lines.append(
+                    f"raise _OpValueError(\"When 'shift' has length != 1, it must have the same length as 'axis'. "
+                    f'Got lengths {len(sh)} and {len(marked)}.")'
+                )
                 return ["None"]
         v = g.emit(ad.roll(v, sh, marked))
     out = outs[0]
@@ -390,7 +422,7 @@ def gen_argfind(g, op, ins, outs):
     msizes = [axes[k] for k in marked]
     if len(marked) > 1:
         mtotal = sz.source(math.prod((g.size(a) for a in msizes), start=sz.const(1)))
-        shape = [g.scode(a) for a in axes[:marked[0]]] + [mtotal] + [g.scode(a) for a in axes[marked[-1] + 1:]]
+        shape = [g.scode(a) for a in axes[: marked[0]]] + [mtotal] + [g.scode(a) for a in axes[marked[-1] + 1 :]]
         v = g.emit(ad.reshape(v, shape))
     v = g.emit(ad.call(op, [v], axes=[marked[0]]))
     rest = [a.name for k, a in enumerate(axes) if k not in marked]
@@ -423,7 +455,7 @@ def _ravel(g, tensor_axes, coords, out_names):
         stride = stride * g.size(a)
     like = coords[0][0]
     terms = []
-    for a, st in zip(tensor_axes, strides):
+    for a, st in zip(tensor_axes, strides, strict=False):
         if a.marked:
             v, names = coords.pop(0)
         else:

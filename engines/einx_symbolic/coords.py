@@ -1,4 +1,5 @@
 """The coordinates of ``get_at`` / ``*_at`` in generated code: one array per indexed axis."""
+
 from .expand import leaves
 
 

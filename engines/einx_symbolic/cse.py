@@ -22,6 +22,7 @@ axes. The rules, in einx's order (``eliminate``):
 The new axis is named by the candidate's text (no user name has a space or a parenthesis)
 and has the product of the values where every part is a number axis.
 """
+
 import math
 
 from .expand import _value, ndim
@@ -46,8 +47,10 @@ def eliminate(trees, fixed, concat=False, in_brackets=True):
                 ch = n.children
                 for i in range(len(ch)):
                     for j in range(i, len(ch)):
-                        cands.setdefault(" ".join(str(c) for c in ch[i:j + 1]), []).append(ch[i:j + 1])
-    bracketed = set() if in_brackets else {id(x) for root in trees for b in nodes(root) if isinstance(b, Brackets) for x in nodes(b)}
+                        cands.setdefault(" ".join(str(c) for c in ch[i : j + 1]), []).append(ch[i : j + 1])
+    bracketed = (
+        set() if in_brackets else {id(x) for root in trees for b in nodes(root) if isinstance(b, Brackets) for x in nodes(b)}
+    )
     uses = {}  # axis name -> ids of its nodes
     for root in trees:
         for a in nodes(root):
@@ -66,18 +69,24 @@ def eliminate(trees, fixed, concat=False, in_brackets=True):
             continue
         uniq = []
         for occ in occs:
-            if not any(len(o) == len(occ) and all(x is y for x, y in zip(o, occ)) for o in uniq):
+            if not any(len(o) == len(occ) and all(x is y for x, y in zip(o, occ, strict=False)) for o in uniq):
                 uniq.append(occ)
         first = uniq[0]
         inner = [x for occ in uniq for n in occ for x in nodes(n)]
-        if (_singleton(first) or (not concat and any(isinstance(x, Concat) for x in inner))
-                or (any(isinstance(x, Brackets) for x in inner) if in_brackets else any(id(x) in bracketed for x in inner))
-                or (at_root[id(first[0])] and (len(first) > 1 or ndim(first[0]) > 1))):
+        if (
+            _singleton(first)
+            or (not concat and any(isinstance(x, Concat) for x in inner))
+            or (any(isinstance(x, Brackets) for x in inner) if in_brackets else any(id(x) in bracketed for x in inner))
+            or (at_root[id(first[0])] and (len(first) > 1 or ndim(first[0]) > 1))
+        ):
             continue
         common.append(uniq)
     inside = [{id(x) for occ in c for n in occ for x in nodes(n) if x is not n} for c in common]
-    common = [c for k, c in enumerate(common)
-              if not any(k2 != k and any(id(n) in ins for occ in c for n in occ) for k2, ins in enumerate(inside))]
+    common = [
+        c
+        for k, c in enumerate(common)
+        if not any(k2 != k and any(id(n) in ins for occ in c for n in occ) for k2, ins in enumerate(inside))
+    ]
     if not common:
         return trees
     return [_rebuild(_replace(root, common)) for root in trees]
@@ -87,7 +96,7 @@ def _index(n, root_level, at_root):
     """``at_root[id(node)]``: no composition above the node (einx's ``is_at_root``)."""
     at_root[id(n)] = root_level
     below = root_level and not isinstance(n, Flat)
-    for c in (n.children if isinstance(n, (List, Concat)) else [n.inner] if isinstance(n, (Flat, Brackets)) else []):
+    for c in n.children if isinstance(n, (List, Concat)) else [n.inner] if isinstance(n, (Flat, Brackets)) else []:
         _index(c, below, at_root)
 
 

@@ -4,10 +4,21 @@ Each class subclasses einx 0.4.3's exception of the same name, so code that
 catches ``einx.errors.SemanticError`` (etc.) also catches ours.  Every message
 quotes the description with the offending characters marked by ``^``.
 """
+
 import einx.errors as _ee
 
-__all__ = ["EinxError", "SyntaxError", "RankError", "AxisSizeError", "SemanticError", "InputCountError",
-           "CallOperationError", "NotSupportedError", "OpValueError", "mark"]
+__all__ = [
+    "AxisSizeError",
+    "CallOperationError",
+    "EinxError",
+    "InputCountError",
+    "NotSupportedError",
+    "OpValueError",
+    "RankError",
+    "SemanticError",
+    "SyntaxError",
+    "mark",
+]
 
 EinxError = _ee.EinxError
 
@@ -34,7 +45,7 @@ def _message(description, message, pos):
     return message.replace("%EXPR%", ind) if "%EXPR%" in message else message + "\n" + ind
 
 
-class SyntaxError(_ee.SyntaxError):  # noqa: A001 - mirrors einx.errors.SyntaxError
+class SyntaxError(_ee.SyntaxError):
     def __init__(self, description, message, pos=None):
         self.pos = list(pos or [])
         _ee.EinxError.__init__(self, _message(description, message, self.pos))

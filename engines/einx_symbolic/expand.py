@@ -7,6 +7,7 @@ turns one into a ``List`` of top-level dims, each an ``Axis`` (``marked`` if it
 was in brackets), ``Flat`` (of a ``List``) or ``Concat``.  Named-ellipsis axes
 ``x...`` become ``x.0, x.1, ...``.
 """
+
 import math
 
 from .errors import NotSupportedError, RankError
@@ -76,8 +77,12 @@ def expand(desc, exprs, ranks, params):
         both |= outside & ell_names
     if both:
         pos = [p for e in exprs for a in nodes(e) if isinstance(a, Axis) and a.name in both for p in range(*a.pos)]
-        raise RankError(desc, f"Found an invalid usage of ellipses and/or constraints for the axis {', '.join(sorted(both))}:\n%EXPR%\n"
-                        "Please check the following:\n - Each axis name may be used either with or without an ellipsis, but not both.", pos)
+        raise RankError(
+            desc,
+            f"Found an invalid usage of ellipses and/or constraints for the axis {', '.join(sorted(both))}:\n%EXPR%\n"
+            "Please check the following:\n - Each axis name may be used either with or without an ellipsis, but not both.",
+            pos,
+        )
     for e in exprs:
         for n in nodes(e):
             if isinstance(n, Ell):
@@ -93,19 +98,22 @@ def expand(desc, exprs, ranks, params):
                 raise RankError(desc, "Constraints imply different ellipsis expansions.\n%EXPR%", _pos_of(exprs, {name}))
             known[g] = shape
         elif shape is not None and name in plain:
-            raise RankError(desc, f"Found an invalid usage of ellipses and/or constraints for the axis {name}:\n%EXPR%\n"
-                            "The rank of a constraint must be equal to or less than the number of ellipses around the corresponding axis.",
-                            _pos_of(exprs, {name}))
+            raise RankError(
+                desc,
+                f"Found an invalid usage of ellipses and/or constraints for the axis {name}:\n%EXPR%\n"
+                "The rank of a constraint must be equal to or less than the number of ellipses around the corresponding axis.",
+                _pos_of(exprs, {name}),
+            )
 
     eqs = []
-    for e, r in zip(exprs, ranks):
+    for e, r in zip(exprs, ranks, strict=False):
         if r is not None:
             s, g = _ndim(e)
             eqs.append((e, s, g, r))
     changed = True
     while changed:
         changed = False
-        for e, s, g, r in eqs:
+        for _e, s, g, r in eqs:
             unknown = [k for k in g if k not in known]
             if len(unknown) == 1:
                 k = unknown[0]
@@ -114,7 +122,7 @@ def expand(desc, exprs, ranks, params):
                     _rank_fail(desc, exprs)
                 known[k] = rest // g[k]
                 changed = True
-    for e, s, g, r in eqs:
+    for _e, s, g, r in eqs:
         if any(k not in known for k in g):
             continue
         if s + sum(v * known[k] for k, v in g.items()) != r:
@@ -129,8 +137,11 @@ def expand(desc, exprs, ranks, params):
         known.setdefault(k, None)
     missing = [k for k in groups if k not in known]
     if missing:
-        raise RankError(desc, "Failed to uniquely determine the expansion of ellipses in the expression. Please provide more constraints.\n%EXPR%",
-                        _ell_pos(exprs))
+        raise RankError(
+            desc,
+            "Failed to uniquely determine the expansion of ellipses in the expression. Please provide more constraints.\n%EXPR%",
+            _ell_pos(exprs),
+        )
     reps = {name: known[find(("ax", name))] for name in ell_names if known[find(("ax", name))] is not None}
     return [_root(_tree(e, known, "")) for e in exprs], reps
 
@@ -140,6 +151,7 @@ def _outside_flat(n):
     yield n
     if not isinstance(n, Flat):
         from .tree import children
+
         for c in children(n):
             yield from _outside_flat(c)
 
@@ -150,6 +162,7 @@ def _axes_outside_ell(n):
     if isinstance(n, Axis):
         return {n.name} if n.value is None else set()
     from .tree import children
+
     out = set()
     for c in children(n):
         out |= _axes_outside_ell(c)
@@ -246,7 +259,7 @@ def _single(n, marked):
 def leaves(dims):
     """Plain axes of an expanded expression, in order."""
     out = []
-    for d in (dims.children if isinstance(dims, List) else dims):
+    for d in dims.children if isinstance(dims, List) else dims:
         if isinstance(d, Axis):
             out.append(d)
         elif isinstance(d, Flat):

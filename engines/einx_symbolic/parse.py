@@ -5,6 +5,7 @@ trees; ``outputs`` is ``None`` when the description has no ``->``.  Arrows and
 commas may appear nested (``"a [b -> c]"``); they are moved to the top level
 exactly like einx does.
 """
+
 import re
 from functools import lru_cache
 
@@ -61,9 +62,13 @@ def _lex(text):
         if start != end:
             t = text[start:end]
             if t not in _LITERALS and not _NAME.fullmatch(t) and not _DIGITS.fullmatch(t):
-                raise SyntaxError(text, f"The expression '{''.join(map(shown, t))}' is not allowed:\n%EXPR%\nThe following expressions are allowed:\n"
-                                  "- Literals: -> + , [ ] ( ) ... whitespace\n- Named axes: Must match the regex [a-zA-Z_][a-zA-Z0-9_]*\n"
-                                  "- Unnamed axes: Must match the regex [0-9]+\n", range(start, end))
+                raise SyntaxError(
+                    text,
+                    f"The expression '{''.join(map(shown, t))}' is not allowed:\n%EXPR%\nThe following expressions are allowed:\n"
+                    "- Literals: -> + , [ ] ( ) ... whitespace\n- Named axes: Must match the regex [a-zA-Z_][a-zA-Z0-9_]*\n"
+                    "- Unnamed axes: Must match the regex [0-9]+\n",
+                    range(start, end),
+                )
             toks.append(_Tok(start, t))
             start = end
 
@@ -145,18 +150,20 @@ def _parse(text, group, in_paren=False):
                 bad = [o for o in ops if not isinstance(o, (Axis, Flat))]
                 if bad:
                     pos = [p for o in bad for p in range(*o.pos)] + [t.b for t in toks if t.t == "+"]
-                    raise SyntaxError(text, "Only named axes, unnamed axes, and flattened axes are allowed as operands of a "
-                                      "concatenation operator ('+').\n%EXPR%", pos)
+                    raise SyntaxError(
+                        text,
+                        "Only named axes, unnamed axes, and flattened axes are allowed as operands of a "
+                        "concatenation operator ('+').\n%EXPR%",
+                        pos,
+                    )
                 if not in_paren:
                     raise SyntaxError(text, "Concatenated axes must be wrapped in parentheses.\n%EXPR%", range(b, e))
                 return Concat(ops, pos=(b, e))
-            raise SyntaxError(text, f"The operator '{op}' is not supported in einx 0.4 notation.\n%EXPR%",
-                              [t.b for t in toks if t.t == op])
+            raise SyntaxError(
+                text, f"The operator '{op}' is not supported in einx 0.4 notation.\n%EXPR%", [t.b for t in toks if t.t == op]
+            )
     if toks[-1].t == "..." and len(toks) <= 2:
-        if len(toks) == 1:
-            inner = Axis(ANON, pos=(b, b))
-        else:
-            inner = _parse(text, _Group(toks[:1], toks[0].b))
+        inner = Axis(ANON, pos=(b, b)) if len(toks) == 1 else _parse(text, _Group(toks[:1], toks[0].b))
         return Ell(inner, pos=(b, e))
     if len(toks) == 1:
         v = toks[0].t
@@ -178,19 +185,26 @@ def _move_up(text, n, level_cls, what):
         subs = [_move_up(text, c, level_cls, what) for c in n.children]
         nums = {len(s.children) for s in subs if len(s.children) != 1}
         if len(nums) > 1:
-            raise SyntaxError(text, f"All '{what}' operators must appear at the same level of the expression tree.\n%EXPR%",
-                              [i for i in range(len(text)) if text.startswith(what, i)])
+            raise SyntaxError(
+                text,
+                f"All '{what}' operators must appear at the same level of the expression tree.\n%EXPR%",
+                [i for i in range(len(text)) if text.startswith(what, i)],
+            )
         num = nums.pop() if nums else 1
-        return level_cls([type(n)([s.children[0] if len(s.children) == 1 else s.children[i] for s in subs], pos=n.pos)
-                          for i in range(num)])
+        return level_cls(
+            [type(n)([s.children[0] if len(s.children) == 1 else s.children[i] for s in subs], pos=n.pos) for i in range(num)]
+        )
     if isinstance(n, level_cls):
         return level_cls([x for c in n.children for x in _move_up(text, c, level_cls, what).children])
     if isinstance(n, _Args) and level_cls is _Op:
         subs = [_move_up(text, c, _Op, what) for c in n.children]
         nums = {len(s.children) for s in subs if len(s.children) != 1}
         if len(nums) > 1:
-            raise SyntaxError(text, "All '->' operators must appear at the same level of the expression tree.\n%EXPR%",
-                              [i for i in range(len(text)) if text.startswith("->", i)])
+            raise SyntaxError(
+                text,
+                "All '->' operators must appear at the same level of the expression tree.\n%EXPR%",
+                [i for i in range(len(text)) if text.startswith("->", i)],
+            )
         num = nums.pop() if nums else 1
         return _Op([_Args([s.children[0] if len(s.children) == 1 else s.children[i] for s in subs]) for i in range(num)])
     raise AssertionError(type(n))
@@ -214,11 +228,20 @@ def parse(text):
         raise ValueError("The operation description must be a string.")
     tree = _parse(text, _group(text, _lex(text)))
     op = _move_up(text, tree, _Op, "->")
-    op = _Op([_move_up(text, c, _Args, ",") if not isinstance(c, _Args) else
-              _Args([x for cc in c.children for x in _move_up(text, cc, _Args, ",").children]) for c in op.children])
+    op = _Op(
+        [
+            _move_up(text, c, _Args, ",")
+            if not isinstance(c, _Args)
+            else _Args([x for cc in c.children for x in _move_up(text, cc, _Args, ",").children])
+            for c in op.children
+        ]
+    )
     if len(op.children) > 2:
-        raise SyntaxError(text, "The expression must not contain more than one '->' operator.\n%EXPR%",
-                          [i + k for i in range(len(text)) if text.startswith("->", i) for k in range(2)])
+        raise SyntaxError(
+            text,
+            "The expression must not contain more than one '->' operator.\n%EXPR%",
+            [i + k for i in range(len(text)) if text.startswith("->", i) for k in range(2)],
+        )
     sides = [[_drop_nested_brackets(e) for e in args.children] for args in op.children]
     _check_bracket_consistency(text, sides)
     return sides[0], (sides[1] if len(sides) == 2 else None)
@@ -226,6 +249,7 @@ def parse(text):
 
 def _check_bracket_consistency(text, sides):
     from .tree import bracket_axes
+
     marked, unmarked = set(), set()
     for side in sides:
         for e in side:
@@ -236,5 +260,9 @@ def _check_bracket_consistency(text, sides):
         if name.startswith("unnamed."):
             continue
         pos = [p for side in sides for e in side for a in axes(e) if a.name == name for p in range(*a.pos)]
-        raise SyntaxError(text, f"There are multiple occurrences of axis {name} with inconsistent bracket usage:\n%EXPR%\n"
-                          "An axis may only appear with brackets or without brackets, but not both.", pos)
+        raise SyntaxError(
+            text,
+            f"There are multiple occurrences of axis {name} with inconsistent bracket usage:\n%EXPR%\n"
+            "An axis may only appear with brackets or without brackets, but not both.",
+            pos,
+        )

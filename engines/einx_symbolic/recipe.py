@@ -10,6 +10,7 @@ input dims and constraints, and the checks the generated code makes. Plain
 elementwise descriptions (``"e d, e -> e d"``) get the same recipe directly
 from ``_simple`` (tested to agree with the general path).
 """
+
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -17,13 +18,12 @@ from typing import NamedTuple
 
 from engines import sizes as sz
 
-from .errors import InputCountError, SemanticError
 from .cse import eliminate
+from .errors import InputCountError, SemanticError
 from .expand import expand, flatten, leaves
 from .semantics import FAMILY, _names_pos, analyse
 from .solve import Check, dim_code, size_var, solve
 from .tree import Axis, Concat, Flat, List, axes, nodes
-
 
 _tuple_new = tuple.__new__
 
@@ -34,6 +34,7 @@ class Signature(NamedTuple):
     A named tuple: made and hashed in C on a graph's first call. (It shares
     :data:`api.GRAPHS` with call keys, which are tuples too; a key's third item is a
     class, a signature's a library name, so the two never compare equal.)"""
+
     op: str
     description: str
     lib: str  # the array library of the graph: "torch" | "numpy" | "jax"
@@ -74,6 +75,7 @@ class Plain(NamedTuple):
     """A description of plain named axes as a closure reads it: the axis names of each
     input and of the one output, and the checks as equalities of input dims
     ``(i0, j0, i1, j1)`` (``t{i0}.shape[j0] == t{i1}.shape[j1]``), in the recipe's order."""
+
     ins: tuple
     out: tuple
     eqs: tuple
@@ -108,11 +110,13 @@ class PlainRecipe(Recipe):
 
     @cached_property
     def e_in(self):
-        return [List([Axis(n, pos=p) for n, p in zip(e, sp)]) for e, sp in zip(self._ins, self._spans)]
+        return [
+            List([Axis(n, pos=p) for n, p in zip(e, sp, strict=False)]) for e, sp in zip(self._ins, self._spans, strict=False)
+        ]
 
     @cached_property
     def e_out(self):
-        return [List([Axis(n, pos=p) for n, p in zip(self._out, self._spans[-1])])]
+        return [List([Axis(n, pos=p) for n, p in zip(self._out, self._spans[-1], strict=False)])]
 
     @cached_property
     def sizes(self):
@@ -120,9 +124,17 @@ class PlainRecipe(Recipe):
 
     @cached_property
     def checks(self):
-        return [Check("eq", size_var(dim_code(i0, j0)), size_var(dim_code(i, j)), self._ins[i][j], f"args[{i}].shape[{j}]",
-                      list(range(*self._spans[i][j])))
-                for i0, j0, i, j in self.plain.eqs]
+        return [
+            Check(
+                "eq",
+                size_var(dim_code(i0, j0)),
+                size_var(dim_code(i, j)),
+                self._ins[i][j],
+                f"args[{i}].shape[{j}]",
+                list(range(*self._spans[i][j])),
+            )
+            for i0, j0, i, j in self.plain.eqs
+        ]
 
 
 def recipe(sig):
@@ -144,15 +156,21 @@ def _analyse_solve(sig):
     op, desc, ranks, fam = sig.op, sig.description, sig.ranks, FAMILY[sig.op]
     ins, outs = analyse(desc, op, keepdims=bool(dict(sig.static).get("keepdims")))
     if len(ins) != len(ranks):
-        raise InputCountError(desc, f"The operation is defined with {len(ins)} input expression{_s(len(ins))}, but "
-                              f"{len(ranks)} input tensor{_s(len(ranks))} {'are' if len(ranks) != 1 else 'is'} given as "
-                              f"argument{_s(len(ranks))}.\n%EXPR%", [i for i, ch in enumerate(desc) if ch == ","])
+        raise InputCountError(
+            desc,
+            f"The operation is defined with {len(ins)} input expression{_s(len(ins))}, but "
+            f"{len(ranks)} input tensor{_s(len(ranks))} {'are' if len(ranks) != 1 else 'is'} given as "
+            f"argument{_s(len(ranks))}.\n%EXPR%",
+            [i for i, ch in enumerate(desc) if ch == ","],
+        )
     used = {a.name for e in ins + outs for a in axes(e)}
     params = {k: v for k, v in sig.params if k in used}
     trees, reps = expand(desc, ins + outs, list(ranks) + [None] * len(outs), params)
-    fixed = {a.name for t in trees for a in nodes(t) if isinstance(a, Axis) and a.value is None and a.name.split(".")[0] in params}
+    fixed = {
+        a.name for t in trees for a in nodes(t) if isinstance(a, Axis) and a.value is None and a.name.split(".")[0] in params
+    }
     exp = [flatten(t) for t in eliminate(trees, fixed)]
-    e_in, e_out = exp[:len(ins)], exp[len(ins):]
+    e_in, e_out = exp[: len(ins)], exp[len(ins) :]
     # einx checks these after it has solved the sizes: a size error wins, so they fail in the graph, after its checks
     deferred = []
     extra = _family_checks(desc, fam, e_in, e_out, deferred)
@@ -161,7 +179,7 @@ def _analyse_solve(sig):
             sort_check(desc, e_in, e_out)
         except SemanticError as e:
             deferred.append(e)
-    read = [None if lib == "factory" else e for e, lib in zip(e_in, sig.libs)]  # a factory's dims are not read
+    read = [None if lib == "factory" else e for e, lib in zip(e_in, sig.libs, strict=False)]  # a factory's dims are not read
     sizes, checks = solve(desc, read, exp, params, extra, reps)
     if fam == "id":
         _match_pieces(desc, e_in, e_out, sizes, checks, ins + outs, deferred)
@@ -178,8 +196,13 @@ def _analyse_solve(sig):
                         continue
                     gone.append(a.name)
                     if s.is_const or a.value is not None:
-                        deferred.append(SemanticError(desc, f"The input axes {{{a.name!r}}} must appear in the output expression.\n%EXPR%",
-                                                      _names_pos(ins + outs, {a.name})))
+                        deferred.append(
+                            SemanticError(
+                                desc,
+                                f"The input axes {{{a.name!r}}} must appear in the output expression.\n%EXPR%",
+                                _names_pos(ins + outs, {a.name}),
+                            )
+                        )
                         continue
                     checks.append(Check("one", s, sz.const(1), a.name, "its size", _names_pos(ins + outs, {a.name})))
     checks += [Check("raise", sz.const(0), sz.const(0), e, "", e.pos) for e in deferred[:1]]
@@ -251,9 +274,9 @@ def _pieces(dims):
         flat.extend(d.inner.children if isinstance(d, Flat) else [d])
     for j, d in enumerate(flat):
         if isinstance(d, Concat):
-            return [p for c in d.children for p in _pieces(flat[:j] + [c] + flat[j + 1:])]
+            return [p for c in d.children for p in _pieces(flat[:j] + [c] + flat[j + 1 :])]
         if isinstance(d, Flat):
-            return _pieces(flat[:j] + d.inner.children + flat[j + 1:])
+            return _pieces(flat[:j] + d.inner.children + flat[j + 1 :])
     return [leaves(flat)]
 
 
@@ -262,12 +285,17 @@ def _match_pieces(desc, e_in, e_out, sizes, checks, trees, deferred):
     pin = [p for e in e_in for p in _pieces(e.children)]
     pout = [p for e in e_out for p in _pieces(e.children)]
     if len(pin) != len(pout):
-        deferred.append(SemanticError(desc, "The number of input and output expressions (after decomposition of axis concatenations) "
-                                      f"must be the same, but got {len(pin)} input{_s(len(pin))} and {len(pout)} output{_s(len(pout))}.\n%EXPR%"))
+        deferred.append(
+            SemanticError(
+                desc,
+                "The number of input and output expressions (after decomposition of axis concatenations) "
+                f"must be the same, but got {len(pin)} input{_s(len(pin))} and {len(pout)} output{_s(len(pout))}.\n%EXPR%",
+            )
+        )
         return
     if len(pin) == len(e_in) and len(pout) == len(e_out):
         return  # without concatenations the global check covers it
-    for k, (a, b) in enumerate(zip(pin, pout)):
+    for k, (a, b) in enumerate(zip(pin, pout, strict=False)):
         names = {x.name for x in b}
         for x in a:
             if x.name in names:
@@ -276,8 +304,14 @@ def _match_pieces(desc, e_in, e_out, sizes, checks, trees, deferred):
             if s == 1:
                 continue
             if s.is_const:
-                deferred.append(SemanticError(desc, f"The {_ORD(k)} input expression is not compatible with the {_ORD(k)} output "
-                                              "expression (after decomposition of axis concatenations).\n%EXPR%", _names_pos(trees, {x.name})))
+                deferred.append(
+                    SemanticError(
+                        desc,
+                        f"The {_ORD(k)} input expression is not compatible with the {_ORD(k)} output "
+                        "expression (after decomposition of axis concatenations).\n%EXPR%",
+                        _names_pos(trees, {x.name}),
+                    )
+                )
                 continue
             checks.append(Check("one", s, sz.const(1), x.name, "its size", _names_pos(trees, {x.name})))
 
@@ -297,11 +331,14 @@ def _family_checks(desc, fam, e_in, e_out, deferred):
     extra = []
     if fam == "dot":
         if len(e_in) < 2:
-            raise SemanticError(desc, f"The dot operation requires at least 2 input expressions, but only {len(e_in)} is given.\n%EXPR%")
-        bad = sorted({a.name for e in e_in for a in _marked(e)
-                      if sum(a.name in {b.name for b in leaves(f)} for f in e_in) != 2})
+            raise SemanticError(
+                desc, f"The dot operation requires at least 2 input expressions, but only {len(e_in)} is given.\n%EXPR%"
+            )
+        bad = sorted({a.name for e in e_in for a in _marked(e) if sum(a.name in {b.name for b in leaves(f)} for f in e_in) != 2})
         if bad:
-            deferred.append(SemanticError(desc, "All contracted axes must appear in exactly two input expressions.\n%EXPR%", _pos(allx, bad)))
+            deferred.append(
+                SemanticError(desc, "All contracted axes must appear in exactly two input expressions.\n%EXPR%", _pos(allx, bad))
+            )
     if fam == "get_at" or fam == "update_at":
         if len(e_in) < 2:
             n = "2" if fam == "get_at" else "3"
@@ -311,25 +348,38 @@ def _family_checks(desc, fam, e_in, e_out, deferred):
         for c in coords:
             m = _marked(c)
             if len({a.name for a in m}) > 1 or len(m) > 1:
-                raise SemanticError(desc, "Each coordinate expression must contain at most one axis in brackets.\n%EXPR%",
-                                    _pos(allx, [a.name for a in m]))
+                raise SemanticError(
+                    desc,
+                    "Each coordinate expression must contain at most one axis in brackets.\n%EXPR%",
+                    _pos(allx, [a.name for a in m]),
+                )
             caxes.append(m[0] if m else Axis("unnamed.coord", 1))
         n = len(_marked(e_in[0]))
         if fam == "update_at":
             tin = {a.name for a in _marked(e_in[0])}
             tout = {a.name for a in _marked(e_out[0])}
             if tin != tout:
-                raise SemanticError(desc, "The first input and output expressions must have the same set of axes in brackets.\n%EXPR%",
-                                    _pos(allx, tin ^ tout))
+                raise SemanticError(
+                    desc,
+                    "The first input and output expressions must have the same set of axes in brackets.\n%EXPR%",
+                    _pos(allx, tin ^ tout),
+                )
             inter = tin & {a.name for e in e_in[1:] for a in _marked(e)}
             if inter:
-                raise SemanticError(desc, "Axes may not appear in brackets both in the first input tensor and in a coordinate or update "
-                                    "expression.\n%EXPR%", _pos(allx, inter))
+                raise SemanticError(
+                    desc,
+                    "Axes may not appear in brackets both in the first input tensor and in a coordinate or update "
+                    "expression.\n%EXPR%",
+                    _pos(allx, inter),
+                )
         fixed = sum(a.value for a in caxes if a.value is not None)
         free = [a for a in caxes if a.value is None]
         if not free and fixed != n:
-            raise SemanticError(desc, "The number of coordinates must match the number of axes in brackets in the first input expression.\n%EXPR%",
-                                _pos(allx, [a.name for a in _marked(e_in[0])]))
+            raise SemanticError(
+                desc,
+                "The number of coordinates must match the number of axes in brackets in the first input expression.\n%EXPR%",
+                _pos(allx, [a.name for a in _marked(e_in[0])]),
+            )
         if len(free) == 1 or (free and n - fixed == len(free)):
             # the coordinate axes' lengths are numbers then (the graph indexes each coordinate): the one free one has the
             # rest; several have one each (einx's sizes are >= 1), e.g. "[h v], p [n], p [m]"; each an equation of its own
@@ -339,14 +389,24 @@ def _family_checks(desc, fam, e_in, e_out, deferred):
     if fam == "argfind":
         mi, mo = _marked(e_in[0]), _marked(e_out[0])
         if len(mo) > 1:
-            raise SemanticError(desc, "The output expression must contain at most one axis in brackets.\n%EXPR%", _pos(allx, [a.name for a in mo]))
+            raise SemanticError(
+                desc, "The output expression must contain at most one axis in brackets.\n%EXPR%", _pos(allx, [a.name for a in mo])
+            )
         if not mo and len(mi) != 1:
-            raise SemanticError(desc, "If no axis is marked with brackets in the output expression, exactly one axis must be marked in the "
-                                f"input expression, but found {len(mi)} marked axes.\n%EXPR%", _pos(allx, [a.name for a in mi]))
+            raise SemanticError(
+                desc,
+                "If no axis is marked with brackets in the output expression, exactly one axis must be marked in the "
+                f"input expression, but found {len(mi)} marked axes.\n%EXPR%",
+                _pos(allx, [a.name for a in mi]),
+            )
         if mo:
             if mo[0].value is not None and mo[0].value != len(mi):
-                raise SemanticError(desc, f"The value of the marked axis in the output expression ({mo[0].value}) must match the number of "
-                                    f"marked axes in the input expression ({len(mi)}).\n%EXPR%", _pos(allx, [mo[0].name] + [a.name for a in mi]))
+                raise SemanticError(
+                    desc,
+                    f"The value of the marked axis in the output expression ({mo[0].value}) must match the number of "
+                    f"marked axes in the input expression ({len(mi)}).\n%EXPR%",
+                    _pos(allx, [mo[0].name] + [a.name for a in mi]),
+                )
             extra.append((mo[0], sz.const(len(mi)), "number of marked input axes"))
     return extra
 
@@ -360,4 +420,8 @@ def sort_check(desc, e_in, e_out):
     for e in e_in + e_out:
         m = [a.name for a in leaves(e) if a.marked]
         if len(m) != 1:
-            raise SemanticError(desc, "The expression for this operation must contain exactly one axis in brackets.\n%EXPR%", _pos(e_in + e_out, m))
+            raise SemanticError(
+                desc,
+                "The expression for this operation must contain exactly one axis in brackets.\n%EXPR%",
+                _pos(e_in + e_out, m),
+            )

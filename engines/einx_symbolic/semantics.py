@@ -3,21 +3,60 @@
 Mirrors ``einx._src.adapter.einx_from_namedtensor._parse_op`` on our trees.
 Everything here depends on the description (and op family) only.
 """
+
 from .errors import SemanticError
 from .parse import parse
-from .tree import (Axis, Brackets, Concat, Flat, List, axes, bracket_axes, copy, el_part, has_brackets,
-                   is_empty, nodes, remove_brackets)
+from .tree import (
+    Axis,
+    Brackets,
+    Concat,
+    Flat,
+    List,
+    axes,
+    bracket_axes,
+    copy,
+    el_part,
+    has_brackets,
+    is_empty,
+    nodes,
+    remove_brackets,
+)
 
-ELEMENTWISE = ["add", "subtract", "multiply", "true_divide", "floor_divide", "divide", "logical_and", "logical_or", "where",
-               "maximum", "minimum", "less", "less_equal", "greater", "greater_equal", "equal", "not_equal", "logaddexp"]
+ELEMENTWISE = [
+    "add",
+    "subtract",
+    "multiply",
+    "true_divide",
+    "floor_divide",
+    "divide",
+    "logical_and",
+    "logical_or",
+    "where",
+    "maximum",
+    "minimum",
+    "less",
+    "less_equal",
+    "greater",
+    "greater_equal",
+    "equal",
+    "not_equal",
+    "logaddexp",
+]
 REDUCE = ["sum", "mean", "var", "std", "prod", "count_nonzero", "all", "any", "min", "max", "logsumexp"]
 UPDATE_AT = ["set_at", "add_at", "subtract_at"]
 PRESERVE = ["flip", "roll", "sort", "argsort", "softmax", "log_softmax"]
 ARGFIND = ["argmax", "argmin"]
 
-FAMILY = {**{n: "elementwise" for n in ELEMENTWISE}, **{n: "reduce" for n in REDUCE}, **{n: "update_at" for n in UPDATE_AT},
-          **{n: "preserve" for n in PRESERVE}, **{n: "argfind" for n in ARGFIND},
-          "id": "id", "dot": "dot", "get_at": "get_at"}
+FAMILY = {
+    **{n: "elementwise" for n in ELEMENTWISE},
+    **{n: "reduce" for n in REDUCE},
+    **{n: "update_at" for n in UPDATE_AT},
+    **{n: "preserve" for n in PRESERVE},
+    **{n: "argfind" for n in ARGFIND},
+    "id": "id",
+    "dot": "dot",
+    "get_at": "get_at",
+}
 
 OUTPUT_AXIS = "output.axis"
 
@@ -87,17 +126,15 @@ def analyse(desc, op, keepdims=False):
 
     implicit = outs is None
     if outs is None:
-        no_output = SemanticError(desc, "The operation expects an output expression, but no '->' was found.\n%EXPR%",
-                                  range(len(desc)))
+        no_output = SemanticError(
+            desc, "The operation expects an output expression, but no '->' was found.\n%EXPR%", range(len(desc))
+        )
         if fam == "update_at":
             outs = [copy(ins[0])]
         elif len(el_op_in) == 1 and len(el_op_out) == 1 and _same(el_op_in[0], el_op_out[0]):
             outs = [copy(e) for e in ins]
         elif len(el_op_in) == 1 and len(el_op_out) == 1 and is_empty(el_op_out[0]):
-            if keepdims:
-                outs = [_keepdims(e) for e in ins]
-            else:
-                outs = [remove_brackets(e, keep_children=False) or List([]) for e in ins]
+            outs = [_keepdims(e) for e in ins] if keepdims else [remove_brackets(e, keep_children=False) or List([]) for e in ins]
         elif all(is_empty(c) for c in el_op_in + el_op_out):
             if len(ins) == 1:
                 outs = [copy(ins[0])]
@@ -113,17 +150,24 @@ def analyse(desc, op, keepdims=False):
                     if not any(_struct(ins[i]) == _struct(ins[j]) for j in uniq):
                         uniq.append(i)
                 if len(uniq) != 1:
-                    raise SemanticError(desc, "The output expression is missing in this operation. einx allows implicitly determining the "
-                                        "output expression in this operation according to the rule: If one of the input expressions contains "
-                                        "the axis names of all other input expressions (excluding 1s) and if this choice is unique, then this "
-                                        "expression is used as output expression. However, no unique input expression was found.\n%EXPR%")
+                    raise SemanticError(
+                        desc,
+                        "The output expression is missing in this operation. einx allows implicitly determining the "
+                        "output expression in this operation according to the rule: If one of the input expressions contains "
+                        "the axis names of all other input expressions (excluding 1s) and if this choice is unique, then this "
+                        "expression is used as output expression. However, no unique input expression was found.\n%EXPR%",
+                    )
                 outs = [copy(ins[uniq[0]])]
         elif len(el_op_in) == 1 and len(el_op_out) == 1:
             e = ins[0]
             nb = sum(isinstance(n, Brackets) for n in nodes(e))
             if nb != 1:
-                raise SemanticError(desc, "The output expression is missing in this operation. The output expression can only be determined "
-                                    "implicitly, if the input expression contains exactly one usage of brackets ([]).\n%EXPR%", _br_pos(e))
+                raise SemanticError(
+                    desc,
+                    "The output expression is missing in this operation. The output expression can only be determined "
+                    "implicitly, if the input expression contains exactly one usage of brackets ([]).\n%EXPR%",
+                    _br_pos(e),
+                )
             outs = [_replace_brackets(e)]
         else:
             raise no_output
@@ -134,23 +178,33 @@ def analyse(desc, op, keepdims=False):
     # Bracket usage must match the elementary operation
     el_out = [el_part(e) for e in outs]
     for kind, ops_, subs, exprs in (("input", el_op_in, el_in, ins), ("output", el_op_out, el_out, outs)):
-        for i, (o, s, e) in enumerate(zip(ops_, subs, exprs)):
+        for i, (o, s, e) in enumerate(zip(ops_, subs, exprs, strict=False)):
             if is_empty(o) and not is_empty(s):
-                raise SemanticError(desc, f"Brackets ([]) are not allowed in the {_ord(i)} {kind} expression of this operation.\n%EXPR%",
-                                    _br_pos(e))
+                raise SemanticError(
+                    desc,
+                    f"Brackets ([]) are not allowed in the {_ord(i)} {kind} expression of this operation.\n%EXPR%",
+                    _br_pos(e),
+                )
             if not is_empty(o) and is_empty(s):
-                raise SemanticError(desc, f"The {_ord(i)} {kind} expression of this operation requires brackets, but no brackets were "
-                                    "found.\n%EXPR%", list(range(*e.pos)) if e.pos[0] >= 0 else [])
+                raise SemanticError(
+                    desc,
+                    f"The {_ord(i)} {kind} expression of this operation requires brackets, but no brackets were found.\n%EXPR%",
+                    list(range(*e.pos)) if e.pos[0] >= 0 else [],
+                )
 
     if fam in ("reduce", "dot") and not any(has_brackets(e) for e in ins):
         for e in ins:
             ns = _names(e)
             dup = sorted({n for n in ns if ns.count(n) > 1})
             if dup:
-                raise SemanticError(desc, "If no axes are marked with brackets in this operation, brackets are placed automatically around all "
-                                    "axes that do not appear in the output expression. Since this mode is used here, no axis name may appear "
-                                    "more than once in the same input tensor (to avoid confusion with diagonal extraction). However, the "
-                                    f"following axis names are used more than once: {', '.join(dup)}.\n%EXPR%", _names_pos([e], dup))
+                raise SemanticError(
+                    desc,
+                    "If no axes are marked with brackets in this operation, brackets are placed automatically around all "
+                    "axes that do not appear in the output expression. Since this mode is used here, no axis name may appear "
+                    "more than once in the same input tensor (to avoid confusion with diagonal extraction). However, the "
+                    f"following axis names are used more than once: {', '.join(dup)}.\n%EXPR%",
+                    _names_pos([e], dup),
+                )
         out_names = set(_names(outs[0]))
         ins = [_mark(e, out_names) for e in ins]
 
@@ -159,24 +213,39 @@ def analyse(desc, op, keepdims=False):
             ns = [a.name for a in axes(part) if id(a) not in {id(b) for b in bracket_axes(part)}]
             dup = {n for n in ns if ns.count(n) > 1}
             if dup:
-                raise SemanticError(desc, "The output expression must not contain multiple vectorized axes with the same name (after "
-                                    "splitting concatenated axes).\n%EXPR%", _names_pos([e], dup))
+                raise SemanticError(
+                    desc,
+                    "The output expression must not contain multiple vectorized axes with the same name (after "
+                    "splitting concatenated axes).\n%EXPR%",
+                    _names_pos([e], dup),
+                )
     if fam == "dot":
         for e in ins + outs:
             ns = _names(e, marked=True)
             dup = {n for n in ns if ns.count(n) > 1}
             if dup:
-                raise SemanticError(desc, "The expression must not contain multiple axes with the same name in brackets ([]).\n%EXPR%",
-                                    _names_pos([e], dup))
+                raise SemanticError(
+                    desc,
+                    "The expression must not contain multiple axes with the same name in brackets ([]).\n%EXPR%",
+                    _names_pos([e], dup),
+                )
     if op == "roll" and "shift" in {a.name for e in ins + outs for a in axes(e)}:
-        raise SemanticError(desc, "The following axis names may not be used in the expression, since they are keyword arguments of the "
-                            "elementary operation: shift.\n%EXPR%", _names_pos(ins + outs, {"shift"}))
+        raise SemanticError(
+            desc,
+            "The following axis names may not be used in the expression, since they are keyword arguments of the "
+            "elementary operation: shift.\n%EXPR%",
+            _names_pos(ins + outs, {"shift"}),
+        )
     if fam in ("update_at", "preserve"):
-        for i, o in zip(ins, outs):
+        for i, o in zip(ins, outs, strict=False):
             a, b = _names(i, marked=True), _names(o, marked=True)
             if a != b:
-                raise SemanticError(desc, "All axes marked with brackets must appear in the same order in the inputs and outputs of this "
-                                    "operation.\n%EXPR%", _names_pos(ins + outs, set(a) | set(b)))
+                raise SemanticError(
+                    desc,
+                    "All axes marked with brackets must appear in the same order in the inputs and outputs of this "
+                    "operation.\n%EXPR%",
+                    _names_pos(ins + outs, set(a) | set(b)),
+                )
     return ins, outs
 
 

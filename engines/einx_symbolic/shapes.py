@@ -11,6 +11,7 @@ are read), whose size expressions and checks are then evaluated with the concret
 and constraints (``engines.sizes``). Solutions are cached per signature (description,
 which tensors are known and their ranks, constraint kinds).
 """
+
 import functools
 import math
 import warnings
@@ -29,7 +30,7 @@ from .solve import dim_code, failer, isolve, param_code, ssolve
 from .solve import solve as _solve_sizes
 from .tree import ANON, Axis, Concat, Flat, nodes
 
-__all__ = ["solve_shapes", "solve_axes", "solve", "matches", "check"]
+__all__ = ["check", "matches", "solve", "solve_axes", "solve_shapes"]
 
 
 def _shape(t):
@@ -38,7 +39,7 @@ def _shape(t):
         return None
     try:
         return tuple(int(x) for x in t.shape)
-    except Exception:  # noqa: BLE001 - anything without an integral shape is judged by its type below
+    except Exception:
         pass
     if isinstance(t, SCALARS):
         return ()
@@ -64,8 +65,11 @@ class _Sig:
 def _parsed(desc, n):
     """The expressions of ``desc``, which must not hold ``->`` and must be ``n`` (einx's errors, in its order)."""
     if "->" in desc:
-        raise SyntaxError(desc, "The expression must not contain a '->' operator.\n%EXPR%",
-                          [i for i in range(len(desc)) if desc.startswith("->", i) or desc.startswith("->", i - 1)])
+        raise SyntaxError(
+            desc,
+            "The expression must not contain a '->' operator.\n%EXPR%",
+            [i for i in range(len(desc)) if desc.startswith("->", i) or desc.startswith("->", i - 1)],
+        )
     ins, _ = parse(desc)
     if len(ins) != n:
         raise ValueError(f"The number of input expressions (found {len(ins)}) must match the number of input tensors (found {n})")
@@ -80,10 +84,14 @@ def _solution(desc, ranks, params, cse):
     params = {k: v for k, v in params if k in used}
     trees, reps = expand(desc, ins, list(ranks), params)
     if cse:
-        fixed = {a.name for t in trees for a in nodes(t) if isinstance(a, Axis) and a.value is None and a.name.split(".")[0] in params}
+        fixed = {
+            a.name for t in trees for a in nodes(t) if isinstance(a, Axis) and a.value is None and a.name.split(".")[0] in params
+        }
         trees = eliminate(trees, fixed, concat=True, in_brackets=False)
     exprs = [flatten(t) for t in trees]
-    sizes, checks = _solve_sizes(desc, [e if r is not None else None for e, r in zip(exprs, ranks)], exprs, params, (), reps)
+    sizes, checks = _solve_sizes(
+        desc, [e if r is not None else None for e, r in zip(exprs, ranks, strict=False)], exprs, params, (), reps
+    )
     return _Solution(desc, exprs, sizes, checks)
 
 
@@ -112,15 +120,16 @@ def _solve(description, tensors, parameters, cse):
             xs = [f"x{i}" for i in range(len(names))]
 
             def f(*x, _c=c, _xs=xs):
-                at = {**env, **dict(zip(_xs, x))}
+                at = {**env, **dict(zip(_xs, x, strict=False))}
                 return tuple(sz.evaluate(e[0], at) for e in _c.eqs)
+
             found = ssolve(f, tuple(sz.evaluate(e[1], env) for e in c.eqs), len(names))
             if found is None:
                 s.fail(k, 0, 0)
-            env.update(zip(names, found))
+            env.update(zip(names, found, strict=False))
             continue
         lhs, rhs = sz.evaluate(c.lhs, env), sz.evaluate(c.rhs, env)
-        if c.kind == "eq" and lhs != rhs or c.kind == "nonneg" and lhs < 0 or c.kind == "div" and (rhs == 0 or lhs % rhs):
+        if (c.kind == "eq" and lhs != rhs) or (c.kind == "nonneg" and lhs < 0) or (c.kind == "div" and (rhs == 0 or lhs % rhs)):
             s.fail(k, lhs, rhs)
     return s, {name: sz.evaluate(v, env) for name, v in s.sizes.items()}
 
@@ -165,8 +174,12 @@ def solve_axes(description, *tensors, **parameters):
             if a.value is not None or a.name.startswith(ANON):
                 continue
             if a.name.startswith("UnexpandedEllipsis("):
-                raise RankError(description, "Failed to uniquely determine the expansion of ellipses in the expression. "
-                                "Please provide more constraints.\n%EXPR%", list(range(*a.pos)))
+                raise RankError(
+                    description,
+                    "Failed to uniquely determine the expansion of ellipses in the expression. "
+                    "Please provide more constraints.\n%EXPR%",
+                    list(range(*a.pos)),
+                )
             name, _, rep = a.name.partition(".")
             if rep:
                 reps.setdefault(name, {})[int(rep)] = sizes[a.name]
@@ -192,12 +205,15 @@ def matches(description, *tensors, **parameters):
     try:
         solve_shapes(description, *tensors, **parameters)
         return True
-    except Exception:  # noqa: BLE001 - einx answers False for every failure
+    except Exception:
         return False
 
 
 def check(description, *tensors, **parameters):
     """Deprecated in einx (use ``id``): raises einx's error where the tensors do not match ``description``."""
-    warnings.warn("einx.check is deprecated and will be removed in a future release. Please call einx.id instead.", DeprecationWarning,
-                  stacklevel=2)
+    warnings.warn(
+        "einx.check is deprecated and will be removed in a future release. Please call einx.id instead.",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     _solve(description, tensors, parameters, cse=True)

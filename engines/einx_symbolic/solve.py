@@ -10,6 +10,7 @@ Sizes are expressions of :mod:`engines.sizes` over variables named like the
 locals of the generated code (``d0_1`` for ``t0.shape[1]``, ``p_b`` for the
 constraint ``b``), so ``sizes.source(e)`` is the code that computes ``e``.
 """
+
 import functools
 import math
 import re
@@ -26,6 +27,7 @@ from .tree import Axis, Concat, Flat, List
 @dataclass
 class Check:
     """A condition the equations impose on the sizes, checked at run time."""
+
     kind: str  # "eq" | "div" | "nonneg" | "one" | "root" | "system" | "raise" (always fails: ``what`` is the error)
     lhs: sz.Expr
     rhs: sz.Expr
@@ -48,25 +50,47 @@ def readable(src):
 def failer(r):
     """``_fail(k, lhs, rhs)``: raise the error of recipe ``r``'s ``checks[k]``, failed with sizes
     lhs, rhs (generated code and closures call it; the checks are read only on failure)."""
+
     def _fail(k, lhs, rhs, _r=r, _desc=r.sig.description):
         c = _r.checks[k]
         if c.kind == "raise":  # an error einx raises once the sizes are solved (``c.what``)
             raise c.what.with_traceback(None)
         if c.kind == "system":
-            raise AxisSizeError(_desc, "Failed to determine the size of all axes in the expression under the given constraints: "
-                                f"the equations {c.where} have no unique solution in sizes >= 0.\n%EXPR%", c.pos)
+            raise AxisSizeError(
+                _desc,
+                "Failed to determine the size of all axes in the expression under the given constraints: "
+                f"the equations {c.where} have no unique solution in sizes >= 0.\n%EXPR%",
+                c.pos,
+            )
         if c.kind == "one":
-            raise SemanticError(_desc, f"The input axes {{{c.what!r}}} must appear in the output expression (its size is {lhs}, "
-                                "only axes of size 1 may be dropped).\n%EXPR%", c.pos)
+            raise SemanticError(
+                _desc,
+                f"The input axes {{{c.what!r}}} must appear in the output expression (its size is {lhs}, "
+                "only axes of size 1 may be dropped).\n%EXPR%",
+                c.pos,
+            )
         if c.kind == "div":
-            raise AxisSizeError(_desc, f"Failed to determine the size of all axes in the expression under the given constraints: "
-                                f"{c.what} = {readable(c.where)} = {lhs} is not divisible by {readable(sz.source(c.rhs))} = {rhs}."
-                                "\n%EXPR%", c.pos)
+            raise AxisSizeError(
+                _desc,
+                f"Failed to determine the size of all axes in the expression under the given constraints: "
+                f"{c.what} = {readable(c.where)} = {lhs} is not divisible by {readable(sz.source(c.rhs))} = {rhs}."
+                "\n%EXPR%",
+                c.pos,
+            )
         if c.kind == "nonneg":
-            raise AxisSizeError(_desc, f"Failed to determine the size of all axes in the expression under the given constraints: "
-                                f"axis {c.what} = {readable(c.where)} = {lhs} would be negative.\n%EXPR%", c.pos)
-        raise AxisSizeError(_desc, f"Failed to determine the size of all axes in the expression under the given constraints: "
-                            f"{c.what} = {readable(sz.source(c.lhs))} = {lhs}, but {readable(c.where)} = {rhs}.\n%EXPR%", c.pos)
+            raise AxisSizeError(
+                _desc,
+                f"Failed to determine the size of all axes in the expression under the given constraints: "
+                f"axis {c.what} = {readable(c.where)} = {lhs} would be negative.\n%EXPR%",
+                c.pos,
+            )
+        raise AxisSizeError(
+            _desc,
+            f"Failed to determine the size of all axes in the expression under the given constraints: "
+            f"{c.what} = {readable(sz.source(c.lhs))} = {lhs}, but {readable(c.where)} = {rhs}.\n%EXPR%",
+            c.pos,
+        )
+
     return _fail
 
 
@@ -107,8 +131,10 @@ def ssolve(f, values, n):
         if k == n - 1:
             lo, hi = 0, top + 2
             for j in range(m):
+
                 def g(x, j=j):
                     return f(*prefix, x)[j]
+
                 lo, hi = max(lo, first(g, values[j])), min(hi, first(g, values[j] + 1))
             found.extend(tuple(prefix) + (x,) for x in range(lo, min(hi, lo + 2)))
             return
@@ -119,6 +145,7 @@ def ssolve(f, values, n):
             walk(prefix + [x])
             if len(found) > 1:
                 return
+
     walk([])
     return found[0] if len(found) == 1 else None
 
@@ -202,7 +229,9 @@ class _Solver:
             rest = sum((self.size(c) for c in kids if c is not u), start=sz.const(0))
             sub = value - rest
             if rest != 0:
-                self.checks.append(Check("nonneg", sub, sz.const(0), str_dim(u), f"{where} - {sz.source(rest, atomic=True)}", pos))
+                self.checks.append(
+                    Check("nonneg", sub, sz.const(0), str_dim(u), f"{where} - {sz.source(rest, atomic=True)}", pos)
+                )
         else:
             rest = math.prod((self.size(c) for c in kids if c is not u), start=sz.const(1))
             # a constant 0 divisor: the "div" check always fails at run time, before the quotient is used
@@ -210,7 +239,6 @@ class _Solver:
             if rest != 1:
                 self.checks.append(Check("div", value, rest, str_dim(d), where, pos))
         return self.equate(u, sub, where, pos)
-
 
     def equate_linear(self, d, kids, unknown, value, where, pos):
         """``(c + c)``, ``(c + (2 c))``: one unknown axis in several operands of a concatenation."""
@@ -239,7 +267,7 @@ class _Solver:
         names = {a.name for a in self.unknown_leaves(d)}
         if len(names) != 1:
             return False
-        name, = names
+        (name,) = names
         self.sizes[name] = size_var("x")
         f = self.size(d)
         safe = re.sub(r"\W", "_", name)  # an ellipsis repetition "s.0": q0_s_0
@@ -247,7 +275,6 @@ class _Solver:
         self.sizes[name] = q
         self.checks.append(Check("root", f, value, sz.source(q), where, pos))
         return self.equate(d, value, where, pos)
-
 
     def linear(self, d):
         """``(coefficients, rest)`` with ``size(d) == sum(c * name) + rest`` over the unknown names, integer
@@ -276,8 +303,11 @@ class _Solver:
     def undetermined(self, names, pos):
         """einx's error for a system of equations in ``names`` that has no unique solution for any input shape."""
         shown = [n.replace("_anonymous_ellipsis_axis", "...") for n in names]
-        return AxisSizeError(self.desc, f"Failed to uniquely determine the size of the axes {', '.join(shown)}. "
-                             "Please provide more constraints.\n%EXPR%", pos)
+        return AxisSizeError(
+            self.desc,
+            f"Failed to uniquely determine the size of the axes {', '.join(shown)}. Please provide more constraints.\n%EXPR%",
+            pos,
+        )
 
     def equate_system(self, pending, exprs_all):
         """``(a + b) (a + (2 b))``, ``(1 + (a d)) (d + a)``: as many equations (``pending``, none of them with one
@@ -296,10 +326,10 @@ class _Solver:
             sol = _eliminate([[Fraction(r[0].get(n, 0)) for n in stuck] for r in rows])
             if sol is None:  # a singular system: no unique solution for any input shape (sympy: free symbols or none)
                 raise self.undetermined(stuck, pos)
-            rhs = [p[1] - r[1] for p, r in zip(pending, rows)]
-            for n, w in zip(stuck, sol):
+            rhs = [p[1] - r[1] for p, r in zip(pending, rows, strict=False)]
+            for n, w in zip(stuck, sol, strict=False):
                 den = math.lcm(*(x.denominator for x in w))
-                num = sum((sz.const(int(x * den)) * b for x, b in zip(w, rhs) if x), start=sz.const(0))
+                num = sum((sz.const(int(x * den)) * b for x, b in zip(w, rhs, strict=False) if x), start=sz.const(0))
                 if not sz.evident_nonneg(num):
                     self.checks.append(Check("nonneg", num, sz.const(0), n, sz.source(num), pos))
                 if den != 1:
@@ -307,7 +337,7 @@ class _Solver:
                 self.sizes[n] = num // den if den != 1 else num
             return True
         xs = [size_var(f"x{i}") for i in range(len(stuck))]
-        self.sizes.update(zip(stuck, xs))
+        self.sizes.update(zip(stuck, xs, strict=False))
         eqs = tuple((self.size(p[0]), p[1]) for p in pending)
         if len({sz.source(f) for f, _ in eqs}) < len(stuck):
             # equations with one left side coincide or contradict each other for every input shape: fewer than the
@@ -315,7 +345,7 @@ class _Solver:
             raise self.undetermined(stuck, pos)
         k = sum(c.kind in ("root", "system") for c in self.checks)
         qs = [size_var(f"q{k}_{safe}") for safe in (re.sub(r"\W", "_", n) for n in stuck)]
-        self.sizes.update(zip(stuck, qs))
+        self.sizes.update(zip(stuck, qs, strict=False))
         self.checks.append(Check("system", sz.const(0), sz.const(0), ", ".join(map(sz.source, qs)), where, pos, eqs))
         return True
 
@@ -335,7 +365,7 @@ def _eliminate(a):
         rows[r] = [x / rows[r][col] for x in rows[r]]
         for i in range(m):
             if i != r and rows[i][col] != 0:
-                rows[i] = [x - rows[i][col] * y for x, y in zip(rows[i], rows[r])]
+                rows[i] = [x - rows[i][col] * y for x, y in zip(rows[i], rows[r], strict=False)]
         piv.append(col)
     return [rows[i][n:] for i in range(n)]
 
@@ -399,8 +429,11 @@ def solve(desc, exprs_in, exprs_all, params, extra=(), reps=None):
         shown = [n.replace("_anonymous_ellipsis_axis", "...") for n in unknown]
         pos = [p for e in exprs_all for a in _all_axes(e) if a.name in unknown for p in range(*a.pos)]
         word = "axes" if len(unknown) > 1 else "axis"
-        raise AxisSizeError(desc, f"Failed to uniquely determine the size of the {word} {', '.join(shown)}. "
-                            "Please provide more constraints.\n%EXPR%", pos)
+        raise AxisSizeError(
+            desc,
+            f"Failed to uniquely determine the size of the {word} {', '.join(shown)}. Please provide more constraints.\n%EXPR%",
+            pos,
+        )
     for e in exprs_all:  # unnamed axes ("1" in "a b -> a 1 b") have their size in the description
         for a in _all_axes(e):
             if a.value is not None:
@@ -410,4 +443,5 @@ def solve(desc, exprs_in, exprs_all, params, extra=(), reps=None):
 
 def _all_axes(e):
     from .expand import leaves
+
     return leaves(e)

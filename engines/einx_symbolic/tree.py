@@ -5,6 +5,7 @@ Node kinds: ``Axis`` (named or unnamed/numeric), ``List`` (juxtaposition),
 (``[...]``) and ``Ell`` (ellipsis).  ``pos`` is the (begin, end) character
 range in the description, used to mark errors.
 """
+
 from dataclasses import dataclass, field
 
 ANON = "_anonymous_ellipsis_axis"

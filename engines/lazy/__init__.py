@@ -18,12 +18,12 @@ passes -> runtime (with misses: why a key missed; hooks: what ``tracing()``
 swaps into torch). ``bench`` (``python -m benchmarks.scripts.lazy``) measures a step.
 """
 
+from engines.sizes import Expr
+
 from . import ops  # noqa: F401  (fills the op tables)
 from .ir import IRError, dump, verify
 from .ops import ShapeError
 from .runtime import BoundError, Guard, LazyContext, LazyFunction, jit, tracing
-from engines.sizes import Expr
-
 from .symbolic import FinishedStep, SymBool, SymSize
 from .tensor import LazyTensor, Unsupported
 
@@ -54,7 +54,24 @@ def ir_dump(*tensors: LazyTensor) -> str:
 
 
 __all__ = [
-    "BoundError", "Expr", "FinishedStep", "Guard", "IRError", "LazyContext", "LazyFunction", "LazyTensor", "ShapeError",
-    "SymBool", "SymSize", "Unsupported", "default_context", "dump", "ir_dump", "jit", "sync", "tensor",
-    "tracing", "verify",
+    "BoundError",
+    "Expr",
+    "FinishedStep",
+    "Guard",
+    "IRError",
+    "LazyContext",
+    "LazyFunction",
+    "LazyTensor",
+    "ShapeError",
+    "SymBool",
+    "SymSize",
+    "Unsupported",
+    "default_context",
+    "dump",
+    "ir_dump",
+    "jit",
+    "sync",
+    "tensor",
+    "tracing",
+    "verify",
 ]

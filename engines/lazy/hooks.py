@@ -144,7 +144,7 @@ def _found() -> tuple:
 def _patch_set(found, targets) -> list:
     """``[(namespace dict, {name: replacement}, {name: what restores it})]`` for the functions ``found``."""
     by_ns: dict = {}
-    for f, (ns, name, make) in zip(found, targets):
+    for f, (ns, name, make) in zip(found, targets, strict=False):
         new, old = by_ns.setdefault(id(ns), (ns, {}, {}))[1:]
         old[name] = f
         if getattr(f, "lazy_tracing", False):  # already inside tracing()

@@ -29,7 +29,7 @@ class IRError(AssertionError):
 
 
 class Node:
-    __slots__ = ("uid", "op", "args", "kwargs", "shape", "dtype", "data", "pos", "__weakref__")
+    __slots__ = ("__weakref__", "args", "data", "dtype", "kwargs", "op", "pos", "shape", "uid")
 
     def __init__(self, op, args=(), kwargs=None, shape=(), dtype=None, data=None):
         self.uid = next(_uids)

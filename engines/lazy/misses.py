@@ -62,16 +62,20 @@ def _diff(new: dict, old: dict) -> list:
     if len(ni) != len(oi):
         out.append(f"{len(ni)} inputs (cached: {len(oi)})")
     else:
-        changed = [i for i, (a, b) in enumerate(zip(ni, oi)) if a != b]
+        changed = [i for i, (a, b) in enumerate(zip(ni, oi, strict=False)) if a != b]
         if changed:
-            out.append("input shapes " + ", ".join(f"{i}: {_fmt_input(ni[i])}" for i in changed)
-                      + " (cached: " + ", ".join(_fmt_input(oi[i]) for i in changed) + ")")
+            out.append(
+                "input shapes "
+                + ", ".join(f"{i}: {_fmt_input(ni[i])}" for i in changed)
+                + " (cached: "
+                + ", ".join(_fmt_input(oi[i]) for i in changed)
+                + ")"
+            )
     no, oo = new["ops"], old["ops"]
     if no != oo:
-        first = next((i for i, (a, b) in enumerate(zip(no, oo)) if a != b), min(len(no), len(oo)))
+        first = next((i for i, (a, b) in enumerate(zip(no, oo, strict=False)) if a != b), min(len(no), len(oo)))
         if first < len(no) and first < len(oo) and no[first][0] == oo[first][0]:
-            out.append(f"arguments of op {first} {no[first][0]}{_fmt_op_args(no[first])} "
-                       f"(cached: {_fmt_op_args(oo[first])})")
+            out.append(f"arguments of op {first} {no[first][0]}{_fmt_op_args(no[first])} (cached: {_fmt_op_args(oo[first])})")
         else:
             what = f"op {first} is {no[first][0]}" if first < len(no) else f"{len(no)} ops"
             was = f"{oo[first][0]}" if first < len(oo) else f"{len(oo)} ops"
@@ -81,8 +85,13 @@ def _diff(new: dict, old: dict) -> list:
     added = [g for g in new["guards"] if g not in old["guards"]]
     dropped = [g for g in old["guards"] if g not in new["guards"]]
     if added or dropped:
-        out.append("guards " + ("; ".join(added) if added else "(none)")
-                   + " (cached: " + ("; ".join(dropped) if dropped else "none") + ")")
+        out.append(
+            "guards "
+            + ("; ".join(added) if added else "(none)")
+            + " (cached: "
+            + ("; ".join(dropped) if dropped else "none")
+            + ")"
+        )
     return out
 
 

@@ -25,8 +25,15 @@ from .ir import SIZE, Graph, IRError, Node, dump, remap, verify, walk
 from .ops import LOWER
 from .symbolic import names_of, var_of
 
-SIZE_LOWER = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
-              "floordiv": operator.floordiv, "mod": operator.mod, "max": torch.sym_max, "min": torch.sym_min}
+SIZE_LOWER = {
+    "add": operator.add,
+    "sub": operator.sub,
+    "mul": operator.mul,
+    "floordiv": operator.floordiv,
+    "mod": operator.mod,
+    "max": torch.sym_max,
+    "min": torch.sym_min,
+}
 _REPR = (torch.dtype, float)  # keyed by repr (a module attribute lookup on torch is slow)
 PIPELINE = ("canonicalise", "materialise_sizes", "lower_fx", "codegen")
 
@@ -43,8 +50,7 @@ def _deps(n: Node, table) -> list:
         for name in names_of(e):
             v = table.get(name)
             if v is None or v.src is None:
-                raise IRError(f"size {name if v is None else v.name} belongs to a finished step "
-                              f"(its input is released)")
+                raise IRError(f"size {name if v is None else v.name} belongs to a finished step (its input is released)")
             out.append(v.src[0])
     return out
 

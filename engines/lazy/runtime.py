@@ -27,7 +27,6 @@ from .steplog import StepLog, Unlogged
 from .symbolic import _CONSTS, _NAMES, SizeVars, Var, check_dim_name, compare, const, hint, rename, shapes_fn
 from .tensor import LazyTensor
 
-
 _TENSOR = torch.Tensor
 
 
@@ -91,8 +90,10 @@ class Guard:
     def fmt(self, fmt=None) -> str:
         """The guard as text, each side written by ``fmt`` (default: display names)."""
         if fmt is None:
+
             def fmt(e):
                 return rename(e, self.names)
+
         return f"{fmt(self.lhs)} {self.op} {fmt(self.rhs)} is {self.result} ({self.reason})"
 
     def __str__(self) -> str:
@@ -194,8 +195,7 @@ class LazyContext:
             name = dims[axis]
             bound = bounds.get(axis) if bounded else None
             if bound is not None and size > bound:
-                raise BoundError(f"dim {name or axis} of input is {size}, past the bound {bound} "
-                                 f"this graph is compiled for")
+                raise BoundError(f"dim {name or axis} of input is {size}, past the bound {bound} this graph is compiled for")
             v = named.get(name) if name else None
             if v is None:
                 v = table.new(node, axis, size, name, bound, canon[axis] if canon is not None else None)
@@ -228,14 +228,14 @@ class LazyContext:
         pk = (pos, ndim, True if dims is True else id(dims))
         hit = _LEAF_PLANS.get(pk)
         if hit is not None and (dims is True or hit[0] == dims):  # (by id, then equal: a dict changed in place
-            plan = hit[1]                                           # or another at that id makes a new plan)
+            plan = hit[1]  # or another at that id makes a new plan)
         else:
             plan = _leaf_plan(pos, ndim, dims, pk)
         dtype = t.dtype
         node = Node("input", data=t, dtype=dtype)
         named, vars_, hints, lcanon = self._named, self.vars.vars, self.vars.hints, log.canon
         shape, sig = [], []
-        for spec, size in zip(plan, shape_):
+        for spec, size in zip(plan, shape_, strict=False):
             if spec is None:  # a constant axis
                 e = _CONSTS.get(size)
                 shape.append(e if e is not None else const(size))
@@ -337,7 +337,7 @@ class LazyContext:
             if lk is not None:
                 last = self._last_hit
                 if last is not None and last[0] == lk:  # the step before's key: equal (shared parts: cheap
-                    hit = last[1]                     # to compare), not hashed
+                    hit = last[1]  # to compare), not hashed
                 else:
                     hit = self.fast.get(lk)
                     if hit is not None:
@@ -373,8 +373,7 @@ class LazyContext:
             try:
                 # the step's variables are named canonically (p<leaf>_<axis>), so every step with this
                 # key predicts its outputs' shapes by the same size expressions: compiled once
-                self.fast[lk] = (entry, tuple([log.pos(n) for n in g.inputs]),
-                                 shapes_fn([n.shape for n in g.outputs]))
+                self.fast[lk] = (entry, tuple([log.pos(n) for n in g.inputs]), shapes_fn([n.shape for n in g.outputs]))
             except Unlogged:
                 pass
         self._run(entry, [n.data for n in g.inputs], g.outputs)
@@ -391,11 +390,15 @@ class LazyContext:
                 predicted = shapes(hints)
             except (KeyError, ZeroDivisionError):  # the per-dim check below names the size at fault
                 predicted = None
-        for i, (node, out) in enumerate(zip(outputs, outs)):
-            if check and (out.dtype != node.dtype or out.shape != (
-                    predicted[i] if predicted is not None else tuple([hint(e, hints) for e in node.shape]))):
-                raise IRError(f"shape rule for {node.op} predicted {node.dtype}{list(node.hints(hints))}, "
-                              f"ran to {out.dtype}{list(out.shape)}\n{entry.ir}")
+        for i, (node, out) in enumerate(zip(outputs, outs, strict=False)):
+            if check and (
+                out.dtype != node.dtype
+                or out.shape != (predicted[i] if predicted is not None else tuple([hint(e, hints) for e in node.shape]))
+            ):
+                raise IRError(
+                    f"shape rule for {node.op} predicted {node.dtype}{list(node.hints(hints))}, "
+                    f"ran to {out.dtype}{list(out.shape)}\n{entry.ir}"
+                )
             node.op, node.args, node.kwargs, node.data = "input", (), NO_KWARGS, out
 
     def dump(self, *tensors) -> str:

@@ -20,7 +20,6 @@ from engines.sizes import Expr
 
 from .ir import Node, _atom_structure
 
-
 _PLAIN = frozenset({int, bool, str, type(None)})
 _EXPR_SIGS: dict = {}  # a one-variable Expr -> (its variable's canonical name, the name, its signature, ("e", it))
 _DTYPE = torch.dtype
@@ -41,7 +40,7 @@ class StepLog:
     """The log of one step: ``entries`` (hashable), ``nodes`` (by position),
     ``canon`` (size variable -> canonical name)."""
 
-    __slots__ = ("entries", "nodes", "canon")
+    __slots__ = ("canon", "entries", "nodes")
 
     def __init__(self):
         self.entries: list = []

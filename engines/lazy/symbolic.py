@@ -30,7 +30,7 @@ class Var:
     """A dynamic input dim; ``expr`` is it as a size (the variable ``sym``,
     an identifier by construction: ``d<uid>_<axis>``)."""
 
-    __slots__ = ("sym", "name", "hint", "src", "bound", "expr")
+    __slots__ = ("bound", "expr", "hint", "name", "src", "sym")
 
     def __init__(self, sym: str, name: str, hint: int, src, bound: int | None = None):
         self.sym, self.name, self.hint, self.src, self.bound = sym, name, hint, src, bound
@@ -70,15 +70,14 @@ class SizeVars:
     variables until it starts a step (``LazyContext.new_step``).
     """
 
-    __slots__ = ("vars", "hints", "step")
+    __slots__ = ("hints", "step", "vars")
 
     def __init__(self):
         self.vars: dict = {}
         self.hints: dict = {}
         self.step = 0  # bumped by clear(): a SymSize of an earlier step is refused (see SymSize.live)
 
-    def new(self, leaf, axis: int, hint: int, name: str | None = None, bound: int | None = None,
-            sym: str | None = None) -> Var:
+    def new(self, leaf, axis: int, hint: int, name: str | None = None, bound: int | None = None, sym: str | None = None) -> Var:
         """A variable read from ``leaf``'s ``axis``. ``sym``: its algebra name
         (default ``d<leaf uid>_<axis>``, unique in the process); a jit step names
         its variables by position (``p<leaf position>_<axis>``), the same names
@@ -185,7 +184,7 @@ def shapes_fn(shapes):
 
 def _env_lambda(src: str):
     """``lambda env: <src>``, ``src`` the text of our own size algebra (:func:`engines.sizes.source`)."""
-    return eval(f"lambda env: {src}", {"max": max, "min": min})  # noqa: S307
+    return eval(f"lambda env: {src}", {"max": max, "min": min})
 
 
 def rename(e: Expr, pairs) -> str:
@@ -254,8 +253,12 @@ def is_size(x) -> bool:
 
 
 _CMP = {
-    "==": operator.eq, "!=": operator.ne, "<": operator.lt,
-    "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
 }
 
 
@@ -270,7 +273,7 @@ def compare(lhs: Expr, op: str, rhs: Expr, hints) -> bool:
 class SymBool:
     """A pending comparison of sizes; ``bool()`` specialises and records a guard."""
 
-    __slots__ = ("op", "lhs", "rhs", "ctx")
+    __slots__ = ("ctx", "lhs", "op", "rhs")
 
     def __init__(self, op, lhs: Expr, rhs: Expr, ctx):
         self.op, self.lhs, self.rhs, self.ctx = op, lhs, rhs, ctx
@@ -349,7 +352,7 @@ class SymSize:
     concrete value and record a guard.
     """
 
-    __slots__ = ("expr", "ctx", "step")
+    __slots__ = ("ctx", "expr", "step")
 
     def __init__(self, expr: Expr, ctx):
         self.expr, self.ctx, self.step = expr, ctx, ctx.vars.step

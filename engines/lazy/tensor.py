@@ -28,16 +28,29 @@ F_OPS: dict = {}  # torch.nn.functional name -> implementation (filled by .ops)
 
 # Python operator -> (op name in OPS, operands swapped); the reflected forms
 # serve ``2 - x`` and torch's ``Tensor.__rsub__`` met by ``__torch_function__``.
-_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "floordiv": "floor_divide",
-           "mod": "remainder", "pow": "pow", "matmul": "matmul", "and": "bitwise_and", "or": "bitwise_or",
-           "xor": "bitwise_xor"}
+_BINARY = {
+    "add": "add",
+    "sub": "sub",
+    "mul": "mul",
+    "truediv": "div",
+    "floordiv": "floor_divide",
+    "mod": "remainder",
+    "pow": "pow",
+    "matmul": "matmul",
+    "and": "bitwise_and",
+    "or": "bitwise_or",
+    "xor": "bitwise_xor",
+}
 OPERATORS = {
     **{f"__{d}__": (n, False) for d, n in _BINARY.items()},
     **{f"__r{d}__": (n, True) for d, n in _BINARY.items()},
     **{f"__{d}__": (d, False) for d in ("eq", "ne", "lt", "le", "gt", "ge")},
     **{f"__i{d}__": (n + "_", False) for d, n in _BINARY.items() if d in ("add", "sub", "mul", "truediv")},
-    "__neg__": ("neg", False), "__abs__": ("abs", False), "__invert__": ("bitwise_not", False),
-    "__getitem__": ("__getitem__", False), "__setitem__": ("__setitem__", False),
+    "__neg__": ("neg", False),
+    "__abs__": ("abs", False),
+    "__invert__": ("bitwise_not", False),
+    "__getitem__": ("__getitem__", False),
+    "__setitem__": ("__setitem__", False),
 }
 
 
@@ -57,7 +70,7 @@ class LazyTensor(torch.Tensor):
     methods, metadata and operators are this class's; anything else of ``torch.Tensor``
     reaches ``__torch_function__`` (and is refused when the registry lacks it)."""
 
-    __slots__ = ("node", "ctx")
+    __slots__ = ("ctx", "node")
 
     def __new__(cls, node: Node, ctx):
         self = _make_subclass(cls, _EMPTY)
@@ -129,17 +142,16 @@ class LazyTensor(torch.Tensor):
     is_sparse = is_sparse_csr = is_quantized = is_nested = is_meta = is_cuda = False
 
     # -- autograd: not traced ---------------------------------------------
-    def requires_grad_(self, requires_grad: bool = True) -> "LazyTensor":
+    def requires_grad_(self, requires_grad: bool = True) -> LazyTensor:
         if requires_grad:
-            raise Unsupported("lazy: autograd (requires_grad_) is not supported: the lazy path records "
-                              "forward ops only")
+            raise Unsupported("lazy: autograd (requires_grad_) is not supported: the lazy path records forward ops only")
         return self
 
     def backward(self, *args, **kwargs):
         raise Unsupported("lazy: autograd (backward) is not supported: the lazy path records forward ops only")
 
     # -- materialisation -----------------------------------------------
-    def sync(self) -> "LazyTensor":
+    def sync(self) -> LazyTensor:
         """Compile and run the pending graph of this tensor (if any)."""
         self.ctx.sync([self])
         return self
@@ -238,11 +250,14 @@ def _resolve(func) -> tuple:
 
 def _operator(op: str, swap: bool):
     if swap:
+
         def method(self, other):
             return OPS[op](other, self)
     else:
+
         def method(self, *args):
             return OPS[op](self, *args)
+
     return method
 
 

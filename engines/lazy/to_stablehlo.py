@@ -84,15 +84,18 @@ def export(g: Graph, gm: torch.fx.GraphModule, bounded: bool, minima: dict | Non
 
     shapes = dynamic_shapes(g, bounded, minima)
     # sizes 0 and 1 of the first inputs would specialise: export from a sample (see export_sample)
-    spec = [{ax: (d.__name__, d.min, d.max if isinstance(d.max, int) else None) for ax, d in (s or {}).items()}
-            for s in shapes]
+    spec = [{ax: (d.__name__, d.min, d.max if isinstance(d.max, int) else None) for ax, d in (s or {}).items()} for s in shapes]
     args = tuple(export_sample([n.data for n in g.inputs], spec))
     try:
-        return export_oblivious_retry(lambda **options: torch.export.export(
-            Program(), args, dynamic_shapes=(shapes,) if any(shapes) else None, strict=False, **options))
+        return export_oblivious_retry(
+            lambda **options: torch.export.export(
+                Program(), args, dynamic_shapes=(shapes,) if any(shapes) else None, strict=False, **options
+            )
+        )
     except torch._dynamo.exc.UserError as e:  # a constraint violation: the program fixes a size
-        raise Unsupported(f"lazy_stablehlo: torch.export could not keep the graph's sizes symbolic: "
-                          f"{str(e).splitlines()[0]}") from e
+        raise Unsupported(
+            f"lazy_stablehlo: torch.export could not keep the graph's sizes symbolic: {str(e).splitlines()[0]}"
+        ) from e
 
 
 def executor(module, on_compile, mode):
@@ -141,8 +144,9 @@ class StablehloCompiler:
         stats["stablehlo"] += 1
         self.modules.append(text)
         if self.on_lowering is not None:
-            self.on_lowering(dt, f"torch.export + StableHLO lowering of lazy graph #{len(self.modules) - 1} "
-                                 f"at input shapes {shapes}")
+            self.on_lowering(
+                dt, f"torch.export + StableHLO lowering of lazy graph #{len(self.modules) - 1} at input shapes {shapes}"
+            )
         program = executor(module, self.on_xla, self.mode)
         run = _host_runner(program) if self.mode == "bounded" else _runner(program)
         return passes.Compiled(fx_entry.kernel, fx_entry.ir, text, run=run)
@@ -151,6 +155,7 @@ class StablehloCompiler:
 def _host_runner(program):
     """torch tensors in and out through NumPy (zero-copy views on CPU), for a program that
     pads on the host (the bounded executor)."""
+
     def run(*inputs):
         outs = program(*[t.detach().contiguous().numpy() for t in inputs])
         return [torch.from_numpy(np.require(o, requirements="W")) for o in outs]  # a read-only result is copied

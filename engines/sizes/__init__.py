@@ -19,16 +19,57 @@ Imports nothing heavy: sympy only inside :func:`from_sympy`, torch only when
 an :class:`FxOps` is built.
 """
 
-from .emit import (INT, ExprOps, FxOps, IntOps, NodeOps, Ops, SourceOps, Src, StableHLOOps, evaluate, source,
-                   substitute)
-from .expr import (KINDS, Atom, Expr, SizeError, SizeZeroDivisionError, UndecidedError, as_expr, const, floordiv,
-                   mod, smax, smin, var)
+from .emit import INT, ExprOps, FxOps, IntOps, NodeOps, Ops, SourceOps, Src, StableHLOOps, evaluate, source, substitute
+from .expr import (
+    KINDS,
+    Atom,
+    Expr,
+    SizeError,
+    SizeZeroDivisionError,
+    UndecidedError,
+    as_expr,
+    const,
+    floordiv,
+    mod,
+    smax,
+    smin,
+    var,
+)
 from .facts import bounds, compare, evident_divisible, evident_nonneg, evident_positive
 from .parse import from_sympy, missing, parse
 
 __all__ = [
-    "Atom", "Expr", "ExprOps", "FxOps", "INT", "IntOps", "KINDS", "NodeOps", "Ops", "SizeError",
-    "SizeZeroDivisionError", "SourceOps", "Src", "StableHLOOps", "UndecidedError", "as_expr", "bounds",
-    "compare", "const", "evaluate", "evident_divisible", "evident_nonneg", "evident_positive", "floordiv",
-    "from_sympy", "missing", "mod", "parse", "smax", "smin", "source", "substitute", "var",
+    "INT",
+    "KINDS",
+    "Atom",
+    "Expr",
+    "ExprOps",
+    "FxOps",
+    "IntOps",
+    "NodeOps",
+    "Ops",
+    "SizeError",
+    "SizeZeroDivisionError",
+    "SourceOps",
+    "Src",
+    "StableHLOOps",
+    "UndecidedError",
+    "as_expr",
+    "bounds",
+    "compare",
+    "const",
+    "evaluate",
+    "evident_divisible",
+    "evident_nonneg",
+    "evident_positive",
+    "floordiv",
+    "from_sympy",
+    "missing",
+    "mod",
+    "parse",
+    "smax",
+    "smin",
+    "source",
+    "substitute",
+    "var",
 ]

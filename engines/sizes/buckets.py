@@ -4,9 +4,10 @@
 The bucket of a size ``n`` is the next power of two ``>= n``, at least
 :data:`MIN_BUCKET`: sizes 1000..1024 share bucket 1024, 1025..2048 bucket 2048.
 """
+
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 MIN_BUCKET = 16
 
@@ -26,8 +27,9 @@ def bucket_key(sizes: Mapping[str, int], minimum: int = MIN_BUCKET) -> tuple:
     return tuple(sorted((name, bucket(int(n), minimum)) for name, n in sizes.items()))
 
 
-def new_buckets(shapes: Iterable[Mapping[str, int]], minimum: int = MIN_BUCKET,
-                key: Callable[[Mapping[str, int]], tuple] | None = None) -> list[int]:
+def new_buckets(
+    shapes: Iterable[Mapping[str, int]], minimum: int = MIN_BUCKET, key: Callable[[Mapping[str, int]], tuple] | None = None
+) -> list[int]:
     """Per shape, in order: 1 where its bucket (``key``, default
     :func:`bucket_key`) was not touched by an earlier shape."""
     seen, out = set(), []
@@ -44,8 +46,7 @@ def dummy_dims(case) -> frozenset[str]:
     return frozenset(inp.high for inp in case.inputs if inp.pad == "dummy")
 
 
-def padded_size(n: int, bound: int | None = None, room: int = 0, minimum: int = MIN_BUCKET,
-                own: tuple[int, ...] = ()) -> int:
+def padded_size(n: int, bound: int | None = None, room: int = 0, minimum: int = MIN_BUCKET, own: tuple[int, ...] = ()) -> int:
     """The size a host padder serves a dim of size ``n`` at: the bucket of
     ``n + room`` (``room`` 1 where a dummy index points past the real size) --
     the first of the case's ``own`` buckets that holds it, else its power of
@@ -62,5 +63,7 @@ def case_buckets(case, sizes: Mapping[str, int], minimum: int = MIN_BUCKET) -> d
     in ``bucketed`` mode (:func:`padded_size` with the dim's bound, room and
     the case's own ``buckets``)."""
     room, own = dummy_dims(case), getattr(case, "buckets", None) or {}
-    return {name: padded_size(int(n), case.dim(name).max, int(name in room), minimum, tuple(own.get(name, ())))
-            for name, n in sizes.items()}
+    return {
+        name: padded_size(int(n), case.dim(name).max, int(name in room), minimum, tuple(own.get(name, ())))
+        for name, n in sizes.items()
+    }

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import operator
 import re
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from .expr import Expr, SizeError, SizeZeroDivisionError, _atom, _make, _mono_key, as_expr, smax, smin
 from .expr import var as _var
@@ -109,10 +110,7 @@ class _Evaluator:
                 acc = v
                 continue
             t = self.term(m, abs(c))
-            if acc is None:
-                acc = ops.neg(t) if c < 0 else t
-            else:
-                acc = ops.sub(acc, t) if c < 0 else ops.add(acc, t)
+            acc = (ops.neg(t) if c < 0 else t) if acc is None else ops.sub(acc, t) if c < 0 else ops.add(acc, t)
             self._done(key, acc)
         return acc
 
@@ -152,7 +150,7 @@ class _Evaluator:
             f = ops.max if a.kind == "max" else ops.min
             acc = args[0]
             for i in range(1, len(args)):  # every partial max/min is cached too
-                k = key if i == len(args) - 1 else _atom(a.kind, a.args[:i + 1])
+                k = key if i == len(args) - 1 else _atom(a.kind, a.args[: i + 1])
                 v = self._get(k)
                 acc = self._done(k, f(acc, args[i])) if v is _NO else v
             return acc
@@ -161,8 +159,7 @@ class _Evaluator:
         except SizeError:
             raise
         except ZeroDivisionError:
-            raise SizeZeroDivisionError(
-                f"division by zero evaluating size {key}: the divisor {a.args[1]} is 0") from None
+            raise SizeZeroDivisionError(f"division by zero evaluating size {key}: the divisor {a.args[1]} is 0") from None
         return self._done(key, v)
 
 
@@ -195,8 +192,7 @@ def _int_atom(a, env) -> int:
     if a.kind in ("max", "min"):
         return max(args) if a.kind == "max" else min(args)
     if args[1] == 0:
-        raise SizeZeroDivisionError(
-            f"division by zero evaluating size {_make({((a, 1),): 1})}: the divisor {a.args[1]} is 0")
+        raise SizeZeroDivisionError(f"division by zero evaluating size {_make({((a, 1),): 1})}: the divisor {a.args[1]} is 0")
     return args[0] // args[1] if a.kind == "floordiv" else args[0] % args[1]
 
 
@@ -332,13 +328,26 @@ class NodeOps(Ops):
             self._made[k] = self.make(op, (a, b))
         return self._made[k]
 
-    def add(self, a, b): return self._bin("add", a, b)
-    def sub(self, a, b): return self._bin("sub", a, b)
-    def mul(self, a, b): return self._bin("mul", a, b)
-    def floordiv(self, a, b): return self._bin("floordiv", a, b)
-    def mod(self, a, b): return self._bin("mod", a, b)
-    def max(self, a, b): return self._bin("max", a, b)
-    def min(self, a, b): return self._bin("min", a, b)
+    def add(self, a, b):
+        return self._bin("add", a, b)
+
+    def sub(self, a, b):
+        return self._bin("sub", a, b)
+
+    def mul(self, a, b):
+        return self._bin("mul", a, b)
+
+    def floordiv(self, a, b):
+        return self._bin("floordiv", a, b)
+
+    def mod(self, a, b):
+        return self._bin("mod", a, b)
+
+    def max(self, a, b):
+        return self._bin("max", a, b)
+
+    def min(self, a, b):
+        return self._bin("min", a, b)
 
     def note(self, expr, value):
         if self._note is not None:
@@ -353,8 +362,7 @@ class FxOps(NodeOps):
     ``graph.call_function(torch.ops.aten.sym_size.int, (placeholder, axis))``."""
 
     def __init__(self, graph, targets: Mapping[str, Callable] | None = None):
-        t = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
-             "floordiv": operator.floordiv, "mod": operator.mod}
+        t = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "floordiv": operator.floordiv, "mod": operator.mod}
         if targets is None or not {"max", "min"} <= set(targets):
             import torch
 
@@ -390,14 +398,25 @@ class StableHLOOps(Ops):
             return self._op("get_dimension_size", value, attrs={"dimension": f"{axis} : i64"})
         return v
 
-    def add(self, a, b): return self._op("add", a, b)
-    def sub(self, a, b): return self._op("subtract", a, b)
+    def add(self, a, b):
+        return self._op("add", a, b)
+
+    def sub(self, a, b):
+        return self._op("subtract", a, b)
+
     # 0 - a, not negate: StableHLO's shape refinement folds subtract but has no
     # folder for negate, so a negated size left the refined module dynamic
-    def neg(self, a): return self._op("subtract", self.const(0), a)
-    def mul(self, a, b): return self._op("multiply", a, b)
-    def max(self, a, b): return self._op("maximum", a, b)
-    def min(self, a, b): return self._op("minimum", a, b)
+    def neg(self, a):
+        return self._op("subtract", self.const(0), a)
+
+    def mul(self, a, b):
+        return self._op("multiply", a, b)
+
+    def max(self, a, b):
+        return self._op("maximum", a, b)
+
+    def min(self, a, b):
+        return self._op("minimum", a, b)
 
     def _fix(self, r, b):
         """i1: the truncated remainder ``r`` is nonzero and its sign differs from ``b``'s."""

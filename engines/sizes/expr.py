@@ -66,7 +66,7 @@ class Atom:
     """A factor of a monomial: a variable (``kind == "var"``, ``name``) or an
     operation (``kind`` in :data:`KINDS`) over normal-form ``args``."""
 
-    __slots__ = ("kind", "name", "args", "key", "_hash")
+    __slots__ = ("_hash", "args", "key", "kind", "name")
     kind: str
     name: str | None
     args: tuple
@@ -105,7 +105,7 @@ class Expr:
     has the empty monomial.
     """
 
-    __slots__ = ("terms", "key", "_hash")
+    __slots__ = ("_hash", "key", "terms")
     terms: tuple
     key: tuple
     _hash: int
@@ -458,8 +458,7 @@ def _mod(n: Expr, d: Expr) -> Expr:
             return const(n.value % d.value)
         if d.is_const:
             inner = n.single_atom()
-            if (inner is not None and inner.kind == "mod" and inner.args[1].is_const
-                    and inner.args[1].value % d.value == 0):
+            if inner is not None and inner.kind == "mod" and inner.args[1].is_const and inner.args[1].value % d.value == 0:
                 return mod(inner.args[0], d)
     elif _exact_div(n, d) is not None:
         return ZERO
@@ -537,8 +536,7 @@ def _fmt_term(m, c: int) -> str:
     if not m:
         return str(mag)
     bare = c == 1 and len(m) == 1 and m[0][1] == 1
-    factors = [_fmt_atom(a) if bare or a.kind not in ("floordiv", "mod") else f"({_fmt_atom(a)})"
-               for a, p in m for _ in range(p)]
+    factors = [_fmt_atom(a) if bare or a.kind not in ("floordiv", "mod") else f"({_fmt_atom(a)})" for a, p in m for _ in range(p)]
     return "*".join(([str(mag)] if mag != 1 else []) + factors)
 
 

@@ -9,7 +9,7 @@ shows it; :func:`compare` answers ``True``/``False`` when the interval of
 from __future__ import annotations
 
 import math
-from typing import Mapping
+from collections.abc import Mapping
 
 from .expr import Expr, UndecidedError, _make, as_expr, mod
 from .parse import parse
@@ -131,8 +131,7 @@ def compare(a, op: str, b, ranges: Mapping[str, tuple] | None = None) -> bool:
     lo, hi = bounds(diff, ranges)
     r = _DECIDE[op](lo, hi)
     if r is None:
-        raise UndecidedError(f"cannot decide {a} {op} {b}: the difference {diff} "
-                             f"is only known to lie in [{lo}, {hi}]")
+        raise UndecidedError(f"cannot decide {a} {op} {b}: the difference {diff} is only known to lie in [{lo}, {hi}]")
     return r
 
 

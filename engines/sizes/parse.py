@@ -28,8 +28,7 @@ _BINOPS = {
 
 def missing(name: str, known) -> SizeError:
     """The error for a variable that has no value (names the known ones)."""
-    return SizeError(f"size variable {name!r} has no value in the environment "
-                     f"(known: {', '.join(sorted(known)) or 'none'})")
+    return SizeError(f"size variable {name!r} has no value in the environment (known: {', '.join(sorted(known)) or 'none'})")
 
 
 def parse(text: str | int, names=None) -> Expr:
@@ -67,8 +66,14 @@ def _parse(text: str, names: frozenset | None) -> Expr:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
             x = walk(node.operand)
             return -x if isinstance(node.op, ast.USub) else x
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("min", "max")
-                and node.args and not node.keywords and not any(isinstance(a, ast.Starred) for a in node.args)):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("min", "max")
+            and node.args
+            and not node.keywords
+            and not any(isinstance(a, ast.Starred) for a in node.args)
+        ):
             return (smin if node.func.id == "min" else smax)(*(walk(a) for a in node.args))
         raise SizeError(f"bad size expression {text!r}: {ast.unparse(node)!r} is not allowed (use {GRAMMAR})")
 

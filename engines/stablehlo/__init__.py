@@ -11,13 +11,49 @@ Backends hold a program per module instead (no per-call conversion):
     prog = XlaProgram(Module(text, "case (mode)"), on_compile=report)
     out = prog(*prog.convert([x, y]))                  # device arrays in and out
 """
-from .execution.executors import (BoundedXlaProgram, BucketedXlaProgram, ExecutionError, InterpreterCrashed, InterpreterExecutor,
-                        InterpreterLimitation, InterpreterProgram, InterpreterWorker, Module, PadderUnsupported,
-                        XlaExecutor, XlaProgram, compile_count, execute, interpreter_executor, xla_executor, xla_stats)
+
+from .execution.executors import (
+    BoundedXlaProgram,
+    BucketedXlaProgram,
+    ExecutionError,
+    InterpreterCrashed,
+    InterpreterExecutor,
+    InterpreterLimitation,
+    InterpreterProgram,
+    InterpreterWorker,
+    Module,
+    PadderUnsupported,
+    XlaExecutor,
+    XlaProgram,
+    compile_count,
+    execute,
+    interpreter_executor,
+    xla_executor,
+    xla_stats,
+)
 from .lowering.builder import LoweringError
 from .lowering.lower import covered_ops, lower, param_arrays
 
-__all__ = ["lower", "execute", "compile_count", "xla_stats", "LoweringError", "ExecutionError",
-           "InterpreterCrashed", "InterpreterLimitation", "covered_ops", "param_arrays", "XlaExecutor", "InterpreterExecutor",
-           "xla_executor", "interpreter_executor", "Module", "XlaProgram", "InterpreterProgram",
-           "InterpreterWorker", "BoundedXlaProgram", "BucketedXlaProgram", "PadderUnsupported"]
+__all__ = [
+    "BoundedXlaProgram",
+    "BucketedXlaProgram",
+    "ExecutionError",
+    "InterpreterCrashed",
+    "InterpreterExecutor",
+    "InterpreterLimitation",
+    "InterpreterProgram",
+    "InterpreterWorker",
+    "LoweringError",
+    "Module",
+    "PadderUnsupported",
+    "XlaExecutor",
+    "XlaProgram",
+    "compile_count",
+    "covered_ops",
+    "execute",
+    "interpreter_executor",
+    "lower",
+    "param_arrays",
+    "xla_executor",
+    "xla_stats",
+]

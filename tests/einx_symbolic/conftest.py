@@ -1,4 +1,5 @@
 """Shared helpers for the einx_symbolic differential tests."""
+
 import warnings
 
 import einx
@@ -22,9 +23,11 @@ def arr(lib, shape, kind="float", seed=0, ints=(0, 4)):
         x = rng.integers(*ints, shape).astype(np.int32 if kind == "int32" else np.int64)
     if lib == "torch":
         import torch
+
         return torch.from_numpy(np.ascontiguousarray(x))
     if lib == "jax":
         import jax.numpy as jnp
+
         return jnp.asarray(x)
     return x
 
@@ -39,28 +42,30 @@ def run(fn, *args, **kwargs):
     """('ok', value) or ('err', exception)."""
     try:
         return "ok", fn(*args, **kwargs)
-    except Exception as e:  # noqa: BLE001 - we compare the decision to raise
+    except Exception as e:
         return "err", e
 
 
 def compare(op, desc, *args, **kwargs):
     """Run einx and einx_symbolic on copies of ``args``; assert identical outcome."""
     import copy
+
     a1 = [copy.deepcopy(a) if hasattr(a, "copy") or hasattr(a, "clone") else a for a in args]
     a2 = [copy.deepcopy(a) if hasattr(a, "copy") or hasattr(a, "clone") else a for a in args]
     r1 = run(getattr(einx, op), desc, *a1, **kwargs)
     r2 = run(getattr(ex, op), desc, *a2, **kwargs)
     assert r1[0] == r2[0], f"{op}({desc!r}) einx: {r1} / ours: {r2}"
     if r1[0] == "err":
-        assert isinstance(r2[1], einx.errors.EinxError) or type(r2[1]) is type(r1[1]) or isinstance(r1[1], type(r2[1])), \
+        assert isinstance(r2[1], einx.errors.EinxError) or type(r2[1]) is type(r1[1]) or isinstance(r1[1], type(r2[1])), (
             f"{op}({desc!r}) einx raised {type(r1[1]).__name__}: {r1[1]}\nours raised {type(r2[1]).__name__}: {r2[1]}"
+        )
         return r1, r2
     v1, v2 = r1[1], r2[1]
     if isinstance(v1, tuple):
         assert isinstance(v2, tuple) and len(v1) == len(v2)
     else:
         v1, v2 = (v1,), (v2,)
-    for x, y in zip(v1, v2):
+    for x, y in zip(v1, v2, strict=False):
         assert type(x) is type(y), (op, desc, type(x), type(y))
         assert tuple(x.shape) == tuple(y.shape), (op, desc, x.shape, y.shape)
         assert x.dtype == y.dtype, (op, desc, x.dtype, y.dtype)

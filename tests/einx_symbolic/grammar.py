@@ -13,6 +13,7 @@ Ellipsis names (``ELL_NAMES``) repeat ``World.reps`` times (one count for all, t
 ``...`` too), each repetition with its own size. Nesting of ellipses deeper than one level
 (``(a...)...``) is never generated: it is the one documented exclusion.
 """
+
 import math
 from dataclasses import dataclass, field
 
@@ -26,6 +27,7 @@ ANON = "_anon"
 @dataclass
 class World:
     """The sizes every generated expression of one example is measured with."""
+
     sizes: dict  # name -> size; ellipsis names: "s.0", "s.1", ...
     reps: int  # repetitions of every ellipsis
     kw: dict = field(default_factory=dict)  # constraints passed to the call
@@ -126,13 +128,30 @@ def atom(draw, names, brackets=False, cat=False, ell=True, nums=True):
             parts[i] = ("br", [parts[i]])
         return ("comp", parts)
     if k == "cat":
-        return ("cat", [draw(st.one_of(leaf(names, False, nums), st.builds(lambda p: ("comp", p), st.lists(leaf(names, False, nums),
-                                                                                                           min_size=1, max_size=2))))
-                        for _ in range(2)])
+        return (
+            "cat",
+            [
+                draw(
+                    st.one_of(
+                        leaf(names, False, nums),
+                        st.builds(lambda p: ("comp", p), st.lists(leaf(names, False, nums), min_size=1, max_size=2)),
+                    )
+                )
+                for _ in range(2)
+            ],
+        )
     if k == "br":
         return ("br", draw(st.lists(leaf(names, ell, nums), min_size=1, max_size=2)))
-    inner = draw(st.sampled_from([("br", [("ax", "s")]), ("comp", [("ax", "s")]), ("comp", [("br", [("ax", "s")])]),
-                                  ("comp", [("ax", "s"), ("ax", "t")])]))
+    inner = draw(
+        st.sampled_from(
+            [
+                ("br", [("ax", "s")]),
+                ("comp", [("ax", "s")]),
+                ("comp", [("br", [("ax", "s")])]),
+                ("comp", [("ax", "s"), ("ax", "t")]),
+            ]
+        )
+    )
     return ("ell", inner)
 
 
@@ -149,8 +168,17 @@ def system(draw, names):
     (einx solves them with sympy): concatenations of ``u``, ``v``, ``(k u)``, ``(u v)`` (linear, or not) and the
     composition ``(u v)``, e.g. ``(a + b) (a + b + b)``, ``(a + (2 b))``, ``(a b) (a + b)``."""
     u, v = draw(st.permutations(names))[:2]
-    piece = st.sampled_from([("ax", u), ("ax", v), ("ax", u), ("ax", v), ("comp", [("num", 2), ("ax", u)]),
-                             ("comp", [("ax", v), ("num", 2)]), ("comp", [("ax", u), ("ax", v)])])
+    piece = st.sampled_from(
+        [
+            ("ax", u),
+            ("ax", v),
+            ("ax", u),
+            ("ax", v),
+            ("comp", [("num", 2), ("ax", u)]),
+            ("comp", [("ax", v), ("num", 2)]),
+            ("comp", [("ax", u), ("ax", v)]),
+        ]
+    )
     cat = st.builds(lambda p: ("cat", p), st.lists(piece, min_size=2, max_size=3))
     atoms = draw(st.lists(st.one_of(cat, cat, st.just(("comp", [("ax", u), ("ax", v)]))), min_size=2, max_size=3))
     return atoms if {u, v} <= set(names_of(atoms)) else atoms + [("cat", [("ax", u), ("ax", v)])]
@@ -197,8 +225,9 @@ def rearranged(draw, e, extra_names=(), allow_new=True):
             if x[0] != "num" and x not in leaves:
                 leaves.append(x)
     if allow_new and draw(st.integers(0, 3)) == 0:
-        new = draw(st.sampled_from([("num", 1), ("num", 2), ("cat", [("num", 1), ("num", 1)])]
-                                   + [("ax", n) for n in extra_names]))
+        new = draw(
+            st.sampled_from([("num", 1), ("num", 2), ("cat", [("num", 1), ("num", 1)])] + [("ax", n) for n in extra_names])
+        )
         leaves.append(new)
     leaves = list(draw(st.permutations(leaves)))
     out, i = [], 0

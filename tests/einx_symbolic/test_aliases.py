@@ -3,6 +3,7 @@
 The static mode (``api.specialised``, what the backend's ``static`` mode binds) once
 raised ``KeyError: 'rearrange'`` where the unbounded mode accepted the alias.
 """
+
 import warnings
 
 import einx
@@ -16,15 +17,23 @@ from engines.einx_symbolic import api
 from engines.einx_symbolic.semantics import FAMILY
 
 #: einx's public operations: the functions its frontend defines (not solve/check helpers)
-EINX_OPS = sorted(n for n in dir(einx) if not n.startswith("_") and callable(getattr(einx, n)) and not isinstance(getattr(einx, n), type)
-                  and getattr(getattr(einx, n), "__module__", "").startswith("einx._src.frontend.")
-                  and not getattr(einx, n).__module__.endswith(".util"))
+EINX_OPS = sorted(
+    n
+    for n in dir(einx)
+    if not n.startswith("_")
+    and callable(getattr(einx, n))
+    and not isinstance(getattr(einx, n), type)
+    and getattr(getattr(einx, n), "__module__", "").startswith("einx._src.frontend.")
+    and not getattr(einx, n).__module__.endswith(".util")
+)
 #: one program per op an alias names (description, input shapes)
 PROGRAMS = {"id": ("b (c d) -> d b c", [(2, 6)], {"d": 3})}
 
-MODES = {"unbounded": lambda name: getattr(ex, name),
-         "static": api.specialised,
-         "static via the backend": lambda name: getattr(_Specialised(api), name)}
+MODES = {
+    "unbounded": lambda name: getattr(ex, name),
+    "static": api.specialised,
+    "static via the backend": lambda name: getattr(_Specialised(api), name),
+}
 
 
 def test_every_einx_operation_is_known():
@@ -58,6 +67,7 @@ def test_every_op_name_resolves_in_every_mode(op, mode):
 @pytest.mark.parametrize("name", api.REMOVED)
 def test_removed_operations_raise_einx_error_in_every_mode(name, mode):
     from einx._src.frontend.removed_ops import RemovedOperationError
+
     with pytest.raises(RemovedOperationError):
         MODES[mode](name)("a -> a", torch.zeros(2))
 

@@ -1,4 +1,5 @@
 """One cache: a call's key -> the graph of its signature; specialised (static-mode) signatures in the same cache."""
+
 import einx
 import numpy as np
 import pytest
@@ -22,7 +23,8 @@ def test_inline_keys_are_the_call_key_and_share_the_signature_graph():
     assert ex.compile_count() - n0 == 2
     assert api.BUILD_LOG[-2:] == [
         "new signature divide('e d, e -> e d') on torch, ranks (2, 1), dtypes (torch.float32, torch.float32)",
-        "new signature sum('a [b]') on torch, ranks (2,), dtypes (torch.float32)"]
+        "new signature sum('a [b]') on torch, ranks (2,), dtypes (torch.float32)",
+    ]
 
 
 def test_constraint_kinds_of_arrays_are_in_the_key():

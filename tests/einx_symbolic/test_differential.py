@@ -4,6 +4,7 @@ Random descriptions and shapes across the op set; identical values, shapes,
 dtypes and the same decision to raise.  Sizes are >= 1 here because einx
 0.4.3 rejects size-0 axes (einx_symbolic accepts them, see test_symbolic.test_zero_size_axes).
 """
+
 import functools
 
 import jax.numpy as jnp
@@ -20,8 +21,20 @@ LIBS = ["torch", "numpy", "jax"]
 # examples, deadline and health checks: the loaded Hypothesis profile (conftest.py at
 # the repository root: ``ci``, 200 examples, by default; HYPOTHESIS_PROFILE=dev: 12)
 
-ELEMENTWISE = ["add", "subtract", "multiply", "divide", "true_divide", "maximum", "minimum", "logaddexp", "less", "greater_equal",
-               "equal", "not_equal"]
+ELEMENTWISE = [
+    "add",
+    "subtract",
+    "multiply",
+    "divide",
+    "true_divide",
+    "maximum",
+    "minimum",
+    "logaddexp",
+    "less",
+    "greater_equal",
+    "equal",
+    "not_equal",
+]
 REDUCE = ["sum", "mean", "var", "std", "max", "min", "logsumexp", "prod", "any", "all", "count_nonzero"]
 
 
@@ -74,7 +87,7 @@ def test_id(data, lib):
     shape = _perturb(data.draw, _shape(tin, sizes))
     kwargs = {}
     if any(t.startswith("(") for t in tin):  # composition in the input needs a constraint
-        inner = [t for t in tin if t.startswith("(")][0][1:-1].split()
+        inner = next(t for t in tin if t.startswith("("))[1:-1].split()
         kwargs = {k: sizes[k] for k in inner[1:]}
     compare("id", desc, arr(lib, shape), **kwargs)
 
@@ -120,8 +133,11 @@ def test_dot(data, lib):
     compare("dot", desc, arr(lib, _shape(tl, sizes), seed=1), arr(lib, _perturb(data.draw, _shape(tr, sizes)), seed=2))
 
 
-@given(st.data(), st.sampled_from(["softmax", "log_softmax", "sort", "argsort", "flip", "roll", "argmax", "argmin"]),
-       st.sampled_from(["torch", "numpy", "jax", "torch"]))
+@given(
+    st.data(),
+    st.sampled_from(["softmax", "log_softmax", "sort", "argsort", "flip", "roll", "argmax", "argmin"]),
+    st.sampled_from(["torch", "numpy", "jax", "torch"]),
+)
 def test_preserve_and_argfind(data, op, lib):
     names, sizes = data.draw(axes_and_sizes())
     one = op in ("sort", "argsort") or data.draw(st.booleans())
@@ -132,7 +148,9 @@ def test_preserve_and_argfind(data, op, lib):
     compare(op, desc, x, **kwargs)
 
 
-@given(st.data(), st.sampled_from(["get_at", "set_at", "add_at", "subtract_at"]), st.sampled_from(["torch", "numpy", "jax", "torch"]))
+@given(
+    st.data(), st.sampled_from(["get_at", "set_at", "add_at", "subtract_at"]), st.sampled_from(["torch", "numpy", "jax", "torch"])
+)
 def test_indexing(data, op, lib):
     h, w, b, p = (data.draw(st.integers(1, 4)) for _ in range(4))
     two = data.draw(st.booleans())
@@ -145,7 +163,9 @@ def test_indexing(data, op, lib):
         x = arr(lib, (b, h))
         idx = rng.integers(0, h, (b, p))
         tdesc, cdesc = "b [h]", "b p"
-    idx = arr(lib, idx.shape, "int") * 0 + (torch.from_numpy(idx) if lib == "torch" else jnp.asarray(idx) if lib == "jax" else idx)
+    idx = arr(lib, idx.shape, "int") * 0 + (
+        torch.from_numpy(idx) if lib == "torch" else jnp.asarray(idx) if lib == "jax" else idx
+    )
     if op == "get_at":
         compare(op, f"{tdesc}, {cdesc} -> b p", x, idx)
     else:

@@ -1,4 +1,5 @@
 """The fast paths (plain-axis recipe, closure graphs, inline call keys) must agree with the general ones."""
+
 import random
 
 import einx
@@ -17,8 +18,13 @@ from engines.einx_symbolic.expand import leaves
 def _dump(r):
     def ax(e):
         return [(a.name, a.value, a.marked, a.pos) for a in leaves(e)]
-    return ([ax(e) for e in r.e_in], [ax(e) for e in r.e_out], {k: sizes.source(v) for k, v in r.sizes.items()},
-            [(c.kind, c.lhs, c.rhs, sizes.source(c.lhs), sizes.source(c.rhs), c.what, c.where, c.pos) for c in r.checks])
+
+    return (
+        [ax(e) for e in r.e_in],
+        [ax(e) for e in r.e_out],
+        {k: sizes.source(v) for k, v in r.sizes.items()},
+        [(c.kind, c.lhs, c.rhs, sizes.source(c.lhs), sizes.source(c.rhs), c.what, c.where, c.pos) for c in r.checks],
+    )
 
 
 def _sig(op, desc, lib, ranks):
@@ -29,9 +35,26 @@ def _sig(op, desc, lib, ranks):
 def _descs():
     rng = random.Random(0)
     names = ["a", "b", "c", "e", "d", "x1", "_y"]
-    out = ["e d, e -> e d", "a b, b a -> b a", "e, r -> e r", "a,b->a b", "  a   b ,b->  b a  ", "a b -> a b",
-           "a, a, a -> a", "a a, a -> a", "a b, b -> a a b", "a b, c -> a b", "a b, b -> a", "a, b -> a b c",
-           "a b, b -> a b, b", "a (b), b -> a b", "a b, b -> a b ->", "1 a, a -> a", "a b, b", "a\tb, b -> a b"]
+    out = [
+        "e d, e -> e d",
+        "a b, b a -> b a",
+        "e, r -> e r",
+        "a,b->a b",
+        "  a   b ,b->  b a  ",
+        "a b -> a b",
+        "a, a, a -> a",
+        "a a, a -> a",
+        "a b, b -> a a b",
+        "a b, c -> a b",
+        "a b, b -> a",
+        "a, b -> a b c",
+        "a b, b -> a b, b",
+        "a (b), b -> a b",
+        "a b, b -> a b ->",
+        "1 a, a -> a",
+        "a b, b",
+        "a\tb, b -> a b",
+    ]
     for _ in range(300):
         k = rng.randint(1, 3)
         ins = [rng.sample(names, rng.randint(1, 4)) for _ in range(k)]
@@ -64,8 +87,9 @@ def _einx_agrees(op, desc, fn, args):
     assert want[0] == got[0], (op, desc, [tuple(a.shape) for a in args], want[:2], got[:2])
     if want[0] == "ok":
         assert (want[1], want[2]) == (got[1], got[2]), (op, desc)
-        np.testing.assert_allclose(np.asarray(got[3], dtype=float), np.asarray(want[3], dtype=float), rtol=1e-6,
-                                   err_msg=f"{op}({desc!r})")
+        np.testing.assert_allclose(
+            np.asarray(got[3], dtype=float), np.asarray(want[3], dtype=float), rtol=1e-6, err_msg=f"{op}({desc!r})"
+        )
 
 
 @pytest.mark.parametrize("op", ["divide", "add", "where"])
@@ -79,7 +103,7 @@ def test_simple_build_matches_general_path(op):
             simple = R._simple(sig)
             try:
                 general = R._analyse_solve(sig)
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 assert simple is None, (desc, rk, e)
                 continue
             if simple is not None:
@@ -124,14 +148,14 @@ def test_fast_call_key_respects_signature():
     assert torch.equal(ex.flip("a [b]", d), d.flip(1))
     with pytest.raises(einx.errors.AxisSizeError):
         ex.divide("e d, e -> e d", d, torch.ones(5))
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):  # noqa: B017 (einx's own error type for a bad constraint differs by call path)
         ex.softmax("a [b]", d, keepdims=False)  # not a keyword of softmax: a (non-integer) constraint value
 
 
 def _outcome(fn, args):
     try:
         r = fn(*args)
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         return ("raise", type(e), str(e))
     r = np.asarray(r)
     return ("ok", r.dtype, r.shape, r.tolist())
@@ -141,7 +165,7 @@ def _arrays(lib, desc, rk, rng, perturb=None):
     ins = [e.split() for e in desc.split("->")[0].split(",")]
     size = {n: 2 + (sum(map(ord, n)) % 3) for e in ins for n in e}
     arrs = []
-    for i, (e, r) in enumerate(zip(ins, rk)):
+    for i, (e, r) in enumerate(zip(ins, rk, strict=False)):
         shape = [size[n] for n in e][:r] + [1] * (r - len(e))
         if perturb == i and shape:
             shape[-1] += 1
@@ -151,6 +175,7 @@ def _arrays(lib, desc, rk, rng, perturb=None):
         return [torch.from_numpy(a) for a in arrs]
     if lib == "jax":
         import jax.numpy as jnp
+
         return [jnp.asarray(a) for a in arrs]
     return arrs
 
@@ -170,7 +195,7 @@ def test_closure_graph_matches_generated_graph(lib):
         for rk in {ranks, tuple(r + 1 for r in ranks)}:
             if R._simple(_sig("add", desc, lib, rk)) is None:
                 continue
-            for op in (["divide", "add", "subtract", "maximum", "less", "where"] if lib != "jax" else ["divide", "add", "where"]):
+            for op in ["divide", "add", "subtract", "maximum", "less", "where"] if lib != "jax" else ["divide", "add", "where"]:
                 sig = _sig(op, desc, lib, rk)
                 ex.clear_cache()
                 n0 = ex.compile_count()
@@ -195,8 +220,10 @@ def test_closure_graph_public_api_errors_and_source():
     ex.clear_cache()
     with pytest.raises(einx.errors.AxisSizeError) as ei:
         ex.divide("e d, e -> e d", d, torch.ones(5))
-    assert str(ei.value) == ("Failed to determine the size of all axes in the expression under the given constraints: "
-                             "e = args[0].shape[0] = 4, but args[1].shape[0] = 5.\nExpression: \"e d, e -> e d\"\n" + " " * 13 + "     ^       ")
+    assert str(ei.value) == (
+        "Failed to determine the size of all axes in the expression under the given constraints: "
+        'e = args[0].shape[0] = 4, but args[1].shape[0] = 5.\nExpression: "e d, e -> e d"\n' + " " * 13 + "     ^       "
+    )
     # a library error inside the graph: CallOperationError quoting the (lazily generated) source
     ex.clear_cache()
     with pytest.raises(einx.errors.CallOperationError) as ei:
@@ -204,11 +231,18 @@ def test_closure_graph_public_api_errors_and_source():
     assert "return torch.logaddexp(t0, t1.unsqueeze(1))" in str(ei.value)
     ex.clear_cache()
     assert ex.divide("e d, e -> e d", d, c, graph=True) == (
-        "def op(t0, t1):\n    if t0.shape[0] != t1.shape[0]: _fail(0, t0.shape[0], t1.shape[0])\n    return t0 / t1.unsqueeze(1)\n")
+        "def op(t0, t1):\n    if t0.shape[0] != t1.shape[0]: _fail(0, t0.shape[0], t1.shape[0])\n    return t0 / t1.unsqueeze(1)\n"
+    )
 
 
-@pytest.mark.parametrize("desc,shapes", [("... d, ... -> ... d", [(3, 4, 5), (3, 4)]), ("b... d, d -> d b...", [(2, 3, 5), (5,)]),
-                                         ("a ..., ... -> ... a", [(2, 3), (3,)])])
+@pytest.mark.parametrize(
+    "desc,shapes",
+    [
+        ("... d, ... -> ... d", [(3, 4, 5), (3, 4)]),
+        ("b... d, d -> d b...", [(2, 3, 5), (5,)]),
+        ("a ..., ... -> ... a", [(2, 3), (3,)]),
+    ],
+)
 def test_closure_graph_of_a_general_recipe(desc, shapes):
     """Closures are derived from the recipe, whichever path made it: ellipses expanded to plain axes qualify."""
     rng = np.random.default_rng(0)

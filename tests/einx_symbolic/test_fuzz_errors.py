@@ -7,6 +7,7 @@ attributes, its string literals plain einsum specs and constraint names.
 
 The property runs ten times the profile's examples (2,000 under ``ci``, the
 profile ``make test`` uses)."""
+
 import io
 import re
 import signal
@@ -24,15 +25,79 @@ from engines.einx_symbolic import build
 EXAMPLES = 10 * settings().max_examples
 
 VALID = [
-    ("id", "a b -> b a"), ("id", "(a b) c -> a b c"), ("id", "a (b c) -> (a b) c"), ("id", "a ... -> ... a"),
-    ("add", "a b, b -> a b"), ("divide", "e d, e -> e d"), ("multiply", "a [b], [b] -> a [b]"),
-    ("sum", "a [b]"), ("max", "a [b] -> a"), ("dot", "a b, b -> a"), ("id", "(a + b) c -> a c, b c"),
-    ("get_at", "[a] b, [1] -> b"), ("softmax", "a [b]"), ("id", "a b -> a 1 b"),
+    ("id", "a b -> b a"),
+    ("id", "(a b) c -> a b c"),
+    ("id", "a (b c) -> (a b) c"),
+    ("id", "a ... -> ... a"),
+    ("add", "a b, b -> a b"),
+    ("divide", "e d, e -> e d"),
+    ("multiply", "a [b], [b] -> a [b]"),
+    ("sum", "a [b]"),
+    ("max", "a [b] -> a"),
+    ("dot", "a b, b -> a"),
+    ("id", "(a + b) c -> a c, b c"),
+    ("get_at", "[a] b, [1] -> b"),
+    ("softmax", "a [b]"),
+    ("id", "a b -> a 1 b"),
 ]
-NASTY = ["lambda", "print", "__import__", "None", "True", "import", "os", "exec", "eval", "def", "__class__",
-         "__builtins__", "P", "t0", "d0_0", "v1", "p_b", "p0_b", "_fail", "np", "op", "torch", "_"]
-TOKENS = ["a", "b", "c", "e", " ", "->", ",", "(", ")", "[", "]", "+", "...", "1", "2", "0", ";", "'", '"', "\n",
-          "\t", "\\", "#", "$", "é", "{", "}", "*", "=", ":", "`"] + NASTY
+NASTY = [
+    "lambda",
+    "print",
+    "__import__",
+    "None",
+    "True",
+    "import",
+    "os",
+    "exec",
+    "eval",
+    "def",
+    "__class__",
+    "__builtins__",
+    "P",
+    "t0",
+    "d0_0",
+    "v1",
+    "p_b",
+    "p0_b",
+    "_fail",
+    "np",
+    "op",
+    "torch",
+    "_",
+]
+TOKENS = [
+    "a",
+    "b",
+    "c",
+    "e",
+    " ",
+    "->",
+    ",",
+    "(",
+    ")",
+    "[",
+    "]",
+    "+",
+    "...",
+    "1",
+    "2",
+    "0",
+    ";",
+    "'",
+    '"',
+    "\n",
+    "\t",
+    "\\",
+    "#",
+    "$",
+    "é",
+    "{",
+    "}",
+    "*",
+    "=",
+    ":",
+    "`",
+] + NASTY
 
 # a graph's source: our locals, the array library, Python's syntax
 LOCAL = re.compile(r"t\d+|d\d+_\d+|v\d+|p_[A-Za-z0-9_]+|p\d+_[A-Za-z0-9_]+|P|_fail|_|op")
@@ -47,8 +112,13 @@ def audit(text: str) -> None:
     for k, t in enumerate(toks):
         prev, nxt = toks[k - 1].string if k else "", toks[k + 1].string if k + 1 < len(toks) else ""
         if t.type == tokenize.NAME:
-            ok = (t.string in KEYWORDS or t.string in GLOBALS or LOCAL.fullmatch(t.string) or prev == "."
-                  or (nxt == "=" and prev in ("(", ",")))  # a keyword argument
+            ok = (
+                t.string in KEYWORDS
+                or t.string in GLOBALS
+                or LOCAL.fullmatch(t.string)
+                or prev == "."
+                or (nxt == "=" and prev in ("(", ","))
+            )  # a keyword argument
             assert ok, f"unexpected name {t.string!r} in generated source:\n{text}"
         elif t.type == tokenize.STRING:
             value = t.string[1:-1]
@@ -83,8 +153,9 @@ def _alarm(signum, frame):
 
 def _args(op):
     x, y = np.arange(24.0).reshape(6, 4), np.arange(1.0, 5.0)
-    return {"get_at": (x, np.array([1])), "add": (x, y), "divide": (x, y[:1].repeat(6)), "multiply": (x, y),
-            "dot": (x, y)}.get(op, (x,))
+    return {"get_at": (x, np.array([1])), "add": (x, y), "divide": (x, y[:1].repeat(6)), "multiply": (x, y), "dot": (x, y)}.get(
+        op, (x,)
+    )
 
 
 @st.composite
@@ -98,7 +169,7 @@ def descriptions(draw):
         if kind == "insert":
             desc = desc[:i] + draw(st.sampled_from(TOKENS)) + desc[i:]
         elif kind == "delete":
-            desc = desc[:i] + desc[i + draw(st.integers(1, 3)):]
+            desc = desc[:i] + desc[i + draw(st.integers(1, 3)) :]
         else:
             names = sorted(set(re.findall(r"[a-z]+", desc)))
             if names:
@@ -125,8 +196,9 @@ def test_only_einx_errors_escape_and_nothing_hangs(audited, case):
         signal.signal(signal.SIGALRM, old)
 
 
-@pytest.mark.parametrize("name", ["lambda", "print", "__import__", "None", "True", "P", "t0", "d0_0", "_fail",
-                                  "np", "op", "exec"])
+@pytest.mark.parametrize(
+    "name", ["lambda", "print", "__import__", "None", "True", "P", "t0", "d0_0", "_fail", "np", "op", "exec"]
+)
 def test_keywords_builtins_and_dunders_are_safe_axis_names(audited, name):
     x = np.arange(24.0).reshape(6, 4)
     desc = f"({name} b) c -> {name} b c"

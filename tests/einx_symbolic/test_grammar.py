@@ -11,17 +11,18 @@ the class of the error raised (``einx.errors`` class, else the exception type).
 Examples per family: ``EXAMPLES`` (independent of the loaded profile, so ``make test``
 runs them; ``HYPOTHESIS_PROFILE=dev`` keeps it at the profile's count).
 """
+
 import copy
 import os
 
 import einx
+import grammar as gr
 import jax.numpy as jnp
 import numpy as np
 import torch
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
-import grammar as gr
 from conftest import arr as shared_arr
 from engines import einx_symbolic as ex
 
@@ -34,12 +35,20 @@ SHARDS = 2
 #: draw other descriptions, for a search beyond what ``make test`` runs
 SEED = int(os.environ.get("EINX_GRAMMAR_SEED", "0"))
 _DEV = os.environ.get("HYPOTHESIS_PROFILE") == "dev"
-GRAMMAR = settings(max_examples=12 if _DEV else -(-EXAMPLES // SHARDS), deadline=None, database=None,
-                   suppress_health_check=list(HealthCheck))
+GRAMMAR = settings(
+    max_examples=12 if _DEV else -(-EXAMPLES // SHARDS), deadline=None, database=None, suppress_health_check=list(HealthCheck)
+)
 
 LIBS = st.sampled_from(["torch", "torch", "torch", "numpy", "jax"])
-ERRORS = [einx.errors.SyntaxError, einx.errors.RankError, einx.errors.AxisSizeError, einx.errors.SemanticError,
-          einx.errors.BackendResolutionError, einx.errors.CallOperationError, einx.errors.EinxError]
+ERRORS = [
+    einx.errors.SyntaxError,
+    einx.errors.RankError,
+    einx.errors.AxisSizeError,
+    einx.errors.SemanticError,
+    einx.errors.BackendResolutionError,
+    einx.errors.CallOperationError,
+    einx.errors.EinxError,
+]
 
 
 arr = shared_arr  # ints in [0, 4)
@@ -47,8 +56,10 @@ arr = shared_arr  # ints in [0, 4)
 
 def factory(lib, kind="float", seed=0):
     """A tensor factory: einx calls it with the solved shape."""
+
     def make(shape):
         return arr(lib, tuple(shape), kind, seed)
+
     return make
 
 
@@ -65,7 +76,7 @@ def _run(fn, desc, args, kw):
     args = [copy.deepcopy(a) if hasattr(a, "shape") else a for a in args]
     try:
         return "ok", fn(desc, *args, **kw), args
-    except Exception as e:  # noqa: BLE001 - the decision to raise and its class are compared
+    except Exception as e:
         return "err", e, args
 
 
@@ -93,15 +104,18 @@ def same(op, desc, *args, **kw):
 
 
 #: where einx 0.4.3 itself fails (an internal assertion, a wrong diagonal): not a difference to copy
-EINX_BUGS = [(AssertionError, ""), (ValueError, "Cannot take diagonal over axes of different length"),
-             # its generated code calls torch.prod(x, dim=None) where every reduced axis it kept has size 1
-             (einx.errors.CallOperationError, "prod() received an invalid combination of arguments - got (Tensor, dim=NoneType)"),
-             # its generated reshape after several diagonals it ordered wrongly ("(... b 1) (... b 1) d -> (...) b d")
-             (einx.errors.CallOperationError, "is invalid for input of size"),
-             # its common-subexpression elimination sizes "(a 2 ())" with np.prod, a float ("c a, () a 1 1 -> a (2) c, (a 2 ())")
-             (TypeError, "Axis value must be an int or None"),
-             # its np.roll(a, axis=(), shift=()) on the 0-d array left after dropping axes of size 1 (numpy fails there)
-             (einx.errors.CallOperationError, "not enough values to unpack (expected 2, got 0)")]
+EINX_BUGS = [
+    (AssertionError, ""),
+    (ValueError, "Cannot take diagonal over axes of different length"),
+    # its generated code calls torch.prod(x, dim=None) where every reduced axis it kept has size 1
+    (einx.errors.CallOperationError, "prod() received an invalid combination of arguments - got (Tensor, dim=NoneType)"),
+    # its generated reshape after several diagonals it ordered wrongly ("(... b 1) (... b 1) d -> (...) b d")
+    (einx.errors.CallOperationError, "is invalid for input of size"),
+    # its common-subexpression elimination sizes "(a 2 ())" with np.prod, a float ("c a, () a 1 1 -> a (2) c, (a 2 ())")
+    (TypeError, "Axis value must be an int or None"),
+    # its np.roll(a, axis=(), shift=()) on the 0-d array left after dropping axes of size 1 (numpy fails there)
+    (einx.errors.CallOperationError, "not enough values to unpack (expected 2, got 0)"),
+]
 
 
 #: the ``NotSupportedError`` classes the README lists as deliberate ("Deliberate differences", "Not covered"): only these
@@ -129,6 +143,7 @@ def _zero_size(op, desc, args, kw):
     fails before the semantic errors it finds after solving (``"b (b + c) -> c b"`` on 4 x 4: ``c`` is 0)."""
     from engines.einx_symbolic import api, recipe
     from engines.sizes import evaluate
+
     kw = dict(kw)
     backend = kw.pop("backend", None)
     static = (("keepdims", True),) if kw.pop("keepdims", None) else ()
@@ -143,7 +158,7 @@ def _zero_size(op, desc, args, kw):
             else:
                 env[f"p_{k}"] = v
         return any(evaluate(v, env) == 0 for v in r.sizes.values())
-    except Exception:  # noqa: BLE001 - a call we cannot solve has no size 0
+    except Exception:
         return False
 
 
@@ -155,9 +170,10 @@ def has_diagonal(desc):
     after einx's common-subexpression elimination (``cse.py``), repeated: a diagonal too."""
     from engines.einx_symbolic.parse import parse
     from engines.einx_symbolic.tree import Axis, Brackets, Ell, Flat, List, axes, bracket_axes, children
+
     try:
         ins = parse(desc)[0]
-    except Exception:  # noqa: BLE001 - a description that does not parse has no diagonal
+    except Exception:
         return False
     for e in ins:
         br = {id(a) for a in bracket_axes(e)}
@@ -180,6 +196,7 @@ def has_diagonal(desc):
                             seen.extend([" ".join(str(k) for k in kids[i:j])] * (2 if repeated else 1))
             for c in children(n):
                 walk(c, repeated or isinstance(n, Ell))
+
         walk(e, False)
         if len(seen) != len(set(seen)):
             return True
@@ -194,25 +211,31 @@ def _same(op, desc, *args, **kw):
             with open(_COLLECT, "a") as f:
                 f.write(f"EXCLUDED {op}: {why}: {desc!r}\n")
         return
-    if r1[0] == "err" and isinstance(r1[1], einx.errors.AxisSizeError) and not isinstance(r2[1], einx.errors.AxisSizeError) \
-            and _zero_size(op, desc, args, kw):  # a size 0 that is not in the result's shape (``(c + d) -> ((c + d))``, d = 0)
+    if (
+        r1[0] == "err"
+        and isinstance(r1[1], einx.errors.AxisSizeError)
+        and not isinstance(r2[1], einx.errors.AxisSizeError)
+        and _zero_size(op, desc, args, kw)
+    ):  # a size 0 that is not in the result's shape (``(c + d) -> ((c + d))``, d = 0)
         return
     call = f"{op}({desc!r}, shapes={[tuple(getattr(a, 'shape', ())) if not callable(a) else 'factory' for a in args]}, {kw})"
     assert r1[0] == r2[0], f"{call}: einx {r1[0]} {r1[1]!r:.300} / ours {r2[0]} {r2[1]!r:.300}"
     if r1[0] == "err":
-        assert error_class(r1[1]) == error_class(r2[1]), f"{call}: einx raised {error_class(r1[1])}: {r1[1]}\n\nours {error_class(r2[1])}: {r2[1]}"
+        assert error_class(r1[1]) == error_class(r2[1]), (
+            f"{call}: einx raised {error_class(r1[1])}: {r1[1]}\n\nours {error_class(r2[1])}: {r2[1]}"
+        )
         return
     v1, v2 = r1[1], r2[1]
     if not isinstance(v1, tuple):
         v1, v2 = (v1,), (v2,)
     assert isinstance(v2, tuple) and len(v1) == len(v2), call
-    for x, y in zip(v1, v2):
+    for x, y in zip(v1, v2, strict=False):
         assert type(x) is type(y), (call, type(x), type(y))
         assert tuple(np.shape(x)) == tuple(np.shape(y)), (call, np.shape(x), np.shape(y))
         assert getattr(x, "dtype", None) == getattr(y, "dtype", None), (call, x.dtype, y.dtype)
         if not has_diagonal(desc):
             _values(_np(x), _np(y), call)
-    for k, (x, y) in enumerate(zip(r1[2], r2[2])):  # what each call wrote into its inputs, if anything
+    for k, (x, y) in enumerate(zip(r1[2], r2[2], strict=False)):  # what each call wrote into its inputs, if anything
         if hasattr(x, "shape"):
             _values(_np(x), _np(y), f"{call}: argument {k} after the call")
 
@@ -248,7 +271,11 @@ def _id(data, lib):
     elif draw(st.integers(0, 9)) == 0:  # a concatenation inside a composition of the output: "a c, a d -> (a (c + d))"
         common = draw(st.lists(st.sampled_from([("ax", "a"), ("ax", "b"), ("num", 1)]), max_size=2, unique=True))
         cat = ("cat", [("ax", "c"), ("ax", "d")])
-        ins = [list(draw(st.permutations(common + [p]))) for p in cat[1]] if n_in == 2 else [list(draw(st.permutations(common + [cat])))]
+        ins = (
+            [list(draw(st.permutations(common + [p]))) for p in cat[1]]
+            if n_in == 2
+            else [list(draw(st.permutations(common + [cat])))]
+        )
         out = list(draw(st.permutations([a for a in common if a[0] == "ax"] + [cat])))
         i = out.index(cat)
         lo, hi = draw(st.integers(0, i)), draw(st.integers(i + 1, len(out)))
@@ -271,8 +298,26 @@ def _id(data, lib):
     same(draw(st.sampled_from(["id", "rearrange"])), desc, *args, **kw)
 
 
-ELEMENTWISE = ["add", "subtract", "multiply", "true_divide", "floor_divide", "divide", "logical_and", "logical_or", "maximum",
-               "minimum", "less", "less_equal", "greater", "greater_equal", "equal", "not_equal", "logaddexp", "where"]
+ELEMENTWISE = [
+    "add",
+    "subtract",
+    "multiply",
+    "true_divide",
+    "floor_divide",
+    "divide",
+    "logical_and",
+    "logical_or",
+    "maximum",
+    "minimum",
+    "less",
+    "less_equal",
+    "greater",
+    "greater_equal",
+    "equal",
+    "not_equal",
+    "logaddexp",
+    "where",
+]
 
 
 def _elementwise(data, op, lib):
@@ -290,11 +335,14 @@ def _elementwise(data, op, lib):
     # now and then narrower dtypes: a Python scalar then promotes them as einx does (int32 + 2 -> int64 on torch)
     kind = draw(st.sampled_from(["float"] * 4 + ["int32", "float16"]))
     kinds = ["bool", kind, kind] if op == "where" else ["bool"] * 2 if op.startswith("logical") else [kind] * 2
-    args = [_operand(draw, lib, gr.shape(e, w), k, seed=i) for i, (e, k) in enumerate(zip(exprs, kinds))]
+    args = [_operand(draw, lib, gr.shape(e, w), k, seed=i) for i, (e, k) in enumerate(zip(exprs, kinds, strict=False))]
     if draw(st.integers(0, 5)) == 0:
         k = draw(st.integers(0, n - 1))
         args[k] = {"bool": True, "float": 0.5, "float16": 0.5, "int32": 2}[kinds[k]]
-        desc = ", ".join("" if i == k else gr.render(e) for i, e in enumerate(exprs)) + desc[len(", ".join(gr.render(e) for e in exprs)):]
+        desc = (
+            ", ".join("" if i == k else gr.render(e) for i, e in enumerate(exprs))
+            + desc[len(", ".join(gr.render(e) for e in exprs)) :]
+        )
     if "f" in desc and draw(st.booleans()):
         kw["f"] = w.sizes["f"]
     same(op, desc, *args, **kw)
@@ -358,7 +406,11 @@ def _preserve_and_argfind(data, op, lib):
     if draw(st.integers(0, 2)) == 0:
         if op in ("argmax", "argmin"):
             rest = [a for a in x if a[0] != "br"]
-            out = list(draw(st.permutations(rest + [("br", [("num", draw(st.sampled_from([1, 2])))])]))) if draw(st.booleans()) else rest
+            out = (
+                list(draw(st.permutations(rest + [("br", [("num", draw(st.sampled_from([1, 2])))])])))
+                if draw(st.booleans())
+                else rest
+            )
         else:
             out = list(draw(st.permutations(x)))
         desc += " -> " + gr.render(out)
@@ -390,7 +442,9 @@ def _indexing(data, op, lib):
         for name, part in (("n", k), ("m", len(indexed) - k)):
             w.sizes[name] = part
             form = draw(st.integers(0 if part == 1 else 1, 2))
-            coords.append((batch if draw(st.booleans()) else []) + p + [[], [("br", [("num", part)])], [("br", [("ax", name)])]][form])
+            coords.append(
+                (batch if draw(st.booleans()) else []) + p + [[], [("br", [("num", part)])], [("br", [("ax", name)])]][form]
+            )
         for n in indexed:
             w.sizes[n] = max(2, w.sizes[n])
     else:
@@ -403,7 +457,9 @@ def _indexing(data, op, lib):
     for coord in coords:  # several: each inconsistent less often, so that as many calls as with one can work
         cshape = gr.perturb(draw, gr.shape(coord, w)) if not several or draw(st.integers(0, 2)) == 0 else gr.shape(coord, w)
         ints = rng.integers(0, bound, cshape)
-        args.append(arr(lib, (), "int") * 0 + (torch.from_numpy(ints) if lib == "torch" else jnp.asarray(ints) if lib == "jax" else ints))
+        args.append(
+            arr(lib, (), "int") * 0 + (torch.from_numpy(ints) if lib == "torch" else jnp.asarray(ints) if lib == "jax" else ints)
+        )
     if op != "get_at":
         upd = batch + p
         exprs.append(upd)

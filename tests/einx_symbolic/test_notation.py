@@ -1,5 +1,6 @@
 """One example per class the grammar-driven suite found (against einx 0.4.3), the deliberate
 differences the README lists, and the new classes inside torch.compile / jax.jit."""
+
 import einx
 import jax
 import jax.numpy as jnp
@@ -7,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 import torch._dynamo.testing
+from test_grammar import same
 
 from engines import einx_symbolic as ex
-from test_grammar import same
 
 X = torch.arange(24.0).reshape(2, 3, 4)
 SQ = torch.arange(18.0).reshape(2, 3, 3)
@@ -35,8 +36,13 @@ CLASSES = [
     ("repeated name in brackets", "argmax", "a [b b]", (SQ,), {}),
     ("ellipsis inside a composition", "sum", "([s])...", (torch.ones(2, 3),), {}),
     ("ellipsis inside a composition", "sum", "[a]...", (torch.ones(2, 3),), {"keepdims": True}),
-    ("ellipsis inside a composition", "dot", "(s t)... (...), e, e -> (t... ... e) s...",
-     (torch.ones(6, 3, 2), torch.ones(2), torch.ones(2)), {"t": 3}),
+    (
+        "ellipsis inside a composition",
+        "dot",
+        "(s t)... (...), e, e -> (t... ... e) s...",
+        (torch.ones(6, 3, 2), torch.ones(2), torch.ones(2)),
+        {"t": 3},
+    ),
     ("one number for an ellipsis axis", "id", "s... c -> c s...", (torch.ones(2, 2, 4),), {"s": 2}),
     ("sizes einx never needs", "sum", "([a b]) c", (torch.ones(6, 4),), {}),
     ("sizes einx never needs", "id", "(a b) c -> (a b c)", (torch.ones(6, 4),), {}),
@@ -63,9 +69,21 @@ CLASSES = [
     ("common subexpressions are one axis (einx's CSE)", "add", "(c 2), (c 2) -> (c 2)", (torch.ones(6), torch.ones(6)), {}),
     ("common subexpressions are one axis (einx's CSE)", "sum", "a [(c 2)]", (torch.ones(2, 6),), {}),
     ("common subexpressions are one axis (einx's CSE)", "argmax", "a [(c 2)]", (torch.arange(12.0).reshape(2, 6),), {}),
-    ("common subexpressions are one axis (einx's CSE)", "get_at", "[(c 2)], i -> i", (torch.arange(6.0), torch.tensor([0, 5])), {}),
+    (
+        "common subexpressions are one axis (einx's CSE)",
+        "get_at",
+        "[(c 2)], i -> i",
+        (torch.arange(6.0), torch.tensor([0, 5])),
+        {},
+    ),
     ("common subexpressions are one axis (einx's CSE)", "id", "(2 3 a) (2 3 b) -> (2 3 b) (2 3 a)", (torch.ones(12, 12),), {}),
-    ("common subexpressions are one axis (einx's CSE)", "softmax", "([a] [b])", (torch.ones(6),), {}),  # brackets inside: not merged
+    (
+        "common subexpressions are one axis (einx's CSE)",
+        "softmax",
+        "([a] [b])",
+        (torch.ones(6),),
+        {},
+    ),  # brackets inside: not merged
     ("an ellipsis nothing expands is one axis", "sum", "c ([s]...)", (torch.ones(2, 6),), {}),
     ("size error before prod's ValueError (torch)", "prod", "a [c b]", (torch.ones(2, 1, 1),), {"a": 1}),
     ("size error before prod's ValueError (torch)", "prod", "a [c b]", (torch.ones(2, 1, 3),), {}),
@@ -75,34 +93,84 @@ CLASSES = [
     ("Python scalar with a narrower torch dtype", "add", ", a", (1, torch.ones(1, dtype=torch.int32)), {}),  # size 1: weak
     ("implied output: number axes of two inputs are different axes", "maximum", "(1), (1)", (torch.ones(1), torch.ones(1)), {}),
     ("implied output: number axes of two inputs are different axes", "add", "a 1, a 1", (torch.ones(3, 1), torch.ones(3, 1)), {}),
-    *[("a system of several unknown sizes", "id", d, a, kw) for d, a, kw in [
-        ("(a + b) x, (a + b + b) -> x (a + b), (a + b + b)", (torch.arange(10.0).reshape(5, 2), torch.arange(7.0)), {}),  # linear
-        ("(a + b + b), (a + a + b) -> (a + b + b), (a + a + b)", (torch.ones(7), torch.ones(9)), {}),  # no integer solution
-        ("(a + b), (a + b + b) -> (a + b), (a + b + b)", (torch.ones(5), torch.ones(4)), {}),  # a negative size
-        ("(a + b), (b + a) -> (a + b), (b + a)", (torch.ones(3), torch.ones(3)), {}),  # singular: no unique solution
-        ("(a + b), (a + (b c)) -> (b + a), (a + (b c))", (torch.ones(5), torch.ones(8)), {"c": 2}),  # a coefficient given
-        ("(a b), (a + b) -> (b a), (a + b)", (torch.arange(9.0), torch.ones(6)), {}),  # nonlinear: solved at run time
-        ("(a b), (a + b) -> (b a), (a + b)", (torch.arange(6.0), torch.ones(5)), {}),  # two solutions: einx's error
-        ("(1 + (a d)), (d + a) -> (1 + (d a)), (d + a)", (torch.arange(10.0), torch.arange(6.0)), {}),
-        ("(a b c), (a + b), (b + c) -> (c b a), (a + b), (b + c)", (torch.arange(6.0), torch.ones(3), torch.ones(5)), {})]],
-    ("a concatenation inside an output composition", "id", "a b d, a c d -> a (d (b + c))",
-     (torch.arange(24.0).reshape(2, 3, 4), torch.arange(8.0).reshape(2, 1, 4)), {}),
-    ("a concatenation inside an output composition", "id", "(a + b) c -> (c (a + b))", (torch.arange(15.0).reshape(5, 3),), {"a": 2}),
-    ("a concatenation inside an output composition", "id", "a b, c b, e b -> (b (a + c + e))",
-     (torch.ones(2, 3), torch.zeros(4, 3), torch.ones(1, 3)), {}),
+    *[
+        ("a system of several unknown sizes", "id", d, a, kw)
+        for d, a, kw in [
+            (
+                "(a + b) x, (a + b + b) -> x (a + b), (a + b + b)",
+                (torch.arange(10.0).reshape(5, 2), torch.arange(7.0)),
+                {},
+            ),  # linear
+            ("(a + b + b), (a + a + b) -> (a + b + b), (a + a + b)", (torch.ones(7), torch.ones(9)), {}),  # no integer solution
+            ("(a + b), (a + b + b) -> (a + b), (a + b + b)", (torch.ones(5), torch.ones(4)), {}),  # a negative size
+            ("(a + b), (b + a) -> (a + b), (b + a)", (torch.ones(3), torch.ones(3)), {}),  # singular: no unique solution
+            ("(a + b), (a + (b c)) -> (b + a), (a + (b c))", (torch.ones(5), torch.ones(8)), {"c": 2}),  # a coefficient given
+            ("(a b), (a + b) -> (b a), (a + b)", (torch.arange(9.0), torch.ones(6)), {}),  # nonlinear: solved at run time
+            ("(a b), (a + b) -> (b a), (a + b)", (torch.arange(6.0), torch.ones(5)), {}),  # two solutions: einx's error
+            ("(1 + (a d)), (d + a) -> (1 + (d a)), (d + a)", (torch.arange(10.0), torch.arange(6.0)), {}),
+            ("(a b c), (a + b), (b + c) -> (c b a), (a + b), (b + c)", (torch.arange(6.0), torch.ones(3), torch.ones(5)), {}),
+        ]
+    ],
+    (
+        "a concatenation inside an output composition",
+        "id",
+        "a b d, a c d -> a (d (b + c))",
+        (torch.arange(24.0).reshape(2, 3, 4), torch.arange(8.0).reshape(2, 1, 4)),
+        {},
+    ),
+    (
+        "a concatenation inside an output composition",
+        "id",
+        "(a + b) c -> (c (a + b))",
+        (torch.arange(15.0).reshape(5, 3),),
+        {"a": 2},
+    ),
+    (
+        "a concatenation inside an output composition",
+        "id",
+        "a b, c b, e b -> (b (a + c + e))",
+        (torch.ones(2, 3), torch.zeros(4, 3), torch.ones(1, 3)),
+        {},
+    ),
     ("a concatenation inside an output composition", "id", "(a + b) c -> (c (b + a))", (torch.ones(5, 3),), {"a": 2}),  # order
     ("a named coordinate axis", "get_at", "b [h v], b p [n] -> b p", (X, torch.tensor([[[0, 1], [2, 3]], [[1, 0], [2, 2]]])), {}),
     ("a named coordinate axis", "get_at", "b [h v], b p [n] -> b p", (X, torch.zeros(2, 2, 3, dtype=torch.long)), {}),  # n != 2
-    ("a named coordinate axis", "set_at", "b [h v], b [n] p, b p", (X, torch.zeros(2, 2, 3, dtype=torch.long), torch.ones(2, 3)), {}),
+    (
+        "a named coordinate axis",
+        "set_at",
+        "b [h v], b [n] p, b p",
+        (X, torch.zeros(2, 2, 3, dtype=torch.long), torch.ones(2, 3)),
+        {},
+    ),
     ("a named coordinate axis", "get_at", "[h v], p [n], p [m] -> p", (X[0], torch.tensor([[1]]), torch.tensor([[2]])), {}),
-    ("named coordinate axes the shapes split", "get_at", "[h v w], p [n], q [m] -> p q",
-     (torch.arange(60.0).reshape(3, 4, 5), torch.tensor([[1], [2]]), torch.tensor([[2, 3], [1, 1], [0, 4]])), {}),
-    ("named coordinate axes the shapes split", "get_at", "[h v w], [n] p, q -> p q",
-     (np.arange(60.0).reshape(3, 4, 5), np.array([[1, 2], [0, 3]]), np.array([3, 1, 2])), {}),
-    ("named coordinate axes the shapes split", "add_at", "b [v w], b p [n], p [m], b p",
-     (jnp.arange(60.0).reshape(3, 4, 5), jnp.array([[[1]], [[2]], [[0]]]), jnp.array([[3]]), jnp.ones((3, 1))), {}),
-    ("named coordinate axes the shapes split", "get_at", "[h v w], p [n], p [m] -> p",
-     (torch.ones(3, 4, 5), torch.tensor([[1]]), torch.tensor([[2]])), {}),  # n + m != 3
+    (
+        "named coordinate axes the shapes split",
+        "get_at",
+        "[h v w], p [n], q [m] -> p q",
+        (torch.arange(60.0).reshape(3, 4, 5), torch.tensor([[1], [2]]), torch.tensor([[2, 3], [1, 1], [0, 4]])),
+        {},
+    ),
+    (
+        "named coordinate axes the shapes split",
+        "get_at",
+        "[h v w], [n] p, q -> p q",
+        (np.arange(60.0).reshape(3, 4, 5), np.array([[1, 2], [0, 3]]), np.array([3, 1, 2])),
+        {},
+    ),
+    (
+        "named coordinate axes the shapes split",
+        "add_at",
+        "b [v w], b p [n], p [m], b p",
+        (jnp.arange(60.0).reshape(3, 4, 5), jnp.array([[[1]], [[2]], [[0]]]), jnp.array([[3]]), jnp.ones((3, 1))),
+        {},
+    ),
+    (
+        "named coordinate axes the shapes split",
+        "get_at",
+        "[h v w], p [n], p [m] -> p",
+        (torch.ones(3, 4, 5), torch.tensor([[1]]), torch.tensor([[2]])),
+        {},
+    ),  # n + m != 3
 ]
 
 
@@ -174,6 +242,7 @@ def test_difference_reduction_without_reduced_axis_not_supported():
 def test_difference_factory_check_message():
     def bad(shape):
         return torch.ones(1)
+
     with pytest.raises(einx.errors.CallOperationError):
         einx.add("a, b -> a b", bad, torch.ones(3), a=2)
     with pytest.raises(einx.errors.CallOperationError, match="expected an array of shape"):
@@ -182,10 +251,12 @@ def test_difference_factory_check_message():
 
 # -- the new classes are still one graph, inside torch.compile and jax.jit -----------------
 
-DYNAMIC = [("sum", "a [b b]", lambda n: torch.randn(n, 3, 3)),
-           ("id", "(a b) c -> (a b c) 1", lambda n: torch.randn(2 * n, 4)),
-           ("sum", "([s])...", lambda n: torch.randn(n, 3)),
-           ("argmax", "a [(c 2)]", lambda n: torch.randn(3, 2 * n))]
+DYNAMIC = [
+    ("sum", "a [b b]", lambda n: torch.randn(n, 3, 3)),
+    ("id", "(a b) c -> (a b c) 1", lambda n: torch.randn(2 * n, 4)),
+    ("sum", "([s])...", lambda n: torch.randn(n, 3)),
+    ("argmax", "a [(c 2)]", lambda n: torch.randn(3, 2 * n)),
+]
 
 
 @pytest.mark.parametrize("op, desc, make", DYNAMIC, ids=[d[1] for d in DYNAMIC])
@@ -225,10 +296,14 @@ def _system(n):
     return torch.randn(n + 3, 2), torch.randn(n + 6)  # (a + b) x, (a + b + b): a = n, b = 3
 
 
-@pytest.mark.parametrize("op, desc, make", [
-    ("id", "(a + b) x, (a + b + b) -> x (a + b), (a + b + b)", _system),
-    ("id", "a b d, a c d -> a (d (b + c))", lambda n: (torch.randn(2, n, 4), torch.randn(2, n + 1, 4))),
-    ("get_at", "b [h v], b p [n] -> b p", lambda n: (torch.randn(n, 3, n + 1), torch.zeros(n, n + 2, 2, dtype=torch.long)))])
+@pytest.mark.parametrize(
+    "op, desc, make",
+    [
+        ("id", "(a + b) x, (a + b + b) -> x (a + b), (a + b + b)", _system),
+        ("id", "a b d, a c d -> a (d (b + c))", lambda n: (torch.randn(2, n, 4), torch.randn(2, n + 1, 4))),
+        ("get_at", "b [h v], b p [n] -> b p", lambda n: (torch.randn(n, 3, n + 1), torch.zeros(n, n + 2, 2, dtype=torch.long))),
+    ],
+)
 def test_torch_compile_dynamic_two_inputs_one_frame(op, desc, make):
     torch._dynamo.reset()
     ex.clear_cache()
@@ -243,9 +318,14 @@ def test_torch_compile_dynamic_two_inputs_one_frame(op, desc, make):
     assert ex.compile_count() == n0
 
 
-@pytest.mark.parametrize("desc, make", [("(a + b) x, (a + b + b) -> x (a + b), (a + b + b)", _system),
-                                        ("(a b), (a + b) -> (b a), (a + b)", lambda n: (torch.randn(n * n), torch.randn(2 * n))),
-                                        ("a b d, a c d -> a (d (b + c))", lambda n: (torch.randn(2, n, 4), torch.randn(2, n + 1, 4)))])
+@pytest.mark.parametrize(
+    "desc, make",
+    [
+        ("(a + b) x, (a + b + b) -> x (a + b), (a + b + b)", _system),
+        ("(a b), (a + b) -> (b a), (a + b)", lambda n: (torch.randn(n * n), torch.randn(2 * n))),
+        ("a b d, a c d -> a (d (b + c))", lambda n: (torch.randn(2, n, 4), torch.randn(2, n + 1, 4))),
+    ],
+)
 def test_jax_jit_system_traces_per_shape_only(desc, make):
     traces = []
 
@@ -258,7 +338,7 @@ def test_jax_jit_system_traces_per_shape_only(desc, make):
     n0 = ex.compile_count()
     for n in (3, 4, 3):
         x, y = (jnp.asarray(t.numpy()) for t in make(n))
-        for u, v in zip(*(r if isinstance(r, tuple) else (r,) for r in (f(x, y), einx.id(desc, x, y)))):
+        for u, v in zip(*(r if isinstance(r, tuple) else (r,) for r in (f(x, y), einx.id(desc, x, y))), strict=False):
             np.testing.assert_allclose(np.asarray(u), np.asarray(v))
     assert len(traces) == 2
     assert ex.compile_count() - n0 == 1

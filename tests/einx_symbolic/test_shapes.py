@@ -9,32 +9,37 @@ einx and ours: the same value (and types: ints, int32 arrays, tuples) or the sam
 Examples: ``EXAMPLES`` in all (two items, seeds ``SEED``, ``SEED + 1``), 12 per item in the
 ``dev`` profile.
 """
+
 import os
 import warnings
 
 import einx
+import grammar as gr
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
-
-import grammar as gr
-from engines import einx_symbolic as ex
 from test_grammar import error_class
+
+from engines import einx_symbolic as ex
 
 #: examples in all, over two test items (see the README for their cost)
 EXAMPLES = int(os.environ.get("EINX_SHAPES_EXAMPLES", "600"))
 SEED = int(os.environ.get("EINX_GRAMMAR_SEED", "0"))
 _DEV = os.environ.get("HYPOTHESIS_PROFILE") == "dev"
-SHAPES = settings(max_examples=12 if _DEV else -(-EXAMPLES // 2), deadline=None, database=None,
-                  suppress_health_check=list(HealthCheck))
+SHAPES = settings(
+    max_examples=12 if _DEV else -(-EXAMPLES // 2), deadline=None, database=None, suppress_health_check=list(HealthCheck)
+)
 FUNCTIONS = ["solve_shapes", "solve_axes", "matches", "check"]
 
 #: where einx 0.4.3 fails inside itself (README, "Deliberate differences"): an internal assertion anywhere;
 #: ``solve_axes`` reading the index of a number axis ("unnamed.<id>": an array of that many entries) or of
 #: ``...``/an unexpanded ellipsis (``int("")``, ``int("anonymous_ellipsis_axis")``) from its name
-EINX_BUGS = [(None, AssertionError, ""), ("solve_axes", ValueError, "Maximum allowed dimension exceeded"),
-             ("solve_axes", ValueError, "invalid literal for int() with base 10")]
+EINX_BUGS = [
+    (None, AssertionError, ""),
+    ("solve_axes", ValueError, "Maximum allowed dimension exceeded"),
+    ("solve_axes", ValueError, "invalid literal for int() with base 10"),
+]
 
 
 def _call(fn, desc, args, kw):
@@ -42,7 +47,7 @@ def _call(fn, desc, args, kw):
         warnings.simplefilter("always")
         try:
             r = ("ok", fn(desc, *args, **kw))
-        except Exception as e:  # noqa: BLE001 - the decision to raise and its class are compared
+        except Exception as e:
             r = ("err", e)
     return r, [(x.category, str(x.message)) for x in w if x.category is DeprecationWarning]
 
@@ -51,7 +56,7 @@ def _zero(desc, args, kw):
     """Whether our solution has a size 0 (valid for us; einx raises ``AxisSizeError``)."""
     try:
         return any(0 in s for s in ex.solve_shapes(desc, *args, **kw))
-    except Exception:  # noqa: BLE001 - a call we cannot solve has no size 0
+    except Exception:
         return False
 
 
@@ -64,11 +69,17 @@ def same(name, desc, *args, **kw):
         return
     if r2[0] == "err" and isinstance(r2[1], ex.errors.NotSupportedError):
         return
-    if (r1[0] == "err" and isinstance(r1[1], einx.errors.AxisSizeError) or r1 == ("ok", False)) and r2[0] == "ok" and _zero(desc, args, kw):
+    if (
+        ((r1[0] == "err" and isinstance(r1[1], einx.errors.AxisSizeError)) or r1 == ("ok", False))
+        and r2[0] == "ok"
+        and _zero(desc, args, kw)
+    ):
         return
     assert r1[0] == r2[0], f"{call}: einx {r1[0]} {r1[1]!r:.300} / ours {r2[0]} {r2[1]!r:.300}"
     if r1[0] == "err":
-        assert error_class(r1[1]) == error_class(r2[1]), f"{call}: einx raised {error_class(r1[1])}: {r1[1]}\n\nours {error_class(r2[1])}: {r2[1]}"
+        assert error_class(r1[1]) == error_class(r2[1]), (
+            f"{call}: einx raised {error_class(r1[1])}: {r1[1]}\n\nours {error_class(r2[1])}: {r2[1]}"
+        )
         return
     v1, v2 = r1[1], r2[1]
     assert type(v1) is type(v2), (call, v1, v2)
@@ -129,30 +140,33 @@ for _k in range(2):
 X = np.zeros((3, 4))
 
 
-@pytest.mark.parametrize("name, desc, args, kw", [
-    ("solve_shapes", "a b, c b a", (X, None), {"c": 3}),
-    ("solve_axes", "a b, c b a", (X, None), {"c": 3}),
-    ("solve_axes", "a..., c a...", (X, None), {"c": 3}),
-    ("matches", "a b", (X,), {}),
-    ("matches", "a b c", (X,), {}),
-    ("check", "a b", (X,), {}),
-    ("check", "a b c", (X,), {}),
-    ("solve_shapes", "(a b), (a b)", (np.zeros(6), None), {}),  # one axis after einx's common-subexpression elimination
-    ("solve_axes", "(a b), (a b)", (np.zeros(6), None), {}),  # none in solve_axes: a, b undetermined
-    ("solve_shapes", "a b, c", (X, lambda shape: None), {"c": 2}),  # a factory's shape is unknown
-    ("solve_shapes", "a b, ", (X, 2.0), {}),  # a Python scalar has shape ()
-    ("solve_shapes", "a b -> a", (X,), {}),  # SyntaxError
-    ("solve_shapes", "a b", (X, X), {}),  # ValueError: two tensors for one expression
-    ("solve_axes", "a", (np.zeros(3),), {"a": 3.0}),  # ValueError: not an integral constraint
-    ("solve_shapes", "a", ("x",), {}),  # ValueError: not a tensor
-    ("solve_axes", "s... (b s...)", (np.zeros((2, 3, 12)),), {"b": 2}),
-    ("solve_axes", "(a a)", (np.zeros(9),), {}),  # a polynomial (einx: sympy; ours at run time)
-    ("matches", "(a a)", (np.zeros(8),), {}),
-    # a system in several unknowns: linear (elimination), and one whose equations share a left side (einx: undetermined)
-    ("solve_axes", "(a + b) (a + (2 b))", (np.zeros((13, 10)),), {}),
-    ("solve_axes", "(s t)... (s t)...", (np.zeros((1, 1)),), {}),
-    ("solve_shapes", "(s t)... (s t)...", (np.zeros((1, 1)),), {}),
-])
+@pytest.mark.parametrize(
+    "name, desc, args, kw",
+    [
+        ("solve_shapes", "a b, c b a", (X, None), {"c": 3}),
+        ("solve_axes", "a b, c b a", (X, None), {"c": 3}),
+        ("solve_axes", "a..., c a...", (X, None), {"c": 3}),
+        ("matches", "a b", (X,), {}),
+        ("matches", "a b c", (X,), {}),
+        ("check", "a b", (X,), {}),
+        ("check", "a b c", (X,), {}),
+        ("solve_shapes", "(a b), (a b)", (np.zeros(6), None), {}),  # one axis after einx's common-subexpression elimination
+        ("solve_axes", "(a b), (a b)", (np.zeros(6), None), {}),  # none in solve_axes: a, b undetermined
+        ("solve_shapes", "a b, c", (X, lambda shape: None), {"c": 2}),  # a factory's shape is unknown
+        ("solve_shapes", "a b, ", (X, 2.0), {}),  # a Python scalar has shape ()
+        ("solve_shapes", "a b -> a", (X,), {}),  # SyntaxError
+        ("solve_shapes", "a b", (X, X), {}),  # ValueError: two tensors for one expression
+        ("solve_axes", "a", (np.zeros(3),), {"a": 3.0}),  # ValueError: not an integral constraint
+        ("solve_shapes", "a", ("x",), {}),  # ValueError: not a tensor
+        ("solve_axes", "s... (b s...)", (np.zeros((2, 3, 12)),), {"b": 2}),
+        ("solve_axes", "(a a)", (np.zeros(9),), {}),  # a polynomial (einx: sympy; ours at run time)
+        ("matches", "(a a)", (np.zeros(8),), {}),
+        # a system in several unknowns: linear (elimination), and one whose equations share a left side (einx: undetermined)
+        ("solve_axes", "(a + b) (a + (2 b))", (np.zeros((13, 10)),), {}),
+        ("solve_axes", "(s t)... (s t)...", (np.zeros((1, 1)),), {}),
+        ("solve_shapes", "(s t)... (s t)...", (np.zeros((1, 1)),), {}),
+    ],
+)
 def test_documented(name, desc, args, kw):
     same(name, desc, *args, **kw)
 
@@ -185,6 +199,7 @@ def test_deliberate_differences():
 
 def test_cached_per_signature():
     from engines.einx_symbolic.shapes import _solution
+
     _solution.cache_clear()
     for n in range(2, 7):
         assert ex.solve_shapes("a (b c), b", np.zeros((n, 6)), None, c=3) == ((n, 6), (2,))

@@ -1,4 +1,5 @@
 """Unit tests: one graph per signature, run-time checks, 0-size axes, compile/jit behaviour."""
+
 import einx
 import jax
 import jax.numpy as jnp
@@ -28,8 +29,9 @@ def test_graph_has_no_baked_sizes():
     rng = np.random.default_rng(0)
     for e, r in ((4096, 3), (5, 7), (1, 1), (0, 2)):
         a, b = rng.standard_normal(e).astype(np.float32), rng.standard_normal(r).astype(np.float32)
-        np.testing.assert_array_equal(ex.subtract("e, r -> e r", torch.from_numpy(a), torch.from_numpy(b)).numpy(),
-                                      a[:, None] - b[None, :])
+        np.testing.assert_array_equal(
+            ex.subtract("e, r -> e r", torch.from_numpy(a), torch.from_numpy(b)).numpy(), a[:, None] - b[None, :]
+        )
     assert ex.compile_count() - n0 == 1
 
 
@@ -138,10 +140,12 @@ def test_rearrange_alias_and_backend_kwarg():
 def test_divisor_of_several_factors_agrees_with_einx(n, cmp):
     # the divisor of "(a b c)" given a and b is the product a*b: the check must test d % (a*b),
     # not (d % a) * b (14 is divisible by a=2 but not by a*b=6: einx raises AxisSizeError)
-    for args in [("rearrange", "(a b c) -> a b c", np.arange(n), {"a": 2, "b": 3}),
-                 ("id", "(a b c) d -> a b c d", torch.randn(n, 1), {"b": 1, "c": 2}),
-                 ("id", "(a b c) d -> a b c d", torch.randn(n, 2), {"b": 2, "c": 2})]:
-        (k1, r1), (k2, r2) = cmp(*args[:3], **args[3])
+    for args in [
+        ("rearrange", "(a b c) -> a b c", np.arange(n), {"a": 2, "b": 3}),
+        ("id", "(a b c) d -> a b c d", torch.randn(n, 1), {"b": 1, "c": 2}),
+        ("id", "(a b c) d -> a b c d", torch.randn(n, 2), {"b": 2, "c": 2}),
+    ]:
+        (k1, r1), (_k2, r2) = cmp(*args[:3], **args[3])
         if k1 == "err":  # the same error class as einx: the divisibility check, not a failure later on
             assert isinstance(r1, einx.errors.AxisSizeError) and isinstance(r2, einx.errors.AxisSizeError), (args, r1, r2)
 

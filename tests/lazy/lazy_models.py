@@ -12,8 +12,7 @@ from cases import libs
 
 #: the four sizes of each family's sweep: (batch, seq) for transformers, batch for vision,
 #: (nodes, edges) for graphs; seq 1 is left out (``seq > 1`` is a guard that splits)
-SIZES = {"text": [(2, 5), (3, 8), (1, 11), (4, 16)], "vision": [2, 3, 1, 4],
-         "graph": [(5, 12), (9, 20), (13, 31), (20, 50)]}
+SIZES = {"text": [(2, 5), (3, 8), (1, 11), (4, 16)], "vision": [2, 3, 1, 4], "graph": [(5, 12), (9, 20), (13, 31), (20, 50)]}
 BS = {0: "b", 1: "s"}
 
 
@@ -24,15 +23,15 @@ def _text(model, vocab, mask=False):
         if not mask:
             return (ids,)
         m = torch.ones(b, s, dtype=torch.long)
-        m[:, s // 2 + 1:] = 0  # padded tail: the mask is not all ones (transformers skips such a mask)
+        m[:, s // 2 + 1 :] = 0  # padded tail: the mask is not all ones (transformers skips such a mask)
         return ids, m
+
     return make
 
 
 def gpt2(mask=False):
     tr = libs.load("transformers")
-    cfg = tr.GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=128, n_positions=64, bos_token_id=0,
-                        eos_token_id=0)
+    cfg = tr.GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=128, n_positions=64, bos_token_id=0, eos_token_id=0)
     torch.manual_seed(0)
     m = tr.GPT2LMHeadModel(cfg).eval()
     if mask:
@@ -42,8 +41,14 @@ def gpt2(mask=False):
 
 def bert():
     tr = libs.load("transformers")
-    cfg = tr.BertConfig(num_hidden_layers=2, hidden_size=32, num_attention_heads=2, intermediate_size=64,
-                        vocab_size=128, max_position_embeddings=64)
+    cfg = tr.BertConfig(
+        num_hidden_layers=2,
+        hidden_size=32,
+        num_attention_heads=2,
+        intermediate_size=64,
+        vocab_size=128,
+        max_position_embeddings=64,
+    )
     torch.manual_seed(0)
     m = tr.BertModel(cfg).eval()
     return (lambda ids, am: m(input_ids=ids, attention_mask=am).last_hidden_state), _text(m, 128, True), [BS, BS]
@@ -51,9 +56,17 @@ def bert():
 
 def llama():
     tr = libs.load("transformers")
-    cfg = tr.LlamaConfig(num_hidden_layers=2, hidden_size=32, num_attention_heads=2, num_key_value_heads=2,
-                         intermediate_size=64, vocab_size=128, max_position_embeddings=64, bos_token_id=0,
-                         eos_token_id=0)
+    cfg = tr.LlamaConfig(
+        num_hidden_layers=2,
+        hidden_size=32,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        intermediate_size=64,
+        vocab_size=128,
+        max_position_embeddings=64,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
     torch.manual_seed(0)
     m = tr.LlamaForCausalLM(cfg).eval()
     return (lambda ids: m(input_ids=ids).logits), _text(m, 128), [BS]
@@ -61,8 +74,15 @@ def llama():
 
 def vit():
     tr = libs.load("transformers")
-    cfg = tr.ViTConfig(num_hidden_layers=2, hidden_size=32, num_attention_heads=2, intermediate_size=64,
-                       image_size=16, patch_size=4, num_channels=3)
+    cfg = tr.ViTConfig(
+        num_hidden_layers=2,
+        hidden_size=32,
+        num_attention_heads=2,
+        intermediate_size=64,
+        image_size=16,
+        patch_size=4,
+        num_channels=3,
+    )
     torch.manual_seed(0)
     m = tr.ViTModel(cfg).eval()
     return (lambda px: m(pixel_values=px).last_hidden_state), lambda b: (torch.randn(b, 3, 16, 16),), [{0: "b"}]

@@ -13,17 +13,23 @@ import engines.lazy as L
 def test_the_last_hit_serves_only_an_equal_step():
     """A step is first compared with the last hit's key; a step that differs in
     structure, dtype or a guard's result must miss it (and compile or hit the cache)."""
+
     def prog(x, flag):
         y = x * 2 if flag else x + 1
         return y[: y.shape[0] // 2] if y.shape[0] > 4 else y
 
     f = L.jit(prog)
-    calls = [(6, torch.float32, True), (7, torch.float32, True), (8, torch.float32, True),  # hits of one key
-             (8, torch.float32, False),  # another structure: compiles
-             (9, torch.float32, True),  # back: a hit, not from the last hit
-             (3, torch.float32, True),  # the guard flips: compiles
-             (4, torch.float64, True),  # another dtype: compiles
-             (5, torch.float32, True), (10, torch.float32, True)]
+    calls = [
+        (6, torch.float32, True),
+        (7, torch.float32, True),
+        (8, torch.float32, True),  # hits of one key
+        (8, torch.float32, False),  # another structure: compiles
+        (9, torch.float32, True),  # back: a hit, not from the last hit
+        (3, torch.float32, True),  # the guard flips: compiles
+        (4, torch.float64, True),  # another dtype: compiles
+        (5, torch.float32, True),
+        (10, torch.float32, True),
+    ]
     for n, dt, flag in calls:
         x = torch.randn(n, dtype=dt)
         out = f(x, flag)
@@ -60,7 +66,7 @@ def _python_wrappers(x, w):
 
 def _eager_wrappers(x, w):
     t = x.shape[0]
-    a, b = x[: t // 2], x[t // 2:]
+    a, b = x[: t // 2], x[t // 2 :]
     return torch.cat([F.pad(a, (0, 0, 0, 1)), F.layer_norm(b, (x.shape[1],), w)]).sum(1)
 
 
@@ -102,13 +108,14 @@ def test_a_torch_function_mode_still_sees_the_wrappers():
 
 def test_the_inline_forms_match_the_general_ones():
     """``x.sum(d)``, ``stack`` and ``cat`` take inline forms; each records what the general form does."""
+
     def prog(x, i):
         return torch.stack([x.sum(1), x.sum(-1), x.sum(dim=1)]), i.sum(0), torch.cat([x, x], 1).sum(-2)
 
     f = L.jit(prog)
     for n in (3, 4):
         x, i = torch.randn(n, n), torch.arange(n, dtype=torch.int32)
-        for got, want in zip(f(x, i), prog(x, i)):
+        for got, want in zip(f(x, i), prog(x, i), strict=False):
             torch.testing.assert_close(got, want)
             assert got.dtype == want.dtype
     assert f.ctx.compiles() == 1
@@ -126,6 +133,7 @@ def test_compiled_sizes_and_guards_follow_every_step():
     """A size beyond a constant or one variable (``t + (-t) % 8``) is evaluated by a
     function compiled once from it: each step's output shape check and guards read
     that step's sizes; a failing evaluation still names the size."""
+
     def prog(x):
         t = x.shape[0]
         y = F.pad(x, (0, 0, 0, (-t) % 8))
@@ -146,6 +154,7 @@ def test_operands_signed_while_recording_key_the_step():
     """Ops recorded in one pass (lazy operands, ints, sizes) sign each operand: a step
     whose int or size operand differs is another step; an operand kept from an
     earlier step still takes the general path and is refused."""
+
     def prog(x, d, k):
         return x.narrow(0, 0, x.shape[0] - k).sum(d).unsqueeze(-1)
 
@@ -170,6 +179,7 @@ def test_trailing_full_slices_are_dropped_from_a_recorded_index():
     """``x[i, :]`` (and the full slices an index is padded with) runs as ``x[i]``,
     torch's fast path for one index; other slices stay. (An index with an ellipsis
     is padded once.)"""
+
     def prog(x, i):
         return x[i] + x[i, :] + x[:, i][i] + x[1:][i, ...]
 
@@ -187,6 +197,7 @@ def test_a_jit_leaf_is_the_same_leaf_as_the_general_loop_makes():
     """A jit step's leaf in unbounded mode takes a per-(position, rank, dims) plan
     (``LazyContext._logged_input``): the same shape, variables and step-log entry
     as the general loop (dims given as a list: no plan), and the same refusals."""
+
     def leaves(dims_a, dims_b):
         ctx = L.LazyContext("unbounded")
         ctx.new_step()
@@ -205,8 +216,7 @@ def test_a_jit_leaf_is_the_same_leaf_as_the_general_loop_makes():
     assert ctx.log.entries[0] == general.log.entries[0]
     assert ctx.log.entries[1] == ("in", torch.float32, ("p0_0", "p1_1"))
     assert [str(e) for e in gb.node.shape] == ["p1_0", "p1_1"]  # unnamed: a variable of its own
-    assert ctx.vars["p0_0"].name == "n" and ctx.vars["p1_1"].name == "m" and ctx.vars.hints == {
-        "p0_0": 5, "p0_2": 2, "p1_1": 4}
+    assert ctx.vars["p0_0"].name == "n" and ctx.vars["p1_1"].name == "m" and ctx.vars.hints == {"p0_0": 5, "p0_2": 2, "p1_1": 4}
     assert ga.node.shape == a.node.shape
     ctx.new_step()
     ctx.input(torch.randn(5, 3, 2), {0: "n", 2: "k"})
@@ -229,12 +239,14 @@ def test_a_cached_step_still_checks_its_outputs_shapes():
     assert f.ctx.stats["hit"] == 1
     entry = f.ctx.last
     good = entry.run
-    f.ctx.cache = {k: P.Compiled(e.kernel, e.ir, e.code, run=lambda t: (good(t)[0][..., :1],))
-                   for k, e in f.ctx.cache.items()}
+    f.ctx.cache = {k: P.Compiled(e.kernel, e.ir, e.code, run=lambda t: (good(t)[0][..., :1],)) for k, e in f.ctx.cache.items()}
     f.ctx.fast = {k: (f.ctx.cache[next(iter(f.ctx.cache))],) + v[1:] for k, v in f.ctx.fast.items()}
     f.ctx._last_hit = None
-    with pytest.raises(L.IRError, match=r"shape rule for unsqueeze predicted torch.float32\[1, 5, 2\], ran to "
-                                        r"torch.float32\[1, 5, 1\]"):
+    with pytest.raises(
+        L.IRError,
+        match=r"shape rule for unsqueeze predicted torch.float32\[1, 5, 2\], ran to "
+        r"torch.float32\[1, 5, 1\]",
+    ):
         f(torch.randn(5, 2))
     assert f.ctx.stats["hit"] == 2  # refused on the cached path
 
@@ -263,7 +275,7 @@ def test_stack_cat_and_split_reach_the_lazy_path_without_torch_dispatch(monkeypa
     f = L.jit(prog, dims=[{1: "t"}])
     for n in (4, 7, 5):
         x = torch.randn(2, n, 3)
-        a, b = x[:, : n // 2], x[:, n // 2:]
+        a, b = x[:, : n // 2], x[:, n // 2 :]
         torch.testing.assert_close(f(x), torch.stack([a.sum(1), b.sum(1), x.sum(1) * 2]))
         assert (torch.stack, torch.cat, torch.split) == originals
     assert seen == [] and f.ctx.compiles() == 1 and f.ctx.stats["hit"] == 2
@@ -293,11 +305,16 @@ def test_one_tensor_one_int_ops_log_what_the_general_record_logs():
         if fast:
             ys = [x.sum(1), x.unsqueeze(-1), x.sum(-2), x.unsqueeze(0)]
         else:
-            ys = [record(ctx, op, (x, i), NO_KWARGS, shape, torch.float32) for op, i, shape in (
-                ("sum", 1, s[:1]), ("unsqueeze", -1, s + (const(1),)), ("sum", -2, s[1:]),
-                ("unsqueeze", 0, (const(1),) + s))]
-        return ctx, x, ctx.log.entries, [(y.node.op, y.node.args[0].pos, y.node.args[1:], y.node.shape, y.node.pos)
-                                         for y in ys]
+            ys = [
+                record(ctx, op, (x, i), NO_KWARGS, shape, torch.float32)
+                for op, i, shape in (
+                    ("sum", 1, s[:1]),
+                    ("unsqueeze", -1, s + (const(1),)),
+                    ("sum", -2, s[1:]),
+                    ("unsqueeze", 0, (const(1),) + s),
+                )
+            ]
+        return ctx, x, ctx.log.entries, [(y.node.op, y.node.args[0].pos, y.node.args[1:], y.node.shape, y.node.pos) for y in ys]
 
     ctx, x, *fast = step(True)
     assert fast == list(step(False)[2:])
@@ -311,13 +328,13 @@ def test_a_size_operand_signs_as_one_shared_tuple():
     ``("e", log.expr(size))``, one shared tuple per size, the same object in the next step's
     entry (a cached step's key then compares by identity), and a size over another
     canonical name is signed by that name."""
+
     def entries(f, n):
         f(torch.randn(2, n, 3))
         (key,) = f.ctx.fast
         return key[0]
 
-    f = L.jit(lambda x: torch.split(x, [x.shape[1] // 2, x.shape[1] - x.shape[1] // 2], dim=1)[1].sum(1),
-              dims=[{1: "t"}])
+    f = L.jit(lambda x: torch.split(x, [x.shape[1] // 2, x.shape[1] - x.shape[1] // 2], dim=1)[1].sum(1), dims=[{1: "t"}])
     a, b = entries(f, 5), entries(f, 6)
     narrow_a, narrow_b = [e for e in a if e[0] == "narrow"], [e for e in b if e[0] == "narrow"]
     assert narrow_a == narrow_b and narrow_a[1][1][3] is narrow_b[1][1][3]

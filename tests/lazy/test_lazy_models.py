@@ -12,11 +12,10 @@ listed exactly too.
 
 import pytest
 import torch
+from lazy_models import MODELS, sweep  # (tests/lazy is on sys.path: pytest inserts a test's folder)
 
 import engines.lazy as L
 from cases import libs
-
-from lazy_models import MODELS, sweep  # (tests/lazy is on sys.path: pytest inserts a test's folder)
 
 EXPECTED = {  # model -> (compiles over the sweep, guards)
     "gpt2": (1, ["s == 1 is False (bool)", "s > 1 is True (bool)"]),
@@ -51,9 +50,18 @@ def test_lazy_tensor_is_a_torch_tensor_to_libraries():
     assert torch.equal(torch.add(x, 1).value(), torch.ones(3, 2))  # torch functions still reach the hook
 
 
-@pytest.mark.parametrize("call", [lambda x: torch.pow(x, 2), lambda x: torch.pow(2.0, x), lambda x: torch.add(x, 1, alpha=2),
-                                  lambda x: torch.where(x > 0, x, 0.0), lambda x: torch.clamp(x, min=-0.5),
-                                  lambda x: torch.full_like(x, 3.0), lambda x: torch.sub(1.0, x)])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda x: torch.pow(x, 2),
+        lambda x: torch.pow(2.0, x),
+        lambda x: torch.add(x, 1, alpha=2),
+        lambda x: torch.where(x > 0, x, 0.0),
+        lambda x: torch.clamp(x, min=-0.5),
+        lambda x: torch.full_like(x, 3.0),
+        lambda x: torch.sub(1.0, x),
+    ],
+)
 def test_scalar_overloads_take_a_lazy_tensor(call):
     """torch's argument parser reads a tensor argument's metadata (a 0-d tensor may stand for a
     Scalar) before it finds ``__torch_function__``: a lazy tensor that only claimed to be a tensor

@@ -106,14 +106,15 @@ def test_miss_reasons_name_the_new_part_of_the_key():
     got, ctx = _reasons("static")
     f = L.jit(edge_divide, ctx=ctx)
     _run_edge(f, [3, 4, 3])
-    assert got == ["first call: empty graph cache",
-                   "new input shapes 0: float32[4, 8], 1: float32[4] (cached: float32[3, 8], float32[3])"]
+    assert got == [
+        "first call: empty graph cache",
+        "new input shapes 0: float32[4, 8], 1: float32[4] (cached: float32[3, 8], float32[3])",
+    ]
     got, ctx = _reasons("static")  # x's size enters only as a constant operand of expand
     f = L.jit(expand_over_batch, ctx=ctx)
     for b in (3, 4):
         f(torch.zeros(b, 3, 2, 2), torch.ones(1, 1, 4))
-    assert got == ["first call: empty graph cache",
-                   "new arguments of op 0 expand(%0, (8, -1, -1)) (cached: (%0, (6, -1, -1)))"]
+    assert got == ["first call: empty graph cache", "new arguments of op 0 expand(%0, (8, -1, -1)) (cached: (%0, (6, -1, -1)))"]
     got, ctx = _reasons("bounded")
     f = L.jit(expand_over_batch, dims=[{0: "b"}, {}], bounds=[{0: 64}, {}], ctx=ctx)
     for b in (2, 3):
@@ -131,9 +132,11 @@ def test_miss_reason_names_the_guard_that_flipped():
     f = L.jit(prog, dims=[{0: "n"}], ctx=ctx)
     for n in (5, 9, 3, 2):
         f(torch.ones(n, 2))
-    assert got == ["first call: empty graph cache",
-                   "new graph structure (op 0 is sub; cached: mul) and "
-                   "new guards s0_0 > 4 is False (bool) (cached: s0_0 > 4 is True (bool))"]
+    assert got == [
+        "first call: empty graph cache",
+        "new graph structure (op 0 is sub; cached: mul) and "
+        "new guards s0_0 > 4 is False (bool) (cached: s0_0 > 4 is True (bool))",
+    ]
     assert ctx.compiles() == 2
 
 
@@ -173,7 +176,7 @@ def test_materialisation_triggers():
     s = (x + 1).sum()
     assert s.item() == 21.0
     assert float(x.sum()) == 15.0 and int(x.amax()) == 5
-    assert bool((x.sum() == 15.0)) is True  # comparison with a Python value, then bool()
+    assert bool(x.sum() == 15.0) is True  # comparison with a Python value, then bool()
     assert "10." in str(x * 2) and "LazyTensor(" in repr(x + 0)
     np.testing.assert_array_equal(np.asarray(x + 1), np.arange(1.0, 7.0).reshape(2, 3))
     a, b = x - 1, x + 1
@@ -235,8 +238,13 @@ def test_catalogue_quick_profile_all_modes():
             for i, sizes in enumerate(shapes):
                 inputs = case.make_inputs(sizes, seed=i)
                 tol = case.tol()
-                np.testing.assert_allclose(b.to_numpy(prog(*b.convert(inputs))), case.expected(inputs),
-                                           rtol=tol.rtol, atol=tol.atol, err_msg=f"{case.name} {mode} {sizes}")
+                np.testing.assert_allclose(
+                    b.to_numpy(prog(*b.convert(inputs))),
+                    case.expected(inputs),
+                    rtol=tol.rtol,
+                    atol=tol.atol,
+                    err_msg=f"{case.name} {mode} {sizes}",
+                )
             if mode == "bucketed":  # one graph per bucket the host padder touched
                 from engines.sizes import buckets
 

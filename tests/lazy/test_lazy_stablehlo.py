@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 import torch
 
-import engines.lazy as L
 import cases
+import engines.lazy as L
 from backends.base import Unsupported
-from engines.lazy.to_stablehlo import StablehloCompiler
 from backends.lazy_stablehlo import LazyStablehlo
 from backends.stablehlo_xla import StablehloXla
+from engines.lazy.to_stablehlo import StablehloCompiler
 
 
 def _defs(text: str) -> dict:
@@ -86,12 +86,15 @@ def test_bounded_traces_lowers_and_compiles_once():
     assert f"tensor<?x8xf32, #stablehlo.bounds<{bound}, ?>>" in text
 
 
-@pytest.mark.parametrize("program, op", [
-    (lambda x: torch.nonzero(x), "nonzero"),
-    (lambda x: x + torch.rand_like(x), "rand_like"),
-    (lambda x: x.requires_grad_() * 2, "requires_grad_"),
-    (lambda x: (x * 2).backward(), "backward"),
-])
+@pytest.mark.parametrize(
+    "program, op",
+    [
+        (lambda x: torch.nonzero(x), "nonzero"),
+        (lambda x: x + torch.rand_like(x), "rand_like"),
+        (lambda x: x.requires_grad_() * 2, "requires_grad_"),
+        (lambda x: (x * 2).backward(), "backward"),
+    ],
+)
 def test_what_it_cannot_express_is_unsupported_naming_the_op(program, op):
     f = L.jit(program, ctx=L.LazyContext(compiler=StablehloCompiler("unbounded")))
     with pytest.raises(L.Unsupported, match=rf"\b{op}\b"):
@@ -114,13 +117,19 @@ def test_a_dims_minimum_reaches_the_export():
     compiled once in bounded mode."""
     conv = lambda x, w: torch.nn.functional.conv1d(x, w)  # noqa: E731
     w = torch.ones(2, 3, 5)
-    plain = L.jit(conv, mode="bounded", dims=[{2: "t"}, None], bounds=[{2: 64}, None],
-                  ctx=L.LazyContext("bounded", compiler=StablehloCompiler("bounded")))
+    plain = L.jit(
+        conv,
+        mode="bounded",
+        dims=[{2: "t"}, None],
+        bounds=[{2: 64}, None],
+        ctx=L.LazyContext("bounded", compiler=StablehloCompiler("bounded")),
+    )
     with pytest.raises(L.Unsupported, match="Constraints violated"):
         plain(torch.ones(1, 3, 9), w)
     compiler = StablehloCompiler("bounded", minima={"t": 5})
-    f = L.jit(conv, mode="bounded", dims=[{2: "t"}, None], bounds=[{2: 64}, None],
-              ctx=L.LazyContext("bounded", compiler=compiler))
+    f = L.jit(
+        conv, mode="bounded", dims=[{2: "t"}, None], bounds=[{2: 64}, None], ctx=L.LazyContext("bounded", compiler=compiler)
+    )
     for t in (9, 5, 64):
         x = torch.randn(1, 3, t)
         torch.testing.assert_close(f(x, w), conv(x, w), rtol=1e-5, atol=1e-5)
@@ -132,8 +141,9 @@ def test_a_first_shape_with_sizes_0_and_1_does_not_fix_the_export(backend_cls):
     """Our exporters export from a sample with every dynamic dim >= 2 (torch.export
     would specialise E = 0, or refuse it): a sweep starting at E = 0, then 1, lowers
     once and (bounded) compiles once."""
-    steps = _job(backend_cls(), cases.get("gnn_zero_edges"), "bounded",
-                 [{"n": 64, "e": 0}, {"n": 70, "e": 1}, {"n": 80, "e": 300}])
+    steps = _job(
+        backend_cls(), cases.get("gnn_zero_edges"), "bounded", [{"n": 64, "e": 0}, {"n": 70, "e": 1}, {"n": 80, "e": 300}]
+    )
     assert [s["lowering"] for s, _ in steps] == [1, 1, 1] and steps[-1][0]["xla"] == 1, steps
     first = steps[0][1]
     assert any(r.startswith("lowering:") and "(64, 16), (0,)" in r for r in first), first

@@ -64,13 +64,20 @@ def test_an_operand_from_outside_the_step_takes_the_full_path():
 def test_a_cached_step_follows_new_sizes_and_a_new_structure_compiles():
     """Cached steps run on each call's sizes; a different op sequence, operand
     dtype or flag is another key (one compile each), and coming back hits."""
+
     def prog(x, e, flag):
         y = x / e.unsqueeze(-1)
         return y * 2 if flag else y + 1
 
     f = L.jit(prog, dims=[{0: "n"}, {0: "n"}, None])
-    calls = [(5, torch.float32, True), (9, torch.float32, True), (9, torch.float32, False), (3, torch.float32, False),
-             (4, torch.float64, False), (6, torch.float32, True)]
+    calls = [
+        (5, torch.float32, True),
+        (9, torch.float32, True),
+        (9, torch.float32, False),
+        (3, torch.float32, False),
+        (4, torch.float64, False),
+        (6, torch.float32, True),
+    ]
     for n, dt, flag in calls:
         x, e = torch.randn(n, 3, dtype=dt), torch.rand(n, dtype=dt) + 0.5
         out = f(x, e, flag)
@@ -113,8 +120,13 @@ def test_sizes_and_tensors_of_a_finished_step_are_refused():
 
     def prog(x):
         if "size" in kept:
-            for use in (lambda: kept["size"] * 2, lambda: x.expand(kept["size"], -1), lambda: int(kept["size"]),
-                        lambda: kept["tensor"].shape, lambda: x + kept["tensor"]):
+            for use in (
+                lambda: kept["size"] * 2,
+                lambda: x.expand(kept["size"], -1),
+                lambda: int(kept["size"]),
+                lambda: kept["tensor"].shape,
+                lambda: x + kept["tensor"],
+            ):
                 with pytest.raises(L.FinishedStep, match="finished step"):
                     use()
         kept["size"], kept["tensor"] = x.shape[0], x * 1

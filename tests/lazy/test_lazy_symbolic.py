@@ -63,8 +63,7 @@ def test_forcing_records_guards():
     if cmp:
         pass
     assert int(n) == 5
-    assert [str(g).split(" (")[0] for g in ctx.guards] == [
-        f"{n.expr} > 2 is True", f"{n.expr} == 5 is True"]
+    assert [str(g).split(" (")[0] for g in ctx.guards] == [f"{n.expr} > 2 is True", f"{n.expr} == 5 is True"]
     assert ctx.guards[1].reason == "int"
     with pytest.raises(ZeroDivisionError):
         n // 0

@@ -33,8 +33,13 @@ small_trees = st.recursive(leaves, _extend, max_leaves=6)
 envs = st.fixed_dictionaries({v: st.integers(-25, 25) for v in VARS})
 size_envs = st.fixed_dictionaries({v: st.integers(0, 30) for v in VARS})
 
-_PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-       "//": lambda a, b: a // b, "%": lambda a, b: a % b}
+_PY = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "//": lambda a, b: a // b,
+    "%": lambda a, b: a % b,
+}
 
 
 def py_eval(t, env):
@@ -90,7 +95,7 @@ def has_symbolic_divisor(t) -> bool:
         return has_symbolic_divisor(t[1])
     if k in ("max", "min"):
         return any(has_symbolic_divisor(x) for x in t[1])
-    return ((k in ("//", "%") and has_var(t[2])) or has_symbolic_divisor(t[1]) or has_symbolic_divisor(t[2]))
+    return (k in ("//", "%") and has_var(t[2])) or has_symbolic_divisor(t[1]) or has_symbolic_divisor(t[2])
 
 
 def has_var(t) -> bool:

@@ -67,10 +67,28 @@ def test_missing_variable_names_it_and_the_known_ones():
     assert S.parse("0*x + i") == S.var("i")
 
 
-@pytest.mark.parametrize("bad", [
-    "__import__('os')", "a.b", "a[0]", "a ** 2", "1.5", "True", "a / 2", "lambda: 1", "max()", "max(a, key=b)",
-    "min(*a)", "abs(a)", "a if b else c", "a < b", "", "a +", "'a'",
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "__import__('os')",
+        "a.b",
+        "a[0]",
+        "a ** 2",
+        "1.5",
+        "True",
+        "a / 2",
+        "lambda: 1",
+        "max()",
+        "max(a, key=b)",
+        "min(*a)",
+        "abs(a)",
+        "a if b else c",
+        "a < b",
+        "",
+        "a +",
+        "'a'",
+    ],
+)
 def test_parse_refuses_what_is_not_the_grammar(bad):
     with pytest.raises(S.SizeError, match="bad size expression"):
         S.parse(bad)
@@ -124,55 +142,78 @@ def test_ring_laws_hold_structurally(x, y, z):
     x, y, z = _normal(x), _normal(y), _normal(z)
     assume(x is not None and y is not None and z is not None)
     pairs = [
-        (x + y, y + x), (x * y, y * x), ((x + y) + z, x + (y + z)), ((x * y) * z, x * (y * z)),
-        (x * (y + z), x * y + x * z), ((x + y) - y, x), (x * 1, x), (x + 0, x), (x - x, 0), (x * 0, 0),
-        (-(-x), x), (2 * x, x + x),
-        (S.smax(x, y), S.smax(y, x)), (S.smin(x, S.smin(y, z)), S.smin(S.smin(x, y), z)),
-        (S.smax(x, x), x), (S.smax(x, x + 1), x + 1), (S.smin(x, x + 1), x),
-        (x // 1, x), (x % 1, 0), (x // -1, -x), ((x * 6) // 3, 2 * x), ((x * 6) % 3, 0),
-        ((x % 6) % 3, x % 3), ((x * 4 + 1) // 2, 2 * x + (1 // 2)),
+        (x + y, y + x),
+        (x * y, y * x),
+        ((x + y) + z, x + (y + z)),
+        ((x * y) * z, x * (y * z)),
+        (x * (y + z), x * y + x * z),
+        ((x + y) - y, x),
+        (x * 1, x),
+        (x + 0, x),
+        (x - x, 0),
+        (x * 0, 0),
+        (-(-x), x),  # noqa: B002 (a double negation on purpose)
+        (2 * x, x + x),
+        (S.smax(x, y), S.smax(y, x)),
+        (S.smin(x, S.smin(y, z)), S.smin(S.smin(x, y), z)),
+        (S.smax(x, x), x),
+        (S.smax(x, x + 1), x + 1),
+        (S.smin(x, x + 1), x),
+        (x // 1, x),
+        (x % 1, 0),
+        (x // -1, -x),
+        ((x * 6) // 3, 2 * x),
+        ((x * 6) % 3, 0),
+        ((x % 6) % 3, x % 3),
+        ((x * 4 + 1) // 2, 2 * x + (1 // 2)),
     ]
     for lhs, rhs in pairs:
         assert lhs == rhs and hash(lhs) == hash(S.as_expr(rhs)), (str(lhs), str(rhs))
 
 
-@pytest.mark.parametrize("lhs, rhs", [
-    ("2*(a + b)", "a + b + b + a"),
-    ("(a + 1)*(a - 1)", "a*a - 1"),
-    ("(a*b) // b", "a"),  # a symbolic divisor is assumed nonzero
-    ("(a*b + c) // b", "a + c // b"),
-    ("(a*b) % b", "0"),
-    ("(2*a*b + 3) // (2*b)", "a + 3 // (2*b)"),
-    ("(a*b + b) // (a + 1)", "b"),
-    ("(a + b) % (a + b)", "0"),
-    ("(6*a + b + 7) // 3", "2*a + 2 + (b + 1) // 3"),
-    ("(6*a + b + 7) % 3", "(b + 1) % 3"),
-    ("(6*a + 7) % 3", "1"),  # the remainder left is a constant: folded
-    ("(2*a + 1) % 2", "1"),
-    ("(-a) // 2", "a // 2 - a"),
-    ("a // -3", "(-a) // 3"),
-    ("a % -3", "-((-a) % 3)"),
-    ("(a // 2) // 3", "a // 6"),
-    ("(a % 6) % 3", "a % 3"),
-    ("max(a, max(b, 2), 5)", "max(b, a, 5)"),
-    ("max(a, a + 2, 3)", "max(a + 2, 3)"),
-    ("min(7, 3, a)", "min(a, 3)"),
-    ("max(4, 9)", "9"),
-    ("max(a)", "a"),
-])
+@pytest.mark.parametrize(
+    "lhs, rhs",
+    [
+        ("2*(a + b)", "a + b + b + a"),
+        ("(a + 1)*(a - 1)", "a*a - 1"),
+        ("(a*b) // b", "a"),  # a symbolic divisor is assumed nonzero
+        ("(a*b + c) // b", "a + c // b"),
+        ("(a*b) % b", "0"),
+        ("(2*a*b + 3) // (2*b)", "a + 3 // (2*b)"),
+        ("(a*b + b) // (a + 1)", "b"),
+        ("(a + b) % (a + b)", "0"),
+        ("(6*a + b + 7) // 3", "2*a + 2 + (b + 1) // 3"),
+        ("(6*a + b + 7) % 3", "(b + 1) % 3"),
+        ("(6*a + 7) % 3", "1"),  # the remainder left is a constant: folded
+        ("(2*a + 1) % 2", "1"),
+        ("(-a) // 2", "a // 2 - a"),
+        ("a // -3", "(-a) // 3"),
+        ("a % -3", "-((-a) % 3)"),
+        ("(a // 2) // 3", "a // 6"),
+        ("(a % 6) % 3", "a % 3"),
+        ("max(a, max(b, 2), 5)", "max(b, a, 5)"),
+        ("max(a, a + 2, 3)", "max(a + 2, 3)"),
+        ("min(7, 3, a)", "min(a, 3)"),
+        ("max(4, 9)", "9"),
+        ("max(a)", "a"),
+    ],
+)
 def test_documented_simplifications(lhs, rhs):
     assert S.parse(lhs) == S.parse(rhs)
     assert hash(S.parse(lhs)) == hash(S.parse(rhs))
 
 
-@pytest.mark.parametrize("lhs, rhs", [
-    ("max(a, 0)", "a"),  # variables may be negative: no sign assumption in the normal form
-    ("2*max(a, b)", "max(2*a, 2*b)"),
-    ("(a // 2)*2 + a % 2", "a"),
-    ("(a + 1) // b", "a // b + 1 // b"),
-    ("(a // b) // c", "a // (b*c)"),
-    ("((-a) // 2) // 3", "(-a) // 6"),  # merged only when the inner // is the whole numerator
-])
+@pytest.mark.parametrize(
+    "lhs, rhs",
+    [
+        ("max(a, 0)", "a"),  # variables may be negative: no sign assumption in the normal form
+        ("2*max(a, b)", "max(2*a, 2*b)"),
+        ("(a // 2)*2 + a % 2", "a"),
+        ("(a + 1) // b", "a // b + 1 // b"),
+        ("(a // b) // c", "a // (b*c)"),
+        ("((-a) // 2) // 3", "(-a) // 6"),  # merged only when the inner // is the whole numerator
+    ],
+)
 def test_not_simplified(lhs, rhs):
     assert S.parse(lhs) != S.parse(rhs)
 
@@ -183,10 +224,17 @@ def test_pickles_into_another_process():
     import sys
 
     e = S.parse("max(a, b + 1) * c // 3 + a % (b + c) - 2")
-    code = ("import pickle, sys; from engines import sizes as S; e = pickle.loads(sys.stdin.buffer.read()); "
-            "assert e == S.parse(str(e)) and hash(e) == hash(S.parse(str(e))) and {e: 1}[S.parse(str(e))]; print(e)")
-    out = subprocess.run([sys.executable, "-c", code], input=pickle.dumps(e), capture_output=True, check=True,
-                         env={"PYTHONHASHSEED": "12345", "PYTHONPATH": ":".join(sys.path)})
+    code = (
+        "import pickle, sys; from engines import sizes as S; e = pickle.loads(sys.stdin.buffer.read()); "
+        "assert e == S.parse(str(e)) and hash(e) == hash(S.parse(str(e))) and {e: 1}[S.parse(str(e))]; print(e)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        input=pickle.dumps(e),
+        capture_output=True,
+        check=True,
+        env={"PYTHONHASHSEED": "12345", "PYTHONPATH": ":".join(sys.path)},
+    )
     assert out.stdout.decode().strip() == str(e)
 
 
@@ -223,8 +271,8 @@ def test_comparisons_are_right_or_raise(x, y, op, environments):
         assert "cannot decide" in str(err)
         return
     import operator
-    fn = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
-          ">": operator.gt, ">=": operator.ge}[op]
+
+    fn = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}[op]
     for env in environments:
         a, b = outcome(lambda: S.evaluate(x, env)), outcome(lambda: S.evaluate(y, env))
         if a[0] == b[0] == "ok":
@@ -279,8 +327,14 @@ def test_the_direct_int_paths_build_the_general_normal_form(t, k):
     scaled = general({m: c * k for m, c in e.terms})
     shifted = dict(e.terms)
     shifted[()] = shifted.get((), 0) + k
-    for got, want in [(e * k, scaled), (k * e, scaled), (e * S.const(k), scaled), (e + k, general(shifted)),
-                      (k + e, general(shifted)), (-e, general({m: -c for m, c in e.terms}))]:
+    for got, want in [
+        (e * k, scaled),
+        (k * e, scaled),
+        (e * S.const(k), scaled),
+        (e + k, general(shifted)),
+        (k + e, general(shifted)),
+        (-e, general({m: -c for m, c in e.terms})),
+    ]:
         assert got.terms == want.terms and got.key == want.key and hash(got) == hash(want), (str(e), k)
     assert (e - k).key == general(shifted).key if k == 0 else (e - k) == e + (-k)
     if not e.is_const:  # memoised: the same object back

@@ -57,10 +57,14 @@ def test_source_ops_bracket_by_precedence():
     ops, env = S.SourceOps(), {"a": "a", "b": "b", "c": "c"}
     a, b, c = (ops.var(v, env) for v in "abc")
     cases = [
-        (ops.sub(a, ops.add(b, c)), "a - (b + c)"), (ops.sub(ops.add(a, b), c), "a + b - c"),
-        (ops.mul(a, ops.mul(b, c)), "a * (b * c)"), (ops.floordiv(ops.mul(a, b), c), "a * b // c"),
-        (ops.mod(a, ops.floordiv(b, c)), "a % (b // c)"), (ops.mul(ops.neg(a), ops.const(-2)), "-a * (-2)"),
-        (ops.max(ops.add(a, b), c), "max(a + b, c)"), (ops.neg(ops.sub(a, b)), "-(a - b)"),
+        (ops.sub(a, ops.add(b, c)), "a - (b + c)"),
+        (ops.sub(ops.add(a, b), c), "a + b - c"),
+        (ops.mul(a, ops.mul(b, c)), "a * (b * c)"),
+        (ops.floordiv(ops.mul(a, b), c), "a * b // c"),
+        (ops.mod(a, ops.floordiv(b, c)), "a % (b // c)"),
+        (ops.mul(ops.neg(a), ops.const(-2)), "-a * (-2)"),
+        (ops.max(ops.add(a, b), c), "max(a + b, c)"),
+        (ops.neg(ops.sub(a, b)), "-(a - b)"),
     ]
     for src, want in cases:
         assert src == want
@@ -82,8 +86,16 @@ class _Recorder:
         if value[0] == "var":
             return env[value[1]]
         op, args = self.nodes[value[1]]
-        fn = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "floordiv": operator.floordiv,
-              "mod": operator.mod, "max": max, "min": min, "neg": operator.neg}[op]
+        fn = {
+            "add": operator.add,
+            "sub": operator.sub,
+            "mul": operator.mul,
+            "floordiv": operator.floordiv,
+            "mod": operator.mod,
+            "max": max,
+            "min": min,
+            "neg": operator.neg,
+        }[op]
         return fn(*(self.run(a, env) for a in args))
 
 
@@ -163,10 +175,16 @@ class _FakeCtx:
         a = operands
         tdiv = lambda x, y: abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1)  # noqa: E731
         fns = {
-            "add": lambda: a[0] + a[1], "subtract": lambda: a[0] - a[1], "multiply": lambda: a[0] * a[1],
-            "maximum": lambda: max(a), "minimum": lambda: min(a), "and": lambda: a[0] and a[1],
-            "divide": lambda: tdiv(a[0], a[1]), "remainder": lambda: a[0] - tdiv(a[0], a[1]) * a[1],
-            "select": lambda: a[1] if a[0] else a[2], "negate": lambda: -a[0],
+            "add": lambda: a[0] + a[1],
+            "subtract": lambda: a[0] - a[1],
+            "multiply": lambda: a[0] * a[1],
+            "maximum": lambda: max(a),
+            "minimum": lambda: min(a),
+            "and": lambda: a[0] and a[1],
+            "divide": lambda: tdiv(a[0], a[1]),
+            "remainder": lambda: a[0] - tdiv(a[0], a[1]) * a[1],
+            "select": lambda: a[1] if a[0] else a[2],
+            "negate": lambda: -a[0],
         }
         return fns[name.removeprefix("stablehlo.")]()
 

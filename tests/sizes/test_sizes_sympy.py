@@ -26,8 +26,13 @@ def to_sympy(t):
         args = [to_sympy(x) for x in t[1]]
         return args[0] if len(args) == 1 else (F.Max if k == "max" else F.Min)(*args)
     left, right = to_sympy(t[1]), to_sympy(t[2])
-    return {"+": lambda: left + right, "-": lambda: left - right, "*": lambda: left * right,
-            "//": lambda: F.FloorDiv(left, right), "%": lambda: F.PythonMod(left, right)}[k]()
+    return {
+        "+": lambda: left + right,
+        "-": lambda: left - right,
+        "*": lambda: left * right,
+        "//": lambda: F.FloorDiv(left, right),
+        "%": lambda: F.PythonMod(left, right),
+    }[k]()
 
 
 def sympy_value(x, env):
@@ -53,8 +58,11 @@ def test_from_sympy_agrees_with_sympy(t, environments):
 
 
 @settings(deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 5), st.sampled_from(VARS)), min_size=1, max_size=4),
-       st.integers(1, 7), st.fixed_dictionaries({v: st.integers(0, 40) for v in VARS}))
+@given(
+    st.lists(st.tuples(st.integers(0, 5), st.sampled_from(VARS)), min_size=1, max_size=4),
+    st.integers(1, 7),
+    st.fixed_dictionaries({v: st.integers(0, 40) for v in VARS}),
+)
 def test_torch_mod_and_powers(terms, c, env):
     """torch's ``Mod`` (non-negative operands only) and ``Pow``."""
     poly = sum((k * SYMS[v] ** 2 + SYMS[v] for k, v in terms), sympy.Integer(0))

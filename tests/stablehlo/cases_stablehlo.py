@@ -6,11 +6,12 @@ an independent NumPy float64 oracle (plain numpy on the same inputs and the
 module's parameters as arrays -- torch is never run), and substrings the
 lowered text must contain (``?`` dims / ``#stablehlo.bounds``).
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Sequence
 
 import numpy as np
 import torch
@@ -34,7 +35,7 @@ class Case:
     rtol: float = 2e-4
     atol: float = 2e-5
 
-    def params(self) -> Dict[str, np.ndarray]:
+    def params(self) -> dict[str, np.ndarray]:
         return {k: v.detach().numpy().astype(np.float64) for k, v in self.module.state_dict().items()}
 
 
@@ -94,131 +95,304 @@ def np_conv(x, w, b, stride=1, pad=0):
     return y + b.reshape((1, -1) + (1,) * nsp)
 
 
-def build_cases() -> List[Case]:
-    C: List[Case] = []
+def build_cases() -> list[Case]:
+    C: list[Case] = []
     add = C.append
 
     # expand with size arithmetic: x.expand(y.shape[0] * 2, -1, -1)
-    add(Case("expand_symint", Fn(lambda s, x, y: x.expand(y.shape[0] * 2, -1, -1) + 1.0),
-             lambda n, g: [r(g, 1, n, 4), r(g, n, 4)],
-             {"x": {1: _u("m")}, "y": {0: _b()}},
-             lambda p, x, y: [np.broadcast_to(d(x), (2 * y.shape[0],) + x.shape[1:]) + 1.0],
-             expect=["tensor<1x?x4xf32>", "#stablehlo.bounds<128", "stablehlo.dynamic_broadcast_in_dim",
-                     "stablehlo.get_dimension_size", "stablehlo.multiply"]))
+    add(
+        Case(
+            "expand_symint",
+            Fn(lambda s, x, y: x.expand(y.shape[0] * 2, -1, -1) + 1.0),
+            lambda n, g: [r(g, 1, n, 4), r(g, n, 4)],
+            {"x": {1: _u("m")}, "y": {0: _b()}},
+            lambda p, x, y: [np.broadcast_to(d(x), (2 * y.shape[0],) + x.shape[1:]) + 1.0],
+            expect=[
+                "tensor<1x?x4xf32>",
+                "#stablehlo.bounds<128",
+                "stablehlo.dynamic_broadcast_in_dim",
+                "stablehlo.get_dimension_size",
+                "stablehlo.multiply",
+            ],
+        )
+    )
 
     # elementwise tensor/scalar forms; one Dim shared by both inputs
     b = _b()
-    add(Case("add_sub_mul_div", Fn(lambda s, x, y: (x + y, x - y, x * y, x / (y.abs() + 1), x + 2, x * 3.0,
-                                                     x / 2, x - 1.5, 2.0 - x)),
-             lambda n, g: [r(g, n, 4), r(g, n, 4)], {"x": {0: b}, "y": {0: b}},
-             lambda p, x, y: [d(x) + y, d(x) - y, d(x) * y, d(x) / (np.abs(d(y)) + 1), d(x) + 2, d(x) * 3,
-                              d(x) / 2, d(x) - 1.5, 2.0 - d(x)],
-             expect=["tensor<?x4xf32, #stablehlo.bounds<64, ?>>"]))
-    add(Case("broadcast_binary", Fn(lambda s, x, v, c: (x * v, x + c, x.sum(1, keepdim=True) * x)),
-             lambda n, g: [r(g, n, n + 1), r(g, n + 1), r(g, n, 1)],
-             {"x": {0: _u(), 1: _u("m")}, "v": {0: _u("m")}, "c": {0: _u()}},
-             lambda p, x, v, c: [d(x) * v, d(x) + c, d(x).sum(1, keepdims=True) * x],
-             expect=["tensor<?x?xf32>"]))
-    add(Case("ne", Fn(lambda s, x, y: (x != 2, x != y, (x.float() != 0.0))),
-             lambda n, g: [g.integers(0, 4, (n, 3)).astype(np.int64), g.integers(0, 4, (n, 3)).astype(np.int64)],
-             {"x": {0: _u()}, "y": {0: _u()}},
-             lambda p, x, y: [x != 2, x != y, x != 0],
-             expect=["tensor<?x3xi1>", "tensor<?x3xi64>"]))
-    add(Case("gelu", Fn(lambda s, x: (F.gelu(x), F.gelu(x, approximate="tanh"))),
-             lambda n, g: [r(g, n, 5) * 3], {"x": {0: _b()}},
-             lambda p, x: [0.5 * d(x) * (1 + _erf(d(x) / math.sqrt(2))),
-                           0.5 * d(x) * (1 + np.tanh(math.sqrt(2 / math.pi) * (d(x) + 0.044715 * d(x) ** 3)))],
-             expect=["#stablehlo.bounds<64, ?>"]))
-    add(Case("cumsum", Fn(lambda s, x, i: (torch.cumsum(x, 0), torch.cumsum(x, 1), torch.cumsum(i, 0))),
-             lambda n, g: [r(g, n, 4), g.integers(-5, 5, (n,)).astype(np.int64)],
-             {"x": {0: _u()}, "i": {0: _u()}},
-             lambda p, x, i: [np.cumsum(d(x), 0), np.cumsum(d(x), 1), np.cumsum(i)],
-             expect=["tensor<?x4xf32>", "stablehlo.dynamic_iota", "stablehlo.reduce_window"]))
+    add(
+        Case(
+            "add_sub_mul_div",
+            Fn(lambda s, x, y: (x + y, x - y, x * y, x / (y.abs() + 1), x + 2, x * 3.0, x / 2, x - 1.5, 2.0 - x)),
+            lambda n, g: [r(g, n, 4), r(g, n, 4)],
+            {"x": {0: b}, "y": {0: b}},
+            lambda p, x, y: [
+                d(x) + y,
+                d(x) - y,
+                d(x) * y,
+                d(x) / (np.abs(d(y)) + 1),
+                d(x) + 2,
+                d(x) * 3,
+                d(x) / 2,
+                d(x) - 1.5,
+                2.0 - d(x),
+            ],
+            expect=["tensor<?x4xf32, #stablehlo.bounds<64, ?>>"],
+        )
+    )
+    add(
+        Case(
+            "broadcast_binary",
+            Fn(lambda s, x, v, c: (x * v, x + c, x.sum(1, keepdim=True) * x)),
+            lambda n, g: [r(g, n, n + 1), r(g, n + 1), r(g, n, 1)],
+            {"x": {0: _u(), 1: _u("m")}, "v": {0: _u("m")}, "c": {0: _u()}},
+            lambda p, x, v, c: [d(x) * v, d(x) + c, d(x).sum(1, keepdims=True) * x],
+            expect=["tensor<?x?xf32>"],
+        )
+    )
+    add(
+        Case(
+            "ne",
+            Fn(lambda s, x, y: (x != 2, x != y, (x.float() != 0.0))),
+            lambda n, g: [g.integers(0, 4, (n, 3)).astype(np.int64), g.integers(0, 4, (n, 3)).astype(np.int64)],
+            {"x": {0: _u()}, "y": {0: _u()}},
+            lambda p, x, y: [x != 2, x != y, x != 0],
+            expect=["tensor<?x3xi1>", "tensor<?x3xi64>"],
+        )
+    )
+    add(
+        Case(
+            "gelu",
+            Fn(lambda s, x: (F.gelu(x), F.gelu(x, approximate="tanh"))),
+            lambda n, g: [r(g, n, 5) * 3],
+            {"x": {0: _b()}},
+            lambda p, x: [
+                0.5 * d(x) * (1 + _erf(d(x) / math.sqrt(2))),
+                0.5 * d(x) * (1 + np.tanh(math.sqrt(2 / math.pi) * (d(x) + 0.044715 * d(x) ** 3))),
+            ],
+            expect=["#stablehlo.bounds<64, ?>"],
+        )
+    )
+    add(
+        Case(
+            "cumsum",
+            Fn(lambda s, x, i: (torch.cumsum(x, 0), torch.cumsum(x, 1), torch.cumsum(i, 0))),
+            lambda n, g: [r(g, n, 4), g.integers(-5, 5, (n,)).astype(np.int64)],
+            {"x": {0: _u()}, "i": {0: _u()}},
+            lambda p, x, i: [np.cumsum(d(x), 0), np.cumsum(d(x), 1), np.cumsum(i)],
+            expect=["tensor<?x4xf32>", "stablehlo.dynamic_iota", "stablehlo.reduce_window"],
+        )
+    )
     # bounded: ceil(log2 64) = 6 unrolled scan steps, no while: the dynamic padder serves it
-    add(Case("cumsum_bounded", Fn(lambda s, x: torch.cumsum(x, 0)), lambda n, g: [r(g, n, 3)],
-             {"x": {0: _b()}}, lambda p, x: [np.cumsum(d(x), 0)],
-             expect=["tensor<?x3xf32, #stablehlo.bounds<64, ?>>", "stablehlo.gather"]))
-    add(Case("mean", Fn(lambda s, x: (x.mean(0), x.mean(1), x.mean(), x.mean((0, 2), keepdim=True))),
-             lambda n, g: [r(g, n, 3, n + 1)], {"x": {0: _b(), 2: _u("m")}},
-             lambda p, x: [d(x).mean(0), d(x).mean(1), d(x).mean(), d(x).mean((0, 2), keepdims=True)],
-             expect=["tensor<?x3x?xf32, #stablehlo.bounds<64, ?, ?>>", "tensor<3x?xf32>"]))
-    add(Case("var", Fn(lambda s, x: (x.var(0), x.var(1, unbiased=False), x.var(0, correction=0, keepdim=True))),
-             lambda n, g: [r(g, n, 4)], {"x": {0: _u()}},
-             lambda p, x: [_var(d(x), 0, 1), d(x).var(1), d(x).var(0, keepdims=True)],
-             expect=["tensor<?x4xf32>"]))
-    add(Case("softmax", Fn(lambda s, x: (torch.softmax(x, 0), torch.softmax(x, -1), F.log_softmax(x, 0))),
-             lambda n, g: [r(g, n, 6)], {"x": {0: _b()}},
-             lambda p, x: [np_softmax(d(x), 0), np_softmax(d(x), -1), np.log(np_softmax(d(x), 0))],
-             expect=["#stablehlo.bounds<64, ?>"]))
-    add(Case("addmm_linear", Fn(lambda s, x: s.lin(x), lin=torch.nn.Linear(4, 3)),
-             lambda n, g: [r(g, n, 4)], {"x": {0: _b()}},
-             lambda p, x: [d(x) @ p["lin.weight"].T + p["lin.bias"]],
-             expect=["tensor<?x3xf32, #stablehlo.bounds<64, ?>>"]))
+    add(
+        Case(
+            "cumsum_bounded",
+            Fn(lambda s, x: torch.cumsum(x, 0)),
+            lambda n, g: [r(g, n, 3)],
+            {"x": {0: _b()}},
+            lambda p, x: [np.cumsum(d(x), 0)],
+            expect=["tensor<?x3xf32, #stablehlo.bounds<64, ?>>", "stablehlo.gather"],
+        )
+    )
+    add(
+        Case(
+            "mean",
+            Fn(lambda s, x: (x.mean(0), x.mean(1), x.mean(), x.mean((0, 2), keepdim=True))),
+            lambda n, g: [r(g, n, 3, n + 1)],
+            {"x": {0: _b(), 2: _u("m")}},
+            lambda p, x: [d(x).mean(0), d(x).mean(1), d(x).mean(), d(x).mean((0, 2), keepdims=True)],
+            expect=["tensor<?x3x?xf32, #stablehlo.bounds<64, ?, ?>>", "tensor<3x?xf32>"],
+        )
+    )
+    add(
+        Case(
+            "var",
+            Fn(lambda s, x: (x.var(0), x.var(1, unbiased=False), x.var(0, correction=0, keepdim=True))),
+            lambda n, g: [r(g, n, 4)],
+            {"x": {0: _u()}},
+            lambda p, x: [_var(d(x), 0, 1), d(x).var(1), d(x).var(0, keepdims=True)],
+            expect=["tensor<?x4xf32>"],
+        )
+    )
+    add(
+        Case(
+            "softmax",
+            Fn(lambda s, x: (torch.softmax(x, 0), torch.softmax(x, -1), F.log_softmax(x, 0))),
+            lambda n, g: [r(g, n, 6)],
+            {"x": {0: _b()}},
+            lambda p, x: [np_softmax(d(x), 0), np_softmax(d(x), -1), np.log(np_softmax(d(x), 0))],
+            expect=["#stablehlo.bounds<64, ?>"],
+        )
+    )
+    add(
+        Case(
+            "addmm_linear",
+            Fn(lambda s, x: s.lin(x), lin=torch.nn.Linear(4, 3)),
+            lambda n, g: [r(g, n, 4)],
+            {"x": {0: _b()}},
+            lambda p, x: [d(x) @ p["lin.weight"].T + p["lin.bias"]],
+            expect=["tensor<?x3xf32, #stablehlo.bounds<64, ?>>"],
+        )
+    )
     k = _u("k")
-    add(Case("mm", Fn(lambda s, a, c: torch.mm(a, c)),
-             lambda n, g: [r(g, n, n + 1), r(g, n + 1, n + 2)],
-             {"a": {0: _u("m"), 1: k}, "c": {0: k, 1: _u("p")}},
-             lambda p, a, c: [d(a) @ d(c)], expect=["tensor<?x?xf32>", "stablehlo.dot_general"]))
+    add(
+        Case(
+            "mm",
+            Fn(lambda s, a, c: torch.mm(a, c)),
+            lambda n, g: [r(g, n, n + 1), r(g, n + 1, n + 2)],
+            {"a": {0: _u("m"), 1: k}, "c": {0: k, 1: _u("p")}},
+            lambda p, a, c: [d(a) @ d(c)],
+            expect=["tensor<?x?xf32>", "stablehlo.dot_general"],
+        )
+    )
     B, k2 = _u("B"), _u("k")
-    add(Case("bmm", Fn(lambda s, a, c: torch.bmm(a, c)),
-             lambda n, g: [r(g, n, n + 1, n + 2), r(g, n, n + 2, 3)],
-             {"a": {0: B, 1: _u("m"), 2: k2}, "c": {0: B, 1: k2}},
-             lambda p, a, c: [d(a) @ d(c)], expect=["tensor<?x?x?xf32>", "tensor<?x?x3xf32>"],
-             sizes=(1, 2, 5, 40)))
-    add(Case("cat", Fn(lambda s, x, y: (torch.cat([x, y], 0), torch.cat([x, x], 1))),
-             lambda n, g: [r(g, n, 3), r(g, n + 2, 3)], {"x": {0: _u()}, "y": {0: _u("m")}},
-             lambda p, x, y: [np.concatenate([x, y], 0), np.concatenate([x, x], 1)],
-             expect=["tensor<?x3xf32>", "tensor<?x6xf32>"]))
-    add(Case("split_with_sizes", Fn(lambda s, x: (*torch.split(x, [1, 2, 3], 1), *x.split(4, 1))),
-             lambda n, g: [r(g, n, 6)], {"x": {0: _b()}},
-             lambda p, x: [x[:, :1], x[:, 1:3], x[:, 3:], x[:, :4], x[:, 4:]],
-             expect=["tensor<?x2xf32, #stablehlo.bounds<64, ?>>"]))
-    add(Case("slice", Fn(lambda s, x: (x[1:], x[:, ::2], x[x.shape[0] // 2:], x[:-1, 1:3], x.narrow(0, 1, x.shape[0] - 1))),
-             lambda n, g: [r(g, n, 5)], {"x": {0: _u()}},
-             lambda p, x: [x[1:], x[:, ::2], x[x.shape[0] // 2:], x[:-1, 1:3], x[1:]],
-             expect=["stablehlo.real_dynamic_slice", "tensor<?x3xf32>", "tensor<?x2xf32>"], oblivious=True))
-    add(Case("select", Fn(lambda s, x: (x[:, 1], x[-1], x.select(0, 0), x[:, :, -1])),
-             lambda n, g: [r(g, n, 4, 3)], {"x": {0: _u()}},
-             lambda p, x: [x[:, 1], x[-1], x[0], x[:, :, -1]], expect=["tensor<?x3xf32>", "tensor<?x4xf32>"]))
-    add(Case("permute_transpose", Fn(lambda s, x: (x.permute(2, 0, 1), x.transpose(0, 1), x.t() if False else x.mT)),
-             lambda n, g: [r(g, n, n + 1, 4)], {"x": {0: _b(), 1: _u("m")}},
-             lambda p, x: [x.transpose(2, 0, 1), x.transpose(1, 0, 2), np.swapaxes(x, -1, -2)],
-             expect=["tensor<4x?x?xf32, #stablehlo.bounds<?, 64, ?>>", "stablehlo.transpose"]))
-    add(Case("unsqueeze", Fn(lambda s, x: (x.unsqueeze(0), x.unsqueeze(-1), x[:, None, :])),
-             lambda n, g: [r(g, n, 3)], {"x": {0: _u()}},
-             lambda p, x: [x[None], x[..., None], x[:, None, :]], expect=["tensor<1x?x3xf32>", "tensor<?x3x1xf32>"]))
-    add(Case("view_arith", Fn(lambda s, x, y: (x.view(x.shape[0] * x.shape[1], -1),
-                                               y.view(y.shape[0], y.shape[1] * y.shape[2], y.shape[3]),
-                                               x.reshape(-1), x.flatten(0, 1) * 2)),
-             lambda n, g: [r(g, n, n + 1, 4), r(g, n, n + 1, n + 2, 3)],
-             {"x": {0: _b(), 1: _u("m")}, "y": {0: _u("s0"), 1: _u("s1"), 2: _u("s2")}},
-             lambda p, x, y: [x.reshape(-1, 4), y.reshape(y.shape[0], -1, 3), x.reshape(-1), d(x).reshape(-1, 4) * 2],
-             expect=["stablehlo.dynamic_reshape", "tensor<?x4xf32>", "tensor<?x?x3xf32>"],
-             sizes=(1, 2, 5, 30)))
-    add(Case("embedding", Fn(lambda s, i, j: (s.emb(i), s.emb(j)), emb=torch.nn.Embedding(10, 4)),
-             lambda n, g: [g.integers(0, 10, (n,)).astype(np.int64), g.integers(0, 10, (n, 2)).astype(np.int64)],
-             {"i": {0: _b()}, "j": {0: _u()}},
-             lambda p, i, j: [p["emb.weight"][i], p["emb.weight"][j]],
-             expect=["tensor<?x4xf32, #stablehlo.bounds<64, ?>>", "stablehlo.gather"]))
-    add(Case("conv1d", Fn(lambda s, x: (s.c(x), s.c2(x)), c=torch.nn.Conv1d(3, 4, 3, padding=1),
-                          c2=torch.nn.Conv1d(3, 2, 2)),
-             lambda n, g: [r(g, n, 3, n + 2)], {"x": {0: _u("B"), 2: _u("L")}},
-             lambda p, x: [np_conv(d(x), p["c.weight"], p["c.bias"], pad=1), np_conv(d(x), p["c2.weight"], p["c2.bias"])],
-             expect=["tensor<?x3x?xf32>", "tensor<?x4x?xf32>", "stablehlo.convolution"], oblivious=True))
+    add(
+        Case(
+            "bmm",
+            Fn(lambda s, a, c: torch.bmm(a, c)),
+            lambda n, g: [r(g, n, n + 1, n + 2), r(g, n, n + 2, 3)],
+            {"a": {0: B, 1: _u("m"), 2: k2}, "c": {0: B, 1: k2}},
+            lambda p, a, c: [d(a) @ d(c)],
+            expect=["tensor<?x?x?xf32>", "tensor<?x?x3xf32>"],
+            sizes=(1, 2, 5, 40),
+        )
+    )
+    add(
+        Case(
+            "cat",
+            Fn(lambda s, x, y: (torch.cat([x, y], 0), torch.cat([x, x], 1))),
+            lambda n, g: [r(g, n, 3), r(g, n + 2, 3)],
+            {"x": {0: _u()}, "y": {0: _u("m")}},
+            lambda p, x, y: [np.concatenate([x, y], 0), np.concatenate([x, x], 1)],
+            expect=["tensor<?x3xf32>", "tensor<?x6xf32>"],
+        )
+    )
+    add(
+        Case(
+            "split_with_sizes",
+            Fn(lambda s, x: (*torch.split(x, [1, 2, 3], 1), *x.split(4, 1))),
+            lambda n, g: [r(g, n, 6)],
+            {"x": {0: _b()}},
+            lambda p, x: [x[:, :1], x[:, 1:3], x[:, 3:], x[:, :4], x[:, 4:]],
+            expect=["tensor<?x2xf32, #stablehlo.bounds<64, ?>>"],
+        )
+    )
+    add(
+        Case(
+            "slice",
+            Fn(lambda s, x: (x[1:], x[:, ::2], x[x.shape[0] // 2 :], x[:-1, 1:3], x.narrow(0, 1, x.shape[0] - 1))),
+            lambda n, g: [r(g, n, 5)],
+            {"x": {0: _u()}},
+            lambda p, x: [x[1:], x[:, ::2], x[x.shape[0] // 2 :], x[:-1, 1:3], x[1:]],
+            expect=["stablehlo.real_dynamic_slice", "tensor<?x3xf32>", "tensor<?x2xf32>"],
+            oblivious=True,
+        )
+    )
+    add(
+        Case(
+            "select",
+            Fn(lambda s, x: (x[:, 1], x[-1], x.select(0, 0), x[:, :, -1])),
+            lambda n, g: [r(g, n, 4, 3)],
+            {"x": {0: _u()}},
+            lambda p, x: [x[:, 1], x[-1], x[0], x[:, :, -1]],
+            expect=["tensor<?x3xf32>", "tensor<?x4xf32>"],
+        )
+    )
+    add(
+        Case(
+            "permute_transpose",
+            Fn(lambda s, x: (x.permute(2, 0, 1), x.transpose(0, 1), x.t() if False else x.mT)),
+            lambda n, g: [r(g, n, n + 1, 4)],
+            {"x": {0: _b(), 1: _u("m")}},
+            lambda p, x: [x.transpose(2, 0, 1), x.transpose(1, 0, 2), np.swapaxes(x, -1, -2)],
+            expect=["tensor<4x?x?xf32, #stablehlo.bounds<?, 64, ?>>", "stablehlo.transpose"],
+        )
+    )
+    add(
+        Case(
+            "unsqueeze",
+            Fn(lambda s, x: (x.unsqueeze(0), x.unsqueeze(-1), x[:, None, :])),
+            lambda n, g: [r(g, n, 3)],
+            {"x": {0: _u()}},
+            lambda p, x: [x[None], x[..., None], x[:, None, :]],
+            expect=["tensor<1x?x3xf32>", "tensor<?x3x1xf32>"],
+        )
+    )
+    add(
+        Case(
+            "view_arith",
+            Fn(
+                lambda s, x, y: (
+                    x.view(x.shape[0] * x.shape[1], -1),
+                    y.view(y.shape[0], y.shape[1] * y.shape[2], y.shape[3]),
+                    x.reshape(-1),
+                    x.flatten(0, 1) * 2,
+                )
+            ),
+            lambda n, g: [r(g, n, n + 1, 4), r(g, n, n + 1, n + 2, 3)],
+            {"x": {0: _b(), 1: _u("m")}, "y": {0: _u("s0"), 1: _u("s1"), 2: _u("s2")}},
+            lambda p, x, y: [x.reshape(-1, 4), y.reshape(y.shape[0], -1, 3), x.reshape(-1), d(x).reshape(-1, 4) * 2],
+            expect=["stablehlo.dynamic_reshape", "tensor<?x4xf32>", "tensor<?x?x3xf32>"],
+            sizes=(1, 2, 5, 30),
+        )
+    )
+    add(
+        Case(
+            "embedding",
+            Fn(lambda s, i, j: (s.emb(i), s.emb(j)), emb=torch.nn.Embedding(10, 4)),
+            lambda n, g: [g.integers(0, 10, (n,)).astype(np.int64), g.integers(0, 10, (n, 2)).astype(np.int64)],
+            {"i": {0: _b()}, "j": {0: _u()}},
+            lambda p, i, j: [p["emb.weight"][i], p["emb.weight"][j]],
+            expect=["tensor<?x4xf32, #stablehlo.bounds<64, ?>>", "stablehlo.gather"],
+        )
+    )
+    add(
+        Case(
+            "conv1d",
+            Fn(lambda s, x: (s.c(x), s.c2(x)), c=torch.nn.Conv1d(3, 4, 3, padding=1), c2=torch.nn.Conv1d(3, 2, 2)),
+            lambda n, g: [r(g, n, 3, n + 2)],
+            {"x": {0: _u("B"), 2: _u("L")}},
+            lambda p, x: [np_conv(d(x), p["c.weight"], p["c.bias"], pad=1), np_conv(d(x), p["c2.weight"], p["c2.bias"])],
+            expect=["tensor<?x3x?xf32>", "tensor<?x4x?xf32>", "stablehlo.convolution"],
+            oblivious=True,
+        )
+    )
     # a static batch, a bounded length, stride 2, padding 1: the tap sum (gathers and dots)
-    add(Case("conv1d_strided", Fn(lambda s, x: s.c(x), c=torch.nn.Conv1d(3, 4, 3, stride=2, padding=1)),
-             lambda n, g: [r(g, 2, 3, n + 2)], {"x": {2: _b("L", 66)}},
-             lambda p, x: [np_conv(d(x), p["c.weight"], p["c.bias"], stride=2, pad=1)],
-             expect=["tensor<2x3x?xf32, #stablehlo.bounds<?, ?, 66>>", "stablehlo.dot_general"], oblivious=True))
-    add(Case("conv2d", Fn(lambda s, x: s.c(x), c=torch.nn.Conv2d(2, 3, 3, padding=1)),
-             lambda n, g: [r(g, n, 2, n + 1, n + 2)], {"x": {0: _b("B", 16), 2: _u("H"), 3: _u("W")}},
-             lambda p, x: [np_conv(d(x), p["c.weight"], p["c.bias"], pad=1)],
-             expect=["tensor<?x2x?x?xf32, #stablehlo.bounds<16, ?, ?, ?>>"], sizes=(1, 2, 5, 16)))
-    add(Case("layer_norm", Fn(lambda s, x: s.ln(x), ln=torch.nn.LayerNorm(4)),
-             lambda n, g: [r(g, n, n + 1, 4)], {"x": {0: _u(), 1: _u("m")}},
-             lambda p, x: [(d(x) - d(x).mean(-1, keepdims=True)) / np.sqrt(d(x).var(-1, keepdims=True) + 1e-5)
-                           * p["ln.weight"] + p["ln.bias"]],
-             expect=["tensor<?x?x4xf32>"], sizes=(1, 2, 5, 40)))
+    add(
+        Case(
+            "conv1d_strided",
+            Fn(lambda s, x: s.c(x), c=torch.nn.Conv1d(3, 4, 3, stride=2, padding=1)),
+            lambda n, g: [r(g, 2, 3, n + 2)],
+            {"x": {2: _b("L", 66)}},
+            lambda p, x: [np_conv(d(x), p["c.weight"], p["c.bias"], stride=2, pad=1)],
+            expect=["tensor<2x3x?xf32, #stablehlo.bounds<?, ?, 66>>", "stablehlo.dot_general"],
+            oblivious=True,
+        )
+    )
+    add(
+        Case(
+            "conv2d",
+            Fn(lambda s, x: s.c(x), c=torch.nn.Conv2d(2, 3, 3, padding=1)),
+            lambda n, g: [r(g, n, 2, n + 1, n + 2)],
+            {"x": {0: _b("B", 16), 2: _u("H"), 3: _u("W")}},
+            lambda p, x: [np_conv(d(x), p["c.weight"], p["c.bias"], pad=1)],
+            expect=["tensor<?x2x?x?xf32, #stablehlo.bounds<16, ?, ?, ?>>"],
+            sizes=(1, 2, 5, 16),
+        )
+    )
+    add(
+        Case(
+            "layer_norm",
+            Fn(lambda s, x: s.ln(x), ln=torch.nn.LayerNorm(4)),
+            lambda n, g: [r(g, n, n + 1, 4)],
+            {"x": {0: _u(), 1: _u("m")}},
+            lambda p, x: [
+                (d(x) - d(x).mean(-1, keepdims=True)) / np.sqrt(d(x).var(-1, keepdims=True) + 1e-5) * p["ln.weight"]
+                + p["ln.bias"]
+            ],
+            expect=["tensor<?x?x4xf32>"],
+            sizes=(1, 2, 5, 40),
+        )
+    )
 
     def gn_oracle(p, x):
         N, Cc = x.shape[:2]
@@ -227,15 +401,26 @@ def build_cases() -> List[Case]:
         sh = (1, Cc) + (1,) * (x.ndim - 2)
         return [y * p["gn.weight"].reshape(sh) + p["gn.bias"].reshape(sh)]
 
-    add(Case("group_norm", Fn(lambda s, x: s.gn(x), gn=torch.nn.GroupNorm(2, 4)),
-             lambda n, g: [r(g, n, 4, n + 1)], {"x": {0: _b("B"), 2: _u("L")}}, gn_oracle,
-             expect=["tensor<?x4x?xf32, #stablehlo.bounds<64, ?, ?>>"]))
-    add(Case("index_select", Fn(lambda s, x, i: (torch.index_select(x, 0, i), torch.index_select(x, 1, i % 3),
-                                                  x[i])),
-             lambda n, g: [r(g, n + 2, 3), g.integers(0, 3, (n,)).astype(np.int64)],
-             {"x": {0: _u("N")}, "i": {0: _u("E")}},
-             lambda p, x, i: [x[i], x[:, i % 3], x[i]],
-             expect=["tensor<?x3xf32>", "stablehlo.dynamic_gather"]))
+    add(
+        Case(
+            "group_norm",
+            Fn(lambda s, x: s.gn(x), gn=torch.nn.GroupNorm(2, 4)),
+            lambda n, g: [r(g, n, 4, n + 1)],
+            {"x": {0: _b("B"), 2: _u("L")}},
+            gn_oracle,
+            expect=["tensor<?x4x?xf32, #stablehlo.bounds<64, ?, ?>>"],
+        )
+    )
+    add(
+        Case(
+            "index_select",
+            Fn(lambda s, x, i: (torch.index_select(x, 0, i), torch.index_select(x, 1, i % 3), x[i])),
+            lambda n, g: [r(g, n + 2, 3), g.integers(0, 3, (n,)).astype(np.int64)],
+            {"x": {0: _u("N")}, "i": {0: _u("E")}},
+            lambda p, x, i: [x[i], x[:, i % 3], x[i]],
+            expect=["tensor<?x3xf32>", "stablehlo.dynamic_gather"],
+        )
+    )
 
     E = _u("E")
 
@@ -250,11 +435,20 @@ def build_cases() -> List[Case]:
         np.add.at(out, dst, d(x)[src] * 0.5)
         return [out, out]
 
-    add(Case("index_add_scatter_add", Fn(gnn),
-             lambda n, g: [r(g, n, 4), g.integers(0, n, (2 * n + 1,)).astype(np.int64),
-                           g.integers(0, n, (2 * n + 1,)).astype(np.int64)],
-             {"x": {0: _u("N")}, "src": {0: E}, "dst": {0: E}}, gnn_oracle,
-             expect=["tensor<?x4xf32>", "stablehlo.scatter"]))
+    add(
+        Case(
+            "index_add_scatter_add",
+            Fn(gnn),
+            lambda n, g: [
+                r(g, n, 4),
+                g.integers(0, n, (2 * n + 1,)).astype(np.int64),
+                g.integers(0, n, (2 * n + 1,)).astype(np.int64),
+            ],
+            {"x": {0: _u("N")}, "src": {0: E}, "dst": {0: E}},
+            gnn_oracle,
+            expect=["tensor<?x4xf32>", "stablehlo.scatter"],
+        )
+    )
     return C
 
 

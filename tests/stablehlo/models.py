@@ -6,10 +6,11 @@ Each :class:`Model` builds the module, makes arguments at a size ``n`` (the
 sweep's one knob: sequence length, batch, node count) and names its dynamic
 dims as ``torch.export.Dim``s with bounds. Libraries are imported only through
 ``cases.libs.load``."""
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Dict, List
 
 import numpy as np
 import torch
@@ -22,7 +23,7 @@ class Model:
     name: str
     library: str
     build: Callable[[], torch.nn.Module]
-    make: Callable[[int, np.random.Generator], List[np.ndarray]]  # arguments at size n
+    make: Callable[[int, np.random.Generator], list[np.ndarray]]  # arguments at size n
     dims: Callable[[int], tuple]  # dynamic_shapes for torch.export, bounded at ``bound``
     sizes: tuple  # the sweep
     bound: int
@@ -35,12 +36,14 @@ def _seeded(fn):
         torch.manual_seed(0)
         m = fn()
         return m.eval()
+
     return build
 
 
 def _tokens(vocab, batch=2):
     def make(n, g):
         return [g.integers(0, vocab, (batch, n)).astype(np.int64)]
+
     return make
 
 
@@ -48,8 +51,9 @@ def _tokens_mask(vocab, batch=2):
     def make(n, g):
         ids = g.integers(0, vocab, (batch, n)).astype(np.int64)
         mask = np.ones((batch, n), np.int64)
-        mask[0, n - n // 3:] = 0  # padding at the end of the first row
+        mask[0, n - n // 3 :] = 0  # padding at the end of the first row
         return [ids, mask]
+
     return make
 
 
@@ -57,6 +61,7 @@ def _seq_dim(n_args):
     def dims(bound):
         s = torch.export.Dim("S", min=2, max=bound)
         return tuple({1: s} for _ in range(n_args))
+
     return dims
 
 
@@ -67,27 +72,48 @@ def _gpt2(attn=None):
         if attn:
             cfg._attn_implementation = attn
         return tf.GPT2LMHeadModel(cfg)
+
     return fn
 
 
 def _bert():
     tf = libs.load("transformers")
-    cfg = tf.BertConfig(vocab_size=128, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=128)
+    cfg = tf.BertConfig(
+        vocab_size=128,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+    )
     return tf.BertModel(cfg, add_pooling_layer=False)
 
 
 def _llama():
     tf = libs.load("transformers")
-    cfg = tf.LlamaConfig(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=128)
+    cfg = tf.LlamaConfig(
+        vocab_size=128,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+    )
     return tf.LlamaForCausalLM(cfg)
 
 
 def _vit():
     tf = libs.load("transformers")
-    cfg = tf.ViTConfig(image_size=16, patch_size=4, num_channels=3, hidden_size=32, num_hidden_layers=2,
-                       num_attention_heads=2, intermediate_size=64)
+    cfg = tf.ViTConfig(
+        image_size=16,
+        patch_size=4,
+        num_channels=3,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+    )
     return tf.ViTModel(cfg, add_pooling_layer=False)
 
 
@@ -101,6 +127,7 @@ def _resnet():
 def _images(c, hw):
     def make(n, g):
         return [g.standard_normal((n, c, hw, hw)).astype(np.float32)]
+
     return make
 
 
@@ -123,6 +150,7 @@ def _gnn(kind):
         pyg = libs.load("torch_geometric")
         conv = {"gcn": pyg.nn.GCNConv, "gat": pyg.nn.GATConv, "sage": pyg.nn.SAGEConv}[kind]
         return _Gnn(conv, **({"heads": 2} if kind == "gat" else {}))
+
     return fn
 
 
@@ -142,22 +170,25 @@ def _graph_dims(bound):
 
 
 def _logits(out):
-    return out.logits if hasattr(out, "logits") else out.last_hidden_state if hasattr(out, "last_hidden_state") \
-        else out
+    return out.logits if hasattr(out, "logits") else out.last_hidden_state if hasattr(out, "last_hidden_state") else out
 
 
-MODELS: Dict[str, Model] = {m.name: m for m in [
-    Model("gpt2", "transformers", _seeded(_gpt2()), _tokens(128), _seq_dim(1), (5, 9, 17, 32), 32, 8, _logits),
-    Model("gpt2_eager_attn", "transformers", _seeded(_gpt2("eager")), _tokens(128), _seq_dim(1), (5, 9, 17, 32), 32,
-          8, _logits),
-    Model("bert", "transformers", _seeded(_bert), _tokens_mask(128), _seq_dim(2), (5, 9, 17, 32), 32, 8, _logits),
-    Model("llama", "transformers", _seeded(_llama), _tokens(128), _seq_dim(1), (5, 9, 17, 32), 32, 8, _logits),
-    Model("vit", "transformers", _seeded(_vit), _images(3, 16), _batch_dim, (2, 3, 5, 8), 8, 3, _logits),
-    Model("resnet", "torchvision", _seeded(_resnet), _images(3, 32), _batch_dim, (2, 3, 5, 8), 8, 3),
-    Model("gcn", "torch_geometric", _seeded(_gnn("gcn")), _graph, _graph_dims, (5, 9, 17, 32), 32, 8),
-    Model("gat", "torch_geometric", _seeded(_gnn("gat")), _graph, _graph_dims, (5, 9, 17, 32), 32, 8),
-    Model("sage", "torch_geometric", _seeded(_gnn("sage")), _graph, _graph_dims, (5, 9, 17, 32), 32, 8),
-]}
+MODELS: dict[str, Model] = {
+    m.name: m
+    for m in [
+        Model("gpt2", "transformers", _seeded(_gpt2()), _tokens(128), _seq_dim(1), (5, 9, 17, 32), 32, 8, _logits),
+        Model(
+            "gpt2_eager_attn", "transformers", _seeded(_gpt2("eager")), _tokens(128), _seq_dim(1), (5, 9, 17, 32), 32, 8, _logits
+        ),
+        Model("bert", "transformers", _seeded(_bert), _tokens_mask(128), _seq_dim(2), (5, 9, 17, 32), 32, 8, _logits),
+        Model("llama", "transformers", _seeded(_llama), _tokens(128), _seq_dim(1), (5, 9, 17, 32), 32, 8, _logits),
+        Model("vit", "transformers", _seeded(_vit), _images(3, 16), _batch_dim, (2, 3, 5, 8), 8, 3, _logits),
+        Model("resnet", "torchvision", _seeded(_resnet), _images(3, 32), _batch_dim, (2, 3, 5, 8), 8, 3),
+        Model("gcn", "torch_geometric", _seeded(_gnn("gcn")), _graph, _graph_dims, (5, 9, 17, 32), 32, 8),
+        Model("gat", "torch_geometric", _seeded(_gnn("gat")), _graph, _graph_dims, (5, 9, 17, 32), 32, 8),
+        Model("sage", "torch_geometric", _seeded(_gnn("sage")), _graph, _graph_dims, (5, 9, 17, 32), 32, 8),
+    ]
+}
 
 
 def export(model: Model):
@@ -177,8 +208,9 @@ def export(model: Model):
             return model.output(self.m(*xs))
 
     with torch.no_grad():
-        return export_oblivious_retry(lambda **o: torch.export.export(
-            Wrapped(), args, dynamic_shapes=(model.dims(model.bound),), strict=False, **o)), mod
+        return export_oblivious_retry(
+            lambda **o: torch.export.export(Wrapped(), args, dynamic_shapes=(model.dims(model.bound),), strict=False, **o)
+        ), mod
 
 
 def eager(model: Model, mod, args, dtype=torch.float32):
@@ -200,8 +232,17 @@ def sweep(model: Model, mode: str = "bounded", rtol: float = 1e-4, atol: float =
 
     from engines.stablehlo import XlaExecutor, lower
 
-    row = {"model": model.name, "mode": mode, "lowerings": 0, "compiles": 0, "equal": None, "worst": None,
-           "seconds": None, "compile_s": None, "error": None}
+    row = {
+        "model": model.name,
+        "mode": mode,
+        "lowerings": 0,
+        "compiles": 0,
+        "equal": None,
+        "worst": None,
+        "seconds": None,
+        "compile_s": None,
+        "error": None,
+    }
     t0 = time.perf_counter()
     try:
         ep, mod = export(model)
@@ -213,12 +254,11 @@ def sweep(model: Model, mode: str = "bounded", rtol: float = 1e-4, atol: float =
             args = model.make(n, np.random.default_rng(n))
             got = ex.run(text, args)
             want32, want64 = eager(model, mod, args), eager(model, mod, args, torch.float64)
-            for g, w, w64 in zip(got, want32, want64):
+            for g, w, w64 in zip(got, want32, want64, strict=False):
                 equal &= g.shape == w.shape and bool(np.allclose(g, w, rtol=rtol, atol=atol))
                 if g.shape == w64.shape:
                     worst = max(worst, float(np.max(np.abs(g.astype(np.float64) - w64), initial=0.0)))
-        row.update(compiles=ex.compile_count(), equal=equal, worst=worst,
-                   compile_s=round(sum(ex.stats.compile_seconds), 1))
+        row.update(compiles=ex.compile_count(), equal=equal, worst=worst, compile_s=round(sum(ex.stats.compile_seconds), 1))
     except Exception as e:  # the table names the failure
         row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
     row["seconds"] = round(time.perf_counter() - t0, 1)
@@ -230,12 +270,17 @@ if __name__ == "__main__":  # PYTHONPATH=$PWD .venv/bin/python -m tests.stablehl
 
     names = [a for a in sys.argv[1:] if not a.startswith("--")] or list(MODELS)
     mode = "unbounded" if "--unbounded" in sys.argv else "bounded"
-    print("| model | mode | lowerings | XLA compiles / sizes | oracle-equal (fp32, 1e-4) | max abs diff vs fp64 | "
-          "XLA compile s | total s | error |")
+    print(
+        "| model | mode | lowerings | XLA compiles / sizes | oracle-equal (fp32, 1e-4) | max abs diff vs fp64 | "
+        "XLA compile s | total s | error |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for name in names:
         m = MODELS[name]
         r = sweep(m, mode)
         worst = "" if r["worst"] is None else f"{r['worst']:.1e}"
-        print(f"| {name} | {mode} | {r['lowerings']} | {r['compiles']} / {len(m.sizes)} | {r['equal']} | "
-              f"{worst} | {r['compile_s']} | {r['seconds']} | {r['error'] or ''} |", flush=True)
+        print(
+            f"| {name} | {mode} | {r['lowerings']} | {r['compiles']} / {len(m.sizes)} | {r['equal']} | "
+            f"{worst} | {r['compile_s']} | {r['seconds']} | {r['error'] or ''} |",
+            flush=True,
+        )

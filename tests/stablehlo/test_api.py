@@ -1,4 +1,5 @@
 """Executors' contracts, errors, bounded/unbounded modes, the jax_export peer."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +8,7 @@ import torch
 from torch.export import Dim
 
 import engines.stablehlo as sh
-from engines.stablehlo import (ExecutionError, InterpreterCrashed, LoweringError, XlaExecutor, execute, lower)
+from engines.stablehlo import ExecutionError, InterpreterCrashed, LoweringError, XlaExecutor, execute, lower
 from engines.stablehlo.execution import jax_export as JE
 from engines.stablehlo.execution.executors import InterpreterExecutor
 
@@ -19,8 +20,7 @@ class Expand(torch.nn.Module):
 
 def _export(max_b=64):
     b = Dim("b", min=1, max=max_b) if max_b else Dim("b", min=1)
-    return torch.export.export(Expand(), (torch.randn(1, 2, 3), torch.randn(3, 3)),
-                               dynamic_shapes={"x": None, "y": {0: b}})
+    return torch.export.export(Expand(), (torch.randn(1, 2, 3), torch.randn(3, 3)), dynamic_shapes={"x": None, "y": {0: b}})
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +152,7 @@ def test_jax_export_both_executors(jax_text):
         want = [np.concatenate([x, x]).astype(np.float64) * 2 + y.astype(np.float64).sum(), np.broadcast_to(x[:1], (2 * b, 3))]
         for ex in ("xla", "interpreter"):
             got = JE.run(jax_text, [x, y], ex)
-            for a, w in zip(got, want):
+            for a, w in zip(got, want, strict=False):
                 np.testing.assert_allclose(a, w, rtol=1e-5, atol=1e-5)
 
 

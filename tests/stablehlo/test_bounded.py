@@ -1,13 +1,21 @@
 """The compile-once executors: bounded modules through XLA's dynamic padder, `?`
 modules per power-of-two bucket, and what happens where the padder cannot help."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from engines.sizes import buckets
-from engines.stablehlo import (BoundedXlaProgram, BucketedXlaProgram, ExecutionError, Module, PadderUnsupported,
-                                XlaExecutor, execute)
+from engines.stablehlo import (
+    BoundedXlaProgram,
+    BucketedXlaProgram,
+    ExecutionError,
+    Module,
+    PadderUnsupported,
+    XlaExecutor,
+    execute,
+)
 from engines.stablehlo.execution.bounded import bound_entry
 
 from .cases_stablehlo import CASES
@@ -28,9 +36,12 @@ PADDER_LIMITS = {
 #: rewrites differ (size-derived slice starts, dynamic_gather, dynamic_iota,
 #: reshapes of several `?` dims, a padder refusal); the rest run in test_ops
 #: (every case passed here too when last checked in full; the test budget keeps this subset)
-CHECKED = [c for c in CASES if "#stablehlo.bounds" in "".join(c.expect)
-           or c.name in ("slice", "select", "index_select", "cumsum", "view_arith", "unsqueeze", "conv1d",
-                                                                          "conv2d")]
+CHECKED = [
+    c
+    for c in CASES
+    if "#stablehlo.bounds" in "".join(c.expect)
+    or c.name in ("slice", "select", "index_select", "cumsum", "view_arith", "unsqueeze", "conv1d", "conv2d")
+]
 
 
 @pytest.mark.parametrize("case", CHECKED, ids=[c.name for c in CHECKED])
@@ -40,8 +51,12 @@ def test_per_op_cases_compile_once_padding_masked(case):
     NaN: any value the padder fails to mask shows up in the result."""
     _, text = lowered(case)
     module = Module(text, case.name)
-    kinds = {"bounded" if b is not None and b[d] is not None else "unbounded"
-             for shape, _, b in module.inputs for d, s in enumerate(shape) if s is None}
+    kinds = {
+        "bounded" if b is not None and b[d] is not None else "unbounded"
+        for shape, _, b in module.inputs
+        for d, s in enumerate(shape)
+        if s is None
+    }
     cls = BoundedXlaProgram if kinds == {"bounded"} else BucketedXlaProgram
     compiles = []
     prog = cls(module, on_compile=lambda s, why: compiles.append(why), pad_value=np.nan)
@@ -130,12 +145,11 @@ def test_padder_refusal_fails_at_compile_or_falls_back_per_shape_when_asked():
         return [np.arange(k, dtype=np.float32).reshape(1, 1, k), np.array([1, 2, 3], np.float32).reshape(1, 1, 3)]
 
     ex = XlaExecutor()
-    with pytest.raises(PadderUnsupported, match="cannot serve op convolution.*Dynamic Spatial Convolution") as ei:
+    with pytest.raises(PadderUnsupported, match=r"cannot serve op convolution.*Dynamic Spatial Convolution") as ei:
         ex.run(CONV, args(5))
     assert ei.value.op == "convolution" and ex.compile_count() == 0
     reasons = []
-    prog = BoundedXlaProgram(Module(CONV, "conv"), on_compile=lambda s, why: reasons.append(why),
-                             on_unsupported="per_shape")
+    prog = BoundedXlaProgram(Module(CONV, "conv"), on_compile=lambda s, why: reasons.append(why), on_unsupported="per_shape")
     for k in (5, 9, 5):
         x, w = args(k)
         np.testing.assert_array_equal(prog(*prog.convert([x, w]))[0][0, 0], np.convolve(x[0, 0], [3, 2, 1], "valid"))
@@ -148,8 +162,7 @@ def test_padder_refusal_fails_at_compile_or_falls_back_per_shape_when_asked():
 
 
 def test_bucket_policy():
-    assert [buckets.bucket(n) for n in (0, 1, 16, 17, 1000, 1024, 1025, 2048)] == [16, 16, 16, 32, 1024, 1024,
-                                                                                    2048, 2048]
+    assert [buckets.bucket(n) for n in (0, 1, 16, 17, 1000, 1024, 1025, 2048)] == [16, 16, 16, 32, 1024, 1024, 2048, 2048]
     assert buckets.bucket(3, minimum=1) == 4
     flags = buckets.new_buckets({"e": e} for e in range(1000, 1050))
     assert sum(flags) == 2 and flags[0] == 1 and flags[25] == 1  # E=1025 opens bucket 2048
@@ -189,8 +202,11 @@ def test_reduce_with_a_non_identity_init_is_refused():
     """XLA's padder counts the padding as the init value: right for an identity
     init (a sum from 0), wrong for a sum from 7, which is refused by name."""
     from_7 = DYNAMIC_PAD.replace("%s = stablehlo.reduce(%y init: %z)", "%s = stablehlo.reduce(%y init: %v)")
-    with pytest.raises(PadderUnsupported, match=r"stablehlo.reduce over a dynamic dim \(stablehlo.add with init "
-                                                r"dense<7.0+e\+00> : tensor<f32>\)"):
+    with pytest.raises(
+        PadderUnsupported,
+        match=r"stablehlo.reduce over a dynamic dim \(stablehlo.add with init "
+        r"dense<7.0+e\+00> : tensor<f32>\)",
+    ):
         bound_entry(from_7, "from_7")
 
 
@@ -214,8 +230,7 @@ def test_dynamic_gather_with_size_derived_slice_gathers_the_result_bound():
     """Bucketed, t in bucket 16 bounds the result at 8: the static gather's slice
     size is 8 (the result's bound), not the operand's 16."""
     compiles = []
-    prog = BucketedXlaProgram(Module(SLICE_HALF, "slice_half"), on_compile=lambda s, why: compiles.append(why),
-                              pad_value=np.nan)
+    prog = BucketedXlaProgram(Module(SLICE_HALF, "slice_half"), on_compile=lambda s, why: compiles.append(why), pad_value=np.nan)
     for t in (5, 13, 2, 17):
         x = np.arange(2 * t, dtype=np.float32).reshape(2, t)
         np.testing.assert_array_equal(prog(*prog.convert([x]))[0], x[:, : t // 2])
@@ -230,7 +245,8 @@ def test_dynamic_pad_whose_low_and_interior_are_concatenated_constants():
         "  %l0 = stablehlo.constant dense<1> : tensor<i32>\n"
         "  %l = stablehlo.reshape %l0 : (tensor<i32>) -> tensor<1xi32>\n"
         "  %i0 = stablehlo.constant dense<0> : tensor<1xi32>\n"
-        "  %i = stablehlo.concatenate %i0, dim = 0 : (tensor<1xi32>) -> tensor<1xi32>\n")
+        "  %i = stablehlo.concatenate %i0, dim = 0 : (tensor<1xi32>) -> tensor<1xi32>\n",
+    )
     assert "stablehlo.reshape %l0" in text
     prog = BoundedXlaProgram(Module(text, "pad_concat"), pad_value=np.nan)
     for n in (1, 8, 3):
@@ -253,8 +269,7 @@ def _split_export(retry: bool):
 
     from backends.torch_export import export
 
-    return export(_split_halves, [torch.zeros(2, 16, 3)], ({1: Dim("t", min=2, max=64)},), "split_halves",
-                  oblivious_retry=retry)
+    return export(_split_halves, [torch.zeros(2, 16, 3)], ({1: Dim("t", min=2, max=64)},), "split_halves", oblivious_retry=retry)
 
 
 def test_unprovable_split_guards_become_runtime_asserts_the_bounded_executor_checks():
@@ -274,7 +289,7 @@ def test_unprovable_split_guards_become_runtime_asserts_the_bounded_executor_che
     for t in (2, 3, 17, 64):
         x = np.random.default_rng(t).standard_normal((2, t, 3)).astype(np.float32)
         (got,) = prog(*prog.convert([x]))
-        np.testing.assert_allclose(got, x[:, : t // 2].sum(1) - x[:, t // 2:].sum(1), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(got, x[:, : t // 2].sum(1) - x[:, t // 2 :].sum(1), rtol=1e-5, atol=1e-5)
     assert len(compiles) == 1, compiles
 
 
@@ -292,8 +307,12 @@ def test_the_bounded_executor_checks_the_modules_shape_assertions():
             torch._check(k % 2 == 0)
             return x * 2.0
 
-    ep = torch.export.export(Asserted(), (torch.zeros(6, 3),), dynamic_shapes=({0: Dim("n", min=2, max=32)},),
-                             prefer_deferred_runtime_asserts_over_guards=True)
+    ep = torch.export.export(
+        Asserted(),
+        (torch.zeros(6, 3),),
+        dynamic_shapes=({0: Dim("n", min=2, max=32)},),
+        prefer_deferred_runtime_asserts_over_guards=True,
+    )
     text = lower(ep, bounded=True)
     prog = BoundedXlaProgram(Module(text))
     (out,) = prog(*prog.convert([np.ones((4, 3), np.float32)]))
@@ -326,9 +345,11 @@ def test_a_reshape_splitting_a_dynamic_dim_keeps_each_rows_data(bounded):
     row-major position (engines/stablehlo/execution/bounded_reshape.py)."""
     text = EMBEDDING.replace("2x?xi32>", "2x?xi32, #stablehlo.bounds<?, 40>>") if bounded else EMBEDDING
     if bounded:
-        text = text.replace("tensor<?xi32>", "tensor<?xi32, #stablehlo.bounds<80>>").replace(
-            "tensor<?x4xf32>", "tensor<?x4xf32, #stablehlo.bounds<80, ?>>").replace(
-            "tensor<2x?x4xf32>", "tensor<2x?x4xf32, #stablehlo.bounds<?, 40, ?>>")
+        text = (
+            text.replace("tensor<?xi32>", "tensor<?xi32, #stablehlo.bounds<80>>")
+            .replace("tensor<?x4xf32>", "tensor<?x4xf32, #stablehlo.bounds<80, ?>>")
+            .replace("tensor<2x?x4xf32>", "tensor<2x?x4xf32, #stablehlo.bounds<?, 40, ?>>")
+        )
     entry = bound_entry(text, "embedding", None if bounded else [(2, 32), (50, 4)])
     assert entry.rewritten["stablehlo.dynamic_reshape"] == 2
     prog = (BoundedXlaProgram if bounded else BucketedXlaProgram)(Module(text, "embedding"))

@@ -2,6 +2,7 @@
 both executors vs torch eager at n = 0/1, small and large; runtime
 assertions fail the run with their message on both executors; the
 interpreter's own limits are named."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -43,7 +44,7 @@ def _flat(out):
 
 def _check(got, want, p, where):
     assert len(got) == len(want), where
-    for i, (a, b) in enumerate(zip(got, want)):
+    for i, (a, b) in enumerate(zip(got, want, strict=False)):
         b = b.detach().numpy()
         assert a.shape == b.shape, f"{where} out{i}: shape {a.shape} != {b.shape}"
         if b.dtype == np.bool_ or np.issubdtype(b.dtype, np.integer):
@@ -108,8 +109,9 @@ class _Masks(torch.nn.Module):
 
 def test_interpreter_takes_bool_and_uint8_arguments():
     n = Dim("n", min=1)
-    ep = torch.export.export(_Masks(), (torch.ones(3, dtype=torch.bool), torch.ones(3, dtype=torch.uint8)),
-                             dynamic_shapes=({0: n}, {0: n}))
+    ep = torch.export.export(
+        _Masks(), (torch.ones(3, dtype=torch.bool), torch.ones(3, dtype=torch.uint8)), dynamic_shapes=({0: n}, {0: n})
+    )
     text = lower(ep)
     assert "tensor<?xi1>" in text and "tensor<?xui8>" in text
     m = np.array([True, False, True, True])
@@ -117,7 +119,7 @@ def test_interpreter_takes_bool_and_uint8_arguments():
     want = [~m, (b + np.uint8(1)).astype(np.uint8), (b > 100) & m]
     for ex in EXECUTORS:
         got = execute(text, [m, b], executor=ex)
-        for g, w in zip(got, want):
+        for g, w in zip(got, want, strict=False):
             assert g.dtype == w.dtype, ex
             np.testing.assert_array_equal(g, w, err_msg=ex)
 
@@ -134,12 +136,16 @@ def test_interpreter_zero_size_contraction_is_a_named_limitation():
     text = lower(ep)
     a, b = np.ones((2, 0), f32), np.ones((0, 4), f32)
     np.testing.assert_array_equal(execute(text, [a, b], executor="xla")[0], np.zeros((2, 4), f32))
-    with pytest.raises(InterpreterLimitation, match=r"interpreter cannot run this module for argument shapes "
-                                                    r"\(2, 0\), \(0, 4\).*zero-size.*the xla executor runs it"):
+    with pytest.raises(
+        InterpreterLimitation,
+        match=r"interpreter cannot run this module for argument shapes "
+        r"\(2, 0\), \(0, 4\).*zero-size.*the xla executor runs it",
+    ):
         execute(text, [a, b], executor="interpreter")
     # the worker restarts after the abort: a later call still runs
-    np.testing.assert_array_equal(execute(text, [np.ones((2, 3), f32), np.ones((3, 4), f32)],
-                                          executor="interpreter")[0], np.full((2, 4), 3.0, f32))
+    np.testing.assert_array_equal(
+        execute(text, [np.ones((2, 3), f32), np.ones((3, 4), f32)], executor="interpreter")[0], np.full((2, 4), 3.0, f32)
+    )
 
 
 class _SizedByValue(torch.nn.Module):

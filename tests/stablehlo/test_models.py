@@ -6,6 +6,7 @@ GCN the boolean masks of remove_self_loops (a data-dependent count served by
 the padder), GPT-2 scaled_dot_product_attention kept whole (its decomposition
 broke a later view), BERT two inputs sharing the sequence size (one live size).
 The full table over every model: ``python -m tests.stablehlo.models``."""
+
 from __future__ import annotations
 
 import dataclasses

@@ -1,4 +1,5 @@
 """Per-op: export with dynamic dims -> lower -> check types -> both executors vs NumPy."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,14 +29,15 @@ def lowered(case):
 
 def _check(got, want, case, where):
     assert len(got) == len(want), where
-    for i, (a, b) in enumerate(zip(got, want)):
+    for i, (a, b) in enumerate(zip(got, want, strict=False)):
         b = np.asarray(b)
         assert a.shape == b.shape, f"{where} out{i}: shape {a.shape} != {b.shape}"
         if b.dtype == np.bool_ or np.issubdtype(b.dtype, np.integer):
             np.testing.assert_array_equal(a, b, err_msg=f"{where} out{i}")
         else:
-            np.testing.assert_allclose(a.astype(np.float64), b, rtol=case.rtol, atol=case.atol, equal_nan=True,
-                                       err_msg=f"{where} out{i}")
+            np.testing.assert_allclose(
+                a.astype(np.float64), b, rtol=case.rtol, atol=case.atol, equal_nan=True, err_msg=f"{where} out{i}"
+            )
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

@@ -6,6 +6,7 @@ none for a seen one (stablehlo_xla bounded: one compile for every size); the mod
 program, its text sent to the interpreter worker once; the worker started by
 ``startup``, not by a call.
 """
+
 from __future__ import annotations
 
 import re
@@ -15,11 +16,11 @@ import pytest
 
 import cases
 from backends.base import BoundError
-from engines.stablehlo import ExecutionError
-from engines.stablehlo.execution import _interp_worker, module, xla
 from backends.jax_export import JaxExport
 from backends.stablehlo_interp import StablehloInterp
 from backends.stablehlo_xla import StablehloXla
+from engines.stablehlo import ExecutionError
+from engines.stablehlo.execution import _interp_worker, module, xla
 
 CASE = cases.get("gnn_edge_divide")
 SWEEP = [10, 11, 10, 12, 11]  # e: new, new, seen, new, seen
@@ -60,9 +61,13 @@ def counted(monkeypatch):
     return n
 
 
-@pytest.mark.parametrize("cls,mode,first,label", [
-    (StablehloXla, "unbounded", "lowering", "gnn_edge_divide (unbounded)"),
-    (JaxExport, "bounded", "export", "gnn_edge_divide (bounded, jax.export)")])
+@pytest.mark.parametrize(
+    "cls,mode,first,label",
+    [
+        (StablehloXla, "unbounded", "lowering", "gnn_edge_divide (unbounded)"),
+        (JaxExport, "bounded", "export", "gnn_edge_divide (bounded, jax.export)"),
+    ],
+)
 def test_xla_compiles_once_per_new_shape(cls, mode, first, label, counted):
     import jax
 
@@ -128,8 +133,11 @@ def test_bound_checked_on_new_shape_names_input_and_dim():
     big = CASE.make_inputs({"e": 2049}, seed=0)
     with pytest.raises(BoundError, match=r"gnn_edge_divide: input 'd' dim 'e' \(axis 0\) is 2049, above its bound 2048"):
         backend.convert(big)  # the backend names the case's dim before the program runs
-    with pytest.raises(ExecutionError, match=r"gnn_edge_divide \(bounded\) \[\w+\]: argument 0 \(d\): "
-                                             r"dim 0 is 2049, above its bound 2048"):
+    with pytest.raises(
+        ExecutionError,
+        match=r"gnn_edge_divide \(bounded\) \[\w+\]: argument 0 \(d\): "
+        r"dim 0 is 2049, above its bound 2048",
+    ):
         program(*big)  # and the program refuses it by itself
     assert backend.compile_stats() == {"lowering": 1, "xla": 1}
 

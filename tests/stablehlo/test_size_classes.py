@@ -9,6 +9,7 @@ shape) or fails naming the op, never a wrong result nor a crash.
   a sort, a cumsum, ...): the bounded executor once crashed the process here
   (heap corruption in ``execute_sharded``).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -34,8 +35,9 @@ class _Fn(torch.nn.Module):
 
 def _export(fn, cols=3):
     n = Dim("n", min=2, max=BOUND)
-    return export_oblivious_retry(lambda **o: torch.export.export(
-        _Fn(fn), (torch.randn(20, cols),), dynamic_shapes=({0: n},), strict=False, **o))
+    return export_oblivious_retry(
+        lambda **o: torch.export.export(_Fn(fn), (torch.randn(20, cols),), dynamic_shapes=({0: n},), strict=False, **o)
+    )
 
 
 def _flat(out):
@@ -64,6 +66,7 @@ def _slices(f):
         xx = torch.cat([x, x])
         k = f(x.shape[0])
         return x[:k], x[k:], xx[:k], xx[k:]
+
     return prog
 
 
@@ -87,12 +90,13 @@ def test_slice_bounds_from_sizes_are_torchs_or_refused(name):
                     break
             else:
                 got = ex.run(text, [x], bucketed=mode == "bucketed")
-            for i, (g, w) in enumerate(zip(got, want)):
+            for i, (g, w) in enumerate(zip(got, want, strict=False)):
                 assert g.shape == w.shape, f"{name} {mode} n={n} out{i}: shape {g.shape}, torch {w.shape}"
                 np.testing.assert_array_equal(g, w, err_msg=f"{name} {mode} n={n} out{i}")
         else:
-            assert (mode, name) not in REFUSED or mode != "bucketed" or ex.compile_count() == 1, \
+            assert (mode, name) not in REFUSED or mode != "bucketed" or ex.compile_count() == 1, (
                 f"{name} {mode}: expected a refusal at some size of the sweep"
+            )
         if mode == "bounded":
             assert ex.compile_count() == 1, (name, ex.compile_count())
 
@@ -120,6 +124,7 @@ STATIC_SLICES = {
 def test_static_slices_of_dynamic_values_run_bounded():
     """Every (producer, static slice) pair in one bounded module: torch's values
     at every size, one compile (the class once aborted the process)."""
+
     def prog(x):
         return [s(p(x)) for p in PRODUCERS.values() for s in STATIC_SLICES.values()]
 
@@ -131,7 +136,7 @@ def test_static_slices_of_dynamic_values_run_bounded():
         x = np.random.default_rng(n).standard_normal((n, 4)).astype(np.float32)
         want = [w.numpy() for w in prog(torch.from_numpy(x))]
         got = ex.run(text, [x])
-        for name, g, w in zip(names, got, want):
+        for name, g, w in zip(names, got, want, strict=False):
             assert g.shape == w.shape, f"{name} n={n}"
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5, err_msg=f"{name} n={n}")
     assert ex.compile_count() == 1

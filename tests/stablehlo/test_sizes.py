@@ -1,5 +1,6 @@
 """Symbolic sizes in the lowering: derived input dims, floor/mod fix-ups on
 sizes that can be negative, CSE by normal form (engines.sizes)."""
+
 from __future__ import annotations
 
 import re
@@ -51,8 +52,9 @@ class Signs(torch.nn.Module):
 
 @pytest.mark.parametrize("ex", EXECUTORS)
 def test_floordiv_and_mod_of_sizes_have_python_semantics(ex):
-    ep = torch.export.export(Signs(), (torch.randn(4), torch.randn(9)),
-                             dynamic_shapes={"x": {0: Dim("a", min=2)}, "y": {0: Dim("b", min=2)}})
+    ep = torch.export.export(
+        Signs(), (torch.randn(4), torch.randn(9)), dynamic_shapes={"x": {0: Dim("a", min=2)}, "y": {0: Dim("b", min=2)}}
+    )
     text = lower(ep)
     assert len(_scalar_ops(text, "select")) == 4
     for a, b in [(4, 9), (9, 4), (5, 5), (7, 2), (2, 14)]:
@@ -66,8 +68,9 @@ def test_sizes_are_emitted_once_per_normal_form():
         def forward(self, x, y):
             return x + 1, y + 1
 
-    ep = torch.export.export(M(), (torch.randn(3, 4), torch.randn(5)),
-                             dynamic_shapes={"x": {0: Dim("a"), 1: Dim("b")}, "y": {0: Dim("c")}})
+    ep = torch.export.export(
+        M(), (torch.randn(3, 4), torch.randn(5)), dynamic_shapes={"x": {0: Dim("a"), 1: Dim("b")}, "y": {0: Dim("c")}}
+    )
     ctx = LoweringContext(ep)
     shapes = [tuple(as_dim(d) for d in p.meta["val"].shape) for p in ep.graph.nodes if p.op == "placeholder"]
     for i, shape in enumerate(shapes):

@@ -95,8 +95,7 @@ def test_available_names_the_missing_env(monkeypatch):
 
 def test_backend_declarations():
     from backends.torch_xla_lazy import TorchXlaLazy
-    from backends.torch_xla_stablehlo import (TorchXlaStableHLO, TorchXlaStableHLOCanon,
-                                                      TorchXlaStableHLOCanonInterp)
+    from backends.torch_xla_stablehlo import TorchXlaStableHLO, TorchXlaStableHLOCanon, TorchXlaStableHLOCanonInterp
 
     assert (TorchXlaLazy.env, TorchXlaLazy.modes) == ("xla", ("static", "unbounded", "bucketed"))
     assert TorchXlaLazy.host_padded == ("bucketed",)  # static per bucket, padded on the host
@@ -105,7 +104,10 @@ def test_backend_declarations():
     assert TorchXlaStableHLO.modes == TorchXlaStableHLOCanonInterp.modes == ("unbounded", "bounded")
     assert TorchXlaStableHLOCanon.modes == ("unbounded", "bounded", "bucketed")
     assert [c.name for c in (TorchXlaStableHLO, TorchXlaStableHLOCanon, TorchXlaStableHLOCanonInterp)] == [
-        "torch_xla_stablehlo", "torch_xla_stablehlo_canon", "torch_xla_stablehlo_interp"]
+        "torch_xla_stablehlo",
+        "torch_xla_stablehlo_canon",
+        "torch_xla_stablehlo_interp",
+    ]
 
 
 @needs_jax
@@ -117,8 +119,12 @@ def test_stablehlo_failure_is_remembered(monkeypatch):
 
     def fake_run_export(case_name, mode, arrays, canonicalize=False, timeout=600.0, server=None):
         calls.append((case_name, mode, canonicalize))
-        return {"ok": False, "stage": "to_stablehlo", "error": "AssertionError",
-                "where": "torch_xla/experimental/unbounded_dynamism_export.py:276 in replace_dynamic_expand_with_xla_op"}
+        return {
+            "ok": False,
+            "stage": "to_stablehlo",
+            "error": "AssertionError",
+            "where": "torch_xla/experimental/unbounded_dynamism_export.py:276 in replace_dynamic_expand_with_xla_op",
+        }
 
     monkeypatch.setattr(sb, "run_export", fake_run_export)
     case = cases.get("expand_over_batch")
@@ -157,10 +163,18 @@ module @m {
 """
 
     def fake_run_export(case_name, mode, arrays, canonicalize=False, timeout=600.0, server=None):
-        return {"ok": True, "text": text, "arg_positions": [1, 0], "constants": [],
-                "inputs": [{"shape": [5], "dtype": "float32", "dynamic_dims": [0]},
-                           {"shape": [5, 8], "dtype": "float32", "dynamic_dims": [0]}],
-                "unused_inputs": [], "notes": []}
+        return {
+            "ok": True,
+            "text": text,
+            "arg_positions": [1, 0],
+            "constants": [],
+            "inputs": [
+                {"shape": [5], "dtype": "float32", "dynamic_dims": [0]},
+                {"shape": [5, 8], "dtype": "float32", "dynamic_dims": [0]},
+            ],
+            "unused_inputs": [],
+            "notes": [],
+        }
 
     monkeypatch.setattr(sb, "run_export", fake_run_export)
     case = cases.get("gnn_edge_divide")
@@ -228,8 +242,7 @@ def lazy_proc():
         sizes = cases.get(name).sizes_for("full")[lo:hi]
         jobs.append({"case": name, "mode": mode, "sizes": sizes, "repeat": repeat})
     tmp = tempfile.TemporaryDirectory(prefix="dynshape-xla-test-")
-    spec = {"jobs": jobs, "measure": {"case": "gnn_rbf_subtract", "mode": "static", "profile": "quick"},
-            "out": tmp.name}
+    spec = {"jobs": jobs, "measure": {"case": "gnn_rbf_subtract", "mode": "static", "profile": "quick"}, "out": tmp.name}
     path = os.path.join(tmp.name, "spec.json")
     with open(path, "w") as f:
         json.dump(spec, f)
@@ -237,8 +250,15 @@ def lazy_proc():
     env.update(envs.env_vars("xla"))
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     err = open(os.path.join(tmp.name, "stderr.txt"), "w+")
-    proc = subprocess.Popen([XLA_PY, str(Path(__file__).with_name("xla_driver.py")), path], cwd=ROOT, env=env,
-                            stdin=subprocess.DEVNULL, stdout=err, stderr=err, text=True)
+    proc = subprocess.Popen(
+        [XLA_PY, str(Path(__file__).with_name("xla_driver.py")), path],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=err,
+        stderr=err,
+        text=True,
+    )
     yield proc, tmp.name, err
     if proc.poll() is None:
         proc.kill()
@@ -270,7 +290,7 @@ def _lazy_job(lazy_run, j):
 @needs_xla
 @pytest.mark.parametrize("j", [0, 1, 2, 3], ids=[f"{c}-{m}" for c, m, *_ in LAZY_JOBS[:4]])
 def test_lazy_static_one_compile_per_novel_shape(lazy_run, j):
-    name, mode, (lo, hi), repeat = LAZY_JOBS[j]
+    name, _mode, (lo, hi), repeat = LAZY_JOBS[j]
     n = hi - lo
     case = cases.get(name)
     steps, outputs = _lazy_job(lazy_run, j)
@@ -281,7 +301,7 @@ def test_lazy_static_one_compile_per_novel_shape(lazy_run, j):
         # exactly one UncachedCompile per novel shape, none for a repeated shape
         assert step["compile_stats"] == {"xla": min(s + 1, n)}, (s, step)
         assert step["cache_hits"] == (0 if novel else s - n + 1), (s, step)
-        arrays, expected = reference(case, step["sizes"], step["index"])
+        _arrays, expected = reference(case, step["sizes"], step["index"])
         assert_matches(outputs[f"j{j}_s{s}"], case, expected)
     assert steps[-1]["compile_time_s"] > 0
 
@@ -292,8 +312,9 @@ def test_lazy_unbounded_is_rejected_by_xla_on_cpu(lazy_run):
     steps, _ = _lazy_job(lazy_run, 4)
     for step in steps:
         assert not step["ok"]
-        assert re.search(r"Unbounded dynamism is disabled for instruction: %p\d+(\.\d+)? = f32\[\?,8\]",
-                         step["error"]), step["error"]
+        assert re.search(r"Unbounded dynamism is disabled for instruction: %p\d+(\.\d+)? = f32\[\?,8\]", step["error"]), step[
+            "error"
+        ]
     # the failed attempts still count as UncachedCompile: one per call
     assert [s["compile_stats"]["xla"] for s in steps] == [1, 2]
 
@@ -333,7 +354,7 @@ def exported(lazy_proc):
     for name, mode, canon in EXPORTS:
         case = cases.get(name)
         jobs.append((name, mode, case.make_inputs(case.sizes_for("quick")[0], seed=0), canon))
-    return {key: res for key, res in zip(EXPORTS, run_exports(jobs, timeout=600))}
+    return {key: res for key, res in zip(EXPORTS, run_exports(jobs, timeout=600), strict=False)}
 
 
 @needs_xla
@@ -341,13 +362,11 @@ def test_export_unsqueeze_negative_dim_bug(exported):
     """As-is, torch_xla 2.9.0 turns `c.unsqueeze(-1)` of a (?,) tensor into a (1, ?) view."""
     res = exported[("gnn_edge_divide", "unbounded", False)]
     assert not res["ok"] and res["stage"] == "to_stablehlo"
-    assert res["error"].startswith("RuntimeError: Shapes are not compatible for broadcasting: "
-                                   "f32[1000,8] vs. f32[1,1000].")
+    assert res["error"].startswith("RuntimeError: Shapes are not compatible for broadcasting: f32[1000,8] vs. f32[1,1000].")
 
 
 @needs_xla
-@pytest.mark.parametrize("key", [("expand_over_batch", "unbounded", False),
-                                 ("expand_over_batch_bounded", "bounded", False)])
+@pytest.mark.parametrize("key", [("expand_over_batch", "unbounded", False), ("expand_over_batch_bounded", "bounded", False)])
 def test_export_expand_of_size_arithmetic_asserts(exported, key):
     """`emb.expand(x.shape[0] * 2, -1, -1)`: torch_xla's FX pass asserts the size is a bare sym_size."""
     res = exported[key]
@@ -356,7 +375,8 @@ def test_export_expand_of_size_arithmetic_asserts(exported, key):
     assert re.fullmatch(
         r"torch_xla/experimental/unbounded_dynamism_export\.py:\d+ in replace_dynamic_expand_with_xla_op: "
         r"assert sym_size_node\.op == \"call_function\" and sym_size_node\.target == aten\.sym_size\.int",
-        res["where"]), res["where"]
+        res["where"],
+    ), res["where"]
 
 
 @needs_xla
@@ -369,10 +389,13 @@ def test_export_index_lowering_rejects_unbounded(exported):
 
 @needs_xla
 @needs_jax
-@pytest.mark.parametrize("name,main_sig,positions", [
-    ("gnn_edge_divide", "@main(%arg0: tensor<?xf32>, %arg1: tensor<?x8xf32>) -> tensor<?x8xf32>", [1, 0]),
-    ("gnn_rbf_subtract", "@main(%arg0: tensor<32xf32>, %arg1: tensor<?xf32>) -> tensor<?x32xf32>", [1, 0]),
-])
+@pytest.mark.parametrize(
+    "name,main_sig,positions",
+    [
+        ("gnn_edge_divide", "@main(%arg0: tensor<?xf32>, %arg1: tensor<?x8xf32>) -> tensor<?x8xf32>", [1, 0]),
+        ("gnn_rbf_subtract", "@main(%arg0: tensor<32xf32>, %arg1: tensor<?xf32>) -> tensor<?x32xf32>", [1, 0]),
+    ],
+)
 @pytest.mark.parametrize("executor", ["xla", "interpreter"])
 def test_export_canon_keeps_question_dims_and_runs(exported, name, main_sig, positions, executor):
     from engines import stablehlo

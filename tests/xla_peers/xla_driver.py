@@ -41,8 +41,9 @@ def run_job(job: dict, outputs: dict, j: int) -> dict:
             step.update(ok=True, shape=list(got.shape), dtype=str(got.dtype))
         except Exception as e:
             step.update(ok=False, error=f"{type(e).__name__}: {e}"[:2000])
-        step.update(compile_stats=backend.compile_stats(), cache_hits=backend.cache_hits(),
-                    compile_time_s=backend.compile_time_s())
+        step.update(
+            compile_stats=backend.compile_stats(), cache_hits=backend.cache_hits(), compile_time_s=backend.compile_time_s()
+        )
         steps.append(step)
     return {"steps": steps}
 

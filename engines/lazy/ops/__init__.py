@@ -9,11 +9,10 @@ dtype rules in :mod:`.rules`.
 """
 
 from ..tensor import install_methods
-from . import elementwise, reduce, movement, datadep, index, linalg, creation, inplace, layers, order  # noqa: F401  (fill the registry)
+from . import creation, datadep, elementwise, index, inplace, layers, linalg, movement, order, reduce  # noqa: F401  (fill the registry)
 from .reduce import MaxResult
 from .registry import F_OPS, LOWER, METHODS, OPS, ShapeError, covered_ops, lazy_op, lift, record
 
 install_methods(METHODS)
 
-__all__ = ["F_OPS", "LOWER", "METHODS", "MaxResult", "OPS", "ShapeError", "covered_ops", "lazy_op", "lift",
-           "record"]
+__all__ = ["F_OPS", "LOWER", "METHODS", "OPS", "MaxResult", "ShapeError", "covered_ops", "lazy_op", "lift", "record"]

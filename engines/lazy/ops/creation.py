@@ -27,8 +27,13 @@ def _create(name, default_fill=None):
         ctx = _ctx_ or ctx_for(size)
         if dtype is None:
             fv = fill_value if name == "full" else default_fill
-            dtype = torch.bool if isinstance(fv, bool) else torch.int64 if isinstance(fv, int) and name == "full" \
+            dtype = (
+                torch.bool
+                if isinstance(fv, bool)
+                else torch.int64
+                if isinstance(fv, int) and name == "full"
                 else torch.get_default_dtype()
+            )
         args = (tuple(sizes_), fill_value) if name == "full" else (tuple(sizes_),)
         return record(ctx, name, args, {"dtype": dtype}, sizes_, dtype)
 
@@ -68,8 +73,9 @@ def _new(name):
         for k in _DROP if kwargs else ():
             kwargs.pop(k, None)
         if base == "full":
-            return OPS["lazy_full"](args[0], args[1] if len(args) > 1 else kwargs["fill_value"], dtype=dtype or x.dtype,
-                                    _ctx_=x.ctx)
+            return OPS["lazy_full"](
+                args[0], args[1] if len(args) > 1 else kwargs["fill_value"], dtype=dtype or x.dtype, _ctx_=x.ctx
+            )
         sizes_ = [as_expr(s) for s in size_list(args)]
         dt = dtype or x.dtype
         return record(x.ctx, base, (tuple(sizes_),), {"dtype": dt}, sizes_, dt)

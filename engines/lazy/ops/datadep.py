@@ -43,8 +43,10 @@ def nonzero(x, *, as_tuple=False):
     read from the synced operand (one more graph before this op, compiled once)."""
     ctx = x.ctx
     if not getattr(ctx.compiler, "host_splits", True):
-        raise Unsupported("lazy: nonzero (or a boolean mask) has a data-dependent output size, and this "
-                          "compiler runs whole graphs only (no host step between them)")
+        raise Unsupported(
+            "lazy: nonzero (or a boolean mask) has a data-dependent output size, and this "
+            "compiler runs whole graphs only (no host step between them)"
+        )
     nz = torch.nonzero(x.value())
     out = _leaf(ctx, nz, 0)
     if not as_tuple:

@@ -13,16 +13,45 @@ from .registry import ctx_for, lazy_op, record
 from .rules import broadcast, float_of, int_sum_dtype, is_tensor, promote, shape_of
 
 # Python's operator for each binary op: ``2 - x`` records ``py_sub(2, x)``
-PYOPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
-         "floor_divide": operator.floordiv, "remainder": operator.mod, "pow": operator.pow,
-         "eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
-         "ge": operator.ge, "bitwise_and": operator.and_, "bitwise_or": operator.or_, "bitwise_xor": operator.xor}
+PYOPS = {
+    "add": operator.add,
+    "sub": operator.sub,
+    "mul": operator.mul,
+    "div": operator.truediv,
+    "floor_divide": operator.floordiv,
+    "remainder": operator.mod,
+    "pow": operator.pow,
+    "eq": operator.eq,
+    "ne": operator.ne,
+    "lt": operator.lt,
+    "le": operator.le,
+    "gt": operator.gt,
+    "ge": operator.ge,
+    "bitwise_and": operator.and_,
+    "bitwise_or": operator.or_,
+    "bitwise_xor": operator.xor,
+}
 COMPARE = ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor")
 # op -> its other torch names
-BINARY = {"add": (), "sub": ("subtract",), "mul": ("multiply",), "div": ("true_divide", "divide"),
-          "floor_divide": (), "remainder": (), "fmod": (), "pow": (), "maximum": (), "minimum": (), "atan2": (),
-          "bitwise_and": (), "bitwise_or": (), "bitwise_xor": (), "gt": ("greater",), "lt": ("less",),
-          **{n: () for n in COMPARE if n not in ("gt", "lt")}}
+BINARY = {
+    "add": (),
+    "sub": ("subtract",),
+    "mul": ("multiply",),
+    "div": ("true_divide", "divide"),
+    "floor_divide": (),
+    "remainder": (),
+    "fmod": (),
+    "pow": (),
+    "maximum": (),
+    "minimum": (),
+    "atan2": (),
+    "bitwise_and": (),
+    "bitwise_or": (),
+    "bitwise_xor": (),
+    "gt": ("greater",),
+    "lt": ("less",),
+    **{n: () for n in COMPARE if n not in ("gt", "lt")},
+}
 
 
 _COMPARE = frozenset(COMPARE)
@@ -90,26 +119,106 @@ def where(cond, a=None, b=None):
 # unary: name -> (runtime target, dtype rule)
 _SAME, _FLOAT, _BOOL = "same", "float", "bool"
 UNARY = {
-    **{n: (getattr(torch, n), _SAME) for n in ("neg", "abs", "relu", "sign", "floor", "ceil", "round", "trunc",
-                                              "square", "clone", "logical_not", "bitwise_not")},
-    **{n: (getattr(torch, n), _FLOAT) for n in ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt",
-                                               "rsqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
-                                               "cosh", "tanh", "sigmoid", "erf", "erfc", "reciprocal")},
+    **{
+        n: (getattr(torch, n), _SAME)
+        for n in (
+            "neg",
+            "abs",
+            "relu",
+            "sign",
+            "floor",
+            "ceil",
+            "round",
+            "trunc",
+            "square",
+            "clone",
+            "logical_not",
+            "bitwise_not",
+        )
+    },
+    **{
+        n: (getattr(torch, n), _FLOAT)
+        for n in (
+            "exp",
+            "exp2",
+            "expm1",
+            "log",
+            "log2",
+            "log10",
+            "log1p",
+            "sqrt",
+            "rsqrt",
+            "sin",
+            "cos",
+            "tan",
+            "asin",
+            "acos",
+            "atan",
+            "sinh",
+            "cosh",
+            "tanh",
+            "sigmoid",
+            "erf",
+            "erfc",
+            "reciprocal",
+        )
+    },
     **{n: (getattr(torch, n), _BOOL) for n in ("isnan", "isinf", "isfinite")},
-    **{n: (getattr(F, n), _FLOAT) for n in ("gelu", "silu", "softplus", "elu", "leaky_relu", "relu6",
-                                           "hardtanh", "mish", "logsigmoid", "selu", "celu", "softsign")},
-    "contiguous": (torch.Tensor.contiguous, _SAME), "detach": (torch.Tensor.detach, _SAME),
+    **{
+        n: (getattr(F, n), _FLOAT)
+        for n in (
+            "gelu",
+            "silu",
+            "softplus",
+            "elu",
+            "leaky_relu",
+            "relu6",
+            "hardtanh",
+            "mish",
+            "logsigmoid",
+            "selu",
+            "celu",
+            "softsign",
+        )
+    },
+    "contiguous": (torch.Tensor.contiguous, _SAME),
+    "detach": (torch.Tensor.detach, _SAME),
     "nan_to_num": (torch.nan_to_num, _SAME),
-    "clamp": (torch.clamp, _SAME), "clip": (torch.clip, _SAME),
-    "clamp_min": (torch.clamp_min, _SAME), "clamp_max": (torch.clamp_max, _SAME),
-    "tril": (torch.tril, _SAME), "triu": (torch.triu, _SAME), "flip": (torch.flip, _SAME),
-    "roll": (torch.roll, _SAME), "cumsum": (torch.cumsum, "sum"), "cumprod": (torch.cumprod, "sum"),
-    "layer_norm": (F.layer_norm, _SAME), "normalize": (F.normalize, _SAME),
+    "clamp": (torch.clamp, _SAME),
+    "clip": (torch.clip, _SAME),
+    "clamp_min": (torch.clamp_min, _SAME),
+    "clamp_max": (torch.clamp_max, _SAME),
+    "tril": (torch.tril, _SAME),
+    "triu": (torch.triu, _SAME),
+    "flip": (torch.flip, _SAME),
+    "roll": (torch.roll, _SAME),
+    "cumsum": (torch.cumsum, "sum"),
+    "cumprod": (torch.cumprod, "sum"),
+    "layer_norm": (F.layer_norm, _SAME),
+    "normalize": (F.normalize, _SAME),
     "dropout": (F.dropout, _SAME),
 }
 # those torch.nn.functional also has: ``F.relu(x, inplace=False)`` records ``F.relu``
-_UNARY_F = ("relu", "gelu", "silu", "softplus", "elu", "leaky_relu", "relu6", "hardtanh", "mish", "logsigmoid",
-            "selu", "celu", "softsign", "sigmoid", "tanh", "layer_norm", "normalize", "dropout")
+_UNARY_F = (
+    "relu",
+    "gelu",
+    "silu",
+    "softplus",
+    "elu",
+    "leaky_relu",
+    "relu6",
+    "hardtanh",
+    "mish",
+    "logsigmoid",
+    "selu",
+    "celu",
+    "softsign",
+    "sigmoid",
+    "tanh",
+    "layer_norm",
+    "normalize",
+    "dropout",
+)
 
 
 def _unary(name, rule, opname=None):
@@ -182,8 +291,15 @@ def _cast(dtype):
     return lambda x: to(x, dtype)
 
 
-for _n, _dt in [("float", torch.float32), ("double", torch.float64), ("half", torch.float16),
-                ("bfloat16", torch.bfloat16), ("long", torch.int64), ("int", torch.int32), ("bool", torch.bool)]:
+for _n, _dt in [
+    ("float", torch.float32),
+    ("double", torch.float64),
+    ("half", torch.float16),
+    ("bfloat16", torch.bfloat16),
+    ("long", torch.int64),
+    ("int", torch.int32),
+    ("bool", torch.bool),
+]:
     lazy_op(_n, function=False)(_cast(_dt))
 
 

@@ -57,7 +57,7 @@ def getitem(x, idx):
     used = sum(1 for it in idx if it is not None and it is not Ellipsis)
     if any(it is Ellipsis for it in idx):
         i = next(i for i, it in enumerate(idx) if it is Ellipsis)
-        idx = idx[:i] + (slice(None),) * (x.ndim - used) + idx[i + 1:]
+        idx = idx[:i] + (slice(None),) * (x.ndim - used) + idx[i + 1 :]
     else:
         idx = idx + (slice(None),) * (x.ndim - used)
     s, out, adv, d = x.node.shape, [], [], 0
@@ -107,7 +107,7 @@ def _index_op(name, out_like_index=False):
         if out_like_index:  # gather
             shape = shape_of(index)
         elif name == "index_select":
-            shape = x.node.shape[:d] + (shape_of(index)[0] if shape_of(index) else ONE,) + x.node.shape[d + 1:]
+            shape = x.node.shape[:d] + (shape_of(index)[0] if shape_of(index) else ONE,) + x.node.shape[d + 1 :]
         else:
             shape = x.node.shape
         return record(x.ctx, name, (x, d, index) + args, kwargs, shape, x.dtype)
@@ -130,8 +130,7 @@ def masked_fill(x, mask, value):
 @lazy_op("embedding", method=False, fnames=("embedding",), lowers=F.embedding)
 def embedding(input, weight, *args, **kwargs):
     ctx = ctx_for(input, weight)
-    return record(ctx, "embedding", (input, weight) + args, kwargs, shape_of(input) + shape_of(weight)[1:],
-                  weight.dtype)
+    return record(ctx, "embedding", (input, weight) + args, kwargs, shape_of(input) + shape_of(weight)[1:], weight.dtype)
 
 
 @lazy_op("one_hot", method=False, fnames=("one_hot",), lowers=F.one_hot)

@@ -7,9 +7,34 @@ from ..tensor import OPS
 from .elementwise import to
 from .registry import ShapeError, lazy_op
 
-INPLACE = ("add", "sub", "mul", "div", "clamp", "clamp_min", "clamp_max", "index_add", "index_copy",
-           "index_fill", "scatter", "scatter_add", "scatter_reduce", "masked_fill", "relu", "sigmoid",
-           "tanh", "exp", "neg", "abs", "pow", "sqrt", "floor_divide", "remainder", "fmod", "log")
+INPLACE = (
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "clamp",
+    "clamp_min",
+    "clamp_max",
+    "index_add",
+    "index_copy",
+    "index_fill",
+    "scatter",
+    "scatter_add",
+    "scatter_reduce",
+    "masked_fill",
+    "relu",
+    "sigmoid",
+    "tanh",
+    "exp",
+    "neg",
+    "abs",
+    "pow",
+    "sqrt",
+    "floor_divide",
+    "remainder",
+    "fmod",
+    "log",
+)
 
 
 def _inplace(name):

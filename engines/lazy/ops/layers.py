@@ -33,16 +33,23 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
             raise ShapeError(f"conv2d: padding {padding!r} is not 'same', 'valid' or ints")
         if padding == "same" and stride != (1, 1):
             raise ShapeError("conv2d: padding='same' needs stride 1")
-        spatial = list(sx[2:]) if padding == "same" else [
-            sx[2 + i] - as_expr(dilation[i]) * (sw[2 + i] - 1) for i in range(2)]
+        spatial = list(sx[2:]) if padding == "same" else [sx[2 + i] - as_expr(dilation[i]) * (sw[2 + i] - 1) for i in range(2)]
     else:
         pad = _pair(padding, "padding")
-        spatial = [(sx[2 + i] + 2 * as_expr(pad[i]) - as_expr(dilation[i]) * (sw[2 + i] - 1) - 1)
-                   // as_expr(stride[i]) + 1 for i in range(2)]
+        spatial = [
+            (sx[2 + i] + 2 * as_expr(pad[i]) - as_expr(dilation[i]) * (sw[2 + i] - 1) - 1) // as_expr(stride[i]) + 1
+            for i in range(2)
+        ]
     if bias is not None:
         assume_eq(ctx, shape_of(bias)[0], sw[0], "conv2d bias")
-    return record(ctx, "conv2d", (input, weight, bias, stride, padding, dilation, groups), {},
-                  [sx[0], sw[0], *spatial], promote(input, weight))
+    return record(
+        ctx,
+        "conv2d",
+        (input, weight, bias, stride, padding, dilation, groups),
+        {},
+        [sx[0], sw[0], *spatial],
+        promote(input, weight),
+    )
 
 
 # F.batch_norm only: torch.batch_norm takes (input, weight, bias, running_mean, running_var, ...)
@@ -56,13 +63,17 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     sx = shape_of(input)
     if len(sx) < 2:
         raise ShapeError(f"batch_norm: input of rank {len(sx)}, expected (N, C, ...)")
-    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
-                    ("bias", bias)):
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight), ("bias", bias)):
         if t is not None:
             assume_eq(ctx, shape_of(t)[0], sx[1], f"batch_norm {name}")
-    return record(ctx, "F.batch_norm", (input, running_mean, running_var, weight, bias, False, momentum, eps), {},
-                  sx, promote(input, *(t for t in (running_mean, running_var, weight, bias) if t is not None)))
-
+    return record(
+        ctx,
+        "F.batch_norm",
+        (input, running_mean, running_var, weight, bias, False, momentum, eps),
+        {},
+        sx,
+        promote(input, *(t for t in (running_mean, running_var, weight, bias) if t is not None)),
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -97,13 +108,18 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 
 @lazy_op("avg_pool2d", fnames=("avg_pool2d",), method=False, lowers=F.avg_pool2d)
-def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
-               divisor_override=None):
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
     """Average pooling over the last two dims."""
     sx = _pool_input("avg_pool2d", input)
     out = list(sx[:-2]) + _window_sizes("avg_pool2d", sx, kernel_size, stride, padding, 1, ceil_mode)
-    return record(input.ctx, "avg_pool2d", (input, kernel_size, stride, padding, False, count_include_pad,
-                                            divisor_override), {}, out, input.dtype)
+    return record(
+        input.ctx,
+        "avg_pool2d",
+        (input, kernel_size, stride, padding, False, count_include_pad, divisor_override),
+        {},
+        out,
+        input.dtype,
+    )
 
 
 @lazy_op("adaptive_avg_pool2d", fnames=("adaptive_avg_pool2d",), method=False, lowers=F.adaptive_avg_pool2d)

@@ -93,16 +93,19 @@ def einsum(equation, *operands):
         letters = "".join(terms)
         rhs = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
     dims: dict = {}
-    for term, x in zip(terms, operands):
-        for c, e in zip(term, shape_of(x)):
+    for term, x in zip(terms, operands, strict=False):
+        for c, e in zip(term, shape_of(x), strict=False):
             dims[c] = bcast_dim(ctx, dims[c], e) if c in dims else e
     return record(ctx, "einsum", (equation,) + tuple(operands), {}, [dims[c] for c in rhs], promote(*operands))
 
 
-@lazy_op("scaled_dot_product_attention", method=False, fnames=("scaled_dot_product_attention",),
-         lowers={"F.scaled_dot_product_attention": F.scaled_dot_product_attention})
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
-                                 enable_gqa=False):
+@lazy_op(
+    "scaled_dot_product_attention",
+    method=False,
+    fnames=("scaled_dot_product_attention",),
+    lowers={"F.scaled_dot_product_attention": F.scaled_dot_product_attention},
+)
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
     """``softmax(q @ k^T * scale + mask) @ v``: (..., L, E) x (..., S, E) x (..., S, Ev) -> (..., L, Ev)."""
     if dropout_p:
         raise Unsupported("lazy: scaled_dot_product_attention with dropout_p > 0 is random")
@@ -118,8 +121,14 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if attn_mask is not None:
         broadcast(ctx, tuple(batch) + (sq[-2], sk[-2]), shape_of(attn_mask))
     kwargs = {k: v for k, v in (("is_causal", is_causal), ("scale", scale)) if v}
-    return record(ctx, "F.scaled_dot_product_attention", (query, key, value, attn_mask), kwargs,
-                  tuple(batch) + (sq[-2], sv[-1]), promote(query, key, value))
+    return record(
+        ctx,
+        "F.scaled_dot_product_attention",
+        (query, key, value, attn_mask),
+        kwargs,
+        tuple(batch) + (sq[-2], sv[-1]),
+        promote(query, key, value),
+    )
 
 
 def _conv(nsp: int):
@@ -147,9 +156,16 @@ def _conv(nsp: int):
                 continue
             p = 0 if padding == "valid" else per_dim(padding)[i]
             out.append((n + 2 * p - dils[i] * (k - 1) - 1) // strides[i] + 1)
-        kwargs = {k: v for k, v, default in (("stride", stride, 1), ("padding", padding, 0),
-                                             ("dilation", dilation, 1), ("groups", groups, 1))
-                  if not (type(v) is int and v == default)}  # (torch parses keywords slowly: ~4 us a conv)
+        kwargs = {
+            k: v
+            for k, v, default in (
+                ("stride", stride, 1),
+                ("padding", padding, 0),
+                ("dilation", dilation, 1),
+                ("groups", groups, 1),
+            )
+            if not (type(v) is int and v == default)
+        }  # (torch parses keywords slowly: ~4 us a conv)
         return record(ctx, "F." + name, (input, weight, bias), kwargs, tuple(out), promote(input, weight))
 
     conv.__name__ = name
@@ -158,5 +174,6 @@ def _conv(nsp: int):
 
 # conv2d is ops/layers.py's (batch conv2d with its 'same'/'valid' checks)
 for _nsp in (1,):
-    lazy_op(f"conv{_nsp}d", method=False, fnames=(f"conv{_nsp}d",),
-            lowers={f"F.conv{_nsp}d": getattr(F, f"conv{_nsp}d")})(_conv(_nsp))
+    lazy_op(f"conv{_nsp}d", method=False, fnames=(f"conv{_nsp}d",), lowers={f"F.conv{_nsp}d": getattr(F, f"conv{_nsp}d")})(
+        _conv(_nsp)
+    )

@@ -81,7 +81,7 @@ def flatten(x, start_dim=0, end_dim=-1):
     if not s:
         return reshape(x, (1,))
     a, b = norm_dim(start_dim, len(s)), norm_dim(end_dim, len(s))
-    shape = s[:a] + (numel(s[a:b + 1]),) + s[b + 1:]
+    shape = s[:a] + (numel(s[a : b + 1]),) + s[b + 1 :]
     return record(x.ctx, "flatten", (x, start_dim, end_dim), {}, shape, x.dtype)
 
 
@@ -90,7 +90,7 @@ def unflatten(x, dim, sizes_):
     s = x.node.shape
     d = norm_dim(dim, len(s))
     new = _infer(x.ctx, size_list([sizes_]), s[d], "unflatten")
-    return record(x.ctx, "unflatten", (x, dim, tuple(sizes_)), {}, s[:d] + tuple(new) + s[d + 1:], x.dtype)
+    return record(x.ctx, "unflatten", (x, dim, tuple(sizes_)), {}, s[:d] + tuple(new) + s[d + 1 :], x.dtype)
 
 
 @lazy_op("expand", "broadcast_to", lowers=T.expand)
@@ -101,10 +101,10 @@ def expand(x, *size):
         raise ShapeError(f"expand: {len(sizes_)} sizes for a {len(s)}-d tensor")
     lead = len(sizes_) - len(s)
     out = list(sizes_[:lead])
-    for e, t in zip(s, sizes_[lead:]):
+    for e, t in zip(s, sizes_[lead:], strict=False):
         if t is MINUS_ONE or t == MINUS_ONE:
             out.append(e)
-        elif e is ONE or e == t or e == ONE:
+        elif e is ONE or e in (t, ONE):
             out.append(t)
         elif hint(ctx, e) == hint(ctx, t):
             out.append(assume_eq(ctx, e, t, "expand"))
@@ -147,7 +147,7 @@ def movedim(x, source, destination):
     src = [norm_dim(d, x.ndim) for d in (source if isinstance(source, (list, tuple)) else [source])]
     dst = [norm_dim(d, x.ndim) for d in (destination if isinstance(destination, (list, tuple)) else [destination])]
     order = [d for d in range(x.ndim) if d not in src]
-    for d, s in sorted(zip(dst, src)):
+    for d, s in sorted(zip(dst, src, strict=False)):
         order.insert(d, s)
     return permute(x, order)
 
@@ -179,7 +179,7 @@ def split(x, split_size, dim=0):
         k = max(ctx.specialise((n + size - 1) // size, reason="split count"), 1)
         lengths = [size] * (k - 1) + [n - size * (k - 1)]
     shape, dt = x.node.shape, x.node.dtype
-    head, tail = shape[:d], shape[d + 1:]
+    head, tail = shape[:d], shape[d + 1 :]
     out, start, last = [], ZERO, len(lengths) - 1
     for i, ln in enumerate(lengths):  # narrow(x, d, start, ln), its shape rule inline
         out.append(record(ctx, "narrow", (x, d, start, ln), {}, head + (ln,) + tail, dt))
@@ -205,7 +205,7 @@ def unbind(x, dim=0):
 def repeat(x, *sizes_):
     reps = [as_expr(e) for e in size_list(sizes_)]
     s = (ONE,) * (len(reps) - x.ndim) + x.node.shape
-    return record(x.ctx, "repeat", (x, tuple(reps)), {}, [a * b for a, b in zip(s, reps)], x.dtype)
+    return record(x.ctx, "repeat", (x, tuple(reps)), {}, [a * b for a, b in zip(s, reps, strict=False)], x.dtype)
 
 
 @lazy_op("cat", "concat", "concatenate", method=False, lowers=torch.cat)
@@ -244,7 +244,7 @@ def stack(tensors, dim=0):
         s = shape_of(t_)
         if len(s) != len(s0):
             raise ShapeError(f"stack: tensors of rank {len(s0)} and {len(s)}")
-        s0 = [a if a is b else assume_eq(ctx, a, b, "stack") for a, b in zip(s0, s)]
+        s0 = [a if a is b else assume_eq(ctx, a, b, "stack") for a, b in zip(s0, s, strict=False)]
     d = norm_dim(dim, len(s0) + 1)
     s0.insert(d, const(len(tensors)))
     return record(ctx, "stack", (tensors, d), {}, s0, promote(*tensors))

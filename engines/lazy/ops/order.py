@@ -34,10 +34,11 @@ def topk(x, k, dim=-1, largest=True, sorted=True):
     ke, n = as_expr(k), x.node.shape[d] if x.ndim else as_expr(1)
     if not le(ctx, ke, n):
         raise ShapeError(f"topk: k ({ctx.vars.text(ke)}) is past the size of dim {d} ({ctx.vars.text(n)})")
-    shape = x.node.shape[:d] + (ke,) + x.node.shape[d + 1:] if x.ndim else ()
+    shape = x.node.shape[:d] + (ke,) + x.node.shape[d + 1 :] if x.ndim else ()
     args = (x, ke, d, bool(largest), bool(sorted))
-    return TopkResult(record(ctx, "topk_values", args, {}, shape, x.dtype),
-                      record(ctx, "topk_indices", args, {}, shape, torch.int64))
+    return TopkResult(
+        record(ctx, "topk_values", args, {}, shape, x.dtype), record(ctx, "topk_indices", args, {}, shape, torch.int64)
+    )
 
 
 def _sort_values(x, dim, descending, stable):
@@ -53,8 +54,10 @@ def sort(x, dim=-1, descending=False, stable=False):
     """``(values, indices)`` sorted along ``dim`` (shape-preserving)."""
     d = norm_dim(dim, max(x.ndim, 1)) if x.ndim else 0
     args = (x, d, bool(descending), bool(stable))
-    return SortResult(record(x.ctx, "sort_values", args, {}, x.node.shape, x.dtype),
-                      record(x.ctx, "sort_indices", args, {}, x.node.shape, torch.int64))
+    return SortResult(
+        record(x.ctx, "sort_values", args, {}, x.node.shape, x.dtype),
+        record(x.ctx, "sort_indices", args, {}, x.node.shape, torch.int64),
+    )
 
 
 @lazy_op("argsort")
@@ -80,4 +83,3 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
         a, b = OPS["narrow"](x, d, 1, m), OPS["narrow"](x, d, 0, m)
         x = OPS["ne"](a, b) if x.dtype == torch.bool else OPS["sub"](a, b)
     return x
-

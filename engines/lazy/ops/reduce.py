@@ -34,10 +34,24 @@ def _sum_dtype(dt):
 
 
 # name -> dtype rule: "sum" (ints widen to int64), "same", or a fixed dtype
-REDUCE = {"sum": "sum", "prod": "sum", "nansum": "sum", "mean": "same", "nanmean": "same", "amax": "same",
-          "amin": "same", "logsumexp": "same", "std": "same", "var": "same", "norm": "same",
-          "argmax": torch.int64, "argmin": torch.int64, "all": torch.bool, "any": torch.bool,
-          "count_nonzero": torch.int64}
+REDUCE = {
+    "sum": "sum",
+    "prod": "sum",
+    "nansum": "sum",
+    "mean": "same",
+    "nanmean": "same",
+    "amax": "same",
+    "amin": "same",
+    "logsumexp": "same",
+    "std": "same",
+    "var": "same",
+    "norm": "same",
+    "argmax": torch.int64,
+    "argmin": torch.int64,
+    "all": torch.bool,
+    "any": torch.bool,
+    "count_nonzero": torch.int64,
+}
 _REDUCE_DIMARG = {"norm": 1}  # norm(x, p, dim, keepdim)
 
 
@@ -50,11 +64,10 @@ def _reduce(name, rule):
             shape = x.node.shape  # ``x.sum(d)``: the common form
             d = norm_dim(args[0], len(shape))
             dt = fixed or (_sum_dtype(x.node.dtype) if rule == "sum" else x.node.dtype)
-            return record_xi(x.ctx, name, x, args[0], shape[:d] + shape[d + 1:], dt)
+            return record_xi(x.ctx, name, x, args[0], shape[:d] + shape[d + 1 :], dt)
         pos = _REDUCE_DIMARG.get(name, 0)
         dim = kwargs.get("dim", args[pos] if len(args) > pos else None)
-        keepdim = kwargs.get("keepdim", args[pos + 1] if len(args) > pos + 1 and isinstance(args[pos + 1], bool)
-                             else False)
+        keepdim = kwargs.get("keepdim", args[pos + 1] if len(args) > pos + 1 and isinstance(args[pos + 1], bool) else False)
         if name in ("std", "var") and isinstance(dim, bool):  # std(x, unbiased)
             dim = None
         shape = _reduce_shape(x, dim, keepdim)

@@ -57,7 +57,7 @@ def lazy_op(*names, lowers=None, method: bool = True, function: bool = True, fna
         for n in fnames:
             _put(F_OPS, n, fn, "torch.nn.functional")
         if lowers is not None:
-            for k, target in (lowers.items() if isinstance(lowers, dict) else [(names[0], lowers)]):
+            for k, target in lowers.items() if isinstance(lowers, dict) else [(names[0], lowers)]:
                 _put(LOWER, k, target, "lowering")
         return fn
 
@@ -117,8 +117,7 @@ def record(ctx, op, args, kwargs, shape, dtype) -> LazyTensor:
         out = _record_logged(ctx, log, op, args, shape, dtype)
         if out is not None:
             return out
-    largs = tuple([a.node if type(a) is LazyTensor else a if type(a) in _ATOMIC else _lift_operand(ctx, a)
-                   for a in args])
+    largs = tuple([a.node if type(a) is LazyTensor else a if type(a) in _ATOMIC else _lift_operand(ctx, a) for a in args])
     lkwargs = {k: lift(ctx, v) for k, v in kwargs.items()} if kwargs else NO_KWARGS
     node = Node(op, largs, lkwargs, tuple([s if type(s) is Expr else as_expr(s) for s in shape]), dtype)
     if log is not None:  # the step log (.steplog); an operand from outside the step turns it off
@@ -207,8 +206,10 @@ def _refuse_finished(log, node) -> None:
     for a in node.args:
         if type(a) is Node and a.pos is not None and not (a.pos < len(log.nodes) and log.nodes[a.pos] is a):
             if any(not e.is_const for e in a.shape):
-                raise FinishedStep(f"lazy: operand {a.op}#{a.uid} of {node.op} belongs to a finished step "
-                                   f"(its sizes are symbolic: keep a concrete tensor across steps instead)")
+                raise FinishedStep(
+                    f"lazy: operand {a.op}#{a.uid} of {node.op} belongs to a finished step "
+                    f"(its sizes are symbolic: keep a concrete tensor across steps instead)"
+                )
 
 
 def ctx_for(*args):

@@ -142,7 +142,7 @@ def _sig(x):
 _SAMPLE = {bool: True, int: 1, float: 1.0, complex: 1j}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _promote(sigs):
     vals = [torch.zeros((1,) if s[2] else (), dtype=s[1]) if s[0] == "t" else _SAMPLE[s[1]] for s in sigs]
     r = vals[0]

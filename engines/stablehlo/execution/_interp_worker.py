@@ -22,6 +22,7 @@ Frames, parent -> worker: ``("register", module_id, text)`` (no answer) and
 ``("error", message)``; the worker says ``("ready", None)`` once it has
 imported jaxlib and made its MLIR context.
 """
+
 from __future__ import annotations
 
 import pickle
@@ -83,8 +84,10 @@ def _assertions(op, found):
     for region in op.regions:
         for block in region.blocks:
             for inner in block.operations:
-                if inner.operation.name == "stablehlo.custom_call" and \
-                        str(inner.attributes["call_target_name"]) == '"shape_assertion"':
+                if (
+                    inner.operation.name == "stablehlo.custom_call"
+                    and str(inner.attributes["call_target_name"]) == '"shape_assertion"'
+                ):
                     found.append(inner)
                 else:
                     _assertions(inner.operation, found)
@@ -128,7 +131,7 @@ def check_assertions(text: str, shapes) -> None:
     module = ir.Module.parse(text)
     main = _main(module, ir)
     ft = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
-    new = [ir.RankedTensorType.get(list(s), ir.RankedTensorType(t).element_type) for s, t in zip(shapes, ft.inputs)]
+    new = [ir.RankedTensorType.get(list(s), ir.RankedTensorType(t).element_type) for s, t in zip(shapes, ft.inputs, strict=False)]
     main.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(new, ft.results))
     block = main.regions[0].blocks[0]
     for i, t in enumerate(new):
@@ -144,7 +147,7 @@ def check_assertions(text: str, shapes) -> None:
     except Exception as e:
         msg = str(e)
         i = msg.find("error: ")
-        raise AssertionError(msg[i + len("error: "):].split("\n")[0] if i >= 0 else msg) from None
+        raise AssertionError(msg[i + len("error: ") :].split("\n")[0] if i >= 0 else msg) from None
 
 
 class Evaluator:

@@ -29,29 +29,71 @@ module given per-argument bounds, the bucketed executor) into that form:
   the bound), followed by its live sizes (``get_dimension_size``) as ``i32``
   scalars, which the caller uses to slice on the host.
 """
+
 from __future__ import annotations
 
 import io
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
 
 from .bounded_reshape import needs_gather, split_reshape
-from .bounds import (SizeProbe, arg_symbols, check_all_bounded, check_reduce_inits, find_main, info, inline_calls,
-                     propagate_bounds, static_slices, strip_assertions, walk)
+from .bounds import (
+    SizeProbe,
+    arg_symbols,
+    check_all_bounded,
+    check_reduce_inits,
+    find_main,
+    info,
+    inline_calls,
+    propagate_bounds,
+    static_slices,
+    strip_assertions,
+    walk,
+)
 from .bounds import const_values as _const
-from .module import ExecutionError, PadderUnsupported  # noqa: F401 (PadderUnsupported: re-exported)
+from .module import ExecutionError, PadderUnsupported
 
-DYN_OPS = ("stablehlo.dynamic_broadcast_in_dim", "stablehlo.dynamic_reshape", "stablehlo.dynamic_iota",
-           "stablehlo.real_dynamic_slice", "stablehlo.dynamic_gather", "stablehlo.dynamic_pad")
+DYN_OPS = (
+    "stablehlo.dynamic_broadcast_in_dim",
+    "stablehlo.dynamic_reshape",
+    "stablehlo.dynamic_iota",
+    "stablehlo.real_dynamic_slice",
+    "stablehlo.dynamic_gather",
+    "stablehlo.dynamic_pad",
+)
 #: ops a shape operand may be computed with (sizes from get_dimension_size and constants)
-SHAPE_OPS = {"stablehlo.get_dimension_size", "stablehlo.constant", "stablehlo.reshape", "stablehlo.concatenate",
-             "stablehlo.slice", "stablehlo.convert", "stablehlo.add", "stablehlo.subtract", "stablehlo.multiply",
-             "stablehlo.divide", "stablehlo.remainder", "stablehlo.maximum", "stablehlo.minimum",
-             "stablehlo.negate", "stablehlo.select", "stablehlo.compare", "stablehlo.clamp", "stablehlo.abs",
-             "stablehlo.sign", "stablehlo.and", "stablehlo.or", "stablehlo.not", "stablehlo.broadcast_in_dim",
-             "stablehlo.shift_right_arithmetic", "stablehlo.shift_left", "stablehlo.power",
-             "shape.shape_of", "arith.constant", "arith.index_cast"}
+SHAPE_OPS = {
+    "stablehlo.get_dimension_size",
+    "stablehlo.constant",
+    "stablehlo.reshape",
+    "stablehlo.concatenate",
+    "stablehlo.slice",
+    "stablehlo.convert",
+    "stablehlo.add",
+    "stablehlo.subtract",
+    "stablehlo.multiply",
+    "stablehlo.divide",
+    "stablehlo.remainder",
+    "stablehlo.maximum",
+    "stablehlo.minimum",
+    "stablehlo.negate",
+    "stablehlo.select",
+    "stablehlo.compare",
+    "stablehlo.clamp",
+    "stablehlo.abs",
+    "stablehlo.sign",
+    "stablehlo.and",
+    "stablehlo.or",
+    "stablehlo.not",
+    "stablehlo.broadcast_in_dim",
+    "stablehlo.shift_right_arithmetic",
+    "stablehlo.shift_left",
+    "stablehlo.power",
+    "shape.shape_of",
+    "arith.constant",
+    "arith.index_cast",
+}
 
 
 @dataclass
@@ -62,27 +104,28 @@ class BoundedEntry:
     bound, dynamic dims); ``bytecode`` is what XLA compiles."""
 
     bytecode: bytes
-    args: List[Tuple[Tuple[int, ...], Tuple[int, ...]]]
-    results: List[Tuple[Tuple[int, ...], Tuple[int, ...]]]
-    rewritten: Dict[str, int]
+    args: list[tuple[tuple[int, ...], tuple[int, ...]]]
+    results: list[tuple[tuple[int, ...], tuple[int, ...]]]
+    rewritten: dict[str, int]
     #: a bucket's entry (``arg_bounds``): checks each concrete shape's sizes against the bucket's
-    probe: Optional[SizeProbe] = None
+    probe: SizeProbe | None = None
     #: per live-size argument, the (argument, dim)s it is the size of: argument dims
     #: with one size symbol (the lowering's ``dynshape.dim_symbols``) share one, so
     #: XLA's padder knows they are equal (BERT's input_ids and attention_mask); a
     #: call whose dims disagree is refused. (Suspected cause of a BERT compile that
     #: stalled in LLVM; not reproduced at tests/stablehlo/models.py's config.)
-    size_groups: Optional[List[List[Tuple[int, int]]]] = None
+    size_groups: list[list[tuple[int, int]]] | None = None
 
-    def live_sizes(self, shapes) -> List[int]:
+    def live_sizes(self, shapes) -> list[int]:
         """The live-size arguments for argument ``shapes`` (checks that dims sharing one agree)."""
         groups = self.size_groups or [[(i, d)] for i, (_, dyn) in enumerate(self.args) for d in dyn]
         out = []
         for g in groups:
             n = {shapes[i][d] for i, d in g}
             if len(n) != 1:
-                raise ExecutionError(f"argument dims {', '.join(f'{i}:{d}' for i, d in g)} have one size symbol "
-                                     f"but sizes {sorted(n)}")
+                raise ExecutionError(
+                    f"argument dims {', '.join(f'{i}:{d}' for i, d in g)} have one size symbol but sizes {sorted(n)}"
+                )
             out.append(n.pop())
         return out
 
@@ -102,8 +145,10 @@ def _at_bound(t, where: str, op: str):
         if s is None:
             b = bounds[d] if bounds is not None else None
             if b is None:
-                raise PadderUnsupported(f"{where}: dim {d} of {t} has no bound (an unbounded or data-dependent "
-                                        f"size): the dynamic padder needs one", op)
+                raise PadderUnsupported(
+                    f"{where}: dim {d} of {t} has no bound (an unbounded or data-dependent size): the dynamic padder needs one",
+                    op,
+                )
             full.append(b)
             dyn.append(d)
         else:
@@ -122,15 +167,21 @@ def _check_shape_source(value, op_name: str, where: str, size_args) -> None:
         if isinstance(owner, ir.Block):
             if any(v == a for a in size_args):
                 continue
-            raise PadderUnsupported(f"{where}: the shape operand of {op_name} derives from a function argument "
-                                    f"(a data-dependent size): the dynamic padder cannot bound it", op_name)
+            raise PadderUnsupported(
+                f"{where}: the shape operand of {op_name} derives from a function argument "
+                f"(a data-dependent size): the dynamic padder cannot bound it",
+                op_name,
+            )
         name = owner.name
         if id(owner) in seen:
             continue
         seen.add(id(owner))
         if name not in SHAPE_OPS:
-            raise PadderUnsupported(f"{where}: the shape operand of {op_name} is computed by {name} "
-                                    f"(a data-dependent size): the dynamic padder cannot bound it", op_name)
+            raise PadderUnsupported(
+                f"{where}: the shape operand of {op_name} is computed by {name} "
+                f"(a data-dependent size): the dynamic padder cannot bound it",
+                op_name,
+            )
         if name == "stablehlo.get_dimension_size":
             continue
         todo.extend(owner.operands)
@@ -140,7 +191,7 @@ class _Rewriter:
     def __init__(self, label: str, size_args):
         self.label = label
         self.size_args = size_args
-        self.counts: Dict[str, int] = {}
+        self.counts: dict[str, int] = {}
 
     def scalar(self, shape_vec, d: int, ip):
         """Element ``d`` of a 1-D shape tensor as ``tensor<i32>``."""
@@ -200,8 +251,9 @@ class _Rewriter:
         elif name == "stablehlo.dynamic_pad":
             return self._pad(op, static_t, dyn, full, ip)
         else:
-            raise PadderUnsupported(f"{where}: not rewritten by the bounded executor (no static form on bounded "
-                                    f"types here)", name)
+            raise PadderUnsupported(
+                f"{where}: not rewritten by the bounded executor (no static form on bounded types here)", name
+            )
         _check_shape_source(shape_vec, name, self.label, self.size_args)
         sizes = {d: self.scalar(shape_vec, d, ip) for d in dyn}
         out = self.set_sizes(new, dyn, sizes, rtype, ip)
@@ -212,9 +264,9 @@ class _Rewriter:
     def _slice(self, op, static_t, dyn, full, ip):
         """``real_dynamic_slice`` with constant starts and strides: a static slice
         of the result's bound, its live size ``ceil((limit - start) / stride)``."""
+        import numpy as np
         from jaxlib.mlir import ir
         from jaxlib.mlir.dialects import stablehlo
-        import numpy as np
 
         name = op.name
         operand, start, limit, strides = op.operands
@@ -224,8 +276,9 @@ class _Rewriter:
         for what, v in (("start", start), ("strides", strides)):
             owner = v.owner
             if isinstance(owner, ir.Block) or owner.name != "stablehlo.constant":
-                raise PadderUnsupported(f"{self.label}: {name} with non-constant {what} indices: no static form "
-                                        f"on bounded types", name)
+                raise PadderUnsupported(
+                    f"{self.label}: {name} with non-constant {what} indices: no static form on bounded types", name
+                )
             consts.append(np.array(ir.DenseIntElementsAttr(owner.attributes["value"]), dtype=np.int64).reshape(-1))
         st, sd = consts
         _check_shape_source(limit, name, self.label, self.size_args)
@@ -235,8 +288,7 @@ class _Rewriter:
         for d in range(len(full)):
             hi = int(st[d] + full[d] * sd[d]) if d in dyn else int(st[d] + (full[d] - 1) * sd[d] + 1)
             lim.append(min(hi, ofull[d]))
-        new = stablehlo.SliceOp(operand, [int(x) for x in st], lim, [int(x) for x in sd], results=[static_t],
-                                ip=ip).result
+        new = stablehlo.SliceOp(operand, [int(x) for x in st], lim, [int(x) for x in sd], results=[static_t], ip=ip).result
         sizes = {}
         for d in dyn:
             hi = self.scalar(limit, d, ip)
@@ -263,10 +315,15 @@ class _Rewriter:
         _check_shape_source(slice_sizes, name, self.label, self.size_args)
         _, _, ofull = _at_bound(operand.type, f"{self.label}: {name}", name)
         dn = str(op.attributes["dimension_numbers"])
-        field = lambda k: [int(x) for x in re.findall(rf"{k} = \[([^\]]*)\]", dn)[0].split(",") if x.strip()] \
-            if re.search(rf"{k} = \[", dn) else []  # noqa: E731
-        offset_dims, collapsed = field("offset_dims"), set(field("collapsed_slice_dims")) | set(
-            field("operand_batching_dims"))
+
+        def field(k):
+            return (
+                [int(x) for x in re.findall(rf"{k} = \[([^\]]*)\]", dn)[0].split(",") if x.strip()]
+                if re.search(rf"{k} = \[", dn)
+                else []
+            )
+
+        offset_dims, collapsed = field("offset_dims"), set(field("collapsed_slice_dims")) | set(field("operand_batching_dims"))
         m = re.search(r"index_vector_dim = (\d+)", dn)
         ivd = int(m.group(1)) if m else len(ir.RankedTensorType(indices.type).shape)
         kept = [d for d in range(len(ofull)) if d not in collapsed]
@@ -285,12 +342,12 @@ class _Rewriter:
             else:
                 r = offset_dims[kept.index(d)]
                 sizes_static.append(rshape[r] if rshape[r] is not None else min(rbound[r], ofull[d]))
-        attrs = {"dimension_numbers": op.attributes["dimension_numbers"],
-                 "slice_sizes": ir.DenseI64ArrayAttr.get(sizes_static)}
+        attrs = {"dimension_numbers": op.attributes["dimension_numbers"], "slice_sizes": ir.DenseI64ArrayAttr.get(sizes_static)}
         if "indices_are_sorted" in op.attributes:
             attrs["indices_are_sorted"] = op.attributes["indices_are_sorted"]
-        new = ir.Operation.create("stablehlo.gather", results=[static_t], operands=[operand, indices],
-                                  attributes=attrs, ip=ip).result
+        new = ir.Operation.create(
+            "stablehlo.gather", results=[static_t], operands=[operand, indices], attributes=attrs, ip=ip
+        ).result
         sizes, bi = {}, 0
         for r in range(len(ir.RankedTensorType(static_t).shape)):
             if r in offset_dims:
@@ -312,16 +369,17 @@ class _Rewriter:
         the operand made static at its bound with its padding set to the pad
         value (``select`` on an ``iota`` mask), a static ``pad`` up to the
         result's bound, live size ``low + n + high``."""
+        import numpy as np
         from jaxlib.mlir import ir
         from jaxlib.mlir.dialects import stablehlo
-        import numpy as np
 
         name = op.name
         operand, value, low, high, interior = op.operands
         lo, inner = _const(low), _const(interior)
         if lo is None or inner is None or any(inner):
-            raise PadderUnsupported(f"{self.label}: {name} with non-constant low or interior padding: no static "
-                                    f"form on bounded types here", name)
+            raise PadderUnsupported(
+                f"{self.label}: {name} with non-constant low or interior padding: no static form on bounded types here", name
+            )
         _check_shape_source(high, name, self.label, self.size_args)
         ostatic, odyn, ofull = _at_bound(operand.type, f"{self.label}: {name}", name)
         c = lambda x: stablehlo.ConstantOp(ir.DenseElementsAttr.get(np.array(x, np.int32)), ip=ip).result  # noqa
@@ -335,22 +393,19 @@ class _Rewriter:
         vals = stablehlo.BroadcastInDimOp(ostatic, value, [], ip=ip).result
         for d in odyn:  # the operand's padding becomes the pad value
             iota = stablehlo.IotaOp(ir.RankedTensorType.get(list(ofull), i32.element_type), d, ip=ip).result
-            n = stablehlo.BroadcastInDimOp(ir.RankedTensorType.get(list(ofull), i32.element_type), live[d], [],
-                                           ip=ip).result
-            mask = stablehlo.CompareOp(iota, n, stablehlo.ComparisonDirectionAttr.get("LT"), results=[pred_t],
-                                       ip=ip).result
+            n = stablehlo.BroadcastInDimOp(ir.RankedTensorType.get(list(ofull), i32.element_type), live[d], [], ip=ip).result
+            mask = stablehlo.CompareOp(iota, n, stablehlo.ComparisonDirectionAttr.get("LT"), results=[pred_t], ip=ip).result
             o = stablehlo.SelectOp(mask, o, vals, ip=ip).result
         hi_static = [int(f - lo[d] - ofull[d]) for d, f in enumerate(full)]
         if min(hi_static) < 0:
-            raise PadderUnsupported(f"{self.label}: {name}: the result's bound {full} is below the operand's "
-                                    f"{ofull} plus its low padding", name)
-        new = stablehlo.PadOp(o, value, [int(x) for x in lo], hi_static, [0] * len(full), results=[static_t],
-                              ip=ip).result
+            raise PadderUnsupported(
+                f"{self.label}: {name}: the result's bound {full} is below the operand's {ofull} plus its low padding", name
+            )
+        new = stablehlo.PadOp(o, value, [int(x) for x in lo], hi_static, [0] * len(full), results=[static_t], ip=ip).result
         sizes = {}
         for d in dyn:
             n = live[d] if d in live else c(ofull[d])
-            sizes[d] = stablehlo.AddOp(stablehlo.AddOp(n, c(lo[d]), ip=ip).result, self.scalar(high, d, ip),
-                                       ip=ip).result
+            sizes[d] = stablehlo.AddOp(stablehlo.AddOp(n, c(lo[d]), ip=ip).result, self.scalar(high, d, ip), ip=ip).result
         out = self.set_sizes(new, dyn, sizes, op.results[0].type, ip)
         op.results[0].replace_all_uses_with(out)
         op.erase()
@@ -361,9 +416,9 @@ class _Rewriter:
         (``x[n - 3:]``): the operand made static at its bound, padded at the end
         by the result's bound (so ``dynamic_slice`` never clamps the start),
         ``dynamic_slice`` of the result's bound, live size ``limit - start``."""
+        import numpy as np
         from jaxlib.mlir import ir
         from jaxlib.mlir.dialects import stablehlo
-        import numpy as np
 
         name = op.name
         operand, start, limit, _ = op.operands
@@ -379,7 +434,7 @@ class _Rewriter:
         zero = ir.IntegerAttr.get(et, 0) if str(et)[0] in "iu" else ir.FloatAttr.get(et, 0.0)
         pad_v = stablehlo.ConstantOp(ir.DenseElementsAttr.get_splat(ir.RankedTensorType.get([], et), zero), ip=ip)
         rank = len(full)
-        padded_t = ir.RankedTensorType.get([a + b for a, b in zip(ofull, full)], et)
+        padded_t = ir.RankedTensorType.get([a + b for a, b in zip(ofull, full, strict=False)], et)
         p = stablehlo.PadOp(o, pad_v.result, [0] * rank, list(full), [0] * rank, results=[padded_t], ip=ip).result
         starts = [self.scalar(start, d, ip) for d in range(rank)]
         new = stablehlo.DynamicSliceOp(p, starts, list(full), results=[static_t], ip=ip).result
@@ -390,7 +445,7 @@ class _Rewriter:
         self.counts[name] = self.counts.get(name, 0) + 1
 
 
-def bound_entry(text: str, label: str = "module", arg_bounds: Optional[Sequence] = None) -> BoundedEntry:
+def bound_entry(text: str, label: str = "module", arg_bounds: Sequence | None = None) -> BoundedEntry:
     """Rewrite ``text`` for the bounded executor (see the module docstring).
 
     ``arg_bounds``: per argument, the static shape to serve (a bucket): every
@@ -489,5 +544,3 @@ def _np_i32(x):
     import numpy as np
 
     return np.array(x, np.int32)
-
-

@@ -50,8 +50,9 @@ def split_reshape(operand, static_t, dyn, sizes: dict, ip):
     oshape, obounds = info(operand.type)
     odyn = [d for d, n in enumerate(oshape) if n is None]
     if any(obounds is None or obounds[d] is None for d in odyn):
-        raise PadderUnsupported(f"stablehlo.dynamic_reshape: operand {operand.type} has a `?` dim without a bound",
-                                "stablehlo.dynamic_reshape")
+        raise PadderUnsupported(
+            f"stablehlo.dynamic_reshape: operand {operand.type} has a `?` dim without a bound", "stablehlo.dynamic_reshape"
+        )
     ofull = [obounds[d] if n is None else n for d, n in enumerate(oshape)]
     total = math.prod(ofull)
 
@@ -79,7 +80,11 @@ def split_reshape(operand, static_t, dyn, sizes: dict, ip):
         stride = sizes[d] if stride is None else stablehlo.MulOp(stride, sizes[d], ip=ip).result
     # positions past the live sizes read anything in range (their values are padding)
     index = stablehlo.ClampOp(const(0), index, const(total - 1), ip=ip).result
-    dn = ir.Attribute.parse(f"#stablehlo.gather<collapsed_slice_dims = [0], start_index_map = [0], "
-                            f"index_vector_dim = {rt.rank}>")
-    return ir.Operation.create("stablehlo.gather", results=[static_t], operands=[flat, index], attributes={
-        "dimension_numbers": dn, "slice_sizes": ir.DenseI64ArrayAttr.get([1])}, ip=ip).result
+    dn = ir.Attribute.parse(f"#stablehlo.gather<collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = {rt.rank}>")
+    return ir.Operation.create(
+        "stablehlo.gather",
+        results=[static_t],
+        operands=[flat, index],
+        attributes={"dimension_numbers": dn, "slice_sizes": ir.DenseI64ArrayAttr.get([1])},
+        ip=ip,
+    ).result

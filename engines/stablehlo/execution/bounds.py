@@ -2,9 +2,10 @@
 ``@main``, walk ops, inline jax's private functions, drop its shape
 assertions) and bound inference for a `?` module served at given argument
 shapes (:func:`propagate_bounds`, the bucketed executor's)."""
+
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from collections.abc import Sequence
 
 from ..lowering import types as T
 from .module import ExecutionError, PadderUnsupported
@@ -35,12 +36,12 @@ def bounds_attr(bounds, rank):
     return ir.Attribute.parse("#stablehlo.bounds<" + ", ".join("?" if b is None else str(b) for b in bounds) + ">")
 
 
-def info(t) -> Tuple[Tuple[Optional[int], ...], Optional[Tuple[Optional[int], ...]]]:
+def info(t) -> tuple[tuple[int | None, ...], tuple[int | None, ...] | None]:
     shape, _, bounds = T.parse_tensor_type(str(t))
     return shape, bounds
 
 
-def bounded_type(t, bounds: Sequence[Optional[int]]):
+def bounded_type(t, bounds: Sequence[int | None]):
     """``t`` (a `?`/static ranked type) with ``bounds`` on its `?` dims."""
     from jaxlib.mlir import ir
 
@@ -48,7 +49,7 @@ def bounded_type(t, bounds: Sequence[Optional[int]]):
     return ir.RankedTensorType.get(list(rt.shape), rt.element_type, bounds_attr(bounds, rt.rank))
 
 
-def propagate_bounds(module, main, shapes: Sequence[Sequence[int]], label: str) -> "SizeProbe":
+def propagate_bounds(module, main, shapes: Sequence[Sequence[int]], label: str) -> SizeProbe:
     """Give every `?` dim of ``module`` (in place) the bound its size has when
     @main's arguments have ``shapes``: a copy of the module, with a probe (a
     side-effecting ``custom_call @dynshape_probe``) on every value with `?`
@@ -72,32 +73,40 @@ def propagate_bounds(module, main, shapes: Sequence[Sequence[int]], label: str) 
                 if "?" in str(r.type).split(",")[0]:
                     probed.append(len(probed))
                     term = op.block.operations[len(op.block.operations) - 1]
-                    ir.Operation.create("stablehlo.custom_call", results=[], operands=[r], attributes={
-                        "call_target_name": ir.StringAttr.get("dynshape_probe"),
-                        "has_side_effect": ir.BoolAttr.get(True),
-                        "backend_config": ir.StringAttr.get(str(len(probed) - 1))}, ip=ir.InsertionPoint(term))
+                    ir.Operation.create(
+                        "stablehlo.custom_call",
+                        results=[],
+                        operands=[r],
+                        attributes={
+                            "call_target_name": ir.StringAttr.get("dynshape_probe"),
+                            "has_side_effect": ir.BoolAttr.get(True),
+                            "backend_config": ir.StringAttr.get(str(len(probed) - 1)),
+                        },
+                        ip=ir.InsertionPoint(term),
+                    )
 
         walk(copy.operation, probe)
         probe_text = copy.operation.get_asm()
         found = _read_probes(refine(probe_text, [(tuple(s), None) for s in shapes], label))
     values, fulls = [], []
-    walk(module.operation, lambda op: values.extend((op, r) for r in op.results
-                                                     if "?" in str(r.type).split(",")[0]))
+    walk(module.operation, lambda op: values.extend((op, r) for r in op.results if "?" in str(r.type).split(",")[0]))
     for k, (op, r) in enumerate(values):
         rt = found.get(k)
         shape, _, _ = T.parse_tensor_type(str(r.type))
         full, _, _ = T.parse_tensor_type(str(rt)) if rt is not None else (None, None, None)
         if full is None or None in full:
-            raise PadderUnsupported(f"{label}: {op.name} has a size shape refinement could not fix at argument "
-                                    f"shapes {shapes}: no bound for it", op.name)
-        r.set_type(bounded_type(r.type, [f if s is None else None for s, f in zip(shape, full)]))
+            raise PadderUnsupported(
+                f"{label}: {op.name} has a size shape refinement could not fix at argument shapes {shapes}: no bound for it",
+                op.name,
+            )
+        r.set_type(bounded_type(r.type, [f if s is None else None for s, f in zip(shape, full, strict=False)]))
         fulls.append((op.name, tuple(full)))
     ft = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
     block = main.regions[0].blocks[0]
     inputs = []
-    for i, (t, s) in enumerate(zip(ft.inputs, shapes)):
+    for i, (t, s) in enumerate(zip(ft.inputs, shapes, strict=False)):
         shape, _, _ = T.parse_tensor_type(str(t))
-        bt = bounded_type(t, [n if d is None else None for d, n in zip(shape, s)])
+        bt = bounded_type(t, [n if d is None else None for d, n in zip(shape, s, strict=False)])
         block.arguments[i].set_type(bt)
         inputs.append(bt)
     ret = block.operations[len(block.operations) - 1]
@@ -105,15 +114,14 @@ def propagate_bounds(module, main, shapes: Sequence[Sequence[int]], label: str) 
     return SizeProbe(probe_text, fulls, tuple(tuple(s) for s in shapes), label)
 
 
-def _read_probes(text: str) -> Dict[int, object]:
+def _read_probes(text: str) -> dict[int, object]:
     """``{probe index: operand type}`` of a refined probed module."""
     from jaxlib.mlir import ir
 
-    found: Dict[int, object] = {}
+    found: dict[int, object] = {}
 
     def read(op):
-        if op.name == "stablehlo.custom_call" and \
-                ir.StringAttr(op.attributes["call_target_name"]).value == "dynshape_probe":
+        if op.name == "stablehlo.custom_call" and ir.StringAttr(op.attributes["call_target_name"]).value == "dynshape_probe":
             found[int(ir.StringAttr(op.attributes["backend_config"]).value)] = op.operands[0].type
 
     walk(ir.Module.parse(text).operation, read)
@@ -135,19 +143,20 @@ class SizeProbe:
         is above its size at the bucket (one shape refinement, no compile)."""
         from jaxlib.mlir import ir
 
-        from .xla import refine
-
         from ..lowering.verify import make_context
+        from .xla import refine
 
         with make_context(), ir.Location.unknown():
             found = _read_probes(refine(self.text, [(tuple(s), None) for s in shapes], self.label))
             for k, (name, full) in enumerate(self.fulls):
                 got = T.parse_tensor_type(str(found[k]))[0] if k in found else None
-                if got is None or None in got or any(g > f for g, f in zip(got, full)):
+                if got is None or None in got or any(g > f for g, f in zip(got, full, strict=False)):
                     raise PadderUnsupported(
                         f"{self.label}: {name} has shape {got} at argument shapes {tuple(shapes)}, above its "
                         f"{full} at the bucket {self.bucket} (a size that does not grow with the argument "
-                        f"sizes): this bucket cannot serve it", name)
+                        f"sizes): this bucket cannot serve it",
+                        name,
+                    )
 
 
 def inline_calls(module) -> None:
@@ -155,8 +164,9 @@ def inline_calls(module) -> None:
     MLIR ``inline`` pass in jaxlib has no inliner interface for them)."""
     from jaxlib.mlir import ir
 
-    funcs = {ir.StringAttr(op.attributes["sym_name"]).value: op for op in module.body.operations
-             if op.operation.name == "func.func"}
+    funcs = {
+        ir.StringAttr(op.attributes["sym_name"]).value: op for op in module.body.operations if op.operation.name == "func.func"
+    }
     for _ in range(64):  # nesting depth
         calls = []
         walk(module.operation, lambda op: calls.append(op) if op.name == "func.call" else None)
@@ -166,16 +176,16 @@ def inline_calls(module) -> None:
             callee = funcs[ir.FlatSymbolRefAttr(call.attributes["callee"]).value]
             body = callee.regions[0].blocks[0]
             mapping = {}
-            for a, v in zip(body.arguments, call.operands):
+            for a, v in zip(body.arguments, call.operands, strict=False):
                 mapping[a] = v
             ip = ir.InsertionPoint(call)
             ops = list(body.operations)
             for op in ops[:-1]:
                 new = op.operation.clone(ip=ip)
                 remap(new, mapping)
-                for old_r, new_r in zip(op.results, new.results):
+                for old_r, new_r in zip(op.results, new.results, strict=False):
                     mapping[old_r] = new_r
-            for r, v in zip(call.results, ops[-1].operands):
+            for r, v in zip(call.results, ops[-1].operands, strict=False):
                 r.replace_all_uses_with(mapping.get(v, v))
             call.erase()
     raise ExecutionError("func.call nesting deeper than 64: not inlined")
@@ -224,15 +234,22 @@ def check_all_bounded(module, label: str) -> None:
     walk(module.operation, visit)
     if bad:
         name, t = bad[0]
-        raise PadderUnsupported(f"{label}: {name} produces {t}, a size with no bound (data-dependent or "
-                                f"unbounded): the dynamic padder cannot serve it", name)
+        raise PadderUnsupported(
+            f"{label}: {name} produces {t}, a size with no bound (data-dependent or "
+            f"unbounded): the dynamic padder cannot serve it",
+            name,
+        )
 
 
 #: the identity of each reduction body, per element kind ("f": float, "i": int/bool)
-_IDENTITY = {"stablehlo.add": lambda k, v: v == 0, "stablehlo.multiply": lambda k, v: v == 1,
-             "stablehlo.maximum": lambda k, v: v == -float("inf") if k == "f" else v <= -(2 ** 31) or v is False,
-             "stablehlo.minimum": lambda k, v: v == float("inf") if k == "f" else v >= 2 ** 31 - 1,
-             "stablehlo.or": lambda k, v: not v, "stablehlo.and": lambda k, v: bool(v) and v in (1, -1, True)}
+_IDENTITY = {
+    "stablehlo.add": lambda k, v: v == 0,
+    "stablehlo.multiply": lambda k, v: v == 1,
+    "stablehlo.maximum": lambda k, v: v == -float("inf") if k == "f" else v <= -(2**31) or v is False,
+    "stablehlo.minimum": lambda k, v: v == float("inf") if k == "f" else v >= 2**31 - 1,
+    "stablehlo.or": lambda k, v: not v,
+    "stablehlo.and": lambda k, v: bool(v) and v in (1, -1, True),
+}
 
 
 def check_reduce_inits(module, label: str) -> None:
@@ -250,36 +267,41 @@ def check_reduce_inits(module, label: str) -> None:
             return
         n = len(op.operands) // 2
         dims = list(ir.DenseI64ArrayAttr(op.attributes["dimensions"]))
-        for x, init in zip(op.operands[:n], op.operands[n:]):
+        for x, init in zip(op.operands[:n], op.operands[n:], strict=False):
             shape, _, _ = T.parse_tensor_type(str(x.type))
             if not any(shape[d] is None for d in dims):
                 continue
             body = [o.name for o in op.regions[0].blocks[0].operations]
             owner = init.owner
             ok = False
-            if len(body) == 2 and body[0] in _IDENTITY and not isinstance(owner, ir.Block) \
-                    and owner.name == "stablehlo.constant":
+            if len(body) == 2 and body[0] in _IDENTITY and not isinstance(owner, ir.Block) and owner.name == "stablehlo.constant":
                 v = np.array(ir.DenseElementsAttr(owner.attributes["value"])).reshape(-1)[0].item()
                 kind = "f" if isinstance(v, float) else "i"
                 ok = _IDENTITY[body[0]](kind, v)
             if not ok:
-                where = "a computed init" if isinstance(owner, ir.Block) or "value" not in owner.attributes \
+                where = (
+                    "a computed init"
+                    if isinstance(owner, ir.Block) or "value" not in owner.attributes
                     else f"init {owner.attributes['value']}"
+                )
                 bad.append(f"{'/'.join(body[:-1])} with {where}")
 
     walk(module.operation, visit)
     if bad:
-        raise PadderUnsupported(f"{label}: stablehlo.reduce over a dynamic dim ({bad[0]}): XLA's dynamic padder fills "
-                                f"the padding with the init value, so an init that is not the body's identity "
-                                f"would count it", "stablehlo.reduce")
+        raise PadderUnsupported(
+            f"{label}: stablehlo.reduce over a dynamic dim ({bad[0]}): XLA's dynamic padder fills "
+            f"the padding with the init value, so an init that is not the body's identity "
+            f"would count it",
+            "stablehlo.reduce",
+        )
 
 
-def arg_symbols(main, n: int) -> List[List[str]]:
+def arg_symbols(main, n: int) -> list[list[str]]:
     """Per @main argument, its dims' size symbols from the lowering's
     ``dynshape.dim_symbols`` attribute ("" where none; all "" for other modules)."""
     from jaxlib.mlir import ir
 
-    out: List[List[str]] = [[] for _ in range(n)]
+    out: list[list[str]] = [[] for _ in range(n)]
     if "arg_attrs" not in main.attributes:
         return out
     for i, d in enumerate(ir.ArrayAttr(main.attributes["arg_attrs"])):
@@ -302,8 +324,7 @@ def static_slices(module) -> None:
     from jaxlib.mlir.dialects import stablehlo
 
     todo = []
-    walk(module.operation, lambda op: todo.append(op) if op.name in ("stablehlo.slice", "stablehlo.dynamic_slice")
-         else None)
+    walk(module.operation, lambda op: todo.append(op) if op.name in ("stablehlo.slice", "stablehlo.dynamic_slice") else None)
     for op in todo:
         operand = op.operands[0]
         oshape, obounds = info(operand.type)
@@ -319,8 +340,13 @@ def static_slices(module) -> None:
         rt = ir.RankedTensorType(operand.type)
         shape = [obounds[d] if d in dims else s for d, s in enumerate(oshape)]
         bounds = [None if d in dims or s is not None else obounds[d] for d, s in enumerate(oshape)]
-        o.set_type(ir.RankedTensorType.get([ir.ShapedType.get_dynamic_size() if s is None else s for s in shape],
-                                           rt.element_type, bounds_attr(bounds, len(shape))))
+        o.set_type(
+            ir.RankedTensorType.get(
+                [ir.ShapedType.get_dynamic_size() if s is None else s for s in shape],
+                rt.element_type,
+                bounds_attr(bounds, len(shape)),
+            )
+        )
         op.operands[0] = o
 
 
@@ -328,8 +354,8 @@ def const_values(v):
     """The values of a constant operand (flat int64), or None: a
     ``stablehlo.constant``, a ``reshape`` of one, or a ``concatenate`` of such (jax.export builds a pad's ``low``/``interior``
     as ``concatenate`` of per-dim constants)."""
-    from jaxlib.mlir import ir
     import numpy as np
+    from jaxlib.mlir import ir
 
     owner = v.owner
     if isinstance(owner, ir.Block):

@@ -17,19 +17,23 @@ makes (``@main``'s dtypes), so a call does no host work beyond a cache lookup.
 This module holds the default executors behind :func:`execute` and re-exports
 the names the backends use.
 """
+
 from __future__ import annotations
 
-from typing import List, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-from .interpreter import (InterpreterCrashed, InterpreterExecutor, InterpreterLimitation, InterpreterProgram,  # noqa: F401
-                          InterpreterWorker, LocalInterpreter)
+from .interpreter import (
+    InterpreterExecutor,
+    InterpreterProgram,  # noqa: F401
+)
 from .module import ExecutionError, Module, Report, digest, format_shapes, main_signature  # noqa: F401
 from .padded import BoundedXlaProgram, BucketedXlaProgram, PadderUnsupported, XlaExecutor  # noqa: F401
-from .xla import (XlaProgram, XlaStats, cpu, device_put, load_runtime, refine,  # noqa: F401
-                  to_host)
-
+from .xla import (
+    XlaStats,
+    refine,  # noqa: F401
+)
 
 _XLA = XlaExecutor()
 _INTERP = {True: None, False: None}
@@ -45,8 +49,15 @@ def interpreter_executor(isolated: bool = True) -> InterpreterExecutor:
     return _INTERP[isolated]
 
 
-def execute(text: str, args: Sequence, executor: str = "xla", *, isolated: bool = True,
-            on_unsupported: str = "error", bucketed: bool = False) -> List[np.ndarray]:
+def execute(
+    text: str,
+    args: Sequence,
+    executor: str = "xla",
+    *,
+    isolated: bool = True,
+    on_unsupported: str = "error",
+    bucketed: bool = False,
+) -> list[np.ndarray]:
     """Run ``@main`` of StableHLO ``text`` on NumPy ``args``; returns NumPy arrays.
 
     executor: "xla" (a module with ``#stablehlo.bounds`` compiles once for every

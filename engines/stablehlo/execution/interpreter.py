@@ -6,6 +6,7 @@ goes to the worker once; the worker parses it once per concrete argument shape
 (``eval_module`` specialises the module it runs), reported to
 ``on_parse(seconds, reason)``; no XLA compile.
 """
+
 from __future__ import annotations
 
 import os
@@ -13,7 +14,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Dict, List, Optional
 
 import numpy as np
 
@@ -32,8 +32,7 @@ class InterpreterLimitation(InterpreterCrashed):
 
 #: stderr text of a known interpreter abort -> what it cannot run
 KNOWN_ABORTS = {
-    "Incompatible index and shape found while flattening index":
-        "a zero-size dimension in an op such as dot_general (a zero-size contraction)",
+    "Incompatible index and shape found while flattening index": "a zero-size dimension in an op such as dot_general (a zero-size contraction)",
 }
 
 
@@ -56,8 +55,13 @@ class InterpreterWorker:
         env = dict(os.environ)
         env.setdefault("JAX_PLATFORMS", "cpu")
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        self.proc = subprocess.Popen([sys.executable, "-u", _interp_worker.__file__], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self._stderr, env=env)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-u", _interp_worker.__file__],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            env=env,
+        )
         self.starts += 1
         self._sent = set()
         if _interp_worker._read(self.proc.stdout) is None:
@@ -94,9 +98,12 @@ class InterpreterWorker:
                     raise InterpreterLimitation(
                         f"{module.label}: jaxlib's StableHLO reference interpreter cannot run this module for argument "
                         f"shapes {format_shapes(a.shape for a in args)}: it aborts on {what} ({pattern!r}); "
-                        f"a limitation of the interpreter, the xla executor runs it")
-            raise InterpreterCrashed(f"{module.label}: StableHLO interpreter aborted (worker exit code {rc}); "
-                                     f"usually an op the interpreter does not implement:\n{tail}")
+                        f"a limitation of the interpreter, the xla executor runs it"
+                    )
+            raise InterpreterCrashed(
+                f"{module.label}: StableHLO interpreter aborted (worker exit code {rc}); "
+                f"usually an op the interpreter does not implement:\n{tail}"
+            )
         if msg[0] == "error":
             raise ExecutionError(f"{module.label}: StableHLO interpreter error: {msg[1]}")
         return msg[1], msg[2]
@@ -141,18 +148,18 @@ class InterpreterProgram:
     ``worker`` is an :class:`InterpreterWorker` (or :class:`LocalInterpreter`);
     :meth:`call_breakdown` splits the last call's time."""
 
-    def __init__(self, module: Module, worker, on_parse: Optional[Report] = None):
+    def __init__(self, module: Module, worker, on_parse: Report | None = None):
         self.module = module
         self.worker = worker
         self.on_parse = on_parse
         self.parses = 0
         self._checked: set = set()
-        self._breakdown: Dict[str, float] = {}
+        self._breakdown: dict[str, float] = {}
 
-    def convert(self, arrays, canonicalize: bool = False) -> List[np.ndarray]:
+    def convert(self, arrays, canonicalize: bool = False) -> list[np.ndarray]:
         return self.module.cast(arrays, canonicalize)
 
-    def __call__(self, *args) -> List[np.ndarray]:
+    def __call__(self, *args) -> list[np.ndarray]:
         shapes = tuple(a.shape for a in args)
         if shapes not in self._checked:
             self.module.check(shapes, [a.dtype for a in args])
@@ -164,11 +171,14 @@ class InterpreterProgram:
             self.parses += 1
             if self.on_parse is not None:
                 self.on_parse(info["parse_s"], f"new argument shapes {format_shapes(shapes)} for {self.module.label}")
-        self._breakdown = {"interp_eval_s": info["eval_s"], "interp_parse_s": info["parse_s"],
-                           "ipc_s": wall - info["eval_s"] - info["parse_s"]}
+        self._breakdown = {
+            "interp_eval_s": info["eval_s"],
+            "interp_parse_s": info["parse_s"],
+            "ipc_s": wall - info["eval_s"] - info["parse_s"],
+        }
         return outs
 
-    def call_breakdown(self) -> Dict[str, float]:
+    def call_breakdown(self) -> dict[str, float]:
         """The last call's seconds: ``interp_eval_s`` (``eval_module``),
         ``interp_parse_s`` (0 unless its shape was new) and ``ipc_s`` (the rest:
         pickling, pipes, NumPy <-> MLIR attribute conversion)."""
@@ -181,7 +191,7 @@ class InterpreterExecutor:
     def __init__(self, isolated: bool = True):
         self.isolated = isolated
         self.worker = InterpreterWorker() if isolated else LocalInterpreter()
-        self._programs: Dict[str, InterpreterProgram] = {}
+        self._programs: dict[str, InterpreterProgram] = {}
 
     def compile_count(self) -> int:
         return 0
@@ -192,7 +202,7 @@ class InterpreterExecutor:
             p = self._programs[text] = InterpreterProgram(Module(text), self.worker)
         return p
 
-    def run(self, text: str, args) -> List[np.ndarray]:
+    def run(self, text: str, args) -> list[np.ndarray]:
         p = self.program(text)
         return p(*p.convert(args))
 

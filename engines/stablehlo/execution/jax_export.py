@@ -18,9 +18,10 @@ types stay unbounded ``?``.  Executing that text:
   :func:`strip_shape_assertions` removes them (they have no results, so
   nothing else changes) and the stripped module runs shape-agnostically.
 """
+
 from __future__ import annotations
 
-from typing import Iterable, List, Sequence, Tuple, Union
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -28,11 +29,10 @@ from .executors import execute
 from .module import ExecutionError
 from .xla import refine
 
-ShapeSpec = Union[str, Tuple[int, ...], Sequence]
+ShapeSpec = str | tuple[int, ...] | Sequence
 
 
-def export_jax(fn, specs: Sequence[Tuple[ShapeSpec, object]], constraints: Iterable[str] = (), *,
-               platforms=("cpu",)):
+def export_jax(fn, specs: Sequence[tuple[ShapeSpec, object]], constraints: Iterable[str] = (), *, platforms=("cpu",)):
     """``jax.export`` of ``fn`` for args described by (shape, dtype) pairs.
 
     A shape given as a string (``"b, 3"``) is symbolic; all strings share one
@@ -64,7 +64,7 @@ def _walk(op, fn):
                 fn(child.operation)
 
 
-def strip_shape_assertions(text: str) -> Tuple[str, int]:
+def strip_shape_assertions(text: str) -> tuple[str, int]:
     """Remove ``custom_call @shape_assertion`` ops; returns (text, number removed)."""
     from jaxlib.mlir import ir
 
@@ -107,7 +107,7 @@ def check_shapes(text: str, shapes: Sequence[Sequence[int]]) -> None:
     refine(text, [(tuple(s), None) for s in shapes])
 
 
-def run(text: str, args: Sequence[np.ndarray], executor: str = "xla", *, isolated: bool = True) -> List[np.ndarray]:
+def run(text: str, args: Sequence[np.ndarray], executor: str = "xla", *, isolated: bool = True) -> list[np.ndarray]:
     """Execute a jax.export module with our executors (assertions checked)."""
     if executor == "xla":
         return execute(text, args, "xla")

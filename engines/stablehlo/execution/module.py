@@ -1,10 +1,11 @@
 """A StableHLO module as the executors take it: the text with its ``@main``
 signature, parsed and hashed once (:class:`Module`), and the errors the
 executors raise."""
+
 from __future__ import annotations
 
 import hashlib
-from typing import Callable, List, Optional, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -42,8 +43,7 @@ def main_types(source):
         for op in module.body.operations:
             if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == "main":
                 ft = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
-                return ([T.parse_tensor_type(str(t)) for t in ft.inputs],
-                        [T.parse_tensor_type(str(t)) for t in ft.results])
+                return ([T.parse_tensor_type(str(t)) for t in ft.inputs], [T.parse_tensor_type(str(t)) for t in ft.results])
     raise ExecutionError("module has no @main")
 
 
@@ -62,7 +62,7 @@ class Module:
     ``label`` names the module in errors and reasons (e.g. the case and mode);
     ``names`` names @main's arguments (e.g. the case's inputs)."""
 
-    def __init__(self, text: str, label: str = "", names: Optional[Sequence[str]] = None):
+    def __init__(self, text: str, label: str = "", names: Sequence[str] | None = None):
         self.text = text
         self.digest = digest(text)
         self.label = f"{label} [{self.digest}]" if label else f"module {self.digest}"
@@ -76,13 +76,13 @@ class Module:
         if n != len(self.inputs):
             raise ExecutionError(f"{self.label}: @main takes {len(self.inputs)} arguments, got {n}")
 
-    def cast(self, arrays, canonicalize: bool = False) -> List[np.ndarray]:
+    def cast(self, arrays, canonicalize: bool = False) -> list[np.ndarray]:
         """NumPy ``arrays`` in @main's dtypes. ``canonicalize`` converts within a
         kind (int64 -> int32, float64 -> float32), as jax does for the modules it
         exports with x64 off; otherwise a dtype mismatch is an error."""
         self._arity(len(arrays))
         out = []
-        for i, (a, (_, dt, _)) in enumerate(zip(arrays, self.inputs)):
+        for i, (a, (_, dt, _)) in enumerate(zip(arrays, self.inputs, strict=False)):
             a = np.asarray(a)
             want = T.MLIR_TO_NUMPY.get(dt)
             if want is not None and a.dtype != want:
@@ -97,8 +97,9 @@ class Module:
         the arrays a program takes, for the message) and fits the module's types."""
         for i, a in enumerate(args):
             if not isinstance(a, kind):
-                raise ExecutionError(f"{self.label}: {self.arg(i)} is a {type(a).__name__}; "
-                                     f"the program takes {what} its convert() makes")
+                raise ExecutionError(
+                    f"{self.label}: {self.arg(i)} is a {type(a).__name__}; the program takes {what} its convert() makes"
+                )
         shapes = tuple(tuple(a.shape) for a in args)
         self.check(shapes, [a.dtype for a in args])
         return shapes
@@ -106,14 +107,14 @@ class Module:
     def check(self, shapes, dtypes) -> None:
         """Check concrete argument shapes and dtypes against the signature."""
         self._arity(len(shapes))
-        for i, ((shape, dt, bounds), got, dtype) in enumerate(zip(self.inputs, shapes, dtypes)):
+        for i, ((shape, dt, bounds), got, dtype) in enumerate(zip(self.inputs, shapes, dtypes, strict=False)):
             want = T.MLIR_TO_NUMPY.get(dt)
             where = f"{self.label}: {self.arg(i)}"
             if want is not None and np.dtype(dtype) != want:
                 raise ExecutionError(f"{where}: dtype {np.dtype(dtype)} but @main expects {dt} ({want})")
             if len(got) != len(shape):
                 raise ExecutionError(f"{where}: rank {len(got)} but @main expects rank {len(shape)}")
-            for d, (s, n) in enumerate(zip(shape, got)):
+            for d, (s, n) in enumerate(zip(shape, got, strict=False)):
                 if s is not None and s != n:
                     raise ExecutionError(f"{where}: dim {d} is {n} but @main fixes it to {s}")
                 if bounds is not None and bounds[d] is not None and n > bounds[d]:

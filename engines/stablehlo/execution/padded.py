@@ -23,11 +23,12 @@ with their live sizes), which ``numpy()`` copies back and slices. A call on
 NumPy arrays stages them itself (for callers that time nothing: tests, the
 lazy path) and returns the same.
 """
+
 from __future__ import annotations
 
 import re
 import time
-from typing import Callable, Dict, List, Optional
+from collections.abc import Callable
 
 import numpy as np
 
@@ -36,8 +37,10 @@ from .module import ExecutionError, Module, Report, format_shapes
 from .xla import PaddedArgs, PaddedResults, XlaProgram, XlaStats, cpu, device_put, refine, result_handlers
 
 ON_UNSUPPORTED = ("error", "per_shape")
-_HLO_OPS = (r"\b(reshape|convolution|sort|scatter|gather|reduce-window|select-and-scatter|pad|slice|dynamic-slice|"
-            r"dynamic-update-slice|concatenate|custom-call|while|conditional|dot|reduce|broadcast)\b")
+_HLO_OPS = (
+    r"\b(reshape|convolution|sort|scatter|gather|reduce-window|select-and-scatter|pad|slice|dynamic-slice|"
+    r"dynamic-update-slice|concatenate|custom-call|while|conditional|dot|reduce|broadcast)\b"
+)
 
 
 class _Padded:
@@ -55,13 +58,14 @@ class _Padded:
                 raise
             m = re.search(r"%([A-Za-z_-]+)[.\d]* = ", msg) or re.search(_HLO_OPS, msg)
             op = "while" if loop else m.group(1) if m else "?"
-            raise PadderUnsupported(f"{label}: XLA's dynamic padder cannot serve op {op} in the bounded entry: "
-                                    f"{msg.splitlines()[0][:400]}", op) from e
+            raise PadderUnsupported(
+                f"{label}: XLA's dynamic padder cannot serve op {op} in the bounded entry: {msg.splitlines()[0][:400]}", op
+            ) from e
         self.label = label
         self.handlers = result_handlers(entry.bytecode, label)
         self.pad_value = pad_value
         self.full = [tuple(full) for full, _ in entry.args]
-        self._sizes: Dict[int, object] = {}
+        self._sizes: dict[int, object] = {}
 
     def pad(self, args) -> list:
         """Device arrays: the host arguments padded on the host to the bound, then
@@ -72,20 +76,19 @@ class _Padded:
     def admit(self, staged: PaddedArgs) -> None:
         """Check (once per staging) that ``staged`` was padded to this executable's argument shapes."""
         if not staged.padded or staged.full != self.full:
-            raise ExecutionError(f"{self.label}: arguments staged at {staged.full}, the executable takes "
-                                 f"{self.full}")
+            raise ExecutionError(f"{self.label}: arguments staged at {staged.full}, the executable takes {self.full}")
 
     def execute(self, staged: PaddedArgs) -> PaddedResults:
         """Run on staged arguments (checked by :meth:`admit`); the results stay on the device.
         The live-size scalars were put on the device by the staging; this only picks
         the entry's (one per size symbol its arguments share)."""
         sizes = [staged.sizes[n] for n in self.entry.live_sizes(staged.shapes)]
-        return PaddedResults(self.exe.execute_sharded(staged.device + sizes).consume_with_handlers(self.handlers),
-                             self.entry.results)
+        return PaddedResults(
+            self.exe.execute_sharded(staged.device + sizes).consume_with_handlers(self.handlers), self.entry.results
+        )
 
     def __call__(self, args) -> PaddedResults:
-        return PaddedResults(self.exe.execute_sharded(self.pad(args)).consume_with_handlers(self.handlers),
-                             self.entry.results)
+        return PaddedResults(self.exe.execute_sharded(self.pad(args)).consume_with_handlers(self.handlers), self.entry.results)
 
 
 class _PerShape:
@@ -103,7 +106,7 @@ class _PerShape:
         return PaddedResults(list(self.prog(*args)))
 
 
-def _stage(args, layout, pad_value, cache: Dict[int, object]) -> tuple:
+def _stage(args, layout, pad_value, cache: dict[int, object]) -> tuple:
     """``(device arguments, pad seconds, copy seconds)``: ``args`` padded on
     the host to ``layout``'s (full shape, dynamic dims) per argument (``np.empty``
     where ``pad_value`` is None: the padder masks), copied to the device in one
@@ -111,7 +114,7 @@ def _stage(args, layout, pad_value, cache: Dict[int, object]) -> tuple:
     scalar in ``cache`` (sizes recur), for the entry to pick its live-size arguments."""
     t0 = time.perf_counter()
     padded, live = [], []
-    for a, (full, dyn) in zip(args, layout):
+    for a, (full, dyn) in zip(args, layout, strict=False):
         shape = a.shape
         if dyn and tuple(shape) != tuple(full):
             buf = np.empty(full, a.dtype) if pad_value is None else np.full(full, _poison(pad_value, a.dtype), a.dtype)
@@ -122,10 +125,10 @@ def _stage(args, layout, pad_value, cache: Dict[int, object]) -> tuple:
     t1 = time.perf_counter()
     new = [n for n in dict.fromkeys(live) if n not in cache]
     out = device_put(padded + [np.int32(n) for n in new])
-    for n, s in zip(new, out[len(padded):]):
+    for n, s in zip(new, out[len(padded) :], strict=False):
         cache[n] = s
     t2 = time.perf_counter()
-    return out[:len(padded)], t1 - t0, t2 - t1
+    return out[: len(padded)], t1 - t0, t2 - t1
 
 
 def _poison(value, dtype):
@@ -137,8 +140,15 @@ def _poison(value, dtype):
 
 
 class _HostProgram:
-    def __init__(self, module: Module, on_compile: Optional[Report], stats: Optional[XlaStats],
-                 on_unsupported: str = "error", pad_value=None, on_check: Optional[Callable[[float], None]] = None):
+    def __init__(
+        self,
+        module: Module,
+        on_compile: Report | None,
+        stats: XlaStats | None,
+        on_unsupported: str = "error",
+        pad_value=None,
+        on_check: Callable[[float], None] | None = None,
+    ):
         if on_unsupported not in ON_UNSUPPORTED:
             raise ValueError(f"on_unsupported={on_unsupported!r}; valid: {', '.join(ON_UNSUPPORTED)}")
         self.module = module
@@ -149,10 +159,10 @@ class _HostProgram:
         #: called with the seconds of each per-shape check that refines the module and compiles nothing
         self.on_check = on_check
         #: what serves the module: "bounded" / "bucketed", or "per_shape: <why>" after a fallback
-        self.how: Optional[str] = None
-        self._seen: Dict[tuple, object] = {}
-        self._per_shape: Optional[_PerShape] = None
-        self._sizes: Dict[int, object] = {}  # live sizes as device scalars
+        self.how: str | None = None
+        self._seen: dict[tuple, object] = {}
+        self._per_shape: _PerShape | None = None
+        self._sizes: dict[int, object] = {}  # live sizes as device scalars
         #: the module's shape assertions (jax's, or torch.export's runtime asserts as
         #: lowered): the bounded rewrite drops them, so each new shape checks them here
         self._asserts = "@shape_assertion" in module.text
@@ -166,7 +176,7 @@ class _HostProgram:
             if self.on_check is not None:
                 self.on_check(time.perf_counter() - t0)
 
-    def convert(self, arrays, canonicalize: bool = False) -> List[PaddedArgs]:
+    def convert(self, arrays, canonicalize: bool = False) -> list[PaddedArgs]:
         """``[PaddedArgs]``: NumPy inputs in @main's dtypes, padded on the host
         and copied to the device with their live sizes (see :meth:`stage`)."""
         return [self.stage([np.ascontiguousarray(a) for a in self.module.cast(arrays, canonicalize)])]
@@ -187,10 +197,10 @@ class _HostProgram:
         staged.sizes = self._sizes
         return staged
 
-    def layout(self, shapes) -> Optional[list]:
+    def layout(self, shapes) -> list | None:
         """Per argument, (shape it is padded to, its `?` dims), or None where a `?` dim has no size to pad to."""
         out = []
-        for (shape, _, _), full in zip(self.module.inputs, self.padded_shapes(shapes)):
+        for (shape, _, _), full in zip(self.module.inputs, self.padded_shapes(shapes), strict=False):
             if full is None:
                 return None
             out.append((tuple(full), tuple(d for d, s in enumerate(shape) if s is None)))
@@ -209,7 +219,7 @@ class _HostProgram:
             staged.run = run
         return run.execute(staged)
 
-    def _unsupported(self, e: PadderUnsupported) -> "_PerShape":
+    def _unsupported(self, e: PadderUnsupported) -> _PerShape:
         """Raise ``e``, or (``on_unsupported="per_shape"``) serve every shape
         from now on with a compile per shape, saying so in ``how`` and in each
         compile's reason."""
@@ -217,6 +227,7 @@ class _HostProgram:
             raise e
         self.how = f"per_shape: {e}"
         if self._per_shape is None:
+
             def report(s, reason):
                 if self.on_compile is not None:
                     self.on_compile(s, f"per-shape fallback ({e}): {reason}")
@@ -248,10 +259,17 @@ class BoundedXlaProgram(_HostProgram):
     float arguments (others get their dtype's maximum; default: uninitialised
     memory, which the padder masks)."""
 
-    def __init__(self, module: Module, on_compile: Optional[Report] = None, stats: Optional[XlaStats] = None,
-                 on_unsupported: str = "error", pad_value=None, on_check: Optional[Callable[[float], None]] = None):
+    def __init__(
+        self,
+        module: Module,
+        on_compile: Report | None = None,
+        stats: XlaStats | None = None,
+        on_unsupported: str = "error",
+        pad_value=None,
+        on_check: Callable[[float], None] | None = None,
+    ):
         super().__init__(module, on_compile, stats, on_unsupported, pad_value, on_check)
-        self._exe: Optional[_Padded] = None
+        self._exe: _Padded | None = None
 
     def padded_shapes(self, shapes) -> list:
         """Every argument at its bound (None for one with a `?` dim without a bound)."""
@@ -271,9 +289,12 @@ class BoundedXlaProgram(_HostProgram):
                 entry = bound_entry(self.module.text, label)
                 ops = ", ".join(f"{k.split('.')[-1]} x{v}" for k, v in sorted(entry.rewritten.items())) or "none"
                 bounds = format_shapes(full for full, _ in entry.args)
-                self._exe = self._compile(lambda: entry, f"bounded entry of {label}: one executable for every "
-                                                         f"size up to argument bounds {bounds} (dynamic ops "
-                                                         f"rewritten: {ops})")
+                self._exe = self._compile(
+                    lambda: entry,
+                    f"bounded entry of {label}: one executable for every "
+                    f"size up to argument bounds {bounds} (dynamic ops "
+                    f"rewritten: {ops})",
+                )
             except PadderUnsupported as e:
                 return self._unsupported(e)
             self.how = "bounded"
@@ -289,15 +310,23 @@ class BucketedXlaProgram(_HostProgram):
     assertions refined at a new shape, in either program): per-shape work
     that compiles nothing."""
 
-    def __init__(self, module: Module, on_compile: Optional[Report] = None, stats: Optional[XlaStats] = None,
-                 minimum: Optional[int] = None, check: Optional[Callable] = None, on_unsupported: str = "error",
-                 pad_value=None, on_check: Optional[Callable[[float], None]] = None):
+    def __init__(
+        self,
+        module: Module,
+        on_compile: Report | None = None,
+        stats: XlaStats | None = None,
+        minimum: int | None = None,
+        check: Callable | None = None,
+        on_unsupported: str = "error",
+        pad_value=None,
+        on_check: Callable[[float], None] | None = None,
+    ):
         from engines.sizes.buckets import MIN_BUCKET
 
         super().__init__(module, on_compile, stats, on_unsupported, pad_value, on_check)
         self.minimum = MIN_BUCKET if minimum is None else minimum
         self.check = check
-        self._buckets: Dict[tuple, _Padded] = {}
+        self._buckets: dict[tuple, _Padded] = {}
 
     def padded_shapes(self, shapes) -> tuple:
         """Every argument at its bucket (see :meth:`bucket_shapes`)."""
@@ -307,9 +336,9 @@ class BucketedXlaProgram(_HostProgram):
         from engines.sizes.buckets import bucket
 
         out = []
-        for (shape, _, bounds), got in zip(self.module.inputs, shapes):
+        for (shape, _, bounds), got in zip(self.module.inputs, shapes, strict=False):
             dims = []
-            for d, (s, n) in enumerate(zip(shape, got)):
+            for d, (s, n) in enumerate(zip(shape, got, strict=False)):
                 if s is not None:
                     dims.append(s)
                     continue
@@ -331,11 +360,11 @@ class BucketedXlaProgram(_HostProgram):
         key = self.bucket_shapes(shapes)
         hit = self._buckets.get(key)
         if hit is None:
-            reason = (f"new bucket {format_shapes(key)} for argument shapes {format_shapes(shapes)} "
-                      f"of {self.module.label}")
+            reason = f"new bucket {format_shapes(key)} for argument shapes {format_shapes(shapes)} of {self.module.label}"
             try:
                 hit = self._buckets[key] = self._compile(
-                    lambda: bound_entry(self.module.text, self.module.label, arg_bounds=key), reason)
+                    lambda: bound_entry(self.module.text, self.module.label, arg_bounds=key), reason
+                )
             except PadderUnsupported as e:
                 return self._unsupported(e)
             self.how = "bucketed"
@@ -367,7 +396,7 @@ class XlaExecutor:
     per bucket of the others); else :class:`XlaProgram`."""
 
     def __init__(self):
-        self._programs: Dict[tuple, object] = {}
+        self._programs: dict[tuple, object] = {}
         self.stats = XlaStats()
 
     def compile_count(self) -> int:
@@ -391,7 +420,7 @@ class XlaExecutor:
             self._programs[key] = p
         return p
 
-    def run(self, text: str, args, on_unsupported: str = "error", bucketed: bool = False) -> List[np.ndarray]:
+    def run(self, text: str, args, on_unsupported: str = "error", bucketed: bool = False) -> list[np.ndarray]:
         p = self.program(text, on_unsupported, bucketed)
         before = self.stats.compiles
         outs = p(*p.convert(args))

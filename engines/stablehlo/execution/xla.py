@@ -13,13 +13,14 @@ types, ``jax.extend.mlir.refine_polymorphic_shapes`` propagates them (through
 (``compile_and_load``): one compile per new shape, reported to
 ``on_compile(seconds, reason)``.
 """
+
 from __future__ import annotations
 
 import functools
 import io
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -27,7 +28,7 @@ from ..lowering import types as T
 from .module import ExecutionError, Module, Report, format_shapes, main_types
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def cpu():
     """(PJRT CPU client, its first device)."""
     import jax.extend.backend as jb
@@ -75,7 +76,7 @@ class PaddedArgs:
     whether ``device`` holds padded arrays; ``pad_s``/``h2d_s``, the seconds
     of the host padding and of the copy."""
 
-    __slots__ = ("device", "shapes", "host", "padded", "full", "pad_s", "h2d_s", "run", "sizes")
+    __slots__ = ("device", "full", "h2d_s", "host", "pad_s", "padded", "run", "shapes", "sizes")
 
     def __init__(self, device, shapes, host, padded: bool, full, pad_s: float, h2d_s: float):
         self.device, self.shapes, self.host, self.padded = device, shapes, host, padded
@@ -95,14 +96,14 @@ class PaddedResults:
 
     def __init__(self, outs: list, layout=None):
         self.outs, self.layout = outs, layout
-        self._host: Optional[List[np.ndarray]] = None
+        self._host: list[np.ndarray] | None = None
 
-    def block_until_ready(self) -> "PaddedResults":
+    def block_until_ready(self) -> PaddedResults:
         for o in self.outs:
             o.block_until_ready()
         return self
 
-    def numpy(self) -> List[np.ndarray]:
+    def numpy(self) -> list[np.ndarray]:
         """The results as NumPy arrays at their live shapes (device → host, then the slice)."""
         if self._host is None:
             if self.layout is None:
@@ -111,7 +112,7 @@ class PaddedResults:
                 k = len(self.layout)
                 live = [int(s) for s in self.outs[k:]]
                 res = []
-                for o, (_, dyn) in zip(self.outs[:k], self.layout):
+                for o, (_, dyn) in zip(self.outs[:k], self.layout, strict=False):
                     o = np.asarray(o)
                     if dyn:
                         idx = [slice(None)] * o.ndim
@@ -136,8 +137,8 @@ class PaddedResults:
 class XlaStats:
     compiles: int = 0
     cache_hits: int = 0
-    compile_seconds: List[float] = field(default_factory=list)
-    refine_seconds: List[float] = field(default_factory=list)
+    compile_seconds: list[float] = field(default_factory=list)
+    refine_seconds: list[float] = field(default_factory=list)
 
 
 def refine(text: str, arg_types: Sequence, label: str = "module") -> bytes:
@@ -160,7 +161,7 @@ def refine(text: str, arg_types: Sequence, label: str = "module") -> bytes:
 
         ft = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
         new_inputs = []
-        for (shape, dtype), old in zip(arg_types, ft.inputs):
+        for (shape, _dtype), old in zip(arg_types, ft.inputs, strict=False):
             elt = ir.RankedTensorType(old).element_type
             new_inputs.append(ir.RankedTensorType.get(list(shape), elt))
         main.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(new_inputs, ft.results))
@@ -180,11 +181,13 @@ def refine(text: str, arg_types: Sequence, label: str = "module") -> bytes:
         module.operation.write_bytecode(file=buf)
         bytecode = buf.getvalue()
     try:
-        return jm.refine_polymorphic_shapes(bytecode, enable_shape_assertions=True, validate_static_shapes=True,
-                                           enable_shardy=True)
+        return jm.refine_polymorphic_shapes(
+            bytecode, enable_shape_assertions=True, validate_static_shapes=True, enable_shardy=True
+        )
     except Exception as e:
-        raise ExecutionError(f"{label}: shape refinement failed for argument shapes "
-                             f"{format_shapes(s for s, _ in arg_types)}: {e}") from e
+        raise ExecutionError(
+            f"{label}: shape refinement failed for argument shapes {format_shapes(s for s, _ in arg_types)}: {e}"
+        ) from e
 
 
 def result_handlers(refined: bytes, label: str) -> list:
@@ -212,11 +215,11 @@ class XlaProgram:
     Call it on the jax arrays :meth:`convert` makes; it returns a list of jax
     arrays (not waited for)."""
 
-    def __init__(self, module: Module, on_compile: Optional[Report] = None, stats: Optional[XlaStats] = None):
+    def __init__(self, module: Module, on_compile: Report | None = None, stats: XlaStats | None = None):
         self.module = module
         self.on_compile = on_compile
         self.stats = stats if stats is not None else XlaStats()
-        self._exes: Dict[tuple, tuple] = {}
+        self._exes: dict[tuple, tuple] = {}
 
     def convert(self, arrays, canonicalize: bool = False) -> list:
         """NumPy inputs -> device arrays in @main's dtypes (see :meth:`Module.cast`)."""
@@ -235,7 +238,7 @@ class XlaProgram:
         shapes = self.module.admit(args, jax.Array, "the device arrays")
         client, _ = cpu()
         t0 = time.perf_counter()
-        refined = refine(self.module.text, [(s, a.dtype) for s, a in zip(shapes, args)], self.module.label)
+        refined = refine(self.module.text, [(s, a.dtype) for s, a in zip(shapes, args, strict=False)], self.module.label)
         t1 = time.perf_counter()
         exe = client.compile_and_load(refined, client.devices()[:1])
         handlers = result_handlers(refined, self.module.label)

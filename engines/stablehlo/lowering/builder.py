@@ -11,12 +11,13 @@ size becomes a ``tensor<i32>`` through :meth:`LoweringContext.dim`.
 Imported by the op families (``ops/*``) and the driver (:mod:`.lower`); it
 imports neither.
 """
+
 from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -31,7 +32,7 @@ from .types import SHAPE_DTYPE, TensorType
 class LoweringError(Exception):
     """An op could not be lowered. ``.op`` is the aten op, ``.node`` the fx node name."""
 
-    def __init__(self, message: str, op: Optional[str] = None, node: Optional[str] = None):
+    def __init__(self, message: str, op: str | None = None, node: str | None = None):
         super().__init__(message)
         self.op = op
         self.node = node
@@ -40,7 +41,7 @@ class LoweringError(Exception):
 @dataclass(frozen=True)
 class Value:
     name: str  # SSA name, e.g. "%v12"
-    sym_shape: Tuple  # ints and (non-constant) sizes.Expr
+    sym_shape: tuple  # ints and (non-constant) sizes.Expr
     dtype: str  # mlir element type
     is_sym: bool = False  # a SymInt/SymFloat/SymBool or scalar input (a Python number for type promotion)
 
@@ -52,7 +53,7 @@ class Value:
         return f"Value({self.name}, {self.sym_shape}, {self.dtype})"
 
 
-Spec = Tuple[Tuple, str]  # (sym_shape, dtype)
+Spec = tuple[tuple, str]  # (sym_shape, dtype)
 
 
 def _fmt_float(x: float, dtype: str) -> str:
@@ -67,7 +68,7 @@ def _fmt_float(x: float, dtype: str) -> str:
 
 
 def _dense_literal(arr: np.ndarray, dtype: str) -> str:
-    if arr.ndim == 0 or arr.size == 1 and np.all(arr == arr.flat[0]):
+    if arr.ndim == 0 or (arr.size == 1 and np.all(arr == arr.flat[0])):
         v = arr.reshape(-1)[0] if arr.size else 0
         if dtype == "i1":
             return "true" if bool(v) else "false"
@@ -75,8 +76,7 @@ def _dense_literal(arr: np.ndarray, dtype: str) -> str:
             return _fmt_float(float(v), dtype)
         return str(int(v))
     if dtype == "i1":
-        return "[" + ", ".join("true" if b else "false" for b in arr.reshape(-1)) + "]" if arr.ndim == 1 else \
-            _nested_bool(arr)
+        return "[" + ", ".join("true" if b else "false" for b in arr.reshape(-1)) + "]" if arr.ndim == 1 else _nested_bool(arr)
     npdt = T.MLIR_TO_NUMPY[dtype]
     return '"0x' + np.ascontiguousarray(arr.astype(npdt)).astype(npdt.newbyteorder("<")).tobytes().hex().upper() + '"'
 
@@ -95,9 +95,9 @@ class LoweringContext:
         self.bounded = bounded
         self.ranges = _ranges(ep)
         self._counter = 0
-        self._buffers: List[List[str]] = [[]]
-        self._const_cache: Dict = {}
-        self._bound_cache: Dict = {}
+        self._buffers: list[list[str]] = [[]]
+        self._const_cache: dict = {}
+        self._bound_cache: dict = {}
         self.loc = "main"
         self.node = None
         self.sym = SymbolicEmitter(self)
@@ -119,14 +119,14 @@ class LoweringContext:
         finally:
             self.node, self.loc = prev
 
-    def bound_of(self, expr) -> Optional[int]:
+    def bound_of(self, expr) -> int | None:
         """The upper bound of a size from the ``Dim(max=)`` ranges, or None."""
         if isinstance(expr, int):
             return None
         b = self._bound_cache.get(expr, False)
         if b is False:
             hi = sizes.bounds(expr, self.ranges)[1]
-            b = self._bound_cache[expr] = int(hi) if -2**62 < hi < 2**62 else None
+            b = self._bound_cache[expr] = int(hi) if -(2**62) < hi < 2**62 else None
         return b
 
     def type_of(self, spec) -> TensorType:
@@ -155,8 +155,14 @@ class LoweringContext:
         return (tuple(as_dim(d) for d in shape), dtype)
 
     # ------------------------------------------------------------------- ops
-    def op(self, name: str, operands: Sequence[Value], results, attrs: Optional[Dict[str, str]] = None,
-           regions: Optional[Sequence[str]] = None):
+    def op(
+        self,
+        name: str,
+        operands: Sequence[Value],
+        results,
+        attrs: dict[str, str] | None = None,
+        regions: Sequence[str] | None = None,
+    ):
         """Emit one op in generic form; returns a Value (or list for multi-result)."""
         multi = isinstance(results, list)
         specs = [self._spec(r) for r in (results if multi else [results])]
@@ -203,26 +209,29 @@ class LoweringContext:
             self.sym.memo = memo
         if isinstance(outs, Value):
             outs = [outs]
-        self.emit_line(f'"{terminator}"(' + ", ".join(o.name for o in outs) + ") : ("
-                       + ", ".join(str(self.type_of(o)) for o in outs) + f') -> () loc("{self.loc}")')
+        self.emit_line(
+            f'"{terminator}"('
+            + ", ".join(o.name for o in outs)
+            + ") : ("
+            + ", ".join(str(self.type_of(o)) for o in outs)
+            + f') -> () loc("{self.loc}")'
+        )
         lines = self._buffers.pop()
         header = "^bb0(" + ", ".join(f"{a.name}: {self.type_of(a)}" for a in args) + "):"
         return "{\n" + header + "\n" + "\n".join("  " + l for l in lines) + "\n}"
 
-    def while_loop(self, init: Sequence[Value], cond, body) -> List[Value]:
+    def while_loop(self, init: Sequence[Value], cond, body) -> list[Value]:
         """``stablehlo.while`` over loop-carried ``init``: ``cond(ctx, *vals)`` -> i1
         scalar, ``body(ctx, *vals)`` -> the next values (same types)."""
         specs = [(v.sym_shape, v.dtype) for v in init]
-        res = self.op("stablehlo.while", list(init), list(specs),
-                      regions=[self.region(specs, cond), self.region(specs, body)])
+        res = self.op("stablehlo.while", list(init), list(specs), regions=[self.region(specs, cond), self.region(specs, body)])
         return res
 
     def scalar_region(self, dtype: str, opname: str) -> str:
-        return self.region([((), dtype), ((), dtype)],
-                           lambda c, a, b: c.op(opname, [a, b], ((), dtype)))
+        return self.region([((), dtype), ((), dtype)], lambda c, a, b: c.op(opname, [a, b], ((), dtype)))
 
     # ------------------------------------------------------------- constants
-    def constant(self, value, dtype: str, sym_shape: Tuple = ()) -> Value:
+    def constant(self, value, dtype: str, sym_shape: tuple = ()) -> Value:
         """A scalar constant broadcast to ``sym_shape`` (may be dynamic)."""
         key = (repr(value), dtype, self.loc if len(self._buffers) > 1 else None)
         top = len(self._buffers) == 1
@@ -268,13 +277,16 @@ class LoweringContext:
                     if top:
                         self._const_cache[k1] = p
                 pieces.append(p)
-            r = pieces[0] if len(pieces) == 1 else self.op(
-                "stablehlo.concatenate", pieces, ((len(pieces),), SHAPE_DTYPE), attrs={"dimension": "0 : i64"})
+            r = (
+                pieces[0]
+                if len(pieces) == 1
+                else self.op("stablehlo.concatenate", pieces, ((len(pieces),), SHAPE_DTYPE), attrs={"dimension": "0 : i64"})
+            )
         if top:
             self._const_cache[key] = r
         return r
 
-    def out_spec(self, node, index: Optional[int] = None) -> Spec:
+    def out_spec(self, node, index: int | None = None) -> Spec:
         val = node.meta.get("val")
         if index is not None:
             val = val[index]
@@ -282,7 +294,7 @@ class LoweringContext:
             raise LoweringError(f"node {node.name} has no tensor metadata (val={val!r})")
         return (tuple(as_dim(d) for d in val.shape), T.mlir_dtype(val.dtype))
 
-    def out_shape(self, node, index=None) -> Tuple:
+    def out_shape(self, node, index=None) -> tuple:
         return self.out_spec(node, index)[0]
 
     def out_dtype(self, node, index=None) -> str:
@@ -304,7 +316,7 @@ class LoweringContext:
             return self.constant(x, dtype)
         raise TypeError(f"cannot use {x!r} as a scalar")
 
-    def tensor(self, x, dtype: str, sym_shape: Optional[Tuple] = None) -> Value:
+    def tensor(self, x, dtype: str, sym_shape: tuple | None = None) -> Value:
         """Any operand -> Value of ``dtype``, broadcast to ``sym_shape`` if given."""
         v = self.scalar(x, dtype) if not isinstance(x, Value) else self.convert(x, dtype)
         if sym_shape is not None:
@@ -314,9 +326,9 @@ class LoweringContext:
     def same_shape(self, a, b) -> bool:
         a = tuple(as_dim(d) for d in a)
         b = tuple(as_dim(d) for d in b)
-        return len(a) == len(b) and all(x == y for x, y in zip(a, b))
+        return len(a) == len(b) and all(x == y for x, y in zip(a, b, strict=False))
 
-    def broadcast_to(self, v: Value, sym_shape: Tuple, dims: Optional[Sequence[int]] = None) -> Value:
+    def broadcast_to(self, v: Value, sym_shape: tuple, dims: Sequence[int] | None = None) -> Value:
         sym_shape = tuple(as_dim(d) for d in sym_shape)
         if dims is None:
             if v.rank > len(sym_shape):
@@ -326,13 +338,13 @@ class LoweringContext:
                 return v
         dims_attr = "array<i64" + (": " + ", ".join(str(d) for d in dims) if dims else "") + ">"
         if all(isinstance(d, int) for d in sym_shape):
-            return self.op("stablehlo.broadcast_in_dim", [v], (sym_shape, v.dtype),
-                           attrs={"broadcast_dimensions": dims_attr})
+            return self.op("stablehlo.broadcast_in_dim", [v], (sym_shape, v.dtype), attrs={"broadcast_dimensions": dims_attr})
         shp = self.shape_tensor(sym_shape)
-        return self.op("stablehlo.dynamic_broadcast_in_dim", [v, shp], (sym_shape, v.dtype),
-                       attrs={"broadcast_dimensions": dims_attr})
+        return self.op(
+            "stablehlo.dynamic_broadcast_in_dim", [v, shp], (sym_shape, v.dtype), attrs={"broadcast_dimensions": dims_attr}
+        )
 
-    def reshape(self, v: Value, sym_shape: Tuple) -> Value:
+    def reshape(self, v: Value, sym_shape: tuple) -> Value:
         sym_shape = tuple(as_dim(d) for d in sym_shape)
         if self.same_shape(v.sym_shape, sym_shape):
             return v
@@ -346,12 +358,17 @@ class LoweringContext:
         if list(perm) == list(range(v.rank)):
             return v
         shape = tuple(v.sym_shape[p] for p in perm)
-        return self.op("stablehlo.transpose", [v], (shape, v.dtype),
-                       attrs={"permutation": "array<i64: " + ", ".join(map(str, perm)) + ">"})
+        return self.op(
+            "stablehlo.transpose", [v], (shape, v.dtype), attrs={"permutation": "array<i64: " + ", ".join(map(str, perm)) + ">"}
+        )
 
     def compare(self, a: Value, b: Value, direction: str) -> Value:
-        return self.op("stablehlo.compare", [a, b], (a.sym_shape, "i1"),
-                       attrs={"comparison_direction": f"#stablehlo<comparison_direction {direction}>"})
+        return self.op(
+            "stablehlo.compare",
+            [a, b],
+            (a.sym_shape, "i1"),
+            attrs={"comparison_direction": f"#stablehlo<comparison_direction {direction}>"},
+        )
 
     def select(self, pred: Value, a: Value, b: Value) -> Value:
         return self.op("stablehlo.select", [pred, a, b], (a.sym_shape, a.dtype))
@@ -362,34 +379,45 @@ class LoweringContext:
     def binary(self, name: str, a: Value, b: Value) -> Value:
         return self.op(name, [a, b], (a.sym_shape, a.dtype))
 
-    def iota(self, sym_shape: Tuple, dim: int, dtype: str) -> Value:
+    def iota(self, sym_shape: tuple, dim: int, dtype: str) -> Value:
         sym_shape = tuple(as_dim(d) for d in sym_shape)
         if all(isinstance(d, int) for d in sym_shape):
             return self.op("stablehlo.iota", [], (sym_shape, dtype), attrs={"iota_dimension": f"{dim} : i64"})
         shp = self.shape_tensor(sym_shape)
         return self.op("stablehlo.dynamic_iota", [shp], (sym_shape, dtype), attrs={"iota_dimension": f"{dim} : i64"})
 
-    def reduce(self, v: Value, dims: Sequence[int], kind: str, keepdim: bool = False,
-               dtype: Optional[str] = None) -> Value:
+    def reduce(self, v: Value, dims: Sequence[int], kind: str, keepdim: bool = False, dtype: str | None = None) -> Value:
         """Reduce ``dims`` with add/max/min/mul/and/or; optional keepdim."""
         dtype = dtype or v.dtype
         v = self.convert(v, dtype)
         dims = sorted({d % v.rank for d in dims}) if v.rank else []
         init = {
-            "add": 0, "mul": 1,
+            "add": 0,
+            "mul": 1,
             "max": -np.inf if T.is_float(dtype) else (False if dtype == "i1" else np.iinfo(T.MLIR_TO_NUMPY[dtype]).min),
             "min": np.inf if T.is_float(dtype) else (True if dtype == "i1" else np.iinfo(T.MLIR_TO_NUMPY[dtype]).max),
-            "and": True, "or": False,
+            "and": True,
+            "or": False,
         }[kind]
-        opname = {"add": "stablehlo.add", "mul": "stablehlo.multiply", "max": "stablehlo.maximum",
-                  "min": "stablehlo.minimum", "and": "stablehlo.and", "or": "stablehlo.or"}[kind]
+        opname = {
+            "add": "stablehlo.add",
+            "mul": "stablehlo.multiply",
+            "max": "stablehlo.maximum",
+            "min": "stablehlo.minimum",
+            "and": "stablehlo.and",
+            "or": "stablehlo.or",
+        }[kind]
         if not dims:
             return v
         init_v = self.constant(init, dtype)
         out_shape = tuple(d for i, d in enumerate(v.sym_shape) if i not in dims)
-        r = self.op("stablehlo.reduce", [v, init_v], (out_shape, dtype),
-                    attrs={"dimensions": "array<i64: " + ", ".join(map(str, dims)) + ">"},
-                    regions=[self.scalar_region(dtype, opname)])
+        r = self.op(
+            "stablehlo.reduce",
+            [v, init_v],
+            (out_shape, dtype),
+            attrs={"dimensions": "array<i64: " + ", ".join(map(str, dims)) + ">"},
+            regions=[self.scalar_region(dtype, opname)],
+        )
         if keepdim:
             r = self.reshape(r, tuple(1 if i in dims else d for i, d in enumerate(v.sym_shape)))
         return r
@@ -401,25 +429,33 @@ class LoweringContext:
             return self.constant(n, dtype)
         return self.convert(self.dim(n), dtype)
 
-    def slice(self, v: Value, starts, limits, strides, out_shape: Optional[Tuple] = None) -> Value:
+    def slice(self, v: Value, starts, limits, strides, out_shape: tuple | None = None) -> Value:
         """Slice with (possibly symbolic) starts/limits; static strides."""
         starts = [as_dim(s) for s in starts]
         limits = [as_dim(s) for s in limits]
         if out_shape is None:
-            out_shape = tuple(max(0, -(-(l - s) // st)) if isinstance(l, int) and isinstance(s, int)
-                              else as_dim((l - s + st - 1) // st) for s, l, st in zip(starts, limits, strides))
+            out_shape = tuple(
+                max(0, -(-(l - s) // st)) if isinstance(l, int) and isinstance(s, int) else as_dim((l - s + st - 1) // st)
+                for s, l, st in zip(starts, limits, strides, strict=False)
+            )
         if all(isinstance(x, int) for x in starts + limits):
-            return self.op("stablehlo.slice", [v], (out_shape, v.dtype), attrs={
-                "start_indices": "array<i64: " + ", ".join(map(str, starts)) + ">",
-                "limit_indices": "array<i64: " + ", ".join(map(str, limits)) + ">",
-                "strides": "array<i64: " + ", ".join(map(str, strides)) + ">"})
+            return self.op(
+                "stablehlo.slice",
+                [v],
+                (out_shape, v.dtype),
+                attrs={
+                    "start_indices": "array<i64: " + ", ".join(map(str, starts)) + ">",
+                    "limit_indices": "array<i64: " + ", ".join(map(str, limits)) + ">",
+                    "strides": "array<i64: " + ", ".join(map(str, strides)) + ">",
+                },
+            )
         s = self.shape_tensor(starts)
         l = self.shape_tensor(limits)
         st = self.shape_tensor(strides)
         return self.op("stablehlo.real_dynamic_slice", [v, s, l, st], (out_shape, v.dtype))
 
 
-def _ranges(ep) -> Dict[str, tuple]:
+def _ranges(ep) -> dict[str, tuple]:
     """``{symbol: (lo, hi)}`` of ``ep.range_constraints`` for :func:`engines.sizes.bounds` (None: unbounded)."""
     import sympy
 

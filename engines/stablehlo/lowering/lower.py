@@ -8,17 +8,16 @@ importing :mod:`.ops`). Errors from an op's lowering get the "While lowering
 form, then parsed and verified with jaxlib's bindings and returned in pretty
 form.
 """
-from __future__ import annotations
 
-from typing import Dict, List, Tuple
+from __future__ import annotations
 
 import numpy as np
 import torch
 
-from . import ops  # noqa: F401  (fills the registry)
-from . import types as T
 from engines import sizes
 
+from . import ops  # noqa: F401  (fills the registry)
+from . import types as T
 from .builder import LoweringContext, LoweringError, Value
 from .registry import LOWERINGS, target_name
 from .symbolic import as_dim
@@ -32,15 +31,22 @@ def covered_ops():
     for t in LOWERINGS:
         s = str(t)
         if s.startswith("<built-in function"):
-            s = "operator." + s[len("<built-in function "):-1]
+            s = "operator." + s[len("<built-in function ") : -1]
         elif s.startswith("<function"):
             s = f"{t.__module__}.{t.__name__}"
         out.add(s)
     return sorted(out)
 
 
-def lower(ep: "torch.export.ExportedProgram", *, bounded: bool = True, decompose: bool = True,
-          params: str = "inline", verify: bool = True, data_asserts: str = "error") -> str:
+def lower(
+    ep: torch.export.ExportedProgram,
+    *,
+    bounded: bool = True,
+    decompose: bool = True,
+    params: str = "inline",
+    verify: bool = True,
+    data_asserts: str = "error",
+) -> str:
     """Lower an ExportedProgram to StableHLO MLIR text (parsed + verified).
 
     bounded:   emit ``#stablehlo.bounds`` for dims with a finite ``Dim(max=)``
@@ -67,7 +73,7 @@ def lower(ep: "torch.export.ExportedProgram", *, bounded: bool = True, decompose
     ctx = LoweringContext(ep, bounded=bounded)
     ctx.data_asserts = data_asserts
     ctx.lower_subgraph = lambda gm, values: _subgraph(ctx, gm, values)
-    env: Dict[str, object] = {}
+    env: dict[str, object] = {}
     args = _arguments(ctx, ep, env, params)
     outputs = lower_graph(ctx, ep.graph_module, env, lambda node, vals: _outputs(ctx, ep, node, vals))
     text = _assemble(ctx, args, outputs)
@@ -94,7 +100,7 @@ def decompositions():
     return table
 
 
-def lower_graph(ctx: LoweringContext, gm, env: Dict[str, object], outputs=None) -> List[Value]:
+def lower_graph(ctx: LoweringContext, gm, env: dict[str, object], outputs=None) -> list[Value]:
     """Lower the nodes of ``gm`` (placeholders already in ``env``) at the current
     insertion point; returns the output Values (``outputs(node, vals)`` shapes
     them; default: the flattened output tuple). Higher-order ops lower their
@@ -115,12 +121,12 @@ def lower_graph(ctx: LoweringContext, gm, env: Dict[str, object], outputs=None) 
     raise LoweringError("graph has no output node")
 
 
-def _subgraph(ctx: LoweringContext, gm, values) -> List[Value]:
+def _subgraph(ctx: LoweringContext, gm, values) -> list[Value]:
     """A higher-order op's subgraph on ``values`` (its placeholders in order), at the insertion point."""
     names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
     if len(names) != len(values):
         raise LoweringError(f"subgraph takes {len(names)} inputs, got {len(values)}")
-    return lower_graph(ctx, gm, dict(zip(names, values)))
+    return lower_graph(ctx, gm, dict(zip(names, values, strict=False)))
 
 
 def _call(ctx: LoweringContext, node, env):
@@ -128,8 +134,11 @@ def _call(ctx: LoweringContext, node, env):
     fn = LOWERINGS.get(node.target)
     opname = target_name(node.target)
     if fn is None:
-        raise LoweringError(f"no StableHLO lowering for aten op {opname} (graph node %{node.name}: "
-                            f"{node.format_node()})", op=opname, node=node.name)
+        raise LoweringError(
+            f"no StableHLO lowering for aten op {opname} (graph node %{node.name}: {node.format_node()})",
+            op=opname,
+            node=node.name,
+        )
     a = torch.fx.node.map_arg(node.args, lambda n: env[n.name])
     kw = torch.fx.node.map_arg(node.kwargs, lambda n: env[n.name])
     try:
@@ -145,8 +154,11 @@ def _call(ctx: LoweringContext, node, env):
             e.node, e.op = node.name, opname
         raise
     except Exception as e:  # one place adds the node context
-        raise LoweringError(f"While lowering %{node.name} = {opname}(...) [{node.format_node()}]: "
-                            f"{type(e).__name__}: {e}", op=opname, node=node.name) from e
+        raise LoweringError(
+            f"While lowering %{node.name} = {opname}(...) [{node.format_node()}]: {type(e).__name__}: {e}",
+            op=opname,
+            node=node.name,
+        ) from e
     return res
 
 
@@ -157,7 +169,7 @@ def _bind(ctx, val, res) -> None:
         pass  # a size outside the algebra (e.g. round of a float): only its node's value is known
 
 
-def _arguments(ctx: LoweringContext, ep, env, params: str) -> List[Tuple[str, Value]]:
+def _arguments(ctx: LoweringContext, ep, env, params: str) -> list[tuple[str, Value]]:
     """@main's arguments (user inputs first: their dims are the symbols' sources),
     and the lifted inputs inlined as constants unless ``params == "args"``."""
     lifted = {s.arg.name: s for s in ep.graph_signature.input_specs if s.kind.name != "USER_INPUT"}
@@ -185,8 +197,7 @@ def _arguments(ctx: LoweringContext, ep, env, params: str) -> List[Tuple[str, Va
                 continue
             arr = _lifted_value(ep, lifted[n.name])
             if not isinstance(arr, torch.Tensor):
-                raise LoweringError(f"unsupported lifted input {n.name} ({type(arr).__name__})",
-                                    op="placeholder", node=n.name)
+                raise LoweringError(f"unsupported lifted input {n.name} ({type(arr).__name__})", op="placeholder", node=n.name)
             with ctx.at(n):
                 a = arr.detach().cpu()
                 npv = a.float().numpy() if a.dtype == torch.bfloat16 else a.numpy()
@@ -194,16 +205,17 @@ def _arguments(ctx: LoweringContext, ep, env, params: str) -> List[Tuple[str, Va
     return args
 
 
-def _outputs(ctx: LoweringContext, ep, node, vals) -> List[Value]:
+def _outputs(ctx: LoweringContext, ep, node, vals) -> list[Value]:
     """The user outputs as Values (SymInts widened to i64, SymFloats f64, Python numbers as constants)."""
     outputs = []
-    for spec, v in zip(ep.graph_signature.output_specs, vals):
+    for spec, v in zip(ep.graph_signature.output_specs, vals, strict=False):
         if spec.kind.name != "USER_OUTPUT":
             continue  # buffer mutations etc. are not results of the pure function
         with ctx.at(node):
             if isinstance(v, Value):
-                outputs.append(ctx.convert(v, "i64" if v.dtype.startswith("i") and v.dtype != "i1" else v.dtype)
-                               if v.is_sym else v)
+                outputs.append(
+                    ctx.convert(v, "i64" if v.dtype.startswith("i") and v.dtype != "i1" else v.dtype) if v.is_sym else v
+                )
             elif isinstance(v, (int, float, bool)):
                 dt = "i1" if isinstance(v, bool) else "i64" if isinstance(v, int) else "f32"
                 outputs.append(ctx.constant(v, dt))
@@ -221,7 +233,7 @@ def _lifted_value(ep, spec):
     raise KeyError(f"no value for lifted input {spec.arg.name} (target {target})")
 
 
-def param_arrays(ep) -> List[np.ndarray]:
+def param_arrays(ep) -> list[np.ndarray]:
     """Values of the lifted inputs, in ``params="args"`` order (after decompositions)."""
     ep = ep.run_decompositions(decompositions())
     out = []
@@ -243,16 +255,15 @@ def _dim_symbols(v: Value) -> str:
         names.append(a.name if a is not None and a.kind == "var" and d == sizes.var(a.name) else "")
     if not any(names):
         return ""
-    return " {" + DIM_SYMBOLS + " = [" + ", ".join(f'\"{n}\"' for n in names) + "]}"
+    return " {" + DIM_SYMBOLS + " = [" + ", ".join(f'"{n}"' for n in names) + "]}"
 
 
 def _assemble(ctx: LoweringContext, args, outputs) -> str:
     body = ctx._buffers[0]
-    arg_sig = ", ".join(f"{v.name}: {ctx.type_of(v)}{_dim_symbols(v)} loc(\"{name}\")" for name, v in args)
+    arg_sig = ", ".join(f'{v.name}: {ctx.type_of(v)}{_dim_symbols(v)} loc("{name}")' for name, v in args)
     res_types = [str(ctx.type_of(v)) for v in outputs]
     ret = '"func.return"(' + ", ".join(v.name for v in outputs) + ") : (" + ", ".join(res_types) + ') -> () loc("output")'
-    lines = ["module @dynshape {",
-             f"  func.func public @main({arg_sig}) -> ({', '.join(res_types)}) {{"]
+    lines = ["module @dynshape {", f"  func.func public @main({arg_sig}) -> ({', '.join(res_types)}) {{"]
     lines += ["    " + l.replace("\n", "\n    ") for l in body]
     lines += ["    " + ret, "  }", "}"]
     return "\n".join(lines)

@@ -11,11 +11,12 @@ are passed as keyword arguments.  It returns a Value, a list/tuple of Values
 (multi-result ops), or ``None`` (no-op nodes such as assertions).  The registry
 *is* the coverage list: ``lower.covered_ops()``. Imports nothing of the package.
 """
+
 from __future__ import annotations
 
-from typing import Callable, Dict
+from collections.abc import Callable
 
-LOWERINGS: Dict[object, Callable] = {}
+LOWERINGS: dict[object, Callable] = {}
 
 
 def lowers(*targets):
@@ -37,4 +38,3 @@ def target_name(target) -> str:
             pass
     mod = getattr(target, "__module__", None) or ""
     return f"{mod}.{getattr(target, '__name__', str(target))}".lstrip(".")
-

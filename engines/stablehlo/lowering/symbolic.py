@@ -15,10 +15,10 @@ size as a ``tensor<i32>`` SSA value with :func:`engines.sizes.evaluate` and
 * the evaluator's memo, keyed by normal form, is the CSE cache: each size
   (and each of its sub-expressions) is emitted once.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Dict, Optional, Tuple, Union
 
 import sympy
 
@@ -26,7 +26,7 @@ from engines import sizes
 
 from .types import SHAPE_DTYPE
 
-Dim = Union[int, sizes.Expr]
+Dim = int | sizes.Expr
 
 
 @lru_cache(maxsize=4096)
@@ -51,7 +51,7 @@ def as_dim(d) -> Dim:
     raise sizes.SizeError(f"not a size: {d!r} ({type(d).__name__})")
 
 
-def _linear(e: sizes.Expr, name: str) -> Optional[Tuple[int, int]]:
+def _linear(e: sizes.Expr, name: str) -> tuple[int, int] | None:
     """``(a, c)`` when ``e == a*name + c`` (``a != 0``), else None."""
     a, c = 0, 0
     for m, k in e.terms:
@@ -87,9 +87,9 @@ class SymbolicEmitter:
     def __init__(self, ctx):
         self.ctx = ctx
         self.ops = _Ops(ctx, SHAPE_DTYPE)
-        self.env: Dict[str, tuple] = {}  # symbol -> (input value, axis[, a, c])
-        self.memo: Dict[sizes.Expr, object] = {}  # normal form -> emitted value
-        self.data_symbols: Dict[str, str] = {}  # symbol -> the scalar input it is read from
+        self.env: dict[str, tuple] = {}  # symbol -> (input value, axis[, a, c])
+        self.memo: dict[sizes.Expr, object] = {}  # normal form -> emitted value
+        self.data_symbols: dict[str, str] = {}  # symbol -> the scalar input it is read from
 
     def register_input(self, value) -> None:
         """Record where the symbols of an input's dims can be read from."""
@@ -124,7 +124,8 @@ class SymbolicEmitter:
                 name = sorted(d.vars & self.data_symbols.keys())[0]
                 raise sizes.SizeError(
                     f"tensor dim {d} depends on {name}, the value of scalar input {self.data_symbols[name]!r}: "
-                    f"the StableHLO executors need every size from argument shapes (pass a tensor of that size instead)")
+                    f"the StableHLO executors need every size from argument shapes (pass a tensor of that size instead)"
+                )
 
     def emit(self, d):
         """Materialise a size (int, sympy, SymInt or Expr) as a ``tensor<i32>`` value."""
@@ -133,8 +134,10 @@ class SymbolicEmitter:
             return self.ctx.constant(d, SHAPE_DTYPE)
         unknown = d.vars - self.env.keys()
         if unknown:
-            raise sizes.SizeError(f"size {d}: {', '.join(sorted(unknown))} is not the size of any input dim "
-                                  f"(unbacked/data-dependent sizes are not supported)")
+            raise sizes.SizeError(
+                f"size {d}: {', '.join(sorted(unknown))} is not the size of any input dim "
+                f"(unbacked/data-dependent sizes are not supported)"
+            )
         return sizes.evaluate(d, self.env, self.ops, self.memo)
 
     def get(self, d):

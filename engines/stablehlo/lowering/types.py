@@ -7,11 +7,11 @@ bound is finite (``torch.export.Dim(max=...)`` and expressions of such dims) is
 recorded in a ``#stablehlo.bounds<...>`` encoding (static dims get ``?`` there,
 as the StableHLO spec requires).
 """
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional, Tuple
 
 import numpy as np
 import torch
@@ -74,9 +74,9 @@ def is_static(d) -> bool:
 
 @dataclass(frozen=True)
 class TensorType:
-    shape: Tuple[Optional[int], ...]  # None = dynamic (`?`)
+    shape: tuple[int | None, ...]  # None = dynamic (`?`)
     dtype: str
-    bounds: Optional[Tuple[Optional[int], ...]] = None  # per dim; None = `?`
+    bounds: tuple[int | None, ...] | None = None  # per dim; None = `?`
 
     def __str__(self) -> str:
         dims = "".join(("?" if d is None else str(d)) + "x" for d in self.shape)
@@ -115,12 +115,12 @@ def strip_bounds(text: str) -> str:
 _TENSOR_RE = re.compile(r"tensor<([^<>]*?(?:<[^<>]*>[^<>]*?)?)>")
 
 
-def parse_tensor_type(s: str) -> Tuple[Tuple[Optional[int], ...], str, Optional[Tuple[Optional[int], ...]]]:
+def parse_tensor_type(s: str) -> tuple[tuple[int | None, ...], str, tuple[int | None, ...] | None]:
     """Parse ``tensor<?x3xf32, #stablehlo.bounds<64, ?>>`` -> (shape, dtype, bounds)."""
     s = s.strip()
     if not (s.startswith("tensor<") and s.endswith(">")):
         raise ValueError(f"not a ranked tensor type: {s}")
-    body = s[len("tensor<"):-1]
+    body = s[len("tensor<") : -1]
     bounds = None
     if "," in body:
         body, enc = body.split(",", 1)
@@ -133,9 +133,11 @@ def parse_tensor_type(s: str) -> Tuple[Tuple[Optional[int], ...], str, Optional[
     return shape, dtype, bounds
 
 
-def signature_types(text: str) -> Tuple[list, list]:
+def signature_types(text: str) -> tuple[list, list]:
     """(arg types, result types) of ``@main`` as strings, from MLIR text."""
-    m = re.search(r"func\.func\s+(?:public\s+)?@main\((.*?)\)\s*->\s*(\(.*?\)|tensor<[^{]*?>)\s*(?:attributes\b[^{]*)?\{", text, re.S)
+    m = re.search(
+        r"func\.func\s+(?:public\s+)?@main\((.*?)\)\s*->\s*(\(.*?\)|tensor<[^{]*?>)\s*(?:attributes\b[^{]*)?\{", text, re.S
+    )
     if not m:
         raise ValueError("no @main function in module text")
     args = [t for t in _split_types(m.group(1))]
@@ -156,5 +158,5 @@ def _split_types(s: str) -> list:
             elif s[i] == ">":
                 depth -= 1
             i += 1
-        out.append(s[m.start():i])
+        out.append(s[m.start() : i])
     return out

@@ -1,4 +1,5 @@
 """Parse + verify StableHLO text with jaxlib's MLIR bindings."""
+
 from __future__ import annotations
 
 import functools

@@ -1,3 +1,3 @@
 """Op lowerings, one module per family; importing this fills the registry."""
-from . import symint, elementwise, creation, reduce, movement, linalg, conv, index, norm, sort, pool, control, \
-    attention  # noqa: F401
+
+from . import attention, control, conv, creation, elementwise, index, linalg, movement, norm, pool, reduce, sort, symint  # noqa: F401

@@ -7,6 +7,7 @@ so an eager-valid ``view`` after ``transpose(1, 2)`` (GPT-2's attention) no
 longer type-checks in the retrace ("Cannot view a tensor with shape ... and
 strides ..."). Strides mean nothing to StableHLO: kept whole, the op lowers
 here and every later view keeps its traced meaning."""
+
 from __future__ import annotations
 
 import math

@@ -6,6 +6,7 @@ predicate picks its branch at lowering time), ``map`` and ``scan`` ->
 (``dynamic_update_slice``); a row with `?` dims is a gather. Subgraphs are lowered by the driver's
 ``ctx.lower_subgraph(graph_module, input values)`` inside the regions.
 """
+
 from __future__ import annotations
 
 import torch
@@ -33,8 +34,9 @@ def _cond(ctx, node, pred, true_gm, false_gm, operands, *rest):
     pred = ctx.convert(pred, "i1")
     n = len(node.meta["val"])
     specs = [ctx.out_spec(node, i) for i in range(n)]
-    regions = [ctx.region([], lambda c, gm=gm: _outputs_as(c, node, c.lower_subgraph(gm, operands)))
-               for gm in (true_gm, false_gm)]
+    regions = [
+        ctx.region([], lambda c, gm=gm: _outputs_as(c, node, c.lower_subgraph(gm, operands))) for gm in (true_gm, false_gm)
+    ]
     return ctx.op("stablehlo.if", [pred], specs, regions=regions)
 
 
@@ -45,8 +47,12 @@ def _row(ctx, x, i):
     if any(not isinstance(d, int) for d in rest):
         return gather_along(ctx, x, 0, i, rest)
     zero = ctx.constant(0, SHAPE_DTYPE)
-    row = ctx.op("stablehlo.dynamic_slice", [x, i] + [zero] * len(rest), ((1,) + rest, x.dtype),
-                 attrs={"slice_sizes": "array<i64: " + ", ".join(str(d) for d in (1,) + rest) + ">"})
+    row = ctx.op(
+        "stablehlo.dynamic_slice",
+        [x, i] + [zero] * len(rest),
+        ((1,) + rest, x.dtype),
+        attrs={"slice_sizes": "array<i64: " + ", ".join(str(d) for d in (1,) + rest) + ">"},
+    )
     return ctx.reshape(row, rest)
 
 
@@ -67,12 +73,12 @@ def _loop(ctx, n, carries, stacked, step):
 
     def body(c, i, *vals):
         new_carries, rows = step(c, i, list(vals[:k]))
-        new_carries = [c.convert(v, old.dtype) for v, old in zip(new_carries, vals[:k])]
-        accs = [_put_row(c, acc, r, i) for acc, r in zip(vals[k:], rows)]
+        new_carries = [c.convert(v, old.dtype) for v, old in zip(new_carries, vals[:k], strict=False)]
+        accs = [_put_row(c, acc, r, i) for acc, r in zip(vals[k:], rows, strict=False)]
         return [c.binary("stablehlo.add", i, c.constant(1, SHAPE_DTYPE))] + new_carries + accs
 
     out = ctx.while_loop([ctx.constant(0, SHAPE_DTYPE)] + list(carries) + list(stacked), cond, body)
-    return out[1:1 + k], out[1 + k:]
+    return out[1 : 1 + k], out[1 + k :]
 
 
 @lowers(hop.map_impl)

@@ -15,6 +15,7 @@ serves gathers and dots, so the bounded and bucketed executors compile it once.
 With a dynamic batch as well, XLA's passes slice the dots' dynamic outputs, which
 the padder refuses just the same: such a convolution stays ``stablehlo.convolution``.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -46,8 +47,7 @@ def _transposed_kernel(ctx, w, groups, nsp):
     w = ctx.reshape(w, (g, cin // g, cout_g) + k)
     w = ctx.transpose(w, [0, 2, 1] + list(range(3, 3 + nsp)))
     w = ctx.reshape(w, (g * cout_g, cin // g) + k)
-    return ctx.op("stablehlo.reverse", [w], (w.sym_shape, w.dtype),
-                  attrs={"dimensions": _arr(range(2, 2 + nsp))})
+    return ctx.op("stablehlo.reverse", [w], (w.sym_shape, w.dtype), attrs={"dimensions": _arr(range(2, 2 + nsp))})
 
 
 @lowers(aten.convolution.default)
@@ -63,28 +63,36 @@ def _convolution(ctx, node, x, w, bias, stride, padding, dilation, transposed, o
             raise NotImplementedError("transposed convolution with a dynamic weight shape")
         out_pad = _per_dim(output_padding, nsp)
         k = [int(d) for d in w.sym_shape[2:]]
-        pads = [(dl * (kk - 1) - p, dl * (kk - 1) - p + op) for kk, dl, p, op in zip(k, dilation, padding, out_pad)]
+        pads = [(dl * (kk - 1) - p, dl * (kk - 1) - p + op) for kk, dl, p, op in zip(k, dilation, padding, out_pad, strict=False)]
         w = _transposed_kernel(ctx, w, groups, nsp)
         lhs_dil, strides = stride, [1] * nsp
     else:
         pads = [(p, p) for p in padding]
         lhs_dil, strides = [1] * nsp, stride
-        if int(groups) == 1 and any(not isinstance(d, int) for d in x.sym_shape[2:]) \
-                and all(isinstance(d, int) for d in list(w.sym_shape) + list(x.sym_shape[:2])):
+        if (
+            int(groups) == 1
+            and any(not isinstance(d, int) for d in x.sym_shape[2:])
+            and all(isinstance(d, int) for d in list(w.sym_shape) + list(x.sym_shape[:2]))
+        ):
             y = tap_sum_conv(ctx, x, w, shape, dt, strides, padding, dilation)
             if bias is not None:
                 y = ctx.binary("stablehlo.add", y, ctx.broadcast_to(ctx.convert(bias, dt), shape, dims=[1]))
             return y
     pad = ", ".join(f"[{lo}, {hi}]" for lo, hi in pads)
-    y = ctx.op("stablehlo.convolution", [x, w], (shape, dt), attrs={
-        "dimension_numbers": dn,
-        "window_strides": _arr(strides),
-        "padding": f"dense<[{pad}]> : tensor<{nsp}x2xi64>",
-        "lhs_dilation": _arr(lhs_dil),
-        "rhs_dilation": _arr(dilation),
-        "feature_group_count": f"{int(groups)} : i64",
-        "batch_group_count": "1 : i64",
-    })
+    y = ctx.op(
+        "stablehlo.convolution",
+        [x, w],
+        (shape, dt),
+        attrs={
+            "dimension_numbers": dn,
+            "window_strides": _arr(strides),
+            "padding": f"dense<[{pad}]> : tensor<{nsp}x2xi64>",
+            "lhs_dilation": _arr(lhs_dil),
+            "rhs_dilation": _arr(dilation),
+            "feature_group_count": f"{int(groups)} : i64",
+            "batch_group_count": "1 : i64",
+        },
+    )
     if bias is not None:
         y = ctx.binary("stablehlo.add", y, ctx.broadcast_to(ctx.convert(bias, dt), shape, dims=[1]))
     return y
@@ -113,15 +121,20 @@ def tap_sum_conv(ctx, x, w, shape, dt, strides, padding, dilation):
         for i, j in enumerate(tap):
             n_out, size = out_sp[i], ctx.dim(as_dim(x.sym_shape[2 + i] - 1))
             # 1 + the input position of each output position along this dim; 0 (the zero row) outside
-            pos = ctx.binary("stablehlo.add", ctx.binary("stablehlo.multiply", ctx.iota((n_out,), 0, i32),
-                                                         ctx.constant(int(strides[i]), i32, (n_out,))),
-                             ctx.constant(j * int(dilation[i]) - int(padding[i]), i32, (n_out,)))
-            inside = ctx.binary("stablehlo.and", ctx.compare(pos, ctx.constant(0, i32, (n_out,)), "GE"),
-                                ctx.compare(pos, ctx.broadcast_to(size, (n_out,)), "LT"))
-            idx = ctx.select(inside, ctx.binary("stablehlo.add", pos, ctx.constant(1, i32, (n_out,))),
-                             ctx.constant(0, i32, (n_out,)))
-            xt = gather_along(ctx, xt, 2 + i, idx, tuple(n_out if a == 2 + i else n
-                                                          for a, n in enumerate(xt.sym_shape)))
+            pos = ctx.binary(
+                "stablehlo.add",
+                ctx.binary("stablehlo.multiply", ctx.iota((n_out,), 0, i32), ctx.constant(int(strides[i]), i32, (n_out,))),
+                ctx.constant(j * int(dilation[i]) - int(padding[i]), i32, (n_out,)),
+            )
+            inside = ctx.binary(
+                "stablehlo.and",
+                ctx.compare(pos, ctx.constant(0, i32, (n_out,)), "GE"),
+                ctx.compare(pos, ctx.broadcast_to(size, (n_out,)), "LT"),
+            )
+            idx = ctx.select(
+                inside, ctx.binary("stablehlo.add", pos, ctx.constant(1, i32, (n_out,))), ctx.constant(0, i32, (n_out,))
+            )
+            xt = gather_along(ctx, xt, 2 + i, idx, tuple(n_out if a == 2 + i else n for a, n in enumerate(xt.sym_shape)))
         wt = ctx.reshape(ctx.slice(w, [0, 0] + list(tap), [o, cin] + [j + 1 for j in tap], [1] * w.rank), (o, cin))
         term = dot(ctx, xt, wt, dt, lhs_contract=(1,), rhs_contract=(1,))  # (B, out..., O)
         y = term if y is None else ctx.binary("stablehlo.add", y, term)

@@ -1,4 +1,5 @@
 """Tensor creation with (possibly symbolic) sizes: full/zeros/ones, arange."""
+
 from __future__ import annotations
 
 import torch
@@ -15,8 +16,15 @@ def _full(ctx, node, *args, **kw):
     return ctx.tensor(value, dt, shape)
 
 
-@lowers(aten.zeros.default, aten.new_zeros.default, aten.zeros_like.default, aten.empty.memory_format,
-        aten.new_empty.default, aten.empty_like.default, aten.empty_strided.default)
+@lowers(
+    aten.zeros.default,
+    aten.new_zeros.default,
+    aten.zeros_like.default,
+    aten.empty.memory_format,
+    aten.new_empty.default,
+    aten.empty_like.default,
+    aten.empty_strided.default,
+)
 def _zeros(ctx, node, *args, **kw):
     shape, dt = ctx.out_spec(node)
     return ctx.constant(0, dt, shape)

@@ -4,6 +4,7 @@ Operands (tensors, Python scalars, SymInt values) are converted to the
 computation dtype and broadcast to the node's output shape; for dynamic output
 shapes that is a ``dynamic_broadcast_in_dim`` fed by the shape arithmetic.
 """
+
 from __future__ import annotations
 
 import math
@@ -23,12 +24,14 @@ def _torch_dtype(mlir: str) -> torch.dtype:
 
 def promote(a, b) -> str:
     """torch type promotion of two operands (lowered Values or Python scalars)."""
+
     def dummy(x):
         if isinstance(x, Value):
             if x.is_sym:  # a Python number
                 return True if x.dtype == "i1" else 1.0 if T.is_float(x.dtype) else 1
             return torch.empty((1,) * x.rank if x.rank else (), dtype=_torch_dtype(x.dtype))
         return x
+
     return T.mlir_dtype(torch.result_type(dummy(a), dummy(b)))
 
 
@@ -68,8 +71,9 @@ def _floor_div_int(ctx, x, y):
     q = ctx.binary("stablehlo.divide", x, y)
     r = ctx.binary("stablehlo.remainder", x, y)
     zero = ctx.constant(0, x.dtype, x.sym_shape)
-    fix = ctx.binary("stablehlo.and", ctx.compare(r, zero, "NE"),
-                     ctx.compare(ctx.compare(r, zero, "LT"), ctx.compare(y, zero, "LT"), "NE"))
+    fix = ctx.binary(
+        "stablehlo.and", ctx.compare(r, zero, "NE"), ctx.compare(ctx.compare(r, zero, "LT"), ctx.compare(y, zero, "LT"), "NE")
+    )
     return ctx.select(fix, ctx.binary("stablehlo.subtract", q, ctx.constant(1, x.dtype, x.sym_shape)), q)
 
 
@@ -82,8 +86,11 @@ def _div(ctx, node, a, b, rounding_mode=None):
         if rounding_mode == "floor":
             q = ctx.unary("stablehlo.floor", q)
         elif rounding_mode == "trunc":
-            q = ctx.select(ctx.compare(q, ctx.constant(0, dt, q.sym_shape), "LT"),
-                           ctx.unary("stablehlo.ceil", q), ctx.unary("stablehlo.floor", q))
+            q = ctx.select(
+                ctx.compare(q, ctx.constant(0, dt, q.sym_shape), "LT"),
+                ctx.unary("stablehlo.ceil", q),
+                ctx.unary("stablehlo.floor", q),
+            )
         return q
     if rounding_mode == "floor":
         return _floor_div_int(ctx, x, y)
@@ -101,8 +108,9 @@ def _remainder(ctx, node, a, b):
     x, y = _operands(ctx, node, [a, b], dt)
     r = ctx.binary("stablehlo.remainder", x, y)
     zero = ctx.constant(0, dt, r.sym_shape)
-    fix = ctx.binary("stablehlo.and", ctx.compare(r, zero, "NE"),
-                     ctx.compare(ctx.compare(r, zero, "LT"), ctx.compare(y, zero, "LT"), "NE"))
+    fix = ctx.binary(
+        "stablehlo.and", ctx.compare(r, zero, "NE"), ctx.compare(ctx.compare(r, zero, "LT"), ctx.compare(y, zero, "LT"), "NE")
+    )
     return ctx.select(fix, ctx.binary("stablehlo.add", r, y), r)
 
 
@@ -115,9 +123,14 @@ def _compare(direction):
     return fn
 
 
-for _d, _ops in {"EQ": (aten.eq.Tensor, aten.eq.Scalar), "NE": (aten.ne.Tensor, aten.ne.Scalar),
-                 "LT": (aten.lt.Tensor, aten.lt.Scalar), "LE": (aten.le.Tensor, aten.le.Scalar),
-                 "GT": (aten.gt.Tensor, aten.gt.Scalar), "GE": (aten.ge.Tensor, aten.ge.Scalar)}.items():
+for _d, _ops in {
+    "EQ": (aten.eq.Tensor, aten.eq.Scalar),
+    "NE": (aten.ne.Tensor, aten.ne.Scalar),
+    "LT": (aten.lt.Tensor, aten.lt.Scalar),
+    "LE": (aten.le.Tensor, aten.le.Scalar),
+    "GT": (aten.gt.Tensor, aten.gt.Scalar),
+    "GE": (aten.ge.Tensor, aten.ge.Scalar),
+}.items():
     lowers(*_ops)(_compare(_d))
 
 
@@ -189,10 +202,16 @@ def _where(ctx, node, cond, a, b):
 # not run), so it is the rational approximation XLA/Eigen use for f32
 # (clamp to [-4, 4], odd degree-13 / even degree-8 polynomials), computed in f32
 # or wider.
-_ERF_ALPHA = [-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
-              -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02]
-_ERF_BETA = [-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03,
-             -1.42647390514189e-02]
+_ERF_ALPHA = [
+    -2.72614225801306e-10,
+    2.77068142495902e-08,
+    -2.10102402082508e-06,
+    -5.69250639462346e-05,
+    -7.34990630326855e-04,
+    -2.95459980854025e-03,
+    -1.60960333262415e-02,
+]
+_ERF_BETA = [-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03, -1.42647390514189e-02]
 
 
 def erf(ctx, x: Value) -> Value:
@@ -227,18 +246,31 @@ def _gelu(ctx, node, a, approximate="none"):
     sh = x.sym_shape
     c = lambda v: ctx.constant(v, cdt, sh)  # noqa: E731
     if approximate == "tanh":
-        inner = ctx.binary("stablehlo.add", x, ctx.binary("stablehlo.multiply", c(0.044715),
-                                                         ctx.binary("stablehlo.multiply", x, ctx.binary("stablehlo.multiply", x, x))))
+        inner = ctx.binary(
+            "stablehlo.add",
+            x,
+            ctx.binary(
+                "stablehlo.multiply", c(0.044715), ctx.binary("stablehlo.multiply", x, ctx.binary("stablehlo.multiply", x, x))
+            ),
+        )
         t = ctx.unary("stablehlo.tanh", ctx.binary("stablehlo.multiply", c(math.sqrt(2.0 / math.pi)), inner))
     else:
         t = erf(ctx, ctx.binary("stablehlo.multiply", x, c(1.0 / math.sqrt(2.0))))
-    y = ctx.binary("stablehlo.multiply", ctx.binary("stablehlo.multiply", c(0.5), x),
-                   ctx.binary("stablehlo.add", c(1.0), t))
+    y = ctx.binary("stablehlo.multiply", ctx.binary("stablehlo.multiply", c(0.5), x), ctx.binary("stablehlo.add", c(1.0), t))
     return ctx.convert(y, dt)
 
 
-@lowers(aten._to_copy.default, aten.clone.default, aten.alias.default, aten.lift_fresh_copy.default,
-        aten.detach.default, aten.contiguous.default, aten.to.dtype_layout, aten.to.dtype, aten.to.device)
+@lowers(
+    aten._to_copy.default,
+    aten.clone.default,
+    aten.alias.default,
+    aten.lift_fresh_copy.default,
+    aten.detach.default,
+    aten.contiguous.default,
+    aten.to.dtype_layout,
+    aten.to.dtype,
+    aten.to.device,
+)
 def _copy(ctx, node, a, *args, **kw):
     dt = ctx.out_dtype(node)
     return ctx.tensor(a, dt)
@@ -260,8 +292,9 @@ def _float_unary(fn):
 
 
 def _scaled_log(base):
-    return lambda ctx, x: ctx.binary("stablehlo.divide", ctx.unary("stablehlo.log", x),
-                                     ctx.constant(math.log(base), x.dtype, x.sym_shape))
+    return lambda ctx, x: ctx.binary(
+        "stablehlo.divide", ctx.unary("stablehlo.log", x), ctx.constant(math.log(base), x.dtype, x.sym_shape)
+    )
 
 
 def _asin(ctx, x):  # atan2(x, sqrt(1 - x^2))
@@ -304,8 +337,9 @@ def _trunc(ctx, node, a):
     x = ctx.tensor(a, dt)
     if not T.is_float(dt):
         return x
-    return ctx.select(ctx.compare(x, ctx.constant(0, dt, x.sym_shape), "LT"), ctx.unary("stablehlo.ceil", x),
-                      ctx.unary("stablehlo.floor", x))
+    return ctx.select(
+        ctx.compare(x, ctx.constant(0, dt, x.sym_shape), "LT"), ctx.unary("stablehlo.ceil", x), ctx.unary("stablehlo.floor", x)
+    )
 
 
 @lowers(aten.isnan.default)
@@ -342,7 +376,10 @@ def _elu(ctx, node, a, alpha=1.0, scale=1.0, input_scale=1.0):
     dt = ctx.out_dtype(node)
     x = ctx.tensor(a, dt)
     c = lambda v: ctx.constant(v, dt, x.sym_shape)  # noqa: E731
-    neg = ctx.binary("stablehlo.multiply", c(alpha), ctx.unary("stablehlo.exponential_minus_one",
-                                                               ctx.binary("stablehlo.multiply", x, c(input_scale))))
+    neg = ctx.binary(
+        "stablehlo.multiply",
+        c(alpha),
+        ctx.unary("stablehlo.exponential_minus_one", ctx.binary("stablehlo.multiply", x, c(input_scale))),
+    )
     y = ctx.select(ctx.compare(x, c(0), "GT"), x, neg)
     return ctx.binary("stablehlo.multiply", y, c(scale)) if scale != 1.0 else y

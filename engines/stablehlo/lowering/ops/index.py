@@ -6,6 +6,7 @@ Gathers whose slice sizes involve a dynamic dim use ``dynamic_gather`` (slice
 sizes as an operand); scatters need no sizes, only `?` types.  Indices are
 assumed in range, as torch requires (out-of-range is undefined here, as in XLA).
 """
+
 from __future__ import annotations
 
 import math
@@ -32,18 +33,31 @@ def gather_along(ctx, x, dim, idx, out_shape=None):
     r, q = x.rank, idx.rank
     d = dim % r
     if out_shape is None:
-        out_shape = x.sym_shape[:d] + idx.sym_shape + x.sym_shape[d + 1:]
+        out_shape = x.sym_shape[:d] + idx.sym_shape + x.sym_shape[d + 1 :]
     idx = ctx.convert(idx, "i64") if idx.dtype not in ("i32", "i64") else idx
     offset_dims = list(range(d)) + list(range(d + q, r + q - 1))
-    dn = (f"#stablehlo.gather<offset_dims = {_ints(offset_dims)}, collapsed_slice_dims = [{d}], "
-          f"start_index_map = [{d}], index_vector_dim = {q}>")
+    dn = (
+        f"#stablehlo.gather<offset_dims = {_ints(offset_dims)}, collapsed_slice_dims = [{d}], "
+        f"start_index_map = [{d}], index_vector_dim = {q}>"
+    )
     sizes = [1 if i == d else s for i, s in enumerate(x.sym_shape)]
     if all(isinstance(s, int) for s in sizes):
-        return ctx.op("stablehlo.gather", [x, idx], (out_shape, x.dtype), attrs={
-            "dimension_numbers": dn, "slice_sizes": "array<i64: " + ", ".join(map(str, sizes)) + ">",
-            "indices_are_sorted": "false"})
-    return ctx.op("stablehlo.dynamic_gather", [x, idx, ctx.shape_tensor(sizes)], (out_shape, x.dtype),
-                  attrs={"dimension_numbers": dn, "indices_are_sorted": "false"})
+        return ctx.op(
+            "stablehlo.gather",
+            [x, idx],
+            (out_shape, x.dtype),
+            attrs={
+                "dimension_numbers": dn,
+                "slice_sizes": "array<i64: " + ", ".join(map(str, sizes)) + ">",
+                "indices_are_sorted": "false",
+            },
+        )
+    return ctx.op(
+        "stablehlo.dynamic_gather",
+        [x, idx, ctx.shape_tensor(sizes)],
+        (out_shape, x.dtype),
+        attrs={"dimension_numbers": dn, "indices_are_sorted": "false"},
+    )
 
 
 def scatter_along(ctx, x, dim, idx, updates, accumulate: bool):
@@ -54,13 +68,14 @@ def scatter_along(ctx, x, dim, idx, updates, accumulate: bool):
     upd_shape = tuple(idx.sym_shape[0] if i == d else s for i, s in enumerate(x.sym_shape))
     updates = ctx.tensor(updates, x.dtype, upd_shape)
     window = [i for i in range(r) if i != d]
-    dn = (f"#stablehlo.scatter<update_window_dims = {_ints(window)}, inserted_window_dims = [{d}], "
-          f"scatter_dims_to_operand_dims = [{d}], index_vector_dim = 1>")
+    dn = (
+        f"#stablehlo.scatter<update_window_dims = {_ints(window)}, inserted_window_dims = [{d}], "
+        f"scatter_dims_to_operand_dims = [{d}], index_vector_dim = 1>"
+    )
     return _scatter(ctx, x, idx, updates, dn, accumulate)
 
 
-_COMBINE = {"sum": "stablehlo.add", "prod": "stablehlo.multiply", "amax": "stablehlo.maximum",
-            "amin": "stablehlo.minimum"}
+_COMBINE = {"sum": "stablehlo.add", "prod": "stablehlo.multiply", "amax": "stablehlo.maximum", "amin": "stablehlo.minimum"}
 
 
 def _scatter(ctx, x, idx, updates, dn, accumulate):
@@ -72,9 +87,13 @@ def _scatter(ctx, x, idx, updates, dn, accumulate):
         region = ctx.scalar_region(dt, "stablehlo.add" if dt != "i1" else "stablehlo.or")
     else:
         region = ctx.region([((), dt), ((), dt)], lambda c, a, b: b)
-    return ctx.op("stablehlo.scatter", [x, idx, updates], (x.sym_shape, dt), attrs={
-        "scatter_dimension_numbers": dn, "indices_are_sorted": "false", "unique_indices": "false"},
-        regions=[region])
+    return ctx.op(
+        "stablehlo.scatter",
+        [x, idx, updates],
+        (x.sym_shape, dt),
+        attrs={"scatter_dimension_numbers": dn, "indices_are_sorted": "false", "unique_indices": "false"},
+        regions=[region],
+    )
 
 
 def full_coordinates(ctx, index, dim):
@@ -105,7 +124,7 @@ def _index(ctx, node, x, indices):
     tensors = [(k, t) for k, t in enumerate(indices) if t is not None]
     if any(t.dtype == "i1" for _, t in tensors):
         return mask_index(ctx, node, x, indices)
-    if len(tensors) == 1 and all(t is None for t in indices[:tensors[0][0]]):
+    if len(tensors) == 1 and all(t is None for t in indices[: tensors[0][0]]):
         k, idx = tensors[0]
         return gather_along(ctx, x, k, idx, ctx.out_shape(node))
     ks, idxs = [k for k, _ in tensors], [t for _, t in tensors]
@@ -113,16 +132,29 @@ def _index(ctx, node, x, indices):
     q, r = len(S), x.rank
     rest = [d for d in range(r) if d not in ks]
     offset = list(range(p)) + list(range(p + q, q + len(rest)))
-    dn = (f"#stablehlo.gather<offset_dims = {_ints(offset)}, collapsed_slice_dims = {_ints(sorted(ks))}, "
-          f"start_index_map = {_ints(ks)}, index_vector_dim = {q}>")
+    dn = (
+        f"#stablehlo.gather<offset_dims = {_ints(offset)}, collapsed_slice_dims = {_ints(sorted(ks))}, "
+        f"start_index_map = {_ints(ks)}, index_vector_dim = {q}>"
+    )
     slice_sizes = [1 if d in ks else x.sym_shape[d] for d in range(r)]
     out = ctx.out_shape(node)
     if all(isinstance(d, int) for d in slice_sizes):
-        return ctx.op("stablehlo.gather", [x, coords], (out, x.dtype), attrs={
-            "dimension_numbers": dn, "slice_sizes": "array<i64: " + ", ".join(map(str, slice_sizes)) + ">",
-            "indices_are_sorted": "false"})
-    return ctx.op("stablehlo.dynamic_gather", [x, coords, ctx.shape_tensor(slice_sizes)], (out, x.dtype),
-                  attrs={"dimension_numbers": dn, "indices_are_sorted": "false"})
+        return ctx.op(
+            "stablehlo.gather",
+            [x, coords],
+            (out, x.dtype),
+            attrs={
+                "dimension_numbers": dn,
+                "slice_sizes": "array<i64: " + ", ".join(map(str, slice_sizes)) + ">",
+                "indices_are_sorted": "false",
+            },
+        )
+    return ctx.op(
+        "stablehlo.dynamic_gather",
+        [x, coords, ctx.shape_tensor(slice_sizes)],
+        (out, x.dtype),
+        attrs={"dimension_numbers": dn, "indices_are_sorted": "false"},
+    )
 
 
 def mask_index(ctx, node, x, indices):
@@ -139,7 +171,7 @@ def mask_index(ctx, node, x, indices):
     from .reduce import cumsum_along
 
     tensors = [(k, t) for k, t in enumerate(indices) if t is not None]
-    if len(tensors) != 1 or any(t is not None for t in indices[:tensors[0][0]]):
+    if len(tensors) != 1 or any(t is not None for t in indices[: tensors[0][0]]):
         raise NotImplementedError("boolean-mask indexing mixed with other index tensors")
     k, mask = tensors[0]
     m = mask.rank
@@ -148,7 +180,7 @@ def mask_index(ctx, node, x, indices):
     atom = u.single_atom() if isinstance(u, sizes.Expr) else None
     if atom is None or atom.kind != "var":
         raise NotImplementedError(f"boolean-mask indexing whose size {u} is not a fresh (unbacked) symbol")
-    pre, rest = list(x.sym_shape[:k]), list(x.sym_shape[k + m:])
+    pre, rest = list(x.sym_shape[:k]), list(x.sym_shape[k + m :])
     length = as_dim(math.prod(mask.sym_shape, start=sizes.const(1)))
     xf = ctx.reshape(x, tuple(pre + [length] + rest))
     mf = ctx.convert(ctx.reshape(mask, (length,)), "i32")
@@ -176,8 +208,11 @@ def _coordinates(ctx, ks, idxs):
     S = _broadcast_shape([t.sym_shape for t in idxs])
     q = len(S)
     pieces = [ctx.reshape(ctx.broadcast_to(ctx.convert(t, "i64"), S), S + (1,)) for t in idxs]
-    coords = pieces[0] if len(pieces) == 1 else ctx.op("stablehlo.concatenate", pieces, (S + (len(idxs),), "i64"),
-                                                       attrs={"dimension": f"{q} : i64"})
+    coords = (
+        pieces[0]
+        if len(pieces) == 1
+        else ctx.op("stablehlo.concatenate", pieces, (S + (len(idxs),), "i64"), attrs={"dimension": f"{q} : i64"})
+    )
     adjacent = ks == list(range(ks[0], ks[0] + len(ks)))
     return coords, S, ks[0] if adjacent else 0
 
@@ -186,11 +221,20 @@ def _coordinates(ctx, ks, idxs):
 def _gather(ctx, node, x, dim, index, sparse_grad=False):
     r = x.rank
     coords = full_coordinates(ctx, index, dim % r)
-    dn = (f"#stablehlo.gather<offset_dims = [], collapsed_slice_dims = {_ints(range(r))}, "
-          f"start_index_map = {_ints(range(r))}, index_vector_dim = {r}>")
-    return ctx.op("stablehlo.gather", [x, coords], (index.sym_shape, x.dtype), attrs={
-        "dimension_numbers": dn, "slice_sizes": "array<i64: " + ", ".join("1" for _ in range(r)) + ">",
-        "indices_are_sorted": "false"})
+    dn = (
+        f"#stablehlo.gather<offset_dims = [], collapsed_slice_dims = {_ints(range(r))}, "
+        f"start_index_map = {_ints(range(r))}, index_vector_dim = {r}>"
+    )
+    return ctx.op(
+        "stablehlo.gather",
+        [x, coords],
+        (index.sym_shape, x.dtype),
+        attrs={
+            "dimension_numbers": dn,
+            "slice_sizes": "array<i64: " + ", ".join("1" for _ in range(r)) + ">",
+            "indices_are_sorted": "false",
+        },
+    )
 
 
 @lowers(aten.index_put.default, aten.index_put_.default, aten._unsafe_index_put.default)
@@ -216,8 +260,10 @@ def _scatter_points(ctx, x, ks, idxs, values, accumulate):
     upd_shape = rest_shape[:p] + S + rest_shape[p:]
     updates = ctx.tensor(values, x.dtype, upd_shape)
     window = list(range(p)) + list(range(p + q, len(upd_shape)))
-    dn = (f"#stablehlo.scatter<update_window_dims = {_ints(window)}, inserted_window_dims = {_ints(sorted(ks))}, "
-          f"scatter_dims_to_operand_dims = {_ints(ks)}, index_vector_dim = {q}>")
+    dn = (
+        f"#stablehlo.scatter<update_window_dims = {_ints(window)}, inserted_window_dims = {_ints(sorted(ks))}, "
+        f"scatter_dims_to_operand_dims = {_ints(ks)}, index_vector_dim = {q}>"
+    )
     return _scatter(ctx, x, coords, updates, dn, accumulate)
 
 
@@ -235,8 +281,7 @@ def _broadcast_shape(shapes):
 def _index_add(ctx, node, x, dim, index, source, alpha=1):
     x = ctx.convert(x, ctx.out_dtype(node))
     if alpha != 1:
-        source = ctx.binary("stablehlo.multiply", ctx.convert(source, x.dtype),
-                            ctx.constant(alpha, x.dtype, source.sym_shape))
+        source = ctx.binary("stablehlo.multiply", ctx.convert(source, x.dtype), ctx.constant(alpha, x.dtype, source.sym_shape))
     if index.rank == 0:
         index = ctx.reshape(index, (1,))
     return scatter_along(ctx, x, dim, index, source, True)
@@ -259,8 +304,10 @@ def _scatter_operands(ctx, x, dim, index, src):
     else:
         upd = ctx.constant(src, x.dtype, S)
     coords = full_coordinates(ctx, index, dim % r)
-    dn = (f"#stablehlo.scatter<update_window_dims = [], inserted_window_dims = {_ints(range(r))}, "
-          f"scatter_dims_to_operand_dims = {_ints(range(r))}, index_vector_dim = {r}>")
+    dn = (
+        f"#stablehlo.scatter<update_window_dims = [], inserted_window_dims = {_ints(range(r))}, "
+        f"scatter_dims_to_operand_dims = {_ints(range(r))}, index_vector_dim = {r}>"
+    )
     return upd, coords, dn
 
 
@@ -285,22 +332,26 @@ def _scatter_reduce(ctx, node, x, dim, index, src, reduce, include_self=True):
     kind = "sum" if reduce == "mean" else reduce
     if kind not in _COMBINE:
         raise NotImplementedError(f"scatter_reduce with reduce={reduce!r}")
-    hit = _scatter(ctx, ctx.constant(False, "i1", x.sym_shape), coords, ctx.constant(True, "i1", upd.sym_shape), dn,
-                   False)
+    hit = _scatter(ctx, ctx.constant(False, "i1", x.sym_shape), coords, ctx.constant(True, "i1", upd.sym_shape), dn, False)
     base = x
     if not include_self:
-        lo, hi = (float("-inf"), float("inf")) if T.is_float(dt) else (
-            int(np.iinfo(T.MLIR_TO_NUMPY[dt]).min), int(np.iinfo(T.MLIR_TO_NUMPY[dt]).max))
+        lo, hi = (
+            (float("-inf"), float("inf"))
+            if T.is_float(dt)
+            else (int(np.iinfo(T.MLIR_TO_NUMPY[dt]).min), int(np.iinfo(T.MLIR_TO_NUMPY[dt]).max))
+        )
         identity = {"sum": 0, "prod": 1, "amax": lo, "amin": hi}[kind]
         base = ctx.select(hit, ctx.constant(identity, dt, x.sym_shape), x)
     out = _scatter(ctx, base, coords, upd, dn, kind)
     if reduce != "mean":
         return out
-    count = _scatter(ctx, ctx.constant(1 if include_self else 0, dt, x.sym_shape), coords,
-                     ctx.constant(1, dt, upd.sym_shape), dn, True)
+    count = _scatter(
+        ctx, ctx.constant(1 if include_self else 0, dt, x.sym_shape), coords, ctx.constant(1, dt, upd.sym_shape), dn, True
+    )
     one = ctx.constant(1, dt, x.sym_shape)
     mean = ctx.binary("stablehlo.divide", out, ctx.binary("stablehlo.maximum", count, one))
     if not T.is_float(dt):  # torch floors the integer mean
         from .elementwise import _floor_div_int
+
         mean = _floor_div_int(ctx, out, ctx.binary("stablehlo.maximum", count, one))
     return ctx.select(hit, mean, x)

@@ -1,5 +1,6 @@
 """Matrix products: mm, bmm, addmm, matmul-like dot_general (dynamic batch,
 output and contraction dims), linear."""
+
 from __future__ import annotations
 
 import torch
@@ -21,8 +22,12 @@ def dot(ctx, a, b, out_dtype, lhs_batch=(), rhs_batch=(), lhs_contract=(), rhs_c
         parts.append(f"rhs_batching_dimensions = [{', '.join(map(str, rhs_batch))}]")
     parts.append(f"lhs_contracting_dimensions = [{', '.join(map(str, lhs_contract))}]")
     parts.append(f"rhs_contracting_dimensions = [{', '.join(map(str, rhs_contract))}]")
-    return ctx.op("stablehlo.dot_general", [a, b], (batch + lfree + rfree, out_dtype),
-                  attrs={"dot_dimension_numbers": "#stablehlo.dot<" + ", ".join(parts) + ">"})
+    return ctx.op(
+        "stablehlo.dot_general",
+        [a, b],
+        (batch + lfree + rfree, out_dtype),
+        attrs={"dot_dimension_numbers": "#stablehlo.dot<" + ", ".join(parts) + ">"},
+    )
 
 
 @lowers(aten.mm.default)

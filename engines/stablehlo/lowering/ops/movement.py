@@ -4,6 +4,7 @@ transpose, (un)squeeze, cat, split, slice, select.
 Output shapes come from the node's symbolic metadata, so ``view(s0*s1, -1)``
 becomes ``dynamic_reshape`` fed by ``get_dimension_size``/``multiply``.
 """
+
 from __future__ import annotations
 
 import torch
@@ -19,9 +20,18 @@ aten = torch.ops.aten
 _BIG = 2**62
 
 
-@lowers(aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.unsqueeze.default,
-        aten.squeeze.dims, aten.squeeze.dim, aten.squeeze.default, aten.flatten.using_ints,
-        aten.view_copy.default, aten.unflatten.int)
+@lowers(
+    aten.view.default,
+    aten._unsafe_view.default,
+    aten.reshape.default,
+    aten.unsqueeze.default,
+    aten.squeeze.dims,
+    aten.squeeze.dim,
+    aten.squeeze.default,
+    aten.flatten.using_ints,
+    aten.view_copy.default,
+    aten.unflatten.int,
+)
 def _view(ctx, node, x, *args, **kw):
     return ctx.reshape(x, ctx.out_shape(node))
 
@@ -78,8 +88,7 @@ def _norm_index(i, size, default, ranges=None):
         j = as_dim(size + i)
         return j if _evident(j, ">=", 0, ranges) else as_dim(sizes.smax(0, j))
     if isinstance(i, int) or _evident(i, ">=", 0, ranges):
-        return i if _evident(i, "<=", size, ranges) else size if _evident(i, ">=", size, ranges) \
-            else as_dim(sizes.smin(i, size))
+        return i if _evident(i, "<=", size, ranges) else size if _evident(i, ">=", size, ranges) else as_dim(sizes.smin(i, size))
     # sign unknown: torch's rule with max/min only (ops shape refinement folds):
     # p = max(i, 0), q = min(i, 0) (one is 0); [i < 0] = min(1, -q) for an integer i;
     # i >= 0: min(p, size); i < 0: size - min(size, -q)
@@ -151,8 +160,9 @@ def _select(ctx, node, x, dim, index):
     index = _node_expr(node, 2, index)
     if isinstance(index, int) and index < 0:
         index = as_dim(size + index)
-    s = slice_dim(ctx, x, dim, index, as_dim(index + 1), 1,
-                  out_shape=tuple(1 if i == dim else d for i, d in enumerate(x.sym_shape)))
+    s = slice_dim(
+        ctx, x, dim, index, as_dim(index + 1), 1, out_shape=tuple(1 if i == dim else d for i, d in enumerate(x.sym_shape))
+    )
     return ctx.reshape(s, ctx.out_shape(node))
 
 
@@ -186,16 +196,19 @@ def _unbind(ctx, node, x, dim=0):
         starts = [0] * x.rank
         limits = list(x.sym_shape)
         starts[dim], limits[dim] = i, i + 1
-        s = ctx.slice(x, starts, limits, [1] * x.rank,
-                      out_shape=tuple(1 if k == dim else d for k, d in enumerate(x.sym_shape)))
+        s = ctx.slice(x, starts, limits, [1] * x.rank, out_shape=tuple(1 if k == dim else d for k, d in enumerate(x.sym_shape)))
         outs.append(ctx.reshape(s, ctx.out_shape(node, i)))
     return outs
 
 
 @lowers(aten.flip.default)
 def _flip(ctx, node, x, dims):
-    return ctx.op("stablehlo.reverse", [x], (x.sym_shape, x.dtype),
-                  attrs={"dimensions": "array<i64: " + ", ".join(str(d % x.rank) for d in dims) + ">"})
+    return ctx.op(
+        "stablehlo.reverse",
+        [x],
+        (x.sym_shape, x.dtype),
+        attrs={"dimensions": "array<i64: " + ", ".join(str(d % x.rank) for d in dims) + ">"},
+    )
 
 
 @lowers(aten.constant_pad_nd.default)
@@ -211,12 +224,21 @@ def _pad(ctx, node, x, pad, value=0):
     shape, dt = ctx.out_spec(node)
     pv = ctx.constant(value, dt)
     if all(isinstance(d, int) for d in list(shape) + lo + hi):
-        return ctx.op("stablehlo.pad", [ctx.convert(x, dt), pv], (shape, dt), attrs={
-            "edge_padding_low": "array<i64: " + ", ".join(map(str, lo)) + ">",
-            "edge_padding_high": "array<i64: " + ", ".join(map(str, hi)) + ">",
-            "interior_padding": "array<i64: " + ", ".join("0" for _ in lo) + ">"})
-    return ctx.op("stablehlo.dynamic_pad", [ctx.convert(x, dt), pv, ctx.shape_tensor(lo), ctx.shape_tensor(hi),
-                                            ctx.shape_tensor([0] * x.rank)], (shape, dt))
+        return ctx.op(
+            "stablehlo.pad",
+            [ctx.convert(x, dt), pv],
+            (shape, dt),
+            attrs={
+                "edge_padding_low": "array<i64: " + ", ".join(map(str, lo)) + ">",
+                "edge_padding_high": "array<i64: " + ", ".join(map(str, hi)) + ">",
+                "interior_padding": "array<i64: " + ", ".join("0" for _ in lo) + ">",
+            },
+        )
+    return ctx.op(
+        "stablehlo.dynamic_pad",
+        [ctx.convert(x, dt), pv, ctx.shape_tensor(lo), ctx.shape_tensor(hi), ctx.shape_tensor([0] * x.rank)],
+        (shape, dt),
+    )
 
 
 def _sym_arg(lowered, fx_arg):
@@ -244,9 +266,11 @@ def _slice_scatter(ctx, node, x, src, dim=0, start=None, end=None, step=1):
     from .index import scatter_along
 
     n = src.sym_shape[dim]
-    idx = ctx.binary("stablehlo.add", ctx.binary("stablehlo.multiply", ctx.iota((n,), 0, "i64"),
-                                                 ctx.constant(step, "i64", (n,))),
-                     ctx.broadcast_to(ctx.convert(ctx.dim(s), "i64"), (n,)))
+    idx = ctx.binary(
+        "stablehlo.add",
+        ctx.binary("stablehlo.multiply", ctx.iota((n,), 0, "i64"), ctx.constant(step, "i64", (n,))),
+        ctx.broadcast_to(ctx.convert(ctx.dim(s), "i64"), (n,)),
+    )
     return scatter_along(ctx, x, dim, idx, src, False)
 
 
@@ -257,7 +281,7 @@ def _repeat(ctx, node, x, repeats):
     lead = len(reps) - x.rank
     dims = [1] * lead + list(x.sym_shape)
     inter = []
-    for r, d in zip(reps, dims):
+    for r, d in zip(reps, dims, strict=False):
         inter += [r, d]
     xv = ctx.reshape(x, tuple(dims))
     b = ctx.broadcast_to(xv, tuple(inter), dims=list(range(1, 2 * len(reps), 2)))

@@ -1,4 +1,5 @@
 """native_layer_norm / native_group_norm (returning out, mean, rstd)."""
+
 from __future__ import annotations
 
 import math
@@ -28,15 +29,20 @@ def _layer_norm(ctx, node, x, normalized_shape, weight, bias, eps):
     var, mean = variance(ctx, xc, axes, 0, True, cdt)
     rstd = ctx.unary("stablehlo.rsqrt", ctx.binary("stablehlo.add", var, ctx.constant(eps, cdt, var.sym_shape)))
     full = list(range(x.rank))
-    y = ctx.binary("stablehlo.multiply",
-                   ctx.binary("stablehlo.subtract", xc, ctx.broadcast_to(mean, x.sym_shape, dims=full)),
-                   ctx.broadcast_to(rstd, x.sym_shape, dims=full))
+    y = ctx.binary(
+        "stablehlo.multiply",
+        ctx.binary("stablehlo.subtract", xc, ctx.broadcast_to(mean, x.sym_shape, dims=full)),
+        ctx.broadcast_to(rstd, x.sym_shape, dims=full),
+    )
     if weight is not None:
         y = ctx.binary("stablehlo.multiply", y, ctx.broadcast_to(ctx.convert(weight, cdt), x.sym_shape, dims=axes))
     if bias is not None:
         y = ctx.binary("stablehlo.add", y, ctx.broadcast_to(ctx.convert(bias, cdt), x.sym_shape, dims=axes))
-    return [ctx.convert(y, dt), ctx.reshape(ctx.convert(mean, ctx.out_dtype(node, 1)), ctx.out_shape(node, 1)),
-            ctx.reshape(ctx.convert(rstd, ctx.out_dtype(node, 2)), ctx.out_shape(node, 2))]
+    return [
+        ctx.convert(y, dt),
+        ctx.reshape(ctx.convert(mean, ctx.out_dtype(node, 1)), ctx.out_shape(node, 1)),
+        ctx.reshape(ctx.convert(rstd, ctx.out_dtype(node, 2)), ctx.out_shape(node, 2)),
+    ]
 
 
 @lowers(aten.native_group_norm.default)
@@ -50,16 +56,21 @@ def _group_norm(ctx, node, x, weight, bias, N, C, HxW, group, eps):
     xg = ctx.reshape(xc, grouped)
     var, mean = variance(ctx, xg, [2], 0, True, cdt)
     rstd = ctx.unary("stablehlo.rsqrt", ctx.binary("stablehlo.add", var, ctx.constant(eps, cdt, var.sym_shape)))
-    yg = ctx.binary("stablehlo.multiply",
-                    ctx.binary("stablehlo.subtract", xg, ctx.broadcast_to(mean, grouped, dims=[0, 1, 2])),
-                    ctx.broadcast_to(rstd, grouped, dims=[0, 1, 2]))
+    yg = ctx.binary(
+        "stablehlo.multiply",
+        ctx.binary("stablehlo.subtract", xg, ctx.broadcast_to(mean, grouped, dims=[0, 1, 2])),
+        ctx.broadcast_to(rstd, grouped, dims=[0, 1, 2]),
+    )
     y = ctx.reshape(yg, x.sym_shape)
     if weight is not None:
         y = ctx.binary("stablehlo.multiply", y, ctx.broadcast_to(ctx.convert(weight, cdt), x.sym_shape, dims=[1]))
     if bias is not None:
         y = ctx.binary("stablehlo.add", y, ctx.broadcast_to(ctx.convert(bias, cdt), x.sym_shape, dims=[1]))
-    return [ctx.convert(y, dt), ctx.reshape(ctx.convert(mean, ctx.out_dtype(node, 1)), ctx.out_shape(node, 1)),
-            ctx.reshape(ctx.convert(rstd, ctx.out_dtype(node, 2)), ctx.out_shape(node, 2))]
+    return [
+        ctx.convert(y, dt),
+        ctx.reshape(ctx.convert(mean, ctx.out_dtype(node, 1)), ctx.out_shape(node, 1)),
+        ctx.reshape(ctx.convert(rstd, ctx.out_dtype(node, 2)), ctx.out_shape(node, 2)),
+    ]
 
 
 @lowers(aten._native_batch_norm_legit_no_training.default)
@@ -69,8 +80,10 @@ def _batch_norm_eval(ctx, node, x, weight, bias, running_mean, running_var, mome
     cdt = _cdt(dt)
     shape = x.sym_shape
     b = lambda v: ctx.broadcast_to(ctx.convert(v, cdt), shape, dims=[1])  # noqa: E731
-    rstd = ctx.unary("stablehlo.rsqrt", ctx.binary("stablehlo.add", ctx.convert(running_var, cdt),
-                                                   ctx.constant(eps, cdt, running_var.sym_shape)))
+    rstd = ctx.unary(
+        "stablehlo.rsqrt",
+        ctx.binary("stablehlo.add", ctx.convert(running_var, cdt), ctx.constant(eps, cdt, running_var.sym_shape)),
+    )
     y = ctx.binary("stablehlo.multiply", ctx.binary("stablehlo.subtract", ctx.convert(x, cdt), b(running_mean)), b(rstd))
     if weight is not None:
         y = ctx.binary("stablehlo.multiply", y, b(weight))

@@ -5,6 +5,7 @@ nearest and (bi/tri)linear upsampling (gathers along each spatial dim).
 ``ceil_mode`` pads ``stride - 1`` more on the high side and slices the
 result to torch's output size (the node's symbolic shape).
 """
+
 from __future__ import annotations
 
 import math
@@ -41,9 +42,9 @@ def _window(x, kernel, stride, padding, dilation, ceil_mode, pads=None):
     stride = _ints(stride, nsp) if stride else kernel
     padding, dilation = _ints(padding, nsp), _ints(dilation, nsp)
     if pads is None:
-        pads = [(p, p + (s - 1 if ceil_mode else 0)) for p, s in zip(padding, stride)]
+        pads = [(p, p + (s - 1 if ceil_mode else 0)) for p, s in zip(padding, stride, strict=False)]
     out = list(x.sym_shape[:lead])
-    for i, (k, s, d, (lo, hi)) in enumerate(zip(kernel, stride, dilation, pads)):
+    for i, (k, s, d, (lo, hi)) in enumerate(zip(kernel, stride, dilation, pads, strict=False)):
         n = x.sym_shape[lead + i]
         out.append(as_dim(sizes.floordiv(sizes.as_expr(n) + lo + hi - d * (k - 1) - 1, s) + 1))
     attrs = {
@@ -67,7 +68,7 @@ def _flat_spatial_index(ctx, x, lead):
     acc = None
     for j in range(lead, x.rank):
         term = ctx.iota(x.sym_shape, j, "i64")
-        stride = math.prod(x.sym_shape[j + 1:], start=sizes.const(1))
+        stride = math.prod(x.sym_shape[j + 1 :], start=sizes.const(1))
         stride = as_dim(stride)
         if not (isinstance(stride, int) and stride == 1):
             s = ctx.constant(stride, "i64") if isinstance(stride, int) else ctx.convert(ctx.dim(stride), "i64")
@@ -89,8 +90,13 @@ def _max_pool(ctx, node, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=
         return [c.select(take, vb, va), c.select(take, ib, ia)]
 
     region = ctx.region([((), dt), ((), "i64"), ((), dt), ((), "i64")], pick)
-    vals, inds = ctx.op("stablehlo.reduce_window", [x, idx, ctx.constant(lowest, dt), ctx.constant(_I64_MAX, "i64")],
-                        [(raw, dt), (raw, "i64")], attrs=attrs, regions=[region])
+    vals, inds = ctx.op(
+        "stablehlo.reduce_window",
+        [x, idx, ctx.constant(lowest, dt), ctx.constant(_I64_MAX, "i64")],
+        [(raw, dt), (raw, "i64")],
+        attrs=attrs,
+        regions=[region],
+    )
     shape = ctx.out_shape(node, 0)
     return [_fit(ctx, vals, shape), _fit(ctx, inds, shape)]
 
@@ -115,8 +121,7 @@ class _Single:
 
 
 @lowers(aten.avg_pool1d.default, aten.avg_pool2d.default, aten.avg_pool3d.default)
-def _avg_pool(ctx, node, x, kernel, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
-              divisor_override=None):
+def _avg_pool(ctx, node, x, kernel, stride=(), padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
     shape, dt = ctx.out_spec(node)
     x = ctx.convert(x, dt)
     attrs, raw, pads, lead = _window(x, kernel, stride, padding, 1, ceil_mode)
@@ -130,14 +135,25 @@ def _avg_pool(ctx, node, x, kernel, stride=(), padding=0, ceil_mode=False, count
         ones = ctx.constant(1, dt, x.sym_shape)
         if count_include_pad and any(pads):  # pad with ones explicitly; only ceil_mode's extra counts 0
             padded = tuple(d if i < lead else as_dim(d + 2 * pads[i - lead]) for i, d in enumerate(x.sym_shape))
-            ones = ctx.op("stablehlo.pad", [ones, ctx.constant(1, dt)], (padded, dt), attrs={
-                "edge_padding_low": _arr([0] * lead + pads), "edge_padding_high": _arr([0] * lead + pads),
-                "interior_padding": _arr([0] * x.rank)})
+            ones = ctx.op(
+                "stablehlo.pad",
+                [ones, ctx.constant(1, dt)],
+                (padded, dt),
+                attrs={
+                    "edge_padding_low": _arr([0] * lead + pads),
+                    "edge_padding_high": _arr([0] * lead + pads),
+                    "interior_padding": _arr([0] * x.rank),
+                },
+            )
             st = _ints(stride, len(pads)) if stride else _ints(kernel, len(pads))
-            attrs, _, _, _ = _window(ones, kernel, stride, 0, 1, ceil_mode,
-                                     pads=[(0, s - 1 if ceil_mode else 0) for s in st])
-        count = ctx.op("stablehlo.reduce_window", [ones, ctx.constant(0, dt)], (raw, dt), attrs=attrs,
-                       regions=[ctx.scalar_region(dt, "stablehlo.add")])
+            attrs, _, _, _ = _window(ones, kernel, stride, 0, 1, ceil_mode, pads=[(0, s - 1 if ceil_mode else 0) for s in st])
+        count = ctx.op(
+            "stablehlo.reduce_window",
+            [ones, ctx.constant(0, dt)],
+            (raw, dt),
+            attrs=attrs,
+            regions=[ctx.scalar_region(dt, "stablehlo.add")],
+        )
     return _fit(ctx, ctx.binary("stablehlo.divide", total, count), shape)
 
 
@@ -159,14 +175,16 @@ def _src_index(ctx, n_in, n_out, scale, align_corners, linear):
     if not linear:
         return ctx.binary("stablehlo.multiply", dst, ratio)
     half = ctx.constant(0.5, f, (n_out,))
-    src = ctx.binary("stablehlo.subtract", ctx.binary("stablehlo.multiply", ctx.binary("stablehlo.add", dst, half),
-                                                      ratio), half)
+    src = ctx.binary("stablehlo.subtract", ctx.binary("stablehlo.multiply", ctx.binary("stablehlo.add", dst, half), ratio), half)
     return ctx.binary("stablehlo.maximum", src, ctx.constant(0.0, f, (n_out,)))
 
 
 def _clamp_index(ctx, i, n_in, n_out):
-    last = ctx.binary("stablehlo.subtract", ctx.convert(ctx.dim(n_in), "i64") if not isinstance(n_in, int)
-                      else ctx.constant(n_in, "i64"), ctx.constant(1, "i64"))
+    last = ctx.binary(
+        "stablehlo.subtract",
+        ctx.convert(ctx.dim(n_in), "i64") if not isinstance(n_in, int) else ctx.constant(n_in, "i64"),
+        ctx.constant(1, "i64"),
+    )
     return ctx.binary("stablehlo.minimum", i, ctx.broadcast_to(last, (n_out,)))
 
 
@@ -192,8 +210,7 @@ def _upsample(ctx, node, x, scales, align_corners, linear):
         g1 = gather_along(ctx, y, d, i1, out_shape)
         lam = ctx.binary("stablehlo.subtract", src, ctx.convert(i0, "f32"))
         lam = ctx.broadcast_to(ctx.convert(lam, cdt), out_shape, dims=[d])
-        y = ctx.binary("stablehlo.add", g0, ctx.binary("stablehlo.multiply", lam,
-                                                      ctx.binary("stablehlo.subtract", g1, g0)))
+        y = ctx.binary("stablehlo.add", g0, ctx.binary("stablehlo.multiply", lam, ctx.binary("stablehlo.subtract", g1, g0)))
     return ctx.convert(y, dt)
 
 
@@ -224,7 +241,7 @@ def _adaptive_avg_pool(ctx, node, x, output_size):
     sums (two gathers and a divide per spatial dim; the windows are separable)."""
     from .index import gather_along
 
-    shape, dt = ctx.out_spec(node)
+    _shape, dt = ctx.out_spec(node)
     cdt = "f32" if dt in ("f16", "bf16") else dt
     y = ctx.convert(x, cdt)
     for j, o in enumerate(output_size):
@@ -235,12 +252,18 @@ def _adaptive_avg_pool(ctx, node, x, output_size):
         c = lambda v: ctx.constant(v, "i64", (int(o),))  # noqa: E731
         nb = ctx.broadcast_to(nv, (int(o),))
         start = ctx.binary("stablehlo.divide", ctx.binary("stablehlo.multiply", i, nb), c(int(o)))
-        end = ctx.binary("stablehlo.divide", ctx.binary("stablehlo.add", ctx.binary(
-            "stablehlo.multiply", ctx.binary("stablehlo.add", i, c(1)), nb), c(int(o) - 1)), c(int(o)))
+        end = ctx.binary(
+            "stablehlo.divide",
+            ctx.binary(
+                "stablehlo.add", ctx.binary("stablehlo.multiply", ctx.binary("stablehlo.add", i, c(1)), nb), c(int(o) - 1)
+            ),
+            c(int(o)),
+        )
         p = _prefix(ctx, y, d)
         out_shape = tuple(int(o) if k == d else s for k, s in enumerate(y.sym_shape))
-        total = ctx.binary("stablehlo.subtract", gather_along(ctx, p, d, end, out_shape),
-                           gather_along(ctx, p, d, start, out_shape))
+        total = ctx.binary(
+            "stablehlo.subtract", gather_along(ctx, p, d, end, out_shape), gather_along(ctx, p, d, start, out_shape)
+        )
         count = ctx.convert(ctx.binary("stablehlo.subtract", end, start), cdt)
         y = ctx.binary("stablehlo.divide", total, ctx.broadcast_to(count, out_shape, dims=[d]))
     return ctx.convert(y, dt)

@@ -7,6 +7,7 @@ static dim is a ``reduce_window``; along a dynamic dim (the window would be
 dynamic) it is a Hillis-Steele scan unrolled to ceil(log2 bound) steps of O(n)
 (31 without a bound), which XLA's dynamic padder serves (a ``while`` it cannot).
 """
+
 from __future__ import annotations
 
 import math
@@ -142,10 +143,16 @@ def cumsum_along(ctx, x, dim):
         win[dim] = str(n)
         pad = ", ".join(f"[{n - 1}, 0]" if i == dim else "[0, 0]" for i in range(x.rank))
         init = ctx.constant(0, out_dt)
-        return ctx.op("stablehlo.reduce_window", [x, init], (x.sym_shape, out_dt), attrs={
-            "window_dimensions": "array<i64: " + ", ".join(win) + ">",
-            "padding": f"dense<[{pad}]> : tensor<{x.rank}x2xi64>"},
-            regions=[ctx.scalar_region(out_dt, "stablehlo.add")])
+        return ctx.op(
+            "stablehlo.reduce_window",
+            [x, init],
+            (x.sym_shape, out_dt),
+            attrs={
+                "window_dimensions": "array<i64: " + ", ".join(win) + ">",
+                "padding": f"dense<[{pad}]> : tensor<{x.rank}x2xi64>",
+            },
+            regions=[ctx.scalar_region(out_dt, "stablehlo.add")],
+        )
     return scan_add(ctx, x, dim)
 
 
@@ -176,8 +183,7 @@ def scan_add(ctx, x, dim):
     y = x
     for k in range(steps):
         ypad = ctx.op("stablehlo.concatenate", [zero_row, y], (padded, x.dtype), attrs={"dimension": f"{dim} : i64"})
-        idx = ctx.binary("stablehlo.maximum", ctx.binary("stablehlo.add", pos, ctx.constant(1 - 2 ** k, i32, (n,))),
-                         zero)
+        idx = ctx.binary("stablehlo.maximum", ctx.binary("stablehlo.add", pos, ctx.constant(1 - 2**k, i32, (n,))), zero)
         y = ctx.binary("stablehlo.add", y, gather_along(ctx, ypad, dim, idx, x.sym_shape))
     return y
 
@@ -188,8 +194,11 @@ def arg_reduce(ctx, x, dim, kind, keepdim):
     dt = x.dtype
     dim = dim % x.rank
     idx = ctx.iota(x.sym_shape, dim, "i64")
-    worst = (-math.inf if kind == "max" else math.inf) if T.is_float(dt) else (
-        np.iinfo(T.MLIR_TO_NUMPY[dt]).min if kind == "max" else np.iinfo(T.MLIR_TO_NUMPY[dt]).max)
+    worst = (
+        (-math.inf if kind == "max" else math.inf)
+        if T.is_float(dt)
+        else (np.iinfo(T.MLIR_TO_NUMPY[dt]).min if kind == "max" else np.iinfo(T.MLIR_TO_NUMPY[dt]).max)
+    )
     if dt == "i1":
         worst = kind != "max"
 
@@ -201,8 +210,13 @@ def arg_reduce(ctx, x, dim, kind, keepdim):
 
     out = tuple(d for i, d in enumerate(x.sym_shape) if i != dim)
     region = ctx.region([((), dt), ((), "i64"), ((), dt), ((), "i64")], pick)
-    vals, inds = ctx.op("stablehlo.reduce", [x, idx, ctx.constant(worst, dt), ctx.constant(2**63 - 1, "i64")],
-                        [(out, dt), (out, "i64")], attrs={"dimensions": f"array<i64: {dim}>"}, regions=[region])
+    vals, inds = ctx.op(
+        "stablehlo.reduce",
+        [x, idx, ctx.constant(worst, dt), ctx.constant(2**63 - 1, "i64")],
+        [(out, dt), (out, "i64")],
+        attrs={"dimensions": f"array<i64: {dim}>"},
+        regions=[region],
+    )
     if keepdim:
         kept = tuple(1 if i == dim else d for i, d in enumerate(x.sym_shape))
         vals, inds = ctx.reshape(vals, kept), ctx.reshape(inds, kept)
@@ -259,8 +273,7 @@ def _vector_norm(ctx, node, x, ord=2, dim=None, keepdim=False, *, dtype=None):
     if ord == math.inf or ord == -math.inf:
         r = ctx.reduce(a, d, "max" if ord > 0 else "min", keepdim=keepdim)
     elif ord == 0:
-        r = ctx.reduce(ctx.convert(ctx.compare(a, ctx.constant(0, dt, a.sym_shape), "NE"), dt), d, "add",
-                       keepdim=keepdim)
+        r = ctx.reduce(ctx.convert(ctx.compare(a, ctx.constant(0, dt, a.sym_shape), "NE"), dt), d, "add", keepdim=keepdim)
     elif ord == 1:
         r = ctx.reduce(a, d, "add", keepdim=keepdim)
     elif ord == 2:

@@ -1,6 +1,7 @@
 """Sorting: sort / argsort (``stablehlo.sort`` of the values with an i64 iota,
 stable) and topk (a sort along the dim, then the first ``k``): O(n log n) along
 static or dynamic dims."""
+
 from __future__ import annotations
 
 import torch
@@ -30,8 +31,13 @@ def sort_with_indices(ctx, x, dim, descending):
         return c.op("stablehlo.compare", [a, b], ((), "i1"), attrs=attrs)
 
     region = ctx.region([((), dt), ((), dt), ((), "i64"), ((), "i64")], body)
-    vals, inds = ctx.op("stablehlo.sort", [x, idx], [(x.sym_shape, dt), (x.sym_shape, "i64")],
-                        attrs={"dimension": f"{dim} : i64", "is_stable": "true"}, regions=[region])
+    vals, inds = ctx.op(
+        "stablehlo.sort",
+        [x, idx],
+        [(x.sym_shape, dt), (x.sym_shape, "i64")],
+        attrs={"dimension": f"{dim} : i64", "is_stable": "true"},
+        regions=[region],
+    )
     return vals, inds
 
 

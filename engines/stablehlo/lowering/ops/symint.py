@@ -13,6 +13,7 @@ during shape refinement for each concrete shape and fails with the message
 assertion on tensor *data* (``_assert_async``) cannot be checked by these
 executors, so it is a lowering error, never dropped.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -44,7 +45,7 @@ def _cached(ctx, node):
 
 
 def _kind(x) -> str:
-    """"i1" (SymBool / bool), FLOAT (SymFloat / float) or SHAPE_DTYPE (SymInt / int)."""
+    """ "i1" (SymBool / bool), FLOAT (SymFloat / float) or SHAPE_DTYPE (SymInt / int)."""
     if isinstance(x, Value):
         return "i1" if x.dtype == "i1" else FLOAT if x.dtype.startswith(("f", "bf")) else SHAPE_DTYPE
     if isinstance(x, bool):
@@ -63,8 +64,7 @@ def _common(*xs) -> str:
 
 def _operand(ctx, x, dtype=SHAPE_DTYPE):
     if isinstance(x, Value):
-        return ctx.convert(x, dtype) if not (dtype != "i1" and x.dtype == "i1") else \
-            ctx.op("stablehlo.convert", [x], ((), dtype))
+        return ctx.convert(x, dtype) if not (dtype != "i1" and x.dtype == "i1") else ctx.op("stablehlo.convert", [x], ((), dtype))
     _kind(x)
     return ctx.constant(x, dtype)
 
@@ -171,8 +171,14 @@ def _compare(direction):
     return fn
 
 
-for _d, _op in {"EQ": operator.eq, "NE": operator.ne, "LT": operator.lt, "LE": operator.le,
-                "GT": operator.gt, "GE": operator.ge}.items():
+for _d, _op in {
+    "EQ": operator.eq,
+    "NE": operator.ne,
+    "LT": operator.lt,
+    "LE": operator.le,
+    "GT": operator.gt,
+    "GE": operator.ge,
+}.items():
     lowers(_op)(_compare(_d))
 
 
@@ -291,9 +297,17 @@ def shape_assertion(ctx, pred: Value, message: str, expr=None) -> None:
     msg = _mlir_string(message)[1:-1]
     if names:
         msg += " (" + ", ".join(f"{n} = {{{i}}}" for i, n in enumerate(names)) + ")"
-    ctx.op("stablehlo.custom_call", [pred] + vals, [], attrs={
-        "call_target_name": '"shape_assertion"', "api_version": "2 : i32", "has_side_effect": "true",
-        "error_message": f'"{msg}"'})
+    ctx.op(
+        "stablehlo.custom_call",
+        [pred] + vals,
+        [],
+        attrs={
+            "call_target_name": '"shape_assertion"',
+            "api_version": "2 : i32",
+            "has_side_effect": "true",
+            "error_message": f'"{msg}"',
+        },
+    )
 
 
 def _expr_of(node, i=0):
@@ -315,8 +329,9 @@ def _assert_scalar(ctx, node, cond, msg="assertion failed"):
     cond_node = node.args[0] if isinstance(node.args[0], torch.fx.Node) else None
     stand_ins = getattr(ctx, "stand_ins", set())
     if cond_node is not None and any(getattr(a, "name", None) in stand_ins for a in cond_node.args):
-        raise LoweringError(f"runtime assertion {expr} on a view's storage offset or stride that has no value "
-                            f"here (an unbacked size): {msg}")
+        raise LoweringError(
+            f"runtime assertion {expr} on a view's storage offset or stride that has no value here (an unbacked size): {msg}"
+        )
     shape_assertion(ctx, _operand(ctx, cond, "i1"), f"{msg} (torch.export runtime assertion %{node.name})", expr)
     return None
 
@@ -346,8 +361,12 @@ def _constrain_range(ctx, node, size, min=None, max=None):
     lo = 0 if min is None and node.target is aten.sym_constrain_range_for_size.default else min
     for bound, direction, word in ((lo, "GE", ">="), (max, "LE", "<=")):
         if bound is not None and abs(bound) < 2**31:
-            shape_assertion(ctx, ctx.compare(v, ctx.constant(int(bound), SHAPE_DTYPE), direction),
-                            f"{node.target.name()}: size must be {word} {bound} (%{node.name})", _expr_of(node))
+            shape_assertion(
+                ctx,
+                ctx.compare(v, ctx.constant(int(bound), SHAPE_DTYPE), direction),
+                f"{node.target.name()}: size must be {word} {bound} (%{node.name})",
+                _expr_of(node),
+            )
     return None
 
 
@@ -355,9 +374,11 @@ def _constrain_range(ctx, node, size, min=None, max=None):
 def _assert_async(ctx, node, cond, msg="assertion on tensor data"):
     if getattr(ctx, "data_asserts", "error") == "skip":
         return None  # the caller asked for it: lower(..., data_asserts="skip")
-    raise LoweringError(f"{msg}: an assertion on tensor data ({node.target.name()}) cannot be checked by the "
-                        f"StableHLO executors (no runtime-error op); it is not dropped silently "
-                        f"(lower(..., data_asserts='skip') lowers the program without it)")
+    raise LoweringError(
+        f"{msg}: an assertion on tensor data ({node.target.name()}) cannot be checked by the "
+        f"StableHLO executors (no runtime-error op); it is not dropped silently "
+        f"(lower(..., data_asserts='skip') lowers the program without it)"
+    )
 
 
 @lowers(aten._assert_tensor_metadata.default)
