@@ -24,15 +24,25 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .interpreter import (
+# re-exported: this module is the executors' one import point (engines.stablehlo, backends)
+from .interpreter import (  # noqa: F401
+    InterpreterCrashed,
     InterpreterExecutor,
-    InterpreterProgram,  # noqa: F401
+    InterpreterLimitation,
+    InterpreterProgram,
+    InterpreterWorker,
+    LocalInterpreter,
 )
 from .module import ExecutionError, Module, Report, digest, format_shapes, main_signature  # noqa: F401
 from .padded import BoundedXlaProgram, BucketedXlaProgram, PadderUnsupported, XlaExecutor  # noqa: F401
-from .xla import (
+from .xla import (  # noqa: F401
+    XlaProgram,
     XlaStats,
-    refine,  # noqa: F401
+    cpu,
+    device_put,
+    load_runtime,
+    refine,
+    to_host,
 )
 
 _XLA = XlaExecutor()
