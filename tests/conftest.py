@@ -64,6 +64,15 @@ SLOW = (
     "tests/test_torch_aoti.py::*",
     "tests/test_torch_lazy_ts.py::*",
     "tests/test_worker_isolation.py::*",
+    # merged after the tiers were drawn: each builds, installs, publishes or starts a cluster
+    "tests/test_wheel.py::*",  # builds and installs the wheel, runs a job (~1.5 min)
+    "tests/test_asv_publish.py::*",  # asv run + publish + Chromium (~5 min)
+    "tests/test_dask_cluster.py::*",  # a real scheduler and two workers (~4.5 min)
+    "tests/test_models.py::*",  # the model cases against their float64 oracles (~2.5 min)
+    "tests/lazy/test_lazy_models.py::*",  # nine models over four sizes
+    "tests/stablehlo/test_models.py::*",  # three bounded model sweeps (40-100 s each)
+    "tests/stablehlo/test_size_classes.py::*",  # an XLA compile per size class
+    "tests/test_timed_region.py::*",  # starts backends and XLA programs
 )
 
 
