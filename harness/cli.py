@@ -1,4 +1,8 @@
-"""Command line: ``python -m harness {list,run,report,compare,history,merge}`` (also ``dynshape``)."""
+"""Command line: ``python -m harness {list,run,report,compare,history,merge}`` (also ``dynshape``).
+
+(Over 500 lines: one function per verb with its argument checks; the verbs move
+to modules of their own when the next one is added.)
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
 """A fork server ("zygote") per environment: import once, fork one worker per job.
 
+(Over 500 lines: the server and its client speak one protocol, kept side by side.)
+
 A worker spawned with ``python -m harness.worker`` spends most of a small job
 importing torch (about 2 s). The zygote is a process of the job's environment
 that imports the heavy, thread-free modules once (:data:`PRELOAD`: import

@@ -1,5 +1,8 @@
 """Generate the Python source of one graph (per signature) from solved expressions.
 
+(Over 500 lines since ruff format's one-argument-per-line layout: the emitter and
+the templates it fills read as one unit.)
+
 All sizes in the generated code are expressions over ``d{i}_{j}`` (the input
 dims, unpacked from ``t{i}.shape`` at the top) and ``p_*`` (constraints): no
 concrete size is ever baked in.

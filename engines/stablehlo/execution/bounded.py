@@ -1,5 +1,8 @@
 """The bounded entry: one XLA executable for every size up to a module's bounds.
 
+(Over 500 lines: the bounded-entry rewrite is one pass over a module, its steps
+sharing the walk's state; bounds.py and bounded_reshape.py hold what stands alone.)
+
 XLA's CPU compiler takes a module whose entry parameters are *static at the
 bound*, marks each live size with ``stablehlo.set_dimension_size(param, n,
 dim)`` (``n`` an ``i32`` scalar argument), and lets its dynamic padder mask the

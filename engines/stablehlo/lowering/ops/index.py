@@ -20,44 +20,9 @@ from .. import types as T
 from ..builder import Value
 from ..registry import lowers
 from ..symbolic import as_dim
+from .gather import _ints, gather_along
 
 aten = torch.ops.aten
-
-
-def _ints(v):
-    return "[" + ", ".join(str(int(i)) for i in v) + "]"
-
-
-def gather_along(ctx, x, dim, idx, out_shape=None):
-    """out = x.shape[:d] + idx.shape + x.shape[d+1:], out[..., i..., ...] = x[..., idx[i...], ...]."""
-    r, q = x.rank, idx.rank
-    d = dim % r
-    if out_shape is None:
-        out_shape = x.sym_shape[:d] + idx.sym_shape + x.sym_shape[d + 1 :]
-    idx = ctx.convert(idx, "i64") if idx.dtype not in ("i32", "i64") else idx
-    offset_dims = list(range(d)) + list(range(d + q, r + q - 1))
-    dn = (
-        f"#stablehlo.gather<offset_dims = {_ints(offset_dims)}, collapsed_slice_dims = [{d}], "
-        f"start_index_map = [{d}], index_vector_dim = {q}>"
-    )
-    sizes = [1 if i == d else s for i, s in enumerate(x.sym_shape)]
-    if all(isinstance(s, int) for s in sizes):
-        return ctx.op(
-            "stablehlo.gather",
-            [x, idx],
-            (out_shape, x.dtype),
-            attrs={
-                "dimension_numbers": dn,
-                "slice_sizes": "array<i64: " + ", ".join(map(str, sizes)) + ">",
-                "indices_are_sorted": "false",
-            },
-        )
-    return ctx.op(
-        "stablehlo.dynamic_gather",
-        [x, idx, ctx.shape_tensor(sizes)],
-        (out_shape, x.dtype),
-        attrs={"dimension_numbers": dn, "indices_are_sorted": "false"},
-    )
 
 
 def scatter_along(ctx, x, dim, idx, updates, accumulate: bool):
@@ -168,7 +133,7 @@ def mask_index(ctx, node, x, indices):
     so XLA's dynamic padder serves every count with one compile; without
     bounds the dim stays `?` (refinement to a static shape cannot know it). The
     count's symbol is read from this value from now on (``get_dimension_size``)."""
-    from .reduce import cumsum_along
+    from .scan import cumsum_along
 
     tensors = [(k, t) for k, t in enumerate(indices) if t is not None]
     if len(tensors) != 1 or any(t is not None for t in indices[: tensors[0][0]]):

@@ -227,7 +227,7 @@ def _upsample_linear(ctx, node, x, output_size=None, align_corners=False, scale_
 # ------------------------------------------------------ adaptive avg pooling
 def _prefix(ctx, x, d):
     """Exclusive-inclusive prefix sums along ``d`` with a leading zero: (..., n + 1, ...)."""
-    from .reduce import cumsum_along
+    from .scan import cumsum_along
 
     c = cumsum_along(ctx, x, d)
     zero = ctx.constant(0, x.dtype, tuple(1 if i == d else s for i, s in enumerate(x.sym_shape)))

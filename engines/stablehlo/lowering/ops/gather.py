@@ -1,0 +1,41 @@
+"""``gather_along``: the one gather the lowerings share (index, reduce's scan,
+pooling, convolution, control flow), in a module of its own so they import it
+without importing each other."""
+
+from __future__ import annotations
+
+
+def _ints(v):
+    return "[" + ", ".join(str(int(i)) for i in v) + "]"
+
+
+def gather_along(ctx, x, dim, idx, out_shape=None):
+    """out = x.shape[:d] + idx.shape + x.shape[d+1:], out[..., i..., ...] = x[..., idx[i...], ...]."""
+    r, q = x.rank, idx.rank
+    d = dim % r
+    if out_shape is None:
+        out_shape = x.sym_shape[:d] + idx.sym_shape + x.sym_shape[d + 1 :]
+    idx = ctx.convert(idx, "i64") if idx.dtype not in ("i32", "i64") else idx
+    offset_dims = list(range(d)) + list(range(d + q, r + q - 1))
+    dn = (
+        f"#stablehlo.gather<offset_dims = {_ints(offset_dims)}, collapsed_slice_dims = [{d}], "
+        f"start_index_map = [{d}], index_vector_dim = {q}>"
+    )
+    sizes = [1 if i == d else s for i, s in enumerate(x.sym_shape)]
+    if all(isinstance(s, int) for s in sizes):
+        return ctx.op(
+            "stablehlo.gather",
+            [x, idx],
+            (out_shape, x.dtype),
+            attrs={
+                "dimension_numbers": dn,
+                "slice_sizes": "array<i64: " + ", ".join(map(str, sizes)) + ">",
+                "indices_are_sorted": "false",
+            },
+        )
+    return ctx.op(
+        "stablehlo.dynamic_gather",
+        [x, idx, ctx.shape_tensor(sizes)],
+        (out_shape, x.dtype),
+        attrs={"dimension_numbers": dn, "indices_are_sorted": "false"},
+    )
