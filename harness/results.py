@@ -282,6 +282,8 @@ def check_record(rec: dict, where: str) -> None:
         v = rec.get(k)
         if v is None or (isinstance(v, float) and v != v):  # NaN: a missing value written through pandas
             continue
+        if isinstance(v, float) and int in want and v.is_integer():  # an int column pandas wrote as 3.0
+            continue
         if not isinstance(v, want) or (isinstance(v, bool) and bool not in want):
             names = " or ".join("number" if t is float else t.__name__ for t in want if not (t is int and float in want))
             raise ResultsError(f"{where}: field {k!r} is {v!r} ({_a(v)}), expected {names}")

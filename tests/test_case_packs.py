@@ -191,7 +191,8 @@ def test_harness_run_and_the_gate_run_an_out_of_tree_pack(tmp_path):
     jobs = {(r["backend"], r["mode"]) for r in recs}
     assert jobs == {("torch_eager", "static"), ("torch_eager", "unbounded"), ("jax_jit", "static")}
     assert {r["status"] for r in recs} == {"pass"} and {r["case"] for r in recs} == {"pack_double"}
-    assert "| pack_double | torch_eager | static | pass | = 0/shape |" in run.stdout
+    report = _run(["-m", "harness", "report", *map(str, out.glob("*.jsonl"))], root)
+    assert "| pack_double | torch_eager | static | pass | = 0/shape |" in report.stdout, report.stdout + report.stderr
 
     gate = _run(
         [

@@ -110,7 +110,17 @@ def test_out_of_tree_backend_runs_a_job(tmp_path):
         text=True,
         timeout=300,
     )
-    assert "| gnn_edge_divide | acme | unbounded | pass | no rule | 3 | 0 |" in out.stdout, out.stderr
+    # the run's summary names the job (no rule names it: unexpected, exit 1); its row is the report's
+    assert out.returncode == 1 and "gnn_edge_divide[acme-unbounded]: norule" in out.stderr, out.stdout + out.stderr
+    report = subprocess.run(
+        [sys.executable, "-m", "harness", "report", *map(str, (tmp_path / "res").glob("*.jsonl"))],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert "| gnn_edge_divide | acme | unbounded | pass | no rule | 3 | 0 |" in report.stdout, report.stdout + report.stderr
     # it ran and matched the oracle, but no rule of cases/expectations.toml names it: `run` says so (exit 1)
     assert out.returncode == 1 and "gnn_edge_divide[acme-unbounded]: norule: no rule" in out.stderr, out.stderr
 

@@ -71,7 +71,7 @@ def assert_matches(got, case, expected):
 def test_modules_import_without_torch_xla():
     """``dynshape list`` imports backend modules in the main env: no torch/torch_xla/jax at import."""
     code = (
-        "import sys; import backends.torch_xla, backends.torch_xla_lazy, backends.torch_xla_export, "
+        "import sys; import backends.torch_xla_lazy, backends.torch_xla_export, "
         "backends.torch_xla_stablehlo; "
         "bad = [m for m in ('torch', 'torch_xla', 'jax') if m in sys.modules]; "
         "assert not bad, bad; print('ok')"
@@ -113,7 +113,7 @@ def test_backend_declarations():
 @needs_jax
 def test_stablehlo_failure_is_remembered(monkeypatch):
     """A failed export raises torch_xla's message on every call, exporting once."""
-    from backends.torch_xla import stablehlo_backend as sb
+    from backends import torch_xla_stablehlo as sb
 
     calls = []
 
@@ -142,7 +142,7 @@ def test_stablehlo_failure_is_remembered(monkeypatch):
 def test_stablehlo_permutes_arguments(monkeypatch, cls_name, stage):
     """@main's argument order is torch_xla's, not the program's: the adapter permutes;
     one executor compile (xla) or parse (interpreter) per novel shape."""
-    from backends.torch_xla import stablehlo_backend as sb
+    from backends import torch_xla_stablehlo as sb
 
     cls = getattr(sb, cls_name)
     text = """
@@ -196,7 +196,7 @@ module @m {
 @needs_jax
 def test_stablehlo_startup_without_xla_env(monkeypatch):
     """No .venv-xla: startup does not fail the job; every call names the missing env, nothing counts."""
-    from backends.torch_xla import stablehlo_backend as sb
+    from backends import torch_xla_stablehlo as sb
 
     monkeypatch.setenv("DYNSHAPE_XLA_PYTHON", str(ROOT / "no-such-venv" / "bin" / "python"))
     backend = sb.TorchXlaStableHLOCanon()
@@ -443,4 +443,4 @@ def test_stablehlo_backend_end_to_end():
         backend.close()
     assert not backend.server.running()
     assert backend.guards() == ["unsqueeze: unsqueeze dim -1 -> 1"]
-    assert set(backend.compile_times()) == {"export", "xla"} and backend.compile_time_s() > 0
+    assert {"export", "xla"} <= set(backend.compile_times()) <= {"export", "xla", "xla_refine"} and backend.compile_time_s() > 0
