@@ -13,10 +13,19 @@ PYTEST_FLAGS ?= -n 2 --durations=15
 
 setup: $(STAMP)
 
+EXTRAS := main,models,test,bench,distributed,docs
+# uv installs from pip's own sources (mk/uv) and hard-links from one cache, so
+# a fresh clone's set-up takes seconds once a clone on this machine has filled
+# it (pip copies ~9 GB per clone). Where uv cannot be had, pip installs.
+UV_VERSION ?= 0.13.9
+UV := $(VENV)/bin/uv
+
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	mk/retry 3 setup $(PY) -m pip install --quiet --upgrade pip setuptools wheel
-	mk/retry 5 setup $(PY) -m pip install --quiet -e '.[main,models,test,bench,distributed,docs]'
+	@mk/retry 3 setup $(PY) -m pip install --quiet 'uv==$(UV_VERSION)' || echo "setup: no uv; pip installs instead" >&2
+	if [ -x $(UV) ]; then mk/retry 5 setup mk/uv $(UV) pip install --quiet --python $(PY) -e '.[$(EXTRAS)]'; \
+	else mk/retry 3 setup $(PY) -m pip install --quiet --upgrade pip setuptools wheel && \
+	  mk/retry 5 setup $(PY) -m pip install --quiet -e '.[$(EXTRAS)]'; fi
 	@touch $@
 
 # two workers at a time keep the default profile under 10 minutes on 2 cores;

@@ -30,6 +30,11 @@ XLA_PIP_FLAGS   ?=
 XLA_MAIN_PY     ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
 XLA_TRIES       ?= 5
 XLA_WHEELS      ?= $(XLA_VENV)/.wheels
+# uv (installed into the main venv by `make setup`) keeps one cache of unpacked
+# wheels and hard-links them into the venv: a second clone's xla-env takes
+# seconds instead of copying ~7 GB again. Where it is not executable (mk/xla.mk
+# used alone, or XLA_UV= ), pip downloads into $(XLA_WHEELS) and installs from there.
+XLA_UV          ?= .venv/bin/uv
 
 .PHONY: xla-env xla-check xla-clean test-xla
 
@@ -46,6 +51,10 @@ $(XLA_VENV)/.installed: $(XLA_REQS)
 	  $(XLA_PYTHON_BASE) -m venv $(XLA_VENV) || { echo "xla-env: '$(XLA_PYTHON_BASE) -m venv $(XLA_VENV)' failed" >&2; exit 1; }; \
 	fi; \
 	echo "xla-env: installing $(XLA_REQS) into $(XLA_VENV) (first time: ~3 min, ~7 GB)"; \
+	if [ -x "$(XLA_UV)" ]; then \
+	  mk/retry $(XLA_TRIES) xla-env mk/uv $(XLA_UV) pip install --quiet --python $(XLA_PY) $(XLA_PIP_FLAGS) -r $(XLA_REQS) || { \
+	    echo "xla-env: 'uv pip install -r $(XLA_REQS)' into $(XLA_VENV) FAILED $(XLA_TRIES) times (see above); what did arrive stays in uv's cache; no stamp written" >&2; exit 1; }; \
+	else \
 	mk/retry 2 xla-env $(XLA_PY) -m pip install --quiet --upgrade pip $(XLA_PIP_FLAGS) || true; \
 	resume=; $(XLA_PY) -m pip download --help | grep -q -- --resume-retries && resume=--resume-retries=10; \
 	mk/retry $(XLA_TRIES) xla-env $(XLA_PY) -m pip download --quiet $$resume $(XLA_PIP_FLAGS) -d $(XLA_WHEELS) -r $(XLA_REQS) || { \
@@ -53,6 +62,7 @@ $(XLA_VENV)/.installed: $(XLA_REQS)
 	$(XLA_PY) -m pip install --no-index --find-links $(XLA_WHEELS) $(XLA_PIP_FLAGS) -r $(XLA_REQS) || { \
 	  echo "xla-env: 'pip install -r $(XLA_REQS)' from $(XLA_WHEELS) into $(XLA_VENV) FAILED (see above); no stamp written" >&2; exit 1; }; \
 	rm -rf $(XLA_WHEELS); \
+	fi; \
 	PJRT_DEVICE=CPU $(XLA_PY) -c "import torch, torch_xla; print('xla-env: torch', torch.__version__, '+ torch_xla', torch_xla.__version__)" || { \
 	  echo "xla-env: installed, but 'import torch, torch_xla' fails in $(XLA_VENV); no stamp written" >&2; exit 1; }; \
 	touch $@

@@ -2,6 +2,7 @@
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,3 +55,77 @@ def test_xla_env_downloads_with_retries_then_installs_offline(tmp_path):
     install = script.index(f"-m pip install --no-index --find-links {wheels}")
     assert download < install < script.index(f"rm -rf {wheels}") < script.index(f"touch {venv}/.installed")
     assert f"-d {wheels} -r requirements-xla.txt" in script
+
+
+UV = ROOT / "mk" / "uv"
+
+
+def _fake_uv(tmp_path) -> Path:
+    """A stand-in for uv that prints the settings mk/uv hands it, and its arguments."""
+    fake = tmp_path / "uv"
+    fake.write_text(
+        "#!/usr/bin/env bash\n"
+        'for k in UV_FIND_LINKS UV_EXTRA_INDEX_URL UV_INDEX_URL UV_CONSTRAINT SSL_CERT_FILE UV_INDEX_STRATEGY; do echo "$k=${!k-}"; done\n'
+        'echo "ARGS=$*"\n'
+    )
+    fake.chmod(0o755)
+    return fake
+
+
+def _settings(out: str) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in out.splitlines())
+
+
+def _clean_env(**extra) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_", "SSL_CERT"))}
+    return {**env, "UV_PIP_PYTHON": sys.executable, **extra}
+
+
+def test_uv_gets_the_sources_pip_has_from_its_variables(tmp_path):
+    """uv reads none of pip's settings: mk/uv hands it pip's find-links (comma-separated,
+    as uv reads them), extra indexes, constraints and CA bundle, and pip's best match
+    across indexes (uv's default takes the first index that has the package)."""
+    env = _clean_env(
+        PIP_FIND_LINKS="/w1 /w2",
+        PIP_EXTRA_INDEX_URL="file:///a/simple file:///b/simple",
+        PIP_CONSTRAINT="/c.txt",
+        PIP_CERT="/ca.pem",
+        PIP_CONFIG_FILE=os.devnull,
+    )
+    out = subprocess.run(
+        [str(UV), str(_fake_uv(tmp_path)), "pip", "install", "x"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    got = _settings(out.stdout)
+    assert got["UV_FIND_LINKS"] == "/w1,/w2"
+    assert got["UV_EXTRA_INDEX_URL"] == "file:///a/simple file:///b/simple"
+    assert got["UV_CONSTRAINT"] == "/c.txt" and got["SSL_CERT_FILE"] == "/ca.pem"
+    assert got["UV_INDEX_STRATEGY"] == "unsafe-best-match" and got["ARGS"] == "pip install x"
+
+
+def test_uv_gets_the_sources_pip_has_from_its_config_file(tmp_path):
+    conf = tmp_path / "pip.conf"
+    conf.write_text("[global]\nfind-links = /wheels\nextra-index-url = file:///x/simple\nconstraint = /k.txt\n")
+    env = _clean_env(PIP_CONFIG_FILE=str(conf))
+    out = subprocess.run([str(UV), str(_fake_uv(tmp_path))], capture_output=True, text=True, env=env, timeout=60)
+    got = _settings(out.stdout)
+    assert (got["UV_FIND_LINKS"], got["UV_EXTRA_INDEX_URL"], got["UV_CONSTRAINT"]) == ("/wheels", "file:///x/simple", "/k.txt")
+    assert got["UV_INDEX_URL"] == "" and got["SSL_CERT_FILE"] == ""
+
+
+def test_setup_installs_with_uv_and_falls_back_to_pip():
+    """`make setup` (also under `make run`/`make test`) installs the main venv with uv through
+    mk/uv, and with pip where uv could not be installed; so does xla-env."""
+    out = subprocess.run(
+        ["make", "-n", "-W", "pyproject.toml", ".venv/.installed"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    script = out.stdout
+    assert (
+        "mk/uv .venv/bin/uv pip install --quiet --python .venv/bin/python -e '.[main,models,test,bench,distributed,docs]'"
+        in script
+    )
+    assert script.index("-m pip install --quiet 'uv==") < script.index("mk/uv .venv/bin/uv")
+    assert ".venv/bin/python -m pip install --quiet -e '.[main,models,test,bench,distributed,docs]'" in script  # the fallback
+    xla = subprocess.run(["make", "-n", "xla-env", "XLA_VENV=/tmp/xv-n"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert "mk/uv .venv/bin/uv pip install --quiet --python /tmp/xv-n/bin/python  -r requirements-xla.txt" in xla.stdout
