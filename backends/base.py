@@ -146,7 +146,11 @@ class Backend:
     before and after every call, so every count lands on the call that caused it.
     """
 
-    name: ClassVar[str] = ""
+    # not a ClassVar: harness.registry's stand-in for a backend that cannot load
+    # (Broken) takes the name of the entry point it stands in for, per instance
+    name: str = ""
+    #: the entry point it was loaded from (``module:Class``), set by harness.registry
+    spec: str
     forms: ClassVar[tuple[str, ...]] = ()
     modes: ClassVar[tuple[str, ...]] = ()
     env: ClassVar[str] = "main"

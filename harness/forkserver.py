@@ -51,6 +51,7 @@ import sys
 import threading
 import time
 import warnings
+from typing import IO, Protocol
 
 from . import zygote_warm
 
@@ -113,12 +114,28 @@ def usable(env_name: str, env: dict) -> bool:
 # -- the parent's side ----------------------------------------------------------
 
 
+class WorkerProcess(Protocol):
+    """The part of :class:`subprocess.Popen` (text pipes) the runner uses, which
+    :class:`ForkedProcess` has too: the runner watches either kind alike."""
+
+    @property
+    def pid(self) -> int | None: ...
+    @property
+    def stdout(self) -> IO[str] | None: ...
+    @property
+    def stderr(self) -> IO[str] | None: ...
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
 class ForkedProcess:
     """A forked worker, with the part of :class:`subprocess.Popen` the runner uses:
     ``pid`` (also its process group: the child starts a session), ``stdout`` and
     ``stderr`` (text pipes), ``wait`` and ``returncode`` (negative: the signal)."""
 
-    def __init__(self, stdout, stderr):
+    #: when the fork was asked for (the runner's ``startup_s`` counts from here); set by :meth:`Zygote.start`
+    requested: float
+
+    def __init__(self, stdout: IO[str], stderr: IO[str]):
         self.stdout, self.stderr = stdout, stderr
         self.pid: int | None = None
         self.returncode: int | None = None
@@ -135,7 +152,9 @@ class ForkedProcess:
 
     def wait(self, timeout: float | None = None) -> int:
         if not self._ended.wait(timeout):
+            assert timeout is not None  # Event.wait(None) returns only once the event is set
             raise subprocess.TimeoutExpired(f"forked worker {self.pid}", timeout)
+        assert self.returncode is not None  # _exit sets it before it sets _ended
         return self.returncode
 
 
@@ -179,6 +198,7 @@ class Zygote:
                 return
             started.append(proc)
             ready.set()
+            assert proc.stderr is not None  # stderr=PIPE
             self._stderr = proc.stderr.read().decode(errors="replace")  # until it exits
             proc.wait()
 
@@ -213,7 +233,6 @@ class Zygote:
         err_r, err_w = os.pipe()
         proc = ForkedProcess(open(out_r, encoding="utf-8", errors="replace"), open(err_r, encoding="utf-8", errors="replace"))
         msg = json.dumps({"argv": argv, "env": env, "cwd": self.cwd})
-        #: when the fork was asked for (the runner's ``startup_s`` counts from here)
         proc.requested = time.time()
         try:
             with self._lock:

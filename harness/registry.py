@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 from importlib import metadata
+from typing import Any
 
 from backends.base import Backend
 
@@ -77,7 +78,7 @@ def load_spec(spec: str) -> Backend:
     import importlib
 
     module, _, attr = spec.partition(":")
-    obj = importlib.import_module(module)
+    obj: Any = importlib.import_module(module)  # then a class in it: whatever the spec names
     for part in attr.split("."):
         obj = getattr(obj, part)
     return obj()

@@ -108,7 +108,7 @@ def read_plan(path: Path) -> dict:
     for i, job in enumerate(jobs):
         if not (isinstance(job, list) and len(job) == 3 and all(isinstance(x, str) for x in job)):
             raise bad(f"jobs[{i}] is {job!r}, not [case, backend, mode]")
-    types = {
+    types: dict[str, type | tuple[type, ...]] = {
         "profile": str,
         "repeats": int,
         "warmup": int,

@@ -25,10 +25,11 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any, Literal
 
 import cases
 from backends import envs
-from backends.base import MODES
+from backends.base import MODES, Backend
 
 from . import forkserver, limits, meta, registry, results, threads
 
@@ -44,7 +45,7 @@ class Combo:
     """One job: a case on a backend in a mode."""
 
     case: cases.Case
-    backend: object
+    backend: Backend
     mode: str
     #: the backend was named by the run's backend globs (an opt-in backend runs only then)
     named: bool = True
@@ -132,7 +133,7 @@ class Runner:
         progress: bool = True,
         threads: int | None = 1,
         trace_dir: str | os.PathLike | None = None,
-        max_memory: int | str | None = "default",
+        max_memory: int | Literal["default"] | None = "default",
         processes: int = 1,
         fork_server: bool | None = None,
     ):
@@ -157,7 +158,7 @@ class Runner:
         #: (:mod:`harness.forkserver`; ``None``: unless ``DYNSHAPE_FORK_SERVER=0``)
         self.fork_server = forkserver.enabled() if fork_server is None else fork_server
         commit, dirty = meta.git_state()
-        self._common = {
+        self._common: dict[str, Any] = {  # the fields every record of the run starts from
             "run_id": self.run_id,
             "commit": commit,
             "dirty": dirty,
@@ -285,14 +286,13 @@ class Runner:
             emit(status="skipped", ok=None, message=str(e))
             return
         argv = ["-m", "harness.worker", json.dumps(job)]
-        proc = None
+        forked = None
         if self.fork_server and getattr(combo.backend, "forkable", True) and forkserver.usable(combo.backend.env, env):
-            proc = forkserver.start(python, combo.backend.env, argv, env, str(envs.ROOT))
-        if proc is not None:
-            spawned, start = (
-                proc.requested,
-                {"how": "fork", "preload_s": proc.info.get("preload_s"), "zygote_steps": proc.info.get("steps")},
-            )
+            forked = forkserver.start(python, combo.backend.env, argv, env, str(envs.ROOT))
+        proc: forkserver.WorkerProcess
+        if forked is not None:
+            proc, spawned = forked, forked.requested
+            start = {"how": "fork", "preload_s": forked.info.get("preload_s"), "zygote_steps": forked.info.get("steps")}
         else:
             spawned, start = time.time(), {"how": "spawn", "preload_s": None}
             proc = subprocess.Popen(
@@ -306,12 +306,12 @@ class Runner:
                 text=True,
             )
         lines: queue.Queue = queue.Queue()
-        tail: collections.deque = collections.deque(maxlen=60)
+        last: collections.deque[str] = collections.deque(maxlen=60)
         threading.Thread(target=_pump, args=(proc.stdout, lines.put, True), daemon=True).start()
-        err = threading.Thread(target=_pump, args=(proc.stderr, tail.append), daemon=True)
+        err = threading.Thread(target=_pump, args=(proc.stderr, last.append), daemon=True)
         err.start()
         # the tail is read once the worker has ended and its stderr is drained
-        tail = _Tail(tail, err)
+        tail = _Tail(last, err)
         try:
             self._watch(proc, lines, tail, spawned, timeout, emit, start)
         except BaseException:  # Ctrl-C in this thread: the worker goes too
@@ -471,7 +471,8 @@ def _tail(tail) -> str:
     return " | ".join(lines[-8:])[-1500:] or "(empty)"
 
 
-def _kill(proc: subprocess.Popen) -> None:
+def _kill(proc: forkserver.WorkerProcess) -> None:
+    assert proc.pid is not None  # forkserver.start returns a ForkedProcess only once it has its pid
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
