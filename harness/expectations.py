@@ -38,7 +38,9 @@ import fnmatch
 import os
 import re
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 DEFAULT = Path(__file__).resolve().parent.parent / "cases" / "expectations.toml"
 
@@ -82,6 +84,11 @@ class Rule:
         where = f"{self.source}: rule #{self.number}" if self.source else f"rule #{self.index + 1}"
         return f"{where} (case={self.case} backend={self.backend} mode={self.mode})"
 
+    def expects(self, message: str) -> bool:
+        """Whether an xfail rule's ``match`` (a regex) finds ``message``: a failure it foresees."""
+        assert self.match is not None, f"{self.describe()} has xfail without match"  # _load_file refuses that
+        return re.search(self.match, message) is not None
+
     @property
     def summary(self) -> str:
         """The counts the rule states, for the report."""
@@ -93,7 +100,7 @@ class Rule:
         return ", ".join(parts)
 
 
-def load(path: str | Path | None = None, known: dict | bool | None = None) -> list[Rule]:
+def load(path: str | Path | None = None, known: dict[str, list[str]] | Literal[False] | None = None) -> list[Rule]:
     """The rules of ``path``; by default those of ``cases/expectations.toml``
     followed by each installed case pack's (:mod:`cases.packs`), which apply
     to that pack's cases only and whose globs must match one of them.
@@ -179,7 +186,11 @@ def _load_file(path, names, offset: int = 0, scope: frozenset[str] | None = None
             source=None if scope is None else str(path),
             number=None if scope is None else i + 1,
         )
-        checks = [("compiles", rule.compiles, evaluate, (1,)), ("per_shape", rule.per_shape, evaluate_shape, (0, 1))]
+        # (key, formula, the evaluator that judges it, sample arguments to try it on)
+        checks: list[tuple[str, str | None, Callable[..., int], tuple[int, ...]]] = [
+            ("compiles", rule.compiles, evaluate, (1,)),
+            ("per_shape", rule.per_shape, evaluate_shape, (0, 1)),
+        ]
         checks += [(f"stages.{k}", v, evaluate, (1,)) for k, v in rule.stages]
         checks += [(f"shape_stages.{k}", v, evaluate_shape, (0, 1)) for k, v in rule.shape_stages]
         for key, formula, fn, args in checks:
@@ -249,7 +260,7 @@ def bucket_flags(records: list[dict]) -> tuple[dict[int, int], int]:
     job's backend serves it: :func:`bucket_policy`)."""
     from engines.sizes.buckets import new_buckets
 
-    by_index = {}
+    by_index: dict[int, dict[str, int]] = {}
     for r in records:
         if isinstance(r.get("sizes"), dict):
             by_index.setdefault(int(r["shape_index"]), r["sizes"])
@@ -279,8 +290,9 @@ def bucket_policy(record: dict):
         if padded:
             import cases
 
+            name = record.get("case")
             try:
-                case = cases.get(record.get("case"))
+                case = cases.get(name) if isinstance(name, str) else None
             except cases.CaseError:
                 case = None
             if case is not None:
@@ -330,10 +342,9 @@ class Verdict:
             return ""
         if self.outcome == "norule":
             return "no rule"
-        if self.outcome == "pass":
-            return f"= {r.summary}"
-        if self.outcome == "xfail":
-            return f"xfail: {r.xfail}"
+        if self.outcome in ("pass", "xfail"):
+            assert r is not None  # verdict() reaches either outcome only by a rule
+            return f"= {r.summary}" if self.outcome == "pass" else f"xfail: {r.xfail}"
         if self.outcome == "xpass":
             return "xpass: update expectations"
         if self.outcome == "missing":
@@ -374,7 +385,7 @@ def verdict(records: list[dict], rule: Rule | None, ci: bool | None = None) -> V
     if records and all(r.get("status") in ("unsupported", "skipped") for r in records):
         # a system that refuses the job once it sees it (torch.export's constraint
         # violations) fails as an xfail rule says it will
-        if rule is not None and rule.xfail and all(re.search(rule.match, str(r.get("message"))) for r in records):
+        if rule is not None and rule.xfail and all(rule.expects(str(r.get("message"))) for r in records):
             return Verdict("xfail", [], rule)
         return _unrun(records, rule, in_ci() if ci is None else ci)
     if rule is None:
@@ -388,7 +399,7 @@ def verdict(records: list[dict], rule: Rule | None, ci: bool | None = None) -> V
         return Verdict("fail" if found else "pass", found, rule)
     if not failures:
         return Verdict("xpass", [f"passed, but expected to fail: {rule.xfail}"] + counts, rule)
-    strays = [_describe(r) for r in failures if not re.search(rule.match, str(r.get("message")))]
+    strays = [_describe(r) for r in failures if not rule.expects(str(r.get("message")))]
     found = [f"failed otherwise than expected (match {rule.match!r}): {s}" for s in strays] + counts
     return Verdict("fail" if found else "xfail", found, rule)
 
