@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -64,9 +65,11 @@ def plans(files) -> dict[str, dict]:
     return out
 
 
-def _sweep_length(case: str, profile) -> int | None:
+def _sweep_length(case: str | None, profile) -> int | None:
     import cases
 
+    if case is None:  # a record without its case: no sweep to measure it against
+        return None
     try:
         return len(cases.get(case, checked=False).sizes_for(profile or "quick"))
     except (cases.CaseError, TypeError):
@@ -90,8 +93,8 @@ def holes(records: list[dict], plan: dict | None = None) -> list[str]:
     n = _sweep_length(first.get("case"), profile)
     processes = _int((plan or {}).get("processes")) or 1
     out = []
-    by_process: dict[int, dict[int, dict]] = {}
-    cached: dict[int, dict] = {}
+    by_process: dict[int, dict[int | None, dict]] = {}
+    cached: dict[int | None, dict] = {}  # None: a record without its shape index
     for r in records:
         i = _int(r.get("shape_index"))
         if r.get("novel") is True:
@@ -127,7 +130,7 @@ def _least(asked: int) -> int:
     return min(asked, MIN_SAMPLES)
 
 
-def _list(ix: list[int]) -> str:
+def _list(ix: Sequence[int | None]) -> str:
     return ", ".join(map(str, ix[:8])) + (", …" if len(ix) > 8 else "")
 
 

@@ -313,9 +313,9 @@ def _list(args) -> int:
             f"{d.name}={d.size}" if not d.dynamic else f"{d.name}:{d.kind}" + (f"≤{d.max}" if d.max else "") for d in c.dims
         )
         print(f"  {c.name} ({dims}) tags={','.join(c.tags)}")
-        why = c.unavailable() if hasattr(c, "unavailable") else None
-        if why:  # a model case whose library is missing here
-            print(f"    unavailable: {why}")
+        unavailable = c.unavailable() if hasattr(c, "unavailable") else None
+        if unavailable:  # a model case whose library is missing here
+            print(f"    unavailable: {unavailable}")
             continue
         for m in c.modes:
             runs = [

@@ -145,7 +145,7 @@ def run(runner, combos, address: str | None = None, jobs: int = 1) -> Path:
                     for msg in _drain(q):
                         job = attempts.take(msg)
                         f = by_id.get(job)
-                        if f in pending:  # its result is not needed: a lost worker must not recompute it
+                        if f is not None and f in pending:  # its result is not needed: a lost worker must not recompute it
                             pending.discard(f)
                             f.release()
                     for f in [f for f in pending if f.done()]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
+from typing import Any
 
 #: statuses of a job that never measured anything (a value of theirs does not apply)
 IDLE = ("unsupported", "skipped")
@@ -175,7 +176,8 @@ def clip(s, n: int) -> str:
     return s if not n or len(s) <= n else s[: n - 1] + "…"
 
 
-FORMATS: dict[str, Callable[[object], str]] = {
+# a cell is whatever pandas holds (a NumPy scalar, a float, NaN): each formatter converts it
+FORMATS: dict[str, Callable[[Any], str]] = {
     "seconds": fmt_seconds,
     "ratio": fmt_ratio,
     "count": lambda v: str(int(v)),

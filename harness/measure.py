@@ -267,7 +267,8 @@ def _time_cached(
         backend.sync(program(*args))
         single = max(time.perf_counter() - t0, 1e-7)
     number = max(1, min(1000, int(1e-3 / single)))
-    samples, spent, out = [], 0.0, None
+    samples: list[float] = []
+    spent, out = 0.0, None
     while len(samples) < repeats and (spent < budget_s or len(samples) < MIN_SAMPLES):
         t0 = time.perf_counter()
         for _ in range(number):

@@ -43,6 +43,7 @@ def git_state(root=ROOT) -> tuple[str | None, bool | None]:
 def machine() -> dict:
     """What the run's figures were measured on: CPU model, cores (and those this
     process may use), the cgroup's CPU quota, memory, and the load at the start."""
+    usable: int | None
     try:
         usable = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -90,9 +91,9 @@ def cgroup_cpu_quota(root: str = "/sys/fs/cgroup") -> float | None:
     if v2:
         quota, _, period = v2.partition(" ")
         return None if quota == "max" else round(int(quota) / int(period or 100000), 2)
-    quota, period = _read(f"{root}/cpu/cpu.cfs_quota_us"), _read(f"{root}/cpu/cpu.cfs_period_us")
-    if quota and period and int(quota) > 0:
-        return round(int(quota) / int(period), 2)
+    v1_quota, v1_period = _read(f"{root}/cpu/cpu.cfs_quota_us"), _read(f"{root}/cpu/cpu.cfs_period_us")
+    if v1_quota and v1_period and int(v1_quota) > 0:
+        return round(int(v1_quota) / int(v1_period), 2)
     return None
 
 

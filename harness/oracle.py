@@ -32,9 +32,9 @@ def compare(out, expected: np.ndarray, out_dtype: str, rtol: float, atol: float)
         return Verdict(True, 0.0, 0.0)
     if out.dtype.kind in "biu":
         bad = int(np.count_nonzero(out != expected))
-        err = float(np.max(np.abs(out.astype(np.float64) - expected.astype(np.float64))))
+        worst = float(np.max(np.abs(out.astype(np.float64) - expected.astype(np.float64))))
         msg = f"{bad} of {out.size} elements differ" if bad else ""
-        return Verdict(bad == 0, err, err, msg)
+        return Verdict(bad == 0, worst, worst, msg)
     got = out.astype(np.float64)
     exp = expected.astype(np.float64)
     nan_got, nan_exp = np.isnan(got), np.isnan(exp)

@@ -34,6 +34,10 @@ def _nice_step(span: float, n: int = 6) -> float:
 class _Scale:
     """Data → SVG coordinate along one axis (``log``: base 10), with its ticks."""
 
+    # the axis ends: decade exponents (ints) on a log axis, multiples of the step on a linear one
+    lo: float
+    hi: float
+
     def __init__(self, values, lo_px: float, hi_px: float, log: bool, integer: bool = False):
         vals = [float(v) for v in values if v is not None and v == v and (not log or v > 0)]
         self.log, self.lo_px, self.hi_px = log, lo_px, hi_px

@@ -14,12 +14,13 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from collections.abc import Mapping
 
 #: the XLA CPU flag that keeps an XLA computation's Eigen kernels on the calling thread
 XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false"
 
 
-def env_for(n: int | None, environ: dict | None = None) -> dict[str, str]:
+def env_for(n: int | None, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """Variables that limit every framework in a worker to ``n`` threads
     (``None`` or 0: the frameworks' defaults, nothing set)."""
     if not n:
@@ -32,10 +33,10 @@ def env_for(n: int | None, environ: dict | None = None) -> dict[str, str]:
     return out
 
 
-def observed() -> dict:
+def observed() -> dict[str, object]:
     """The thread settings this process runs with: the policy variables, torch's
     intra-op thread count where torch is loaded, and the OS threads alive."""
-    out = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "XLA_FLAGS")}
+    out: dict[str, object] = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "XLA_FLAGS")}
     torch = sys.modules.get("torch")
     if torch is not None and hasattr(torch, "get_num_threads"):
         out["torch_threads"] = torch.get_num_threads()
