@@ -204,7 +204,14 @@ class IntOps(Ops):
 
     add, sub, mul = staticmethod(operator.add), staticmethod(operator.sub), staticmethod(operator.mul)
     floordiv, mod, neg = staticmethod(operator.floordiv), staticmethod(operator.mod), staticmethod(operator.neg)
-    max, min = staticmethod(max), staticmethod(min)
+
+    # methods rather than staticmethod(max): the builtins' overloads (key=, default=,
+    # iterables) are not the two-operand signature ExprOps overrides
+    def max(self, a, b):
+        return max(a, b)
+
+    def min(self, a, b):
+        return min(a, b)
 
 
 INT = IntOps()

@@ -11,6 +11,7 @@ sympy is imported only when :func:`from_sympy` is called.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from functools import lru_cache
 
 from .expr import Expr, SizeError, as_expr, const, floordiv, mod, smax, smin, var
@@ -82,7 +83,7 @@ def _parse(text: str, names: frozenset | None) -> Expr:
 
 # -- sympy (torch.export) ------------------------------------------------------------
 #: torch.utils._sympy.functions (and sympy) classes, by name -> builder
-_SYMPY_FUNCS = {
+_SYMPY_FUNCS: dict[str, Callable[..., Expr]] = {
     "FloorDiv": lambda a, b: floordiv(a, b),
     "CleanDiv": lambda a, b: floordiv(a, b),  # exact division: floor division agrees
     "Mod": lambda a, b: mod(a, b),  # torch's Mod is for non-negative operands, where % agrees
