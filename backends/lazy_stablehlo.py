@@ -16,9 +16,11 @@ call's shapes and compiles it. Stages, each counted by us:
 static compiles every stage per shape (torch_xla LazyTensor's behaviour);
 unbounded traces and lowers once, XLA per shape; bounded compiles every stage
 once: the module runs on the compile-once bounded executor
-(``BoundedXlaProgram``, inputs padded to the bounds on the host). Ops the path cannot express
-(``nonzero`` and other data-dependent sizes, random ops, autograd, an aten op
-the lowering lacks) are ``unsupported`` rows naming the op.
+(``BoundedXlaProgram``, inputs padded to the bounds on the host). A data-dependent
+size (``nonzero``, a boolean mask) splits the step in two modules with the count
+taken on the host between them, each compiled as above. Ops the path cannot
+express (random ops, autograd, an aten op the lowering lacks) are ``unsupported``
+rows naming the op.
 """
 
 from __future__ import annotations

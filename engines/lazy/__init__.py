@@ -21,9 +21,10 @@ swaps into torch). ``bench`` (``python -m benchmarks.scripts.lazy``) measures a 
 from engines.sizes import Expr
 
 from . import ops  # noqa: F401  (fills the op tables)
+from .hooks import tracing
 from .ir import IRError, dump, verify
 from .ops import ShapeError
-from .runtime import BoundError, Guard, LazyContext, LazyFunction, jit, tracing
+from .runtime import BoundError, Guard, LazyContext, LazyFunction, jit
 from .symbolic import FinishedStep, SymBool, SymSize
 from .tensor import LazyTensor, Unsupported
 

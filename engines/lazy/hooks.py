@@ -162,9 +162,13 @@ def _patch_set(found, targets) -> list:
 # ``buffer.expand(B, S)``: a model's buffers and parameters)
 # ---------------------------------------------------------------------------
 # Only these two (what models do to a buffer: ``position_ids[:, a:b]``, ``cls_token.expand(B, -1, -1)``):
-# every step sets and deletes them on torch.Tensor, and each change invalidates the method caches of
-# its subclasses, LazyTensor among them (all eleven sized methods measured ~40 us a step on a loaded machine).
+# a step that patches sets and deletes them on torch.Tensor, and each change invalidates the method caches
+# of its subclasses, LazyTensor among them (all eleven sized methods measured ~40 us a step on a loaded
+# machine); only the steps of a function that needs them patch (:func:`trace_step`).
 _SIZED_METHODS = ("__getitem__", "expand")
+#: calls of the sized methods that took the lazy branch (a plain tensor, a symbolic size), ever:
+#: ``LazyFunction`` reads it around a step to learn whether its program needs them
+SIZED_CALLS = [0]
 
 
 def _has_sym_index(obj) -> bool:
@@ -187,6 +191,7 @@ def _sized_method(name, orig):
 
     def fn(self, *args, **kwargs):
         if _has_sym_index(args) or (kwargs and _has_sym_index(tuple(kwargs.values()))):
+            SIZED_CALLS[0] += 1
             ctx = _sym_ctx(args) or _sym_ctx(tuple(kwargs.values()))
             if type(self) is not LazyTensor and not _mode_enabled():
                 return impl(LazyTensor(ctx.constant(self), ctx), *args, **kwargs)
@@ -252,7 +257,10 @@ class tracing:
     functions in each namespace in one ``dict.update``, the patched set cached
     by the functions it replaces."""
 
-    __slots__ = ("saved", "tensor")
+    __slots__ = ("methods", "saved", "tensor")
+
+    def __init__(self, methods: bool = True):
+        self.methods = methods  # False: torch.Tensor's sized methods left as they are (see LazyFunction)
 
     def __enter__(self):
         key = tuple([get(ns) for ns, get in _FINDERS])  # the functions found, grouped by namespace
@@ -265,7 +273,7 @@ class tracing:
             ns.update(new)
         self.saved = patch
         t = _TENSOR.__dict__.get("__getitem__")
-        self.tensor = t is None or not getattr(t, "lazy_tracing", False)  # (re-entered: the outer one patched)
+        self.tensor = self.methods and (t is None or not getattr(t, "lazy_tracing", False))  # (re-entered: the outer one patched)
         if self.tensor:
             for n, f in _TENSOR_PATCHES.items():
                 setattr(_TENSOR, n, f)
@@ -282,3 +290,21 @@ class tracing:
 _TARGETS = _targets()
 _FINDERS = _finders(_TARGETS)  # (in _TARGETS' order: each namespace's names are consecutive there)
 _PATCH_SETS: dict = {}  # the functions found -> their patch set (see _patch_set)
+
+
+def trace_step(owner, leaves):
+    """``owner.fn(*leaves)`` under :class:`tracing`, with ``torch.Tensor``'s sized methods patched
+    as ``owner.sized_methods`` says. Patching ``__getitem__`` and restoring it costs a step ~20 us
+    (CPython updates the slot in every subclass of ``torch.Tensor``), so the first step patches
+    and learns whether ``fn`` needs them (``None`` -> ``False``: it never indexed a plain tensor by
+    a symbolic size; ``True``: it did, for good). A later unpatched step that meets one after all
+    raises ``NeedsSizedMethods`` from the size's ``__index__`` and is traced again, patched
+    (``LazyFunction._record``)."""
+    if owner.sized_methods is None:
+        calls = SIZED_CALLS[0]
+        with tracing():
+            out = owner.fn(*leaves)
+        owner.sized_methods = SIZED_CALLS[0] != calls
+        return out
+    with tracing(owner.sized_methods):
+        return owner.fn(*leaves)

@@ -20,11 +20,11 @@ from engines.sizes import Expr
 from engines.sizes.modes import MODES
 
 from . import passes
-from .hooks import paused, tracing
+from .hooks import paused, trace_step
 from .ir import NO_KWARGS, IRError, Node
 from .misses import explain_miss
 from .steplog import StepLog, Unlogged
-from .symbolic import _CONSTS, _NAMES, SizeVars, Var, check_dim_name, compare, const, hint, rename, shapes_fn
+from .symbolic import _CONSTS, _NAMES, NeedsSizedMethods, SizeVars, Var, check_dim_name, compare, const, hint, rename, shapes_fn
 from .tensor import LazyTensor
 
 _TENSOR = torch.Tensor
@@ -113,6 +113,7 @@ class LazyContext:
         if mode not in MODES:
             raise ValueError(f"unknown lazy mode {mode!r}; valid: {', '.join(MODES)}")
         self.mode, self.check = mode, check
+        self.sized_methods_off = False  # a step traced without torch.Tensor's sized methods (LazyFunction)
         self.on_compile = on_compile
         self.compiler = compiler or passes.compile_graph
         self.cache: dict = {}
@@ -425,9 +426,24 @@ class LazyFunction:
         self.guards: list = []  # the last call's
         self.guard_log: dict = {}  # every distinct guard so far, as text
         self._logged: set = set()  # step-log keys whose guards are in guard_log
+        self.sized_methods: bool | None = None  # whether a step patches them: see hooks.trace_step
 
     def _record(self, args):
-        """Trace ``fn`` on fresh lazy leaves over ``args``: (output, flat outputs)."""
+        """Trace ``fn`` on fresh lazy leaves over ``args``: (output, flat outputs). A step that
+        needs ``torch.Tensor``'s sized methods after all (see ``hooks.trace_step``) is traced again."""
+        if self.sized_methods is not False:
+            return self._trace_step(args)
+        ctx = self.ctx
+        ctx.sized_methods_off = True
+        try:
+            return self._trace_step(args)
+        except NeedsSizedMethods:
+            self.sized_methods = True
+        finally:
+            ctx.sized_methods_off = False
+        return self._trace_step(args)
+
+    def _trace_step(self, args):
         ctx = self.ctx
         ctx.new_step()
         leaves = []
@@ -437,8 +453,7 @@ class LazyFunction:
                 a = ctx.input(a, True if dims is None else dims[i], None if bounds is None else bounds[i])
             leaves.append(a)
         self._leaves = leaves  # (release reads the step's variables, not these)
-        with tracing():
-            out = self.fn(*leaves)
+        out = trace_step(self, leaves)
         flat = [out] if type(out) is LazyTensor else list(out) if isinstance(out, (list, tuple)) else [out]
         return out, flat
 

@@ -61,6 +61,12 @@ def check_dim_name(name: str) -> None:
     _NAMES.add(name)
 
 
+class NeedsSizedMethods(BaseException):
+    """A step traced without ``torch.Tensor``'s sized methods (``hooks.tracing(methods=False)``)
+    asked a size for its index: the step is traced again with them. A ``BaseException``, so a
+    library's ``except Exception`` cannot take it for its own error."""
+
+
 class SizeVars:
     """The size variables of a context's current step, by algebra name.
 
@@ -404,6 +410,8 @@ class SymSize:
         return self.ctx.specialise(self.live(), reason="int")
 
     def __index__(self) -> int:
+        if self.ctx.sized_methods_off:  # torch's own Tensor.__getitem__/expand reading a size: see LazyFunction
+            raise NeedsSizedMethods(self)
         return self.ctx.specialise(self.live(), reason="index")
 
     def __float__(self) -> float:

@@ -19,9 +19,15 @@ module is static and the lazy cache key holds the shapes, so every stage runs
 once per shape. Inputs and outputs stay torch tensors (zero-copy DLPack to and
 from jax arrays), so the lazy runtime is unchanged.
 
+A data-dependent size (``nonzero``, a boolean mask) splits the step as on the
+eager compiler (``ops.datadep``): the graph before it is one module, the count
+is taken on the host, and the rest is a second module whose count is a size
+variable (bounded by the operand's elements in bounded mode): two modules for
+every count, a host step between them.
+
 Ops the path cannot express raise :class:`Unsupported` naming the op: the lazy
-path's own refusals (``nonzero``, random ops, autograd) and any aten op the
-StableHLO lowering lacks.
+path's own refusals (random ops, autograd) and any aten op the StableHLO
+lowering lacks.
 """
 
 from __future__ import annotations
@@ -117,10 +123,6 @@ class StablehloCompiler:
     stages (the lazy context reports the trace stage itself); ``modules``
     keeps every lowered text, in order; ``minima`` is the least size of each user
     dim name (see :func:`dynamic_shapes`)."""
-
-    #: no host computation between modules: a data-dependent op (``nonzero``, a boolean mask)
-    #: is refused rather than run on the host (see ``ops.datadep``)
-    host_splits = False
 
     def __init__(self, mode: str, label: str = "lazy", on_lowering=None, on_xla=None, minima: dict | None = None):
         self.mode, self.label, self.minima = mode, label, dict(minima or {})

@@ -376,3 +376,38 @@ def test_a_leaf_plan_follows_its_dims_changed_in_place():
     for k in (6, 7):
         torch.testing.assert_close(f(x := torch.randn(3, k)), x.sum(0))
     assert f.ctx.compiles() == 3 and [str(e) for e in f.ctx._named["k"].expr.vars] == ["p0_1"]
+
+
+def test_steps_that_never_index_a_plain_tensor_by_a_size_leave_torch_tensor_alone():
+    """The first step learns whether ``fn`` indexes a plain tensor by a symbolic size (the
+    patched ``torch.Tensor.__getitem__``/``expand``); one that never does is traced without
+    the patch (~20 us a step); a later step that does after all is traced again with it, and
+    its size stays symbolic (no ``index`` specialisation)."""
+    buf = torch.arange(64.0).unsqueeze(0)
+
+    def f(x):
+        if x.shape[0] > 5:  # (a guard: its own graph)
+            return buf[:, : x.shape[0]] + x.sum()
+        return x * 2
+
+    g = L.jit(f)
+    patched = []
+    real = L.LazyFunction._trace_step
+
+    def spy(self, args):
+        patched.append(self.sized_methods is not False)
+        return real(self, args)
+
+    L.LazyFunction._trace_step = spy
+    try:
+        for n in (3, 4, 7, 9, 2):
+            x = torch.randn(n)
+            torch.testing.assert_close(g(x), f(x))
+            assert "__getitem__" not in torch.Tensor.__dict__
+    finally:
+        L.LazyFunction._trace_step = real
+    # n=3: patched, learns it is not needed; n=4: unpatched; n=7: unpatched, a size's __index__,
+    # traced again patched; from then on patched for good
+    assert patched == [True, False, False, True, True, True]
+    assert g.sized_methods is True
+    assert g.ctx.compiles() == 2 and not any("index" in str(x) for x in g.guard_log), list(g.guard_log)

@@ -1,8 +1,11 @@
-"""Real models on the lazy path (unbounded): one compile per model over a 4-size sweep, or the
-named splits, each size equal to torch eager at rtol=atol=1e-4 (models in ``lazy_models.py``).
+"""The catalogue's real models on the lazy path (unbounded): one compile per model over its case's
+4-size sweep, or the named splits, each size equal to torch eager at rtol=atol=1e-4 (models,
+inputs and sweeps are the catalogue's: ``lazy_models.py``).
 
 Splits that are not per size, constant over the sweep, asserted exactly:
-- ``bert``: transformers' ``padding_mask.all()`` (a value-dependent ``if``) syncs the mask: 2 graphs;
+- ``bert``: transformers' ``padding_mask.all()`` (a value-dependent ``if``) syncs the mask, and
+  each outcome is a graph of its own: the sweep's first mask is all ones, the second has padding:
+  3 graphs;
 - ``gpt2_mask``: the same check, ``fast_all(padding_mask)``, plus the causal mask's: 3 graphs;
 - ``gcn``, ``gat``: torch_geometric's self-loop handling indexes by a boolean mask (a data-dependent
   edge count, ``nnz<i>``, a size variable): 2 graphs.
@@ -20,10 +23,11 @@ from cases import libs
 EXPECTED = {  # model -> (compiles over the sweep, guards)
     "gpt2": (1, ["s == 1 is False (bool)", "s > 1 is True (bool)"]),
     "gpt2_mask": (3, ["s == 1 is False (bool)", "s <= 0 is False (clamp)", "s > 1 is True (bool)"]),
-    "bert": (2, ["s <= 0 is False (clamp)", "64 <= s is False (clamp)", "s > 1 is True (bool)"]),
+    "bert": (3, ["s <= 0 is False (clamp)", "64 <= s is False (clamp)", "s > 1 is True (bool)"]),
     "llama": (1, ["s == 1 is False (bool)", "s > 1 is True (bool)"]),
     "vit": (1, []),
     "resnet18": (1, []),
+    "resnet18_hw": (1, []),
     "gcn": (2, []),
     "gat": (2, ["n + nnz0 == 0 is False (bool)", "n + nnz1 == 0 is False (bool)"]),
     "sage": (1, []),

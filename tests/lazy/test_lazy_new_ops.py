@@ -69,3 +69,44 @@ def test_symbolic_k():
         x = torch.randn(n)
         torch.testing.assert_close(f(x), x.topk(n // 2).values)
     assert f.ctx.compiles() == 1
+
+
+_DATADEP = [name for name, (_p, _s, compiles) in SAMPLES.items() if compiles == 2]
+
+
+@pytest.mark.parametrize("name", _DATADEP)
+def test_data_dependent_ops_in_static_and_bounded_mode(name):
+    """Static: the count is a constant of the next graph's key (both graphs per shape, none on a
+    repeat); bounded: its variable is bounded by the operand's elements, so both graphs once."""
+    program, shape, _ = SAMPLES[name]
+    static = L.jit(program, mode="static")
+    bounded = L.jit(program, mode="bounded", bounds=[{ax: 16 for ax in range(len(shape(1)))}])
+    for n in (4, 7, 7, 11):
+        torch.manual_seed(n)
+        x = torch.randn(*shape(n))
+        for f in (static, bounded):
+            for got, want in zip(_flat(f(x)), _flat(program(x)), strict=True):
+                torch.testing.assert_close(got, want)
+    assert static.ctx.compiles() == 6 and bounded.ctx.compiles() == 2
+    (leaf,) = [v for v in bounded.ctx.vars.vars.values() if v.name == "nnz0"]
+    assert leaf.bound == 16 ** len(shape(1))
+
+
+@pytest.mark.parametrize("mode", ["static", "unbounded"])
+def test_inplace_into_a_concrete_tensor_with_lazy_operands(mode):
+    """torch_geometric's ``scatter``: ``src.new_zeros(n).scatter_add_(0, index, src)`` where ``src``
+    is a tensor torch made from constant sizes (static mode). The concrete tensor cannot name a lazy
+    value: the result is computed (a split: 2 graphs) and written into it, as torch writes it."""
+
+    def program(x, i):
+        acc = torch.zeros(5)  # constant sizes: a concrete tensor, in every mode
+        out = acc.index_add_(0, i, x * 2)
+        return out + 1, acc * 3
+
+    f = L.jit(program, mode=mode)
+    for n in (4, 7, 11):
+        x, i = torch.randn(n), torch.randint(0, 5, (n,))
+        for got, want in zip(f(x, i), program(x, i), strict=True):
+            torch.testing.assert_close(got, want)
+    # static: the graph up to the write per shape, the rest (over the 5 written values) once
+    assert f.ctx.compiles() == (3 + 1 if mode == "static" else 2)

@@ -89,7 +89,6 @@ def test_bounded_traces_lowers_and_compiles_once():
 @pytest.mark.parametrize(
     "program, op",
     [
-        (lambda x: torch.nonzero(x), "nonzero"),
         (lambda x: x + torch.rand_like(x), "rand_like"),
         (lambda x: x.requires_grad_() * 2, "requires_grad_"),
         (lambda x: (x * 2).backward(), "backward"),
@@ -106,9 +105,30 @@ def test_the_backend_reports_an_unsupported_op_as_unsupported():
     backend = LazyStablehlo()
     backend.startup()
     program = backend.prepare(case, "unbounded")
-    backend._fn.fn = lambda d, c: torch.nonzero(d)
-    with pytest.raises(Unsupported, match="nonzero"):
+    backend._fn.fn = lambda d, c: d + torch.rand_like(d)
+    with pytest.raises(Unsupported, match="rand_like"):
         program(*backend.convert(case.make_inputs({"e": 4}, seed=0)))
+
+
+@pytest.mark.parametrize("mode, xla", [("bounded", [2, 0, 0, 0]), ("unbounded", [2, 2, 2, 2])])
+def test_a_boolean_mask_splits_in_two_modules_compiled_once(mode, xla):
+    """``x[mask]``: the graph up to the mask is one module, the count is taken on the host, the
+    rest is a second module over a size variable; bounded, that variable is bounded by the mask's
+    length, so both modules compile once for every count (0 kept rows included)."""
+    program = lambda x, w: (x[x[:, 0] > 0] @ w).relu().sum(0) * x.shape[0]  # noqa: E731
+    xla_compiles = []
+    compiler = StablehloCompiler(mode, "mask", on_xla=lambda s, why: xla_compiles.append(why))
+    ctx = L.LazyContext(mode, compiler=compiler)
+    f = L.jit(program, mode=mode, dims=[{0: "n"}, None], bounds=[{0: 64}, None], ctx=ctx)
+    w = torch.randn(3, 2)
+    xla_seen = []
+    for i, (n, kept) in enumerate([(9, 4), (20, 11), (33, 0), (64, 64)]):
+        x = torch.randn(n, 3, generator=torch.Generator().manual_seed(i)).abs()
+        x[kept:, 0] = -1.0
+        torch.testing.assert_close(f(x, w), program(x, w), rtol=1e-5, atol=1e-5)
+        xla_seen.append(len(xla_compiles) - sum(xla_seen))
+    assert len(compiler.modules) == 2 and f.ctx.compiles() == 2
+    assert xla_seen == xla
 
 
 def test_a_dims_minimum_reaches_the_export():

@@ -1,5 +1,5 @@
 """Creation ops whose sizes may be symbolic: ``torch.zeros(x.shape[0], 4)``
-(reached through ``runtime.tracing()`` as ``lazy_zeros``), ``*_like``,
+(reached through ``hooks.tracing()`` as ``lazy_zeros``), ``*_like``,
 ``new_*``, ``arange``, ``eye``."""
 
 from __future__ import annotations

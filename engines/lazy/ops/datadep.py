@@ -6,6 +6,11 @@ op on the value, and continues the trace from a new leaf whose data-dependent
 axis is a fresh size *variable*, not a constant: the rest of the step keeps
 one structure for every size, so it compiles once too. A step with such an
 op costs one compile more per data-dependent split, constant over sizes.
+Every compiler splits so: the StableHLO one (``to_stablehlo``) compiles the
+graph before the split and the one after as two modules, the count a
+host step between them. In bounded mode the new size variable is bounded
+by the most elements the operand can hold (its variables at their bounds),
+so a bounded compiler serves every count with one compile.
 
 ``x[mask]`` is recorded as ``x[mask.nonzero(as_tuple=True)]`` (torch's own
 definition), so only ``nonzero`` materialises.
@@ -13,24 +18,40 @@ definition), so only ``nonzero`` materialises.
 
 from __future__ import annotations
 
+import math
+
 import torch
 
+from engines.sizes.facts import bounds
+
 from ..symbolic import SymSize, var_of
-from ..tensor import OPS, LazyTensor, Unsupported
+from ..tensor import OPS, LazyTensor
 from .registry import lazy_op, record
-from .rules import broadcast, shape_of
+from .rules import broadcast, numel, shape_of
 
 
-def _leaf(ctx, value: torch.Tensor, dynamic: int) -> LazyTensor:
+def _leaf(ctx, value: torch.Tensor, dynamic: int, bound: int | None = None) -> LazyTensor:
     """A leaf over ``value`` whose axis ``dynamic`` is a fresh size variable (the others constant),
     shown as ``nnz<i>`` (the step's i-th such size: the same text every step, so a guard on it is
     reported once, not once per step under the leaf's process-wide name)."""
     step, i = getattr(ctx, "_datadep", (None, 0))
     i = i if step == ctx.vars.step else 0
     ctx._datadep = (ctx.vars.step, i + 1)
-    out = ctx.input(value, dims={dynamic: None})
-    ctx.vars[var_of(out.node.shape[dynamic])].name = f"nnz{i}"
+    out = ctx.input(value, dims={dynamic: None}, bounds=None if bound is None else {dynamic: bound})
+    var = var_of(out.node.shape[dynamic])
+    if var is not None:  # (static mode: every axis a constant, the count in the next graph's key)
+        ctx.vars[var].name = f"nnz{i}"
     return out
+
+
+def _most_elements(ctx, shape) -> int | None:
+    """In bounded mode, the most elements a tensor of ``shape`` holds (every variable at its
+    bound): the bound of a count taken over it; None when unbounded (or not bounded mode)."""
+    if ctx.mode != "bounded":
+        return None
+    ranges = {sym: (0, v.bound) for sym, v in ctx.vars.vars.items()}
+    hi = bounds(numel(shape), ranges)[1]
+    return int(hi) if math.isfinite(hi) else None
 
 
 def _nonzero_rt(x):  # (never lowered: the op materialises; registered for the coverage list)
@@ -42,13 +63,8 @@ def nonzero(x, *, as_tuple=False):
     """``(count, ndim)`` int64 indices of the non-zero elements; ``count`` a size variable
     read from the synced operand (one more graph before this op, compiled once)."""
     ctx = x.ctx
-    if not getattr(ctx.compiler, "host_splits", True):
-        raise Unsupported(
-            "lazy: nonzero (or a boolean mask) has a data-dependent output size, and this "
-            "compiler runs whole graphs only (no host step between them)"
-        )
     nz = torch.nonzero(x.value())
-    out = _leaf(ctx, nz, 0)
+    out = _leaf(ctx, nz, 0, _most_elements(ctx, shape_of(x)))
     if not as_tuple:
         return out
     return tuple(record(ctx, "select", (out, 1, j), {}, out.node.shape[:1], torch.int64) for j in range(x.ndim))

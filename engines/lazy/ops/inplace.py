@@ -3,7 +3,7 @@ the out-of-place op is recorded and the tensor then names its result."""
 
 from __future__ import annotations
 
-from ..tensor import OPS
+from ..tensor import OPS, LazyTensor, ctx_of
 from .elementwise import to
 from .registry import ShapeError, lazy_op
 
@@ -41,6 +41,8 @@ def _inplace(name):
     base = OPS[name]
 
     def impl(self, *args, **kwargs):
+        if type(self) is not LazyTensor:  # a concrete tensor (torch made it from constant sizes: static mode)
+            return _into_concrete(name, base, self, args, kwargs)
         out = base(self, *args, **kwargs)
         if out.dtype != self.dtype:
             out = to(out, self.dtype)
@@ -51,6 +53,16 @@ def _inplace(name):
 
     impl.__name__ = name + "_"
     return impl
+
+
+def _into_concrete(name, base, self, args, kwargs):
+    """``self.<name>_(*args)`` on a concrete tensor with lazy operands: it cannot name a lazy value,
+    so the result is computed (a sync: the graph splits here, one more compile) and written into
+    ``self``, as torch would; the step goes on from it as a constant."""
+    ctx = ctx_of(*args, *kwargs.values())
+    out = base(LazyTensor(ctx.constant(self), ctx), *args, **kwargs)
+    self.copy_(out.value())
+    return LazyTensor(ctx.constant(self), ctx)
 
 
 for _n in INPLACE:

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 
 from ..tensor import Unsupported
 from .registry import ShapeError, ctx_for, lazy_op, record
-from .rules import ONE, assume_eq, bcast_dim, broadcast, promote, shape_of
+from .rules import ONE, assume_eq, bcast_dim, broadcast, hint, promote, shape_of
 
 
 @lazy_op("matmul", lowers=torch.matmul)
@@ -106,21 +106,25 @@ def einsum(equation, *operands):
     lowers={"F.scaled_dot_product_attention": F.scaled_dot_product_attention},
 )
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
-    """``softmax(q @ k^T * scale + mask) @ v``: (..., L, E) x (..., S, E) x (..., S, Ev) -> (..., L, Ev)."""
+    """``softmax(q @ k^T * scale + mask) @ v``: (..., L, E) x (..., S, E) x (..., S, Ev) -> (..., L, Ev).
+
+    ``enable_gqa`` (grouped-query attention, torch's semantics): key and value heads (dim -3)
+    are repeated ``Hq // Hkv`` times (``repeat_interleave``) to the query's ``Hq``; the runtime
+    op does the repeat, so only the shape rule changes here."""
     if dropout_p:
         raise Unsupported("lazy: scaled_dot_product_attention with dropout_p > 0 is random")
-    if enable_gqa:
-        raise Unsupported("lazy: scaled_dot_product_attention with enable_gqa")
     ctx = ctx_for(query, key, value, attn_mask)
     sq, sk, sv = shape_of(query), shape_of(key), shape_of(value)
     if min(len(sq), len(sk), len(sv)) < 2:
         raise ShapeError("scaled_dot_product_attention: query, key and value need at least 2 dims")
+    if enable_gqa:
+        sk, sv = _gqa_heads(ctx, sq, sk, "key"), _gqa_heads(ctx, sq, sv, "value")
     assume_eq(ctx, sq[-1], sk[-1], "scaled_dot_product_attention (query/key embedding)")
     assume_eq(ctx, sk[-2], sv[-2], "scaled_dot_product_attention (key/value length)")
     batch = broadcast(ctx, broadcast(ctx, sq[:-2], sk[:-2]), sv[:-2])
     if attn_mask is not None:
         broadcast(ctx, tuple(batch) + (sq[-2], sk[-2]), shape_of(attn_mask))
-    kwargs = {k: v for k, v in (("is_causal", is_causal), ("scale", scale)) if v}
+    kwargs = {k: v for k, v in (("is_causal", is_causal), ("scale", scale), ("enable_gqa", enable_gqa)) if v}
     return record(
         ctx,
         "F.scaled_dot_product_attention",
@@ -129,6 +133,21 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         tuple(batch) + (sq[-2], sv[-1]),
         promote(query, key, value),
     )
+
+
+def _gqa_heads(ctx, sq: tuple, s: tuple, what: str) -> tuple:
+    """``s`` (key or value shape) with its heads (dim -3) as the query's ``Hq`` after torch's
+    GQA repeat by ``Hq // H``; ``Hq == H * (Hq // H)`` is guarded where the heads are symbolic."""
+    if min(len(sq), len(s)) < 3:
+        raise ShapeError("scaled_dot_product_attention with enable_gqa: query and key/value need a head dim (-3)")
+    hq, h = sq[-3], s[-3]
+    if h is hq or h == hq:
+        return s
+    nq, n = hint(ctx, hq), hint(ctx, h)
+    if n == 0 or nq % n:
+        raise ShapeError(f"scaled_dot_product_attention: {n} {what} heads do not divide {nq} query heads")
+    assume_eq(ctx, hq, h * (nq // n), f"scaled_dot_product_attention (GQA {what} heads)")
+    return s[:-3] + (hq,) + s[-2:]
 
 
 def _conv(nsp: int):
