@@ -21,26 +21,15 @@ from engines.stablehlo.execution.bounded import bound_entry
 from .cases_stablehlo import CASES
 from .test_ops import _check, lowered
 
-#: per-op cases XLA's dynamic padder cannot serve: the op its error names
-PADDER_LIMITS = {
-    # a dynamic batch and spatial size: "Dynamic Spatial Convolution is not supported" (a static
-    # batch lowers to a tap sum the padder serves: conv1d_strided)
-    "conv1d": "convolution",
-    "conv2d": "convolution",
-    # (group_norm, whose reshape both splits and combines a dynamic dim, runs since the rewrite
-    # gathers such reshapes: engines/stablehlo/execution/bounded_reshape.py)
-}
-
-
 #: the per-op cases checked here: every bounded one, and the unbounded ones whose
 #: rewrites differ (size-derived slice starts, dynamic_gather, dynamic_iota,
-#: reshapes of several `?` dims, a padder refusal); the rest run in test_ops
+#: reshapes of several `?` dims, convolutions over a dynamic spatial dim); the rest run in test_ops
 #: (every case passed here too when last checked in full; the test budget keeps this subset)
 CHECKED = [
     c
     for c in CASES
     if "#stablehlo.bounds" in "".join(c.expect)
-    or c.name in ("slice", "select", "index_select", "cumsum", "view_arith", "unsqueeze", "conv1d", "conv2d")
+    or c.name in ("slice", "select", "index_select", "cumsum", "view_arith", "unsqueeze", "conv1d", "conv1d_strided", "conv2d")
 ]
 
 
@@ -61,11 +50,6 @@ def test_per_op_cases_compile_once_padding_masked(case):
     compiles = []
     prog = cls(module, on_compile=lambda s, why: compiles.append(why), pad_value=np.nan)
     params = case.params()
-    if case.name in PADDER_LIMITS:
-        with pytest.raises(PadderUnsupported, match=PADDER_LIMITS[case.name]) as ei:
-            prog(*prog.convert(case.make(case.sizes[0], np.random.default_rng(0))))
-        assert ei.value.op == PADDER_LIMITS[case.name] and not compiles
-        return
     for n in case.sizes:
         args = case.make(n, np.random.default_rng(n))
         _check(prog(*prog.convert(args)), case.oracle(params, *args), case, f"{case.name} {cls.__name__} n={n}")
@@ -123,11 +107,19 @@ func.func public @main(%x: tensor<?xf32, #stablehlo.bounds<8>>, %n: tensor<1xi32
 }
 """
 
-# A convolution over a bounded spatial dim: XLA's padder refuses it at compile time.
+# A convolution with a bounded kernel size: no static form at the bound (the rewrite refuses it).
 CONV = """
-func.func public @main(%x: tensor<1x1x?xf32, #stablehlo.bounds<?, ?, 16>>, %w: tensor<1x1x3xf32>) -> tensor<1x1x?xf32, #stablehlo.bounds<?, ?, 16>> {
-  %y = stablehlo.convolution(%x, %w) dim_numbers = [b, f, 0]x[o, i, 0]->[b, f, 0], window = {} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x1x?xf32, #stablehlo.bounds<?, ?, 16>>, tensor<1x1x3xf32>) -> tensor<1x1x?xf32, #stablehlo.bounds<?, ?, 16>>
+func.func public @main(%x: tensor<1x1x?xf32, #stablehlo.bounds<?, ?, 16>>, %w: tensor<1x1x?xf32, #stablehlo.bounds<?, ?, 4>>) -> tensor<1x1x?xf32, #stablehlo.bounds<?, ?, 16>> {
+  %y = stablehlo.convolution(%x, %w) dim_numbers = [b, f, 0]x[o, i, 0]->[b, f, 0], window = {} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x1x?xf32, #stablehlo.bounds<?, ?, 16>>, tensor<1x1x?xf32, #stablehlo.bounds<?, ?, 4>>) -> tensor<1x1x?xf32, #stablehlo.bounds<?, ?, 16>>
   return %y : tensor<1x1x?xf32, #stablehlo.bounds<?, ?, 16>>
+}
+"""
+
+# An opaque custom call on a bounded operand: XLA's padder refuses it at compile time.
+CUSTOM = """
+func.func public @main(%x: tensor<?xf32, #stablehlo.bounds<16>>) -> tensor<?xf32, #stablehlo.bounds<16>> {
+  %y = stablehlo.custom_call @dynshape_opaque(%x) : (tensor<?xf32, #stablehlo.bounds<16>>) -> tensor<?xf32, #stablehlo.bounds<16>>
+  return %y : tensor<?xf32, #stablehlo.bounds<16>>
 }
 """
 
@@ -145,9 +137,12 @@ def test_padder_refusal_fails_at_compile_or_falls_back_per_shape_when_asked():
         return [np.arange(k, dtype=np.float32).reshape(1, 1, k), np.array([1, 2, 3], np.float32).reshape(1, 1, 3)]
 
     ex = XlaExecutor()
-    with pytest.raises(PadderUnsupported, match=r"cannot serve op convolution.*Dynamic Spatial Convolution") as ei:
+    with pytest.raises(PadderUnsupported, match=r"custom-call dynshape_opaque.*not supported to have a dynamic dimension") as ei:
+        ex.run(CUSTOM, [np.ones(5, np.float32)])
+    assert ei.value.op == "custom-call dynshape_opaque" and ex.compile_count() == 0
+    with pytest.raises(PadderUnsupported, match=r"convolution with a dynamic kernel shape") as ei:
         ex.run(CONV, args(5))
-    assert ei.value.op == "convolution" and ex.compile_count() == 0
+    assert ei.value.op == "stablehlo.convolution" and ex.compile_count() == 0
     reasons = []
     prog = BoundedXlaProgram(Module(CONV, "conv"), on_compile=lambda s, why: reasons.append(why), on_unsupported="per_shape")
     for k in (5, 9, 5):

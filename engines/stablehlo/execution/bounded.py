@@ -26,6 +26,9 @@ module given per-argument bounds, the bucketed executor) into that form:
   the live size read from the shape operand (which must derive from
   ``get_dimension_size`` and constants; otherwise the size is data-dependent
   and :class:`PadderUnsupported` names the op);
+* a ``convolution`` or ``reduce_window`` sliding over a dynamic dim runs static
+  at the bound on its operand masked to the op's identity (:mod:`.bounded_window`:
+  XLA's padder refuses the convolution and misjudges a padded window's size);
 * a ``reduce`` over a dynamic dim must start from its body's identity (the
   padder fills the padding with the init value), else it is refused by name;
 * each result is returned static at its bound (``set_dimension_size`` back to
@@ -41,6 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .bounded_reshape import needs_gather, split_reshape
+from .bounded_window import rewrite_windows
 from .bounds import (
     SizeProbe,
     arg_symbols,
@@ -509,6 +513,7 @@ def bound_entry(text: str, label: str = "module", arg_bounds: Sequence | None = 
         walk(module.operation, lambda op: doomed.append(op) if op.name in DYN_OPS else None)
         for op in doomed:
             rw.rewrite(op)
+        rw.counts.update(rewrite_windows(module, label))
         static_slices(module)
         # -- results: static at the bound + live sizes
         ret = block.operations[len(block.operations) - 1]

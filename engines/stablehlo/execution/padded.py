@@ -56,8 +56,9 @@ class _Padded:
             loop = "Unbounded dynamism is disabled" in msg and "arg_tuple" in msg  # a `?` dim carried by a loop
             if "UNIMPLEMENTED" not in msg and "not supported" not in msg and not loop:
                 raise
+            call = re.search(r'CustomCall "([^"]+)"', msg)
             m = re.search(r"%([A-Za-z_-]+)[.\d]* = ", msg) or re.search(_HLO_OPS, msg)
-            op = "while" if loop else m.group(1) if m else "?"
+            op = "while" if loop else f"custom-call {call.group(1)}" if call else m.group(1) if m else "?"
             raise PadderUnsupported(
                 f"{label}: XLA's dynamic padder cannot serve op {op} in the bounded entry: {msg.splitlines()[0][:400]}", op
             ) from e

@@ -7,25 +7,16 @@ the stride (``lhs_dilation``), padded by ``dilation*(k-1) - padding`` (plus
 ``output_padding`` high), and the kernel flipped with in/out features swapped
 (per group).
 
-A (non-transposed, ungrouped) convolution whose spatial size is dynamic is a sum
-over the kernel taps of ``dot_general(x gathered at the tap's positions, w[:, :, tap])``
-(:func:`tap_sum_conv`): XLA's dynamic padder cannot serve a convolution over a
-dynamic spatial dim ("Dynamic Spatial Convolution is not supported"), but it
-serves gathers and dots, so the bounded and bucketed executors compile it once.
-With a dynamic batch as well, XLA's passes slice the dots' dynamic outputs, which
-the padder refuses just the same: such a convolution stays ``stablehlo.convolution``.
+A convolution over a dynamic spatial size stays ``stablehlo.convolution``: the
+bounded and bucketed executors run it static at the bound on a masked operand
+(``execution/bounded_window.py``), since XLA's dynamic padder refuses it.
 """
 
 from __future__ import annotations
 
-import itertools
-
 import torch
 
-from .. import types as T
 from ..registry import lowers
-from ..symbolic import as_dim
-from .linalg import dot
 
 aten = torch.ops.aten
 
@@ -69,15 +60,6 @@ def _convolution(ctx, node, x, w, bias, stride, padding, dilation, transposed, o
     else:
         pads = [(p, p) for p in padding]
         lhs_dil, strides = [1] * nsp, stride
-        if (
-            int(groups) == 1
-            and any(not isinstance(d, int) for d in x.sym_shape[2:])
-            and all(isinstance(d, int) for d in list(w.sym_shape) + list(x.sym_shape[:2]))
-        ):
-            y = tap_sum_conv(ctx, x, w, shape, dt, strides, padding, dilation)
-            if bias is not None:
-                y = ctx.binary("stablehlo.add", y, ctx.broadcast_to(ctx.convert(bias, dt), shape, dims=[1]))
-            return y
     pad = ", ".join(f"[{lo}, {hi}]" for lo, hi in pads)
     y = ctx.op(
         "stablehlo.convolution",
@@ -96,46 +78,3 @@ def _convolution(ctx, node, x, w, bias, stride, padding, dilation, transposed, o
     if bias is not None:
         y = ctx.binary("stablehlo.add", y, ctx.broadcast_to(ctx.convert(bias, dt), shape, dims=[1]))
     return y
-
-
-def tap_sum_conv(ctx, x, w, shape, dt, strides, padding, dilation):
-    """``sum over taps of dot(x at positions t*stride + j*dil - pad, w[:, :, j])``
-    (contracting the input features), for a dynamic spatial size. Each tap's
-    positions are a ``gather`` from ``x`` with a zero row prepended per spatial
-    dim: positions in the zero padding read that row. No convolution, slice or
-    pad of a dynamic dim, which XLA's dynamic padder cannot serve."""
-    from .index import gather_along
-
-    nsp = x.rank - 2
-    i32 = T.SHAPE_DTYPE
-    out_sp = tuple(shape[2:])
-    for i in range(nsp):  # a zero row in front of every spatial dim
-        d = 2 + i
-        zero = ctx.constant(0, dt, tuple(1 if a == d else n for a, n in enumerate(x.sym_shape)))
-        grown = tuple(as_dim(n + 1) if a == d else n for a, n in enumerate(x.sym_shape))
-        x = ctx.op("stablehlo.concatenate", [zero, x], (grown, dt), attrs={"dimension": f"{d} : i64"})
-    o, cin = w.sym_shape[0], w.sym_shape[1]
-    y = None
-    for tap in itertools.product(*(range(int(k)) for k in w.sym_shape[2:])):
-        xt = x
-        for i, j in enumerate(tap):
-            n_out, size = out_sp[i], ctx.dim(as_dim(x.sym_shape[2 + i] - 1))
-            # 1 + the input position of each output position along this dim; 0 (the zero row) outside
-            pos = ctx.binary(
-                "stablehlo.add",
-                ctx.binary("stablehlo.multiply", ctx.iota((n_out,), 0, i32), ctx.constant(int(strides[i]), i32, (n_out,))),
-                ctx.constant(j * int(dilation[i]) - int(padding[i]), i32, (n_out,)),
-            )
-            inside = ctx.binary(
-                "stablehlo.and",
-                ctx.compare(pos, ctx.constant(0, i32, (n_out,)), "GE"),
-                ctx.compare(pos, ctx.broadcast_to(size, (n_out,)), "LT"),
-            )
-            idx = ctx.select(
-                inside, ctx.binary("stablehlo.add", pos, ctx.constant(1, i32, (n_out,))), ctx.constant(0, i32, (n_out,))
-            )
-            xt = gather_along(ctx, xt, 2 + i, idx, tuple(n_out if a == 2 + i else n for a, n in enumerate(xt.sym_shape)))
-        wt = ctx.reshape(ctx.slice(w, [0, 0] + list(tap), [o, cin] + [j + 1 for j in tap], [1] * w.rank), (o, cin))
-        term = dot(ctx, xt, wt, dt, lhs_contract=(1,), rhs_contract=(1,))  # (B, out..., O)
-        y = term if y is None else ctx.binary("stablehlo.add", y, term)
-    return ctx.transpose(y, [0, nsp + 1] + list(range(1, nsp + 1)))
