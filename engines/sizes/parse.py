@@ -94,6 +94,30 @@ _SYMPY_FUNCS: dict[str, Callable[..., Expr]] = {
 }
 
 
+#: the largest denominator of a scale in ``TruncToInt(scale * ToFloat(n))`` (an exact binary fraction)
+_MAX_SCALE_DENOMINATOR = 1024
+
+
+def _scaled_size(x, walk, where) -> Expr | None:
+    """``TruncToInt(c * ToFloat(n))`` / ``FloorToInt(...)`` (torch's size of an
+    upsample by a float scale ``c``) as ``(p * n) // q`` where ``c = p / q`` is an
+    exact binary fraction with a small denominator: there float rounding cannot
+    move the product across an integer, and sizes are non-negative, so truncation
+    is the floor. ``None`` when ``x`` is not of that form."""
+    from fractions import Fraction
+
+    if type(x).__name__ not in ("TruncToInt", "FloorToInt") or not x.args[0].is_Mul:
+        return None
+    coef = [t for t in x.args[0].args if t.is_Number]
+    rest = [t for t in x.args[0].args if not t.is_Number]
+    if len(coef) != 1 or len(rest) != 1 or type(rest[0]).__name__ != "ToFloat":
+        return None
+    c = Fraction(float(coef[0]))
+    if c <= 0 or c.denominator > _MAX_SCALE_DENOMINATOR:
+        raise SizeError(f"scale {float(coef[0])} in size expression {where} is not a small binary fraction")
+    return floordiv(c.numerator * walk(rest[0].args[0]), c.denominator)
+
+
 def _power(base: Expr, n: int, where) -> Expr:
     if n < 0 or n > 64:
         raise SizeError(f"unsupported power in size expression {where} (exponent {n})")
@@ -109,7 +133,9 @@ def from_sympy(e, names=None) -> Expr:
     Handles Integer, Symbol (its name becomes the variable), Add, Mul (integer
     coefficients), Pow/PowByNatural (non-negative integer exponent) and the
     torch.utils._sympy functions FloorDiv, CleanDiv, Mod, PythonMod, Max, Min,
-    Identity. Anything else (CeilDiv, IntTrueDiv, rationals, ...) raises
+    Identity, and ``TruncToInt(c * ToFloat(n))`` for a scale ``c`` that is a
+    small binary fraction (:func:`_scaled_size`). Anything else (CeilDiv,
+    IntTrueDiv, rationals, ...) raises
     :class:`SizeError` naming it. ``names`` restricts the symbols as in
     :func:`parse`.
     """
@@ -151,6 +177,8 @@ def from_sympy(e, names=None) -> Expr:
             r = _power(walk(base), int(n), e)
         elif type(x).__name__ in _SYMPY_FUNCS:
             r = _SYMPY_FUNCS[type(x).__name__](*(walk(a) for a in x.args))
+        elif (r := _scaled_size(x, walk, e)) is not None:
+            pass
         else:
             raise SizeError(f"unsupported size function {type(x).__name__} in {e}")
         memo[x] = r

@@ -81,6 +81,12 @@ def test_torch_export_expressions():
         S.from_sympy(F.IntTrueDiv(s77, 2) + 1)
     with pytest.raises(S.SizeError, match="unsupported size function TruncToInt"):
         S.from_sympy(F.TruncToInt(s77))
+    # an upsample by a float scale: floor(1.5 * a), exact for binary fractions only
+    up = S.from_sympy(F.TruncToInt(1.5 * F.ToFloat(s77)))
+    assert up == S.parse("(3 * a) // 2") and [S.evaluate(up, {"a": a}) for a in (0, 5, 7)] == [0, 7, 10]
+    assert S.from_sympy(F.TruncToInt(2.0 * F.ToFloat(s17 + 1))) == S.parse("2 * b + 2")
+    with pytest.raises(S.SizeError, match=r"scale 1\.1 .* is not a small binary fraction"):
+        S.from_sympy(F.TruncToInt(1.1 * F.ToFloat(s77)))
     with pytest.raises(S.SizeError, match="non-integer coefficient 1/2"):
         S.from_sympy(s77 / 2)
     with pytest.raises(S.SizeError, match=r"size variable 'c' has no value in the environment \(known: a, b\)"):

@@ -224,6 +224,23 @@ def _upsample_linear(ctx, node, x, output_size=None, align_corners=False, scale_
     return _upsample(ctx, node, x, scale_factors, align_corners, linear=True)
 
 
+# the .default overloads (what dispatch, and so a traced F.interpolate, reaches): an explicit
+# output size and one optional scale per spatial dim (``scales``; ``scales_d/h/w``), which
+# torch's index rule uses where given
+def _scales(positional, named):
+    return list(positional) + [named[k] for k in ("scales", "scales_d", "scales_h", "scales_w") if k in named] or None
+
+
+@lowers(aten.upsample_nearest1d.default, aten.upsample_nearest2d.default, aten.upsample_nearest3d.default)
+def _upsample_nearest_default(ctx, node, x, output_size, *scales, **named):
+    return _upsample(ctx, node, x, _scales(scales, named), False, linear=False)
+
+
+@lowers(aten.upsample_linear1d.default, aten.upsample_bilinear2d.default, aten.upsample_trilinear3d.default)
+def _upsample_linear_default(ctx, node, x, output_size, align_corners, *scales, **named):
+    return _upsample(ctx, node, x, _scales(scales, named), align_corners, linear=True)
+
+
 # ------------------------------------------------------ adaptive avg pooling
 def _prefix(ctx, x, d):
     """Exclusive-inclusive prefix sums along ``d`` with a leading zero: (..., n + 1, ...)."""
