@@ -72,7 +72,7 @@ SLOW = (
     "tests/test_dask_cluster.py::*",  # a real scheduler and two workers (~4.5 min)
     "tests/test_models.py::*",  # the model cases against their float64 oracles (~2.5 min)
     "tests/lazy/test_lazy_models.py::*",  # ten models over four sizes
-    "tests/stablehlo/test_models.py::*",  # three bounded model sweeps (40-100 s each)
+    "tests/stablehlo/test_models.py::*",  # four bounded model sweeps (40-100 s each)
     "tests/stablehlo/test_size_classes.py::*",  # an XLA compile per size class
     "tests/test_timed_region.py::*",  # starts backends and XLA programs
 )

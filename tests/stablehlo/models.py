@@ -135,6 +135,20 @@ def _batch_dim(bound):
     return ({0: torch.export.Dim("B", min=2, max=bound)},)
 
 
+def _images_side(c):
+    """Images of side n, the batch changing with it (2 to 4)."""
+
+    def make(n, g):
+        return [g.standard_normal((2 + n % 3, c, n, n)).astype(np.float32)]
+
+    return make
+
+
+def _batch_side_dims(bound):
+    side = torch.export.Dim("P", min=32, max=bound)
+    return ({0: torch.export.Dim("B", min=2, max=8), 2: side, 3: side},)
+
+
 class _Gnn(torch.nn.Module):
     def __init__(self, conv, f_in=8, hidden=16, out=4, **kw):
         super().__init__()
@@ -184,6 +198,8 @@ MODELS: dict[str, Model] = {
         Model("llama", "transformers", _seeded(_llama), _tokens(128), _seq_dim(1), (5, 9, 17, 32), 32, 8, _logits),
         Model("vit", "transformers", _seeded(_vit), _images(3, 16), _batch_dim, (2, 3, 5, 8), 8, 3, _logits),
         Model("resnet", "torchvision", _seeded(_resnet), _images(3, 32), _batch_dim, (2, 3, 5, 8), 8, 3),
+        # a dynamic image side too (odd ones included): every convolution and pool slides over it
+        Model("resnet_hw", "torchvision", _seeded(_resnet), _images_side(3), _batch_side_dims, (32, 37, 48, 61), 64, 40),
         Model("gcn", "torch_geometric", _seeded(_gnn("gcn")), _graph, _graph_dims, (5, 9, 17, 32), 32, 8),
         Model("gat", "torch_geometric", _seeded(_gnn("gat")), _graph, _graph_dims, (5, 9, 17, 32), 32, 8),
         Model("sage", "torch_geometric", _seeded(_gnn("sage")), _graph, _graph_dims, (5, 9, 17, 32), 32, 8),

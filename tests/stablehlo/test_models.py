@@ -4,7 +4,9 @@ one lowering and one XLA compile for every size of a short sweep, equal to
 eager float32 at rtol = atol = 1e-4. Each model here exercises one path:
 GCN the boolean masks of remove_self_loops (a data-dependent count served by
 the padder), GPT-2 scaled_dot_product_attention kept whole (its decomposition
-broke a later view), BERT two inputs sharing the sequence size (one live size).
+broke a later view), BERT two inputs sharing the sequence size (one live size),
+the ResNet with a dynamic image side every convolution and pool sliding over a
+dynamic dim (run static at the bound on a masked operand).
 The full table over every model: ``python -m tests.stablehlo.models``."""
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from cases import libs
 
 from . import models
 
-CHECKED = ("gcn", "gpt2", "bert")
+CHECKED = ("gcn", "gpt2", "bert", "resnet_hw")
 
 
 @pytest.mark.parametrize("name", CHECKED)
