@@ -98,20 +98,19 @@ _SYMPY_FUNCS: dict[str, Callable[..., Expr]] = {
 _MAX_SCALE_DENOMINATOR = 1024
 
 
-def _scaled_size(x, walk, where) -> Expr | None:
+def _scaled_size(x, walk, where) -> Expr:
     """``TruncToInt(c * ToFloat(n))`` / ``FloorToInt(...)`` (torch's size of an
     upsample by a float scale ``c``) as ``(p * n) // q`` where ``c = p / q`` is an
     exact binary fraction with a small denominator: there float rounding cannot
     move the product across an integer, and sizes are non-negative, so truncation
-    is the floor. ``None`` when ``x`` is not of that form."""
+    is the floor. Any other form raises :class:`SizeError`."""
     from fractions import Fraction
 
-    if type(x).__name__ not in ("TruncToInt", "FloorToInt") or not x.args[0].is_Mul:
-        return None
-    coef = [t for t in x.args[0].args if t.is_Number]
-    rest = [t for t in x.args[0].args if not t.is_Number]
+    arg = x.args[0]
+    coef = [t for t in arg.args if t.is_Number] if arg.is_Mul else []
+    rest = [t for t in arg.args if not t.is_Number] if arg.is_Mul else []
     if len(coef) != 1 or len(rest) != 1 or type(rest[0]).__name__ != "ToFloat":
-        return None
+        raise SizeError(f"unsupported size function {type(x).__name__} in {where}")
     c = Fraction(float(coef[0]))
     if c <= 0 or c.denominator > _MAX_SCALE_DENOMINATOR:
         raise SizeError(f"scale {float(coef[0])} in size expression {where} is not a small binary fraction")
@@ -177,8 +176,8 @@ def from_sympy(e, names=None) -> Expr:
             r = _power(walk(base), int(n), e)
         elif type(x).__name__ in _SYMPY_FUNCS:
             r = _SYMPY_FUNCS[type(x).__name__](*(walk(a) for a in x.args))
-        elif (r := _scaled_size(x, walk, e)) is not None:
-            pass
+        elif type(x).__name__ in ("TruncToInt", "FloorToInt"):
+            r = _scaled_size(x, walk, e)
         else:
             raise SizeError(f"unsupported size function {type(x).__name__} in {e}")
         memo[x] = r
