@@ -2,8 +2,10 @@
 
 Text is parsed with :mod:`ast` and walked -- never evaluated -- over the
 grammar: integer literals, names, ``+ - * // %``, unary ``-``/``+``,
-parentheses and ``min(...)``/``max(...)`` calls. ``str(expr)`` is written in
-the same grammar, so ``parse(str(e)) == e``.
+parentheses, ``min(...)``/``max(...)`` calls and the roundings of a quotient
+``round(a / b)``, ``floor(a / b)``, ``ceil(a / b)``, ``trunc(a / b)``
+(:mod:`.rational`). ``str(expr)`` is written in the same grammar, so
+``parse(str(e)) == e``.
 
 sympy is imported only when :func:`from_sympy` is called.
 """
@@ -11,11 +13,13 @@ sympy is imported only when :func:`from_sympy` is called.
 from __future__ import annotations
 
 import ast
+from fractions import Fraction
 from functools import lru_cache
 
 from .expr import Expr, SizeError, as_expr, const, floordiv, mod, smax, smin, var
+from .rational import ROUNDINGS, Ratio, fraction
 
-GRAMMAR = "integers, names, + - * // %, unary -, parentheses, min(...), max(...)"
+GRAMMAR = "integers, names, + - * // %, unary -, parentheses, min(...), max(...), round/floor/ceil/trunc(a / b)"
 
 _BINOPS = {
     ast.Add: lambda a, b: a + b,
@@ -75,6 +79,16 @@ def _parse(text: str, names: frozenset | None) -> Expr:
             and not any(isinstance(a, ast.Starred) for a in node.args)
         ):
             return (smin if node.func.id == "min" else smax)(*(walk(a) for a in node.args))
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ROUNDINGS
+            and len(node.args) == 1
+            and not node.keywords
+            and isinstance(node.args[0], ast.BinOp)
+            and isinstance(node.args[0].op, ast.Div)
+        ):
+            return ROUNDINGS[node.func.id](walk(node.args[0].left), walk(node.args[0].right))
         raise SizeError(f"bad size expression {text!r}: {ast.unparse(node)!r} is not allowed (use {GRAMMAR})")
 
     return walk(tree.body)
@@ -91,6 +105,8 @@ _SYMPY_FUNCS = {
     "Min": lambda *xs: smin(*xs),
     "Identity": lambda a: a,
 }
+#: torch.utils._sympy functions bringing a SymFloat back to an integer
+_TO_INT = {"FloorToInt": "floor", "CeilToInt": "ceil", "RoundToInt": "round", "TruncToInt": "trunc"}
 
 
 def _power(base: Expr, n: int, where) -> Expr:
@@ -108,8 +124,10 @@ def from_sympy(e, names=None) -> Expr:
     Handles Integer, Symbol (its name becomes the variable), Add, Mul (integer
     coefficients), Pow/PowByNatural (non-negative integer exponent) and the
     torch.utils._sympy functions FloorDiv, CleanDiv, Mod, PythonMod, Max, Min,
-    Identity. Anything else (CeilDiv, IntTrueDiv, rationals, ...) raises
-    :class:`SizeError` naming it. ``names`` restricts the symbols as in
+    Identity, and FloorToInt, CeilToInt, RoundToInt (half to even), TruncToInt of a
+    SymFloat built from sizes by ToFloat, IntTrueDiv, FloatTrueDiv, ``+ - *`` and
+    float constants (:mod:`.rational`). Anything else (RoundDecimal, FloatPow, a
+    float that is no short fraction, ...) raises :class:`SizeError` naming it. ``names`` restricts the symbols as in
     :func:`parse`.
     """
     node = getattr(e, "node", None)
@@ -150,9 +168,29 @@ def from_sympy(e, names=None) -> Expr:
             r = _power(walk(base), int(n), e)
         elif type(x).__name__ in _SYMPY_FUNCS:
             r = _SYMPY_FUNCS[type(x).__name__](*(walk(a) for a in x.args))
+        elif type(x).__name__ in _TO_INT:
+            r = ratio(x.args[0]).round(_TO_INT[type(x).__name__])
         else:
             raise SizeError(f"unsupported size function {type(x).__name__} in {e}")
         memo[x] = r
         return r
+
+    def ratio(x) -> Ratio:
+        """A SymFloat's sympy expression as a :class:`Ratio` of sizes."""
+        name = type(x).__name__
+        if x.is_Number:
+            return Ratio.of(Fraction(int(x.p), int(x.q)) if x.is_Rational else fraction(float(x)))
+        if name == "ToFloat":
+            return Ratio(walk(x.args[0]))
+        if name in ("IntTrueDiv", "FloatTrueDiv"):
+            return ratio(x.args[0]) / ratio(x.args[1])
+        if x.is_Add or x.is_Mul:
+            out = ratio(x.args[0])
+            for t in x.args[1:]:
+                out = out + ratio(t) if x.is_Add else out * ratio(t)
+            return out
+        if x.is_Symbol or name in _SYMPY_FUNCS or name in _TO_INT or x.is_Integer:
+            return Ratio(walk(x))
+        raise SizeError(f"unsupported float size function {name} in {e}")
 
     return walk(e)

@@ -79,8 +79,9 @@ def test_torch_export_expressions():
     assert S.from_sympy(F.CeilDiv(s77, 2)) == S.parse("(a + 1) // 2")  # torch rewrites it to FloorDiv
     with pytest.raises(S.SizeError, match="unsupported size function IntTrueDiv"):
         S.from_sympy(F.IntTrueDiv(s77, 2) + 1)
-    with pytest.raises(S.SizeError, match="unsupported size function TruncToInt"):
-        S.from_sympy(F.TruncToInt(s77))
+    assert S.from_sympy(F.TruncToInt(F.ToFloat(s77))) == S.parse("trunc(a / 1)")  # engines.sizes.rational
+    with pytest.raises(S.SizeError, match="unsupported float size function OpaqueUnaryFn_sqrt"):
+        S.from_sympy(F.TruncToInt(F.OpaqueUnaryFn_sqrt(F.ToFloat(s77))))
     with pytest.raises(S.SizeError, match="non-integer coefficient 1/2"):
         S.from_sympy(s77 / 2)
     with pytest.raises(S.SizeError, match=r"size variable 'c' has no value in the environment \(known: a, b\)"):
