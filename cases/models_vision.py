@@ -31,12 +31,17 @@ def vit(config=None):
     return seeded(lambda: tr.ViTModel(config or vit_config(), add_pooling_layer=False))
 
 
-def resnet18(num_classes: int = CLASSES):
-    """A seeded torchvision ``resnet18`` (no pretrained weights) with ``num_classes`` outputs."""
+def resnet18(num_classes: int = CLASSES, layers: tuple = (2, 2, 2, 2)):
+    """A seeded torchvision ``resnet18`` (no pretrained weights) with ``num_classes`` outputs;
+    ``layers`` other than resnet18's own ``(2, 2, 2, 2)`` builds ``ResNet(BasicBlock, layers)``
+    (the StableHLO model tests take ``(1, 1, 1, 1)``: fewer inlined constants)."""
     libs.load("torchvision")
     import torchvision.models
+    from torchvision.models.resnet import BasicBlock, ResNet
 
-    return seeded(lambda: torchvision.models.resnet18(weights=None, num_classes=num_classes))
+    if tuple(layers) == (2, 2, 2, 2):
+        return seeded(lambda: torchvision.models.resnet18(weights=None, num_classes=num_classes))
+    return seeded(lambda: ResNet(BasicBlock, list(layers), num_classes=num_classes))
 
 
 def _vit_forward(model, pixel_values):

@@ -44,7 +44,12 @@ def export_oblivious_retry(run):
     become ``_assert_scalar`` nodes in the graph
     (``prefer_deferred_runtime_asserts_over_guards``), which the lowering checks at
     run time, instead of a refusal. A second violation raises. The retried program
-    has ``size_oblivious = True`` (its decomposition must be size-oblivious too)."""
+    has ``size_oblivious = True`` (its decomposition must be size-oblivious too).
+
+    The retry can also specialise silently: ``int()`` of a size (``int(math.ceil(n * 0.5))``)
+    becomes a deferred assertion ``CeilToInt(0.5*ToFloat(s)) == 10`` that torch never
+    places in the graph, leaving a program that slices 10 rows at every size. Such a
+    program is refused (:class:`ExportSpecialized`, naming the assertion)."""
     import torch
     import torch.fx.experimental._config as fx_config
 
@@ -54,4 +59,59 @@ def export_oblivious_retry(run):
         with fx_config.patch(backed_size_oblivious=True):
             ep = run(prefer_deferred_runtime_asserts_over_guards=True)
         ep.size_oblivious = True  # engines.stablehlo.lowering.lower decomposes it the same way
+        _refuse_dropped_asserts(ep)
         return ep
+
+
+class ExportSpecialized(ValueError):
+    """torch.export fixed a dynamic size and dropped the assertion that says so."""
+
+
+def _refuse_dropped_asserts(ep) -> None:
+    """Raise :class:`ExportSpecialized` when a deferred runtime assertion of the
+    export's shape environment is not an ``_assert_scalar`` of the graph and fixes a
+    size to a constant (``Eq(expr, 10)``): the graph then holds for one size only."""
+    import sympy
+    import torch
+
+    env = next(
+        (v.fake_mode.shape_env for n in ep.graph.nodes if isinstance(v := n.meta.get("val"), torch._subclasses.FakeTensor)),
+        None,
+    )
+    if env is None:
+        return
+    placed = set()
+    for n in ep.graph.nodes:
+        if n.target is torch.ops.aten._assert_scalar.default and isinstance(n.args[0], torch.fx.Node):
+            val = n.args[0].meta.get("val")
+            placed.add(getattr(getattr(val, "node", None), "expr", None))
+    for ras in env.deferred_runtime_asserts.values():
+        for ra in ras:
+            e = ra.expr
+            if e not in placed and isinstance(e, sympy.Eq) and _fails_somewhere(e, ep.range_constraints):
+                raise ExportSpecialized(
+                    f"torch.export specialised a dynamic size: the runtime assertion {e} is not in the graph, "
+                    f"which then serves one size only (int() of a size specialises it; use torch.sym_int or math.floor)"
+                )
+
+
+def _fails_somewhere(e, ranges) -> bool:
+    """``e`` is false for some value of its symbols in their export ranges (tried at
+    each end and one step in); an assertion that cannot be evaluated counts as holding."""
+    import sympy
+
+    syms = sorted(e.free_symbols, key=str)
+    if not syms or any(s not in ranges for s in syms):
+        return False
+    for pick in (0, 1, 2, 3):
+        env = {}
+        for s in syms:
+            lo, hi = int(ranges[s].lower), ranges[s].upper
+            hi = lo + 64 if not hi.is_finite else int(hi)
+            env[s] = sympy.Integer((lo, hi, min(lo + 1, hi), max(hi - 1, lo))[pick])
+        try:
+            if e.xreplace(env) is sympy.false:
+                return True
+        except Exception:  # an expression sympy cannot evaluate here: not known to fail
+            return False
+    return False

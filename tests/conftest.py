@@ -39,6 +39,9 @@ SLOW = (
     "tests/stablehlo/test_bounded.py::*",  # ~40 s
     "tests/stablehlo/test_bounded_windows.py::*",  # a whole-grid module per family: ~30 s each
     "tests/stablehlo/test_upsample.py::*",  # ~30 s a mode
+    "tests/stablehlo/test_size_roundings.py::*",  # ~25 s of CPU: XLA compiles
+    "tests/stablehlo/test_guarded_programs.py::*",  # ~20 s of CPU: exports and XLA compiles
+    "tests/stablehlo/test_interpreter_zero_size.py::*",  # ~15 s of CPU: an interpreter worker, exports
     "tests/stablehlo/test_api.py::test_interpreter_abort_is_isolated",
     "tests/stablehlo/test_api.py::test_xla_compiles_once_bounded_per_shape_unbounded_interpreter_never",
     "tests/einx_symbolic/test_fast_paths.py::test_closure_graph_matches_generated_graph*",  # ~28 s

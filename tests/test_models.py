@@ -79,6 +79,17 @@ def test_builds_are_seeded_and_leave_the_callers_rng_alone():
         assert q.dtype == torch.float64 and torch.equal(p.double(), q)
 
 
+def test_resnet18_builder_takes_fewer_blocks_per_stage():
+    """``resnet18(layers=...)`` (the StableHLO model tests' small ResNet): that many
+    BasicBlocks per stage, seeded; the default is torchvision's resnet18 itself."""
+    small, full = models_vision.resnet18(layers=(1, 1, 1, 1)), models_vision.resnet18()
+    assert [len(getattr(small, f"layer{i}")) for i in range(1, 5)] == [1, 1, 1, 1]
+    assert [len(getattr(full, f"layer{i}")) for i in range(1, 5)] == [2, 2, 2, 2]
+    again = models_vision.resnet18(layers=(1, 1, 1, 1))
+    assert all(torch.equal(p, q) for p, q in zip(small.parameters(), again.parameters(), strict=True))
+    assert not small.training and small.fc.out_features == models_vision.CLASSES
+
+
 def _weights_digest(build) -> str:
     import hashlib
 

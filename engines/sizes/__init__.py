@@ -6,7 +6,9 @@ variables and integer constants, kept in a canonical normal form
 structural equality of normal forms. Facts (``>= 0``, ``>= 1``,
 divisibility) and comparisons are decided only when evident
 (:mod:`.facts`; an undecidable comparison raises :class:`UndecidedError`).
-Parsers read text and torch.export's sympy (:mod:`.parse`); one evaluator,
+Floor, ceil, round (half to even) and trunc of a quotient -- torch's
+``RoundToInt(IntTrueDiv(s, 3))`` and kin -- are exact expressions of those atoms
+(:mod:`.rational`). Parsers read text and torch.export's sympy (:mod:`.parse`); one evaluator,
 parameterised by an ops object, emits ints, Python source, graph nodes or
 StableHLO scalar ops (:mod:`.emit`).
 
@@ -37,6 +39,7 @@ from .expr import (
 )
 from .facts import bounds, compare, evident_divisible, evident_nonneg, evident_positive
 from .parse import from_sympy, missing, parse
+from .rational import Ratio, ceildiv, rounddiv, truncdiv
 
 __all__ = [
     "INT",
@@ -48,6 +51,7 @@ __all__ = [
     "IntOps",
     "NodeOps",
     "Ops",
+    "Ratio",
     "SizeError",
     "SizeZeroDivisionError",
     "SourceOps",
@@ -56,6 +60,7 @@ __all__ = [
     "UndecidedError",
     "as_expr",
     "bounds",
+    "ceildiv",
     "compare",
     "const",
     "evaluate",
@@ -67,9 +72,11 @@ __all__ = [
     "missing",
     "mod",
     "parse",
+    "rounddiv",
     "smax",
     "smin",
     "source",
     "substitute",
+    "truncdiv",
     "var",
 ]

@@ -2,8 +2,10 @@
 
 Text is parsed with :mod:`ast` and walked -- never evaluated -- over the
 grammar: integer literals, names, ``+ - * // %``, unary ``-``/``+``,
-parentheses and ``min(...)``/``max(...)`` calls. ``str(expr)`` is written in
-the same grammar, so ``parse(str(e)) == e``.
+parentheses, ``min(...)``/``max(...)`` calls and the roundings of a quotient
+``round(a / b)``, ``floor(a / b)``, ``ceil(a / b)``, ``trunc(a / b)``
+(:mod:`.rational`). ``str(expr)`` is written in the same grammar, so
+``parse(str(e)) == e``.
 
 sympy is imported only when :func:`from_sympy` is called.
 """
@@ -12,11 +14,13 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from fractions import Fraction
 from functools import lru_cache
 
 from .expr import Expr, SizeError, as_expr, const, floordiv, mod, smax, smin, var
+from .rational import ROUNDINGS, Ratio, fraction
 
-GRAMMAR = "integers, names, + - * // %, unary -, parentheses, min(...), max(...)"
+GRAMMAR = "integers, names, + - * // %, unary -, parentheses, min(...), max(...), round/floor/ceil/trunc(a / b)"
 
 _BINOPS = {
     ast.Add: lambda a, b: a + b,
@@ -76,6 +80,16 @@ def _parse(text: str, names: frozenset | None) -> Expr:
             and not any(isinstance(a, ast.Starred) for a in node.args)
         ):
             return (smin if node.func.id == "min" else smax)(*(walk(a) for a in node.args))
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ROUNDINGS
+            and len(node.args) == 1
+            and not node.keywords
+            and isinstance(node.args[0], ast.BinOp)
+            and isinstance(node.args[0].op, ast.Div)
+        ):
+            return ROUNDINGS[node.func.id](walk(node.args[0].left), walk(node.args[0].right))
         raise SizeError(f"bad size expression {text!r}: {ast.unparse(node)!r} is not allowed (use {GRAMMAR})")
 
     return walk(tree.body)
@@ -92,29 +106,8 @@ _SYMPY_FUNCS: dict[str, Callable[..., Expr]] = {
     "Min": lambda *xs: smin(*xs),
     "Identity": lambda a: a,
 }
-
-
-#: the largest denominator of a scale in ``TruncToInt(scale * ToFloat(n))`` (an exact binary fraction)
-_MAX_SCALE_DENOMINATOR = 1024
-
-
-def _scaled_size(x, walk, where) -> Expr:
-    """``TruncToInt(c * ToFloat(n))`` / ``FloorToInt(...)`` (torch's size of an
-    upsample by a float scale ``c``) as ``(p * n) // q`` where ``c = p / q`` is an
-    exact binary fraction with a small denominator: there float rounding cannot
-    move the product across an integer, and sizes are non-negative, so truncation
-    is the floor. Any other form raises :class:`SizeError`."""
-    from fractions import Fraction
-
-    arg = x.args[0]
-    coef = [t for t in arg.args if t.is_Number] if arg.is_Mul else []
-    rest = [t for t in arg.args if not t.is_Number] if arg.is_Mul else []
-    if len(coef) != 1 or len(rest) != 1 or type(rest[0]).__name__ != "ToFloat":
-        raise SizeError(f"unsupported size function {type(x).__name__} in {where}")
-    c = Fraction(float(coef[0]))
-    if c <= 0 or c.denominator > _MAX_SCALE_DENOMINATOR:
-        raise SizeError(f"scale {float(coef[0])} in size expression {where} is not a small binary fraction")
-    return floordiv(c.numerator * walk(rest[0].args[0]), c.denominator)
+#: torch.utils._sympy functions bringing a SymFloat back to an integer
+_TO_INT = {"FloorToInt": "floor", "CeilToInt": "ceil", "RoundToInt": "round", "TruncToInt": "trunc"}
 
 
 def _power(base: Expr, n: int, where) -> Expr:
@@ -132,10 +125,10 @@ def from_sympy(e, names=None) -> Expr:
     Handles Integer, Symbol (its name becomes the variable), Add, Mul (integer
     coefficients), Pow/PowByNatural (non-negative integer exponent) and the
     torch.utils._sympy functions FloorDiv, CleanDiv, Mod, PythonMod, Max, Min,
-    Identity, and ``TruncToInt(c * ToFloat(n))`` for a scale ``c`` that is a
-    small binary fraction (:func:`_scaled_size`). Anything else (CeilDiv,
-    IntTrueDiv, rationals, ...) raises
-    :class:`SizeError` naming it. ``names`` restricts the symbols as in
+    Identity, and FloorToInt, CeilToInt, RoundToInt (half to even), TruncToInt of a
+    SymFloat built from sizes by ToFloat, IntTrueDiv, FloatTrueDiv, ``+ - *`` and
+    float constants (:mod:`.rational`). Anything else (RoundDecimal, FloatPow, a
+    float that is no short fraction, ...) raises :class:`SizeError` naming it. ``names`` restricts the symbols as in
     :func:`parse`.
     """
     node = getattr(e, "node", None)
@@ -176,11 +169,29 @@ def from_sympy(e, names=None) -> Expr:
             r = _power(walk(base), int(n), e)
         elif type(x).__name__ in _SYMPY_FUNCS:
             r = _SYMPY_FUNCS[type(x).__name__](*(walk(a) for a in x.args))
-        elif type(x).__name__ in ("TruncToInt", "FloorToInt"):
-            r = _scaled_size(x, walk, e)
+        elif type(x).__name__ in _TO_INT:
+            r = ratio(x.args[0]).round(_TO_INT[type(x).__name__])
         else:
             raise SizeError(f"unsupported size function {type(x).__name__} in {e}")
         memo[x] = r
         return r
+
+    def ratio(x) -> Ratio:
+        """A SymFloat's sympy expression as a :class:`Ratio` of sizes."""
+        name = type(x).__name__
+        if x.is_Number:
+            return Ratio.of(Fraction(int(x.p), int(x.q)) if x.is_Rational else fraction(float(x)))
+        if name == "ToFloat":
+            return Ratio(walk(x.args[0]))
+        if name in ("IntTrueDiv", "FloatTrueDiv"):
+            return ratio(x.args[0]) / ratio(x.args[1])
+        if x.is_Add or x.is_Mul:
+            out = ratio(x.args[0])
+            for t in x.args[1:]:
+                out = out + ratio(t) if x.is_Add else out * ratio(t)
+            return out
+        if x.is_Symbol or name in _SYMPY_FUNCS or name in _TO_INT or x.is_Integer:
+            return Ratio(walk(x))
+        raise SizeError(f"unsupported float size function {name} in {e}")
 
     return walk(e)

@@ -1,11 +1,12 @@
-"""Tiny real models from their libraries' config classes (random init, fixed
-seed, eval, fp32, nothing downloaded), with their dynamic dims, for the
-StableHLO model tests and ``benchmarks/scripts/stablehlo_models.py``.
+"""The catalogue's tiny real models (``cases.models_text``, ``models_vision``,
+``models_graph``: their builders, seeded, eval, fp32, nothing downloaded), with
+their dynamic dims, for the StableHLO model tests and
+``benchmarks/scripts/stablehlo_models.py``.
 
 Each :class:`Model` builds the module, makes arguments at a size ``n`` (the
 sweep's one knob: sequence length, batch, node count) and names its dynamic
-dims as ``torch.export.Dim``s with bounds. Libraries are imported only through
-``cases.libs.load``."""
+dims as ``torch.export.Dim``s with bounds. The ResNet is the catalogue's
+``resnet18`` builder with one block per stage (``layers=(1, 1, 1, 1)``)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from cases import libs
+from cases import models_graph, models_text, models_vision
+
+VOCAB = models_text.VOCAB
+IMAGE = models_vision.VIT_CONFIG["image_size"]
 
 
 @dataclass
@@ -29,15 +33,6 @@ class Model:
     bound: int
     export_n: int  # the size torch.export traces at
     output: Callable = lambda out: out  # the tensors to compare (e.g. logits)
-
-
-def _seeded(fn):
-    def build():
-        torch.manual_seed(0)
-        m = fn()
-        return m.eval()
-
-    return build
 
 
 def _tokens(vocab, batch=2):
@@ -65,63 +60,14 @@ def _seq_dim(n_args):
     return dims
 
 
-def _gpt2(attn=None):
-    def fn():
-        tf = libs.load("transformers")
-        cfg = tf.GPT2Config(vocab_size=128, n_positions=128, n_embd=32, n_layer=2, n_head=2)
-        if attn:
-            cfg._attn_implementation = attn
-        return tf.GPT2LMHeadModel(cfg)
-
-    return fn
-
-
-def _bert():
-    tf = libs.load("transformers")
-    cfg = tf.BertConfig(
-        vocab_size=128,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=128,
-    )
-    return tf.BertModel(cfg, add_pooling_layer=False)
-
-
-def _llama():
-    tf = libs.load("transformers")
-    cfg = tf.LlamaConfig(
-        vocab_size=128,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=128,
-    )
-    return tf.LlamaForCausalLM(cfg)
-
-
-def _vit():
-    tf = libs.load("transformers")
-    cfg = tf.ViTConfig(
-        image_size=16,
-        patch_size=4,
-        num_channels=3,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-    )
-    return tf.ViTModel(cfg, add_pooling_layer=False)
+def _gpt2_eager_attn():
+    cfg = models_text.gpt2_config()
+    cfg._attn_implementation = "eager"
+    return models_text.gpt2(cfg)
 
 
 def _resnet():
-    libs.load("torchvision")
-    from torchvision.models.resnet import BasicBlock, ResNet
-
-    return ResNet(BasicBlock, [1, 1, 1, 1], num_classes=10)
+    return models_vision.resnet18(layers=(1, 1, 1, 1))  # few blocks: small inlined constants
 
 
 def _images(c, hw):
@@ -149,32 +95,13 @@ def _batch_side_dims(bound):
     return ({0: torch.export.Dim("B", min=2, max=8), 2: side, 3: side},)
 
 
-class _Gnn(torch.nn.Module):
-    def __init__(self, conv, f_in=8, hidden=16, out=4, **kw):
-        super().__init__()
-        self.c1 = conv(f_in, hidden, **kw)
-        self.c2 = conv(hidden * kw.get("heads", 1), out, **({} if "heads" not in kw else {"heads": 1}))
-
-    def forward(self, x, edge_index):
-        return self.c2(self.c1(x, edge_index).relu(), edge_index)
-
-
-def _gnn(kind):
-    def fn():
-        pyg = libs.load("torch_geometric")
-        conv = {"gcn": pyg.nn.GCNConv, "gat": pyg.nn.GATConv, "sage": pyg.nn.SAGEConv}[kind]
-        return _Gnn(conv, **({"heads": 2} if kind == "gat" else {}))
-
-    return fn
-
-
 def _graph(n, g):
     """n nodes, 3n edges (some self loops, as real graphs have)."""
     e = 3 * n
     src = g.integers(0, n, e)
     dst = g.integers(0, n, e)
     dst[: n // 4] = src[: n // 4]  # self loops, which remove_self_loops drops
-    return [g.standard_normal((n, 8)).astype(np.float32), np.stack([src, dst]).astype(np.int64)]
+    return [g.standard_normal((n, models_graph.IN)).astype(np.float32), np.stack([src, dst]).astype(np.int64)]
 
 
 def _graph_dims(bound):
@@ -190,19 +117,17 @@ def _logits(out):
 MODELS: dict[str, Model] = {
     m.name: m
     for m in [
-        Model("gpt2", "transformers", _seeded(_gpt2()), _tokens(128), _seq_dim(1), (5, 9, 17, 32), 32, 8, _logits),
-        Model(
-            "gpt2_eager_attn", "transformers", _seeded(_gpt2("eager")), _tokens(128), _seq_dim(1), (5, 9, 17, 32), 32, 8, _logits
-        ),
-        Model("bert", "transformers", _seeded(_bert), _tokens_mask(128), _seq_dim(2), (5, 9, 17, 32), 32, 8, _logits),
-        Model("llama", "transformers", _seeded(_llama), _tokens(128), _seq_dim(1), (5, 9, 17, 32), 32, 8, _logits),
-        Model("vit", "transformers", _seeded(_vit), _images(3, 16), _batch_dim, (2, 3, 5, 8), 8, 3, _logits),
-        Model("resnet", "torchvision", _seeded(_resnet), _images(3, 32), _batch_dim, (2, 3, 5, 8), 8, 3),
+        Model("gpt2", "transformers", models_text.gpt2, _tokens(VOCAB), _seq_dim(1), (5, 9, 17, 32), 32, 8, _logits),
+        Model("gpt2_eager_attn", "transformers", _gpt2_eager_attn, _tokens(VOCAB), _seq_dim(1), (5, 9, 17, 32), 32, 8, _logits),
+        Model("bert", "transformers", models_text.bert, _tokens_mask(VOCAB), _seq_dim(2), (5, 9, 17, 32), 32, 8, _logits),
+        Model("llama", "transformers", models_text.llama, _tokens(VOCAB), _seq_dim(1), (5, 9, 17, 32), 32, 8, _logits),
+        Model("vit", "transformers", models_vision.vit, _images(3, IMAGE), _batch_dim, (2, 3, 5, 8), 8, 3, _logits),
+        Model("resnet", "torchvision", _resnet, _images(3, 32), _batch_dim, (2, 3, 5, 8), 8, 3),
         # a dynamic image side too (odd ones included): every convolution and pool slides over it
-        Model("resnet_hw", "torchvision", _seeded(_resnet), _images_side(3), _batch_side_dims, (32, 37, 48, 61), 64, 40),
-        Model("gcn", "torch_geometric", _seeded(_gnn("gcn")), _graph, _graph_dims, (5, 9, 17, 32), 32, 8),
-        Model("gat", "torch_geometric", _seeded(_gnn("gat")), _graph, _graph_dims, (5, 9, 17, 32), 32, 8),
-        Model("sage", "torch_geometric", _seeded(_gnn("sage")), _graph, _graph_dims, (5, 9, 17, 32), 32, 8),
+        Model("resnet_hw", "torchvision", _resnet, _images_side(3), _batch_side_dims, (32, 37, 48, 61), 64, 40),
+        Model("gcn", "torch_geometric", models_graph.gcn, _graph, _graph_dims, (5, 9, 17, 32), 32, 8),
+        Model("gat", "torch_geometric", models_graph.gat, _graph, _graph_dims, (5, 9, 17, 32), 32, 8),
+        Model("sage", "torch_geometric", models_graph.sage, _graph, _graph_dims, (5, 9, 17, 32), 32, 8),
     ]
 }
 

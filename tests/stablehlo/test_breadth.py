@@ -138,11 +138,10 @@ def test_interpreter_zero_size_contraction_is_a_named_limitation():
     np.testing.assert_array_equal(execute(text, [a, b], executor="xla")[0], np.zeros((2, 4), f32))
     with pytest.raises(
         InterpreterLimitation,
-        match=r"interpreter cannot run this module for argument shapes "
-        r"\(2, 0\), \(0, 4\).*zero-size.*the xla executor runs it",
+        match=r"dot_general contracts a zero-size dim.*the xla executor runs it.*\(argument shapes \(2, 0\), \(0, 4\)\)",
     ):
         execute(text, [a, b], executor="interpreter")
-    # the worker restarts after the abort: a later call still runs
+    # refused before running (no abort): a later call still runs
     np.testing.assert_array_equal(
         execute(text, [np.ones((2, 3), f32), np.ones((3, 4), f32)], executor="interpreter")[0], np.full((2, 4), 3.0, f32)
     )

@@ -18,8 +18,9 @@ with its message), then the interpreter runs the module without them. Each ``sca
 copy of its operand (the interpreter updates the operand in place).
 
 Frames, parent -> worker: ``("register", module_id, text)`` (no answer) and
-``("run", module_id, args)``, answered by ``("ok", outputs, info)`` or
-``("error", message)``; the worker says ``("ready", None)`` once it has
+``("run", module_id, args)``, answered by ``("ok", outputs, info)``,
+``("error", message)`` or ``("limitation", message)`` (a module the interpreter
+is known to abort on, refused before running: :func:`check_contractions`); the worker says ``("ready", None)`` once it has
 imported jaxlib and made its MLIR context.
 """
 
@@ -118,10 +119,10 @@ def copy_scatter_operands(module) -> None:
             op.operation.operands[i] = stablehlo.convert(v.type, v, ip=ir.InsertionPoint(op.operation))
 
 
-def check_assertions(text: str, shapes) -> None:
-    """Evaluate the ``shape_assertion`` calls of ``text`` for concrete argument
-    ``shapes``: ``@main`` specialised (static argument types, a ``convert`` back
-    to the old type, as jax does) and refined; a failed assertion raises its message."""
+def _refined(text: str, shapes, enable_shape_assertions: bool) -> bytes:
+    """``text`` with ``@main`` specialised to concrete argument ``shapes`` (static
+    argument types, a ``convert`` back to the old type, as jax does) and shape-refined:
+    bytecode of a module whose types are static."""
     import io
 
     import jax.extend.mlir as jm
@@ -142,12 +143,60 @@ def check_assertions(text: str, shapes) -> None:
             arg.replace_all_uses_except(conv, conv.owner.operation)
     buf = io.BytesIO()
     module.operation.write_bytecode(file=buf)
+    return jm.refine_polymorphic_shapes(
+        buf.getvalue(), enable_shape_assertions=enable_shape_assertions, validate_static_shapes=False
+    )
+
+
+def check_assertions(text: str, shapes) -> None:
+    """Evaluate the ``shape_assertion`` calls of ``text`` for concrete argument
+    ``shapes`` (:func:`_refined` evaluates them): a failed assertion raises its message."""
     try:
-        jm.refine_polymorphic_shapes(buf.getvalue(), enable_shape_assertions=True, validate_static_shapes=False)
+        _refined(text, shapes, True)
     except Exception as e:
         msg = str(e)
         i = msg.find("error: ")
         raise AssertionError(msg[i + len("error: ") :].split("\n")[0] if i >= 0 else msg) from None
+
+
+class ZeroSizeContraction(Exception):
+    """The module contracts over a zero-size dim, which aborts ``eval_module``."""
+
+
+_CONTRACTING_RE = re.compile(r"lhs_contracting_dimensions = \[([0-9, ]*)\]")
+
+
+def _ops_named(op, names, found):
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                if inner.operation.name in names:
+                    found.append(inner)
+                _ops_named(inner.operation, names, found)
+    return found
+
+
+def check_contractions(module, text: str, shapes) -> None:
+    """Raise :class:`ZeroSizeContraction` naming the op when a ``dot_general`` of
+    ``module`` contracts a zero-size dim at argument ``shapes`` (the reference
+    interpreter aborts the process there: "Incompatible index and shape found while
+    flattening index"; reductions and convolutions over empty batches it runs).
+    A module with `?` dims is refined to the shapes first to see its static types."""
+    from jaxlib.mlir import ir
+
+    if "dot_general" not in text:
+        return
+    if "?" in text:
+        module = ir.Module.parse(_refined(text, shapes, False))
+    for op in _ops_named(module.operation, ("stablehlo.dot_general",), []):
+        lhs = ir.RankedTensorType(op.operation.operands[0].type)
+        m = _CONTRACTING_RE.search(str(op.operation.attributes["dot_dimension_numbers"]))
+        dims = [int(d) for d in m.group(1).split(",") if d.strip()] if m else []
+        if any(lhs.shape[d] == 0 for d in dims):
+            raise ZeroSizeContraction(
+                f"stablehlo.dot_general contracts a zero-size dim ({lhs} over dims {dims}): jaxlib's reference "
+                f"interpreter aborts on it; refused before running (the xla executor runs it)"
+            )
 
 
 class Evaluator:
@@ -180,6 +229,7 @@ class Evaluator:
                 t0 = time.perf_counter()
                 module = ir.Module.parse(self.texts[module_id])
                 copy_scatter_operands(module)
+                check_contractions(module, self.texts[module_id], key[1])
                 asserts = _assertions(module.operation, [])
                 if asserts:
                     check_assertions(self.texts[module_id], key[1])
@@ -225,6 +275,8 @@ def main():
         try:
             outs, info = evaluator.run(module_id, payload)
             _write(out, ("ok", outs, info))
+        except ZeroSizeContraction as e:  # refused before eval_module could abort
+            _write(out, ("limitation", str(e)))
         except BaseException as e:  # Python-level failures come back as errors
             _write(out, ("error", f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"))
 

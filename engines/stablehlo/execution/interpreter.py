@@ -30,7 +30,9 @@ class InterpreterLimitation(InterpreterCrashed):
     limitation of jaxlib's reference interpreter, not of the module)."""
 
 
-#: stderr text of a known interpreter abort -> what it cannot run
+#: stderr text of a known interpreter abort -> what it cannot run (the worker refuses a
+#: zero-size contraction before running, :func:`_interp_worker.check_contractions`; this
+#: table names the aborts that still happen)
 KNOWN_ABORTS = {
     "Incompatible index and shape found while flattening index": "a zero-size dimension in an op such as dot_general (a zero-size contraction)",
 }
@@ -104,6 +106,8 @@ class InterpreterWorker:
                 f"{module.label}: StableHLO interpreter aborted (worker exit code {rc}); "
                 f"usually an op the interpreter does not implement:\n{tail}"
             )
+        if msg[0] == "limitation":
+            raise InterpreterLimitation(f"{module.label}: {msg[1]} (argument shapes {format_shapes(a.shape for a in args)})")
         if msg[0] == "error":
             raise ExecutionError(f"{module.label}: StableHLO interpreter error: {msg[1]}")
         return msg[1], msg[2]
@@ -135,6 +139,8 @@ class LocalInterpreter:
             self._evaluator.register(module.digest, module.text)
         try:
             return self._evaluator.run(module.digest, args)
+        except _interp_worker.ZeroSizeContraction as e:
+            raise InterpreterLimitation(f"{module.label}: {e}") from e
         except Exception as e:
             raise ExecutionError(f"{module.label}: StableHLO interpreter error: {type(e).__name__}: {e}") from e
 

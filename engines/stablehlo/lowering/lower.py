@@ -166,7 +166,7 @@ def _bind(ctx, val, res) -> None:
     try:
         ctx.sym.bind(val, res)
     except sizes.SizeError:
-        pass  # a size outside the algebra (e.g. round of a float): only its node's value is known
+        pass  # a size outside the algebra (e.g. a float power): only its node's value is known
 
 
 def _arguments(ctx: LoweringContext, ep, env, params: str) -> list[tuple[str, Value]]:

@@ -218,12 +218,20 @@ def _sym_sqrt(ctx, node, a):
 
 
 def _to_int(opname):
+    """floor/ceil/round/trunc of a SymFloat: the node's size in the algebra where
+    it has one (``round(n / 3)`` is integer ``//``, ``%`` and ``min``: ops shape
+    refinement folds; it cannot fold ``convert`` to f64 and back, so a module
+    slicing by ``round(n / 3)`` had "dynamic shapes"); else the float op."""
+
     def fn(ctx, node, a, *rest):
         if rest and rest[0] is not None:
             raise TypeError(f"{node.target.__name__} with ndigits={rest[0]!r} on a symbolic float is not supported")
-        c = _cached(ctx, node)
-        if c is not None:
-            return c
+        val = node.meta.get("val")
+        if isinstance(val, torch.SymInt):
+            try:
+                return ctx.dim(val)
+            except sizes.SizeError:
+                pass
         if _kind(a) != FLOAT:
             return _operand(ctx, a)
         return ctx.convert(ctx.unary(opname, _operand(ctx, a, FLOAT)), SHAPE_DTYPE)
