@@ -58,6 +58,17 @@ def compile_seconds() -> float | None:
     return float(data[1]) / 1e9
 
 
+def on_xla_device(fn):
+    """``fn`` with the weights it carries on the XLA device (``fn.on_device``, the model
+    cases'); a program without weights unchanged. LazyTensor traces only XLA tensors:
+    a CPU weight meeting an XLA input fails the op ("Expected XLA tensor. Got:
+    torch.FloatTensor"), so a torch_xla user moves the model (``model.to(xla_device)``)."""
+    import torch_xla
+
+    on_device = getattr(fn, "on_device", None)
+    return fn if on_device is None else on_device(torch_xla.device())
+
+
 @host_padding("bucketed")
 class TorchXlaLazy(Backend):
     name = "torch_xla_lazy"
@@ -86,7 +97,7 @@ class TorchXlaLazy(Backend):
     def prepare(self, case, mode):
         import torch_xla
 
-        fn = case.torch_fn()
+        fn = on_xla_device(case.torch_fn())
         self._axes = [sorted(a) for a in case.dynamic_axes(mode)] if mode == "unbounded" else None
         torch_xla.device()  # initialise the PJRT client (startup() did, where the harness ran it)
         if not self._reset:  # a driver that skips reset_counters still gets this job's counts
