@@ -62,11 +62,21 @@ def on_xla_device(fn):
     """``fn`` with the weights it carries on the XLA device (``fn.on_device``, the model
     cases'); a program without weights unchanged. LazyTensor traces only XLA tensors:
     a CPU weight meeting an XLA input fails the op ("Expected XLA tensor. Got:
-    torch.FloatTensor"), so a torch_xla user moves the model (``model.to(xla_device)``)."""
+    torch.FloatTensor"), so a torch_xla user moves the model (``model.to(xla_device)``).
+
+    The move is then synced, in ``prepare``: torch_xla moves a 0-d tensor as a pending
+    constant (BatchNorm's ``num_batches_tracked``), which would otherwise ride in the
+    first call's graph only, so the next call on the same shape compiled again
+    (ResNet-18: shape 0 twice, the second time in its cached phase). The sync's own
+    compile, where there is one (ResNet-18's), counts on shape 0."""
     import torch_xla
 
     on_device = getattr(fn, "on_device", None)
-    return fn if on_device is None else on_device(torch_xla.device())
+    if on_device is None:
+        return fn
+    program = on_device(torch_xla.device())
+    torch_xla.sync()
+    return program
 
 
 @host_padding("bucketed")

@@ -133,9 +133,13 @@ def test_on_device_runs_the_program_on_a_copy_of_the_weights_there(monkeypatch):
 
     from backends import torch_xla_lazy
 
-    monkeypatch.setitem(sys.modules, "torch_xla", types.SimpleNamespace(device=lambda: torch.device("meta")))
+    syncs = []
+    fake = types.SimpleNamespace(device=lambda: torch.device("meta"), sync=lambda: syncs.append(1))
+    monkeypatch.setitem(sys.modules, "torch_xla", fake)
     case = models_vision.model_resnet18
     program = torch_xla_lazy.on_xla_device(case.torch_fn())
+    # the move is synced before the first call (BatchNorm's 0-d buffers move as pending constants)
+    assert syncs == [1]
     sizes = dict(case.sweep[0])
     (images,) = (torch.from_numpy(a).to("meta") for a in case.make_inputs(sizes, seed=0))
     out = program(images)
@@ -143,7 +147,7 @@ def test_on_device_runs_the_program_on_a_copy_of_the_weights_there(monkeypatch):
     assert {p.device.type for p in models_vision.RESNET18.float32().parameters()} == {"cpu"}
     # a program without weights of its own is the same program
     plain = cases.get("gnn_edge_divide").torch_fn()
-    assert torch_xla_lazy.on_xla_device(plain) is plain
+    assert torch_xla_lazy.on_xla_device(plain) is plain and syncs == [1]
 
 
 # -- a library that is missing ---------------------------------------------------
