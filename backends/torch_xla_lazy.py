@@ -58,6 +58,27 @@ def compile_seconds() -> float | None:
     return float(data[1]) / 1e9
 
 
+def on_xla_device(fn):
+    """``fn`` with the weights it carries on the XLA device (``fn.on_device``, the model
+    cases'); a program without weights unchanged. LazyTensor traces only XLA tensors:
+    a CPU weight meeting an XLA input fails the op ("Expected XLA tensor. Got:
+    torch.FloatTensor"), so a torch_xla user moves the model (``model.to(xla_device)``).
+
+    The move is then synced, in ``prepare``: torch_xla moves a 0-d tensor as a pending
+    constant (BatchNorm's ``num_batches_tracked``), which would otherwise ride in the
+    first call's graph only, so the next call on the same shape compiled again
+    (ResNet-18: shape 0 twice, the second time in its cached phase). The sync's own
+    compile, where there is one (ResNet-18's), counts on shape 0."""
+    import torch_xla
+
+    on_device = getattr(fn, "on_device", None)
+    if on_device is None:
+        return fn
+    program = on_device(torch_xla.device())
+    torch_xla.sync()
+    return program
+
+
 @host_padding("bucketed")
 class TorchXlaLazy(Backend):
     name = "torch_xla_lazy"
@@ -86,7 +107,7 @@ class TorchXlaLazy(Backend):
     def prepare(self, case, mode):
         import torch_xla
 
-        fn = case.torch_fn()
+        fn = on_xla_device(case.torch_fn())
         self._axes = [sorted(a) for a in case.dynamic_axes(mode)] if mode == "unbounded" else None
         torch_xla.device()  # initialise the PJRT client (startup() did, where the harness ran it)
         if not self._reset:  # a driver that skips reset_counters still gets this job's counts

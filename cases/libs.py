@@ -9,7 +9,9 @@ torchvision 0.28's ``_meta_registrations`` then registers fake kernels for
 fails with "operator torchvision::nms does not exist". The model zoo itself is
 pure Python: when the extension cannot load, :func:`load` first defines those
 two schemas (no kernels; calling them raises), after which ``torchvision.models``
-imports and runs. When the extension loads, nothing is defined.
+imports and runs. When the extension loads, nothing is defined: so in
+``.venv-xla`` (requirements-xla.txt: torchvision 0.24.1, the release for its
+torch 2.9.1, whose CUDA extension loads next to that CUDA torch).
 """
 
 from __future__ import annotations

@@ -167,6 +167,8 @@ class Case:
     out_dtype: str = "float32"
     quick: tuple[int, ...] = (0, 1, 2)
     einx: EinxForm | None = None
+    #: the torch form's factory; the program it returns may carry ``on_device(device)``,
+    #: the same program with its weights on ``device`` (``cases.models_base.Model``)
     torch_fn: Callable[[], Callable] | None = None
     jax_fn: Callable[[], Callable] | None = None
     tolerance: Tolerance | None = None

@@ -106,8 +106,26 @@ class Model:
         return self._f64
 
     def torch_fn(self) -> Callable:
-        """The case's torch form: the float32 model on torch tensors."""
-        model, forward = self.float32(), self.forward
+        """The case's torch form: the float32 model on torch tensors.
+
+        The program also carries ``on_device(device)`` (see :meth:`on_device`):
+        the weights are the program's, not its inputs', so a backend whose
+        tensors live on a device of their own (torch_xla) can only move them
+        through the program."""
+        program = self._program(self.float32())
+        program.on_device = self.on_device
+        return program
+
+    def on_device(self, device) -> Callable:
+        """The torch form on a copy of the float32 weights moved to ``device``:
+        what a torch_xla user does (``model.to(xla_device)``). The shared CPU
+        model stays where it is, for the other forms and the oracle."""
+        import copy
+
+        return self._program(copy.deepcopy(self.float32()).to(device))
+
+    def _program(self, model) -> Callable:
+        forward = self.forward
 
         def program(*args):
             return forward(model, *args)

@@ -133,6 +133,34 @@ def test_einx_form_matches_the_oracle(case, which):
         assert v.ok, f"{case.name} on {which}, shape {sizes}: {v.message}"
 
 
+# -- a device of its own (torch_xla) ----------------------------------------------
+def test_on_device_runs_the_program_on_a_copy_of_the_weights_there(monkeypatch):
+    """A model's torch form carries ``on_device``: the same program on a copy of
+    the weights moved to a device, which ``torch_xla_lazy`` asks for on the XLA
+    device (LazyTensor refuses CPU weights: "Expected XLA tensor"). The shared
+    CPU model, which the other forms and the oracle use, stays on the CPU.
+    ``meta`` stands in for the XLA device (no torch_xla in this environment)."""
+    import types
+
+    from backends import torch_xla_lazy
+
+    syncs = []
+    fake = types.SimpleNamespace(device=lambda: torch.device("meta"), sync=lambda: syncs.append(1))
+    monkeypatch.setitem(sys.modules, "torch_xla", fake)
+    case = models_vision.model_resnet18
+    program = torch_xla_lazy.on_xla_device(case.torch_fn())
+    # the move is synced before the first call (BatchNorm's 0-d buffers move as pending constants)
+    assert syncs == [1]
+    sizes = dict(case.sweep[0])
+    (images,) = (torch.from_numpy(a).to("meta") for a in case.make_inputs(sizes, seed=0))
+    out = program(images)
+    assert out.device.type == "meta" and tuple(out.shape) == case.out_shape_for(sizes)
+    assert {p.device.type for p in models_vision.RESNET18.float32().parameters()} == {"cpu"}
+    # a program without weights of its own is the same program
+    plain = cases.get("gnn_edge_divide").torch_fn()
+    assert torch_xla_lazy.on_xla_device(plain) is plain and syncs == [1]
+
+
 # -- a library that is missing ---------------------------------------------------
 def test_a_missing_library_makes_the_case_unavailable_with_the_reason(monkeypatch, capsys):
     real = libs.missing

@@ -129,3 +129,34 @@ def test_setup_installs_with_uv_and_falls_back_to_pip():
     assert ".venv/bin/python -m pip install --quiet -e '.[main,models,test,bench,distributed,docs]'" in script  # the fallback
     xla = subprocess.run(["make", "-n", "xla-env", "XLA_VENV=/tmp/xv-n"], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert "mk/uv .venv/bin/uv pip install --quiet --python /tmp/xv-n/bin/python  -r requirements-xla.txt" in xla.stdout
+
+
+def _pins(lines) -> dict[str, str]:
+    """``name==version`` requirement lines, by normalised name (comments skipped)."""
+    out = {}
+    for line in lines:
+        line = line.split("#", 1)[0].strip().strip('",')
+        if "==" in line:
+            name, version = line.split("==", 1)
+            out[name.strip().lower().replace("-", "_")] = version.strip()
+    return out
+
+
+def test_the_xla_env_pins_every_model_library():
+    """The torch_xla peers run the model cases only where .venv-xla has their libraries
+    (cases.libs.LIBRARIES): each is pinned exactly in requirements-xla.txt, the
+    pure-Python ones at the main env's version (pyproject's `models` extra);
+    torchvision is tied to torch, so it follows the xla env's torch instead."""
+    from cases import libs
+
+    xla = _pins((ROOT / "requirements-xla.txt").read_text().splitlines())
+    main = _pins(libs.LIBRARIES.values())
+    assert set(libs.LIBRARIES) <= set(xla), f"requirements-xla.txt lacks {sorted(set(libs.LIBRARIES) - set(xla))}"
+    for name in ("transformers", "torch_geometric"):
+        assert xla[name] == main[name], (name, xla[name], main[name])
+    # torchvision 0.24 is the release for torch 2.9 (0.(x + 15) for torch 2.x)
+    torch_minor = int(xla["torch"].split(".")[1])
+    assert xla["torchvision"].startswith(f"0.{torch_minor + 15}."), (xla["torch"], xla["torchvision"])
+    # pyproject's models extra and cases.libs name the same main-env pins
+    extra = (ROOT / "pyproject.toml").read_text().split("models = [", 1)[1].split("]", 1)[0]
+    assert _pins(extra.splitlines()) == main
