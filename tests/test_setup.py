@@ -109,8 +109,8 @@ def test_uv_gets_the_sources_pip_has_from_its_config_file(tmp_path):
     env = _clean_env(PIP_CONFIG_FILE=str(conf))
     out = subprocess.run([str(UV), str(_fake_uv(tmp_path))], capture_output=True, text=True, env=env, timeout=60)
     got = _settings(out.stdout)
+    # (pip also reads the machine's own files: only the keys set here are certain)
     assert (got["UV_FIND_LINKS"], got["UV_EXTRA_INDEX_URL"], got["UV_CONSTRAINT"]) == ("/wheels", "file:///x/simple", "/k.txt")
-    assert got["UV_INDEX_URL"] == "" and got["SSL_CERT_FILE"] == ""
 
 
 def test_setup_installs_with_uv_and_falls_back_to_pip():
