@@ -20,14 +20,7 @@ from torch.export import Dim
 from engines.stablehlo import ExecutionError, LoweringError, XlaExecutor, lower
 from engines.torch_export import ExportSpecialized, export_oblivious_retry
 
-
-class _Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
+from .cases_stablehlo import Fn  # the module wrapper the case tables use
 
 
 def _check_then(pred, body):
@@ -86,7 +79,7 @@ def _export(fn, lo, hi):
     n = Dim("n", min=lo, max=hi)
     sample = torch.randn(20, 3)
     return export_oblivious_retry(
-        lambda **o: torch.export.export(_Fn(fn), (sample,), dynamic_shapes=({0: n},), strict=False, **o)
+        lambda **o: torch.export.export(Fn(lambda _, x: fn(x)), (sample,), dynamic_shapes={"xs": ({0: n},)}, strict=False, **o)
     )
 
 

@@ -14,6 +14,8 @@ from torch.export import Dim
 
 from engines.stablehlo import InterpreterExecutor, InterpreterLimitation, lower
 
+from .cases_stablehlo import Fn  # the module wrapper the case tables use
+
 W = torch.randn(4, 3, 3, 3)
 
 #: name -> (program of x, sample shape; dim 0 is dynamic and runs at 0, whether it is contracted)
@@ -28,15 +30,6 @@ PROGRAMS = {
 }
 
 
-class _Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
-
-
 @pytest.fixture(scope="module")
 def interp():
     ex = InterpreterExecutor(isolated=True)
@@ -48,7 +41,9 @@ def interp():
 def test_zero_size_runs_or_is_refused_before_running(name, interp):
     fn, shape, contracts = PROGRAMS[name]
     with fx_config.patch(backed_size_oblivious=True):
-        ep = torch.export.export(_Fn(fn), (torch.randn(*shape),), dynamic_shapes=({0: Dim("n", min=0, max=64)},))
+        ep = torch.export.export(
+            Fn(lambda _, x: fn(x)), (torch.randn(*shape),), dynamic_shapes={"xs": ({0: Dim("n", min=0, max=64)},)}
+        )
     text = lower(ep, bounded=False)
     x = np.ones((0,) + shape[1:], np.float32)
     interp.run(text, [np.ones(shape, np.float32)])  # the worker is up

@@ -20,23 +20,18 @@ from torch.export import Dim
 from engines.stablehlo import PadderUnsupported, XlaExecutor, lower
 from engines.torch_export import export_oblivious_retry
 
+from .cases_stablehlo import Fn  # the module wrapper the case tables use
+
 BOUND = 64
 SIZES = (5, 9, 20, 33)
-
-
-class _Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
 
 
 def _export(fn, cols=3):
     n = Dim("n", min=2, max=BOUND)
     return export_oblivious_retry(
-        lambda **o: torch.export.export(_Fn(fn), (torch.randn(20, cols),), dynamic_shapes=({0: n},), strict=False, **o)
+        lambda **o: torch.export.export(
+            Fn(lambda _, x: fn(x)), (torch.randn(20, cols),), dynamic_shapes={"xs": ({0: n},)}, strict=False, **o
+        )
     )
 
 

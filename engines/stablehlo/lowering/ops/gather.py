@@ -22,20 +22,26 @@ def gather_along(ctx, x, dim, idx, out_shape=None):
         f"start_index_map = [{d}], index_vector_dim = {q}>"
     )
     sizes = [1 if i == d else s for i, s in enumerate(x.sym_shape)]
-    if all(isinstance(s, int) for s in sizes):
+    return emit_gather(ctx, x, idx, dn, sizes, out_shape)
+
+
+def emit_gather(ctx, x, idx, dn, slice_sizes, out_shape):
+    """``stablehlo.gather`` with dimension numbers ``dn``, or ``dynamic_gather`` where
+    a slice size is dynamic (its sizes then come from a shape tensor)."""
+    if all(isinstance(s, int) for s in slice_sizes):
         return ctx.op(
             "stablehlo.gather",
             [x, idx],
             (out_shape, x.dtype),
             attrs={
                 "dimension_numbers": dn,
-                "slice_sizes": "array<i64: " + ", ".join(map(str, sizes)) + ">",
+                "slice_sizes": "array<i64: " + ", ".join(map(str, slice_sizes)) + ">",
                 "indices_are_sorted": "false",
             },
         )
     return ctx.op(
         "stablehlo.dynamic_gather",
-        [x, idx, ctx.shape_tensor(sizes)],
+        [x, idx, ctx.shape_tensor(slice_sizes)],
         (out_shape, x.dtype),
         attrs={"dimension_numbers": dn, "indices_are_sorted": "false"},
     )

@@ -20,7 +20,7 @@ from .. import types as T
 from ..builder import Value
 from ..registry import lowers
 from ..symbolic import as_dim
-from .gather import _ints, gather_along
+from .gather import _ints, emit_gather, gather_along
 
 aten = torch.ops.aten
 
@@ -102,24 +102,7 @@ def _index(ctx, node, x, indices):
         f"start_index_map = {_ints(ks)}, index_vector_dim = {q}>"
     )
     slice_sizes = [1 if d in ks else x.sym_shape[d] for d in range(r)]
-    out = ctx.out_shape(node)
-    if all(isinstance(d, int) for d in slice_sizes):
-        return ctx.op(
-            "stablehlo.gather",
-            [x, coords],
-            (out, x.dtype),
-            attrs={
-                "dimension_numbers": dn,
-                "slice_sizes": "array<i64: " + ", ".join(map(str, slice_sizes)) + ">",
-                "indices_are_sorted": "false",
-            },
-        )
-    return ctx.op(
-        "stablehlo.dynamic_gather",
-        [x, coords, ctx.shape_tensor(slice_sizes)],
-        (out, x.dtype),
-        attrs={"dimension_numbers": dn, "indices_are_sorted": "false"},
-    )
+    return emit_gather(ctx, x, coords, dn, slice_sizes, ctx.out_shape(node))
 
 
 def mask_index(ctx, node, x, indices):

@@ -91,6 +91,18 @@ lowers(torch.sym_max)(_arith("stablehlo.maximum"))
 lowers(torch.sym_min)(_arith("stablehlo.minimum"))
 
 
+def _size_of(ctx, node):
+    """The node's value as a size of the algebra (``ctx.dim``), or ``None`` where it is
+    no SymInt or the algebra has no form for it."""
+    val = node.meta.get("val")
+    if isinstance(val, torch.SymInt):
+        try:
+            return ctx.dim(val)
+        except sizes.SizeError:
+            pass
+    return None
+
+
 def _shift(opname):
     """``<<`` / ``>>`` of sizes: the node's size in the algebra where it has one
     (``n << 1`` is ``2*n``, ``n >> 2`` is ``n // 4``: ops shape refinement folds;
@@ -99,12 +111,9 @@ def _shift(opname):
     arith = _arith(opname, float_ok=False)
 
     def fn(ctx, node, a, b):
-        val = node.meta.get("val")
-        if isinstance(val, torch.SymInt):
-            try:
-                return ctx.dim(val)
-            except sizes.SizeError:
-                pass
+        size = _size_of(ctx, node)
+        if size is not None:
+            return size
         return arith(ctx, node, a, b)
 
     return fn
@@ -226,12 +235,9 @@ def _to_int(opname):
     def fn(ctx, node, a, *rest):
         if rest and rest[0] is not None:
             raise TypeError(f"{node.target.__name__} with ndigits={rest[0]!r} on a symbolic float is not supported")
-        val = node.meta.get("val")
-        if isinstance(val, torch.SymInt):
-            try:
-                return ctx.dim(val)
-            except sizes.SizeError:
-                pass
+        size = _size_of(ctx, node)
+        if size is not None:
+            return size
         if _kind(a) != FLOAT:
             return _operand(ctx, a)
         return ctx.convert(ctx.unary(opname, _operand(ctx, a, FLOAT)), SHAPE_DTYPE)
