@@ -423,6 +423,7 @@ def serve(what: dict, fd: int) -> int:
                     "steps": stage.get("steps", []),
                     "steps_missing": stage.get("missing", []),
                     "steps_s": stage.get("seconds"),
+                    "steps_scratch": stage.get("scratch"),
                     "set_by_imports": set_by_imports,
                     "pid": os.getpid(),
                 }

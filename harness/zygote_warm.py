@@ -8,15 +8,24 @@ directory. A zygote cannot know a job's directory, so these steps run with
 every per-job variable pointing into a scratch directory of the zygote's own
 (as inductor's ``fresh_cache`` isolates a test). Afterwards the zygote removes
 the variables again, clears inductor's in-memory caches keyed on the directory
-(``torch._inductor.utils.clear_caches``), deletes the scratch directory and
-looks for its path in every module: a module-level string, or a string
+(``torch._inductor.utils.clear_caches``) and looks for the directory's path in
+every module: a module-level string, or a string
 attribute of a module-level object. A holder other than :data:`REREAD` makes
 the zygote unsafe (its jobs spawn, with one warning), since a forked job would
 use the zygote's directory instead of its own.
+
+The scratch directory is kept across zygotes, one per interpreter
+(:func:`scratch_dir`): the vector-ISA probe's builds are cached there by
+inductor itself, so only a machine's first zygote pays the g++ builds (~16 s
+of the ~21 CPU-s of a cold warm-up; ~3 s warm, measured idle on the 2-core
+machine), and every ``harness run`` after it starts its zygote that much
+sooner. ``DYNSHAPE_ZYGOTE_CACHE`` names another directory, or ``off`` for a
+fresh one removed afterwards.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import os
 import shutil
@@ -39,6 +48,28 @@ REREAD = {
 }
 
 
+#: where the warm-up's scratch directory lives (``off``: a temporary one per zygote)
+CACHE_SWITCH = "DYNSHAPE_ZYGOTE_CACHE"
+
+
+def scratch_dir() -> tuple[str, bool]:
+    """The warm-up's scratch directory and whether it is kept: ``$DYNSHAPE_ZYGOTE_CACHE``,
+    else ``~/.cache/dynshape/zygote/<interpreter>`` (one per ``sys.prefix``, so
+    environments never share builds), else (``off``, or not writable) a
+    temporary directory removed after the warm-up."""
+    chosen = os.environ.get(CACHE_SWITCH, "")
+    if chosen.strip().lower() not in ("off", "0", "no", "false"):
+        if not chosen:
+            base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+            chosen = os.path.join(base, "dynshape", "zygote", hashlib.sha1(sys.prefix.encode()).hexdigest()[:12])
+        try:
+            os.makedirs(chosen, exist_ok=True)
+            return chosen, True
+        except OSError:
+            pass
+    return tempfile.mkdtemp(prefix="dynshape-zygote-"), False
+
+
 class Unsafe(Exception):
     """A step left the scratch directory where a forked job would read it."""
 
@@ -46,11 +77,11 @@ class Unsafe(Exception):
 def run(steps, per_job) -> dict:
     """Run ``steps`` with each of ``per_job`` set to a path in a scratch
     directory; then unset them, clear inductor's caches and check that nothing
-    holds the directory. Returns ``steps`` (run), ``missing`` (not importable)
-    and ``seconds``; raises :class:`Unsafe` naming the holders, or the step's
+    holds the directory. Returns ``steps`` (run), ``missing`` (not importable),
+    ``seconds`` and ``scratch`` (the directory, :func:`scratch_dir`); raises :class:`Unsafe` naming the holders, or the step's
     own error."""
     t0 = time.perf_counter()
-    scratch = tempfile.mkdtemp(prefix="dynshape-zygote-")
+    scratch, kept = scratch_dir()
     saved = {k: os.environ.get(k) for k in per_job}
     os.environ.update({k: os.path.join(scratch, k.lower()) for k in per_job})
     done, missing = [], []
@@ -73,14 +104,15 @@ def run(steps, per_job) -> dict:
                 os.environ[k] = v
         if "torch._inductor.utils" in sys.modules:
             sys.modules["torch._inductor.utils"].clear_caches()
-        shutil.rmtree(scratch, ignore_errors=True)
+        if not kept:
+            shutil.rmtree(scratch, ignore_errors=True)
     held = [h for h in holders(scratch) if h not in REREAD]
     if held:
         raise Unsafe(
             f"after {', '.join(done)}: {', '.join(held[:5])} still hold the zygote's scratch directory, "
             "which each job sets itself"
         )
-    return {"steps": done, "missing": missing, "seconds": time.perf_counter() - t0}
+    return {"steps": done, "missing": missing, "seconds": time.perf_counter() - t0, "scratch": scratch}
 
 
 def holders(path: str) -> list[str]:

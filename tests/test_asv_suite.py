@@ -136,7 +136,7 @@ def test_novel_sizes_setup_makes_every_sample_novel():
 REPRESENTATIVE = {
     "suite": [("gnn_edge_divide", b, "unbounded") for b in ("torch_eager", "einx_symbolic", "lazy")],
     # the track_* functions read a record file the same way for every backend: one probe each
-    # (each probe runs setup_cache, a worker job, in a fresh interpreter: ~27 s)
+    # (setup_cache runs a worker job: ~27 s)
     "suite.Compiles": [("gnn_edge_divide", "lazy", "unbounded")],
     "bench_lazy": [("gnn_edge_divide", p) for p in ("eager", "lazy", "trace")],
     "bench_lazy_catalogue": [("gnn_edge_divide",)],
@@ -167,51 +167,95 @@ def _combos(bench):
     return [(grid.index(tuple(p)), tuple(p)) for p in wanted if tuple(p) in grid]
 
 
-# Runs in a fresh interpreter per (benchmark, params), as asv does: setup, then a
-# snapshot of sys.modules, then the benchmark function once, then the diff.
+# One interpreter per benchmark module, as asv's forkserver launch method runs
+# it (asv.conf.json): the module is imported once, then ``setup_cache`` runs in a
+# forked child (its result pickled back, so its imports never reach a benchmark),
+# and each (benchmark, params) runs in a child forked from the untouched parent:
+# setup, then a snapshot of sys.modules, then the benchmark function once, then
+# the diff. One interpreter start and one framework import per module instead of
+# one per probe (~25 s each on the 2-core machine).
 _PROBE = textwrap.dedent("""
-    import json, sys
+    import json, os, pickle, sys
     from asv_runner.discovery import get_benchmark_from_name
-    root, name, params = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
-    bench = get_benchmark_from_name(root, name)
-    cache = bench.do_setup_cache()
-    if cache is not None:
-        bench.set_cache(cache)
-    if bench.do_setup():
-        print(json.dumps({"skipped": True}))
-        sys.exit(0)
-    before = set(sys.modules)
-    bench.func(*([] if cache is None else [cache]), *params)
-    print(json.dumps({"skipped": False, "new": sorted(set(sys.modules) - before)}))
+    root, todo = sys.argv[1], json.loads(sys.argv[2])
+    benches = [(get_benchmark_from_name(root, name if idx is None else f"{name}-{idx}"), params)
+               for name, idx, params in todo]
+
+    def forked(fn):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            try:
+                out = pickle.dumps((True, fn()))
+            except BaseException as e:
+                out = pickle.dumps((False, f"{type(e).__name__}: {e}"))
+            with os.fdopen(w, "wb") as f:
+                f.write(out)
+            os._exit(0)
+        os.close(w)
+        with os.fdopen(r, "rb") as f:
+            data = f.read()
+        _, status = os.waitpid(pid, 0)
+        if not data:
+            return False, f"the child died (wait status {status})"
+        return pickle.loads(data)
+
+    caches, results = {}, []
+    for (name, idx, params), (bench, _) in zip(todo, benches):
+        key = bench.setup_cache_key
+        if key is not None and key not in caches:
+            caches[key] = forked(bench.do_setup_cache)
+
+        def probe(bench=bench, key=key):
+            cache = None
+            if key is not None:
+                ok, cache = caches[key]
+                if not ok:
+                    raise RuntimeError(f"setup_cache failed: {cache}")
+                bench.set_cache(cache)
+            if bench.do_setup():
+                return {"skipped": True}
+            before = set(sys.modules)
+            bench.func(*([] if cache is None else [cache]), *params)
+            return {"skipped": False, "new": sorted(set(sys.modules) - before)}
+
+        ok, got = forked(probe)
+        results.append({"name": name, "params": params, **(got if ok else {"error": got})})
+    print(json.dumps(results))
 """)
 
 
-def _probe(name, idx, params, cwd):
-    """Run the benchmark as asv would, in ``cwd`` (asv's cache directory: setup_cache writes there)."""
-    full = name if idx is None else f"{name}-{idx}"
+def _probe_module(todo, cwd):
+    """Run ``todo`` (``[name, idx, params]`` each) as asv would, in ``cwd``
+    (asv's cache directory: setup_cache writes there)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
     out = subprocess.run(
-        [sys.executable, "-c", _PROBE, str(BENCH_ROOT), full, json.dumps(list(params))],
+        [sys.executable, "-c", _PROBE, str(BENCH_ROOT), json.dumps(todo)],
         cwd=cwd,
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
     )
-    assert out.returncode == 0, f"{full}{params}: probe failed\n{out.stdout}\n{out.stderr}"
+    assert out.returncode == 0, f"probe of {todo[0][0]} ... failed\n{out.stdout}\n{out.stderr}"
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize(
-    "name,idx,params",
-    [pytest.param(b.name, i, p, id=b.name + (f"[{','.join(p)}]" if p else "")) for b in BENCHMARKS for i, p in _combos(b)],
-)
-def test_benchmark_function_imports_nothing_setup_did_not(name, idx, params, tmp_path):
-    r = _probe(name, idx, params, tmp_path)
-    assert not r["skipped"], f"{name}{params}: the representative parameters are skipped by setup; pick runnable ones"
-    assert r["new"] == [], (
-        f"{name}{params} imported modules while timed (move the import/warm-up into setup): {', '.join(r['new'])}"
-    )
+MODULES = sorted({b.name.split(".")[0] for b in BENCHMARKS})
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_benchmark_functions_import_nothing_their_setup_did_not(module, tmp_path):
+    todo = [[b.name, i, list(p)] for b in BENCHMARKS if b.name.split(".")[0] == module for i, p in _combos(b)]
+    results = _probe_module(todo, tmp_path)
+    assert [r["name"] for r in results] == [t[0] for t in todo]
+    errors = [f"{r['name']}{r['params']}: {r['error']}" for r in results if "error" in r]
+    assert not errors, "probes failed:\n" + "\n".join(errors)
+    skipped = [f"{r['name']}{r['params']}" for r in results if r["skipped"]]
+    assert not skipped, f"the representative parameters are skipped by setup; pick runnable ones: {skipped}"
+    imported = [f"{r['name']}{r['params']}: {', '.join(r['new'])}" for r in results if r["new"]]
+    assert not imported, "imported modules while timed (move the import/warm-up into setup):\n" + "\n".join(imported)
 
 
 @pytest.mark.parametrize("bench", BENCHMARKS, ids=lambda b: b.name)

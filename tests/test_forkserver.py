@@ -5,6 +5,7 @@ that is not safe to fork from is refused with one warning."""
 import json
 import os
 import sys
+import types
 import warnings
 
 import pytest
@@ -177,6 +178,42 @@ def test_the_zygote_preloads_inductor_and_each_job_compiles_into_its_own_cache_d
         assert got["preloaded"] and got["probed"] and got["isa"]
         assert got["built"], f"no kernel built under {tmp_path / job}"  # the job's directory, not the zygote's
         assert got["dynamo_cache"] == str(tmp_path / job / "dynamo") and got["unique_graphs"] == 1
+
+
+@pytest.mark.parametrize("switch", ["kept", "off"])
+def test_the_warm_up_keeps_its_scratch_directory_for_the_next_zygote(switch, tmp_path, monkeypatch):
+    """Inductor caches the vector-ISA probe's builds in the scratch directory:
+    kept (the default, or ``DYNSHAPE_ZYGOTE_CACHE``), the next zygote's probe
+    finds them; ``off`` gives each warm-up a directory of its own, removed."""
+    chosen = tmp_path / "zygote-cache"
+    monkeypatch.setenv(zygote_warm.CACHE_SWITCH, str(chosen) if switch == "kept" else "off")
+    step = "dynshape_scratch_probe:touch"
+    mod = types.ModuleType("dynshape_scratch_probe")
+
+    def touch():
+        os.makedirs(os.environ["TORCHINDUCTOR_CACHE_DIR"], exist_ok=True)
+        open(os.path.join(os.environ["TORCHINDUCTOR_CACHE_DIR"], "built"), "w").close()
+
+    mod.touch = touch
+    monkeypatch.setitem(sys.modules, "dynshape_scratch_probe", mod)
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    first = zygote_warm.run([step], ["TORCHINDUCTOR_CACHE_DIR"])
+    second = zygote_warm.run([step], ["TORCHINDUCTOR_CACHE_DIR"])
+    assert first["steps"] == second["steps"] == [step] and "TORCHINDUCTOR_CACHE_DIR" not in os.environ
+    if switch == "kept":
+        assert first["scratch"] == second["scratch"] == str(chosen)
+        assert (chosen / "torchinductor_cache_dir" / "built").exists()
+    else:
+        assert first["scratch"] != second["scratch"] and not os.path.exists(first["scratch"])
+
+
+def test_the_default_scratch_directory_is_one_per_interpreter(monkeypatch, tmp_path):
+    monkeypatch.delenv(zygote_warm.CACHE_SWITCH, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    path, kept = zygote_warm.scratch_dir()
+    assert kept and path.startswith(str(tmp_path / "dynshape" / "zygote"))
+    monkeypatch.setattr(sys, "prefix", "/another/venv")
+    assert zygote_warm.scratch_dir()[0] != path
 
 
 def test_holders_finds_a_path_kept_by_a_module_or_its_objects(monkeypatch):
