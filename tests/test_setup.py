@@ -115,20 +115,22 @@ def test_uv_gets_the_sources_pip_has_from_its_config_file(tmp_path):
 
 def test_setup_installs_with_uv_and_falls_back_to_pip():
     """`make setup` (also under `make run`/`make test`) installs the main venv with uv through
-    mk/uv, and with pip where uv could not be installed; so does xla-env."""
+    mk/uv, compiling bytecode (pip does at install; uv does not unless told, and with
+    PYTHONDONTWRITEBYTECODE=1 no import writes it), and with pip where uv could not be
+    installed; so does xla-env."""
     out = subprocess.run(
         ["make", "-n", "-W", "pyproject.toml", ".venv/.installed"], cwd=ROOT, capture_output=True, text=True, timeout=60
     )
     assert out.returncode == 0, out.stderr
     script = out.stdout
     assert (
-        "mk/uv .venv/bin/uv pip install --quiet --python .venv/bin/python -e '.[main,models,test,bench,distributed,docs]'"
+        "mk/uv .venv/bin/uv pip install --quiet --compile-bytecode --python .venv/bin/python -e '.[main,models,test,bench,distributed,docs]'"
         in script
     )
     assert script.index("-m pip install --quiet 'uv==") < script.index("mk/uv .venv/bin/uv")
     assert ".venv/bin/python -m pip install --quiet -e '.[main,models,test,bench,distributed,docs]'" in script  # the fallback
     xla = subprocess.run(["make", "-n", "xla-env", "XLA_VENV=/tmp/xv-n"], cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert "mk/uv .venv/bin/uv pip install --quiet --python /tmp/xv-n/bin/python  -r requirements-xla.txt" in xla.stdout
+    assert "mk/uv .venv/bin/uv pip install --quiet --compile-bytecode --python /tmp/xv-n/bin/python  -r requirements-xla.txt" in xla.stdout
 
 
 def _pins(lines) -> dict[str, str]:
