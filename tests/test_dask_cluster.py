@@ -50,14 +50,14 @@ def _free_port() -> int:
 
 def _env(tmp_path: Path) -> dict:
     """The fixture's ``sleepy`` backend registered as an installed entry point
-    (for the harness and for both Dask workers), each call sleeping 1 s."""
+    (for the harness and for both Dask workers), each call sleeping 0.5 s."""
     site = tmp_path / "site"
     info = site / "dynshape_sleepy-0.1.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: dynshape-sleepy\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text("[dynshape.backends]\nsleepy = dynshape_fake_backends:Sleepy\n")
     path = [str(site), str(FIXTURES), str(ROOT), os.environ.get("PYTHONPATH", "")]
-    return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, path)), DYNSHAPE_FAKE_SLEEP="1")
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, path)), DYNSHAPE_FAKE_SLEEP="0.5")
 
 
 def _records(out: Path) -> list[dict]:
@@ -149,8 +149,8 @@ def test_a_worker_killed_mid_run_costs_no_record_and_duplicates_none(tmp_path):
             start_new_session=True,
         )
         try:
-            # the victim finished a job (whose result it holds) and is some 3 s into its next (6 calls
-            # of 1 s after its start): both what a lost worker used to cost twice
+            # the victim finished a job (whose result it holds) and is some 3 s into its next (its start, then 6 calls
+            # of 0.5 s): both what a lost worker used to cost twice
             _wait("a job finished on the victim", lambda: _finished_on(out, victim) > 0, [run, *procs])
             time.sleep(3)
             assert sum(_keys(out).values()) < sum(want.values()), "the run ended before the worker was killed"
