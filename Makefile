@@ -9,7 +9,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PYTEST_FLAGS ?= -n 2 --durations=15
 
-.PHONY: setup run test check lint gate gate-left-out bench asv-quick asv-publish browser-check chromium docs clean
+.PHONY: setup bytecode run test check lint gate gate-left-out bench asv-quick asv-publish browser-check chromium docs clean
 
 setup: $(STAMP)
 
@@ -36,13 +36,19 @@ $(STAMP): pyproject.toml
 # for careful timings run `python -m harness run --jobs 1`
 RUN_FLAGS ?= --quick --jobs 2
 
-run: $(STAMP) xla-env
+run: $(STAMP) xla-env bytecode
 	$(PY) -m harness run $(RUN_FLAGS)
+
+# the project's own modules as .pyc (and again after an edit): where
+# PYTHONDONTWRITEBYTECODE=1 (this machine) no import writes them, so every worker
+# and test subprocess compiled engines/ and backends/ from source (~0.5 s a process)
+bytecode: $(STAMP)
+	@$(PY) -m compileall -q -j 0 harness backends engines cases benchmarks
 
 # the einx grammar suite compares with einx 0.4.3, whose process-wide caches other
 # tests patch (backends.einx's build counter): it runs in processes of its own
 GRAMMAR := tests/einx_symbolic/test_grammar.py
-test: $(STAMP) xla-env lint docs chromium
+test: $(STAMP) xla-env bytecode lint docs chromium
 	$(PY) -m pytest tests/ cases/ --ignore=$(GRAMMAR) $(PYTEST_FLAGS)
 	$(PY) -m pytest $(GRAMMAR) $(PYTEST_FLAGS)
 
@@ -51,7 +57,7 @@ test: $(STAMP) xla-env lint docs chromium
 # Hypothesis at its dev profile, and the gate on a handful of jobs (CHECK_GATE,
 # a -k expression; its records are not kept). `make test` is the whole check.
 CHECK_GATE ?= test_backend_loads or (gnn_edge_divide and unbounded and (torch_eager or jax_jit or einx_symbolic))
-check: $(STAMP) lint
+check: $(STAMP) bytecode lint
 	HYPOTHESIS_PROFILE=dev $(PY) -m pytest tests/ -m "not slow" $(PYTEST_FLAGS)
 	$(PY) -m pytest cases/ -m "not xla" -k "$(CHECK_GATE)" --dynshape-out none $(PYTEST_FLAGS)
 
@@ -64,12 +70,12 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 # the conformance gate alone (the quick profile's jobs)
-gate: $(STAMP)
+gate: $(STAMP) bytecode
 	$(PY) -m pytest cases/ $(PYTEST_FLAGS)
 
 # the jobs the quick profile leaves out (harness/profiles.py), which `make test`'s
 # gate lists in one item (test_jobs_the_gate_leaves_out) instead of running
-gate-left-out: $(STAMP) xla-env
+gate-left-out: $(STAMP) xla-env bytecode
 	DYNSHAPE_GATE_WHOLE=left-out $(PY) -m pytest cases/ $(PYTEST_FLAGS)
 
 # the report's case: compiles and compile time of its jobs (run once, two at a

@@ -289,3 +289,11 @@ def test_close_ends_the_zygote_without_waiting_out_its_timeout(monkeypatch):
     assert proc.wait(timeout=60) == 0
     z.close(wait=30)
     assert z.proc.returncode == 0  # -9: it never saw the parent close and was killed
+
+
+@pytest.mark.parametrize("env_name", ["main", "xla"])
+def test_the_zygote_preloads_every_family_of_the_catalogue(env_name):
+    """Every job looks its case up in the catalogue, which imports every family
+    module: preloaded, a forked job finds them imported (a family added to
+    ``cases.FAMILIES`` and not here would be imported by every job again)."""
+    assert {f"cases.{f}" for f in cases.FAMILIES} <= set(forkserver.PRELOAD[env_name])

@@ -165,3 +165,14 @@ def test_the_xla_env_pins_every_model_library():
     # pyproject's models extra and cases.libs name the same main-env pins
     extra = (ROOT / "pyproject.toml").read_text().split("models = [", 1)[1].split("]", 1)[0]
     assert _pins(extra.splitlines()) == main
+
+
+def test_run_and_the_test_tiers_compile_the_projects_own_bytecode_first():
+    """No import writes a .pyc where PYTHONDONTWRITEBYTECODE=1: `make bytecode` writes the
+    project's own, before `make run`, `make test`, `make check` and the gate start their processes."""
+    for target in ("run", "test", "check", "gate"):
+        out = subprocess.run(["make", "-n", target], cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        script = out.stdout
+        assert "-m compileall -q -j 0 harness backends engines cases benchmarks" in script, target
+        assert script.index("compileall") < script.index("-m harness run" if target == "run" else "-m pytest"), target
