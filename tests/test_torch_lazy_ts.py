@@ -80,3 +80,27 @@ def test_symbolic_shape_mode_compiles_the_divide_once_but_expand_per_shape():
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["gnn_edge_divide"] == [[1, 0, 0], [0, 1, 1]]
     assert got["expand_over_batch"] == [[1, 1, 0], [0, 0, 1]]
+
+
+def test_a_model_case_runs_with_its_weights_moved_to_the_lazy_device():
+    """A model's weights are the program's, not its inputs': prepare moves them
+    (``on_device``), as a user moves the model, and settles the move apart from the
+    program's compiles. Left on the CPU, the first op fails ('Input tensor is not a
+    lazy tensor'), as it did before."""
+    from backends import torch_lazy_ts as T
+
+    b = T.TorchLazyTs()
+    b.startup()
+    b.reset_counters()
+    case = cases.get("model_resnet18")
+    program = b.prepare(case, "static")
+    for i, sizes in enumerate([{"b": 2}, {"b": 2}]):
+        inputs = case.make_inputs(sizes, seed=i)
+        out = program(*b.convert(inputs))
+        b.sync(out)
+        tol = case.tol()
+        np.testing.assert_allclose(b.to_numpy(out), case.expected(inputs), rtol=tol.rtol, atol=tol.atol)
+        assert sum(b.compile_stats().values()) == 1  # the program's one graph; the move is not in it
+    with pytest.raises(RuntimeError, match="Input tensor is not a lazy tensor"):
+        cpu_weights = case.torch_fn()
+        cpu_weights(*b.convert(case.make_inputs({"b": 2}, seed=0)))
