@@ -185,6 +185,14 @@ class Backend:
             return f"case {case.name} has no {'/'.join(self.forms)} form (it has {', '.join(case.forms) or 'none'})"
         return None
 
+    # -- the harness's process -------------------------------------------
+    def job_env(self, env: dict[str, str]) -> dict[str, str]:
+        """Variables to add to a job's environment, in the harness's process
+        before the job starts; ``env`` is the job's, less what changes from job
+        to job. For a service the run keeps for all of a backend's jobs (the
+        export-server zygote of :mod:`backends.torch_xla_stablehlo`). Default: none."""
+        return {}
+
     # -- execution (runs in the worker) ----------------------------------
     def startup(self) -> None:
         """Import the frameworks and start helper processes (timed as the job's

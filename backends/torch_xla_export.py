@@ -22,6 +22,17 @@ by the program's signature, and drops inputs the graph does not read) and
      "where": "file:line in function"}
 
 The client is ``backends.torch_xla_stablehlo.ExportServer``.
+
+    .venv-xla/bin/python -m backends.torch_xla_export --zygote SOCKET
+
+A zygote of export servers, one per harness process (a run, or a pytest
+worker of the gate: ``torch_xla_stablehlo.shared_socket``): it imports torch +
+torch_xla once, writes the ready line, listens on the Unix socket ``SOCKET``
+and forks one export server per connection, serving that connection as the
+server above serves its pipes; the client sends the file descriptor the
+server's stderr goes to with its first byte (``SCM_RIGHTS``). Each job still
+gets a fresh process of its own; it no longer pays the ~7 CPU-s import (idle,
+2-core machine). The zygote dies with the process that started it.
 Importable from the main environment (stdlib + numpy at module level); torch
 and torch_xla are imported inside the functions.
 """
@@ -32,6 +43,7 @@ import base64
 import io
 import json
 import os
+import socket
 import sys
 import time
 import traceback
@@ -229,6 +241,7 @@ def serve(inp, out) -> int:
         {
             "ready": True,
             "import_s": time.perf_counter() - t0,
+            "pid": os.getpid(),
             "versions": {"torch": torch.__version__, "torch_xla": torch_xla.__version__},
         },
     )
@@ -238,10 +251,68 @@ def serve(inp, out) -> int:
     return 0
 
 
+def _die_with_parent() -> None:
+    """SIGKILL this process when its parent dies (``PR_SET_PDEATHSIG``, Linux)."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def zygote(path: str, out) -> int:
+    """Import torch + torch_xla, listen on ``path`` and fork an export server
+    (:func:`serve`) per connection, its stderr the descriptor the client sent."""
+    _die_with_parent()
+    t0 = time.perf_counter()
+    try:
+        import torch_xla
+        import torch_xla.debug.metrics
+        import torch_xla.stablehlo
+
+        import cases  # noqa: F401
+    except Exception as e:
+        _send(out, {"ready": False, "error": _error_text(e), "where": _where(e)})
+        return 1
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(16)
+    _send(out, {"ready": True, "import_s": time.perf_counter() - t0, "pid": os.getpid(), "torch_xla": torch_xla.__version__})
+    while True:
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                pass
+        except ChildProcessError:
+            pass
+        conn, _ = listener.accept()
+        try:
+            _, fds, _, _ = socket.recv_fds(conn, 1, 1)
+        except OSError:
+            conn.close()
+            continue
+        if os.fork() == 0:
+            listener.close()
+            for fd in fds[:1]:
+                os.dup2(fd, 1)  # library prints, as in main()
+                os.dup2(fd, 2)
+            rc = 1
+            try:
+                rc = serve(conn.makefile("r", encoding="utf-8"), conn.makefile("w", buffering=1, encoding="utf-8"))
+            finally:
+                os._exit(rc)
+        for fd in fds:
+            os.close(fd)
+        conn.close()
+
+
 def main() -> int:
     proto = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     os.dup2(2, 1)  # library prints must not corrupt the protocol
     sys.stdout = sys.stderr
+    if sys.argv[1:2] == ["--zygote"]:
+        return zygote(sys.argv[2], proto)
     return serve(sys.stdin, proto)
 
 

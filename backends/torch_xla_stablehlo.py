@@ -3,7 +3,10 @@
 The backend object runs in the ``main`` environment (where
 ``engines.stablehlo`` and its jax-based executors live). ``startup`` starts
 an :class:`ExportServer`: ``.venv-xla/bin/python -m backends.torch_xla_export``,
-which imports torch + torch_xla (~10-20 s on the 2-core machine) and waits.
+which imports torch + torch_xla (~7 s idle on the 2-core machine, 10-20 s
+loaded) and waits; or, in a run (:meth:`TorchXlaStableHLO.job_env`), a fork of
+the run's export zygote, which imported them once for all the run's jobs
+(a fresh process per job still; 0.03 s to start).
 The first call of a job sends it the call's inputs (a temporary ``.npz``);
 it runs ``torch.export`` with ``torch.export.Dim`` (``Dim(max=)`` in bounded
 mode), then ``torch_xla.stablehlo.exported_program_to_stablehlo`` under
@@ -31,9 +34,13 @@ measured; ``torch_xla_stablehlo_interp`` is that with the reference interpreter.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
 import os
 import queue
+import shutil
+import socket
 import subprocess
 import tempfile
 import threading
@@ -42,6 +49,9 @@ import numpy as np
 
 from .base import Backend, Counter, check_bounds
 from .stablehlo_base import PARSE, REFINE, XLA, XLA_SCOPE, InterpreterHost, XlaArrays, single, xla_reporting
+
+#: where a job finds its run's export-server zygote (set by :meth:`TorchXlaStableHLO.job_env`)
+SOCKET_ENV = "DYNSHAPE_XLA_EXPORT_SOCKET"
 
 EXPORT = Counter("instrumented", "torch.export + torch_xla exported_program_to_stablehlo runs (in the xla env's export server)")
 
@@ -69,6 +79,7 @@ class ExportServer:
         self.proc = None
         self.starts = 0
         self.import_s = None
+        self.pid: int | None = None  # the server process's (a fork of the zygote's, or its own)
         self._lines: queue.Queue | None = None
         self._tmp = None
         self._stderr = None
@@ -78,15 +89,21 @@ class ExportServer:
         return self.proc is not None and self.proc.poll() is None
 
     def start(self, timeout: float = 600.0) -> None:
-        """Start the server and wait until it has imported torch_xla (no-op if running)."""
+        """Start the server and wait until it has imported torch_xla (no-op if
+        running): forked by the run's zygote where ``$DYNSHAPE_XLA_EXPORT_SOCKET``
+        names one that answers, else a process of its own."""
         from backends import envs
 
         if self.running():
             return
+        address = os.environ.get(SOCKET_ENV)
+        if address:
+            try:
+                return self._start_forked(address, timeout)
+            except OSError:
+                self.close()  # the zygote is gone: a process of our own
         python = envs.python_for("xla")
-        env = dict(os.environ)
-        env.update(envs.env_vars("xla"))
-        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        env = _server_env(os.environ)
         self._tmp = tempfile.TemporaryDirectory(prefix="dynshape-xla-export-")
         self._stderr = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
@@ -106,6 +123,26 @@ class ExportServer:
             self.close()
             raise ExportFailed(f"torch_xla export server could not start: {hello.get('error')}")
         self.import_s = hello.get("import_s")
+        self.pid = hello.get("pid")
+
+    def _start_forked(self, address: str, timeout: float) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(timeout)
+        sock.connect(address)
+        self._tmp = tempfile.TemporaryDirectory(prefix="dynshape-xla-export-")
+        self._stderr = tempfile.TemporaryFile()
+        socket.send_fds(sock, [b"s"], [self._stderr.fileno()])
+        sock.settimeout(None)
+        self.proc = _Forked(sock)
+        self.starts += 1
+        self._lines = queue.Queue()
+        threading.Thread(target=_pump, args=(self.proc.stdout, self._lines), daemon=True).start()
+        hello = self._answer(timeout, "start (forked by the run's export zygote)")
+        if not hello.get("ready"):
+            self.close()
+            raise ExportFailed(f"torch_xla export server could not start: {hello.get('error')}")
+        self.import_s = hello.get("import_s")
+        self.pid = hello.get("pid")
 
     def export(self, case_name: str, mode: str, arrays, canonicalize: bool = False, timeout: float = 600.0) -> dict:
         """Export ``case_name``'s torch form in ``mode`` at ``arrays``' sizes; the result dict."""
@@ -158,6 +195,105 @@ class ExportServer:
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
+
+
+class _Forked:
+    """The part of :class:`subprocess.Popen` :class:`ExportServer` uses, for a
+    server the zygote forked: its pipes are one Unix socket; it ends when the
+    socket closes (its exit status is the zygote's to reap: ``-1`` here)."""
+
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+        self.stdin = sock.makefile("w", encoding="utf-8")
+        self.stdout = sock.makefile("r", encoding="utf-8")
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            with contextlib.suppress(OSError):
+                self.stdin.close()
+                self.sock.shutdown(socket.SHUT_RDWR)
+            self.sock.close()
+            self.returncode = -1
+        return self.returncode
+
+    def kill(self) -> None:
+        self.wait()
+
+
+class ExportZygote:
+    """``backends.torch_xla_export --zygote``: torch + torch_xla imported once,
+    an export server forked per job that connects (:data:`SOCKET_ENV`)."""
+
+    def __init__(self, env: dict, timeout: float = 600.0):
+        from backends import envs
+
+        self._dir = tempfile.mkdtemp(prefix="dynshape-xla-zygote-")
+        self.address = os.path.join(self._dir, "export.sock")
+        self.proc = subprocess.Popen(
+            [envs.python_for("xla"), "-m", "backends.torch_xla_export", "--zygote", self.address],
+            cwd=str(envs.ROOT),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        lines: queue.Queue = queue.Queue()
+        threading.Thread(target=_pump, args=(self.proc.stdout, lines), daemon=True).start()
+        try:
+            hello = json.loads(lines.get(timeout=timeout) or "{}")
+        except queue.Empty:
+            hello = {"error": f"no answer within {timeout:.0f}s"}
+        if not hello.get("ready"):
+            self.close()
+            raise ExportFailed(f"torch_xla export zygote could not start: {hello.get('error', 'it exited')}")
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+
+_ZYGOTES: dict[tuple, ExportZygote | None] = {}
+_ZYGOTES_LOCK = threading.Lock()
+
+
+def shared_socket(env: dict) -> str | None:
+    """The address of this process's export zygote for ``env`` (started on first
+    use, closed at exit), or ``None`` where it cannot start: each job then starts
+    a server of its own, which reports why."""
+    key = tuple(sorted(env.items()))
+    with _ZYGOTES_LOCK:  # the runner's job threads
+        if key not in _ZYGOTES:
+            try:
+                _ZYGOTES[key] = ExportZygote(_server_env(env))
+            except Exception:
+                _ZYGOTES[key] = None
+        z = _ZYGOTES[key]
+    return None if z is None or z.proc.poll() is not None else z.address
+
+
+@atexit.register
+def _close_zygotes() -> None:
+    for z in _ZYGOTES.values():
+        if z is not None:
+            z.close()
+    _ZYGOTES.clear()
+
+
+def _server_env(base) -> dict:
+    """An export server's environment: its job's (``base``) and the xla environment's variables."""
+    from backends import envs
+
+    env = dict(base)
+    env.update(envs.env_vars("xla"))
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    return env
 
 
 def run_exports(jobs, timeout: float = 600.0) -> list[dict]:
@@ -219,6 +355,12 @@ class TorchXlaStableHLO(XlaArrays, Backend):
         if not ok:
             return ok, why
         return envs.modules_available("main", self.requires)
+
+    def job_env(self, env):
+        """The run's export zygote (:func:`shared_socket`): each job's server is
+        forked from it instead of importing torch + torch_xla again."""
+        address = shared_socket(env)
+        return {SOCKET_ENV: address} if address else {}
 
     def startup(self):
         """Load the executors and start the export server. A server that cannot

@@ -94,7 +94,8 @@ PRELOAD = {
 }
 #: variables the child sets per job: nothing in :data:`PRELOAD` reads them at import
 #: (pytest sets ``PYTEST_CURRENT_TEST`` per test: the gate's jobs share a zygote)
-PER_JOB = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "PYTEST_CURRENT_TEST")
+#: (and the address of the run's torch_xla export zygote, which only some backends' jobs get)
+PER_JOB = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "PYTEST_CURRENT_TEST", "DYNSHAPE_XLA_EXPORT_SOCKET")
 #: variables read at import by a preloaded module, which a zygote cannot vary per job
 READ_AT_IMPORT = ("TORCH_TRACE",)
 #: seconds the zygote may take to import :data:`PRELOAD` (a loaded 2-core machine)

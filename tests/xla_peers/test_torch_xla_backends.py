@@ -447,3 +447,55 @@ def test_stablehlo_backend_end_to_end():
     assert not backend.server.running()
     assert backend.guards() == ["unsqueeze: unsqueeze dim -1 -> 1"]
     assert {"export", "xla"} <= set(backend.compile_times()) <= {"export", "xla", "xla_refine"} and backend.compile_time_s() > 0
+
+
+def test_the_zygotes_address_is_a_per_job_variable():
+    """Only torch_xla_stablehlo's jobs get it: were it part of the main zygote's
+    environment, those jobs would start a main zygote of their own."""
+    from backends import torch_xla_stablehlo as T
+    from backends.base import Backend
+    from harness import forkserver
+
+    assert T.SOCKET_ENV in forkserver.PER_JOB
+    assert Backend.job_env(T.TorchXlaStableHLO(), {}) == {}
+
+
+@needs_xla
+@needs_jax
+def test_export_servers_fork_from_the_runs_zygote(monkeypatch):
+    """``job_env`` starts one export zygote per environment in the harness's
+    process; each job's server is a fresh fork of it (a pid of its own) that
+    answers as a server started on its own does, without importing torch_xla
+    again; an address nobody answers on falls back to a server of its own."""
+    from backends import torch_xla_stablehlo as T
+
+    env = {k: v for k, v in os.environ.items() if k != T.SOCKET_ENV}
+    backend = T.TorchXlaStableHLOCanon()
+    got = backend.job_env(env)
+    assert set(got) == {T.SOCKET_ENV} and backend.job_env(env) == got
+    zygote = T._ZYGOTES[tuple(sorted(env.items()))]
+    case = cases.get("gnn_edge_divide")
+    arrays = case.make_inputs(case.sizes_for("quick")[0], seed=0)
+    monkeypatch.setenv(T.SOCKET_ENV, got[T.SOCKET_ENV])
+    answers, pids = [], []
+    for _ in range(2):
+        server = T.ExportServer()
+        server.start(timeout=300)
+        try:
+            assert isinstance(server.proc, T._Forked) and server.import_s < 1.0
+            answers.append(server.export(case.name, "unbounded", arrays, canonicalize=True, timeout=300))
+            pids.append(server.pid)
+        finally:
+            server.close()
+    assert len(set(pids)) == 2 and zygote.proc.pid not in pids
+    monkeypatch.setenv(T.SOCKET_ENV, "/nonexistent/export.sock")
+    own = T.ExportServer()
+    own.start(timeout=300)
+    try:
+        assert isinstance(own.proc, subprocess.Popen) and own.pid not in pids
+        alone = own.export(case.name, "unbounded", arrays, canonicalize=True, timeout=300)
+    finally:
+        own.close()
+    assert (
+        answers[0]["ok"] and [(a["text"], a["arg_positions"]) for a in answers] == [(alone["text"], alone["arg_positions"])] * 2
+    )
