@@ -26,25 +26,33 @@ The client is ``backends.torch_xla_stablehlo.ExportServer``.
     .venv-xla/bin/python -m backends.torch_xla_export --zygote SOCKET
 
 A zygote of export servers, one per harness process (a run, or a pytest
-worker of the gate: ``torch_xla_stablehlo.shared_socket``): it imports torch +
+worker of the gate: :func:`shared_socket`, whose :class:`ExportZygote` starts it): it imports torch +
 torch_xla once, writes the ready line, listens on the Unix socket ``SOCKET``
 and forks one export server per connection, serving that connection as the
 server above serves its pipes; the client sends the file descriptor the
 server's stderr goes to with its first byte (``SCM_RIGHTS``). Each job still
 gets a fresh process of its own; it no longer pays the ~7 CPU-s import (idle,
 2-core machine). The zygote dies with the process that started it.
+
 Importable from the main environment (stdlib + numpy at module level); torch
 and torch_xla are imported inside the functions.
 """
 
 from __future__ import annotations
 
+import atexit
 import base64
+import contextlib
 import io
 import json
 import os
+import queue
+import shutil
 import socket
+import subprocess
 import sys
+import tempfile
+import threading
 import time
 import traceback
 
@@ -249,6 +257,121 @@ def serve(inp, out) -> int:
         if line.strip():
             _send(out, run_job(json.loads(line)))
     return 0
+
+
+# -- the client's side (imported by backends.torch_xla_stablehlo in the main environment) --
+
+#: where a job finds its run's export zygote (set by ``TorchXlaStableHLO.job_env``)
+SOCKET_ENV = "DYNSHAPE_XLA_EXPORT_SOCKET"
+
+
+class ExportFailed(RuntimeError):
+    """torch_xla could not produce StableHLO for the case (message: torch_xla's error)."""
+
+
+def _pump(stream, lines: queue.Queue) -> None:
+    for line in stream:
+        lines.put(line)
+    lines.put(None)
+
+
+class _Forked:
+    """The part of :class:`subprocess.Popen` :class:`ExportServer` uses, for a
+    server the zygote forked: its pipes are one Unix socket; it ends when the
+    socket closes (its exit status is the zygote's to reap: ``-1`` here)."""
+
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+        self.stdin = sock.makefile("w", encoding="utf-8")
+        self.stdout = sock.makefile("r", encoding="utf-8")
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            with contextlib.suppress(OSError):
+                self.stdin.close()
+                self.sock.shutdown(socket.SHUT_RDWR)
+            self.sock.close()
+            self.returncode = -1
+        return self.returncode
+
+    def kill(self) -> None:
+        self.wait()
+
+
+class ExportZygote:
+    """``backends.torch_xla_export --zygote``: torch + torch_xla imported once,
+    an export server forked per job that connects (:data:`SOCKET_ENV`)."""
+
+    def __init__(self, env: dict, timeout: float = 600.0):
+        from backends import envs
+
+        self._dir = tempfile.mkdtemp(prefix="dynshape-xla-zygote-")
+        self.address = os.path.join(self._dir, "export.sock")
+        self.proc = subprocess.Popen(
+            [envs.python_for("xla"), "-m", "backends.torch_xla_export", "--zygote", self.address],
+            cwd=str(envs.ROOT),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        lines: queue.Queue = queue.Queue()
+        threading.Thread(target=_pump, args=(self.proc.stdout, lines), daemon=True).start()
+        try:
+            hello = json.loads(lines.get(timeout=timeout) or "{}")
+        except queue.Empty:
+            hello = {"error": f"no answer within {timeout:.0f}s"}
+        if not hello.get("ready"):
+            self.close()
+            raise ExportFailed(f"torch_xla export zygote could not start: {hello.get('error', 'it exited')}")
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+
+_ZYGOTES: dict[tuple, ExportZygote | None] = {}
+_ZYGOTES_LOCK = threading.Lock()
+
+
+def shared_socket(env: dict) -> str | None:
+    """The address of this process's export zygote for ``env`` (started on first
+    use, closed at exit), or ``None`` where it cannot start: each job then starts
+    a server of its own, which reports why."""
+    key = tuple(sorted(env.items()))
+    with _ZYGOTES_LOCK:  # the runner's job threads
+        if key not in _ZYGOTES:
+            try:
+                _ZYGOTES[key] = ExportZygote(_server_env(env))
+            except Exception:
+                _ZYGOTES[key] = None
+        z = _ZYGOTES[key]
+    return None if z is None or z.proc.poll() is not None else z.address
+
+
+@atexit.register
+def _close_zygotes() -> None:
+    for z in _ZYGOTES.values():
+        if z is not None:
+            z.close()
+    _ZYGOTES.clear()
+
+
+def _server_env(base) -> dict:
+    """An export server's environment: its job's (``base``) and the xla environment's variables."""
+    from backends import envs
+
+    env = dict(base)
+    env.update(envs.env_vars("xla"))
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    return env
 
 
 def _die_with_parent() -> None:

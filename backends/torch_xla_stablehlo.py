@@ -34,12 +34,9 @@ measured; ``torch_xla_stablehlo_interp`` is that with the reference interpreter.
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import json
 import os
 import queue
-import shutil
 import socket
 import subprocess
 import tempfile
@@ -49,21 +46,9 @@ import numpy as np
 
 from .base import Backend, Counter, check_bounds
 from .stablehlo_base import PARSE, REFINE, XLA, XLA_SCOPE, InterpreterHost, XlaArrays, single, xla_reporting
-
-#: where a job finds its run's export-server zygote (set by :meth:`TorchXlaStableHLO.job_env`)
-SOCKET_ENV = "DYNSHAPE_XLA_EXPORT_SOCKET"
+from .torch_xla_export import SOCKET_ENV, ExportFailed, _Forked, _pump, _server_env, shared_socket
 
 EXPORT = Counter("instrumented", "torch.export + torch_xla exported_program_to_stablehlo runs (in the xla env's export server)")
-
-
-class ExportFailed(RuntimeError):
-    """torch_xla could not produce StableHLO for the case (message: torch_xla's error)."""
-
-
-def _pump(stream, lines: queue.Queue) -> None:
-    for line in stream:
-        lines.put(line)
-    lines.put(None)
 
 
 class ExportServer:
@@ -195,105 +180,6 @@ class ExportServer:
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
-
-
-class _Forked:
-    """The part of :class:`subprocess.Popen` :class:`ExportServer` uses, for a
-    server the zygote forked: its pipes are one Unix socket; it ends when the
-    socket closes (its exit status is the zygote's to reap: ``-1`` here)."""
-
-    def __init__(self, sock: socket.socket):
-        self.sock = sock
-        self.stdin = sock.makefile("w", encoding="utf-8")
-        self.stdout = sock.makefile("r", encoding="utf-8")
-        self.returncode: int | None = None
-
-    def poll(self) -> int | None:
-        return self.returncode
-
-    def wait(self, timeout: float | None = None) -> int:
-        if self.returncode is None:
-            with contextlib.suppress(OSError):
-                self.stdin.close()
-                self.sock.shutdown(socket.SHUT_RDWR)
-            self.sock.close()
-            self.returncode = -1
-        return self.returncode
-
-    def kill(self) -> None:
-        self.wait()
-
-
-class ExportZygote:
-    """``backends.torch_xla_export --zygote``: torch + torch_xla imported once,
-    an export server forked per job that connects (:data:`SOCKET_ENV`)."""
-
-    def __init__(self, env: dict, timeout: float = 600.0):
-        from backends import envs
-
-        self._dir = tempfile.mkdtemp(prefix="dynshape-xla-zygote-")
-        self.address = os.path.join(self._dir, "export.sock")
-        self.proc = subprocess.Popen(
-            [envs.python_for("xla"), "-m", "backends.torch_xla_export", "--zygote", self.address],
-            cwd=str(envs.ROOT),
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-        lines: queue.Queue = queue.Queue()
-        threading.Thread(target=_pump, args=(self.proc.stdout, lines), daemon=True).start()
-        try:
-            hello = json.loads(lines.get(timeout=timeout) or "{}")
-        except queue.Empty:
-            hello = {"error": f"no answer within {timeout:.0f}s"}
-        if not hello.get("ready"):
-            self.close()
-            raise ExportFailed(f"torch_xla export zygote could not start: {hello.get('error', 'it exited')}")
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-        shutil.rmtree(self._dir, ignore_errors=True)
-
-
-_ZYGOTES: dict[tuple, ExportZygote | None] = {}
-_ZYGOTES_LOCK = threading.Lock()
-
-
-def shared_socket(env: dict) -> str | None:
-    """The address of this process's export zygote for ``env`` (started on first
-    use, closed at exit), or ``None`` where it cannot start: each job then starts
-    a server of its own, which reports why."""
-    key = tuple(sorted(env.items()))
-    with _ZYGOTES_LOCK:  # the runner's job threads
-        if key not in _ZYGOTES:
-            try:
-                _ZYGOTES[key] = ExportZygote(_server_env(env))
-            except Exception:
-                _ZYGOTES[key] = None
-        z = _ZYGOTES[key]
-    return None if z is None or z.proc.poll() is not None else z.address
-
-
-@atexit.register
-def _close_zygotes() -> None:
-    for z in _ZYGOTES.values():
-        if z is not None:
-            z.close()
-    _ZYGOTES.clear()
-
-
-def _server_env(base) -> dict:
-    """An export server's environment: its job's (``base``) and the xla environment's variables."""
-    from backends import envs
-
-    env = dict(base)
-    env.update(envs.env_vars("xla"))
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    return env
 
 
 def run_exports(jobs, timeout: float = 600.0) -> list[dict]:

@@ -277,8 +277,7 @@ class Runner:
         # one thread policy for torch, BLAS and XLA: small ops on a shared
         # 2-core machine time far more steadily on one thread
         env.update(threads.env_for(self.threads, env))
-        # a service the run keeps for the backend's jobs (torch_xla's export zygote)
-        env.update(combo.backend.job_env({k: v for k, v in env.items() if k not in forkserver.PER_JOB}))
+        env.update(combo.backend.job_env({k: v for k, v in env.items() if k not in forkserver.PER_JOB}))  # a run's service
         if self.trace_dir:
             # dynamo/inductor structured logs per job, for tlparse
             env["TORCH_TRACE"] = str(self.trace_dir / combo.id.replace("[", "-").replace("]", ""))

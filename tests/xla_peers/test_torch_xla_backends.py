@@ -467,13 +467,14 @@ def test_export_servers_fork_from_the_runs_zygote(monkeypatch):
     process; each job's server is a fresh fork of it (a pid of its own) that
     answers as a server started on its own does, without importing torch_xla
     again; an address nobody answers on falls back to a server of its own."""
+    from backends import torch_xla_export as X
     from backends import torch_xla_stablehlo as T
 
     env = {k: v for k, v in os.environ.items() if k != T.SOCKET_ENV}
     backend = T.TorchXlaStableHLOCanon()
     got = backend.job_env(env)
     assert set(got) == {T.SOCKET_ENV} and backend.job_env(env) == got
-    zygote = T._ZYGOTES[tuple(sorted(env.items()))]
+    zygote = X._ZYGOTES[tuple(sorted(env.items()))]
     case = cases.get("gnn_edge_divide")
     arrays = case.make_inputs(case.sizes_for("quick")[0], seed=0)
     monkeypatch.setenv(T.SOCKET_ENV, got[T.SOCKET_ENV])
@@ -482,7 +483,7 @@ def test_export_servers_fork_from_the_runs_zygote(monkeypatch):
         server = T.ExportServer()
         server.start(timeout=300)
         try:
-            assert isinstance(server.proc, T._Forked) and server.import_s < 1.0
+            assert isinstance(server.proc, X._Forked) and server.import_s < 1.0
             answers.append(server.export(case.name, "unbounded", arrays, canonicalize=True, timeout=300))
             pids.append(server.pid)
         finally:
