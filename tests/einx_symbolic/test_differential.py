@@ -10,11 +10,16 @@ import functools
 import jax.numpy as jnp
 import numpy as np
 import torch
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import arr as shared_arr
 from conftest import compare
+
+#: examples per test: half the profile's (at most 100): the grammar suite
+#: (test_grammar.py) compares the same ops on generated descriptions, and each
+#: example here costs einx a graph build (a sympy solve)
+DIFF = settings(max_examples=min(settings().max_examples, 100))
 
 NAMES = "abcde"
 LIBS = ["torch", "numpy", "jax"]
@@ -78,6 +83,7 @@ def _perturb(draw, shape):
     return shape
 
 
+@DIFF
 @given(st.data(), st.sampled_from(LIBS + ["torch", "torch", "numpy"]))
 def test_id(data, lib):
     names, sizes = data.draw(axes_and_sizes())
@@ -92,6 +98,7 @@ def test_id(data, lib):
     compare("id", desc, arr(lib, shape), **kwargs)
 
 
+@DIFF
 @given(st.data(), st.sampled_from(ELEMENTWISE), st.sampled_from(LIBS + ["torch", "torch", "numpy"]), st.booleans())
 def test_elementwise(data, op, lib, explicit):
     names, sizes = data.draw(axes_and_sizes())
@@ -104,6 +111,7 @@ def test_elementwise(data, op, lib, explicit):
     compare(op, desc, arr(lib, sx, seed=1), arr(lib, sy, seed=2))
 
 
+@DIFF
 @given(st.data(), st.sampled_from(REDUCE), st.sampled_from(LIBS + ["torch", "torch", "numpy"]), st.booleans())
 def test_reduce(data, op, lib, explicit):
     names, sizes = data.draw(axes_and_sizes())
@@ -117,6 +125,7 @@ def test_reduce(data, op, lib, explicit):
     compare(op, desc, arr(lib, _perturb(data.draw, _shape(names, sizes)), kind))
 
 
+@DIFF
 @given(st.data(), st.sampled_from(["torch", "numpy", "jax", "torch"]))
 def test_dot(data, lib):
     names, sizes = data.draw(axes_and_sizes(3, 5))
@@ -133,6 +142,7 @@ def test_dot(data, lib):
     compare("dot", desc, arr(lib, _shape(tl, sizes), seed=1), arr(lib, _perturb(data.draw, _shape(tr, sizes)), seed=2))
 
 
+@DIFF
 @given(
     st.data(),
     st.sampled_from(["softmax", "log_softmax", "sort", "argsort", "flip", "roll", "argmax", "argmin"]),
@@ -148,6 +158,7 @@ def test_preserve_and_argfind(data, op, lib):
     compare(op, desc, x, **kwargs)
 
 
+@DIFF
 @given(
     st.data(), st.sampled_from(["get_at", "set_at", "add_at", "subtract_at"]), st.sampled_from(["torch", "numpy", "jax", "torch"])
 )
@@ -173,6 +184,7 @@ def test_indexing(data, op, lib):
         compare(op, f"{tdesc}, {cdesc}, b p", x, idx, upd)
 
 
+@DIFF
 @given(st.data(), st.sampled_from(["torch", "numpy"]))
 def test_ellipsis_and_concat(data, lib):
     names, sizes = data.draw(axes_and_sizes(2, 4))

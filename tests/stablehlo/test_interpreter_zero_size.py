@@ -61,3 +61,37 @@ def test_zero_size_runs_or_is_refused_before_running(name, interp):
     y = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
     np.testing.assert_allclose(interp.run(text, [y])[0], fn(torch.from_numpy(y)).numpy(), rtol=1e-5, atol=1e-5)
     assert interp.worker.starts == starts
+
+
+#: programs whose result size is data-dependent (a boolean mask's count, set on the
+#: device): name -> (program of x, sample shape)
+MASKS = {
+    "mask_rows": (lambda x: x[x[:, 0] > 0], (6, 3)),
+    "mask_elements": (lambda x: x[x > 0], (6, 3)),
+    "masked_columns": (lambda x: x[:, x[0] > 0], (3, 6)),
+}
+
+
+@pytest.mark.parametrize("bounded", [True, False], ids=["bounded", "unbounded"])
+@pytest.mark.parametrize("name", sorted(MASKS))
+def test_a_size_set_on_the_device_is_refused_before_running(name, bounded, interp):
+    """eval_module aborts the process on a dynamic result type ("dynamic result types
+    are not supported"): the interpreter refuses the module first, naming the op."""
+    fn, shape = MASKS[name]
+    x = torch.randn(*shape)
+    ep = torch.export.export(Fn(lambda _, x: fn(x)), (x,), dynamic_shapes={"xs": ({0: Dim("n", min=2, max=64)},)})
+    text = lower(ep, bounded=bounded)
+    assert "stablehlo.set_dimension_size" in text
+    interp.run(*_any_runnable())  # the worker is up
+    starts = interp.worker.starts
+    with pytest.raises(
+        InterpreterLimitation, match=r"stablehlo\.set_dimension_size has a dynamic result .*refused before running"
+    ):
+        interp.run(text, [x.numpy()])
+    assert interp.worker.starts == starts, "the interpreter worker died (an abort, not an up-front refusal)"
+
+
+def _any_runnable():
+    fn, shape, _ = PROGRAMS["sum"]
+    ep = torch.export.export(Fn(lambda _, x: fn(x)), (torch.randn(*shape),), dynamic_shapes={"xs": ({0: Dim("n", max=64)},)})
+    return lower(ep, bounded=False), [np.ones(shape, np.float32)]

@@ -159,8 +159,18 @@ def check_assertions(text: str, shapes) -> None:
         raise AssertionError(msg[i + len("error: ") :].split("\n")[0] if i >= 0 else msg) from None
 
 
-class ZeroSizeContraction(Exception):
+class Refused(Exception):
+    """A module ``eval_module`` is known to abort the process on, refused before it runs."""
+
+
+class ZeroSizeContraction(Refused):
     """The module contracts over a zero-size dim, which aborts ``eval_module``."""
+
+
+class DynamicResult(Refused):
+    """An op's result stays dynamic at the call's static argument shapes (a size
+    set on the device, ``set_dimension_size`` of a data-dependent count):
+    ``eval_module`` aborts ("dynamic result types are not supported")."""
 
 
 _CONTRACTING_RE = re.compile(r"lhs_contracting_dimensions = \[([0-9, ]*)\]")
@@ -199,6 +209,40 @@ def check_contractions(module, text: str, shapes) -> None:
             )
 
 
+def check_dynamic_results(module, text: str, shapes) -> None:
+    """Raise :class:`DynamicResult` naming the first op whose result type keeps a
+    dynamic dim once ``module`` is refined to argument ``shapes``."""
+    from jaxlib.mlir import ir
+
+    if "set_dimension_size" not in text:  # the one way our lowering makes a size on the device
+        return
+    try:
+        refined = ir.Module.parse(_refined(text, shapes, False)) if "?" in text else module
+    except Exception:  # not refinable here: eval_module says what it says, as before
+        return
+    for op in _all_ops(refined.operation, []):
+        for r in op.operation.results:
+            try:
+                static = ir.RankedTensorType(r.type).has_static_shape
+            except ValueError:  # not a ranked tensor (a token, a tuple)
+                continue
+            if not static:
+                raise DynamicResult(
+                    f"{op.operation.name} has a dynamic result ({r.type}) at argument shapes {list(shapes)} "
+                    "(a size set on the device): jaxlib's reference interpreter aborts on dynamic result types; "
+                    "refused before running (the xla executor runs it)"
+                )
+
+
+def _all_ops(op, found):
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                found.append(inner)
+                _all_ops(inner.operation, found)
+    return found
+
+
 class Evaluator:
     """Registered modules, each parsed once per concrete argument shapes."""
 
@@ -230,6 +274,7 @@ class Evaluator:
                 module = ir.Module.parse(self.texts[module_id])
                 copy_scatter_operands(module)
                 check_contractions(module, self.texts[module_id], key[1])
+                check_dynamic_results(module, self.texts[module_id], key[1])
                 asserts = _assertions(module.operation, [])
                 if asserts:
                     check_assertions(self.texts[module_id], key[1])
@@ -275,7 +320,7 @@ def main():
         try:
             outs, info = evaluator.run(module_id, payload)
             _write(out, ("ok", outs, info))
-        except ZeroSizeContraction as e:  # refused before eval_module could abort
+        except Refused as e:  # refused before eval_module could abort
             _write(out, ("limitation", str(e)))
         except BaseException as e:  # Python-level failures come back as errors
             _write(out, ("error", f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"))

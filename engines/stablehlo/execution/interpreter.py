@@ -139,7 +139,7 @@ class LocalInterpreter:
             self._evaluator.register(module.digest, module.text)
         try:
             return self._evaluator.run(module.digest, args)
-        except _interp_worker.ZeroSizeContraction as e:
+        except _interp_worker.Refused as e:
             raise InterpreterLimitation(f"{module.label}: {e}") from e
         except Exception as e:
             raise ExecutionError(f"{module.label}: StableHLO interpreter error: {type(e).__name__}: {e}") from e
