@@ -100,15 +100,7 @@ class ExportServer:
             stderr=self._stderr,
             text=True,
         )
-        self.starts += 1
-        self._lines = queue.Queue()
-        threading.Thread(target=_pump, args=(self.proc.stdout, self._lines), daemon=True).start()
-        hello = self._answer(timeout, "start (import torch, torch_xla)")
-        if not hello.get("ready"):
-            self.close()
-            raise ExportFailed(f"torch_xla export server could not start: {hello.get('error')}")
-        self.import_s = hello.get("import_s")
-        self.pid = hello.get("pid")
+        self._handshake(timeout, "start (import torch, torch_xla)")
 
     def _start_forked(self, address: str, timeout: float) -> None:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -119,10 +111,15 @@ class ExportServer:
         socket.send_fds(sock, [b"s"], [self._stderr.fileno()])
         sock.settimeout(None)
         self.proc = _Forked(sock)
+        self._handshake(timeout, "start (forked by the run's export zygote)")
+
+    def _handshake(self, timeout: float, what: str) -> None:
+        """Count the start of :attr:`proc` (a process, or a fork of the zygote) and
+        wait for its ready line; :class:`ExportFailed` if it could not import torch_xla."""
         self.starts += 1
         self._lines = queue.Queue()
         threading.Thread(target=_pump, args=(self.proc.stdout, self._lines), daemon=True).start()
-        hello = self._answer(timeout, "start (forked by the run's export zygote)")
+        hello = self._answer(timeout, what)
         if not hello.get("ready"):
             self.close()
             raise ExportFailed(f"torch_xla export server could not start: {hello.get('error')}")

@@ -176,14 +176,8 @@ class DynamicResult(Refused):
 _CONTRACTING_RE = re.compile(r"lhs_contracting_dimensions = \[([0-9, ]*)\]")
 
 
-def _ops_named(op, names, found):
-    for region in op.regions:
-        for block in region.blocks:
-            for inner in block.operations:
-                if inner.operation.name in names:
-                    found.append(inner)
-                _ops_named(inner.operation, names, found)
-    return found
+def _ops_named(op, names):
+    return [inner for inner in _all_ops(op, []) if inner.operation.name in names]
 
 
 def check_contractions(module, text: str, shapes) -> None:
@@ -198,7 +192,7 @@ def check_contractions(module, text: str, shapes) -> None:
         return
     if "?" in text:
         module = ir.Module.parse(_refined(text, shapes, False))
-    for op in _ops_named(module.operation, ("stablehlo.dot_general",), []):
+    for op in _ops_named(module.operation, ("stablehlo.dot_general",)):
         lhs = ir.RankedTensorType(op.operation.operands[0].type)
         m = _CONTRACTING_RE.search(str(op.operation.attributes["dot_dimension_numbers"]))
         dims = [int(d) for d in m.group(1).split(",") if d.strip()] if m else []
@@ -235,6 +229,7 @@ def check_dynamic_results(module, text: str, shapes) -> None:
 
 
 def _all_ops(op, found):
+    """Every op nested in ``op``, in pre-order (appended to ``found``)."""
     for region in op.regions:
         for block in region.blocks:
             for inner in block.operations:
