@@ -119,9 +119,16 @@ class Backend:
         names it (e.g. a compile too slow for the default profile); empty:
         every run includes it.
       forkable: whether its worker may be forked from the environment's fork
-        server (which has torch, numpy and jax imported, nothing initialised;
+        server (which has torch and numpy imported, nothing initialised;
         ``harness.forkserver``); ``False`` if the backend needs a variable
         that a preloaded module reads at import to differ from job to job.
+      preload: what its jobs import (``module``) or run (``module:function``)
+        beyond torch and numpy that a fork server can do once for a whole
+        run: entries of ``harness.forkserver.OPTIONAL`` and
+        ``harness.zygote_warm.STEPS``. The worker imports each module before
+        :meth:`startup`, so where the fork server did not, the import is in
+        ``startup_s`` and never in a timed call (the harness warns when a job
+        imports an undeclared one after its startup).
       compile_scope: what this backend's compile-time figure
         (``compile_time_s``, the sum of ``compile_times``) includes, in words,
         for the report to show beside it.
@@ -161,6 +168,7 @@ class Backend:
     mode_notes: ClassVar[dict[str, str]] = {}
     opt_in: ClassVar[str] = ""
     forkable: ClassVar[bool] = True
+    preload: ClassVar[tuple[str, ...]] = ()
     compile_scope: ClassVar[str] = ""
     work_counters: ClassVar[dict[str, Counter]] = {}
 

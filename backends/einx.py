@@ -74,6 +74,7 @@ class Einx(TorchArrays, Backend):
     forms = ("einx",)
     modes = ("static",)
     requires = ("einx", "torch")
+    preload = ("torch._dynamo",)  # einx 0.4.3 imports it (einx itself is no zygote's: harness.forkserver)
     counters = {STAGE: Counter("instrumented", "calls to einx._src.tracer.optimize: one per graph einx builds")}
     compile_scope = (
         "einx's graph build per new call signature: trace + optimize + Python codegen (tracer.depend_on entry to "

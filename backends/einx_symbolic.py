@@ -36,6 +36,7 @@ class EinxSymbolic(TorchArrays, Backend):
     forms = ("einx",)
     modes = ("static", "unbounded")
     requires = ("einx", "torch")
+    preload = ("torch._dynamo",)  # einx 0.4.3 imports it (einx itself is no zygote's: harness.forkserver)
     counters = {
         STAGE: Counter(
             "ours", "graphs einx_symbolic builds: one per new call signature (static mode: one per new input shape, emulated)"

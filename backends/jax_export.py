@@ -36,6 +36,7 @@ class JaxExport(XlaArrays, Backend):
     forms = ("jax",)
     modes = ("bounded", "unbounded", "bucketed")
     requires = ("jax", "jaxlib")
+    preload = ("jax", "jax.numpy")
     counters = {"export": Counter("instrumented", "jax.export.export calls"), "xla": XLA}
     canonical_dtypes = True
     work_counters = {"refine": REFINE}

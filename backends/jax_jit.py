@@ -125,6 +125,7 @@ class JaxJit(JaxArrays, Backend):
     forms = ("jax",)
     modes = ("static",)
     requires = ("jax",)
+    preload = ("jax", "jax.numpy")
     counters = {STAGE: Counter("system", f"jax.monitoring {COMPILE_EVENT!r} events: XLA backend compiles")}
     compile_scope = (
         "jax.monitoring events of every compile in the process: jaxpr trace ('trace') + lowering "

@@ -35,6 +35,7 @@ TRACE, LOWERING = "trace", "lowering"
 class LazyStablehlo(Lazy):
     name = "lazy_stablehlo"
     requires = ("torch", "jax", "jaxlib")
+    preload = ("jax", "jax.numpy", "torch._dynamo", "torch.export._trace")  # XLA's runtime; torch.export
     counters = {
         TRACE: Counter(
             "ours",

@@ -190,6 +190,7 @@ class StablehloTorch(Backend):
     forms = ("torch",)
     modes = ("bounded", "unbounded")
     requires = ("torch", "jax", "jaxlib")
+    preload = ("jax", "jax.numpy", "torch._dynamo", "torch.export._trace")  # XLA's runtime; torch.export
 
     def prepare(self, case, mode):
         self._job = (case, mode)

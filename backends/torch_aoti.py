@@ -29,6 +29,7 @@ class TorchAoti(TorchArrays, Backend):
     forms = ("torch",)
     modes = ("static", "bounded", "unbounded")
     requires = ("torch",)
+    preload = ("torch._dynamo", "torch.export._trace", "backends.torch_compile:warm_inductor")
     timeout_s = 1800.0
     opt_in = "one AOTInductor compile is a C++ build of ~25 s, so it runs only where --backends names it"
     counters = {

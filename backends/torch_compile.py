@@ -89,6 +89,7 @@ class TorchCompile(TorchArrays, Backend):
     forms = ("torch",)
     modes = ("static", "bounded", "unbounded")
     requires = ("torch",)
+    preload = ("torch._dynamo", "torch.export._trace", "backends.torch_compile:warm_inductor")
     counters = {
         STAGE: Counter(
             "system",

@@ -26,6 +26,7 @@ class TorchExport(TorchArrays, Backend):
     forms = ("torch",)
     modes = ("static", "bounded", "unbounded")
     requires = ("torch",)
+    preload = ("torch._dynamo", "torch.export._trace")
     counters = {STAGE: Counter("instrumented", "torch.export.export calls")}
     compile_scope = (
         "torch.export.export per new shape (static, bucketed) or once (Dim ranges): dynamo trace + AOT export to "

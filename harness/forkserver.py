@@ -28,6 +28,15 @@ a second stage (:mod:`harness.zygote_warm`) imports ``torch._dynamo`` and
 inductor and runs inductor's vector-ISA probe with the :data:`PER_JOB`
 variables pointing into a scratch directory, then checks that no module kept it.
 
+What a zygote imports depends on its run: :data:`PRELOAD` always, and the
+entries of :data:`OPTIONAL` and of the warm-up steps that the run's backends
+name in their ``Backend.preload`` (jax; dynamo, torch.export, inductor's
+probe), so that a run of torch's eager backend starts in ~2 s instead of ~8.
+A zygote that preloads more serves a job that wants less. The worker imports
+its backend's ``preload`` itself before ``startup``, so where the zygote did
+not, the import is in ``startup_s``; a job that imports a module of
+:func:`catalogue` later, undeclared, is named in a :class:`LateImportWarning`.
+
 Only environments listed in :data:`PRELOAD` get a zygote. ``xla``'s imports
 ``torch_xla`` (~5 CPU-s), which reads ``PJRT_DEVICE`` and ``XLA_FLAGS`` (the
 same for every job) and appends to ``XLA_FLAGS``; it starts no thread and no
@@ -51,6 +60,7 @@ import sys
 import threading
 import time
 import warnings
+from collections.abc import Collection
 from typing import IO, Protocol
 
 from . import zygote_warm
@@ -66,8 +76,6 @@ PRELOAD = {
     "main": (
         "numpy",
         "torch",
-        "jax",
-        "jax.numpy",
         "cases",
         *_CASE_FAMILIES,
         "backends.base",
@@ -92,6 +100,10 @@ PRELOAD = {
         "harness.threads",
     ),
 }
+#: modules a zygote imports only for a run with a backend that names them in its
+#: ``Backend.preload`` (as :data:`harness.zygote_warm.STEPS`): a run of torch's
+#: eager backend alone need not wait for jax (~1.4 s) or inductor (~5 s)
+OPTIONAL: dict[str, tuple[str, ...]] = {"main": ("jax", "jax.numpy")}
 #: variables the child sets per job: nothing in :data:`PRELOAD` reads them at import
 #: (pytest sets ``PYTEST_CURRENT_TEST`` per test: the gate's jobs share a zygote)
 #: (and the address of the run's torch_xla export zygote, which only some backends' jobs get)
@@ -109,9 +121,41 @@ class ForkServerWarning(UserWarning):
     """The fork server could not be used; workers are spawned instead."""
 
 
+class LateImportWarning(UserWarning):
+    """A job imported a module of :func:`catalogue` after its startup that its
+    backend's ``preload`` does not name (the worker's ``late_imports`` message)."""
+
+    def __init__(self, msg: dict):
+        super().__init__(
+            f"{msg['job']}: imported {', '.join(msg['late_imports'])} after its backend's startup; name "
+            f"{'them' if len(msg['late_imports']) > 1 else 'it'} in {msg['backend']}.preload, or the import is timed "
+            "where the fork server did not preload it"
+        )
+
+
 def enabled() -> bool:
     """Whether ``DYNSHAPE_FORK_SERVER`` leaves the fork server on (the default)."""
     return os.environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def selection(env_name: str, wanted: Collection[str] | None = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(modules, steps)`` a zygote of ``env_name`` runs for jobs whose backends
+    preload ``wanted`` (their ``Backend.preload`` entries; ``None``: every one):
+    :data:`PRELOAD`, then the entries of :data:`OPTIONAL` and
+    :data:`harness.zygote_warm.STEPS` that are wanted, in their order there."""
+    optional, steps = OPTIONAL.get(env_name, ()), zygote_warm.STEPS.get(env_name, ())
+    if wanted is not None:
+        optional, steps = tuple(m for m in optional if m in wanted), tuple(s for s in steps if s in wanted)
+    return (*PRELOAD.get(env_name, ()), *optional), steps
+
+
+def catalogue(env_name: str) -> tuple[str, ...]:
+    """The modules a zygote of ``env_name`` imports for some runs and not others
+    (:data:`OPTIONAL`, :data:`harness.zygote_warm.STEPS`): a job that imports
+    one after its startup, undeclared in its backend's ``preload``, would have
+    its import time in a timed call where its zygote did not preload it."""
+    optional, steps = selection(env_name)
+    return tuple(dict.fromkeys([*optional[len(PRELOAD.get(env_name, ())) :], *(s.partition(":")[0] for s in steps)]))
 
 
 def usable(env_name: str, env: dict) -> bool:
@@ -169,8 +213,20 @@ class ForkedProcess:
 class Zygote:
     """The parent's handle on one fork server (one environment, one set of variables)."""
 
-    def __init__(self, python: str, env_name: str, env: dict, cwd: str):
+    def __init__(
+        self,
+        python: str,
+        env_name: str,
+        env: dict,
+        cwd: str,
+        preload: tuple[str, ...] | None = None,
+        steps: tuple[str, ...] = (),
+    ):
         self.env_name, self.cwd = env_name, cwd
+        #: what it imports and the warm-up steps it runs (``None``: all of :func:`selection`)
+        self.preload: tuple[str, ...]
+        self.steps: tuple[str, ...]
+        self.preload, self.steps = (preload, steps) if preload is not None else selection(env_name)
         self.info: dict = {}
         self.dead: str | None = None
         self._lock = threading.Lock()
@@ -189,7 +245,7 @@ class Zygote:
                         python,
                         "-m",
                         "harness.forkserver",
-                        json.dumps({"preload": PRELOAD[env_name], "steps": zygote_warm.STEPS.get(env_name, ())}),
+                        json.dumps({"preload": self.preload, "steps": self.steps}),
                         str(theirs.fileno()),
                     ],
                     stdin=subprocess.DEVNULL,
@@ -325,18 +381,27 @@ _WARNED: set = set()
 MAX_ZYGOTES = 3
 
 
-def start(python: str, env_name: str, argv: list[str], env: dict, cwd: str) -> ForkedProcess | None:
-    """Start ``python *argv`` (with ``env``, in ``cwd``) as a child of the zygote
-    for ``env_name`` and these variables, starting it first if needed. ``None``
-    (after one warning per reason) when no zygote can serve: spawn instead."""
+def start(
+    python: str, env_name: str, argv: list[str], env: dict, cwd: str, wanted: Collection[str] | None = None
+) -> ForkedProcess | None:
+    """Start ``python *argv`` (with ``env``, in ``cwd``) as a child of a zygote
+    for ``env_name`` and these variables that preloads at least ``wanted``
+    (:func:`selection`), starting one first if needed. ``None`` (after one
+    warning per reason) when no zygote can serve: spawn instead."""
     base = {k: v for k, v in env.items() if k not in PER_JOB}
+    preload, steps = selection(env_name, wanted)
     key = (python, env_name, cwd, tuple(sorted(base.items())))
     with _CREATE:
-        z = _ZYGOTES.get(key)
-        if z is None:  # one that failed stays: its jobs spawn (a retry would import again per job)
+        # one that preloads more serves too; one that failed stays: its jobs
+        # spawn (a retry would import again per job)
+        z = next(
+            (v for k, v in _ZYGOTES.items() if k[0] == key and set(preload) <= set(v.preload) and set(steps) <= set(v.steps)),
+            None,
+        )
+        if z is None:
             for old in [k for k, v in _ZYGOTES.items() if not v.busy()][: max(0, len(_ZYGOTES) + 1 - MAX_ZYGOTES)]:
                 _ZYGOTES.pop(old).close()
-            z = _ZYGOTES[key] = Zygote(python, env_name, base, cwd)
+            z = _ZYGOTES[key, preload, steps] = Zygote(python, env_name, base, cwd, preload, steps)
     proc = z.start(argv, env)
     if proc is not None:
         proc.info = z.info

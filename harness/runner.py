@@ -22,6 +22,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -31,7 +32,7 @@ import cases
 from backends import envs
 from backends.base import MODES, Backend
 
-from . import forkserver, limits, meta, registry, results, threads
+from . import forkserver, limits, meta, progress, registry, results, threads
 
 DEFAULT_REPEATS = 7
 DEFAULT_WARMUP = 2
@@ -136,6 +137,7 @@ class Runner:
         max_memory: int | Literal["default"] | None = "default",
         processes: int = 1,
         fork_server: bool | None = None,
+        zygote_preload: dict[str, set[str]] | None = None,
     ):
         if profile not in cases.PROFILES:
             raise cases.CaseError(f"unknown profile {profile!r}; valid: {', '.join(cases.PROFILES)}")
@@ -157,6 +159,10 @@ class Runner:
         #: fork workers from a zygote that imported the heavy modules once
         #: (:mod:`harness.forkserver`; ``None``: unless ``DYNSHAPE_FORK_SERVER=0``)
         self.fork_server = forkserver.enabled() if fork_server is None else fork_server
+        #: per environment, the ``Backend.preload`` entries its zygote imports:
+        #: :meth:`run` sets those of its jobs' backends; ``None`` (a job run alone,
+        #: as the gate does): every one (:func:`harness.forkserver.selection`)
+        self.zygote_preload = zygote_preload
         commit, dirty = meta.git_state()
         self._common: dict[str, Any] = {  # the fields every record of the run starts from
             "run_id": self.run_id,
@@ -178,7 +184,9 @@ class Runner:
             1 for c in combos if c.skip_reason()
         )
         self.write_plan(combos)
-        bar = _progress(total, self.progress)
+        if self.zygote_preload is None:
+            self.zygote_preload = preload_of(combos)
+        bar = progress.bar(total, self.progress)
         try:
             with results.Writer(self.path) as writer:
 
@@ -289,7 +297,8 @@ class Runner:
         argv = ["-m", "harness.worker", json.dumps(job)]
         forked = None
         if self.fork_server and getattr(combo.backend, "forkable", True) and forkserver.usable(combo.backend.env, env):
-            forked = forkserver.start(python, combo.backend.env, argv, env, str(envs.ROOT))
+            wanted = None if self.zygote_preload is None else self.zygote_preload.get(combo.backend.env, ())
+            forked = forkserver.start(python, combo.backend.env, argv, env, str(envs.ROOT), wanted)
         proc: forkserver.WorkerProcess
         if forked is not None:
             proc, spawned = forked, forked.requested
@@ -367,6 +376,8 @@ class Runner:
                 fatal = msg["fatal"]
             elif "oom" in msg:
                 oom = msg["oom"]
+            elif "late_imports" in msg:
+                warnings.warn(forkserver.LateImportWarning(msg), stacklevel=1)
             elif msg.get("done"):
                 done = True
         try:
@@ -416,6 +427,14 @@ def _looks_oom(tail) -> bool:
     """Whether a dead worker's stderr says an allocation failed (C++ or C)."""
     text = "\n".join(list(tail)[-20:])
     return any(s in text for s in ("std::bad_alloc", "MemoryError", "Cannot allocate memory", "out of memory"))
+
+
+def preload_of(combos: Iterable[Combo]) -> dict[str, set[str]]:
+    """Per environment, the ``Backend.preload`` entries of the combos' backends."""
+    out: dict[str, set[str]] = {}
+    for c in combos:
+        out.setdefault(c.backend.env, set()).update(c.backend.preload)
+    return out
 
 
 def plan_path(run_path: Path) -> Path:
@@ -477,24 +496,3 @@ def _kill(proc: forkserver.WorkerProcess) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-
-
-class _NoBar:
-    def update(self, n=1):
-        pass
-
-    def set_postfix_str(self, *a, **k):
-        pass
-
-    def close(self):
-        pass
-
-
-def _progress(total: int, enabled: bool):
-    if not enabled:
-        return _NoBar()
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return _NoBar()
-    return tqdm(total=total, unit="rec", dynamic_ncols=True, disable=None, leave=False)

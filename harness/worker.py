@@ -11,12 +11,16 @@ imports the fork server did once are not in it); one ``record`` per measured
 call; last ``{"done": true}``, whose absence tells the parent the worker died;
 ``oom`` when an allocation failed under the job's memory limit
 (``max_memory``: what the job may allocate once its backend has started, the
-same whether the worker was spawned or forked, :mod:`harness.limits`).
+same whether the worker was spawned or forked, :mod:`harness.limits`);
+``late_imports`` before ``done`` when the job imported a module of
+:func:`harness.forkserver.catalogue` after its startup (one its backend's
+``preload`` does not name: the parent warns).
 """
 
 from __future__ import annotations
 
 import faulthandler
+import importlib
 import json
 import os
 import sys
@@ -38,13 +42,15 @@ def main(argv=None) -> int:
         proto.write(json.dumps(msg, default=str) + "\n")
         proto.flush()
 
-    from . import measure, meta, threads
+    from . import forkserver, measure, meta, threads
     from .registry import load_spec
 
     send({"hello": True, "versions": meta.versions(), "pid": os.getpid()})
     try:
         backend = load_spec(job["spec"])
         try:
+            for entry in backend.preload:  # no-ops where the fork server imported them
+                importlib.import_module(entry.partition(":")[0])
             backend.startup()
         except MemoryError:
             raise
@@ -55,10 +61,14 @@ def main(argv=None) -> int:
         # spawned one never imports) do not count against the job's limit
         limits.apply(job.get("max_memory"), above=limits.data_bytes())
         send({"ready": {"wall": time.time(), "threads": threads.observed()}})
+        watched = [m for m in forkserver.catalogue(backend.env) if m not in sys.modules]
         try:
             measure.run(job, backend, lambda rec: send({"record": rec}))
         finally:
             backend.teardown()
+        late = [m for m in watched if m in sys.modules]
+        if late:
+            send({"late_imports": late, "backend": type(backend).__name__, "job": f"{job['case']}[{backend.name}-{job['mode']}]"})
     except MemoryError:
         send({"oom": measure.describe_exception()})
         return 1

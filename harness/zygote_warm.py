@@ -36,7 +36,9 @@ import warnings
 
 #: per environment: ``module`` (imported) or ``module:function`` (imported, then
 #: called without arguments) run under the scratch directory, in order; a
-#: module missing from the environment is skipped
+#: module missing from the environment is skipped. A zygote runs the steps that
+#: its run's backends name in their ``Backend.preload`` (every one for a job run
+#: alone, as the gate runs them: :func:`harness.forkserver.selection`)
 STEPS: dict[str, tuple[str, ...]] = {
     "main": ("torch._dynamo", "torch.export", "torch.export._trace", "backends.torch_compile:warm_inductor"),
 }

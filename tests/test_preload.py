@@ -1,0 +1,126 @@
+"""What a run's fork server imports (harness.forkserver.selection): the modules
+and warm-up steps its backends name in ``Backend.preload``, so a run of torch's
+eager backend alone does not wait for jax and inductor; a job that imports such
+a module after its startup without naming it is warned about, since its import
+would then be timed wherever the zygote did not preload it."""
+
+import sys
+import warnings
+
+import pytest
+
+import cases
+from backends import envs
+from harness import expectations, forkserver, registry, runner, zygote_warm
+
+CASE = "gnn_edge_divide"
+
+
+def test_selection_keeps_the_catalogue_order_and_takes_only_what_is_wanted():
+    full_modules, full_steps = forkserver.selection("main")
+    assert full_modules == (*forkserver.PRELOAD["main"], *forkserver.OPTIONAL["main"])
+    assert full_steps == zygote_warm.STEPS["main"]
+    wanted = {"backends.torch_compile:warm_inductor", "jax.numpy", "torch._dynamo"}
+    assert forkserver.selection("main", wanted) == (
+        (*forkserver.PRELOAD["main"], "jax.numpy"),
+        ("torch._dynamo", "backends.torch_compile:warm_inductor"),
+    )
+    assert forkserver.selection("main", ()) == (forkserver.PRELOAD["main"], ())
+    assert forkserver.catalogue("main") == (
+        "jax",
+        "jax.numpy",
+        "torch._dynamo",
+        "torch.export",
+        "torch.export._trace",
+        "backends.torch_compile",
+    )
+
+
+@pytest.mark.parametrize(
+    "backend", [b for b in registry.backends().values() if not isinstance(b, registry.Broken)], ids=lambda b: b.name
+)
+def test_every_backend_preloads_only_entries_its_zygote_knows(backend):
+    """A name outside the catalogue would be imported by the worker but never by a zygote."""
+    known = {*forkserver.OPTIONAL.get(backend.env, ()), *zygote_warm.STEPS.get(backend.env, ())}
+    assert set(backend.preload) <= known, f"{backend.name}.preload: {sorted(set(backend.preload) - known)} unknown"
+
+
+def test_a_zygote_that_preloads_more_serves_a_job_that_wants_less(monkeypatch):
+    monkeypatch.setattr(forkserver, "PRELOAD", {"main": ("json",)})
+    monkeypatch.setattr(forkserver, "OPTIONAL", {"main": ("csv",)})
+    monkeypatch.setattr(zygote_warm, "STEPS", {})
+    monkeypatch.setattr(forkserver, "_ZYGOTES", {})
+    env = dict(__import__("os").environ, **envs.env_vars("main"), OMP_NUM_THREADS="1")
+
+    def pid(wanted):
+        proc = forkserver.start(sys.executable, "main", ["-c", "pass"], env, str(envs.ROOT), wanted)
+        assert proc is not None
+        proc.stdout.read(), proc.stderr.read()
+        proc.wait(timeout=60)
+        return proc.info["pid"], proc.info["preloaded"]
+
+    try:
+        lean = pid(())
+        rich = pid({"csv"})
+        assert lean[1] == ["json"] and rich[1] == ["json", "csv"] and lean[0] != rich[0]
+        assert pid(()) in (lean, rich) and pid({"csv"}) == rich and len(forkserver._ZYGOTES) == 2
+    finally:
+        forkserver.close_all()
+
+
+def _run(combos, tmp_path, preload):
+    r = runner.Runner(tmp_path, profile="quick", repeats=1, warmup=0, progress=False, fork_server=True)
+    r.zygote_preload = preload
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        path = r.run(combos)
+    records = [__import__("json").loads(l) for l in path.read_text().splitlines()]
+    return records, [str(w.message) for w in caught if issubclass(w.category, forkserver.LateImportWarning)]
+
+
+def test_a_run_of_the_eager_backend_alone_preloads_no_jax_and_no_inductor(tmp_path):
+    r = runner.Runner(tmp_path, profile="quick", repeats=1, warmup=0, progress=False, fork_server=True)
+    path = r.run([runner.Combo(cases.get(CASE), registry.backends()["torch_eager"], "static")])
+    rec = __import__("json").loads(path.read_text().splitlines()[0])
+    assert rec["status"] == "pass" and rec["machine"]["worker_start"]["how"] == "fork"
+    assert rec["machine"]["worker_start"]["zygote_steps"] == []
+    assert r.zygote_preload == {"main": set()}
+
+
+def test_an_undeclared_import_after_startup_is_named_and_a_declared_one_is_not(fake_backends, tmp_path):
+    combos = [runner.Combo(cases.get(CASE), fake_backends(name), "static") for name in ("LateImporter", "DeclaredImporter")]
+    records, late = _run(combos, tmp_path, {"main": set()})
+    assert {r["status"] for r in records} == {"pass"}
+    assert late == [
+        f"{CASE}[late_importer-static]: imported torch._dynamo, torch.export._trace after its backend's startup; name them in "
+        "LateImporter.preload, or the import is timed where the fork server did not preload it"
+    ]
+
+
+@pytest.mark.slow
+def test_every_backend_names_what_its_jobs_import_after_startup(tmp_path):
+    """Every in-tree backend of the main environment (the opt-in one aside: a C++
+    build a job) runs one job from a zygote that preloaded none of the optional
+    modules (a backend with a warm-up step, from one that ran just its own
+    ``preload``, as its runs do: the step's g++ probe is cached in the zygote's
+    scratch directory only). No job imports a module of the catalogue after its
+    startup, and every job ends as the gate's rules say. Without this, a backend
+    whose ``preload`` missed one (stablehlo_xla's dynamo, which it imports at its
+    first export) had that import timed wherever its zygote did not preload it."""
+    rules = expectations.load()
+    lean, warmed = [], []
+    for b in registry.backends().values():
+        if b.env != "main" or getattr(b, "opt_in", "") or isinstance(b, registry.Broken):
+            continue
+        mode = next(m for m in b.modes if runner.Combo(cases.get(CASE), b, m).skip_reason() is None)
+        (warmed if any(":" in e for e in b.preload) else lean).append(runner.Combo(cases.get(CASE), b, mode))
+    assert {c.backend.name for c in warmed} == {"torch_compile"}  # the only step with a function today
+    records, late = _run(lean, tmp_path / "lean", {"main": set()})
+    for c in warmed:
+        more, more_late = _run([c], tmp_path / c.backend.name, {"main": set(c.backend.preload)})
+        records, late = records + more, late + more_late
+    assert late == []
+    for c in lean + warmed:
+        mine = [r for r in records if r["backend"] == c.backend.name]
+        verdict = expectations.verdict(mine, expectations.lookup(rules, CASE, c.backend.name, c.mode))
+        assert verdict.outcome in ("pass", "xfail"), (c.id, verdict.problems)
