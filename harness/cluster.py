@@ -18,10 +18,12 @@ from pathlib import Path
 
 from . import results
 from .runner import SETTINGS as RUN_SETTINGS
+from .runner import preload_of
 
 #: the Runner settings a node needs to run a job as the local executor would (its
-#: memory limit is the node's own default: the submitting machine's says nothing of it)
-SETTINGS = tuple(k for k in RUN_SETTINGS if k != "max_memory")
+#: memory limit is the node's own default: the submitting machine's says nothing of
+#: it), and whether it forks workers from a fork server (``--no-fork-server``)
+SETTINGS = (*(k for k in RUN_SETTINGS if k != "max_memory"), "fork_server")
 #: seconds to reach the scheduler before ``--scheduler ADDRESS`` is a usage error
 CONNECT_TIMEOUT_S = 10.0
 
@@ -121,7 +123,8 @@ def run(runner, combos, address: str | None = None, jobs: int = 1) -> Path:
     try:
         name = f"dynshape-{runner.run_id}-{secrets.token_hex(3)}"
         q = Queue(name, client=client)
-        settings = {k: getattr(runner, k) for k in SETTINGS}
+        # every node's zygote preloads what the whole run's backends name, as a local run's does
+        settings = {k: getattr(runner, k) for k in SETTINGS} | {"zygote_preload": preload_of(combos)}
         futures = {
             client.submit(
                 run_job,

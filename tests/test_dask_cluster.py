@@ -35,8 +35,7 @@ SELECT = [
     "--warmup",
     "0",
     "--no-progress",
-    "--no-fork-server",
-]  # spawn: no zygote to start per node
+]
 #: what identifies a record: one each per job, process, shape and phase
 KEY = ("case", "backend", "mode", "process", "shape_index", "novel", "status")
 LIMIT_S = 240  # every wait below is bounded by this
@@ -140,7 +139,8 @@ def test_a_worker_killed_mid_run_costs_no_record_and_duplicates_none(tmp_path):
         (victim,) = re.findall(r"Start worker at:\s*(tcp://\S+)", (logs / "worker1.out").read_text())
         out = tmp_path / "dask"
         run = subprocess.Popen(
-            [sys.executable, "-m", "harness", "run", *SELECT, "--out", str(out), "--scheduler", address],
+            # spawned on the nodes (no zygote to start per node): the submitter's --no-fork-server reaches them
+            [sys.executable, "-m", "harness", "run", *SELECT, "--no-fork-server", "--out", str(out), "--scheduler", address],
             cwd=ROOT,
             env=env,
             stdout=subprocess.PIPE,
@@ -162,6 +162,7 @@ def test_a_worker_killed_mid_run_costs_no_record_and_duplicates_none(tmp_path):
         assert got == want, (
             f"missing {want - got}, extra {got - want}\n{stderr[-3000:]}\n" + (logs / "worker1.out").read_text()[-2000:]
         )
+        assert {r["machine"]["worker_start"]["how"] for r in _records(out)} == {"spawn"}
     finally:
         for p in procs:
             _kill(p)

@@ -83,5 +83,8 @@ def test_two_jobs_through_a_dask_local_cluster(tmp_path):
     df = results.load([tmp_path])
     assert _jobs(df) == {("gnn_edge_divide", "torch_eager", "static"), ("gnn_edge_divide", "torch_eager", "unbounded")}
     assert len(df) == 12 and set(df["status"]) == {"pass"}
+    # the nodes fork from a zygote that preloads what the run's backends name (eager: no warm-up steps)
+    starts = [m["worker_start"] for m in df["machine"]]
+    assert {s["how"] for s in starts} == {"fork"} and all(s["zygote_steps"] == [] for s in starts)
     # every record names the node (host and Dask worker) that ran it
     assert df["node"].str.contains(r"\(tcp://").all() and df["node"].nunique() in (1, 2)
