@@ -8,8 +8,15 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PYTEST_FLAGS ?= -n 2 --durations=15
+# imports write their .pyc files, into our own environments and tree: where
+# PYTHONDONTWRITEBYTECODE=1 (this machine) none would, and every one of the
+# hundreds of interpreters make test starts compiled torch and jax from source
+# (import torch, jax: 7.4 s against 3.8 s). Compiling every file at install
+# instead (uv's --compile-bytecode) took ~75 s of a fresh clone's set-up for the
+# ~28,000 files of both environments, most never imported.
+unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup bytecode run test check lint gate gate-left-out bench asv-quick asv-publish browser-check chromium docs clean
+.PHONY: setup run test check lint gate gate-left-out bench asv-quick asv-publish browser-check chromium docs clean
 
 setup: $(STAMP)
 
@@ -17,17 +24,13 @@ EXTRAS := main,models,test,bench,distributed,docs
 # uv installs from pip's own sources (mk/uv) and hard-links from one cache, so
 # a fresh clone's set-up takes seconds once a clone on this machine has filled
 # it (pip copies ~9 GB per clone). Where uv cannot be had, pip installs.
-# --compile-bytecode: pip compiles at install, uv does not, and where
-# PYTHONDONTWRITEBYTECODE=1 (this machine) no import writes a .pyc either: every
-# interpreter then compiles torch and jax from source (import torch, jax: 7.4 s
-# against 3.8 s), in each of the hundreds that make test starts.
 UV_VERSION ?= 0.13.9
 UV := $(VENV)/bin/uv
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@mk/retry 3 setup $(PY) -m pip install --quiet 'uv==$(UV_VERSION)' || echo "setup: no uv; pip installs instead" >&2
-	if [ -x $(UV) ]; then mk/retry 5 setup mk/uv $(UV) pip install --quiet --compile-bytecode --python $(PY) -e '.[$(EXTRAS)]'; \
+	if [ -x $(UV) ]; then mk/retry 5 setup mk/uv $(UV) pip install --quiet --python $(PY) -e '.[$(EXTRAS)]'; \
 	else mk/retry 3 setup $(PY) -m pip install --quiet --upgrade pip setuptools wheel && \
 	  mk/retry 5 setup $(PY) -m pip install --quiet -e '.[$(EXTRAS)]'; fi
 	@touch $@
@@ -36,19 +39,13 @@ $(STAMP): pyproject.toml
 # for careful timings run `python -m harness run --jobs 1`
 RUN_FLAGS ?= --quick --jobs 2
 
-run: $(STAMP) xla-env bytecode
+run: $(STAMP) xla-env
 	$(PY) -m harness run $(RUN_FLAGS)
-
-# the project's own modules as .pyc (and again after an edit): where
-# PYTHONDONTWRITEBYTECODE=1 (this machine) no import writes them, so every worker
-# and test subprocess compiled engines/ and backends/ from source (~0.5 s a process)
-bytecode: $(STAMP)
-	@$(PY) -m compileall -q -j 0 harness backends engines cases benchmarks
 
 # the einx grammar suite compares with einx 0.4.3, whose process-wide caches other
 # tests patch (backends.einx's build counter): it runs in processes of its own
 GRAMMAR := tests/einx_symbolic/test_grammar.py
-test: $(STAMP) xla-env bytecode lint docs chromium
+test: $(STAMP) xla-env lint docs chromium
 	$(PY) -m pytest tests/ cases/ --ignore=$(GRAMMAR) $(PYTEST_FLAGS)
 	$(PY) -m pytest $(GRAMMAR) $(PYTEST_FLAGS)
 
@@ -57,7 +54,7 @@ test: $(STAMP) xla-env bytecode lint docs chromium
 # Hypothesis at its dev profile, and the gate on a handful of jobs (CHECK_GATE,
 # a -k expression; its records are not kept). `make test` is the whole check.
 CHECK_GATE ?= test_backend_loads or (gnn_edge_divide and unbounded and (torch_eager or jax_jit or einx_symbolic))
-check: $(STAMP) bytecode lint
+check: $(STAMP) lint
 	HYPOTHESIS_PROFILE=dev $(PY) -m pytest tests/ -m "not slow" $(PYTEST_FLAGS)
 	$(PY) -m pytest cases/ -m "not xla" -k "$(CHECK_GATE)" --dynshape-out none $(PYTEST_FLAGS)
 
@@ -70,12 +67,12 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 # the conformance gate alone (the quick profile's jobs)
-gate: $(STAMP) bytecode
+gate: $(STAMP)
 	$(PY) -m pytest cases/ $(PYTEST_FLAGS)
 
 # the jobs the quick profile leaves out (harness/profiles.py), which `make test`'s
 # gate lists in one item (test_jobs_the_gate_leaves_out) instead of running
-gate-left-out: $(STAMP) xla-env bytecode
+gate-left-out: $(STAMP) xla-env
 	DYNSHAPE_GATE_WHOLE=left-out $(PY) -m pytest cases/ $(PYTEST_FLAGS)
 
 # the report's case: compiles and compile time of its jobs (run once, two at a

@@ -52,7 +52,7 @@ $(XLA_VENV)/.installed: $(XLA_REQS)
 	fi; \
 	echo "xla-env: installing $(XLA_REQS) into $(XLA_VENV) (first time: ~3 min, ~7 GB)"; \
 	if [ -x "$(XLA_UV)" ]; then \
-	  mk/retry $(XLA_TRIES) xla-env mk/uv $(XLA_UV) pip install --quiet --compile-bytecode --python $(XLA_PY) $(XLA_PIP_FLAGS) -r $(XLA_REQS) || { \
+	  mk/retry $(XLA_TRIES) xla-env mk/uv $(XLA_UV) pip install --quiet --python $(XLA_PY) $(XLA_PIP_FLAGS) -r $(XLA_REQS) || { \
 	    echo "xla-env: 'uv pip install -r $(XLA_REQS)' into $(XLA_VENV) FAILED $(XLA_TRIES) times (see above); what did arrive stays in uv's cache; no stamp written" >&2; exit 1; }; \
 	else \
 	mk/retry 2 xla-env $(XLA_PY) -m pip install --quiet --upgrade pip $(XLA_PIP_FLAGS) || true; \
