@@ -399,7 +399,15 @@ def start(
             None,
         )
         if z is None:
-            for old in [k for k, v in _ZYGOTES.items() if not v.busy()][: max(0, len(_ZYGOTES) + 1 - MAX_ZYGOTES)]:
+            # an idle one of these variables that preloads less is of no more use (the new one
+            # serves its jobs): it goes first, so that it does not push out one that is
+            less = [
+                k
+                for k, v in _ZYGOTES.items()
+                if k[0] == key and not v.busy() and set(v.preload) <= set(preload) and set(v.steps) <= set(steps)
+            ]
+            idle = [k for k, v in _ZYGOTES.items() if not v.busy() and k not in less]
+            for old in less + idle[: max(0, len(_ZYGOTES) - len(less) + 1 - MAX_ZYGOTES)]:
                 _ZYGOTES.pop(old).close()
             z = _ZYGOTES[key, preload, steps] = Zygote(python, env_name, base, cwd, preload, steps)
     proc = z.start(argv, env)
