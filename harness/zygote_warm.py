@@ -19,12 +19,14 @@ The scratch directory is kept across zygotes, one per interpreter
 inductor itself, so only a machine's first zygote pays the g++ builds (~16 s
 of the ~21 CPU-s of a cold warm-up; ~3 s warm, measured idle on the 2-core
 machine), and every ``harness run`` after it starts its zygote that much
-sooner. ``DYNSHAPE_ZYGOTE_CACHE`` names another directory, or ``off`` for a
+sooner; the probe's ``dlopen`` of each build, a fresh interpreter each (~2 s
+in all), is remembered there too (:func:`remembered_probes`). ``DYNSHAPE_ZYGOTE_CACHE`` names another directory, or ``off`` for a
 fresh one removed afterwards.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import os
@@ -96,7 +98,8 @@ def run(steps, per_job) -> dict:
                 missing.append(step)
                 continue
             if func:
-                getattr(module, func)()
+                with remembered_probes(_vec_isa_class() if kept else None):
+                    getattr(module, func)()
             done.append(step)
     finally:
         for k, v in saved.items():
@@ -115,6 +118,62 @@ def run(steps, per_job) -> dict:
             "which each job sets itself"
         )
     return {"steps": done, "missing": missing, "seconds": time.perf_counter() - t0, "scratch": scratch}
+
+
+def _vec_isa_class():
+    """inductor's ``VecISA`` (``None`` without inductor)."""
+    try:
+        from torch._inductor.cpu_vec_isa import VecISA
+    except ImportError:
+        return None
+    return VecISA
+
+
+#: beside a build whose load succeeded: what it was checked against
+PROBE_MEMO = ".dlopen-ok"
+
+
+@contextlib.contextmanager
+def remembered_probes(cls):
+    """While inside, ``cls._probe_load(self, path)`` (inductor's check that a
+    vector-ISA build loads: a fresh interpreter that ``dlopen``s it, ~0.2 s
+    each, ten per warm-up) answers ``True`` without a process for a build that
+    loaded before and is unchanged, with the same torch: the success is kept
+    beside the build (``<path>.dlopen-ok``: its size and mtime, torch's
+    version and its library's mtime). Used only for the kept scratch
+    directory, whose builds are this interpreter's own; a failure is never
+    kept. ``cls`` ``None`` or without ``_probe_load``: nothing changes."""
+    original = getattr(cls, "_probe_load", None) if cls is not None else None
+    if original is None:
+        yield
+        return
+
+    def stamp(path: str) -> str:
+        import torch
+
+        lib = os.path.join(os.path.dirname(torch.__file__), "lib")
+        so, libtorch = os.stat(path), os.stat(os.path.join(lib, "libtorch_cpu.so") if os.path.isdir(lib) else lib)
+        return f"{so.st_size} {so.st_mtime_ns} {torch.__version__} {libtorch.st_mtime_ns}"
+
+    def probe_load(self, output_path: str) -> bool:
+        memo = output_path + PROBE_MEMO
+        with contextlib.suppress(OSError), open(memo, encoding="utf-8") as f:
+            if f.read() == stamp(output_path):
+                return True
+        ok = original(self, output_path)
+        if ok:
+            with contextlib.suppress(OSError):
+                tmp = f"{memo}.{os.getpid()}.tmp"
+                with open(tmp, "w", encoding="utf-8") as f:
+                    f.write(stamp(output_path))
+                os.replace(tmp, memo)
+        return ok
+
+    cls._probe_load = probe_load
+    try:
+        yield
+    finally:
+        cls._probe_load = original
 
 
 def holders(path: str) -> list[str]:

@@ -208,6 +208,47 @@ def test_the_warm_up_keeps_its_scratch_directory_for_the_next_zygote(switch, tmp
         assert first["scratch"] != second["scratch"] and not os.path.exists(first["scratch"])
 
 
+class _StubIsa:
+    """inductor's VecISA as the probe memo sees it: ``_probe_load`` loads a build
+    (here: says whether its text is ``ok``) and counts the processes it would start."""
+
+    started: list = []
+
+    def _probe_load(self, output_path):
+        _StubIsa.started.append(output_path)
+        with open(output_path) as f:
+            return f.read() == "ok"
+
+
+@pytest.mark.parametrize("switch", ["kept", "off"])
+def test_the_warm_up_remembers_a_build_that_loaded_while_it_is_unchanged(switch, tmp_path, monkeypatch):
+    """inductor's probe starts an interpreter to ``dlopen`` each build (~0.2 s, ten a
+    warm-up). In the kept scratch directory a build that loaded is not probed again
+    until it changes; one that failed is probed every time; with ``off`` (a fresh
+    directory) nothing is remembered; outside the warm-up the method is inductor's own."""
+    monkeypatch.setenv(zygote_warm.CACHE_SWITCH, str(tmp_path / "zygote-cache") if switch == "kept" else "off")
+    monkeypatch.setattr(zygote_warm, "_vec_isa_class", lambda: _StubIsa)
+    monkeypatch.setattr(_StubIsa, "started", [])
+    good, bad = tmp_path / "good.so", tmp_path / "bad.so"
+    good.write_text("ok")
+    bad.write_text("no")
+    answers = []
+    mod = types.ModuleType("dynshape_probe_twice")
+    mod.probe = lambda: answers.append([_StubIsa()._probe_load(str(p)) for p in (good, bad, good, bad)])
+    monkeypatch.setitem(sys.modules, "dynshape_probe_twice", mod)
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    zygote_warm.run(["dynshape_probe_twice:probe"], ["TORCHINDUCTOR_CACHE_DIR"])
+    zygote_warm.run(["dynshape_probe_twice:probe"], ["TORCHINDUCTOR_CACHE_DIR"])
+    assert answers == [[True, False, True, False]] * 2
+    assert _StubIsa.started.count(str(bad)) == 4
+    assert _StubIsa.started.count(str(good)) == (1 if switch == "kept" else 4)
+    if switch == "kept":
+        os.utime(good, ns=(0, 0))  # rebuilt: probed again
+        zygote_warm.run(["dynshape_probe_twice:probe"], ["TORCHINDUCTOR_CACHE_DIR"])
+        assert _StubIsa.started.count(str(good)) == 2
+    assert _StubIsa._probe_load.__qualname__ == "_StubIsa._probe_load"  # inductor's own again
+
+
 def test_the_default_scratch_directory_is_one_per_interpreter(monkeypatch, tmp_path):
     monkeypatch.delenv(zygote_warm.CACHE_SWITCH, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
