@@ -73,6 +73,8 @@ def test_every_worker_runs_under_the_thread_policy(tmp_path):
     assert seen["OMP_NUM_THREADS"] == "1" and seen["OPENBLAS_NUM_THREADS"] == "1"
     assert "--xla_cpu_multi_thread_eigen=false" in seen["XLA_FLAGS"]
     assert seen["torch_threads"] == 1
+    # inductor's config, loaded by the fork server that preloaded everything for a job run alone
+    assert seen["TORCHINDUCTOR_COMPILE_THREADS"] == "1" and seen["inductor_compile_threads"] == 1
 
 
 def test_inf_must_match_with_its_sign():
