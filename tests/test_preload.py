@@ -4,6 +4,8 @@ eager backend alone does not wait for jax and inductor; a job that imports such
 a module after its startup without naming it is warned about, since its import
 would then be timed wherever the zygote did not preload it."""
 
+import json
+import os
 import sys
 import warnings
 
@@ -50,7 +52,7 @@ def test_a_zygote_that_preloads_more_serves_a_job_that_wants_less_and_replaces_o
     monkeypatch.setattr(forkserver, "OPTIONAL", {"main": ("csv",)})
     monkeypatch.setattr(zygote_warm, "STEPS", {})
     monkeypatch.setattr(forkserver, "_ZYGOTES", {})
-    env = dict(__import__("os").environ, **envs.env_vars("main"), OMP_NUM_THREADS="1")
+    env = dict(os.environ, **envs.env_vars("main"), OMP_NUM_THREADS="1")
 
     def pid(wanted):
         proc = forkserver.start(sys.executable, "main", ["-c", "pass"], env, str(envs.ROOT), wanted)
@@ -70,13 +72,23 @@ def test_a_zygote_that_preloads_more_serves_a_job_that_wants_less_and_replaces_o
         forkserver.close_all()
 
 
-def _run(combos, tmp_path, preload):
+def _run(combos, tmp_path, preload, monkeypatch):
+    """Run ``combos`` from a zygote that preloads just ``preload``: a new one (a zygote
+    this process already holds may preload more, and would serve them); the records
+    and the LateImportWarnings."""
+    monkeypatch.setattr(forkserver, "_ZYGOTES", {})
     r = runner.Runner(tmp_path, profile="quick", repeats=1, warmup=0, progress=False, fork_server=True)
     r.zygote_preload = preload
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        path = r.run(combos)
-    records = [__import__("json").loads(l) for l in path.read_text().splitlines()]
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            path = r.run(combos)
+    finally:
+        forkserver.close_all()
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    for rec in records:  # the zygote preloaded what was asked, no more
+        steps = rec["machine"]["worker_start"]["zygote_steps"]
+        assert set(steps) == set(forkserver.selection("main", preload["main"])[1]), (rec["backend"], steps)
     return records, [str(w.message) for w in caught if issubclass(w.category, forkserver.LateImportWarning)]
 
 
@@ -87,15 +99,15 @@ def test_a_run_of_the_eager_backend_alone_preloads_no_jax_and_no_inductor(tmp_pa
         path = r.run([runner.Combo(cases.get(CASE), registry.backends()["torch_eager"], "static")])
     finally:
         forkserver.close_all()
-    rec = __import__("json").loads(path.read_text().splitlines()[0])
+    rec = json.loads(path.read_text().splitlines()[0])
     assert rec["status"] == "pass" and rec["machine"]["worker_start"]["how"] == "fork"
     assert rec["machine"]["worker_start"]["zygote_steps"] == []
     assert r.zygote_preload == {"main": set()}
 
 
-def test_an_undeclared_import_after_startup_is_named_and_a_declared_one_is_not(fake_backends, tmp_path):
+def test_an_undeclared_import_after_startup_is_named_and_a_declared_one_is_not(fake_backends, tmp_path, monkeypatch):
     combos = [runner.Combo(cases.get(CASE), fake_backends(name), "static") for name in ("LateImporter", "DeclaredImporter")]
-    records, late = _run(combos, tmp_path, {"main": set()})
+    records, late = _run(combos, tmp_path, {"main": set()}, monkeypatch)
     assert {r["status"] for r in records} == {"pass"}
     assert late == [
         f"{CASE}[late_importer-static]: imported torch._dynamo, torch.export._trace after its backend's startup; name them in "
@@ -104,7 +116,7 @@ def test_an_undeclared_import_after_startup_is_named_and_a_declared_one_is_not(f
 
 
 @pytest.mark.slow
-def test_every_backend_names_what_its_jobs_import_after_startup(tmp_path):
+def test_every_backend_names_what_its_jobs_import_after_startup(tmp_path, monkeypatch):
     """Every in-tree backend of the main environment (the opt-in one aside: a C++
     build a job) runs one job from a zygote that preloaded none of the optional
     modules (a backend with a warm-up step, from one that ran just its own
@@ -114,19 +126,25 @@ def test_every_backend_names_what_its_jobs_import_after_startup(tmp_path):
     whose ``preload`` missed one (stablehlo_xla's dynamo, which it imports at its
     first export) had that import timed wherever its zygote did not preload it."""
     rules = expectations.load()
-    lean, warmed = [], []
+    lean: list = []
+    warmed: list = []
     for b in registry.backends().values():
         if b.env != "main" or getattr(b, "opt_in", "") or isinstance(b, registry.Broken):
             continue
-        mode = next(m for m in b.modes if runner.Combo(cases.get(CASE), b, m).skip_reason() is None)
+        # a mode the gate expects to pass: a job that fails early imports less than its passing ones
+        runs = [m for m in b.modes if runner.Combo(cases.get(CASE), b, m).skip_reason() is None]
+        passing = [m for m in runs if not getattr(expectations.lookup(rules, CASE, b.name, m), "xfail", None)]
+        if not passing:  # torch_xla_stablehlo (the report's bug); its _canon sibling shares the adapter
+            continue
+        mode = passing[0]
         (warmed if any(":" in e for e in b.preload) else lean).append(runner.Combo(cases.get(CASE), b, mode))
     assert {c.backend.name for c in warmed} == {"torch_compile"}  # the only step with a function today
-    records, late = _run(lean, tmp_path / "lean", {"main": set()})
+    records, late = _run(lean, tmp_path / "lean", {"main": set()}, monkeypatch)
     for c in warmed:
-        more, more_late = _run([c], tmp_path / c.backend.name, {"main": set(c.backend.preload)})
+        more, more_late = _run([c], tmp_path / c.backend.name, {"main": set(c.backend.preload)}, monkeypatch)
         records, late = records + more, late + more_late
     assert late == []
     for c in lean + warmed:
         mine = [r for r in records if r["backend"] == c.backend.name]
         verdict = expectations.verdict(mine, expectations.lookup(rules, CASE, c.backend.name, c.mode))
-        assert verdict.outcome in ("pass", "xfail"), (c.id, verdict.problems)
+        assert verdict.outcome == "pass", (c.id, verdict.problems)
