@@ -40,6 +40,9 @@ def site(tmp_path_factory) -> Path:
         results_dir=str(tmp / "results"),
         html_dir=str(tmp / "html"),
         env_dir=str(tmp / "env"),
+        # publish graphs the commits of its branches: the checkout's HEAD, so that a
+        # commit not on main (a branch, a detached checkout) is graphed too
+        branches=["HEAD"],
     )
     config = tmp / "asv.conf.json"
     config.write_text(json.dumps(conf))
