@@ -154,8 +154,8 @@ def catalogue(env_name: str) -> tuple[str, ...]:
     (:data:`OPTIONAL`, :data:`harness.zygote_warm.STEPS`): a job that imports
     one after its startup, undeclared in its backend's ``preload``, would have
     its import time in a timed call where its zygote did not preload it."""
-    optional, steps = selection(env_name)
-    return tuple(dict.fromkeys([*optional[len(PRELOAD.get(env_name, ())) :], *(s.partition(":")[0] for s in steps)]))
+    steps = zygote_warm.STEPS.get(env_name, ())
+    return tuple(dict.fromkeys([*OPTIONAL.get(env_name, ()), *(s.partition(":")[0] for s in steps)]))
 
 
 def usable(env_name: str, env: dict) -> bool:
@@ -381,6 +381,11 @@ _WARNED: set = set()
 MAX_ZYGOTES = 3
 
 
+def _covers(more: tuple[tuple[str, ...], tuple[str, ...]], less: tuple[tuple[str, ...], tuple[str, ...]]) -> bool:
+    """Whether a zygote that runs ``more`` (modules, steps) serves jobs that want ``less``."""
+    return set(less[0]) <= set(more[0]) and set(less[1]) <= set(more[1])
+
+
 def start(
     python: str, env_name: str, argv: list[str], env: dict, cwd: str, wanted: Collection[str] | None = None
 ) -> ForkedProcess | None:
@@ -394,17 +399,12 @@ def start(
     with _CREATE:
         # one that preloads more serves too; one that failed stays: its jobs
         # spawn (a retry would import again per job)
-        z = next(
-            (v for k, v in _ZYGOTES.items() if k[0] == key and set(preload) <= set(v.preload) and set(steps) <= set(v.steps)),
-            None,
-        )
+        z = next((v for k, v in _ZYGOTES.items() if k[0] == key and _covers((v.preload, v.steps), (preload, steps))), None)
         if z is None:
             # an idle one of these variables that preloads less is of no more use (the new one
             # serves its jobs): it goes first, so that it does not push out one that is
             less = [
-                k
-                for k, v in _ZYGOTES.items()
-                if k[0] == key and not v.busy() and set(v.preload) <= set(preload) and set(v.steps) <= set(steps)
+                k for k, v in _ZYGOTES.items() if k[0] == key and not v.busy() and _covers((preload, steps), (v.preload, v.steps))
             ]
             idle = [k for k, v in _ZYGOTES.items() if not v.busy() and k not in less]
             for old in less + idle[: max(0, len(_ZYGOTES) - len(less) + 1 - MAX_ZYGOTES)]:
