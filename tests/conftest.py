@@ -69,6 +69,7 @@ SLOW = (
     "tests/test_torch_aoti.py::*",
     "tests/test_torch_lazy_ts.py::*",
     "tests/test_worker_isolation.py::*",
+    "tests/test_worker_exit.py::test_a_jobs_worker_*",  # a fork server, a spawned worker
     # merged after the tiers were drawn: each builds, installs, publishes or starts a cluster
     "tests/test_wheel.py::*",  # builds and installs the wheel, runs a job (~1.5 min)
     "tests/test_asv_publish.py::*",  # asv run + publish + Chromium (~5 min)
