@@ -11,6 +11,8 @@ form.
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import torch
 
@@ -51,11 +53,8 @@ def lower(
 
     bounded:   emit ``#stablehlo.bounds`` for dims with a finite ``Dim(max=)``
                (False: every symbolic dim is a plain unbounded ``?``).
-    decompose: run ``ep.run_decompositions()`` (core ATen but :data:`KEPT_WHOLE`) first; size-obliviously
-               (``backed_size_oblivious``) when ``ep.size_oblivious`` says it was
-               exported so (``backends.torch_export.export_oblivious_retry``): else the
-               retrace guards derived sizes against 0 and 1 again, as runtime asserts
-               that fail at sizes the export covers.
+    decompose: run ``ep.run_decompositions()`` (core ATen but :data:`KEPT_WHOLE`) first
+               (:func:`decomposed`).
     params:    "inline" embeds parameters/buffers/constants as constants;
                "args" makes them leading ``@main`` arguments (see ``param_arrays``).
     data_asserts: "error" (an assertion on tensor *data*, e.g. one_hot's
@@ -66,10 +65,7 @@ def lower(
     if data_asserts not in ("error", "skip"):
         raise ValueError(f"data_asserts={data_asserts!r}: want 'error' or 'skip'")
     if decompose:
-        import torch.fx.experimental._config as fx_config
-
-        with fx_config.patch(backed_size_oblivious=bool(getattr(ep, "size_oblivious", False))):
-            ep = ep.run_decompositions(decompositions())
+        ep = decomposed(ep)
     ctx = LoweringContext(ep, bounded=bounded)
     ctx.data_asserts = data_asserts
     ctx.lower_subgraph = lambda gm, values: _subgraph(ctx, gm, values)
@@ -98,6 +94,48 @@ def decompositions():
     for op in KEPT_WHOLE:
         table.pop(op, None)
     return table
+
+
+def decomposed(ep: torch.export.ExportedProgram) -> torch.export.ExportedProgram:
+    """``ep.run_decompositions`` with :func:`decompositions`: size-obliviously
+    (``backed_size_oblivious``) when ``ep.size_oblivious`` says it was exported so
+    (``engines.torch_export.export_oblivious_retry``), else the retrace guards
+    derived sizes against 0 and 1 again, as runtime asserts that fail at sizes
+    the export covers."""
+    import torch.fx.experimental._config as fx_config
+
+    with fx_config.patch(backed_size_oblivious=bool(getattr(ep, "size_oblivious", False))), cia_ops_materialized_once():
+        return ep.run_decompositions(decompositions())
+
+
+@contextlib.contextmanager
+def cia_ops_materialized_once():
+    """Within it, torch asks its C++ dispatcher for the CompositeImplicitAutograd
+    ops once. torch 2.13's ``run_decompositions`` collects the functional CIA ops
+    twice, and each collection repeats ``torch._export.utils._materialize_cpp_cia_ops``
+    (every CIA registration, looked up again) for each of ~50 op namespaces: about
+    a quarter of a small program's lowering. The C++ registrations do not change
+    while one call runs (it adds Python kernels only), so the first answer serves
+    the rest. A torch without that function is left as it is."""
+    from torch._export import utils
+
+    materialize = getattr(utils, "_materialize_cpp_cia_ops", None)
+    if materialize is None:
+        yield
+        return
+    done = False
+
+    def once() -> None:
+        nonlocal done
+        if not done:
+            materialize()
+            done = True
+
+    utils._materialize_cpp_cia_ops = once
+    try:
+        yield
+    finally:
+        utils._materialize_cpp_cia_ops = materialize
 
 
 def lower_graph(ctx: LoweringContext, gm, env: dict[str, object], outputs=None) -> list[Value]:
@@ -235,7 +273,7 @@ def _lifted_value(ep, spec):
 
 def param_arrays(ep) -> list[np.ndarray]:
     """Values of the lifted inputs, in ``params="args"`` order (after decompositions)."""
-    ep = ep.run_decompositions(decompositions())
+    ep = decomposed(ep)
     out = []
     for s in ep.graph_signature.input_specs:
         if s.kind.name != "USER_INPUT":
