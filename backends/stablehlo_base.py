@@ -197,17 +197,21 @@ class StablehloTorch(Backend):
         self._program = None
         state = {}
         self.host_inputs(mode)
+        # built here, as every torch-form backend builds it: a model case's library import
+        # and model build (seconds) are not its first call's
+        fn = case.torch_fn()
 
         def program(*args):
             run = state.get("run")
             if run is None:
-                run = state["run"] = self._program_for(case, mode, args)
+                run = state["run"] = self._program_for(case, mode, args, fn)
             return single(run(*args))
 
         return program
 
-    def _program_for(self, case, mode, args):
-        """Export + lower at the first call's sizes; this backend's program for the module."""
+    def _program_for(self, case, mode, args, fn):
+        """Export ``fn`` (the case's torch program) and lower it at the first call's
+        sizes; this backend's program for the module."""
         import torch
 
         from engines.stablehlo import LoweringError, Module, lower
@@ -222,7 +226,7 @@ class StablehloTorch(Backend):
         if any(tuple(s.shape) != tuple(a.shape) for s, a in zip(sample, args, strict=False)):
             reason += f" (exported from a sample at {', '.join(str(tuple(s.shape)) for s in sample)}: every dynamic dim >= 2)"
         with self.counting("lowering", reason):
-            ep = export(case.torch_fn(), sample, tuple(torch_dims(case, mode)), case.name, oblivious_retry=True)
+            ep = export(fn, sample, tuple(torch_dims(case, mode)), case.name, oblivious_retry=True)
             try:
                 text = lower(ep, bounded=(mode == "bounded"))
             except LoweringError as e:

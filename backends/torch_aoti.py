@@ -54,13 +54,14 @@ class TorchAoti(TorchArrays, Backend):
     def teardown(self):
         shutil.rmtree(getattr(self, "_dir", ""), ignore_errors=True)
 
-    def _package(self, case, mode, args, why: str):
-        """Export ``args``' program (dynamic per ``mode``), AOT-compile and load it."""
+    def _package(self, case, fn, mode, args, why: str):
+        """Export ``fn`` (the case's torch program) at ``args`` (dynamic per ``mode``),
+        AOT-compile and load it."""
         import torch
 
         dynamic = None if mode == "static" else tuple(torch_dims(case, mode))
         with self.counting("export", why):
-            ep = export(case.torch_fn(), args, dynamic, case.name)
+            ep = export(fn, args, dynamic, case.name)
         self._n += 1
         path = f"{self._dir}/{case.name}-{mode}-{self._n}.pt2"
         with self.counting("aoti", why):
@@ -73,13 +74,16 @@ class TorchAoti(TorchArrays, Backend):
 
     def prepare(self, case, mode):
         self._job = (case, mode)
+        fn = case.torch_fn()  # a model case's import and build: not a static first call's
         if mode != "static":
             import torch
 
             dims = {d.name: d for axes in case.dynamic_axes(mode) for d in axes.values()}
             ranges = ", ".join(f"{d.name} in [{max(2, d.min)}, {d.max if d.max is not None else 'inf'}]" for d in dims.values())
             sample = [torch.from_numpy(a) for a in case.make_inputs(case.sweep[0], seed=0)]
-            run = self._package(case, mode, sample, f"one package for dynamic dims {ranges} (exported at {dict(case.sweep[0])})")
+            run = self._package(
+                case, fn, mode, sample, f"one package for dynamic dims {ranges} (exported at {dict(case.sweep[0])})"
+            )
             return lambda *args: _single(run(*args))
         programs: dict = {}
 
@@ -87,7 +91,7 @@ class TorchAoti(TorchArrays, Backend):
             key = tuple(tuple(a.shape) for a in args)
             run = programs.get(key)
             if run is None:
-                run = programs[key] = self._package(case, mode, args, f"new input shapes {key}")
+                run = programs[key] = self._package(case, fn, mode, args, f"new input shapes {key}")
             return _single(run(*args))
 
         return program
