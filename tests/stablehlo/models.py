@@ -1,7 +1,6 @@
 """The catalogue's tiny real models (``cases.models_text``, ``models_vision``,
 ``models_graph``: their builders, seeded, eval, fp32, nothing downloaded), with
-their dynamic dims, for the StableHLO model tests and
-``benchmarks/scripts/stablehlo_models.py``.
+their dynamic dims, for the StableHLO model tests.
 
 Each :class:`Model` builds the module, makes arguments at a size ``n`` (the
 sweep's one knob: sequence length, batch, node count) and names its dynamic
