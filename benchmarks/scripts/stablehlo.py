@@ -3,7 +3,7 @@
 For a few torch modules with dynamic dims:
   * lowering time (``lower(ep)``: decompositions + emission + MLIR verify), and
     the decompositions alone, the lowering's (``decomposed``) beside torch's own
-    ``run_decompositions``, which asks the C++ dispatcher for its CIA ops ~100 times,
+    ``run_decompositions``, which asks the C++ dispatcher for its CIA ops ~50 times,
   * per concrete shape: XLA refine+compile time (one compile per shape) vs
     XLA run time (cached executable) vs reference-interpreter run time
     (isolated worker; 0 compiles, shape-agnostic).

@@ -113,8 +113,9 @@ def cia_ops_materialized_once():
     """Within it, torch asks its C++ dispatcher for the CompositeImplicitAutograd
     ops once. torch 2.13's ``run_decompositions`` collects the functional CIA ops
     twice, and each collection repeats ``torch._export.utils._materialize_cpp_cia_ops``
-    (every CIA registration, looked up again) for each of ~50 op namespaces: about
-    a quarter of a small program's lowering. The C++ registrations do not change
+    (every CIA registration, looked up again) for each op namespace: ~50 times a
+    call with the 27 namespaces a worker loads, about a third of a small program's
+    lowering (``benchmarks/scripts/stablehlo.py``). The C++ registrations do not change
     while one call runs (it adds Python kernels only), so the first answer serves
     the rest. A torch without that function is left as it is."""
     from torch._export import utils
