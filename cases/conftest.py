@@ -51,6 +51,21 @@ def gate_run(request):
     writer.close()
 
 
+def _collected(items) -> list:
+    """The gate's jobs among the session's items."""
+    return [it.callspec.params["combo"] for it in items if hasattr(it, "callspec") and "combo" in it.callspec.params]
+
+
+@pytest.fixture(scope="session")
+def gate_preload(request):
+    """What the session's zygotes preload: every ``Backend.preload`` entry of the jobs
+    it collected, so that one zygote per environment serves all of them (a job run
+    alone gets its own backend's, and a later job that wants more another zygote)."""
+    from harness import runner
+
+    return runner.preload_of(_collected(request.session.items))
+
+
 def _write_plan(path: str, run_id: str, items) -> None:
     """The gate's plan, as :meth:`harness.runner.Runner.write_plan` writes a run's.
     Every xdist worker collected the same items, so each writes the same file;
@@ -58,8 +73,7 @@ def _write_plan(path: str, run_id: str, items) -> None:
     from cases.test_conformance import REPEATS
     from harness import runner
 
-    combos = [it.callspec.params["combo"] for it in items if hasattr(it, "callspec") and "combo" in it.callspec.params]
-    jobs = [[c.case.name, c.backend.name, c.mode] for c in combos if c.skip_reason() is None]
+    jobs = [[c.case.name, c.backend.name, c.mode] for c in _collected(items) if c.skip_reason() is None]
     plan = {"run_id": run_id, "profile": "quick", "repeats": REPEATS, "warmup": 1, "processes": 1, "jobs": jobs}
     target = runner.plan_path(Path(path))
     tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")

@@ -59,6 +59,12 @@ def _define_torchvision_schemas() -> None:
             pass
 
 
+#: what the model libraries run with (configs only: nothing is downloaded). Every
+#: job's worker gets these too (harness.runner), so that a process that loaded a
+#: library starts its jobs with the environment of one that did not
+ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1"}
+
+
 def load(name: str):
     """Import the model library ``name`` (a key of :data:`LIBRARIES`), after the
     torchvision fix above; ImportError names the requirement when it is missing."""
@@ -66,7 +72,7 @@ def load(name: str):
         raise KeyError(f"unknown model library {name!r} (known: {', '.join(LIBRARIES)})")
     if importlib.util.find_spec(name) is None:
         raise ImportError(f"{name} is not installed: `make setup` installs the models extra ({LIBRARIES[name]})")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # configs only: nothing is downloaded
-    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    for k, v in ENV.items():
+        os.environ.setdefault(k, v)
     _define_torchvision_schemas()
     return importlib.import_module(name)

@@ -73,7 +73,7 @@ def test_jobs_the_gate_leaves_out():
 
 
 @pytest.mark.parametrize("combo", [pytest.param(c, marks=_marks(c.backend), id=c.id) for c in COMBOS])
-def test_conformance(combo, rules, gate_run, tmp_path):
+def test_conformance(combo, rules, gate_run, gate_preload, tmp_path):
     rule = expectations.lookup(rules, combo.case.name, combo.backend.name, combo.mode)
     skip = combo.skip_reason()  # unavailable here (left-out and opt-in jobs are not collected)
     if skip is not None:
@@ -83,7 +83,9 @@ def test_conformance(combo, rules, gate_run, tmp_path):
             pytest.fail(f"{reason} (in CI a missing environment fails the gate; a rule's env_optional allows it)")
         pytest.skip(reason)
     run_id, writer = gate_run
-    run = runner.Runner(tmp_path, run_id=run_id, profile="quick", repeats=REPEATS, warmup=1, progress=False)
+    run = runner.Runner(
+        tmp_path, run_id=run_id, profile="quick", repeats=REPEATS, warmup=1, progress=False, zygote_preload=gate_preload
+    )
     records: list[dict] = []
 
     def keep(rec: dict) -> None:

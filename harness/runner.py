@@ -32,7 +32,7 @@ import cases
 from backends import envs
 from backends.base import MODES, Backend
 
-from . import forkserver, limits, meta, progress, registry, results, threads
+from . import forkserver, job_env, limits, meta, progress, registry, results
 
 DEFAULT_REPEATS = 7
 DEFAULT_WARMUP = 2
@@ -160,8 +160,9 @@ class Runner:
         #: (:mod:`harness.forkserver`; ``None``: unless ``DYNSHAPE_FORK_SERVER=0``)
         self.fork_server = forkserver.enabled() if fork_server is None else fork_server
         #: per environment, the ``Backend.preload`` entries its zygote imports:
-        #: :meth:`run` sets those of its jobs' backends; ``None`` (a job run alone,
-        #: as the gate does): every one (:func:`harness.forkserver.selection`)
+        #: :meth:`run` sets those of its jobs' backends (the gate, those of the jobs
+        #: it collected); ``None`` (a job run alone): the job's own backend's. A
+        #: zygote of this process that preloads more serves the job too
         self.zygote_preload = zygote_preload
         commit, dirty = meta.git_state()
         self._common: dict[str, Any] = {  # the fields every record of the run starts from
@@ -278,14 +279,7 @@ class Runner:
         return got
 
     def _work(self, combo, job, timeout, cache_dir, emit) -> None:
-        env = dict(os.environ)
-        env.update(envs.env_vars(combo.backend.env))
-        env.update(_cache_env(cache_dir))
-        env["PYTHONUNBUFFERED"] = "1"
-        # one thread policy for torch, BLAS and XLA: small ops on a shared
-        # 2-core machine time far more steadily on one thread
-        env.update(threads.env_for(self.threads, env))
-        env.update(combo.backend.job_env({k: v for k, v in env.items() if k not in forkserver.PER_JOB}))  # a run's service
+        env = job_env.compose(combo.backend, cache_dir, self.threads)
         if self.trace_dir:
             # dynamo/inductor structured logs per job, for tlparse
             env["TORCH_TRACE"] = str(self.trace_dir / combo.id.replace("[", "-").replace("]", ""))
@@ -297,7 +291,7 @@ class Runner:
         argv = ["-m", "harness.worker", json.dumps(job)]
         forked = None
         if self.fork_server and getattr(combo.backend, "forkable", True) and forkserver.usable(combo.backend.env, env):
-            wanted = None if self.zygote_preload is None else self.zygote_preload.get(combo.backend.env, ())
+            wanted = combo.backend.preload if self.zygote_preload is None else self.zygote_preload.get(combo.backend.env, ())
             forked = forkserver.start(python, combo.backend.env, argv, env, str(envs.ROOT), wanted)
         proc: forkserver.WorkerProcess
         if forked is not None:
@@ -449,25 +443,6 @@ def atomic_write(path: Path, text: str) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-
-
-def _cache_env(cache_dir: str | None) -> dict[str, str]:
-    """Point on-disk compile caches at a fresh directory (so novel means novel),
-    or at ``results/.cache`` when warm caches are asked for."""
-    if cache_dir is None:
-        root = envs.ROOT / "results" / ".cache"
-        return {
-            "TORCHINDUCTOR_CACHE_DIR": str(root / "inductor"),
-            "JAX_COMPILATION_CACHE_DIR": str(root / "jax"),
-            "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-            "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1",
-            "XLA_PERSISTENT_CACHE_PATH": str(root / "torch_xla"),
-        }
-    return {
-        "TORCHINDUCTOR_CACHE_DIR": os.path.join(cache_dir, "inductor"),
-        "TRITON_CACHE_DIR": os.path.join(cache_dir, "triton"),
-        "JAX_ENABLE_COMPILATION_CACHE": "false",
-    }
 
 
 def _pump(stream, put, eof: bool = False) -> None:

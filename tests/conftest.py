@@ -1,10 +1,23 @@
 """Helpers for the harness's own tests."""
 
+import os
 from pathlib import Path
 
 import pytest
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+@pytest.fixture(autouse=True)
+def _environment_restored():
+    """What a test leaves in ``os.environ`` goes with it: Dask's LocalCluster sets
+    ``PYTHONHASHSEED`` and others in its client's process, and every later test's
+    jobs would run with them, from a fork server of their own."""
+    before = dict(os.environ)
+    yield
+    if os.environ != before:
+        os.environ.clear()
+        os.environ.update(before)
 
 
 @pytest.fixture

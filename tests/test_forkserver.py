@@ -88,10 +88,11 @@ def test_child_is_a_fresh_session_with_the_jobs_environment(tmp_path):
     assert proc.wait(timeout=60) == 3
 
 
-def _run(backend, tmp_path, fork, mode="unbounded"):
+def _run(backend, tmp_path, fork, mode="unbounded", preload=None):
     combo = runner.Combo(cases.get(CASE), backend, mode)
     got = []
-    runner.Runner(tmp_path, profile="quick", repeats=1, warmup=1, progress=False, fork_server=fork).run_one(combo, got.append)
+    r = runner.Runner(tmp_path, profile="quick", repeats=1, warmup=1, progress=False, fork_server=fork, zygote_preload=preload)
+    r.run_one(combo, got.append)
     return got
 
 
@@ -137,8 +138,10 @@ def test_an_unsafe_zygote_is_refused_with_one_warning(module, step, why, fake_ba
     monkeypatch.setattr(forkserver, "_WARNED", set())
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        first = _run(fake_backends("CompilesTwiceFirst"), tmp_path, True)
-        second = _run(fake_backends("CompilesTwiceFirst"), tmp_path, True)
+        # the run's zygote runs the step (a job run alone would preload only its backend's: none)
+        preload = {"main": {step}} if step else None
+        first = _run(fake_backends("CompilesTwiceFirst"), tmp_path, True, preload=preload)
+        second = _run(fake_backends("CompilesTwiceFirst"), tmp_path, True, preload=preload)
     forkserver.close_all()
     mine = [w for w in caught if issubclass(w.category, forkserver.ForkServerWarning)]
     assert len(mine) == 1 and why in str(mine[0].message), [str(w.message) for w in mine]

@@ -44,15 +44,20 @@ def test_markers_select_by_backend_and_environment_and_ids_name_the_backend():
 
 
 def test_the_gate_keeps_its_records_for_report_and_compare(tmp_path):
-    out = _pytest("-m", "torch_eager", "-k", "gnn_edge_divide and unbounded", "--dynshape-out", str(tmp_path))
+    out = _pytest("-m", "torch_eager or torch_export", "-k", "gnn_edge_divide and unbounded", "--dynshape-out", str(tmp_path))
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     files = list(tmp_path.glob("gate-*.jsonl"))
     assert len(files) == 1
     df = results.load(files)
-    assert set(df["backend"]) == {"torch_eager"} and set(df["status"]) == {"pass"} and len(df) == 6
+    assert set(df["backend"]) == {"torch_eager", "torch_export"} and set(df["status"]) == {"pass"} and len(df) == 12
     assert df["run_id"].nunique() == 1 and df["run_id"].iloc[0] == files[0].stem
-    # its plan lists the job it ran, so `report --check` would see one that never ran
+    # one zygote served the session: it preloads what every collected job's backend names
+    # (torch_eager alone names nothing; a zygote per job's own preload would start two)
+    starts = {json.dumps(r["machine"]["worker_start"]["zygote_steps"]) for r in results.read_records(files[0])}
+    assert starts == {json.dumps(["torch._dynamo", "torch.export._trace"])}
+    # its plan lists the jobs it ran, so `report --check` would see one that never ran
     plan = json.loads(runner.plan_path(files[0]).read_text())
-    assert plan["jobs"] == [["gnn_edge_divide", "torch_eager", "unbounded"]] and plan["repeats"] == 2
+    assert sorted(plan["jobs"]) == [["gnn_edge_divide", b, "unbounded"] for b in ("torch_eager", "torch_export")]
+    assert plan["repeats"] == 2
     assert cli.main(["report", str(files[0]), "--check", "--csv", str(tmp_path / "r.csv")]) == 0
     assert cli.main(["compare", str(files[0]), str(files[0])]) == 0

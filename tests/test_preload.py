@@ -13,7 +13,8 @@ import pytest
 
 import cases
 from backends import envs
-from harness import expectations, forkserver, registry, runner, zygote_warm
+from cases import libs
+from harness import expectations, forkserver, job_env, registry, runner, zygote_warm
 
 CASE = "gnn_edge_divide"
 
@@ -92,17 +93,50 @@ def _run(combos, tmp_path, preload, monkeypatch):
     return records, [str(w.message) for w in caught if issubclass(w.category, forkserver.LateImportWarning)]
 
 
-def test_a_run_of_the_eager_backend_alone_preloads_no_jax_and_no_inductor(tmp_path, monkeypatch):
+@pytest.mark.parametrize("how", ["run", "run_one"])
+def test_a_run_of_the_eager_backend_alone_preloads_no_jax_and_no_inductor(how, tmp_path, monkeypatch):
+    """A run (:meth:`~harness.runner.Runner.run`) and a job run alone (``run_one``, as
+    tests, asv's timed benchmarks and ``harness check`` run them) both start a zygote
+    with the job's own backend's preload: a full one costs ~9 CPU-s more to start."""
     monkeypatch.setattr(forkserver, "_ZYGOTES", {})  # none of this process's (a full one would serve)
     r = runner.Runner(tmp_path, profile="quick", repeats=1, warmup=0, progress=False, fork_server=True)
+    combo = runner.Combo(cases.get(CASE), registry.backends()["torch_eager"], "static")
     try:
-        path = r.run([runner.Combo(cases.get(CASE), registry.backends()["torch_eager"], "static")])
+        if how == "run":
+            rec = json.loads(r.run([combo]).read_text().splitlines()[0])
+        else:
+            rec = r.run_one(combo, lambda rec: None)[0]
+        (zygote,) = forkserver._ZYGOTES.values()
+        assert zygote.steps == () and "jax" not in zygote.preload
     finally:
         forkserver.close_all()
-    rec = json.loads(path.read_text().splitlines()[0])
     assert rec["status"] == "pass" and rec["machine"]["worker_start"]["how"] == "fork"
     assert rec["machine"]["worker_start"]["zygote_steps"] == []
-    assert r.zygote_preload == {"main": set()}
+    assert r.zygote_preload == ({"main": set()} if how == "run" else None)
+
+
+def test_what_this_process_set_for_itself_does_not_start_another_zygote(tmp_path, monkeypatch):
+    """A model library's settings (cases.libs.ENV, set when this process loads one)
+    and inductor's own address variable (set when it compiles in this process) would
+    change the jobs' environment, and so the zygote's key, between two jobs."""
+    monkeypatch.setattr(forkserver, "_ZYGOTES", {})
+    for k in [*libs.ENV, *job_env.PROCESS_LOCAL]:
+        monkeypatch.setenv(k, "")  # so that teardown restores what this process had
+        monkeypatch.delenv(k)
+    r = runner.Runner(tmp_path, profile="quick", repeats=1, warmup=0, progress=False, fork_server=True)
+    combo = runner.Combo(cases.get(CASE), registry.backends()["torch_eager"], "static")
+    try:
+        first = r.run_one(combo, lambda rec: None)
+        before = job_env.parent_env()
+        libs.load("transformers")  # sets libs.ENV here, as a model case's oracle does
+        monkeypatch.setenv(job_env.PROCESS_LOCAL[0], "140737488355328")
+        assert all(k in os.environ for k in libs.ENV)
+        assert job_env.parent_env() == before
+        second = r.run_one(combo, lambda rec: None)
+        assert len(forkserver._ZYGOTES) == 1, "a second zygote started for the same jobs"
+    finally:
+        forkserver.close_all()
+    assert {rec["status"] for rec in first + second} == {"pass"}
 
 
 def test_an_undeclared_import_after_startup_is_named_and_a_declared_one_is_not(fake_backends, tmp_path, monkeypatch):
