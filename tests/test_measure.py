@@ -8,9 +8,9 @@ import cases
 from harness import expectations, oracle, runner
 
 
-def _run(backend, tmp_path, case="gnn_edge_divide", mode="unbounded"):
+def _run(backend, tmp_path, case="gnn_edge_divide", mode="unbounded", preload=None):
     combo = runner.Combo(cases.get(case), backend, mode)
-    r = runner.Runner(tmp_path, profile="quick", repeats=2, warmup=1, progress=False)
+    r = runner.Runner(tmp_path, profile="quick", repeats=2, warmup=1, progress=False, zygote_preload=preload)
     got = []
     r.run_one(combo, got.append)
     return got
@@ -68,12 +68,13 @@ def test_startup_and_prepare_are_timed_apart_from_the_first_call(fake_backends, 
 def test_every_worker_runs_under_the_thread_policy(tmp_path):
     from harness import registry
 
-    got = _run(registry.get("torch_eager"), tmp_path, mode="static")
+    # a fork server that loaded inductor's config (as a run with torch_compile's jobs does)
+    got = _run(registry.get("torch_eager"), tmp_path, mode="static", preload={"main": set(registry.get("torch_compile").preload)})
     seen = got[0]["machine"]["worker_threads"]
     assert seen["OMP_NUM_THREADS"] == "1" and seen["OPENBLAS_NUM_THREADS"] == "1"
     assert "--xla_cpu_multi_thread_eigen=false" in seen["XLA_FLAGS"]
     assert seen["torch_threads"] == 1
-    # inductor's config, loaded by the fork server that preloaded everything for a job run alone
+    # inductor's config, loaded by the fork server
     assert seen["TORCHINDUCTOR_COMPILE_THREADS"] == "1" and seen["inductor_compile_threads"] == 1
 
 
