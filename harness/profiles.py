@@ -14,7 +14,7 @@ gates exactly these jobs (923 of them, 295 the model cases').
 It is not part of CI (``.ci/run``): measured in slices on the shared 2-core
 machine (load 10-20) it took 19 min for the gnn_ jobs (140), 28 min for the
 batch_ jobs (135) and 23 min for 114 seq_ jobs, ~11 s a job: well over an hour
-for all of them on top of ``make test``'s ~18 min (with set-up), past what CI allows; run it
+for all of them on top of ``make test``'s ~15 min (with set-up), past what CI allows; run it
 before changing a backend's static or bucketed path or the torch_xla peers. The full profile runs everything.
 """
 
