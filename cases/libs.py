@@ -60,7 +60,7 @@ def _define_torchvision_schemas() -> None:
 
 
 #: what the model libraries run with (configs only: nothing is downloaded). Every
-#: job's worker gets these too (harness.runner), so that a process that loaded a
+#: job's worker gets these too (harness.job_env), so that a process that loaded a
 #: library starts its jobs with the environment of one that did not
 ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1"}
 

@@ -160,9 +160,9 @@ class Runner:
         #: (:mod:`harness.forkserver`; ``None``: unless ``DYNSHAPE_FORK_SERVER=0``)
         self.fork_server = forkserver.enabled() if fork_server is None else fork_server
         #: per environment, the ``Backend.preload`` entries its zygote imports:
-        #: :meth:`run` sets those of its jobs' backends (the gate, those of the jobs
-        #: it collected); ``None`` (a job run alone): the job's own backend's. A
-        #: zygote of this process that preloads more serves the job too
+        #: :meth:`run` sets those of its jobs' backends, and the gate passes those of
+        #: the jobs it collected; ``None`` (a job run alone): the job's own backend's.
+        #: A zygote of this process that preloads more serves the job too
         self.zygote_preload = zygote_preload
         commit, dirty = meta.git_state()
         self._common: dict[str, Any] = {  # the fields every record of the run starts from

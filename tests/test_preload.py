@@ -96,7 +96,7 @@ def _run(combos, tmp_path, preload, monkeypatch):
 @pytest.mark.parametrize("how", ["run", "run_one"])
 def test_a_run_of_the_eager_backend_alone_preloads_no_jax_and_no_inductor(how, tmp_path, monkeypatch):
     """A run (:meth:`~harness.runner.Runner.run`) and a job run alone (``run_one``, as
-    tests, asv's timed benchmarks and ``harness check`` run them) both start a zygote
+    tests and asv's timed benchmarks run them) both start a zygote
     with the job's own backend's preload: a full one costs ~9 CPU-s more to start."""
     monkeypatch.setattr(forkserver, "_ZYGOTES", {})  # none of this process's (a full one would serve)
     r = runner.Runner(tmp_path, profile="quick", repeats=1, warmup=0, progress=False, fork_server=True)
@@ -120,9 +120,8 @@ def test_what_this_process_set_for_itself_does_not_start_another_zygote(tmp_path
     and inductor's own address variable (set when it compiles in this process) would
     change the jobs' environment, and so the zygote's key, between two jobs."""
     monkeypatch.setattr(forkserver, "_ZYGOTES", {})
-    for k in [*libs.ENV, *job_env.PROCESS_LOCAL]:
-        monkeypatch.setenv(k, "")  # so that teardown restores what this process had
-        monkeypatch.delenv(k)
+    for k in [*libs.ENV, *job_env.PROCESS_LOCAL]:  # what libs.load sets goes after the test (tests/conftest.py)
+        monkeypatch.delenv(k, raising=False)
     r = runner.Runner(tmp_path, profile="quick", repeats=1, warmup=0, progress=False, fork_server=True)
     combo = runner.Combo(cases.get(CASE), registry.backends()["torch_eager"], "static")
     try:
