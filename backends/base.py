@@ -5,17 +5,28 @@ inputs, and reports its exact compile counts. Each (case, backend, mode) runs
 in its own worker process (in the Python environment the backend names in
 ``env``), so process-wide counters are per job.
 
-To add one: subclass :class:`Backend`, set the class attributes, implement
-``prepare`` and ``compile_stats``, and register the class under the
-``dynshape.backends`` entry-point group (``pyproject.toml``). Import tensor
-frameworks inside methods, never at module level: ``dynshape list`` imports
-every backend module in the main environment.
+A backend is two objects. The :class:`Backend` *descriptor* is stateless: what
+the harness needs to plan, start and report a job (name, forms, modes,
+environment, counters, preloads and warm-up steps, quick-profile leave-outs)
+plus the per-worker ``startup``/``teardown``. Its ``prepare(case, mode)``
+returns a :class:`Program`: one job's callable with its input/output steps
+(``convert``, ``sync``, ``to_numpy``) and its compile ledger, all per-job state
+in fields the program declares.
+
+To add one: subclass :class:`Backend` (class attributes + ``prepare``), make
+``prepare`` return a :class:`Program` (subclass it where the system has its own
+counters or arrays), and register the class under the ``dynshape.backends``
+entry-point group. That is all: one module and one entry point
+(``docs/extending.md``). Import tensor frameworks inside methods, never at
+module level: ``dynshape list`` imports every backend module in the main
+environment.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fnmatch
 import importlib
 import importlib.util
 import time
@@ -80,11 +91,11 @@ class Counter:
 
 
 class Ledger:
-    """Compile counts, times and reasons a backend records itself.
+    """Compile counts, times and reasons a program records itself.
 
     ``counts`` and ``seconds`` are cumulative per stage; ``reasons`` are drained
-    by :meth:`Backend.compile_reasons`. ``baseline`` is the snapshot of the
-    system's process-wide counters taken by :meth:`Backend.reset_counters`.
+    by :meth:`Program.compile_reasons`. ``baseline`` is the snapshot of the
+    system's process-wide counters taken by :meth:`Program.reset_counters`.
     """
 
     def __init__(self) -> None:
@@ -98,21 +109,53 @@ class Ledger:
         self.work_seconds: dict[str, float] = {}
 
 
+#: sizes 0 and 1 are specialised by torch.export (and by every system that
+#: exports through it): an exported dynamic dim starts at 2
+EXPORT_MIN = 2
+
+
+def export_range(dim) -> tuple[int, int | None]:
+    """``(min, max)`` of a case dim as exported: ``min`` at least :data:`EXPORT_MIN`,
+    ``max`` the dim's bound (``None``: unbounded). The one place that rule lives."""
+    return max(EXPORT_MIN, dim.min), dim.max
+
+
+def describe_range(dim) -> str:
+    """``"b in [2, 64]"`` (``inf`` for an unbounded dim): a dim's exported range in words."""
+    lo, hi = export_range(dim)
+    return f"{dim.name} in [{lo}, {hi if hi is not None else 'inf'}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class LeftOut:
+    """Jobs of a backend the quick profile leaves out: cases matching the glob
+    ``case``, modes matching ``mode``, because ``why`` (``Backend.quick_leaves_out``;
+    :mod:`harness.profiles` keeps the rules that hold for every backend)."""
+
+    case: str
+    mode: str
+    why: str
+
+
 class Backend:
-    """Base class of every backend.
+    """A backend's descriptor: stateless, one per worker process.
 
     Class attributes:
       name: the backend's name in reports and on the command line.
       forms: program forms it consumes (``einx``, ``torch``, ``jax``).
-      modes: modes it offers (``static``, ``bounded``, ``unbounded``).
+      modes: modes it offers (``static``, ``bounded``, ``unbounded``, ``bucketed``).
       env: the Python environment its worker runs in (``main`` or ``xla``,
-        see ``harness.envs``).
+        see ``backends.envs``).
       requires: modules that must be importable in ``env``.
       helper_envs: other environments its helper processes run in (the
         gate marks its items with them, as with ``env``: ``-m "not xla"``).
       timeout_s: wall-clock limit of one job (case, backend, mode).
       counters: per compile stage, a :class:`Counter` saying whether the count
         is the system's own counter or ours, and what event it counts.
+      work_counters: per-shape work that is not a compile (e.g. refining a
+        module's shapes to a new concrete shape), counted and timed apart
+        from the compile stages (``work_stats``/``work_times``): not in
+        ``compiles``, not in ``compile_time_s``.
       mode_notes: per mode, a label the report shows beside every row of that
         mode (e.g. that a mode emulates another system).
       opt_in: why a run includes this backend only where ``--backends``
@@ -122,42 +165,33 @@ class Backend:
         server (which has torch and numpy imported, nothing initialised;
         ``harness.forkserver``); ``False`` if the backend needs a variable
         that a preloaded module reads at import to differ from job to job.
-      preload: what its jobs import (``module``) or run (``module:function``)
-        beyond torch and numpy that a fork server can do once for a whole
-        run: entries of ``harness.forkserver.OPTIONAL`` and
-        ``harness.zygote_warm.STEPS``. The worker imports each module before
+      preload: modules its jobs import beyond torch and numpy that a fork
+        server may import once for a whole run (``jax``).
+      warmup: what its jobs import (``module``) or run (``module:function``,
+        called without arguments) that resolves a per-job variable (the
+        inductor cache directory): a fork server runs these with the per-job
+        variables pointing into a scratch directory (``harness.zygote_warm``).
+        The worker imports the modules of ``preload`` and ``warmup`` before
         :meth:`startup`, so where the fork server did not, the import is in
         ``startup_s`` and never in a timed call (the harness warns when a job
-        imports an undeclared one after its startup).
+        imports one that some backend of its environment declares, undeclared
+        by its own, after its startup).
+      quick_leaves_out: the :class:`LeftOut` rules of this backend's jobs that
+        the quick profile leaves out, and why.
       compile_scope: what this backend's compile-time figure
         (``compile_time_s``, the sum of ``compile_times``) includes, in words,
         for the report to show beside it.
-      work_counters: per-shape work that is not a compile (e.g. refining a
-        module's shapes to a new concrete shape), counted and timed apart
-        from the compile stages (``work_stats``/``work_times``): not in
-        ``compiles``, not in ``compile_time_s``.
 
-    Timing. The harness times ``program(*args)`` + ``sync`` on the inputs
-    :meth:`convert` made, the same in every mode: everything a user does once
-    per input (host padding, the host → device copy, marking dims dynamic) is
-    ``convert``'s work, timed apart (``pad_s``: the part a backend records
-    with ``io_timing("pad_s")``, ``h2d_s``: the rest), and ``to_numpy`` (device
-    → host, slicing a padded output back) is timed as ``d2h_s``.
-
-    Compile counting. A backend reports cumulative counts per stage from
-    :meth:`compile_stats`. Counts we make ourselves go through
-    :meth:`count` / :meth:`counting` (which also keep the compile time and
-    the reason); a system's process-wide counter is read in
-    :meth:`system_stats`, and the harness calls :meth:`reset_counters` before
-    ``prepare`` so only this job's events count. The harness reads the stats
-    before and after every call, so every count lands on the call that caused it.
+    A descriptor keeps no per-job state (that is the :class:`Program`'s); what
+    :meth:`startup` starts for the worker process (a helper process, a
+    scratch directory) lives in fields its ``__init__`` declares.
     """
 
     # not a ClassVar: harness.registry's stand-in for a backend that cannot load
     # (Broken) takes the name of the entry point it stands in for, per instance
     name: str = ""
     #: the entry point it was loaded from (``module:Class``), set by harness.registry
-    spec: str
+    spec: str = ""
     forms: ClassVar[tuple[str, ...]] = ()
     modes: ClassVar[tuple[str, ...]] = ()
     env: ClassVar[str] = "main"
@@ -165,12 +199,14 @@ class Backend:
     helper_envs: ClassVar[tuple[str, ...]] = ()
     timeout_s: ClassVar[float] = 900.0
     counters: ClassVar[dict[str, Counter]] = {}
+    work_counters: ClassVar[dict[str, Counter]] = {}
     mode_notes: ClassVar[dict[str, str]] = {}
     opt_in: ClassVar[str] = ""
     forkable: ClassVar[bool] = True
     preload: ClassVar[tuple[str, ...]] = ()
+    warmup: ClassVar[tuple[str, ...]] = ()
+    quick_leaves_out: ClassVar[tuple[LeftOut, ...]] = ()
     compile_scope: ClassVar[str] = ""
-    work_counters: ClassVar[dict[str, Counter]] = {}
 
     # -- discovery (runs in the parent process) ---------------------------
     def available(self) -> tuple[bool, str]:
@@ -193,6 +229,13 @@ class Backend:
             return f"case {case.name} has no {'/'.join(self.forms)} form (it has {', '.join(case.forms) or 'none'})"
         return None
 
+    def left_out(self, case_name: str, mode: str) -> str | None:
+        """Why the quick profile leaves this backend's job out (its own rules), or ``None``."""
+        for rule in self.quick_leaves_out:
+            if fnmatch.fnmatchcase(case_name, rule.case) and fnmatch.fnmatchcase(mode, rule.mode):
+                return rule.why
+        return None
+
     # -- the harness's process -------------------------------------------
     def job_env(self, env: dict[str, str]) -> dict[str, str]:
         """Variables to add to a job's environment, in the harness's process
@@ -201,26 +244,71 @@ class Backend:
         export-server zygote of :mod:`backends.torch_xla_stablehlo`). Default: none."""
         return {}
 
-    # -- execution (runs in the worker) ----------------------------------
+    # -- the worker process -------------------------------------------------
     def startup(self) -> None:
-        """Import the frameworks and start helper processes (timed as the job's
-        ``startup_s``, with the worker's own start). Default: import ``requires``."""
+        """Import the frameworks and start helper processes, once per worker
+        (timed as the job's ``startup_s``, with the worker's own start).
+        Default: import ``requires``."""
         for module in self.requires:
             importlib.import_module(module)
 
     def teardown(self) -> None:
         """Stop what ``startup`` started (after the job's last record; not timed)."""
 
-    def prepare(self, case, mode: str) -> Callable[..., Any]:
-        """Return the program for ``case`` in ``mode``: a callable on the
-        native inputs returned by :meth:`convert`. Compiling lazily (on the
-        first call) is fine and is what makes the first call's latency
-        include the compile."""
+    def prepare(self, case, mode: str) -> Program:
+        """The :class:`Program` of ``case`` in ``mode``: a callable on the
+        native inputs its ``convert`` returns, counting this job's compiles
+        from the moment it is made. Compiling lazily (on the first call) is
+        fine and is what makes the first call's latency include the compile.
+        Raises :class:`Unsupported` where the case cannot run here."""
         raise NotImplementedError
 
+
+class Program:
+    """One job's program (``case`` in ``mode`` on ``backend``), made by
+    :meth:`Backend.prepare`; all its state is in the fields ``__init__`` declares.
+
+    Call. ``program(*args)`` runs ``call`` (given, or the subclass's :meth:`run`)
+    on the inputs :meth:`convert` made.
+
+    Timing. The harness times ``program(*args)`` + ``sync`` on the inputs
+    :meth:`convert` made, the same in every mode: everything a user does once
+    per input (host padding, the host → device copy, marking dims dynamic) is
+    ``convert``'s work, timed apart (``pad_s``: the part a program records
+    with ``io_timing("pad_s")``, ``h2d_s``: the rest), and ``to_numpy`` (device
+    → host, slicing a padded output back) is timed as ``d2h_s``.
+
+    Compile counting. A program reports this job's cumulative counts per stage
+    from :meth:`compile_stats`. Counts we make ourselves go through
+    :meth:`count` / :meth:`counting` (which also keep the compile time and
+    the reason); a system's process-wide counter is read in
+    :meth:`system_stats`, baselined when the program is made
+    (:meth:`reset_counters`), so only this job's events count. The harness
+    reads the stats before and after every call, so every count lands on the
+    call that caused it.
+    """
+
+    def __init__(self, backend: Backend, case, mode: str, call: Callable[..., Any] | None = None):
+        self.backend, self.case, self.mode = backend, case, mode
+        #: what ``program(*args)`` runs
+        self.call: Callable[..., Any] = call if call is not None else self.run
+        #: this job's own counts; the system's baselines
+        self.ledger = Ledger()
+        #: the ``convert`` steps timed since the last :meth:`take_io`
+        self.io: dict[str, float] = {}
+        self.reset_counters()
+
+    def __call__(self, *args):
+        return self.call(*args)
+
+    def run(self, *args):
+        """The call where a subclass defines it as a method (else ``call`` is given)."""
+        raise NotImplementedError(f"{type(self).__name__}: no call given")
+
+    # -- inputs and outputs ------------------------------------------------
     def convert(self, arrays: Sequence[np.ndarray]) -> list:
-        """NumPy inputs to native inputs, in the form the program's call takes
-        them (padded, on the device): not part of the call's time; timed as
+        """NumPy inputs to native inputs, in the form the call takes them
+        (padded, on the device): not part of the call's time; timed as
         ``pad_s`` + ``h2d_s``."""
         return list(arrays)
 
@@ -228,11 +316,18 @@ class Backend:
         """Block until ``out`` is computed on the device (timed: part of the call)."""
 
     def to_numpy(self, out: Any) -> np.ndarray:
-        """The program's output as a NumPy array, sliced back to the live
-        sizes where the call ran padded (not part of the call; timed as ``d2h_s``)."""
+        """The call's output as a NumPy array, sliced back to the live sizes
+        where the call ran padded (not part of the call; timed as ``d2h_s``)."""
         return np.asarray(out)
 
-    # -- input/output steps outside the call -------------------------------
+    def guards(self) -> list[str]:
+        """Specialisations the program made on concrete sizes (for the record)."""
+        return []
+
+    def call_breakdown(self) -> dict | None:
+        """The last call's split into parts, where the system reports one."""
+        return None
+
     @contextlib.contextmanager
     def io_timing(self, step: str) -> Iterator[None]:
         """Add the block's seconds to ``step`` (``pad_s``) of the current
@@ -245,22 +340,14 @@ class Backend:
 
     def note_io(self, step: str, seconds: float) -> None:
         """Add ``seconds`` to ``step`` of the current ``convert`` (a step its system timed)."""
-        io = self.__dict__.setdefault("_io", {})
-        io[step] = io.get(step, 0.0) + seconds
+        self.io[step] = self.io.get(step, 0.0) + seconds
 
     def take_io(self) -> dict[str, float]:
         """The steps :meth:`io_timing` recorded since the last call (drains)."""
-        return self.__dict__.pop("_io", None) or {}
+        out, self.io = self.io, {}
+        return out
 
     # -- compile counting ----------------------------------------------------
-    @property
-    def ledger(self) -> Ledger:
-        """This backend's own counts (created on first use)."""
-        led = self.__dict__.get("_ledger")
-        if led is None:
-            led = self.__dict__["_ledger"] = Ledger()
-        return led
-
     def count(self, stage: str, n: int = 1, seconds: float | None = None, reason: str | None = None) -> None:
         """Record ``n`` compiles of ``stage`` that we made ourselves."""
         led = self.ledger
@@ -276,6 +363,18 @@ class Backend:
         t0 = time.perf_counter()
         yield
         self.count(stage, 1, time.perf_counter() - t0, reason)
+
+    def add_seconds(self, stage: str, seconds: float) -> None:
+        """Add compile seconds to ``stage`` with no count: a timed part of a
+        counted compile (e.g. the refinement before an XLA compile)."""
+        led = self.ledger
+        led.seconds[stage] = led.seconds.get(stage, 0.0) + seconds
+
+    def count_work(self, stage: str, seconds: float) -> None:
+        """Record one unit of ``stage`` (a key of ``work_counters``) taking ``seconds``."""
+        led = self.ledger
+        led.work[stage] = led.work.get(stage, 0) + 1
+        led.work_seconds[stage] = led.work_seconds.get(stage, 0.0) + seconds
 
     def system_stats(self) -> dict[str, int]:
         """The system's own cumulative, process-wide counters per stage."""
@@ -293,8 +392,8 @@ class Backend:
 
     def reset_counters(self) -> None:
         """Start this job's counts at zero: our ledger is cleared and the
-        system's counters and reason logs are snapshotted (called before ``prepare``)."""
-        led = self.__dict__["_ledger"] = Ledger()
+        system's counters and reason logs are snapshotted (when the program is made)."""
+        led = self.ledger = Ledger()
         led.baseline = dict(self.system_stats())
         led.baseline_seconds = dict(self.system_seconds())
         led.reason_pos = {stage: len(log) for stage, log in self.system_reason_logs().items()}
@@ -303,11 +402,11 @@ class Backend:
         """Exact compile counts of this job so far, per stage.
 
         Stages name where the work happened (``{"export": 1, "xla": 50}``);
-        the harness records their sum as ``compiles``. Every stage in
-        ``counters`` is present, at 0 until it moves.
+        the harness records their sum as ``compiles``. Every stage in the
+        backend's ``counters`` is present, at 0 until it moves.
         """
         led = self.ledger
-        out = {stage: 0 for stage in self.counters}
+        out = {stage: 0 for stage in self.backend.counters}
         for stage, n in self.system_stats().items():
             out[stage] = out.get(stage, 0) + n - led.baseline.get(stage, 0)
         for stage, n in led.counts.items():
@@ -323,12 +422,6 @@ class Backend:
         for stage, s in led.seconds.items():
             out[stage] = out.get(stage, 0.0) + s
         return out
-
-    def add_seconds(self, stage: str, seconds: float) -> None:
-        """Add compile seconds to ``stage`` with no count: a timed part of a
-        counted compile (e.g. the refinement before an XLA compile)."""
-        led = self.ledger
-        led.seconds[stage] = led.seconds.get(stage, 0.0) + seconds
 
     def compile_time_s(self) -> float | None:
         """Total compile time of this job so far, where known."""
@@ -347,29 +440,31 @@ class Backend:
             led.reason_pos[stage] = len(log)
         return out
 
-    # -- per-shape work that is not a compile -----------------------------------
-    def count_work(self, stage: str, seconds: float) -> None:
-        """Record one unit of ``stage`` (a key of ``work_counters``) taking ``seconds``."""
-        led = self.ledger
-        led.work[stage] = led.work.get(stage, 0) + 1
-        led.work_seconds[stage] = led.work_seconds.get(stage, 0.0) + seconds
-
     def work_stats(self) -> dict[str, int]:
         """Cumulative counts of this job's non-compile per-shape work, per stage
-        (every stage of ``work_counters`` present)."""
-        return {stage: 0 for stage in self.work_counters} | dict(self.ledger.work)
+        (every stage of the backend's ``work_counters`` present)."""
+        return {stage: 0 for stage in self.backend.work_counters} | dict(self.ledger.work)
 
     def work_times(self) -> dict[str, float]:
         """Cumulative seconds of this job's non-compile per-shape work, per stage."""
         return dict(self.ledger.work_seconds)
 
-    def guards(self) -> list[str]:
-        """Specialisations the backend made on concrete sizes (for the record)."""
-        return []
+
+class BoundsChecked:
+    """Program mixin (before the arrays mixin): ``convert`` refuses an input
+    above its bound in bounded mode naming the case's dim (:func:`check_bounds`),
+    where the system's own refusal would not say it as plainly."""
+
+    case: Any
+    mode: str
+
+    def convert(self, arrays):
+        check_bounds(self.case, self.mode, arrays)
+        return super().convert(arrays)  # type: ignore[misc]
 
 
 class TorchArrays:
-    """Mixin: inputs and outputs are CPU torch tensors."""
+    """Program mixin: inputs and outputs are CPU torch tensors."""
 
     def convert(self, arrays):
         import torch
@@ -381,7 +476,7 @@ class TorchArrays:
 
 
 class JaxArrays:
-    """Mixin: inputs and outputs are jax arrays on the default (CPU) device."""
+    """Program mixin: inputs and outputs are jax arrays on the default (CPU) device."""
 
     def convert(self, arrays):
         import jax
@@ -399,8 +494,7 @@ def torch_dims(case, mode: str) -> list[dict[int, Any]]:
     """``torch.export.Dim`` objects per input axis for ``case`` in ``mode``.
 
     One ``Dim`` per case dim name, shared by every input that uses it;
-    bounded dims carry their ``max``. Sizes 0 and 1 are specialised by
-    torch.export, so ``min`` is at least 2.
+    bounded dims carry their ``max``; ``min`` as :func:`export_range` says.
     """
     from torch.export import Dim
 
@@ -410,9 +504,10 @@ def torch_dims(case, mode: str) -> list[dict[int, Any]]:
         spec = {}
         for axis, dim in axes.items():
             if dim.name not in made:
-                kwargs = {"min": max(2, dim.min)}
-                if dim.max is not None:
-                    kwargs["max"] = dim.max
+                lo, hi = export_range(dim)
+                kwargs = {"min": lo}
+                if hi is not None:
+                    kwargs["max"] = hi
                 made[dim.name] = Dim(dim.name, **kwargs)
             spec[axis] = made[dim.name]
         out.append(spec)
