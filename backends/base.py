@@ -36,6 +36,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from engines.sizes.modes import MODES  # noqa: F401 (re-exported: the modes a backend may offer)
+from engines.torch_export import EXPORT_MIN, export_range  # noqa: F401 (re-exported: where an exported dim starts)
 
 FORMS = ("einx", "torch", "jax")
 
@@ -109,17 +110,6 @@ class Ledger:
         self.work_seconds: dict[str, float] = {}
 
 
-#: sizes 0 and 1 are specialised by torch.export (and by every system that
-#: exports through it): an exported dynamic dim starts at 2
-EXPORT_MIN = 2
-
-
-def export_range(dim) -> tuple[int, int | None]:
-    """``(min, max)`` of a case dim as exported: ``min`` at least :data:`EXPORT_MIN`,
-    ``max`` the dim's bound (``None``: unbounded). The one place that rule lives."""
-    return max(EXPORT_MIN, dim.min), dim.max
-
-
 def describe_range(dim) -> str:
     """``"b in [2, 64]"`` (``inf`` for an unbounded dim): a dim's exported range in words."""
     lo, hi = export_range(dim)
@@ -135,6 +125,10 @@ class LeftOut:
     case: str
     mode: str
     why: str
+
+
+#: why the quick profile leaves out a model case's job on a backend that compiles the model
+MODEL_COST = "a model case's job imports its model library and compiles a whole model"
 
 
 class Backend:
@@ -207,6 +201,8 @@ class Backend:
     warmup: ClassVar[tuple[str, ...]] = ()
     quick_leaves_out: ClassVar[tuple[LeftOut, ...]] = ()
     compile_scope: ClassVar[str] = ""
+    #: the modes it serves with its static program on inputs padded on the host (``backends.padding``)
+    host_padded: ClassVar[tuple[str, ...]] = ()
 
     # -- discovery (runs in the parent process) ---------------------------
     def available(self) -> tuple[bool, str]:

@@ -14,7 +14,7 @@ baselined), with its reasons (the new signature; static: the new input shapes).
 
 from __future__ import annotations
 
-from .base import Backend, Counter, TorchArrays
+from .base import Backend, Counter, Program, TorchArrays
 
 STAGE = "einx_symbolic_graph"
 
@@ -31,12 +31,31 @@ class _Specialised:
         return fn
 
 
-class EinxSymbolic(TorchArrays, Backend):
+class SymbolicProgram(TorchArrays, Program):
+    """The case's einx call bound to einx_symbolic; its build log, baselined when it is made."""
+
+    def system_stats(self):
+        from engines.einx_symbolic import api
+
+        return {STAGE: len(api.BUILD_LOG)}
+
+    def system_seconds(self):
+        from engines.einx_symbolic import api
+
+        return {STAGE: api.BUILD_S[0]}
+
+    def system_reason_logs(self):
+        from engines.einx_symbolic import api
+
+        return {STAGE: api.BUILD_LOG}
+
+
+class EinxSymbolic(Backend):
     name = "einx_symbolic"
     forms = ("einx",)
     modes = ("static", "unbounded")
     requires = ("einx", "torch")
-    preload = ("torch._dynamo",)  # einx 0.4.3 imports it (einx itself is no zygote's: harness.forkserver)
+    warmup = ("torch._dynamo",)  # einx 0.4.3 imports it (einx itself is no zygote's: harness.forkserver)
     counters = {
         STAGE: Counter(
             "ours", "graphs einx_symbolic builds: one per new call signature (static mode: one per new input shape, emulated)"
@@ -54,20 +73,4 @@ class EinxSymbolic(TorchArrays, Backend):
         from engines import einx_symbolic as ex
         from engines.einx_symbolic import api
 
-        return case.einx.bind(_Specialised(api) if mode == "static" else ex)
-
-    # -- compile counting: einx_symbolic's log of the graphs it built ----------
-    def system_stats(self):
-        from engines.einx_symbolic import api
-
-        return {STAGE: len(api.BUILD_LOG)}
-
-    def system_seconds(self):
-        from engines.einx_symbolic import api
-
-        return {STAGE: api.BUILD_S[0]}
-
-    def system_reason_logs(self):
-        from engines.einx_symbolic import api
-
-        return {STAGE: api.BUILD_LOG}
+        return SymbolicProgram(self, case, mode, case.einx.bind(_Specialised(api) if mode == "static" else ex))

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .base import Backend, Counter, Unsupported, check_bounds
-from .stablehlo_base import REFINE, XLA, XLA_SCOPE, XlaArrays, single, xla_reporting
+from .stablehlo_base import REFINE, XLA, XLA_SCOPE, XlaArrays, XlaRuntime, single, xla_executor
 
 
 def jax_specs(case, mode):
@@ -31,51 +33,55 @@ def jax_specs(case, mode):
     return specs, constraints
 
 
-class JaxExport(XlaArrays, Backend):
+class JaxExportProgram(XlaArrays):
+    """The module jax.export made in ``prepare`` (``exported``), on the mode's XLA program."""
+
+    canonical_dtypes = True
+
+    def __init__(self, backend, case, mode):
+        #: the jax.export.Exported (the benchmark's jax.jit(exported.call) row runs it)
+        self.exported: Any = None
+        super().__init__(backend, case, mode)
+
+    def run(self, *args):
+        return single(self.executor(*args))
+
+    def convert(self, arrays):
+        """Device arrays in the module's dtypes (jax's x64-off canonicalisation).
+        Bounded mode: an input above its bound is refused naming dim, size and
+        bound (jax's shape assertion gives only the deficit)."""
+        check_bounds(self.case, self.mode, arrays)
+        if self.host:
+            return super().convert(arrays)
+        return self.executor.convert(arrays, canonicalize=True)
+
+
+class JaxExport(XlaRuntime, Backend):
     name = "jax_export"
     forms = ("jax",)
     modes = ("bounded", "unbounded", "bucketed")
     requires = ("jax", "jaxlib")
     preload = ("jax", "jax.numpy")
     counters = {"export": Counter("instrumented", "jax.export.export calls"), "xla": XLA}
-    canonical_dtypes = True
     work_counters = {"refine": REFINE}
     compile_scope = "jax.export of the jax form, once in prepare: jax's trace + lowering to StableHLO ('export'); " + XLA_SCOPE
 
     def prepare(self, case, mode):
-        from engines.stablehlo import BucketedXlaProgram, Module, XlaProgram
+        from engines.stablehlo import Module
         from engines.stablehlo.execution import jax_export as JE
 
-        self._job = (case, mode)
+        program = JaxExportProgram(self, case, mode)
         specs, constraints = jax_specs(case, mode)
         shapes = ", ".join(f"({s})" for s, _ in specs)
         try:
-            with self.counting(
+            with program.counting(
                 "export", f"jax.export of {case.name} ({mode}) for shapes {shapes} with constraints {constraints}"
             ):
                 exp = JE.export_jax(case.jax_fn(), specs, constraints)
         except Exception as e:  # shape-polymorphism failures are the system's answer
             raise Unsupported(f"jax.export with symbolic shapes failed: {type(e).__name__}: {e}") from e
-        self.exported = exp  # the jax.export.Exported (the benchmark's jax.jit(exported.call) row runs it)
+        program.exported = exp
         module = Module(JE.module_text(exp), f"{case.name} ({mode}, jax.export)", [inp.name for inp in case.inputs])
-        stats, report, on_check = xla_reporting(self)
-        self.host_inputs(mode)
-        if mode == "bucketed":
-            check = lambda shapes: JE.check_shapes(module.text, shapes)  # noqa: E731
-            run = self._program = BucketedXlaProgram(module, on_compile=report, stats=stats, check=check, on_check=on_check)
-        else:
-            run = self._program = XlaProgram(module, on_compile=report, stats=stats)
-
-        def program(*args):
-            return single(run(*args))
-
+        # bucketed: the assertions checked by refinement alone on each new concrete shape
+        program.executor = xla_executor(program, module, check=lambda shapes: JE.check_shapes(module.text, shapes))
         return program
-
-    def convert(self, arrays):
-        """Device arrays in the module's dtypes (jax's x64-off canonicalisation).
-        Bounded mode: an input above its bound is refused naming dim, size and
-        bound (jax's shape assertion gives only the deficit)."""
-        check_bounds(*self._job, arrays)
-        if self._host:
-            return super().convert(arrays)
-        return self._program.convert(arrays, canonicalize=True)

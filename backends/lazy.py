@@ -18,14 +18,39 @@ that was new (``engines.lazy.runtime.explain_miss``).
 
 from __future__ import annotations
 
-from .base import Backend, Counter, TorchArrays, Unsupported
+from .base import MODEL_COST, Backend, Counter, LeftOut, Program, TorchArrays, Unsupported
 from .padding import host_padding
 
 STAGE = "lazy_fx"
 
 
+class LazyProgram(TorchArrays, Program):
+    """The case's torch form traced on lazy leaves every call (``engines.lazy``),
+    its context's cache misses counted on this program (``Backend.context``)."""
+
+    def __init__(self, backend, case, mode):
+        from engines import lazy
+
+        super().__init__(backend, case, mode)
+        axes = case.dynamic_axes(mode)
+        dims = [{ax: d.name for ax, d in a.items()} for a in axes]
+        bounds = [{ax: d.max for ax, d in a.items() if d.max is not None} for a in axes]
+        #: the lazy function (its ``guard_log``: the sizes the program forced)
+        self.fn = lazy.LazyFunction(case.torch_fn(), mode, dims, bounds, ctx=backend.context(self))
+        self.refused = lazy.Unsupported  # bound once: no import in the timed call
+
+    def run(self, *args):
+        try:
+            return self.fn(*args)
+        except self.refused as e:
+            raise Unsupported(str(e)) from e
+
+    def guards(self):
+        return list(self.fn.guard_log)
+
+
 @host_padding("bucketed")
-class Lazy(TorchArrays, Backend):
+class Lazy(Backend):
     name = "lazy"
     forms = ("torch",)
     modes = ("static", "bounded", "unbounded")
@@ -41,32 +66,16 @@ class Lazy(TorchArrays, Backend):
         "the lazy context's cache misses: tracing the lazy graph to an FX module + compiling it "
         "(our passes); the per-call trace that hits the cache is timed as the call"
     )
+    quick_leaves_out = (LeftOut("model_*", "bounded", MODEL_COST + " (the unbounded row's trace, checked against the bound)"),)
 
     def startup(self):
         from engines import lazy  # noqa: F401  (imports torch and fills the op tables)
 
     def prepare(self, case, mode):
+        return LazyProgram(self, case, mode)
+
+    def context(self, program):
+        """The lazy context of ``program``'s job: its cache misses are counted as ``lazy_fx``."""
         from engines import lazy
 
-        axes = case.dynamic_axes(mode)
-        dims = [{ax: d.name for ax, d in a.items()} for a in axes]
-        bounds = [{ax: d.max for ax, d in a.items() if d.max is not None} for a in axes]
-        fn = self._fn = lazy.LazyFunction(case.torch_fn(), mode, dims, bounds, ctx=self.context(case, mode))
-
-        def program(*args):
-            try:
-                return fn(*args)
-            except lazy.Unsupported as e:
-                raise Unsupported(str(e)) from e
-
-        return program
-
-    def context(self, case, mode):
-        """The lazy context of a job: its cache misses are counted as ``lazy_fx``."""
-        from engines import lazy
-
-        return lazy.LazyContext(mode, on_compile=lambda seconds, reason: self.count(STAGE, 1, seconds, reason))
-
-    def guards(self):
-        fn = getattr(self, "_fn", None)
-        return [] if fn is None else list(fn.guard_log)
+        return lazy.LazyContext(program.mode, on_compile=lambda seconds, reason: program.count(STAGE, 1, seconds, reason))

@@ -25,17 +25,18 @@ rows naming the op.
 
 from __future__ import annotations
 
-from .base import Counter
+from .base import MODEL_COST, Counter, LeftOut
 from .lazy import Lazy
-from .stablehlo_base import XLA
+from .stablehlo_base import XLA, XlaRuntime
 
 TRACE, LOWERING = "trace", "lowering"
 
 
-class LazyStablehlo(Lazy):
+class LazyStablehlo(XlaRuntime, Lazy):
     name = "lazy_stablehlo"
     requires = ("torch", "jax", "jaxlib")
-    preload = ("jax", "jax.numpy", "torch._dynamo", "torch.export._trace")  # XLA's runtime; torch.export
+    preload = ("jax", "jax.numpy")  # XLA's runtime
+    warmup = ("torch._dynamo", "torch.export._trace")  # torch.export
     counters = {
         TRACE: Counter(
             "ours",
@@ -54,26 +55,22 @@ class LazyStablehlo(Lazy):
         "('lowering') + the XLA CPU compile ('xla'; bounded: once, on the padded entry)"
     )
     mode_notes = {"bounded": "XLA compiles once: inputs padded to the bounds on the host, live sizes passed (BoundedXlaProgram)"}
+    quick_leaves_out = (LeftOut("model_*", "*", MODEL_COST),)
 
-    def startup(self):
-        from engines.stablehlo.execution.executors import load_runtime
-
-        super().startup()
-        load_runtime()
-
-    def context(self, case, mode):
+    def context(self, program):
         from engines import lazy
         from engines.lazy.to_stablehlo import StablehloCompiler
 
-        compiler = self.compiler = StablehloCompiler(
+        case, mode = program.case, program.mode
+        compiler = StablehloCompiler(
             mode,
             case.name,
-            on_lowering=lambda s, why: self.count(LOWERING, 1, s, why),
-            on_xla=lambda s, why: self.count("xla", 1, s, why),
+            on_lowering=lambda s, why: program.count(LOWERING, 1, s, why),
+            on_xla=lambda s, why: program.count("xla", 1, s, why),
             minima={d.name: d.min for d in case.dynamic_dims},
         )
 
         def on_trace(seconds, reason):  # the context's compile time includes the lowering's
-            self.count(TRACE, 1, max(seconds - compiler.lowering_s, 0.0), reason)
+            program.count(TRACE, 1, max(seconds - compiler.lowering_s, 0.0), reason)
 
         return lazy.LazyContext(mode, on_compile=on_trace, compiler=compiler)

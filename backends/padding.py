@@ -28,7 +28,8 @@ the padded native (device) arrays. ``convert`` pads on the host (``np.pad``,
 timed as ``pad_s``) and converts the padded arrays as the static mode does
 (``h2d_s``); it appends a :class:`Live` marker (the live and padded output
 shapes) that the program passes through to its :class:`Padded` result, so
-the call itself does no host work.
+the call itself does no host work (:class:`PaddedProgram`, around the
+backend's static program).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ import numpy as np
 
 from engines.sizes import buckets
 
-from .base import BoundError, Unsupported
+from .base import BoundError, Program, Unsupported
 
 PAD_MODES = ("bucketed", "bounded")
 
@@ -129,7 +130,7 @@ class Padded:
 
 
 class Live:
-    """The last argument ``HostPadding.convert`` gives a padded program: the
+    """The last argument ``PaddedProgram.convert`` gives a padded program: the
     output's live ``shape`` (to slice back to), the padded sizes ``target``
     and the ``padded`` output shape the static program must produce there."""
 
@@ -137,58 +138,97 @@ class Live:
         self.shape, self.target, self.padded = shape, target, padded
 
 
+class PaddedProgram(Program):
+    """The static program of a job run in a padded mode: ``convert`` pads on the
+    host (timed as ``pad_s``) and converts as the static program does, the call
+    passes the :class:`Live` marker through to a :class:`Padded` result, and
+    ``to_numpy`` slices it back. Counts, guards and breakdowns are the static
+    program's."""
+
+    def __init__(self, static: Program, plan: PadPlan):
+        #: the backend's static program, which does the work
+        self.static = static
+        self.plan = plan
+        super().__init__(static.backend, static.case, plan.mode)
+
+    def run(self, *args):
+        *arrays, live = args
+        out = self.static(*arrays)
+        if tuple(out.shape) != live.padded:  # a tuple compare: no host work on the data
+            self.plan.check(out, live.target)
+        return Padded(out, live.shape)
+
+    def convert(self, arrays):
+        """The inputs padded on the host (timed as ``pad_s``), then converted as
+        the static program's inputs are, and a :class:`Live` marker."""
+        plan = self.plan
+        with self.io_timing("pad_s"):
+            padded, sizes, target = plan.pad(arrays)
+        live = Live(plan.case.out_shape_for(sizes), target, plan.case.out_shape_for(target))
+        return [*self.static.convert(padded), live]
+
+    def sync(self, out):
+        return self.static.sync(out.value if isinstance(out, Padded) else out)
+
+    def to_numpy(self, out):
+        if isinstance(out, Padded):
+            return np.asarray(self.static.to_numpy(out.value))[tuple(slice(0, n) for n in out.shape)]
+        return self.static.to_numpy(out)
+
+    def take_io(self):
+        out = self.static.take_io()
+        for step, seconds in super().take_io().items():
+            out[step] = out.get(step, 0.0) + seconds
+        return out
+
+    # the static program's ledger is the job's
+    def reset_counters(self):
+        self.static.reset_counters()
+
+    def compile_stats(self):
+        return self.static.compile_stats()
+
+    def compile_times(self):
+        return self.static.compile_times()
+
+    def compile_reasons(self):
+        return self.static.compile_reasons()
+
+    def work_stats(self):
+        return self.static.work_stats()
+
+    def work_times(self):
+        return self.static.work_times()
+
+    def guards(self):
+        return self.static.guards()
+
+    def call_breakdown(self):
+        return self.static.call_breakdown()
+
+
 class HostPadding:
-    """Mixin (first base, see :func:`host_padding`) serving ``host_padded``
-    modes with the backend's static program on host-padded inputs."""
+    """Descriptor mixin (first base, see :func:`host_padding`) serving
+    ``host_padded`` modes with the backend's static program on host-padded inputs."""
 
     host_padded: ClassVar[tuple[str, ...]] = ()
 
     def unsupported_reason(self, case, mode):
-        why = super().unsupported_reason(case, mode)
+        why = super().unsupported_reason(case, mode)  # type: ignore[misc]
         if why is None and mode in self.host_padded and case.bucket_unsupported:
             return (
-                f"{self.name} pads {mode} inputs on the host, and {case.name} cannot be padded "
+                f"{self.name} pads {mode} inputs on the host, and {case.name} cannot be padded "  # type: ignore[attr-defined]
                 f"neutrally: {case.bucket_unsupported}"
             )
         return why
 
     def prepare(self, case, mode):
-        self._pad_plan = None
         if mode not in self.host_padded:
-            return super().prepare(case, mode)
+            return super().prepare(case, mode)  # type: ignore[misc]
         if case.bucket_unsupported:
             raise Unsupported(self.unsupported_reason(case, mode))
         plan = PadPlan(case, mode)
-        static = super().prepare(case, "static")
-        self._pad_plan = plan
-
-        def program(*args):
-            *arrays, live = args
-            out = static(*arrays)
-            if tuple(out.shape) != live.padded:  # a tuple compare: no host work on the data
-                plan.check(out, live.target)
-            return Padded(out, live.shape)
-
-        return program
-
-    def convert(self, arrays):
-        """In a padded mode: the inputs padded on the host (timed as ``pad_s``),
-        then converted as the static program's inputs are, and a :class:`Live` marker."""
-        plan = getattr(self, "_pad_plan", None)
-        if plan is None:
-            return super().convert(arrays)
-        with self.io_timing("pad_s"):
-            padded, sizes, target = plan.pad(arrays)
-        live = Live(plan.case.out_shape_for(sizes), target, plan.case.out_shape_for(target))
-        return [*super().convert(padded), live]
-
-    def sync(self, out):
-        return super().sync(out.value if isinstance(out, Padded) else out)
-
-    def to_numpy(self, out):
-        if isinstance(out, Padded):
-            return np.asarray(super().to_numpy(out.value))[tuple(slice(0, n) for n in out.shape)]
-        return super().to_numpy(out)
+        return PaddedProgram(super().prepare(case, "static"), plan)  # type: ignore[misc]
 
 
 def host_padding(*modes: str):

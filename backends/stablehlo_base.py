@@ -37,9 +37,11 @@ shapes, ``execute_sharded``, return device arrays; ``sync`` waits on them.
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 import numpy as np
 
-from .base import Backend, Counter, Unsupported, torch_dims
+from .base import Backend, Counter, Program, Unsupported, export_range, torch_dims
 
 LOWERING = Counter("ours", "torch.export + our StableHLO lowering of the program")
 XLA = Counter(
@@ -61,8 +63,8 @@ XLA_SCOPE = (
 )
 
 
-def xla_reporting(backend):
-    """``(stats, on_compile, on_check)`` for an XLA program of ``backend``:
+def xla_reporting(program):
+    """``(stats, on_compile, on_check)`` for an XLA program of ``program``'s job:
     each compile counted in stage ``xla`` with the XLA compile's seconds, the
     refinement before it timed as ``xla_refine`` (no count of its own), and
     each per-shape check counted as work ``refine``."""
@@ -72,10 +74,19 @@ def xla_reporting(backend):
 
     def on_compile(seconds, why):
         refine = stats.refine_seconds[-1] if stats.refine_seconds else 0.0
-        backend.count("xla", 1, max(seconds - refine, 0.0), why)
-        backend.add_seconds("xla_refine", refine)
+        program.count("xla", 1, max(seconds - refine, 0.0), why)
+        program.add_seconds("xla_refine", refine)
 
-    return stats, on_compile, lambda seconds: backend.count_work("refine", seconds)
+    return stats, on_compile, lambda seconds: program.count_work("refine", seconds)
+
+
+def xla_executor(program, module, check=None):
+    """The XLA program (``engines.stablehlo.xla_program``) that runs ``module`` in
+    ``program``'s mode, its compiles counted on ``program``."""
+    from engines.stablehlo import xla_program
+
+    stats, report, on_check = xla_reporting(program)
+    return xla_program(module, program.mode, on_compile=report, stats=stats, on_check=on_check, check=check)
 
 
 PARSE = Counter("ours", "the interpreter worker parses/specialises the module for a new concrete argument shape")
@@ -93,36 +104,41 @@ def single(outs):
 HOST_MODES = ("bucketed",)
 
 
-class XlaArrays:
-    """Mixin: inputs and outputs are jax arrays on the CPU device, dtypes kept
-    (no x64 canonicalisation, unless ``canonical_dtypes``). In the modes whose
+class ModuleProgram(Program):
+    """A job's program that runs one StableHLO module on an executor of
+    ``engines.stablehlo`` (``executor``: made in ``prepare``, or by the first
+    call where the module is exported at that call's shapes)."""
+
+    def __init__(self, backend, case, mode, call=None):
+        #: the engine's program for the module (``XlaProgram``, ``InterpreterProgram``, ...)
+        self.executor: Any = None
+        super().__init__(backend, case, mode, call)
+
+
+class XlaArrays(ModuleProgram):
+    """Inputs and outputs are jax arrays on the CPU device, dtypes kept (no x64
+    canonicalisation, unless ``canonical_dtypes``). In the modes whose
     programs pad on the host (``host_modes``), ``convert`` stages the padded
-    inputs on the device (the program's ``convert``: its ``pad_s`` is the
-    record's); ``startup`` loads jax's CPU client and MLIR tools."""
+    inputs on the device (the executor's ``convert``: its ``pad_s`` is the
+    record's)."""
 
-    host_modes = HOST_MODES
+    host_modes: ClassVar[tuple[str, ...]] = HOST_MODES
     #: cast inputs within a kind to @main's dtypes (int64 -> int32), as jax does with x64 off
-    canonical_dtypes = False
+    canonical_dtypes: ClassVar[bool] = False
 
-    def startup(self):
-        from engines.stablehlo.execution.executors import load_runtime
-
-        super().startup()
-        load_runtime()
-
-    def host_inputs(self, mode) -> None:
-        """Set by ``prepare``: whether this job's program takes NumPy inputs."""
-        self._host = mode in self.host_modes
+    @property
+    def host(self) -> bool:
+        """Whether this job's executor takes NumPy inputs (and pads them itself)."""
+        return self.mode in self.host_modes
 
     def convert(self, arrays):
         from engines.stablehlo.execution.executors import device_put
 
-        if not getattr(self, "_host", False):
+        if not self.host:
             return device_put(arrays)
-        program = getattr(self, "_program", None)
-        if program is None:  # the first call makes the program at its shapes, and stages them itself
+        if self.executor is None:  # the first call makes the executor at its shapes, and stages them itself
             return [np.ascontiguousarray(a) for a in arrays]
-        args = program.convert(arrays, canonicalize=self.canonical_dtypes)
+        args = self.executor.convert(arrays, canonicalize=self.canonical_dtypes)
         self.note_io("pad_s", args[0].pad_s)
         return args
 
@@ -137,27 +153,15 @@ class XlaArrays:
         return to_host(out)
 
 
-class InterpreterHost:
-    """Mixin: the reference interpreter's worker process, started in ``startup``;
-    inputs and outputs are NumPy arrays."""
+class InterpreterArrays(ModuleProgram):
+    """Inputs and outputs are NumPy arrays; the executor runs on the backend's
+    interpreter worker (:class:`InterpreterHost`)."""
 
-    def startup(self):
-        from engines.stablehlo.execution.executors import load_runtime
+    def interpreter_executor(self, module):
+        """The module on the backend's interpreter worker, each parse counted as ``parse``."""
+        from engines.stablehlo import InterpreterProgram
 
-        super().startup()
-        load_runtime()
-        self.interpreter().start()
-
-    def interpreter(self):
-        """This backend's interpreter worker (created on first use)."""
-        from engines.stablehlo.execution.executors import InterpreterWorker
-
-        if getattr(self, "_interp", None) is None:
-            self._interp = InterpreterWorker()
-        return self._interp
-
-    def host_inputs(self, mode) -> None:
-        """Inputs are always NumPy arrays here."""
+        return InterpreterProgram(module, self.backend.interpreter(), on_parse=lambda s, why: self.count("parse", 1, s, why))
 
     def convert(self, arrays):
         return [np.ascontiguousarray(a) for a in arrays]
@@ -172,46 +176,77 @@ class InterpreterHost:
 
     def call_breakdown(self):
         """The last call's split (see ``InterpreterProgram.call_breakdown``), or None."""
-        program = getattr(self, "_program", None)
-        return program.call_breakdown() if program is not None else None
+        return self.executor.call_breakdown() if self.executor is not None else None
+
+
+class XlaRuntime:
+    """Descriptor mixin: ``startup`` loads jax's CPU client and MLIR tools."""
+
+    def startup(self):
+        from engines.stablehlo.execution.executors import load_runtime
+
+        super().startup()  # type: ignore[misc]
+        load_runtime()
+
+
+class InterpreterHost(XlaRuntime):
+    """Descriptor mixin: the reference interpreter's worker process, one per
+    worker, started in ``startup`` and stopped in ``teardown``."""
+
+    def __init__(self):
+        super().__init__()
+        #: the interpreter worker process (started by ``startup``)
+        self.interp: Any = None
+
+    def startup(self):
+        super().startup()
+        self.interpreter().start()
+
+    def interpreter(self):
+        """This worker's interpreter process (created on first use)."""
+        from engines.stablehlo.execution.executors import InterpreterWorker
+
+        if self.interp is None:
+            self.interp = InterpreterWorker()
+        return self.interp
 
     def teardown(self):
         self.close()
 
     def close(self):
         """Stop the interpreter worker."""
-        if getattr(self, "_interp", None) is not None:
-            self._interp.close()
+        if self.interp is not None:
+            self.interp.close()
 
 
-class StablehloTorch(Backend):
-    """A torch-form backend that exports and lowers at the first call's sizes."""
+class TorchLowered:
+    """Program mixin (before the arrays class): the first call exports the case's
+    torch program and lowers it at its argument shapes; :meth:`executor_for`
+    (the concrete program's) runs the module."""
 
-    forms = ("torch",)
-    modes = ("bounded", "unbounded")
-    requires = ("torch", "jax", "jaxlib")
-    preload = ("jax", "jax.numpy", "torch._dynamo", "torch.export._trace")  # XLA's runtime; torch.export
+    case: Any
+    mode: str
+    executor: Any
+    count: Any
+    counting: Any
 
-    def prepare(self, case, mode):
-        self._job = (case, mode)
-        self._program = None
-        state = {}
-        self.host_inputs(mode)
-        # built here, as every torch-form backend builds it: a model case's library import
-        # and model build (seconds) are not its first call's
-        fn = case.torch_fn()
+    def __init__(self, backend, case, mode):
+        # built in prepare, as every torch-form backend builds it: a model case's library
+        # import and model build (seconds) are not its first call's
+        self.fn = case.torch_fn()
+        super().__init__(backend, case, mode)  # type: ignore[call-arg]
 
-        def program(*args):
-            run = state.get("run")
-            if run is None:
-                run = state["run"] = self._program_for(case, mode, args, fn)
-            return single(run(*args))
+    def executor_for(self, module):
+        raise NotImplementedError
 
-        return program
+    def run(self, *args):
+        if self.executor is None:
+            self.executor = self.executor_for(self.lower(args))
+        return single(self.executor(*args))
 
-    def _program_for(self, case, mode, args, fn):
+    def lower(self, args):
         """Export ``fn`` (the case's torch program) and lower it at the first call's
-        sizes; this backend's program for the module."""
+        sizes: the module."""
         import torch
 
         from engines.stablehlo import LoweringError, Module, lower
@@ -219,18 +254,32 @@ class StablehloTorch(Backend):
 
         from .torch_export import export
 
+        case, mode = self.case, self.mode
         shapes = ", ".join(str(tuple(a.shape)) for a in args)
-        spec = [{ax: (d.name, max(2, d.min), d.max) for ax, d in axes.items()} for axes in case.dynamic_axes(mode)]
+        spec = [{ax: (d.name, *export_range(d)) for ax, d in axes.items()} for axes in case.dynamic_axes(mode)]
         sample = export_sample([torch.from_numpy(np.array(a)) for a in args], spec)
         reason = f"torch.export + StableHLO lowering of {case.name} ({mode}) at argument shapes {shapes}"
         if any(tuple(s.shape) != tuple(a.shape) for s, a in zip(sample, args, strict=False)):
             reason += f" (exported from a sample at {', '.join(str(tuple(s.shape)) for s in sample)}: every dynamic dim >= 2)"
         with self.counting("lowering", reason):
-            ep = export(fn, sample, tuple(torch_dims(case, mode)), case.name, oblivious_retry=True)
+            ep = export(self.fn, sample, tuple(torch_dims(case, mode)), case.name, oblivious_retry=True)
             try:
                 text = lower(ep, bounded=(mode == "bounded"))
             except LoweringError as e:
                 raise Unsupported(f"StableHLO lowering: {e}") from e
-            module = Module(text, f"{case.name} ({mode})", [inp.name for inp in case.inputs])
-        self._program = self._executor_program(module, mode)
-        return self._program
+            return Module(text, f"{case.name} ({mode})", [inp.name for inp in case.inputs])
+
+
+class StablehloTorch(XlaRuntime, Backend):
+    """A torch-form backend that exports and lowers at the first call's sizes
+    (its ``program`` class: :class:`TorchLowered` + the arrays it runs on)."""
+
+    forms = ("torch",)
+    modes = ("bounded", "unbounded")
+    requires = ("torch", "jax", "jaxlib")
+    preload = ("jax", "jax.numpy")  # XLA's runtime
+    warmup = ("torch._dynamo", "torch.export._trace")  # torch.export
+    program: ClassVar[type[Program]]
+
+    def prepare(self, case, mode):
+        return self.program(self, case, mode)

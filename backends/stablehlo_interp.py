@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
-from .base import check_bounds
-from .stablehlo_base import LOWERING, PARSE, InterpreterHost, StablehloTorch
+from .base import BoundsChecked
+from .stablehlo_base import LOWERING, PARSE, InterpreterArrays, InterpreterHost, StablehloTorch, TorchLowered
+
+
+class StablehloInterpProgram(BoundsChecked, TorchLowered, InterpreterArrays):
+    """Lowered at the first call, run on the backend's interpreter worker."""
+
+    def executor_for(self, module):
+        return self.interpreter_executor(module)
 
 
 class StablehloInterp(InterpreterHost, StablehloTorch):
@@ -14,12 +21,4 @@ class StablehloInterp(InterpreterHost, StablehloTorch):
         "torch.export + our StableHLO lowering, once, in the first call ('lowering') + the interpreter "
         "worker's parse/specialisation per new argument shape ('parse')"
     )
-
-    def convert(self, arrays):
-        check_bounds(*self._job, arrays)  # naming the dim, not only the argument's axis
-        return super().convert(arrays)
-
-    def _executor_program(self, module, mode):
-        from engines.stablehlo import InterpreterProgram
-
-        return InterpreterProgram(module, self.interpreter(), on_parse=lambda s, why: self.count("parse", 1, s, why))
+    program = StablehloInterpProgram

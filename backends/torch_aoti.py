@@ -19,17 +19,49 @@ from __future__ import annotations
 import shutil
 import tempfile
 
-from .base import Backend, Counter, TorchArrays, check_bounds, torch_dims
+from .base import Backend, BoundsChecked, Counter, Program, TorchArrays, describe_range, torch_dims
 from .torch_compile import warm_inductor
 from .torch_export import export
 
 
-class TorchAoti(TorchArrays, Backend):
+class AotiProgram(BoundsChecked, TorchArrays, Program):
+    """One AOTInductor package (Dim ranges, built in ``prepare``) or one per input
+    shapes (static, built by the first call at each). ``convert`` names the case's
+    dim above its bound (the package's own guard names only a symbol)."""
+
+    def __init__(self, backend, case, mode):
+        self.fn = case.torch_fn()  # a model case's import and build: not a static first call's
+        #: the loaded packages by input shapes (static), or the one package under ``None``
+        self.packages: dict = {}
+        super().__init__(backend, case, mode)
+
+    def package(self, args, why: str):
+        """Export the case's torch program at ``args`` (dynamic per mode), AOT-compile and load it."""
+        import torch
+
+        case, mode = self.case, self.mode
+        dynamic = None if mode == "static" else tuple(torch_dims(case, mode))
+        with self.counting("export", why):
+            ep = export(self.fn, args, dynamic, case.name)
+        path = self.backend.package_path(case, mode)
+        with self.counting("aoti", why):
+            path = torch._inductor.aoti_compile_and_package(ep, package_path=path)
+        return torch._inductor.aoti_load_package(path)
+
+    def run(self, *args):
+        key = None if self.mode != "static" else tuple(tuple(a.shape) for a in args)
+        run = self.packages.get(key)
+        if run is None:
+            run = self.packages[key] = self.package(args, f"new input shapes {key}")
+        return _single(run(*args))
+
+
+class TorchAoti(Backend):
     name = "torch_aoti"
     forms = ("torch",)
     modes = ("static", "bounded", "unbounded")
     requires = ("torch",)
-    preload = ("torch._dynamo", "torch.export._trace", "backends.torch_compile:warm_inductor")
+    warmup = ("torch._dynamo", "torch.export._trace", "backends.torch_compile:warm_inductor")
     timeout_s = 1800.0
     opt_in = "one AOTInductor compile is a C++ build of ~25 s, so it runs only where --backends names it"
     counters = {
@@ -41,6 +73,11 @@ class TorchAoti(TorchArrays, Backend):
         "C++ build of the .pt2 package); loading the package is not in it"
     )
 
+    def __init__(self):
+        #: this worker's directory of packages, and how many it holds (``startup``)
+        self.dir: str | None = None
+        self.built = 0
+
     def startup(self):
         import torch
         import torch._inductor
@@ -48,52 +85,30 @@ class TorchAoti(TorchArrays, Backend):
 
         warm_inductor()  # the vector-ISA probe is in startup_s, not in the package build's time
 
-        self._dir = tempfile.mkdtemp(prefix="dynshape-aoti-")
-        self._n = 0
+        self.dir = tempfile.mkdtemp(prefix="dynshape-aoti-")
 
     def teardown(self):
-        shutil.rmtree(getattr(self, "_dir", ""), ignore_errors=True)
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
-    def _package(self, case, fn, mode, args, why: str):
-        """Export ``fn`` (the case's torch program) at ``args`` (dynamic per ``mode``),
-        AOT-compile and load it."""
-        import torch
-
-        dynamic = None if mode == "static" else tuple(torch_dims(case, mode))
-        with self.counting("export", why):
-            ep = export(fn, args, dynamic, case.name)
-        self._n += 1
-        path = f"{self._dir}/{case.name}-{mode}-{self._n}.pt2"
-        with self.counting("aoti", why):
-            path = torch._inductor.aoti_compile_and_package(ep, package_path=path)
-        return torch._inductor.aoti_load_package(path)
-
-    def convert(self, arrays):
-        check_bounds(*self._job, arrays)  # the package's own guard names only a symbol: name the case's dim
-        return super().convert(arrays)
+    def package_path(self, case, mode) -> str:
+        """A new package's path in this worker's directory."""
+        if self.dir is None:  # prepared without startup (a test drives it directly)
+            self.dir = tempfile.mkdtemp(prefix="dynshape-aoti-")
+        self.built += 1
+        return f"{self.dir}/{case.name}-{mode}-{self.built}.pt2"
 
     def prepare(self, case, mode):
-        self._job = (case, mode)
-        fn = case.torch_fn()  # a model case's import and build: not a static first call's
+        program = AotiProgram(self, case, mode)
         if mode != "static":
             import torch
 
             dims = {d.name: d for axes in case.dynamic_axes(mode) for d in axes.values()}
-            ranges = ", ".join(f"{d.name} in [{max(2, d.min)}, {d.max if d.max is not None else 'inf'}]" for d in dims.values())
+            ranges = ", ".join(describe_range(d) for d in dims.values())
             sample = [torch.from_numpy(a) for a in case.make_inputs(case.sweep[0], seed=0)]
-            run = self._package(
-                case, fn, mode, sample, f"one package for dynamic dims {ranges} (exported at {dict(case.sweep[0])})"
+            program.packages[None] = program.package(
+                sample, f"one package for dynamic dims {ranges} (exported at {dict(case.sweep[0])})"
             )
-            return lambda *args: _single(run(*args))
-        programs: dict = {}
-
-        def program(*args):
-            key = tuple(tuple(a.shape) for a in args)
-            run = programs.get(key)
-            if run is None:
-                run = programs[key] = self._package(case, fn, mode, args, f"new input shapes {key}")
-            return _single(run(*args))
-
         return program
 
 

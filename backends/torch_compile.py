@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import os
 
-from .base import Backend, Counter, TorchArrays, check_bounds
+from .base import MODEL_COST, Backend, BoundsChecked, Counter, LeftOut, Program, TorchArrays, export_range
 from .padding import host_padding
 
 STAGE = "dynamo_graph"
+#: the model cases' jobs on an inductor backend, left out of the quick profile
+MODEL_COST_INDUCTOR = LeftOut("model_*", "*", MODEL_COST + " (inductor: 60-110 s a model)")
 
 
 def warm_inductor() -> str:
@@ -83,36 +85,19 @@ def _graph_breaks() -> tuple[int, list[str]]:
     return sum(gb.values()), list(gb)
 
 
-@host_padding("bucketed")
-class TorchCompile(TorchArrays, Backend):
-    name = "torch_compile"
-    forms = ("torch",)
-    modes = ("static", "bounded", "unbounded")
-    requires = ("torch",)
-    preload = ("torch._dynamo", "torch.export._trace", "backends.torch_compile:warm_inductor")
-    counters = {
-        STAGE: Counter(
-            "system",
-            "torch._dynamo counters['stats']['unique_graphs']: graphs dynamo captured, each compiled by inductor",
-        )
-    }
-    compile_scope = (
-        "dynamo's entire_frame_compile_time_s per frame compile: dynamo tracing + AOT autograd + the "
-        "compiler backend (inductor codegen and C++ build, or none with 'eager')"
-    )
-    #: the torch.compile backend; DYNSHAPE_TORCH_COMPILE_BACKEND overrides
-    #: (``eager`` keeps dynamo's graph capture but skips inductor's C++ build)
-    compiler = "inductor"
+class DynamoProgram(BoundsChecked, TorchArrays, Program):
+    """A ``torch.compile``d program: dynamo's counters, baselined when it is
+    made; ``marks`` (per input, ``(axis, min, max)``) marked dynamic by ``convert``."""
 
-    def __init__(self, compiler: str | None = None):
-        self.compiler = compiler or os.environ.get("DYNSHAPE_TORCH_COMPILE_BACKEND") or self.compiler
-
-    def startup(self):
-        import torch
-        import torch._dynamo  # noqa: F401
-
-        if self.compiler == "inductor":
-            warm_inductor()
+    def __init__(self, backend, case, mode, call, marks):
+        #: per input, the axes ``convert`` marks dynamic
+        self.marks: list[list[tuple[int, int, int | None]]] = marks
+        #: where this job's reasons start: dynamo's frame records, graphs and graph breaks
+        self.frame_pos = 0
+        self.graph_pos = 0
+        self.break_pos = 0
+        self.break_seen: set = set()
+        super().__init__(backend, case, mode, call)
 
     def convert(self, arrays):
         """Torch tensors, the case's dynamic dims marked (``mark_dynamic``, once
@@ -121,10 +106,8 @@ class TorchCompile(TorchArrays, Backend):
         (dynamo's ConstraintViolationError says only "17 not in range [2, 16]")."""
         import torch._dynamo
 
-        if getattr(self, "_job", None):
-            check_bounds(*self._job, arrays)
         args = super().convert(arrays)
-        for arg, spec in zip(args, getattr(self, "_marks", ()), strict=False):
+        for arg, spec in zip(args, self.marks, strict=False):
             for axis, lo, hi in spec:
                 if hi is None:
                     # torch 2.13: min= without max= fails inside dynamo
@@ -134,23 +117,6 @@ class TorchCompile(TorchArrays, Backend):
                 else:
                     torch._dynamo.mark_dynamic(arg, axis, min=lo, max=hi)
         return args
-
-    def prepare(self, case, mode):
-        import torch
-        import torch._dynamo
-
-        self._job = (case, mode)
-        self._marks = []
-
-        cfg = torch._dynamo.config
-        cfg.recompile_limit = 10**6
-        cfg.accumulated_recompile_limit = 10**6
-        cfg.fail_on_recompile_limit_hit = True
-        fn = case.torch_fn()
-        if mode == "static":
-            return torch.compile(fn, dynamic=False, backend=self.compiler)
-        self._marks = [[(axis, max(2, dim.min), dim.max) for axis, dim in axes.items()] for axes in case.dynamic_axes(mode)]
-        return torch.compile(fn, backend=self.compiler)
 
     # -- compile counting ----------------------------------------------------
     def system_stats(self):
@@ -165,10 +131,10 @@ class TorchCompile(TorchArrays, Backend):
     def reset_counters(self):
         super().reset_counters()
         _drain()
-        self._frame_pos = len(_Dynamo.frames)
-        self._graph_pos = self.system_stats()[STAGE]
-        self._break_pos = _graph_breaks()[0]
-        self._break_seen = set(_graph_breaks()[1])
+        self.frame_pos = len(_Dynamo.frames)
+        self.graph_pos = self.system_stats()[STAGE]
+        self.break_pos, keys = _graph_breaks()
+        self.break_seen = set(keys)
 
     def compile_reasons(self):
         """One reason per graph captured since the last call: its frame
@@ -177,15 +143,14 @@ class TorchCompile(TorchArrays, Backend):
         breaks the call hit (``counters["graph_break"]``)."""
         out = super().compile_reasons()
         _drain()
-        frames = _Dynamo.frames[getattr(self, "_frame_pos", 0) :]
-        self._frame_pos = len(_Dynamo.frames)
+        frames = _Dynamo.frames[self.frame_pos :]
+        self.frame_pos = len(_Dynamo.frames)
         graphs = self.system_stats()[STAGE]
-        n, self._graph_pos = graphs - getattr(self, "_graph_pos", 0), graphs
+        n, self.graph_pos = graphs - self.graph_pos, graphs
         breaks, keys = _graph_breaks()
-        seen = getattr(self, "_break_seen", set())
-        nb, self._break_pos = breaks - getattr(self, "_break_pos", 0), breaks
-        new = [str(k).splitlines()[0] for k in keys if k not in seen]
-        self._break_seen = set(keys)
+        nb, self.break_pos = breaks - self.break_pos, breaks
+        new = [str(k).splitlines()[0] for k in keys if k not in self.break_seen]
+        self.break_seen = set(keys)
         if n > 0:
             frames = frames or ["graph captured without a compilation-metrics record"]
             reasons = [frames[min(i, len(frames) - 1)] for i in range(n)]
@@ -193,3 +158,50 @@ class TorchCompile(TorchArrays, Backend):
                 reasons[0] += f"; {nb} graph break{'s' if nb != 1 else ''}" + (f": {' | '.join(new)}" if new else "")
             out += [f"{STAGE}: {r}" for r in reasons]
         return out
+
+
+@host_padding("bucketed")
+class TorchCompile(Backend):
+    name = "torch_compile"
+    forms = ("torch",)
+    modes = ("static", "bounded", "unbounded")
+    requires = ("torch",)
+    warmup = ("torch._dynamo", "torch.export._trace", "backends.torch_compile:warm_inductor")
+    counters = {
+        STAGE: Counter(
+            "system",
+            "torch._dynamo counters['stats']['unique_graphs']: graphs dynamo captured, each compiled by inductor",
+        )
+    }
+    compile_scope = (
+        "dynamo's entire_frame_compile_time_s per frame compile: dynamo tracing + AOT autograd + the "
+        "compiler backend (inductor codegen and C++ build, or none with 'eager')"
+    )
+    quick_leaves_out = (LeftOut("*", "bounded", "the unbounded row's dynamo graph, with a range on the dim"), MODEL_COST_INDUCTOR)
+    #: the torch.compile backend; DYNSHAPE_TORCH_COMPILE_BACKEND overrides
+    #: (``eager`` keeps dynamo's graph capture but skips inductor's C++ build)
+    compiler = "inductor"
+
+    def __init__(self, compiler: str | None = None):
+        self.compiler = compiler or os.environ.get("DYNSHAPE_TORCH_COMPILE_BACKEND") or self.compiler
+
+    def startup(self):
+        import torch
+        import torch._dynamo  # noqa: F401
+
+        if self.compiler == "inductor":
+            warm_inductor()
+
+    def prepare(self, case, mode):
+        import torch
+        import torch._dynamo
+
+        cfg = torch._dynamo.config
+        cfg.recompile_limit = 10**6
+        cfg.accumulated_recompile_limit = 10**6
+        cfg.fail_on_recompile_limit_hit = True
+        fn = case.torch_fn()
+        if mode == "static":
+            return DynamoProgram(self, case, mode, torch.compile(fn, dynamic=False, backend=self.compiler), [])
+        marks = [[(axis, *export_range(dim)) for axis, dim in axes.items()] for axes in case.dynamic_axes(mode)]
+        return DynamoProgram(self, case, mode, torch.compile(fn, backend=self.compiler), marks)

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from .base import Backend, TorchArrays, check_bounds
+from .base import Backend, BoundsChecked, Program, TorchArrays
 
 
-class TorchEager(TorchArrays, Backend):
+class EagerProgram(BoundsChecked, TorchArrays, Program):
+    """The case's torch program as it is. Bounded mode: an input above its bound
+    is refused (eager itself has no bound)."""
+
+
+class TorchEager(Backend):
     name = "torch_eager"
     forms = ("torch",)
     modes = ("static", "bounded", "unbounded")
@@ -17,11 +22,4 @@ class TorchEager(TorchArrays, Backend):
         import torch  # noqa: F401
 
     def prepare(self, case, mode):
-        self._job = (case, mode)
-        return case.torch_fn()
-
-    def convert(self, arrays):
-        """Bounded mode: an input above its bound is refused (eager itself has no bound)."""
-        if getattr(self, "_job", None):
-            check_bounds(*self._job, arrays)
-        return super().convert(arrays)
+        return EagerProgram(self, case, mode, case.torch_fn())

@@ -14,24 +14,63 @@ from __future__ import annotations
 
 from engines.torch_export import export_oblivious_retry, export_sample  # noqa: F401 (re-exported)
 
-from .base import Backend, Counter, TorchArrays, Unsupported, torch_dims
+from .base import (
+    MODEL_COST,
+    Backend,
+    Counter,
+    LeftOut,
+    Program,
+    TorchArrays,
+    Unsupported,
+    describe_range,
+    export_range,
+    torch_dims,
+)
 from .padding import host_padding
 
 STAGE = "export"
 
 
+class ExportProgram(TorchArrays, Program):
+    """``ep.module()`` of one export (Dim ranges), or of one per input shapes (static)."""
+
+    def __init__(self, backend, case, mode):
+        self.fn = case.torch_fn()
+        self.dynamic = None if mode == "static" else tuple(torch_dims(case, mode))
+        #: the exported modules, by input shapes (static) or ``None`` (one for every shape)
+        self.modules: dict = {}
+        ranges = {d.name: describe_range(d) for axes in case.dynamic_axes(mode) for d in axes.values()}
+        self.why = f"first call: one export with dynamic dims {', '.join(ranges.values())}"
+        super().__init__(backend, case, mode)
+
+    def run(self, *args):
+        from torch.fx.experimental.symbolic_shapes import ConstraintViolationError
+
+        case, mode = self.case, self.mode
+        key = tuple(tuple(a.shape) for a in args) if mode == "static" else None
+        mod = self.modules.get(key)
+        try:
+            if mod is None:
+                with self.counting(STAGE, f"new input shapes {key}" if mode == "static" else self.why):
+                    mod = self.modules[key] = export(self.fn, args, self.dynamic, case.name).module()
+            return mod(*args)
+        except (AssertionError, ConstraintViolationError) as e:  # ep.module()'s guards; export out of range
+            raise _range_error(case, mode, args, e) from e
+
+
 @host_padding("bucketed")
-class TorchExport(TorchArrays, Backend):
+class TorchExport(Backend):
     name = "torch_export"
     forms = ("torch",)
     modes = ("static", "bounded", "unbounded")
     requires = ("torch",)
-    preload = ("torch._dynamo", "torch.export._trace")
+    warmup = ("torch._dynamo", "torch.export._trace")
     counters = {STAGE: Counter("instrumented", "torch.export.export calls")}
     compile_scope = (
         "torch.export.export per new shape (static, bucketed) or once (Dim ranges): dynamo trace + AOT export to "
         "an ExportedProgram; running ep.module() compiles nothing"
     )
+    quick_leaves_out = (LeftOut("model_*", "*", MODEL_COST),)
 
     def startup(self):
         # what the first export would otherwise import (~1 s: dynamo, sympy, ...)
@@ -41,30 +80,7 @@ class TorchExport(TorchArrays, Backend):
         import torch.export._trace  # noqa: F401
 
     def prepare(self, case, mode):
-        from torch.fx.experimental.symbolic_shapes import ConstraintViolationError
-
-        fn = case.torch_fn()
-        dynamic = None if mode == "static" else tuple(torch_dims(case, mode))
-        programs: dict = {}
-        if mode != "static":
-            ranges = {}
-            for axes in case.dynamic_axes(mode):
-                for dim in axes.values():
-                    ranges[dim.name] = f"{dim.name} in [{max(2, dim.min)}, {dim.max if dim.max is not None else 'inf'}]"
-            why = f"first call: one export with dynamic dims {', '.join(ranges.values())}"
-
-        def program(*args):
-            key = tuple(tuple(a.shape) for a in args) if mode == "static" else None
-            mod = programs.get(key)
-            try:
-                if mod is None:
-                    with self.counting(STAGE, f"new input shapes {key}" if mode == "static" else why):
-                        mod = programs[key] = export(fn, args, dynamic, case.name).module()
-                return mod(*args)
-            except (AssertionError, ConstraintViolationError) as e:  # ep.module()'s guards; export out of range
-                raise _range_error(case, mode, args, e) from e
-
-        return program
+        return ExportProgram(self, case, mode)
 
 
 class OutOfRange(ValueError):
@@ -76,7 +92,7 @@ def _range_error(case, mode, args, err: AssertionError) -> Exception:
     for inp, arg, axes in zip(case.inputs, args, case.dynamic_axes(mode), strict=False):
         for axis, dim in axes.items():
             size = arg.shape[axis]
-            lo, hi = max(2, dim.min), dim.max
+            lo, hi = export_range(dim)
             if size < lo or (hi is not None and size > hi):
                 return OutOfRange(
                     f"{case.name}: input {inp.name!r} dim {dim.name!r} (axis {axis}) is {size}, outside the "

@@ -23,7 +23,7 @@ clears it before that, and refuses a second job in the same process that
 would need the other setting.
 
 Counts are the system's ``UncachedCompile`` counter (process-wide, baselined
-by ``reset_counters``); ``cache_hits()`` reads ``CachedCompile``. torch._lazy
+when the program is made); ``cache_hits()`` reads ``CachedCompile``. torch._lazy
 keeps no compile-time metric, so no compile seconds are reported.
 """
 
@@ -33,7 +33,7 @@ import os
 
 import numpy as np
 
-from .base import Backend, Counter
+from .base import MODEL_COST, Backend, Counter, LeftOut, Program
 
 ENV_DYNAMIC = "LTC_ENABLE_DYNAMIC_SHAPES"
 COUNTER_UNCACHED = "UncachedCompile"
@@ -84,40 +84,23 @@ def set_shape_mode(dynamic: bool) -> None:
     _process_dynamic = dynamic
 
 
-class TorchLazyTs(Backend):
-    name = "torch_lazy_ts"
-    forms = ("torch",)
-    modes = ("static", "unbounded")
-    requires = ("torch",)
-    counters = {
-        STAGE: Counter(
-            "system",
-            "torch._lazy metrics counter UncachedCompile (a new graph hash at mark_step, lowered to TorchScript and compiled)",
-        )
-    }
-    mode_notes = {"unbounded": f"torch._lazy symbolic-shape mode ({ENV_DYNAMIC}=1)"}
-    compile_scope = "none reported: torch._lazy keeps no compile-time metric (counts only)"
+class LazyTsProgram(Program):
+    """The case's torch program on ``device("lazy")`` tensors, ``mark_step`` after
+    each call; torch._lazy's counters baselined when it is made."""
 
-    def __init__(self):
-        self._cached_base = 0
-        self._reason_base = 0
-        self._last_args = ()
-        self._reset = False
-        self._transfer = 0  # UncachedCompile made by convert() since reset_counters()
-
-    def startup(self):
-        init()
-
-    def prepare(self, case, mode):
+    def __init__(self, backend, case, mode):
         import torch
         import torch._lazy
 
-        init()  # startup() did, where the harness ran it
-        set_shape_mode(mode == "unbounded")
-        if not self._reset:
-            self.reset_counters()
+        #: ``UncachedCompile`` made settling inputs and weights (not the program's)
+        self.transfer = 0
+        #: ``CachedCompile`` when made; ``UncachedCompile`` when reasons were last drained
+        self.cached_base = 0
+        self.reason_base = 0
+        #: the last call's inputs (their shapes name a compile)
+        self.last_args: tuple = ()
+        super().__init__(backend, case, mode)
         fn = case.torch_fn()
-        self._device = torch.device("lazy")
         on_device = getattr(fn, "on_device", None)
         if on_device is not None:
             # a model case's weights, moved as a torch._lazy user moves the model
@@ -125,17 +108,18 @@ class TorchLazyTs(Backend):
             # ("Input tensor is not a lazy tensor"); the move settled and counted
             # apart, as convert() settles the inputs
             before = counter(COUNTER_UNCACHED)
-            fn = on_device(self._device)
+            fn = on_device(torch.device("lazy"))
             torch._lazy.mark_step()
-            self._transfer += counter(COUNTER_UNCACHED) - before
+            self.transfer += counter(COUNTER_UNCACHED) - before
+        self.fn = fn
 
-        def program(*args):
-            self._last_args = args
-            out = fn(*args)
-            torch._lazy.mark_step()  # cut the graph: compile (or fetch) and run
-            return out
+    def run(self, *args):
+        import torch._lazy
 
-        return program
+        self.last_args = args
+        out = self.fn(*args)
+        torch._lazy.mark_step()  # cut the graph: compile (or fetch) and run
+        return out
 
     def convert(self, arrays):
         """Lazy device tensors, settled by a ``mark_step`` (not timed): else the
@@ -150,7 +134,7 @@ class TorchLazyTs(Backend):
         out = [torch.from_numpy(np.ascontiguousarray(a)).to(dev) for a in arrays]
         before = counter(COUNTER_UNCACHED)
         torch._lazy.mark_step()
-        self._transfer += counter(COUNTER_UNCACHED) - before
+        self.transfer += counter(COUNTER_UNCACHED) - before
         return out
 
     def sync(self, out):
@@ -163,28 +147,51 @@ class TorchLazyTs(Backend):
 
     # -- compile counting ----------------------------------------------------
     def system_stats(self):
-        return {STAGE: counter(COUNTER_UNCACHED) - self._transfer}
+        return {STAGE: counter(COUNTER_UNCACHED) - self.transfer}
 
     def reset_counters(self):
-        self._transfer = 0
+        self.transfer = 0
         super().reset_counters()
-        self._reset = True
-        self._cached_base = counter(COUNTER_CACHED)
-        self._reason_base = self.system_stats()[STAGE]
+        self.cached_base = counter(COUNTER_CACHED)
+        self.reason_base = self.system_stats()[STAGE]
 
     def compile_reasons(self):
         out = super().compile_reasons()
         now = self.system_stats()[STAGE]
-        n, self._reason_base = now - self._reason_base, now
+        n, self.reason_base = now - self.reason_base, now
         if n > 0:
-            shapes = tuple(tuple(a.shape) for a in self._last_args)
+            shapes = tuple(tuple(a.shape) for a in self.last_args)
             out += [f"{STAGE}: no cached graph for input shapes {shapes} (UncachedCompile +{n})"] * n
         return out
 
     def transfer_compiles(self) -> int:
         """``UncachedCompile`` of the graphs that settled converted inputs (not the program's)."""
-        return self._transfer
+        return self.transfer
 
     def cache_hits(self) -> int:
-        """``CachedCompile`` since reset_counters(): graphs served from torch._lazy's cache."""
-        return counter(COUNTER_CACHED) - self._cached_base
+        """``CachedCompile`` since the program was made: graphs served from torch._lazy's cache."""
+        return counter(COUNTER_CACHED) - self.cached_base
+
+
+class TorchLazyTs(Backend):
+    name = "torch_lazy_ts"
+    forms = ("torch",)
+    modes = ("static", "unbounded")
+    requires = ("torch",)
+    counters = {
+        STAGE: Counter(
+            "system",
+            "torch._lazy metrics counter UncachedCompile (a new graph hash at mark_step, lowered to TorchScript and compiled)",
+        )
+    }
+    mode_notes = {"unbounded": f"torch._lazy symbolic-shape mode ({ENV_DYNAMIC}=1)"}
+    compile_scope = "none reported: torch._lazy keeps no compile-time metric (counts only)"
+    quick_leaves_out = (LeftOut("model_*", "*", MODEL_COST),)
+
+    def startup(self):
+        init()
+
+    def prepare(self, case, mode):
+        init()  # startup() did, where the harness ran it
+        set_shape_mode(mode == "unbounded")
+        return LazyTsProgram(self, case, mode)

@@ -17,7 +17,7 @@ unbounded
     Python int here) it behaves like static.
 
 Counts are torch_xla's own ``UncachedCompile`` counter (process-wide,
-baselined by ``reset_counters``), times its ``CompileTime`` metric; the reason
+baselined when the program is made), times its ``CompileTime`` metric; the reason
 of each compile is the counter's move with the input shapes of the call that
 moved it (torch_xla exposes no cheaper why: its graph hash would cost a hash of
 the pending graph on every call).
@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Backend, Counter
+from .base import Backend, Counter, LeftOut, Program
 from .padding import host_padding
 
 COUNTER_UNCACHED = "UncachedCompile"
@@ -79,47 +79,29 @@ def on_xla_device(fn):
     return program
 
 
-@host_padding("bucketed")
-class TorchXlaLazy(Backend):
-    name = "torch_xla_lazy"
-    forms = ("torch",)
-    modes = ("static", "unbounded")
-    env = "xla"
-    requires = ("torch", "torch_xla")
-    counters = {STAGE: Counter("system", "torch_xla metrics counter UncachedCompile")}
-    compile_scope = (
-        "torch_xla's CompileTime metric: the XLA compile of each uncached graph (tracing and graph hashing "
-        "happen in every call, timed as the call)"
-    )
+class XlaLazyProgram(Program):
+    """The case's torch program on XLA tensors, ``torch_xla.sync()`` after each
+    call; torch_xla's counters baselined when it is made (before the weights move,
+    whose compile, where there is one, counts on shape 0)."""
 
-    def __init__(self):
-        self._axes = None  # per input, the axes to mark dynamic (unbounded mode)
-        self._cached_base = 0  # CachedCompile at reset_counters()
-        self._reason_base = 0  # UncachedCompile when reasons were last drained
-        self._last_args = ()  # the last call's inputs (their shapes name a compile)
-        self._reset = False  # reset_counters() has run
+    def __init__(self, backend, case, mode):
+        #: per input, the axes to mark dynamic (unbounded mode)
+        self.axes = [sorted(a) for a in case.dynamic_axes(mode)] if mode == "unbounded" else None
+        #: ``CachedCompile`` when made; ``UncachedCompile`` when reasons were last drained
+        self.cached_base = 0
+        self.reason_base = 0
+        #: the last call's inputs (their shapes name a compile)
+        self.last_args: tuple = ()
+        super().__init__(backend, case, mode)
+        self.fn = on_xla_device(case.torch_fn())
 
-    def startup(self):
+    def run(self, *args):
         import torch_xla
 
-        torch_xla.device()  # initialise the PJRT client
-
-    def prepare(self, case, mode):
-        import torch_xla
-
-        fn = on_xla_device(case.torch_fn())
-        self._axes = [sorted(a) for a in case.dynamic_axes(mode)] if mode == "unbounded" else None
-        torch_xla.device()  # initialise the PJRT client (startup() did, where the harness ran it)
-        if not self._reset:  # a driver that skips reset_counters still gets this job's counts
-            self.reset_counters()
-
-        def program(*args):
-            self._last_args = args
-            out = fn(*args)
-            torch_xla.sync()  # cut the graph: compile (or fetch) and launch
-            return out
-
-        return program
+        self.last_args = args
+        out = self.fn(*args)
+        torch_xla.sync()  # cut the graph: compile (or fetch) and launch
+        return out
 
     def convert(self, arrays):
         import torch
@@ -127,8 +109,8 @@ class TorchXlaLazy(Backend):
 
         dev = torch_xla.device()
         out = [torch.from_numpy(np.ascontiguousarray(a)).to(dev) for a in arrays]
-        if self._axes is not None:
-            for t, axes in zip(out, self._axes, strict=False):
+        if self.axes is not None:
+            for t, axes in zip(out, self.axes, strict=False):
                 for ax in axes:
                     torch_xla._XLAC._xla_mark_dynamic(t, ax)
         return out
@@ -151,19 +133,50 @@ class TorchXlaLazy(Backend):
 
     def reset_counters(self):
         super().reset_counters()
-        self._reset = True
-        self._cached_base = counter(COUNTER_CACHED)
-        self._reason_base = counter(COUNTER_UNCACHED)
+        self.cached_base = counter(COUNTER_CACHED)
+        self.reason_base = counter(COUNTER_UNCACHED)
 
     def compile_reasons(self):
         out = super().compile_reasons()
         now = counter(COUNTER_UNCACHED)
-        n, self._reason_base = now - self._reason_base, now
+        n, self.reason_base = now - self.reason_base, now
         if n > 0:
-            shapes = tuple(tuple(a.shape) for a in self._last_args)
+            shapes = tuple(tuple(a.shape) for a in self.last_args)
             out += [f"{STAGE}: no cached XLA graph for input shapes {shapes} (UncachedCompile +{n})"] * n
         return out
 
     def cache_hits(self) -> int:
-        """``CachedCompile`` since reset_counters(): graphs served from torch_xla's cache."""
-        return counter(COUNTER_CACHED) - self._cached_base
+        """``CachedCompile`` since the program was made: graphs served from torch_xla's cache."""
+        return counter(COUNTER_CACHED) - self.cached_base
+
+
+#: why the quick profile leaves out every torch_xla peer's jobs
+XLA_RUNTIME_COST = LeftOut(
+    "*", "*", "each job starts a torch_xla runtime (its PJRT client, or the export server for the StableHLO rows)"
+)
+
+
+@host_padding("bucketed")
+class TorchXlaLazy(Backend):
+    name = "torch_xla_lazy"
+    forms = ("torch",)
+    modes = ("static", "unbounded")
+    env = "xla"
+    requires = ("torch", "torch_xla")
+    counters = {STAGE: Counter("system", "torch_xla metrics counter UncachedCompile")}
+    compile_scope = (
+        "torch_xla's CompileTime metric: the XLA compile of each uncached graph (tracing and graph hashing "
+        "happen in every call, timed as the call)"
+    )
+    quick_leaves_out = (XLA_RUNTIME_COST,)
+
+    def startup(self):
+        import torch_xla
+
+        torch_xla.device()  # initialise the PJRT client
+
+    def prepare(self, case, mode):
+        import torch_xla
+
+        torch_xla.device()  # initialise the PJRT client (startup() did, where the harness ran it)
+        return XlaLazyProgram(self, case, mode)

@@ -41,12 +41,25 @@ import socket
 import subprocess
 import tempfile
 import threading
+from typing import Any, ClassVar
 
 import numpy as np
 
-from .base import Backend, Counter, check_bounds
-from .stablehlo_base import PARSE, REFINE, XLA, XLA_SCOPE, InterpreterHost, XlaArrays, single, xla_reporting
+from .base import Backend, BoundsChecked, Counter, Program, check_bounds
+from .stablehlo_base import (
+    PARSE,
+    REFINE,
+    XLA,
+    XLA_SCOPE,
+    InterpreterArrays,
+    InterpreterHost,
+    XlaArrays,
+    XlaRuntime,
+    single,
+    xla_executor,
+)
 from .torch_xla_export import SOCKET_ENV, ExportFailed, _Forked, _pump, _server_env, shared_socket
+from .torch_xla_lazy import XLA_RUNTIME_COST
 
 EXPORT = Counter("instrumented", "torch.export + torch_xla exported_program_to_stablehlo runs (in the xla env's export server)")
 
@@ -204,7 +217,134 @@ def describe_failure(res: dict) -> str:
     return f"torch_xla {res.get('stage', '?')} failed: {res.get('error', '?')}{where}"
 
 
-class TorchXlaStableHLO(XlaArrays, Backend):
+class TorchXlaExported:
+    """Program mixin (before the arrays class): the first call exports the case in
+    the backend's export server at its shapes; :meth:`executor_for` (the concrete
+    program's) runs the module, its arguments permuted into @main's order. A
+    failed export is remembered: every later call raises it again."""
+
+    backend: Any
+    case: Any
+    mode: str
+    count: Any
+    convert: Any
+
+    def __init__(self, backend, case, mode):
+        #: the export server's answer; the failure every call raises once it failed
+        self.result: dict | None = None
+        self.failure: str | None = backend.startup_failure
+        #: what torch_xla made of the case's dims (``guards``)
+        self.notes: list[str] = []
+        #: ``run(*args)`` of the exported module (made by the first call)
+        self.runner: Any = None
+        super().__init__(backend, case, mode)  # type: ignore[call-arg]
+
+    def executor_for(self, module):
+        raise NotImplementedError
+
+    def run(self, *args):
+        if self.runner is None:
+            if self.failure is not None:
+                raise ExportFailed(self.failure)
+            self.runner = self.export(args)
+        return self.runner(*args)
+
+    def export(self, args):
+        """Export at the first call's sizes; returns ``run(*args)`` for the module."""
+        case, mode, backend = self.case, self.mode, self.backend
+        try:
+            res = run_export(
+                case.name,
+                mode,
+                [np.asarray(a) for a in args],
+                backend.canonicalize,
+                timeout=min(600.0, backend.timeout_s),
+                server=backend.server,
+            )
+        except Exception as e:  # no answer (server died, timed out) or no xla env: don't retry per shape
+            self.failure = str(e) if isinstance(e, ExportFailed) else f"{type(e).__name__}: {e}"
+            raise
+        self.result = res
+        if not res.get("ok"):
+            self.failure = describe_failure(res)
+            raise ExportFailed(self.failure)
+        shapes = ", ".join(str(tuple(a.shape)) for a in args)
+        self.count(
+            "export",
+            1,
+            float(res.get("export_s") or 0.0) + float(res.get("to_stablehlo_s") or 0.0),
+            f"torch.export + torch_xla StableHLO export of {case.name} ({mode}) at argument shapes {shapes}",
+        )
+        self.notes = record(case, mode, res)
+        return self.module_runner(res)
+
+    def module_runner(self, res):
+        """``run(*args)``: the module's program on the case's inputs, permuted into @main's order."""
+        from engines.stablehlo import Module
+
+        from .torch_xla_export import array_from_b64
+
+        case, mode = self.case, self.mode
+        order = res["arg_positions"]
+        consts = dict(res.get("constants", []))
+        names = [f"constant {i}" if p is None else case.inputs[p].name for i, p in enumerate(order)]
+        module = Module(res["text"], f"{case.name} ({mode}, torch_xla)", names)
+        prog = self.executor = self.executor_for(module)
+        values = dict(zip(consts, self.convert([array_from_b64(consts[i]) for i in consts]), strict=False))
+
+        def run(*args):
+            outs = prog(*[values[i] if p is None else args[p] for i, p in enumerate(order)])
+            return single(outs)  # a bucketed program's PaddedResults stays on the device
+
+        return run
+
+    def guards(self):
+        return list(self.notes)
+
+
+class TorchXlaProgram(TorchXlaExported, XlaArrays):
+    """torch_xla's module on the mode's XLA program (bucketed: torch_xla's `?`
+    module, bounds dropped anyway, per power-of-two bucket)."""
+
+    def convert(self, arrays):
+        """Bounded mode: an input above its bound is refused naming dim, size and bound."""
+        check_bounds(self.case, self.mode, arrays)
+        if self.host:  # @main's argument order (constants among them) is known at the first call: staged in the call
+            return [np.ascontiguousarray(a) for a in arrays]
+        return super().convert(arrays)
+
+    def executor_for(self, module):
+        return xla_executor(self, module)
+
+
+class TorchXlaInterpProgram(BoundsChecked, TorchXlaExported, InterpreterArrays):
+    """torch_xla's module on the backend's interpreter worker."""
+
+    def executor_for(self, module):
+        return self.interpreter_executor(module)
+
+
+def record(case, mode, res) -> list[str]:
+    """What torch_xla made of the case's dims: specialised axes, dropped bounds, rewrites."""
+    notes = list(res.get("notes", []))
+    sig = res.get("inputs", [])
+    for i, p in enumerate(res.get("arg_positions", [])):
+        if p is None or i >= len(sig):
+            continue
+        inp = case.inputs[p]
+        dyn = case.dynamic_axes(mode)[p]
+        kept = set(sig[i].get("dynamic_dims", []))
+        for ax, dim in dyn.items():
+            if ax not in kept:
+                notes.append(f"{inp.name} axis {ax} ({dim.name}) specialised to {sig[i]['shape'][ax]}")
+            elif dim.max is not None:
+                notes.append(f"{inp.name} axis {ax} ({dim.name}<={dim.max}): bound dropped, exported as '?'")
+    for p in res.get("unused_inputs", []):
+        notes.append(f"input {case.inputs[p].name} is not an argument of @main")
+    return notes
+
+
+class TorchXlaStableHLO(XlaRuntime, Backend):
     name = "torch_xla_stablehlo"
     forms = ("torch",)
     # bucketed is offered where torch_xla's export gets through (the canon
@@ -219,17 +359,15 @@ class TorchXlaStableHLO(XlaArrays, Backend):
         "torch.export + torch_xla's exported_program_to_stablehlo in the export server, once at the "
         "first call's shapes ('export'; its process start is not in it); " + XLA_SCOPE
     )
+    quick_leaves_out = (XLA_RUNTIME_COST,)
     canonicalize = False
+    program: ClassVar[type[Program]] = TorchXlaProgram
 
     def __init__(self):
+        super().__init__()
+        #: this worker's export server, and why it could not start (``startup``)
         self.server: ExportServer | None = None
-        self._startup_failure: str | None = None
-        self._reset()
-
-    def _reset(self):
-        self.result: dict | None = None
-        self._failure: str | None = self._startup_failure
-        self._guards: list[str] = []
+        self.startup_failure: str | None = None
 
     def available(self):
         from backends import envs
@@ -255,108 +393,10 @@ class TorchXlaStableHLO(XlaArrays, Backend):
             self.server.start(timeout=min(600.0, self.timeout_s))
         except Exception as e:
             self.server.close()
-            self._startup_failure = str(e) if isinstance(e, ExportFailed) else f"{type(e).__name__}: {e}"
-
-    def convert(self, arrays):
-        """Bounded mode: an input above its bound is refused naming dim, size and bound."""
-        check_bounds(*self._job, arrays)
-        if self._host:  # @main's argument order (constants among them) is known at the first call: staged in the call
-            return [np.ascontiguousarray(a) for a in arrays]
-        return super().convert(arrays)
+            self.startup_failure = str(e) if isinstance(e, ExportFailed) else f"{type(e).__name__}: {e}"
 
     def prepare(self, case, mode):
-        self._reset()
-        self._job = (case, mode)
-        self.host_inputs(mode)
-        state = {}
-
-        def program(*args):
-            run = state.get("run")
-            if run is None:
-                if self._failure is not None:
-                    raise ExportFailed(self._failure)
-                run = state["run"] = self._export(case, mode, args)
-            return run(*args)
-
-        return program
-
-    def _export(self, case, mode, args):
-        """Export at the first call's sizes; returns ``run(*args)`` for the module."""
-        try:
-            res = run_export(
-                case.name,
-                mode,
-                [np.asarray(a) for a in args],
-                self.canonicalize,
-                timeout=min(600.0, self.timeout_s),
-                server=self.server,
-            )
-        except Exception as e:  # no answer (server died, timed out) or no xla env: don't retry per shape
-            self._failure = str(e) if isinstance(e, ExportFailed) else f"{type(e).__name__}: {e}"
-            raise
-        self.result = res
-        if not res.get("ok"):
-            self._failure = describe_failure(res)
-            raise ExportFailed(self._failure)
-        shapes = ", ".join(str(tuple(a.shape)) for a in args)
-        self.count(
-            "export",
-            1,
-            float(res.get("export_s") or 0.0) + float(res.get("to_stablehlo_s") or 0.0),
-            f"torch.export + torch_xla StableHLO export of {case.name} ({mode}) at argument shapes {shapes}",
-        )
-        self._guards = self._record(case, mode, res)
-        return self._runner(case, mode, res)
-
-    def _runner(self, case, mode, res):
-        """``run(*args)``: the module's program on the case's inputs, permuted into @main's order."""
-        from engines.stablehlo import Module
-
-        from .torch_xla_export import array_from_b64
-
-        order = res["arg_positions"]
-        consts = dict(res.get("constants", []))
-        names = [f"constant {i}" if p is None else case.inputs[p].name for i, p in enumerate(order)]
-        module = Module(res["text"], f"{case.name} ({mode}, torch_xla)", names)
-        prog = self._program = self._executor_program(module, mode)
-        values = dict(zip(consts, self.convert([array_from_b64(consts[i]) for i in consts]), strict=False))
-
-        def run(*args):
-            outs = prog(*[values[i] if p is None else args[p] for i, p in enumerate(order)])
-            return single(outs)  # a bucketed program's PaddedResults stays on the device
-
-        return run
-
-    def _executor_program(self, module, mode):
-        from engines.stablehlo import BucketedXlaProgram, XlaProgram
-
-        stats, report, check = xla_reporting(self)
-        if mode == "bucketed":  # torch_xla's `?` module (bounds are dropped anyway), per power-of-two bucket
-            return BucketedXlaProgram(module, on_compile=report, stats=stats, on_check=check)
-        return XlaProgram(module, on_compile=report, stats=stats)
-
-    @staticmethod
-    def _record(case, mode, res) -> list[str]:
-        """What torch_xla made of the case's dims: specialised axes, dropped bounds, rewrites."""
-        notes = list(res.get("notes", []))
-        sig = res.get("inputs", [])
-        for i, p in enumerate(res.get("arg_positions", [])):
-            if p is None or i >= len(sig):
-                continue
-            inp = case.inputs[p]
-            dyn = case.dynamic_axes(mode)[p]
-            kept = set(sig[i].get("dynamic_dims", []))
-            for ax, dim in dyn.items():
-                if ax not in kept:
-                    notes.append(f"{inp.name} axis {ax} ({dim.name}) specialised to {sig[i]['shape'][ax]}")
-                elif dim.max is not None:
-                    notes.append(f"{inp.name} axis {ax} ({dim.name}<={dim.max}): bound dropped, exported as '?'")
-        for p in res.get("unused_inputs", []):
-            notes.append(f"input {case.inputs[p].name} is not an argument of @main")
-        return notes
-
-    def guards(self):
-        return list(self._guards)
+        return self.program(self, case, mode)
 
     def teardown(self):
         self.close()
@@ -384,11 +424,7 @@ class TorchXlaStableHLOCanonInterp(InterpreterHost, TorchXlaStableHLOCanon):
         "torch.export + torch_xla's exported_program_to_stablehlo in the export server, once ('export') "
         "+ the interpreter worker's parse/specialisation per new argument shape ('parse')"
     )
-
-    def _executor_program(self, module, mode):
-        from engines.stablehlo import InterpreterProgram
-
-        return InterpreterProgram(module, self.interpreter(), on_parse=lambda s, why: self.count("parse", 1, s, why))
+    program = TorchXlaInterpProgram
 
     def close(self):
         InterpreterHost.close(self)

@@ -42,7 +42,7 @@ def _chosen(combo) -> str | None:
     is unavailable skips (fails in CI: :func:`test_conformance`)."""
     if combo.left_out:
         return combo.left_out
-    opt_in = getattr(combo.backend, "opt_in", "")
+    opt_in = combo.backend.opt_in
     return f"{combo.backend.name} is opt-in ({opt_in})" if opt_in else None
 
 
@@ -53,7 +53,7 @@ BACKENDS = list(registry.backends().values())
 
 def _marks(backend) -> list:
     """The item's markers: its backend's name and the environments it runs in (``-m "not xla"``)."""
-    used = dict.fromkeys([getattr(backend, "env", "main") or "main", *getattr(backend, "helper_envs", ())])
+    used = dict.fromkeys([backend.env, *backend.helper_envs])
     return [getattr(pytest.mark, backend.name), *(getattr(pytest.mark, e) for e in used)]
 
 

@@ -1,7 +1,18 @@
-"""torch.export helpers the engines share with the adapters: the sample to
-export from, and the size-oblivious retry after a constraint violation."""
+"""torch.export helpers the engines share with the adapters: where an exported
+dim starts, the sample to export from, and the size-oblivious retry after a
+constraint violation."""
 
 from __future__ import annotations
+
+#: sizes 0 and 1 are specialised by torch.export (and by every system that
+#: exports through it): an exported dynamic dim starts at 2
+EXPORT_MIN = 2
+
+
+def export_range(dim) -> tuple[int, int | None]:
+    """``(min, max)`` of a case dim (``.min``, ``.max``) as exported: ``min`` at least
+    :data:`EXPORT_MIN`, ``max`` its bound (``None``: unbounded). The one place that rule lives."""
+    return max(EXPORT_MIN, dim.min), dim.max
 
 
 def export_sample(args, spec):

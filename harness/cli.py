@@ -276,10 +276,8 @@ def _list(args) -> int:
                             "env": b.env,
                             "available": avail[n][0],
                             "reason": avail[n][1],
-                            "mode_notes": dict(getattr(b, "mode_notes", {})),
-                            "counters": {
-                                s: {"source": c.source, "event": c.event} for s, c in getattr(b, "counters", {}).items()
-                            },
+                            "mode_notes": dict(b.mode_notes),
+                            "counters": {s: {"source": c.source, "event": c.event} for s, c in b.counters.items()},
                         }
                         for n, b in backends.items()
                     ],
@@ -295,7 +293,7 @@ def _list(args) -> int:
             f"  {n:<20} env={b.env:<5} forms={','.join(b.forms):<12} modes={','.join(b.modes):<25} "
             f"{'available' if ok else 'unavailable: ' + why}"
         )
-        for mode, note in getattr(b, "mode_notes", {}).items():
+        for mode, note in b.mode_notes.items():
             print(f"  {'':<20} {mode}: {note}")
     print("\ncases × backends × modes:")
     from . import pack_envs

@@ -284,7 +284,8 @@ def bucket_policy(record: dict):
         from . import registry
 
         try:
-            padded = mode in getattr(registry.backends().get(backend), "host_padded", ())
+            b = registry.backends().get(backend)
+            padded = b is not None and mode in b.host_padded
         except registry.RegistryError:
             padded = False
         if padded:

@@ -28,14 +28,15 @@ a second stage (:mod:`harness.zygote_warm`) imports ``torch._dynamo`` and
 inductor and runs inductor's vector-ISA probe with the :data:`PER_JOB`
 variables pointing into a scratch directory, then checks that no module kept it.
 
-What a zygote imports depends on its run: :data:`PRELOAD` always, and the
-entries of :data:`OPTIONAL` and of the warm-up steps that the run's backends
-name in their ``Backend.preload`` (jax; dynamo, torch.export, inductor's
-probe), so that a run of torch's eager backend starts in ~2 s instead of ~8.
+What a zygote imports depends on its run: :data:`PRELOAD` always, and what
+the run's backends declare: their ``Backend.preload`` modules (jax) and their
+``Backend.warmup`` steps (dynamo, torch.export, inductor's probe), so that a
+run of torch's eager backend starts in ~2 s instead of ~8. The harness names
+none of them: it reads them off the registered backends' descriptors.
 A zygote that preloads more serves a job that wants less. The worker imports
-its backend's ``preload`` itself before ``startup``, so where the zygote did
-not, the import is in ``startup_s``; a job that imports a module of
-:func:`catalogue` later, undeclared, is named in a :class:`LateImportWarning`.
+its backend's ``preload`` and ``warmup`` modules itself before ``startup``, so
+where the zygote did not, the import is in ``startup_s``; a job that imports a
+module of :func:`catalogue` later, undeclared, is named in a :class:`LateImportWarning`.
 
 Only environments listed in :data:`PRELOAD` get a zygote. ``xla``'s imports
 ``torch_xla`` (~5 CPU-s), which reads ``PJRT_DEVICE`` and ``XLA_FLAGS`` (the
@@ -100,10 +101,6 @@ PRELOAD = {
         "harness.threads",
     ),
 }
-#: modules a zygote imports only for a run with a backend that names them in its
-#: ``Backend.preload`` (as :data:`harness.zygote_warm.STEPS`): a run of torch's
-#: eager backend alone need not wait for jax (~1.4 s) or inductor (~5 s)
-OPTIONAL: dict[str, tuple[str, ...]] = {"main": ("jax", "jax.numpy")}
 #: variables the child sets per job: nothing in :data:`PRELOAD` reads them at import
 #: (pytest sets ``PYTEST_CURRENT_TEST`` per test: the gate's jobs share a zygote)
 #: (and the address of the run's torch_xla export zygote, which only some backends' jobs get)
@@ -128,7 +125,7 @@ class LateImportWarning(UserWarning):
     def __init__(self, msg: dict):
         super().__init__(
             f"{msg['job']}: imported {', '.join(msg['late_imports'])} after its backend's startup; name "
-            f"{'them' if len(msg['late_imports']) > 1 else 'it'} in {msg['backend']}.preload, or the import is timed "
+            f"{'them' if len(msg['late_imports']) > 1 else 'it'} in {msg['backend']}.preload (or .warmup), or the import is timed "
             "where the fork server did not preload it"
         )
 
@@ -138,12 +135,26 @@ def enabled() -> bool:
     return os.environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "false", "no", "off")
 
 
+def declared(env_name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(preload, warmup)``: every ``Backend.preload`` module and ``Backend.warmup``
+    step the registered backends of ``env_name`` declare, in the registry's order
+    (a step that imports a module before one that calls a function). A zygote
+    imports a module only for a run with a backend that declares it: a run of
+    torch's eager backend alone need not wait for jax (~1.4 s) or inductor (~5 s)."""
+    from . import registry
+
+    found = [b for b in registry.backends().values() if b.env == env_name]
+    preload = tuple(dict.fromkeys(m for b in found for m in b.preload))
+    steps = list(dict.fromkeys(s for b in found for s in b.warmup))
+    return preload, tuple(sorted(steps, key=lambda s: ":" in s))
+
+
 def selection(env_name: str, wanted: Collection[str] | None = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """``(modules, steps)`` a zygote of ``env_name`` runs for jobs whose backends
-    preload ``wanted`` (their ``Backend.preload`` entries; ``None``: every one):
-    :data:`PRELOAD`, then the entries of :data:`OPTIONAL` and
-    :data:`harness.zygote_warm.STEPS` that are wanted, in their order there."""
-    optional, steps = OPTIONAL.get(env_name, ()), zygote_warm.STEPS.get(env_name, ())
+    want ``wanted`` (their ``Backend.preload`` and ``warmup`` entries; ``None``:
+    every one): :data:`PRELOAD`, then the entries of :func:`declared` that are
+    wanted, in their order there."""
+    optional, steps = declared(env_name)
     if wanted is not None:
         optional, steps = tuple(m for m in optional if m in wanted), tuple(s for s in steps if s in wanted)
     return (*PRELOAD.get(env_name, ()), *optional), steps
@@ -151,11 +162,11 @@ def selection(env_name: str, wanted: Collection[str] | None = None) -> tuple[tup
 
 def catalogue(env_name: str) -> tuple[str, ...]:
     """The modules a zygote of ``env_name`` imports for some runs and not others
-    (:data:`OPTIONAL`, :data:`harness.zygote_warm.STEPS`): a job that imports
-    one after its startup, undeclared in its backend's ``preload``, would have
-    its import time in a timed call where its zygote did not preload it."""
-    steps = zygote_warm.STEPS.get(env_name, ())
-    return tuple(dict.fromkeys([*OPTIONAL.get(env_name, ()), *(s.partition(":")[0] for s in steps)]))
+    (:func:`declared`): a job that imports one after its startup, undeclared by
+    its backend, would have its import time in a timed call where its zygote
+    did not preload it."""
+    optional, steps = declared(env_name)
+    return tuple(dict.fromkeys([*optional, *(s.partition(":")[0] for s in steps)]))
 
 
 def usable(env_name: str, env: dict) -> bool:

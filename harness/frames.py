@@ -171,7 +171,7 @@ def _messages(df: pd.DataFrame, keys: list[str], out: pd.DataFrame) -> list[str]
 def mode_note(backend: str, mode: str) -> str:
     """The label a registered backend gives ``mode`` (``Backend.mode_notes``), if any."""
     b = _registered().get(backend)
-    return getattr(b, "mode_notes", {}).get(mode, "") if b is not None else ""
+    return b.mode_notes.get(mode, "") if b is not None else ""
 
 
 def _registered() -> dict:

@@ -3,8 +3,8 @@
 One timing rule for every backend and mode (the worker times
 ``Backend.startup`` before this loop runs):
 
-- ``prepare_s``: ``backend.prepare(case, mode)``, with the job's compile
-  counters reset just before it;
+- ``prepare_s``: ``backend.prepare(case, mode)``, which makes the job's
+  :class:`~backends.base.Program` (its compile counters start when it is made);
 - the timed region (``latency_s``, ``cached_latency_s``) is ``program(*args)``
   + ``sync``, on ``args`` already in the backend's native form (padded, on
   the device) and up to outputs computed on the device. What a user pays
@@ -41,7 +41,7 @@ import traceback
 from collections.abc import Callable
 
 import cases
-from backends.base import Unsupported, check_bounds
+from backends.base import Program, Unsupported, check_bounds
 
 from . import oracle
 
@@ -63,34 +63,42 @@ def _delta(after: dict, before: dict) -> dict:
 
 
 class _Meter:
-    """Reads a backend's compile counters around each call."""
+    """Reads a program's compile counters around each call."""
 
-    def __init__(self, backend):
-        self.backend = backend
-        self.before = backend.compile_stats()
-        self.work_before = backend.work_stats()
+    def __init__(self, program: Program, since_made: bool = False):
+        self.program = program
+        self.before = program.compile_stats()
+        self.work_before = program.work_stats()
+        if since_made:  # the first span counts from the program's making: shape 0 carries what prepare compiled
+            self.before = {stage: 0 for stage in self.before}
+            self.work_before = {stage: 0 for stage in self.work_before}
+
+    @classmethod
+    def unmade(cls, backend, case, mode) -> dict:
+        """The fields of a job whose ``prepare`` raised: its stages, at 0 (the
+        program that counted what it did was never returned)."""
+        return cls(Program(backend, case, mode)).take()
 
     def take(self) -> dict:
         """Fields for the call(s) since the last ``take``: the cumulative
         counts and times, this span's per-stage delta and the reasons."""
-        b = self.backend
-        stats = b.compile_stats()
+        p = self.program
+        stats = p.compile_stats()
         delta, self.before = _delta(stats, self.before), stats
-        times = b.compile_times() or None
-        breakdown = getattr(b, "call_breakdown", None)
-        work = b.work_stats()
+        times = p.compile_times() or None
+        work = p.work_stats()
         work_delta, self.work_before = _delta(work, self.work_before), work
         return dict(
             work_delta=work_delta or None,
-            work_times=b.work_times() or None,
+            work_times=p.work_times() or None,
             compiles=int(sum(stats.values())),
             compile_stages=stats,
             compile_delta=delta,
             compile_times=times,
             compile_time_s=float(sum(times.values())) if times else None,
-            compile_reasons=b.compile_reasons() or None,
-            guards=b.guards() or None,
-            call_breakdown=breakdown() if callable(breakdown) else None,
+            compile_reasons=p.compile_reasons() or None,
+            guards=p.guards() or None,
+            call_breakdown=p.call_breakdown(),
         )
 
 
@@ -104,19 +112,19 @@ def run(job: dict, backend, emit: Callable[[dict], None]) -> None:
     base = {"case": case.name, "backend": backend.name, "mode": mode}
 
     t0 = time.perf_counter()
-    backend.reset_counters()
-    meter = _Meter(backend)
     try:
         program = backend.prepare(case, mode)
     except Unsupported as e:
-        emit(dict(base, **meter.take(), status="unsupported", ok=None, message=str(e)))
+        emit(dict(base, **_Meter.unmade(backend, case, mode), status="unsupported", ok=None, message=str(e)))
         return
     except MemoryError:
         raise  # the worker reports it as ``oom``: the process may not recover
     except Exception as e:
-        emit(dict(base, **meter.take(), status="error", ok=False, message=f"prepare failed: {_error(e)}"))
+        fields = _Meter.unmade(backend, case, mode)
+        emit(dict(base, **fields, status="error", ok=False, message=f"prepare failed: {_error(e)}"))
         return
     base["prepare_s"] = time.perf_counter() - t0
+    meter = _Meter(program, since_made=True)
 
     tol = case.tol()
     runnable = []
@@ -126,13 +134,13 @@ def run(job: dict, backend, emit: Callable[[dict], None]) -> None:
         shape = dict(base, shape_index=index, sizes=sizes, shapes=[list(a.shape) for a in inputs], novel=True)
         try:
             check_bounds(case, mode, inputs)  # no system sees a size above its bound
-            args, io = _convert(backend, inputs)
+            args, io = _convert(program, inputs)
             t0 = time.perf_counter()
             out = program(*args)
-            backend.sync(out)
+            program.sync(out)
             latency = time.perf_counter() - t0
             t0 = time.perf_counter()
-            got = backend.to_numpy(out)
+            got = program.to_numpy(out)
             io["d2h_s"] = time.perf_counter() - t0
         except Unsupported as e:
             emit(dict(shape, **meter.take(), status="unsupported", ok=None, message=str(e)))
@@ -165,15 +173,15 @@ def run(job: dict, backend, emit: Callable[[dict], None]) -> None:
         verdicts: list = []
 
         def check(out, expected=expected) -> None:  # between samples, outside the timer
-            verdicts.append(oracle.compare(backend.to_numpy(out), expected, case.out_dtype, tol.rtol, tol.atol))
+            verdicts.append(oracle.compare(program.to_numpy(out), expected, case.out_dtype, tol.rtol, tol.atol))
 
         try:
             # converted again: a program made by its first call may take another form than the host
             # arrays that call got (stablehlo_xla's padded executors stage them in convert once they exist)
-            args = backend.convert(inputs)
-            samples, every = _time_cached(program, backend, args, job["warmup"], job["repeats"], check=check)
+            args = program.convert(inputs)
+            samples, every = _time_cached(program, args, job["warmup"], job["repeats"], check=check)
             verdict = next((v for v in verdicts if not v.ok), verdicts[-1])
-            io = _time_io(program, backend, inputs, min(IO_SAMPLES, job["repeats"]))
+            io = _time_io(program, inputs, min(IO_SAMPLES, job["repeats"]))
         except MemoryError:
             raise
         except Exception as e:
@@ -211,18 +219,18 @@ def run(job: dict, backend, emit: Callable[[dict], None]) -> None:
         )
 
 
-def _convert(backend, inputs) -> tuple[list, dict]:
-    """``backend.convert(inputs)`` and its seconds: ``pad_s`` (what the backend
+def _convert(program: Program, inputs) -> tuple[list, dict]:
+    """``program.convert(inputs)`` and its seconds: ``pad_s`` (what the program
     recorded as host padding, ``None`` where it pads nothing) and ``h2d_s`` (the rest)."""
-    backend.take_io()
+    program.take_io()
     t0 = time.perf_counter()
-    args = backend.convert(inputs)
+    args = program.convert(inputs)
     took = time.perf_counter() - t0
-    pad = backend.take_io().get("pad_s")
+    pad = program.take_io().get("pad_s")
     return args, {"pad_s": pad, "h2d_s": took - (pad or 0.0)}
 
 
-def _time_io(program, backend, inputs, n: int, budget_s: float = CACHED_BUDGET_S) -> dict:
+def _time_io(program: Program, inputs, n: int, budget_s: float = CACHED_BUDGET_S) -> dict:
     """Medians of ``pad_s``/``h2d_s``/``d2h_s`` over ``n`` conversions (fewer
     once they took ``budget_s``, at least one), each followed by an untimed,
     synced call whose output ``to_numpy`` copies back (a fresh output each
@@ -230,11 +238,11 @@ def _time_io(program, backend, inputs, n: int, budget_s: float = CACHED_BUDGET_S
     seen: dict[str, list] = {"pad_s": [], "h2d_s": [], "d2h_s": []}
     t_start = time.perf_counter()
     for _ in range(max(n, 1)):
-        args, io = _convert(backend, inputs)
+        args, io = _convert(program, inputs)
         out = program(*args)
-        backend.sync(out)
+        program.sync(out)
         t0 = time.perf_counter()
-        backend.to_numpy(out)
+        program.to_numpy(out)
         io["d2h_s"] = time.perf_counter() - t0
         for k, v in io.items():
             if v is not None:
@@ -252,7 +260,7 @@ def _io_fields(io: dict, call_s: float) -> dict:
 
 
 def _time_cached(
-    program, backend, args, warmup: int, repeats: int, budget_s: float = CACHED_BUDGET_S, check=None
+    program: Program, args, warmup: int, repeats: int, budget_s: float = CACHED_BUDGET_S, check=None
 ) -> tuple[list[float], int]:
     """Per-call seconds, and ``number``: each sample times ``number``
     back-to-back calls, every call synced (so a framework with asynchronous
@@ -264,7 +272,7 @@ def _time_cached(
     single = 1e-7
     for _ in range(max(warmup, 1)):
         t0 = time.perf_counter()
-        backend.sync(program(*args))
+        program.sync(program(*args))
         single = max(time.perf_counter() - t0, 1e-7)
     number = max(1, min(1000, int(1e-3 / single)))
     samples: list[float] = []
@@ -273,7 +281,7 @@ def _time_cached(
         t0 = time.perf_counter()
         for _ in range(number):
             out = program(*args)
-            backend.sync(out)
+            program.sync(out)
         took = time.perf_counter() - t0
         spent += took
         samples.append(took / number)

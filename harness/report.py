@@ -57,7 +57,8 @@ def counters_table(backends) -> str:
     reg = frames._registered()
     lines = ["| backend | stage | source | counts |", "|---|---|---|---|"]
     for name in backends:
-        for stage, c in getattr(reg.get(name), "counters", {}).items():
+        b = reg.get(name)
+        for stage, c in (b.counters if b is not None else {}).items():
             lines.append(f"| {name} | {stage} | {c.source} | {c.event} |")
     if len(lines) == 2:
         return ""

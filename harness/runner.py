@@ -64,7 +64,7 @@ class Combo:
             return "unsupported", reason
         if self.left_out:
             return "skipped", self.left_out
-        opt_in = getattr(self.backend, "opt_in", "")
+        opt_in = self.backend.opt_in
         if opt_in and not self.named:
             return "skipped", f"{self.backend.name} is opt-in ({opt_in}): name it with --backends"
         ok, why = self.backend.available()
@@ -78,7 +78,7 @@ class Combo:
         needs = tuple(getattr(self.case, "libraries", ()))
         if not needs:
             return None
-        for env in (getattr(self.backend, "env", "main") or "main", *getattr(self.backend, "helper_envs", ())):
+        for env in (self.backend.env, *self.backend.helper_envs):
             ok, why = envs.modules_available(env, needs)  # the helper env is where the program is exported
             if not ok:
                 return "skipped", f"case {self.case.name} needs its model libraries: {why}"
@@ -111,7 +111,13 @@ def plan(
     from .profiles import left_out
 
     return [
-        Combo(catalogue[c], all_backends[b], m, named=b in named, left_out=None if whole else left_out(c, b, m, profile))
+        Combo(
+            catalogue[c],
+            all_backends[b],
+            m,
+            named=b in named,
+            left_out=None if whole else left_out(c, all_backends[b], m, profile),
+        )
         for c in case_names
         for b in backend_names
         for m in modes
@@ -159,7 +165,7 @@ class Runner:
         #: fork workers from a zygote that imported the heavy modules once
         #: (:mod:`harness.forkserver`; ``None``: unless ``DYNSHAPE_FORK_SERVER=0``)
         self.fork_server = forkserver.enabled() if fork_server is None else fork_server
-        #: per environment, the ``Backend.preload`` entries its zygote imports:
+        #: per environment, the ``Backend.preload``/``warmup`` entries its zygote runs:
         #: :meth:`run` sets those of its jobs' backends, and the gate passes those of
         #: the jobs it collected; ``None`` (a job run alone): the job's own backend's.
         #: A zygote of this process that preloads more serves the job too
@@ -259,6 +265,8 @@ class Runner:
             "warmup": self.warmup,
             "spec": combo.backend.spec,
             "max_memory": self.max_memory,
+            # the modules the worker warns about when the job imports one after its startup
+            "watch": list(forkserver.catalogue(combo.backend.env)),
         }
         timeout = self.timeout_s or combo.backend.timeout_s
         cache_dir = None if self.warm_cache else tempfile.mkdtemp(prefix="dynshape-cache-")
@@ -290,8 +298,9 @@ class Runner:
             return
         argv = ["-m", "harness.worker", json.dumps(job)]
         forked = None
-        if self.fork_server and getattr(combo.backend, "forkable", True) and forkserver.usable(combo.backend.env, env):
-            wanted = combo.backend.preload if self.zygote_preload is None else self.zygote_preload.get(combo.backend.env, ())
+        if self.fork_server and combo.backend.forkable and forkserver.usable(combo.backend.env, env):
+            own = (*combo.backend.preload, *combo.backend.warmup)
+            wanted = own if self.zygote_preload is None else self.zygote_preload.get(combo.backend.env, ())
             forked = forkserver.start(python, combo.backend.env, argv, env, str(envs.ROOT), wanted)
         proc: forkserver.WorkerProcess
         if forked is not None:
@@ -424,10 +433,10 @@ def _looks_oom(tail) -> bool:
 
 
 def preload_of(combos: Iterable[Combo]) -> dict[str, set[str]]:
-    """Per environment, the ``Backend.preload`` entries of the combos' backends."""
+    """Per environment, the ``Backend.preload`` and ``Backend.warmup`` entries of the combos' backends."""
     out: dict[str, set[str]] = {}
     for c in combos:
-        out.setdefault(c.backend.env, set()).update(c.backend.preload)
+        out.setdefault(c.backend.env, set()).update(c.backend.preload, c.backend.warmup)
     return out
 
 

@@ -12,9 +12,10 @@ call; last ``{"done": true}``, whose absence tells the parent the worker died;
 ``oom`` when an allocation failed under the job's memory limit
 (``max_memory``: what the job may allocate once its backend has started, the
 same whether the worker was spawned or forked, :mod:`harness.limits`);
-``late_imports`` before ``done`` when the job imported a module of
-:func:`harness.forkserver.catalogue` after its startup (one its backend's
-``preload`` does not name: the parent warns).
+``late_imports`` before ``done`` when the job imported a module of the job's
+``watch`` list (:func:`harness.forkserver.catalogue`, which the parent
+computed) after its startup (one its backend's ``preload``/``warmup`` does not
+name: the parent warns).
 """
 
 from __future__ import annotations
@@ -42,14 +43,14 @@ def main(argv=None) -> int:
         proto.write(json.dumps(msg, default=str) + "\n")
         proto.flush()
 
-    from . import forkserver, measure, meta, threads
+    from . import measure, meta, threads
     from .registry import load_spec
 
     send({"hello": True, "versions": meta.versions(), "pid": os.getpid()})
     try:
         backend = load_spec(job["spec"])
         try:
-            for entry in backend.preload:  # no-ops where the fork server imported them
+            for entry in (*backend.preload, *backend.warmup):  # no-ops where the fork server imported them
                 importlib.import_module(entry.partition(":")[0])
             backend.startup()
         except MemoryError:
@@ -61,7 +62,7 @@ def main(argv=None) -> int:
         # spawned one never imports) do not count against the job's limit
         limits.apply(job.get("max_memory"), above=limits.data_bytes())
         send({"ready": {"wall": time.time(), "threads": threads.observed()}})
-        watched = [m for m in forkserver.catalogue(backend.env) if m not in sys.modules]
+        watched = [m for m in job.get("watch", ()) if m not in sys.modules]
         try:
             measure.run(job, backend, lambda rec: send({"record": rec}))
         finally:

@@ -1,10 +1,11 @@
 """The fork server's second stage: preload steps that resolve a per-job variable.
 
+The steps are the backends' own (``Backend.warmup``: ``module`` or
+``module:function``; :func:`harness.forkserver.declared` collects them): e.g.
 ``import torch._dynamo`` resolves the inductor cache directory (its
 ``DynamoCache`` calls ``cache_dir()``, which also writes
 ``TORCHINDUCTOR_CACHE_DIR`` into the environment), and inductor's vector-ISA
-probe (:func:`backends.torch_compile.warm_inductor`) builds into that
-directory. A zygote cannot know a job's directory, so these steps run with
+probe (torch_compile's warm-up function) builds into that directory. A zygote cannot know a job's directory, so these steps run with
 every per-job variable pointing into a scratch directory of the zygote's own
 (as inductor's ``fresh_cache`` isolates a test). Afterwards the zygote removes
 the variables again, clears inductor's in-memory caches keyed on the directory
@@ -36,14 +37,6 @@ import tempfile
 import time
 import warnings
 
-#: per environment: ``module`` (imported) or ``module:function`` (imported, then
-#: called without arguments) run under the scratch directory, in order; a
-#: module missing from the environment is skipped. A zygote runs the steps that
-#: its run's backends name in their ``Backend.preload`` (every one for a job run
-#: alone, as the gate runs them: :func:`harness.forkserver.selection`)
-STEPS: dict[str, tuple[str, ...]] = {
-    "main": ("torch._dynamo", "torch.export", "torch.export._trace", "backends.torch_compile:warm_inductor"),
-}
 #: holders of the scratch path that are never read: the object re-reads the
 #: variable on every use
 REREAD = {
@@ -79,7 +72,9 @@ class Unsafe(Exception):
 
 
 def run(steps, per_job) -> dict:
-    """Run ``steps`` with each of ``per_job`` set to a path in a scratch
+    """Run ``steps`` (``module``: imported; ``module:function``: imported, then
+    called without arguments; in order; a module missing from the environment
+    is skipped) with each of ``per_job`` set to a path in a scratch
     directory; then unset them, clear inductor's caches and check that nothing
     holds the directory. Returns ``steps`` (run), ``missing`` (not importable),
     ``seconds`` and ``scratch`` (the directory, :func:`scratch_dir`); raises :class:`Unsafe` naming the holders, or the step's

@@ -37,12 +37,12 @@ import time
 import numpy as np
 import torch
 
+from engines.torch_export import EXPORT_MIN
+
 from . import passes
 from .ir import Graph
 from .symbolic import var_of
 from .tensor import Unsupported
-
-MIN_DIM = 2  # torch.export specialises sizes 0 and 1
 
 
 def dynamic_shapes(g: Graph, bounded: bool, minima: dict | None = None) -> tuple:
@@ -50,7 +50,7 @@ def dynamic_shapes(g: Graph, bounded: bool, minima: dict | None = None) -> tuple
 
     ``minima``: the least size of a user dim name (the case's ``min``: a conv1d
     over T needs T >= its kernel, and torch.export refuses a Dim whose range
-    starts below what the program allows); at least :data:`MIN_DIM`."""
+    starts below what the program allows); at least :data:`engines.torch_export.EXPORT_MIN`."""
     from torch.export import Dim
 
     made: dict = {}
@@ -65,7 +65,7 @@ def dynamic_shapes(g: Graph, bounded: bool, minima: dict | None = None) -> tuple
                 raise Unsupported(f"lazy_stablehlo: input dim {axis} is the size expression {g.fmt_expr(e)}")
             if name not in made:
                 v = g.vars[name]
-                kwargs = {"min": max(MIN_DIM, (minima or {}).get(v.name, 0))}
+                kwargs = {"min": max(EXPORT_MIN, (minima or {}).get(v.name, 0))}
                 if bounded and v.bound is not None:
                     kwargs["max"] = v.bound
                 made[name] = Dim(g.namer(name), **kwargs)
@@ -108,11 +108,9 @@ def executor(module, on_compile, mode):
     """The program that runs a lowered module: for a bounded module the compile-once
     :class:`BoundedXlaProgram` (one executable for every size up to the bounds, NumPy
     in and out), else :class:`XlaProgram`, one compile per concrete argument shape."""
-    from engines.stablehlo import BoundedXlaProgram, XlaProgram
+    from engines.stablehlo import xla_program
 
-    if mode == "bounded":
-        return BoundedXlaProgram(module, on_compile=on_compile)
-    return XlaProgram(module, on_compile=on_compile)
+    return xla_program(module, mode, on_compile=on_compile)
 
 
 class StablehloCompiler:

@@ -29,6 +29,7 @@ from .execution.executors import (
     execute,
     interpreter_executor,
     xla_executor,
+    xla_program,
     xla_stats,
 )
 from .lowering.builder import LoweringError
@@ -55,5 +56,6 @@ __all__ = [
     "lower",
     "param_arrays",
     "xla_executor",
+    "xla_program",
     "xla_stats",
 ]

@@ -45,6 +45,29 @@ from .xla import (  # noqa: F401
     to_host,
 )
 
+
+def xla_program(
+    module: Module,
+    mode: str,
+    on_compile: Report | None = None,
+    stats: XlaStats | None = None,
+    on_check=None,
+    check=None,
+):
+    """The XLA program that runs ``module`` in ``mode`` (the one place the mode
+    picks it): ``bucketed``, one compile per bucket (:class:`BucketedXlaProgram`,
+    ``check(shapes)`` once per new concrete shape); ``bounded`` on a module whose
+    ``@main`` carries ``#stablehlo.bounds`` (our lowering's), one compile for
+    every size up to them (:class:`BoundedXlaProgram`); else, a module without
+    bounds (jax.export's constraints, torch_xla's dropped bounds) included, one
+    compile per concrete argument shape (:class:`XlaProgram`)."""
+    if mode == "bucketed":
+        return BucketedXlaProgram(module, on_compile=on_compile, stats=stats, check=check, on_check=on_check)
+    if mode == "bounded" and any(bounds is not None for _, _, bounds in module.inputs):
+        return BoundedXlaProgram(module, on_compile=on_compile, stats=stats, on_check=on_check)
+    return XlaProgram(module, on_compile=on_compile, stats=stats)
+
+
 _XLA = XlaExecutor()
 _INTERP = {True: None, False: None}
 
