@@ -28,7 +28,6 @@ import contextlib
 import dataclasses
 import fnmatch
 import importlib
-import importlib.util
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
@@ -125,6 +124,9 @@ class LeftOut:
     case: str
     mode: str
     why: str
+
+    def matches(self, case: str, mode: str) -> bool:
+        return fnmatch.fnmatchcase(case, self.case) and fnmatch.fnmatchcase(mode, self.mode)
 
 
 #: why the quick profile leaves out a model case's job on a backend that compiles the model
@@ -225,13 +227,6 @@ class Backend:
             return f"case {case.name} has no {'/'.join(self.forms)} form (it has {', '.join(case.forms) or 'none'})"
         return None
 
-    def left_out(self, case_name: str, mode: str) -> str | None:
-        """Why the quick profile leaves this backend's job out (its own rules), or ``None``."""
-        for rule in self.quick_leaves_out:
-            if fnmatch.fnmatchcase(case_name, rule.case) and fnmatch.fnmatchcase(mode, rule.mode):
-                return rule.why
-        return None
-
     # -- the harness's process -------------------------------------------
     def job_env(self, env: dict[str, str]) -> dict[str, str]:
         """Variables to add to a job's environment, in the harness's process
@@ -264,24 +259,18 @@ class Program:
     """One job's program (``case`` in ``mode`` on ``backend``), made by
     :meth:`Backend.prepare`; all its state is in the fields ``__init__`` declares.
 
-    Call. ``program(*args)`` runs ``call`` (given, or the subclass's :meth:`run`)
-    on the inputs :meth:`convert` made.
+    Call and timing. ``program(*args)`` runs ``call`` (given, or the subclass's
+    :meth:`run`); the harness times it + ``sync`` on the inputs :meth:`convert`
+    made, the same in every mode. What a user does once per input (host padding,
+    the host → device copy, marking dims dynamic) is ``convert``'s, timed apart
+    (``pad_s``: what it records with ``io_timing("pad_s")``; ``h2d_s``: the
+    rest); ``to_numpy`` (device → host, slicing a padded output back) is ``d2h_s``.
 
-    Timing. The harness times ``program(*args)`` + ``sync`` on the inputs
-    :meth:`convert` made, the same in every mode: everything a user does once
-    per input (host padding, the host → device copy, marking dims dynamic) is
-    ``convert``'s work, timed apart (``pad_s``: the part a program records
-    with ``io_timing("pad_s")``, ``h2d_s``: the rest), and ``to_numpy`` (device
-    → host, slicing a padded output back) is timed as ``d2h_s``.
-
-    Compile counting. A program reports this job's cumulative counts per stage
-    from :meth:`compile_stats`. Counts we make ourselves go through
-    :meth:`count` / :meth:`counting` (which also keep the compile time and
-    the reason); a system's process-wide counter is read in
-    :meth:`system_stats`, baselined when the program is made
-    (:meth:`reset_counters`), so only this job's events count. The harness
-    reads the stats before and after every call, so every count lands on the
-    call that caused it.
+    Compile counting. :meth:`compile_stats` gives this job's cumulative counts
+    per stage: ours through :meth:`count` / :meth:`counting` (with the time and
+    the reason), a system's process-wide counter read in :meth:`system_stats`
+    and baselined when the program is made (:meth:`reset_counters`). The
+    harness reads them around every call: each count lands on its call.
     """
 
     def __init__(self, backend: Backend, case, mode: str, call: Callable[..., Any] | None = None):
@@ -508,11 +497,3 @@ def torch_dims(case, mode: str) -> list[dict[int, Any]]:
             spec[axis] = made[dim.name]
         out.append(spec)
     return out
-
-
-def module_available(name: str) -> bool:
-    """True if ``name`` can be imported in this process, without importing it."""
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        return False

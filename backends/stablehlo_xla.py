@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import BoundsChecked
+from .base import MODEL_COST, BoundsChecked, LeftOut
 from .stablehlo_base import LOWERING, REFINE, XLA, XLA_SCOPE, StablehloTorch, TorchLowered, XlaArrays, xla_executor
 
 
@@ -17,6 +17,14 @@ class StablehloXlaProgram(BoundsChecked, TorchLowered, XlaArrays):
         return xla_executor(self, module)
 
 
+# the quick profile keeps the bounded row (one lowering + one XLA compile for every size)
+# on one model of each kind (GPT-2, BERT, GCN): a bounded XLA compile of a whole model takes 40-75 s here
+_MODEL_BOUNDED = (
+    MODEL_COST + ": the StableHLO bounded row runs on one model of each kind (GPT-2, BERT, GCN); "
+    "a bounded XLA compile of a whole model takes 40-75 s here"
+)
+
+
 class StablehloXla(StablehloTorch):
     name = "stablehlo_xla"
     modes = ("bounded", "unbounded", "bucketed")
@@ -24,3 +32,8 @@ class StablehloXla(StablehloTorch):
     work_counters = {"refine": REFINE}
     compile_scope = "torch.export + our StableHLO lowering, once, in the first call ('lowering'); " + XLA_SCOPE
     program = StablehloXlaProgram
+    quick_leaves_out = (
+        LeftOut("model_[lvrs]*", "bounded", _MODEL_BOUNDED),
+        LeftOut("model_gat", "bounded", _MODEL_BOUNDED),
+        LeftOut("model_*", "unbounded", MODEL_COST + " (an XLA compile per shape, by construction)"),
+    )

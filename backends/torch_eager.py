@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import Backend, BoundsChecked, Program, TorchArrays
+from .base import MODEL_COST, Backend, BoundsChecked, LeftOut, Program, TorchArrays
 
 
 class EagerProgram(BoundsChecked, TorchArrays, Program):
@@ -17,6 +17,7 @@ class TorchEager(Backend):
     requires = ("torch",)
     counters = {}  # no compile stage: nothing to count
     compile_scope = "nothing: eager runs compile nothing"
+    quick_leaves_out = (LeftOut("model_*", "bounded", MODEL_COST + " (eager ignores the bound)"),)
 
     def startup(self):
         import torch  # noqa: F401

@@ -198,10 +198,10 @@ def _timed_leaves_out(backend_name, mode):
     profile's rules that name one backend in one mode (torch_compile's bounded
     row, the unbounded row's dynamo graph with a range on the dim: ~12 s of CPU
     a process, six processes a commit)."""
-    from harness import profiles
+    from harness import registry
 
-    for rule in profiles.QUICK_LEAVES_OUT:
-        if (rule.backend, rule.mode) == (backend_name, mode):
+    for rule in registry.get(backend_name).quick_leaves_out:  # a backend's own rules, not the common ones
+        if rule.case == "*" and rule.mode == mode:
             return f"left out of the timed benchmarks ({rule.why}); its compiles are tracked by suite.Compiles"
     return None
 
@@ -228,9 +228,8 @@ def _prepare(case_name, backend_name, mode):
             "`python -m harness run`"
         )
     backend.startup()  # the worker's untimed start: framework imports
-    backend.reset_counters()
     program = backend.prepare(case, mode)
-    inputs = [backend.convert(case.make_inputs(s, seed=i)) for i, s in enumerate(case.sizes_for("quick"))]
+    inputs = [program.convert(case.make_inputs(s, seed=i)) for i, s in enumerate(case.sizes_for("quick"))]
     return backend, program, inputs, case
 
 
@@ -254,7 +253,7 @@ class Catalogue:
 
     def time_novel_sweep(self, case, backend, mode):
         for args in self.inputs:
-            self.backend.sync(self.program(*args))
+            self.program.sync(self.program(*args))
 
     def teardown(self, case, backend, mode):
         shutil.rmtree(INDUCTOR_DIR, ignore_errors=True)
@@ -279,17 +278,17 @@ class CachedCall:
         if key not in _WARM:
             prepared = _prepare(case, backend, mode)
             for args in prepared[2]:
-                prepared[0].sync(prepared[1](*args))
+                prepared[1].sync(prepared[1](*args))
             # converted again, as harness.measure's cached phase does: a program made by its first
             # call (stablehlo_xla's padded ones) stages its inputs in convert only once it exists
             b, p, _, c = prepared
-            prepared = (b, p, [b.convert(c.make_inputs(s, seed=i)) for i, s in enumerate(c.sizes_for("quick"))], c)
+            prepared = (b, p, [p.convert(c.make_inputs(s, seed=i)) for i, s in enumerate(c.sizes_for("quick"))], c)
             _WARM[key] = prepared
         self.backend, self.program, self.inputs, self.case = _WARM[key]
-        self.backend.sync(self.program(*self.inputs[-1]))  # warm: the timed call repeats this one
+        self.program.sync(self.program(*self.inputs[-1]))  # warm: the timed call repeats this one
 
     def time_cached_call(self, case, backend, mode):
-        self.backend.sync(self.program(*self.inputs[-1]))
+        self.program.sync(self.program(*self.inputs[-1]))
 
     teardown = Catalogue.teardown
 

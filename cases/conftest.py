@@ -58,7 +58,7 @@ def _collected(items) -> list:
 
 @pytest.fixture(scope="session")
 def gate_preload(request):
-    """What the session's zygotes preload: every ``Backend.preload`` entry of the jobs
+    """What the session's zygotes preload: every ``Backend.preload``/``warmup`` entry of the jobs
     it collected, so that one zygote per environment serves all of them (a job run
     alone gets its own backend's, and a later job that wants more another zygote)."""
     from harness import runner

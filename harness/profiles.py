@@ -21,8 +21,6 @@ before changing a backend's static or bucketed path or the torch_xla peers. The 
 
 from __future__ import annotations
 
-import fnmatch
-
 from backends.base import Backend, LeftOut
 
 #: the cases of the two reports that started the project: the whole matrix, always
@@ -47,6 +45,6 @@ def left_out(case: str, backend: Backend, mode: str, profile: str | None) -> str
     if profile != "quick" or case in CORE:
         return None
     for rule in rules(backend):
-        if fnmatch.fnmatchcase(case, rule.case) and fnmatch.fnmatchcase(mode, rule.mode):
+        if rule.matches(case, mode):
             return f"left out of the quick profile ({rule.why}); `harness run --whole-matrix` or the full profile runs it"
     return None

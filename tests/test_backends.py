@@ -1,6 +1,6 @@
 """The built-in backends' compile counters, reasons and mode handling, in
-process, driven the way the harness worker drives them: ``reset_counters``,
-``prepare``, then per call the move of ``compile_stats`` and the drained
+process, driven the way the harness worker drives them: ``prepare`` makes the
+job's program, then per call the move of its ``compile_stats`` and the drained
 ``compile_reasons``."""
 
 import numpy as np
@@ -21,25 +21,24 @@ GNN = "gnn_edge_divide"
 
 def _job(backend, case, mode, sizes):
     """One job as the worker runs it: ``(program, per-call count deltas, per-call reasons)``."""
-    backend.reset_counters()
-    assert backend.compile_stats() == {stage: 0 for stage in backend.counters}
     program = backend.prepare(case, mode)
-    assert backend.compile_reasons() == []
-    before = sum(backend.compile_stats().values())
+    assert program.compile_stats() == {stage: 0 for stage in backend.counters}
+    assert program.compile_reasons() == []
+    before = sum(program.compile_stats().values())
     deltas, reasons = [], []
     for i, s in enumerate(sizes):
         inputs = case.make_inputs(s, seed=i)
-        out = program(*backend.convert(inputs))
-        backend.sync(out)
-        np.testing.assert_allclose(backend.to_numpy(out), case.expected(inputs), rtol=1e-4, atol=1e-5)
-        after = sum(backend.compile_stats().values())
+        out = program(*program.convert(inputs))
+        program.sync(out)
+        np.testing.assert_allclose(program.to_numpy(out), case.expected(inputs), rtol=1e-4, atol=1e-5)
+        after = sum(program.compile_stats().values())
         deltas.append(after - before)
-        reasons.append(backend.compile_reasons())
+        reasons.append(program.compile_reasons())
         before = after
     # one reason per compile, on the call that compiled
     assert [len(r) for r in reasons] == deltas, reasons
     if sum(deltas):
-        assert set(backend.compile_times()) >= set(backend.counters)
+        assert set(program.compile_times()) >= set(backend.counters)
     return program, deltas, reasons
 
 
@@ -155,17 +154,16 @@ def test_torch_compile_graph_breaks_are_named_on_the_compile():
 
     torch._dynamo.reset()
     b = TorchCompile(compiler="eager")
-    b.reset_counters()
     program = b.prepare(types.SimpleNamespace(torch_fn=lambda: f), "static")
     for e, want in ((5, 2), (5, 0)):
         program(torch.ones(e, 3), torch.ones(e))
-        assert b.compile_stats() == {"dynamo_graph": want}
-        reasons = b.compile_reasons()
+        assert program.compile_stats() == {"dynamo_graph": want}
+        reasons = program.compile_reasons()
         assert len(reasons) == want
         if want:
             assert "1 graph break" in reasons[0] and "graph_break()" in reasons[0]
             assert "resume_in_f" in reasons[1] and "graph break" not in reasons[1]
-        b.reset_counters()
+        program.reset_counters()
 
 
 def test_torch_export_static_one_export_per_shape():
@@ -183,8 +181,8 @@ def test_torch_export_bounded_rejects_an_input_beyond_the_bound_clearly():
     x = np.zeros((65, 3, 224, 224), np.float32)
     emb = np.zeros((1, 1, 768), np.float32)
     with pytest.raises(OutOfRange, match=r"input 'x' dim 'b' \(axis 0\) is 65, outside the exported range \[2, 64\]"):
-        program(*b.convert([x, emb]))
-    assert b.compile_stats() == {"export": 1} and b.compile_reasons() == []
+        program(*program.convert([x, emb]))
+    assert program.compile_stats() == {"export": 1} and program.compile_reasons() == []
 
 
 def test_torch_export_module_function_counts_nothing():
@@ -192,10 +190,9 @@ def test_torch_export_module_function_counts_nothing():
 
     from backends import torch_export
 
-    b = TorchExport()
-    b.reset_counters()
+    program = TorchExport().prepare(cases.get(GNN), "static")
     torch_export.export(lambda x: x * 2, [torch.ones(3)], None, "t")  # as backends.stablehlo_base calls it
-    assert b.compile_stats() == {"export": 0}
+    assert program.compile_stats() == {"export": 0}
 
 
 def test_jax_jit_bounded_pads_to_one_executable_and_slices_back():
@@ -206,7 +203,7 @@ def test_jax_jit_bounded_pads_to_one_executable_and_slices_back():
     assert reasons[0][0].startswith("xla: tracing cache miss") and reasons[1:] == [[], []]
     x = np.zeros((65, 3, 224, 224), np.float32)
     with pytest.raises(ValueError, match="dim 'b' = 65 exceeds its bound 64"):
-        program(*b.convert([x, np.zeros((1, 1, 768), np.float32)]))
+        program(*program.convert([x, np.zeros((1, 1, 768), np.float32)]))
 
 
 def test_jax_jit_bounded_is_unsupported_where_padding_is_not_neutral():
@@ -251,16 +248,16 @@ def test_jax_compile_of_a_jax_internal_computation_has_a_reason_too():
 
     b = JaxJit()
     b.startup()
-    b.reset_counters()
+    program = b.prepare(cases.get(GNN), "static")  # counting from here; its own call never made
     jnp.ones(7771) * 3.5  # eager ops: jax compiles its own computations, explaining no miss
-    n = b.compile_stats()["xla"]
+    n = program.compile_stats()["xla"]
     assert n >= 1
     assert (
-        b.compile_reasons()
+        program.compile_reasons()
         == ["xla: no tracing cache miss explained by jax before this compile (a jax-internal computation)"] * n
     )
     jnp.ones(7771) * 3.5  # cached
-    assert b.compile_stats()["xla"] == n and b.compile_reasons() == []
+    assert program.compile_stats()["xla"] == n and program.compile_reasons() == []
 
 
 def test_our_lowering_exports_a_slice_to_half_size_obliviously_where_torch_export_refuses():

@@ -32,7 +32,7 @@ def test_each_bounded_backend_refuses_a_size_above_its_bound(name):
     inputs = case.make_inputs({"e": 2049}, seed=0)
     program = b.prepare(case, "bounded")
     with pytest.raises(Exception) as e:
-        b.sync(program(*b.convert(inputs)))
+        program.sync(program(*program.convert(inputs)))
     msg = str(e.value)
     assert "2049" in msg and "2048" in msg, msg
     assert re.search(r"dim 'e'|dim e\b|e <= 2048", msg), msg
@@ -44,7 +44,7 @@ def test_the_jax_backends_too():
         case = cases.get(CASE)
         program = b.prepare(case, "bounded")
         with pytest.raises(BoundError if name == "jax_export" else ValueError) as e:
-            program(*b.convert(case.make_inputs({"e": 2049}, seed=0)))
+            program(*program.convert(case.make_inputs({"e": 2049}, seed=0)))
         assert "dim 'e'" in str(e.value) and "2049" in str(e.value) and "2048" in str(e.value)
 
 

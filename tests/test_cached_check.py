@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from backends.base import Backend
+from backends.base import Backend, Program
 from harness import measure
 
 
@@ -19,16 +19,18 @@ class WrongOnce(Backend):
     requires = ()
 
     def __init__(self, bad: int):
-        self.bad, self.calls = bad, 0
+        self.bad = bad
 
     def prepare(self, case, mode):
-        def program(*arrays):
-            self.calls += 1
+        calls = [0]
+
+        def call(*arrays):
+            calls[0] += 1
             time.sleep(0.002)
             out = case.expected(arrays).astype(case.out_dtype)
-            return out + 1 if self.calls == self.bad else out
+            return out + 1 if calls[0] == self.bad else out
 
-        return program
+        return Program(self, case, mode, call)
 
 
 def _cached(bad: int) -> list[dict]:

@@ -132,8 +132,7 @@ def test_a_traced_run_or_another_environment_spawns():
 )
 def test_an_unsafe_zygote_is_refused_with_one_warning(module, step, why, fake_backends, monkeypatch, tmp_path):
     monkeypatch.setitem(forkserver.PRELOAD, "main", (module,))
-    monkeypatch.setitem(forkserver.OPTIONAL, "main", ())
-    monkeypatch.setitem(zygote_warm.STEPS, "main", (step,) if step else ())
+    monkeypatch.setattr(forkserver, "declared", lambda env: ((), (step,) if step else ()))
     monkeypatch.setattr(forkserver, "_ZYGOTES", {})
     monkeypatch.setattr(forkserver, "_WARNED", set())
     with warnings.catch_warnings(record=True) as caught:
@@ -327,8 +326,7 @@ def test_close_ends_the_zygote_without_waiting_out_its_timeout(monkeypatch):
     ``recv``: the zygote exits by itself (code 0) rather than being killed at the
     end of ``wait`` (each run waited 10 s at exit while it was not)."""
     monkeypatch.setattr(forkserver, "PRELOAD", {"main": ("json",)})
-    monkeypatch.setattr(forkserver, "OPTIONAL", {})
-    monkeypatch.setattr(zygote_warm, "STEPS", {})
+    monkeypatch.setattr(forkserver, "declared", lambda env: ((), ()))
     base = {k: v for k, v in _env().items() if k not in forkserver.PER_JOB}
     z = forkserver.Zygote(sys.executable, "main", base, str(envs.ROOT))
     assert not z.dead, z.dead

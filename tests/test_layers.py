@@ -10,6 +10,7 @@ deferred import that closes a circle still ties the modules in it together
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -173,3 +174,81 @@ def test_no_module_is_over_500_lines_without_a_reason(module):
     if len(lines) > 500:
         head = "\n".join(lines[:30]).lower()
         assert "over 500 lines" in head, f"{module} has {len(lines)} lines and states no reason at its top"
+
+
+#: the backend modules the harness may import: the interface and the environments
+HARNESS_MAY_IMPORT = ("backends", "backends.base", "backends.envs")
+
+
+def _names_a_backend_module(node: ast.AST) -> str | None:
+    """The backend module ``node`` imports or names as a whole string
+    (``"backends.torch_compile:warm_inductor"``, ``"backends.jax_jit"``), if any."""
+    if isinstance(node, ast.Import):
+        names = [a.name for a in node.names]
+    elif isinstance(node, ast.ImportFrom) and not node.level:
+        names = [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+        names = [n for n in names if n in MODULES] or [node.module or ""]
+    elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+        names = [node.value.partition(":")[0].strip()]
+        if not re.fullmatch(r"backends(\.\w+)+", names[0]):
+            return None
+    else:
+        return None
+    return next((n for n in names if n.split(".")[0] == "backends" and n not in HARNESS_MAY_IMPORT), None)
+
+
+def _harness_naming_backends(sources: dict[str, str]) -> list[str]:
+    bad = []
+    for name, text in sources.items():
+        for node in ast.walk(ast.parse(text)):
+            found = _names_a_backend_module(node)
+            if found:
+                bad.append(f"{name}:{node.lineno} names {found}")  # type: ignore[attr-defined]
+    return bad
+
+
+def test_the_harness_names_no_backend_module():
+    """The harness learns everything about a backend from its descriptor: it imports
+    no backend module but the interface, and names none in a string (a preload,
+    a warm-up step, an entry point)."""
+    sources = {m: p.read_text() for m, p in MODULES.items() if m.split(".")[0] == "harness"}
+    assert _harness_naming_backends(sources) == []
+    # and the check sees each way of naming one
+    for text in (
+        "import backends.jax_jit",
+        "from backends.torch_compile import warm_inductor",
+        "from backends import torch_eager",
+        "STEPS = ('torch._dynamo', 'backends.torch_compile:warm_inductor')",
+    ):
+        assert _harness_naming_backends({"harness.fake": text}) != [], text
+    assert _harness_naming_backends({"harness.fake": "from backends.base import Backend\nimport backends.envs"}) == []
+
+
+def _getattr_self_private(text: str) -> list[int]:
+    """Lines of ``getattr(self, "_...")``: per-job state kept undeclared on an object."""
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("getattr", "hasattr")
+        and len(node.args) >= 2
+        and isinstance(node.args[0], ast.Name)
+        and node.args[0].id == "self"
+        and isinstance(node.args[1], ast.Constant)
+        and str(node.args[1].value).startswith("_")
+    ]
+
+
+def test_backends_keep_no_undeclared_state():
+    """Every backend's state is in fields its ``__init__`` declares (the
+    descriptor's per-worker ones, the program's per-job ones): no
+    ``getattr(self, "_x", default)`` reads in backends/."""
+    bad = {
+        m: lines
+        for m, p in MODULES.items()
+        if m.split(".")[0] == "backends" and (lines := _getattr_self_private(p.read_text()))
+    }
+    assert bad == {}
+    assert "getattr(self" not in "\n".join(p.read_text() for m, p in MODULES.items() if m.split(".")[0] == "backends")
+    assert _getattr_self_private("x = getattr(self, '_job', None)") == [1]

@@ -69,7 +69,7 @@ def test_every_worker_runs_under_the_thread_policy(tmp_path):
     from harness import registry
 
     # a fork server that loaded inductor's config (as a run with torch_compile's jobs does)
-    got = _run(registry.get("torch_eager"), tmp_path, mode="static", preload={"main": set(registry.get("torch_compile").preload)})
+    got = _run(registry.get("torch_eager"), tmp_path, mode="static", preload={"main": set(registry.get("torch_compile").warmup)})
     seen = got[0]["machine"]["worker_threads"]
     assert seen["OMP_NUM_THREADS"] == "1" and seen["OPENBLAS_NUM_THREADS"] == "1"
     assert "--xla_cpu_multi_thread_eigen=false" in seen["XLA_FLAGS"]

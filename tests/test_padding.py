@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import cases
-from backends.base import Backend, BoundError, Unsupported
+from backends.base import Backend, BoundError, Program, Unsupported
 from backends.padding import Padded, PadPlan, host_padding
 from cases.model import Case, Input, bounded, static, unbounded
 from engines.sizes import buckets
@@ -101,13 +101,14 @@ class _Numpy(Backend):
     def prepare(self, case, mode):
         seen = set()
 
-        def program(*arrays):
+        def call(*arrays):
             key = tuple(a.shape for a in arrays)
             if key not in seen:
                 seen.add(key)
-                self.count("compile", reason=f"new shapes {key}")
+                program.count("compile", reason=f"new shapes {key}")
             return case.oracle(*arrays)
 
+        program = Program(self, case, mode, call)
         return program
 
 
@@ -115,15 +116,14 @@ NumpyPadded = host_padding("bucketed")(_Numpy)
 
 
 def _run(b, case, sweep):
-    b.reset_counters()
     program = b.prepare(case, "bucketed")
     deltas, before = [], 0
     for i, s in enumerate(sweep):
         inputs = case.make_inputs(s, seed=i)
-        out = program(*b.convert(inputs))
-        b.sync(out)
-        np.testing.assert_allclose(b.to_numpy(out), case.expected(inputs), rtol=1e-5, atol=1e-5)
-        now = b.compile_stats().get("compile", 0)
+        out = program(*program.convert(inputs))
+        program.sync(out)
+        np.testing.assert_allclose(program.to_numpy(out), case.expected(inputs), rtol=1e-5, atol=1e-5)
+        now = program.compile_stats().get("compile", 0)
         deltas.append(now - before)
         before = now
     return deltas
@@ -134,7 +134,8 @@ def test_the_static_program_runs_once_per_bucket_and_slices_expressions_back():
     assert NumpyPadded.__name__ == "_Numpy" and b.modes == ("static", "bucketed") and b.host_padded == ("bucketed",)
     twin = _with(DOUBLE, {"b": 3}, {"b": 16}, {"b": 17}, {"b": 5})
     assert _run(b, twin, twin.sweep) == [1, 0, 1, 0]  # 3, 16 -> 16; 17 -> 32; 5 -> 16
-    out = b.prepare(twin, "bucketed")(*b.convert(twin.make_inputs({"b": 3}, seed=0)))
+    program = b.prepare(twin, "bucketed")
+    out = program(*program.convert(twin.make_inputs({"b": 3}, seed=0)))
     assert isinstance(out, Padded) and out.value.shape == (32, 2) and out.shape == (6, 2)
     sweep = [{"n": 15, "e": 3}, {"n": 16, "e": 3}, {"n": 5, "e": 39}, {"n": 9, "e": 40}]
     assert _run(b, SCATTER, sweep) == [1, 1, 1, 0]  # n 16 needs the dummy's slot: bucket 32
@@ -155,7 +156,8 @@ def test_an_output_of_another_shape_is_refused_naming_the_case():
         match=r"double_pad: the program's output on inputs padded to \{'b': 16\} has "
         r"shape \(32, 2\), but out_shape \('b', 'k'\) says \(16, 2\)",
     ):
-        b.prepare(bad, "bucketed")(*b.convert(bad.make_inputs({"b": 3}, seed=0)))
+        program = b.prepare(bad, "bucketed")
+        program(*program.convert(bad.make_inputs({"b": 3}, seed=0)))
 
 
 def test_a_case_that_cannot_pad_neutrally_is_unsupported_with_its_reason():
@@ -229,15 +231,14 @@ def test_jax_jit_pads_a_dummy_index_once_per_bucket():
     case = dataclasses.replace(SCATTER, jax_fn=_scatter_jax)
     b = JaxJit()
     b.startup()
-    b.reset_counters()
     program = b.prepare(case, "bucketed")
     deltas, before = [], 0
     for i, s in enumerate([{"n": 15, "e": 30}, {"n": 16, "e": 31}, {"n": 9, "e": 17}, {"n": 9, "e": 12}]):
         inputs = case.make_inputs(s, seed=i)
-        out = program(*b.convert(inputs))
-        b.sync(out)
-        np.testing.assert_allclose(b.to_numpy(out), case.expected(inputs), rtol=1e-5, atol=1e-5)
-        now = sum(b.compile_stats().values())
+        out = program(*program.convert(inputs))
+        program.sync(out)
+        np.testing.assert_allclose(program.to_numpy(out), case.expected(inputs), rtol=1e-5, atol=1e-5)
+        now = sum(program.compile_stats().values())
         deltas.append(now - before)
         before = now
     assert deltas == [1, 1, 0, 1]  # buckets (n, e): (16, 32), (32, 32), (16, 32) again, (16, 16)

@@ -1,5 +1,6 @@
 """What a run's fork server imports (harness.forkserver.selection): the modules
-and warm-up steps its backends name in ``Backend.preload``, so a run of torch's
+and warm-up steps its backends declare (``Backend.preload``, ``Backend.warmup``,
+read off the descriptors: the harness names none), so a run of torch's
 eager backend alone does not wait for jax and inductor; a job that imports such
 a module after its startup without naming it is warned about, since its import
 would then be timed wherever the zygote did not preload it."""
@@ -13,16 +14,21 @@ import pytest
 
 import cases
 from backends import envs
+from backends.base import Backend
 from cases import libs
-from harness import expectations, forkserver, job_env, registry, runner, zygote_warm
+from harness import expectations, forkserver, job_env, registry, runner
 
 CASE = "gnn_edge_divide"
 
 
 def test_selection_keeps_the_catalogue_order_and_takes_only_what_is_wanted():
+    assert forkserver.declared("main") == (
+        ("jax", "jax.numpy"),
+        ("torch._dynamo", "torch.export._trace", "backends.torch_compile:warm_inductor"),
+    )
     full_modules, full_steps = forkserver.selection("main")
-    assert full_modules == (*forkserver.PRELOAD["main"], *forkserver.OPTIONAL["main"])
-    assert full_steps == zygote_warm.STEPS["main"]
+    assert full_modules == (*forkserver.PRELOAD["main"], *forkserver.declared("main")[0])
+    assert full_steps == forkserver.declared("main")[1]
     wanted = {"backends.torch_compile:warm_inductor", "jax.numpy", "torch._dynamo"}
     assert forkserver.selection("main", wanted) == (
         (*forkserver.PRELOAD["main"], "jax.numpy"),
@@ -33,25 +39,33 @@ def test_selection_keeps_the_catalogue_order_and_takes_only_what_is_wanted():
         "jax",
         "jax.numpy",
         "torch._dynamo",
-        "torch.export",
         "torch.export._trace",
         "backends.torch_compile",
     )
 
 
-@pytest.mark.parametrize(
-    "backend", [b for b in registry.backends().values() if not isinstance(b, registry.Broken)], ids=lambda b: b.name
-)
-def test_every_backend_preloads_only_entries_its_zygote_knows(backend):
-    """A name outside the catalogue would be imported by the worker but never by a zygote."""
-    known = {*forkserver.OPTIONAL.get(backend.env, ()), *zygote_warm.STEPS.get(backend.env, ())}
-    assert set(backend.preload) <= known, f"{backend.name}.preload: {sorted(set(backend.preload) - known)} unknown"
+def test_what_a_registered_backend_declares_is_its_zygotes_to_run(monkeypatch):
+    """A backend the harness has never heard of (an out-of-tree one) gets its
+    preloads and warm-up steps run by its environment's zygote, steps that import
+    a module before those that call a function."""
+
+    class Newcomer(Backend):
+        name = "newcomer"
+        preload = ("csv", "jax")
+        warmup = ("newcomer_pkg:warm", "torch._dynamo", "decimal")
+
+    found = dict(registry.backends(), newcomer=Newcomer())
+    monkeypatch.setattr(registry, "backends", lambda: found)
+    preload, steps = forkserver.declared("main")
+    assert preload[-1] == "csv" and preload.count("jax") == 1
+    assert steps[-2:] == ("backends.torch_compile:warm_inductor", "newcomer_pkg:warm") and "decimal" in steps
+    assert {"csv", "decimal", "newcomer_pkg"} <= set(forkserver.catalogue("main"))
+    assert forkserver.declared("xla") == ((), ())
 
 
 def test_a_zygote_that_preloads_more_serves_a_job_that_wants_less_and_replaces_one_that_preloads_less(monkeypatch):
     monkeypatch.setattr(forkserver, "PRELOAD", {"main": ("json",)})
-    monkeypatch.setattr(forkserver, "OPTIONAL", {"main": ("csv",)})
-    monkeypatch.setattr(zygote_warm, "STEPS", {})
+    monkeypatch.setattr(forkserver, "declared", lambda env: (("csv",), ()))
     monkeypatch.setattr(forkserver, "_ZYGOTES", {})
     env = dict(os.environ, **envs.env_vars("main"), OMP_NUM_THREADS="1")
 
@@ -144,7 +158,7 @@ def test_an_undeclared_import_after_startup_is_named_and_a_declared_one_is_not(f
     assert {r["status"] for r in records} == {"pass"}
     assert late == [
         f"{CASE}[late_importer-static]: imported torch._dynamo, torch.export._trace after its backend's startup; name them in "
-        "LateImporter.preload, or the import is timed where the fork server did not preload it"
+        "LateImporter.preload (or .warmup), or the import is timed where the fork server did not preload it"
     ]
 
 
@@ -162,7 +176,7 @@ def test_every_backend_names_what_its_jobs_import_after_startup(tmp_path, monkey
     lean: list = []
     warmed: list = []
     for b in registry.backends().values():
-        if b.env != "main" or getattr(b, "opt_in", "") or isinstance(b, registry.Broken):
+        if b.env != "main" or b.opt_in or isinstance(b, registry.Broken):
             continue
         # a mode the gate expects to pass: a job that fails early imports less than its passing ones
         runs = [m for m in b.modes if runner.Combo(cases.get(CASE), b, m).skip_reason() is None]
@@ -170,11 +184,11 @@ def test_every_backend_names_what_its_jobs_import_after_startup(tmp_path, monkey
         if not passing:  # torch_xla_stablehlo (the report's bug); its _canon sibling shares the adapter
             continue
         mode = passing[0]
-        (warmed if any(":" in e for e in b.preload) else lean).append(runner.Combo(cases.get(CASE), b, mode))
+        (warmed if any(":" in e for e in b.warmup) else lean).append(runner.Combo(cases.get(CASE), b, mode))
     assert {c.backend.name for c in warmed} == {"torch_compile"}  # the only step with a function today
     records, late = _run(lean, tmp_path / "lean", {"main": set()}, monkeypatch)
     for c in warmed:
-        more, more_late = _run([c], tmp_path / c.backend.name, {"main": set(c.backend.preload)}, monkeypatch)
+        more, more_late = _run([c], tmp_path / c.backend.name, {"main": {*c.backend.preload, *c.backend.warmup}}, monkeypatch)
         records, late = records + more, late + more_late
     assert late == []
     for c in lean + warmed:

@@ -5,7 +5,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 
 from backends import envs
 from harness import registry
@@ -40,26 +39,52 @@ def test_every_entry_point_in_pyproject_loads_as_its_backend():
     assert not broken
 
 
+#: the out-of-tree backend of docs/extending.md: one module (a descriptor and its program)
+ACME = """
+from backends.base import Backend, Counter, Program, TorchArrays
+
+
+class AcmeProgram(TorchArrays, Program):
+    def __init__(self, backend, case, mode):
+        super().__init__(backend, case, mode)
+        self.fn = case.torch_fn()
+        self.seen: set[tuple] = set()  # per-job state, declared
+
+    def run(self, *args):
+        shapes = tuple(tuple(a.shape) for a in args)
+        if shapes not in self.seen:  # our own cache: count its misses
+            self.seen.add(shapes)
+            self.count("acme", reason=f"new input shapes {shapes}")
+        return self.fn(*args)
+
+
+class Acme(Backend):
+    name = "acme"
+    forms = ("torch",)
+    modes = ("static", "unbounded")
+    requires = ("torch",)
+    counters = {"acme": Counter("ours", "new input shapes seen by the program")}
+
+    def prepare(self, case, mode):
+        return AcmeProgram(self, case, mode)
+"""
+
+
+def test_the_documented_backend_is_the_one_installed_here():
+    """docs/extending.md shows exactly the module this file installs."""
+    doc = (envs.ROOT / "docs" / "extending.md").read_text()
+    assert ACME.strip() in doc
+    assert 'acme = "my_package.acme:Acme"' in doc
+
+
 def _third_party(tmp_path):
-    """An installed-looking distribution with one backend: a module and its dist-info."""
-    (tmp_path / "acme_backend.py").write_text(
-        textwrap.dedent("""
-        from backends.base import Backend, TorchArrays
-
-        class AcmeEager(TorchArrays, Backend):
-            name = "acme"
-            forms = ("torch",)
-            modes = ("static", "unbounded")
-            requires = ("torch",)
-
-            def prepare(self, case, mode):
-                return case.torch_fn()
-    """)
-    )
+    """An installed-looking distribution with one backend: one module and its dist-info
+    (the entry point), on ``PYTHONPATH``, nothing else."""
+    (tmp_path / "acme_backend.py").write_text(ACME)
     info = tmp_path / "acme_backend-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-backend\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[dynshape.backends]\nacme = acme_backend:AcmeEager\n")
+    (info / "entry_points.txt").write_text("[dynshape.backends]\nacme = acme_backend:Acme\n")
     env = dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}{envs.ROOT}")
     return env
 
@@ -79,7 +104,7 @@ def test_out_of_tree_backend_is_listed(tmp_path):
         "available": True,
         "reason": "",
         "mode_notes": {},
-        "counters": {},
+        "counters": {"acme": {"source": "ours", "event": "new input shapes seen by the program"}},
     }
     assert set(listed) >= BUILTIN
 
@@ -120,7 +145,15 @@ def test_out_of_tree_backend_runs_a_job(tmp_path):
         text=True,
         timeout=300,
     )
-    assert "| gnn_edge_divide | acme | unbounded | pass | no rule | 3 | 0 |" in report.stdout, report.stdout + report.stderr
+    assert "| gnn_edge_divide | acme | unbounded | pass | no rule | 3 | 3 |" in report.stdout, report.stdout + report.stderr
+    # its program's own count, per call: one compile on each of the three novel shapes, none cached
+    (path,) = (tmp_path / "res").glob("*.jsonl")
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    novel = [r for r in records if r.get("novel")]
+    assert [r["compile_delta"] for r in novel] == [{"acme": 1}] * 3 and novel[-1]["compiles"] == 3
+    assert all(r["compile_delta"] == {"acme": 0} for r in records if r.get("novel") is False)
+    first = tuple(tuple(s) for s in novel[0]["shapes"])
+    assert novel[0]["compile_reasons"] == [f"acme: new input shapes {first}"]
     # it ran and matched the oracle, but no rule of cases/expectations.toml names it: `run` says so (exit 1)
     assert out.returncode == 1 and "gnn_edge_divide[acme-unbounded]: norule: no rule" in out.stderr, out.stderr
 

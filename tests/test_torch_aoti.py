@@ -49,6 +49,6 @@ def test_one_aot_compile_serves_the_bounded_range(tmp_path):
 
     b, case = TorchAoti(), cases.get("gnn_edge_divide")
     b.startup()
-    b.prepare(case, "bounded")
+    program = b.prepare(case, "bounded")
     with pytest.raises(BoundError, match=r"dim 'e' \(axis 0\) is 2049, above its bound 2048"):
-        b.convert(case.make_inputs({"e": 2049}, seed=0))
+        program.convert(case.make_inputs({"e": 2049}, seed=0))

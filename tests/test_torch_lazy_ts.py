@@ -20,23 +20,22 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _job(backend, case, mode, sizes):
-    """``(count deltas, cache-hit deltas, reasons)`` per call, every output checked."""
+    """``(count deltas, cache-hit deltas, reasons)`` per call, every output checked, and the program."""
     backend.startup()
-    backend.reset_counters()
     program = backend.prepare(case, mode)
     deltas, hits, reasons = [], [], []
     before, hits_before = 0, 0
     for i, s in enumerate(sizes):
         inputs = case.make_inputs(s, seed=i)
-        out = program(*backend.convert(inputs))
-        backend.sync(out)
-        np.testing.assert_allclose(backend.to_numpy(out), case.expected(inputs), rtol=1e-4, atol=1e-5)
-        n, h = sum(backend.compile_stats().values()), backend.cache_hits()
+        out = program(*program.convert(inputs))
+        program.sync(out)
+        np.testing.assert_allclose(program.to_numpy(out), case.expected(inputs), rtol=1e-4, atol=1e-5)
+        n, h = sum(program.compile_stats().values()), program.cache_hits()
         deltas.append(n - before)
         hits.append(h - hits_before)
-        reasons.append(backend.compile_reasons())
+        reasons.append(program.compile_reasons())
         before, hits_before = n, h
-    return deltas, hits, reasons
+    return deltas, hits, reasons, program
 
 
 def test_static_compiles_per_shape_and_refuses_a_symbolic_job_in_the_same_process():
@@ -44,14 +43,14 @@ def test_static_compiles_per_shape_and_refuses_a_symbolic_job_in_the_same_proces
 
     b = T.TorchLazyTs()
     assert b.counters == {"ts": Counter("system", b.counters["ts"].event)}
-    deltas, hits, reasons = _job(b, cases.get("gnn_edge_divide"), "static", [{"e": e} for e in (31, 32, 31)])
+    deltas, hits, reasons, program = _job(b, cases.get("gnn_edge_divide"), "static", [{"e": e} for e in (31, 32, 31)])
     assert deltas == [1, 1, 0] and hits == [0, 0, 1]
     assert reasons == [
         ["ts: no cached graph for input shapes ((31, 8), (31,)) (UncachedCompile +1)"],
         ["ts: no cached graph for input shapes ((32, 8), (32,)) (UncachedCompile +1)"],
         [],
     ]
-    assert b.transfer_compiles() == 0
+    assert program.transfer_compiles() == 0
     with pytest.raises(RuntimeError, match=r"unbounded mode needs a fresh process.*LTC_ENABLE_DYNAMIC_SHAPES"):
         b.prepare(cases.get("gnn_edge_divide"), "unbounded")
 
@@ -65,7 +64,7 @@ from tests.test_torch_lazy_ts import _job
 out = {{}}
 for name, sizes in [("gnn_edge_divide", [{{"e": 41}}, {{"e": 42}}, {{"e": 43}}]),
                     ("expand_over_batch", [{{"b": 2}}, {{"b": 3}}, {{"b": 2}}])]:
-    deltas, hits, _ = _job(TorchLazyTs(), cases.get(name), "unbounded", sizes)
+    deltas, hits, _, _ = _job(TorchLazyTs(), cases.get(name), "unbounded", sizes)
     out[name] = [deltas, hits]
 print(json.dumps(out))
 """
@@ -91,16 +90,15 @@ def test_a_model_case_runs_with_its_weights_moved_to_the_lazy_device():
 
     b = T.TorchLazyTs()
     b.startup()
-    b.reset_counters()
     case = cases.get("model_resnet18")
     program = b.prepare(case, "static")
     for i, sizes in enumerate([{"b": 2}, {"b": 2}]):
         inputs = case.make_inputs(sizes, seed=i)
-        out = program(*b.convert(inputs))
-        b.sync(out)
+        out = program(*program.convert(inputs))
+        program.sync(out)
         tol = case.tol()
-        np.testing.assert_allclose(b.to_numpy(out), case.expected(inputs), rtol=tol.rtol, atol=tol.atol)
-        assert sum(b.compile_stats().values()) == 1  # the program's one graph; the move is not in it
+        np.testing.assert_allclose(program.to_numpy(out), case.expected(inputs), rtol=tol.rtol, atol=tol.atol)
+        assert sum(program.compile_stats().values()) == 1  # the program's one graph; the move is not in it
     with pytest.raises(RuntimeError, match="Input tensor is not a lazy tensor"):
         cpu_weights = case.torch_fn()
-        cpu_weights(*b.convert(case.make_inputs({"b": 2}, seed=0)))
+        cpu_weights(*program.convert(case.make_inputs({"b": 2}, seed=0)))

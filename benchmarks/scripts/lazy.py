@@ -65,10 +65,9 @@ def _case_inputs(case_name):
 
 def _backend_step(backend, case, arrays, mode):
     backend.startup()
-    backend.reset_counters()
     program = backend.prepare(case, mode)
-    args = backend.convert(arrays)
-    sync = backend.sync
+    args = program.convert(arrays)
+    sync = program.sync
 
     def step(*a):
         out = program(*a)

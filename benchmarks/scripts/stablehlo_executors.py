@@ -61,27 +61,28 @@ def _one_thread(argv, module: str = MODULE) -> None:
     os.execv(sys.executable, [sys.executable, "-m", module, *argv])
 
 
-def harness_call(backend, case, mode, arrays):
+def harness_call(backend, case, mode, arrays, programs=None):
     """``(call, e2e)`` running the backend's program as the harness does
     (started, prepared, warmed up on ``arrays``' shape, converted again as the
     cached phase does): ``call()`` is the timed region, ``e2e()`` convert +
-    call + ``to_numpy``."""
+    call + ``to_numpy``. ``programs`` (a list) gets the program."""
     backend.startup()
-    backend.reset_counters()
     program = backend.prepare(case, mode)
+    if programs is not None:
+        programs.append(program)
     for _ in range(2):  # the second convert sees the program the first call made (stablehlo_xla)
-        args = backend.convert(arrays)
+        args = program.convert(arrays)
         out = program(*args)
-        backend.sync(out)
-        np.testing.assert_allclose(backend.to_numpy(out), case.expected(arrays), rtol=1e-6, err_msg=backend.name)
+        program.sync(out)
+        np.testing.assert_allclose(program.to_numpy(out), case.expected(arrays), rtol=1e-6, err_msg=backend.name)
 
     def call():
-        backend.sync(program(*args))
+        program.sync(program(*args))
 
     def e2e():
-        out = program(*backend.convert(arrays))
-        backend.sync(out)
-        backend.to_numpy(out)
+        out = program(*program.convert(arrays))
+        program.sync(out)
+        program.to_numpy(out)
 
     return call, e2e
 
@@ -132,8 +133,9 @@ def measure(a) -> dict:
     case = cases.get(a.case)
     arrays = case.make_inputs({"e": a.e}, seed=0)
     jx, jj, sx, si = JaxExport(), JaxJit(), StablehloXla(), StablehloInterp()
-    export_call = harness_call(jx, case, a.mode, arrays)  # first: jax.jit(exported.call) needs its module
-    calls = jax_calls(case, arrays, jx.exported)
+    made: list = []
+    export_call = harness_call(jx, case, a.mode, arrays, made)  # first: jax.jit(exported.call) needs its module
+    calls = jax_calls(case, arrays, made[0].exported)
     jit_mode = a.mode if a.mode in JaxJit.modes else "static"
     calls["jax_jit"] = harness_call(jj, case, jit_mode, arrays)
     calls["jax_export"] = export_call

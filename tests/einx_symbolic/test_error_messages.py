@@ -162,7 +162,7 @@ def test_both_einx_backends_quote_a_bad_case_description(backend):
     b = registry.backends()[backend]
     b.startup()
     program = b.prepare(bad, "unbounded")
-    inputs = b.convert(case.make_inputs(case.sizes_for("quick")[0], seed=0))
+    inputs = program.convert(case.make_inputs(case.sizes_for("quick")[0], seed=0))
     with pytest.raises(einx.errors.SyntaxError) as e:
         program(*inputs)
     assert str(e.value).startswith(

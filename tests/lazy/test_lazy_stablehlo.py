@@ -61,27 +61,26 @@ def test_size_arithmetic_is_the_same_expression_at_both_ends():
 
 def _job(backend, case, mode, sizes):
     backend.startup()
-    backend.reset_counters()
     program = backend.prepare(case, mode)
     steps = []
     for i, s in enumerate(sizes):
         arrays = case.make_inputs(s, seed=i)
-        out = program(*backend.convert(arrays))
-        np.testing.assert_allclose(backend.to_numpy(out), case.expected(arrays), rtol=1e-5, atol=1e-6)
-        steps.append((dict(backend.compile_stats()), backend.compile_reasons()))
-    return steps
+        out = program(*program.convert(arrays))
+        np.testing.assert_allclose(program.to_numpy(out), case.expected(arrays), rtol=1e-5, atol=1e-6)
+        steps.append((dict(program.compile_stats()), program.compile_reasons()))
+    return steps, program
 
 
 def test_bounded_traces_lowers_and_compiles_once():
     backend = LazyStablehlo()
-    steps = _job(backend, cases.get("gnn_edge_divide"), "bounded", [{"e": e} for e in (20, 21, 20, 0)])
+    steps, program = _job(backend, cases.get("gnn_edge_divide"), "bounded", [{"e": e} for e in (20, 21, 20, 0)])
     assert [s for s, _ in steps] == [{"trace": 1, "lowering": 1, "xla": 1}] * 4  # the bounded executor: one XLA compile
     first = steps[0][1]
     assert first[0] == "lowering: torch.export + StableHLO lowering of lazy graph #0 at input shapes (20, 8), (20,)"
     assert first[1] == "trace: first call: empty graph cache" and first[2].startswith("xla: bounded entry of")
     assert all(reasons == [] for _, reasons in steps[1:])
-    assert set(backend.compile_times()) == {"trace", "lowering", "xla"}
-    (text,) = backend.compiler.modules  # bounded: the case's maximum is in the module's types
+    assert set(program.compile_times()) == {"trace", "lowering", "xla"}
+    (text,) = program.fn.ctx.compiler.modules  # bounded: the case's maximum is in the module's types
     bound = cases.get("gnn_edge_divide").dims[0].max
     assert f"tensor<?x8xf32, #stablehlo.bounds<{bound}, ?>>" in text
 
@@ -105,9 +104,9 @@ def test_the_backend_reports_an_unsupported_op_as_unsupported():
     backend = LazyStablehlo()
     backend.startup()
     program = backend.prepare(case, "unbounded")
-    backend._fn.fn = lambda d, c: d + torch.rand_like(d)
+    program.fn.fn = lambda d, c: d + torch.rand_like(d)
     with pytest.raises(Unsupported, match="rand_like"):
-        program(*backend.convert(case.make_inputs({"e": 4}, seed=0)))
+        program(*program.convert(case.make_inputs({"e": 4}, seed=0)))
 
 
 @pytest.mark.parametrize("mode, xla", [("bounded", [2, 0, 0, 0]), ("unbounded", [2, 2, 2, 2])])
@@ -161,7 +160,7 @@ def test_a_first_shape_with_sizes_0_and_1_does_not_fix_the_export(backend_cls):
     """Our exporters export from a sample with every dynamic dim >= 2 (torch.export
     would specialise E = 0, or refuse it): a sweep starting at E = 0, then 1, lowers
     once and (bounded) compiles once."""
-    steps = _job(
+    steps, _ = _job(
         backend_cls(), cases.get("gnn_zero_edges"), "bounded", [{"n": 64, "e": 0}, {"n": 70, "e": 1}, {"n": 80, "e": 300}]
     )
     assert [s["lowering"] for s, _ in steps] == [1, 1, 1] and steps[-1][0]["xla"] == 1, steps

@@ -28,15 +28,14 @@ SWEEP = [10, 11, 10, 12, 11]  # e: new, new, seen, new, seen
 
 def started(backend, case=CASE, mode="bounded"):
     backend.startup()
-    backend.reset_counters()
     return backend.prepare(case, mode)
 
 
 def call(backend, program, arrays):
     """One harness call; the output as NumPy."""
-    out = program(*backend.convert(arrays))
-    backend.sync(out)
-    return out, backend.to_numpy(out)
+    out = program(*program.convert(arrays))
+    program.sync(out)
+    return out, program.to_numpy(out)
 
 
 def shapes_reason(stage, e, label):
@@ -79,15 +78,15 @@ def test_xla_compiles_once_per_new_shape(cls, mode, first, label, counted):
         out, got = call(backend, program, arrays)
         assert isinstance(out, jax.Array)  # device buffers: the host copy is to_numpy's, untimed
         np.testing.assert_allclose(got, CASE.expected(arrays), rtol=1e-6)
-        reasons = [r for r in backend.compile_reasons() if r.startswith("xla:")]
+        reasons = [r for r in program.compile_reasons() if r.startswith("xla:")]
         if e in seen:
             assert reasons == []
         else:
             assert len(reasons) == 1 and shapes_reason("xla", e, label).fullmatch(reasons[0]), reasons
         seen.add(e)
-        assert backend.compile_stats() == {first: 1, "xla": len(seen)}
+        assert program.compile_stats() == {first: 1, "xla": len(seen)}
     # the timed stages: the counted ones, and refinement inside an XLA compile (time only)
-    assert {first, "xla"} <= set(backend.compile_times()) <= {first, "xla", "xla_refine"}
+    assert {first, "xla"} <= set(program.compile_times()) <= {first, "xla", "xla_refine"}
     # the module text: signature parsed and hashed once; refined once per new shape
     assert counted == {"signature": 1, "digest": 1, "refine": len(seen)}
 
@@ -103,7 +102,7 @@ def test_bounded_compiles_once_for_every_size(counted):
     program = started(backend)
     for i, e in enumerate(SWEEP + [2048, 2]):
         arrays = CASE.make_inputs({"e": e}, seed=i)
-        converted = backend.convert(arrays)
+        converted = program.convert(arrays)
         if i == 0:
             assert all(isinstance(a, np.ndarray) for a in converted)
         else:
@@ -111,13 +110,13 @@ def test_bounded_compiles_once_for_every_size(counted):
         out, got = call(backend, program, arrays)
         assert isinstance(out, PaddedResults) and got.shape == (e, 8)
         np.testing.assert_allclose(got, CASE.expected(arrays), rtol=1e-6)
-        reasons = [r for r in backend.compile_reasons() if r.startswith("xla:")]
+        reasons = [r for r in program.compile_reasons() if r.startswith("xla:")]
         if i == 0:
             assert len(reasons) == 1 and reasons[0].startswith("xla: bounded entry of gnn_edge_divide (bounded) ["), reasons
             assert "argument bounds (2048, 8), (2048,)" in reasons[0]
         else:
             assert reasons == []
-        assert backend.compile_stats() == {"lowering": 1, "xla": 1}
+        assert program.compile_stats() == {"lowering": 1, "xla": 1}
     assert counted == {"signature": 1, "digest": 1, "refine": 0}
     assert backend._program.how == "bounded"
 
@@ -132,14 +131,14 @@ def test_bound_checked_on_new_shape_names_input_and_dim():
         program(*[jax.numpy.asarray(a) for a in CASE.make_inputs({"e": 11}, seed=0)])  # not converted
     big = CASE.make_inputs({"e": 2049}, seed=0)
     with pytest.raises(BoundError, match=r"gnn_edge_divide: input 'd' dim 'e' \(axis 0\) is 2049, above its bound 2048"):
-        backend.convert(big)  # the backend names the case's dim before the program runs
+        program.convert(big)  # the backend names the case's dim before the program runs
     with pytest.raises(
         ExecutionError,
         match=r"gnn_edge_divide \(bounded\) \[\w+\]: argument 0 \(d\): "
         r"dim 0 is 2049, above its bound 2048",
     ):
         program(*big)  # and the program refuses it by itself
-    assert backend.compile_stats() == {"lowering": 1, "xla": 1}
+    assert program.compile_stats() == {"lowering": 1, "xla": 1}
 
 
 @pytest.mark.parametrize("cls,index_dtype,compiles", [(StablehloXla, np.int64, 1), (JaxExport, np.int32, 2)])
@@ -151,12 +150,12 @@ def test_int64_inputs_keep_their_semantics(cls, index_dtype, compiles):
     program = started(backend, case)
     for i, sizes in enumerate(case.sizes_for("quick")[:2]):
         arrays = case.make_inputs(sizes, seed=i)
-        converted = backend.convert(arrays)
+        converted = program.convert(arrays)
         host = converted[0].host if len(converted) == 1 and hasattr(converted[0], "host") else converted
         assert [a.dtype for a in host] == [np.float32, index_dtype, index_dtype, np.float32]
         _, got = call(backend, program, arrays)
         np.testing.assert_allclose(got, case.expected(arrays), rtol=1e-4, atol=1e-4)
-    assert backend.compile_stats()["xla"] == compiles  # stablehlo_xla bounded: once for every size
+    assert program.compile_stats()["xla"] == compiles  # stablehlo_xla bounded: once for every size
 
 
 def test_interpreter_worker_starts_in_startup_parses_once_per_shape(monkeypatch, counted):
@@ -174,7 +173,7 @@ def test_interpreter_worker_starts_in_startup_parses_once_per_shape(monkeypatch,
             arrays = CASE.make_inputs({"e": e}, seed=i)
             _, got = call(backend, program, arrays)
             np.testing.assert_allclose(got, CASE.expected(arrays), rtol=1e-6)
-            reasons = [r for r in backend.compile_reasons() if r.startswith("parse:")]
+            reasons = [r for r in program.compile_reasons() if r.startswith("parse:")]
             split = backend.call_breakdown()
             assert set(split) == {"interp_eval_s", "interp_parse_s", "ipc_s"}
             if e in seen:
@@ -182,7 +181,7 @@ def test_interpreter_worker_starts_in_startup_parses_once_per_shape(monkeypatch,
             else:
                 assert len(reasons) == 1 and shapes_reason("parse", e, "gnn_edge_divide (bounded)").fullmatch(reasons[0])
             seen.add(e)
-            assert backend.compile_stats() == {"lowering": 1, "parse": len(seen)}
+            assert program.compile_stats() == {"lowering": 1, "parse": len(seen)}
         assert worker.starts == 1
         assert frames == ["register"] + ["run"] * len(SWEEP)  # the text goes to the worker once
         assert counted == {"signature": 1, "digest": 1, "refine": 0}

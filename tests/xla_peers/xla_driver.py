@@ -31,18 +31,18 @@ def run_job(job: dict, outputs: dict, j: int) -> dict:
     order = list(range(len(job["sizes"]))) + list(job.get("repeat", []))
     for s, index in enumerate(order):
         sizes = job["sizes"][index]
-        args = backend.convert(case.make_inputs(sizes, seed=index))
+        args = program.convert(case.make_inputs(sizes, seed=index))
         step = {"index": index, "sizes": sizes}
         try:
             out = program(*args)
-            backend.sync(out)
-            got = backend.to_numpy(out)
+            program.sync(out)
+            got = program.to_numpy(out)
             outputs[f"j{j}_s{s}"] = got
             step.update(ok=True, shape=list(got.shape), dtype=str(got.dtype))
         except Exception as e:
             step.update(ok=False, error=f"{type(e).__name__}: {e}"[:2000])
         step.update(
-            compile_stats=backend.compile_stats(), cache_hits=backend.cache_hits(), compile_time_s=backend.compile_time_s()
+            compile_stats=program.compile_stats(), cache_hits=program.cache_hits(), compile_time_s=program.compile_time_s()
         )
         steps.append(step)
     return {"steps": steps}
