@@ -245,9 +245,7 @@ def test_backends_keep_no_undeclared_state():
     descriptor's per-worker ones, the program's per-job ones): no
     ``getattr(self, "_x", default)`` reads in backends/."""
     bad = {
-        m: lines
-        for m, p in MODULES.items()
-        if m.split(".")[0] == "backends" and (lines := _getattr_self_private(p.read_text()))
+        m: lines for m, p in MODULES.items() if m.split(".")[0] == "backends" and (lines := _getattr_self_private(p.read_text()))
     }
     assert bad == {}
     assert "getattr(self" not in "\n".join(p.read_text() for m, p in MODULES.items() if m.split(".")[0] == "backends")

@@ -118,7 +118,7 @@ def test_bounded_compiles_once_for_every_size(counted):
             assert reasons == []
         assert program.compile_stats() == {"lowering": 1, "xla": 1}
     assert counted == {"signature": 1, "digest": 1, "refine": 0}
-    assert backend._program.how == "bounded"
+    assert program.executor.how == "bounded"
 
 
 def test_bound_checked_on_new_shape_names_input_and_dim():
@@ -167,14 +167,14 @@ def test_interpreter_worker_starts_in_startup_parses_once_per_shape(monkeypatch,
         program = started(backend)
         worker = backend.interpreter()
         assert worker.starts == 1 and worker.proc.poll() is None
-        assert backend.call_breakdown() is None
+        assert program.call_breakdown() is None
         seen = set()
         for i, e in enumerate(SWEEP):
             arrays = CASE.make_inputs({"e": e}, seed=i)
             _, got = call(backend, program, arrays)
             np.testing.assert_allclose(got, CASE.expected(arrays), rtol=1e-6)
             reasons = [r for r in program.compile_reasons() if r.startswith("parse:")]
-            split = backend.call_breakdown()
+            split = program.call_breakdown()
             assert set(split) == {"interp_eval_s", "interp_parse_s", "ipc_s"}
             if e in seen:
                 assert reasons == [] and split["interp_parse_s"] == 0.0
