@@ -16,7 +16,7 @@ from engines.stablehlo import (
     XlaExecutor,
     execute,
 )
-from engines.stablehlo.execution.bounded import bound_entry
+from engines.stablehlo.execution.padder_rewrite import bound_entry
 
 from .cases_stablehlo import CASES
 from .test_ops import _check, lowered

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from engines.stablehlo import BoundedXlaProgram, Module, lower
-from engines.stablehlo.execution.bounded import bound_entry
+from engines.stablehlo.execution.padder_rewrite import bound_entry
 
 #: (batch, H, W) of the sweep: unequal sides, odd but for the last (at the bounds, 4 and 16)
 SIZES = ((2, 7, 9), (3, 11, 5), (4, 16, 13))

@@ -1,4 +1,4 @@
-"""Compile-once executors over XLA's dynamic padder (see :mod:`.bounded`).
+"""Compile-once executors over XLA's dynamic padder (see :mod:`.padder_rewrite`).
 
 ``BoundedXlaProgram``
     a module with ``#stablehlo.bounds``: one XLA compile serves every size up to
@@ -32,7 +32,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .bounded import BoundedEntry, PadderUnsupported, bound_entry
+from .padder_rewrite import BoundedEntry, PadderUnsupported, bound_entry
 from .module import ExecutionError, Module, Report, format_shapes
 from .xla import PaddedArgs, PaddedResults, XlaProgram, XlaStats, cpu, device_put, refine, result_handlers
 
