@@ -1,5 +1,5 @@
 """Windowed ops over a dynamic image side on the bounded executor
-(``engines/stablehlo/execution/bounded_window.py``): convolutions (strided,
+(``engines/stablehlo/execution/padder_window.py``): convolutions (strided,
 dilated, padded, grouped, transposed) and pools (max with indices, average,
 ceil mode, adaptive), each family one module generated from a parameter grid,
 with a dynamic batch and two independent dynamic sides. One XLA compile serves

@@ -27,7 +27,7 @@ module given per-argument bounds, the bucketed executor) into that form:
   ``get_dimension_size`` and constants; otherwise the size is data-dependent
   and :class:`PadderUnsupported` names the op);
 * a ``convolution`` or ``reduce_window`` sliding over a dynamic dim runs static
-  at the bound on its operand masked to the op's identity (:mod:`.bounded_window`:
+  at the bound on its operand masked to the op's identity (:mod:`.padder_window`:
   XLA's padder refuses the convolution and misjudges a padded window's size);
 * a ``reduce`` over a dynamic dim must start from its body's identity (the
   padder fills the padding with the init value), else it is refused by name;
@@ -44,7 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .padder_reshape import needs_gather, split_reshape
-from .bounded_window import rewrite_windows
+from .padder_window import rewrite_windows
 from .bounds import (
     SizeProbe,
     arg_symbols,
