@@ -1,7 +1,7 @@
 """The bounded entry: one XLA executable for every size up to a module's bounds.
 
 (Over 500 lines: the bounded-entry rewrite is one pass over a module, its steps
-sharing the walk's state; bounds.py and padder_reshape.py hold what stands alone.)
+sharing the walk's state; padder_bounds.py and padder_reshape.py hold what stands alone.)
 
 XLA's CPU compiler takes a module whose entry parameters are *static at the
 bound*, marks each live size with ``stablehlo.set_dimension_size(param, n,
@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 from .padder_reshape import needs_gather, split_reshape
 from .padder_window import rewrite_windows
-from .bounds import (
+from .padder_bounds import (
     SizeProbe,
     arg_symbols,
     check_all_bounded,
@@ -58,7 +58,7 @@ from .bounds import (
     strip_assertions,
     walk,
 )
-from .bounds import const_values as _const
+from .padder_bounds import const_values as _const
 from .module import ExecutionError, PadderUnsupported
 
 DYN_OPS = (

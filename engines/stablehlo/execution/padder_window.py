@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .bounds import info, walk
+from .padder_bounds import info, walk
 from .module import PadderUnsupported
 
 WINDOW_OPS = ("stablehlo.convolution", "stablehlo.reduce_window")
