@@ -5,7 +5,7 @@
     -> ``engines.stablehlo.lowering.lower`` (`?` / ``#stablehlo.bounds`` types) ->
     XLA CPU. ``unbounded``: refine to the call's shapes and compile once per
     concrete shape. ``bounded``: one compile for every size up to the bounds
-    (XLA's dynamic padder, ``engines.stablehlo.execution.padded``). ``bucketed``: the
+    (XLA's dynamic padder, ``engines.stablehlo.execution.xla_padded``). ``bucketed``: the
     `?` module compiled once per power-of-two bucket of its sizes
     (``engines.sizes.buckets``). Stages: ``lowering`` (1 export+lower, in the first
     call) + ``xla``. Inputs and outputs are jax arrays on the CPU device;

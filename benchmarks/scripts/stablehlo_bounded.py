@@ -62,7 +62,7 @@ def main(argv=None) -> dict:
 
     import cases
     from engines.stablehlo.execution.module import Module
-    from engines.stablehlo.execution.padded import BoundedXlaProgram
+    from engines.stablehlo.execution.xla_padded import BoundedXlaProgram
     from engines.stablehlo.execution.xla import XlaProgram, device_put
 
     case = cases.get(a.case)

@@ -390,9 +390,9 @@ class XlaExecutor:
     """One program per module text, NumPy in and out (:func:`execute`).
 
     A module with ``#stablehlo.bounds`` runs on the compile-once
-    :class:`~.padded.BoundedXlaProgram` (``on_unsupported="per_shape"`` lets
+    :class:`~.xla_padded.BoundedXlaProgram` (``on_unsupported="per_shape"`` lets
     it fall back to a compile per shape); ``bucketed=True`` runs a `?` module
-    on :class:`~.padded.BucketedXlaProgram`, and so does a module with both
+    on :class:`~.xla_padded.BucketedXlaProgram`, and so does a module with both
     bounded and unbounded argument dims (bounded ones at their bound, once
     per bucket of the others); else :class:`XlaProgram`."""
 
