@@ -41,8 +41,8 @@ def split_reshape(operand, static_t, dyn, sizes: dict, ip):
     from jaxlib.mlir import ir
     from jaxlib.mlir.dialects import stablehlo
 
-    from .padder_bounds import info
     from .module import PadderUnsupported
+    from .padder_bounds import info
 
     i32 = ir.IntegerType.get_signless(32)
     scalar_t = ir.RankedTensorType.get([], i32)

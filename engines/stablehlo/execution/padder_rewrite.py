@@ -43,8 +43,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .padder_reshape import needs_gather, split_reshape
-from .padder_window import rewrite_windows
+from .module import ExecutionError, PadderUnsupported
 from .padder_bounds import (
     SizeProbe,
     arg_symbols,
@@ -59,7 +58,8 @@ from .padder_bounds import (
     walk,
 )
 from .padder_bounds import const_values as _const
-from .module import ExecutionError, PadderUnsupported
+from .padder_reshape import needs_gather, split_reshape
+from .padder_window import rewrite_windows
 
 DYN_OPS = (
     "stablehlo.dynamic_broadcast_in_dim",

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .padder_bounds import info, walk
 from .module import PadderUnsupported
+from .padder_bounds import info, walk
 
 WINDOW_OPS = ("stablehlo.convolution", "stablehlo.reduce_window")
 
