@@ -34,7 +34,6 @@ from .interpreter import (  # noqa: F401
     LocalInterpreter,
 )
 from .module import ExecutionError, Module, Report, digest, format_shapes, main_signature  # noqa: F401
-from .xla_padded import BoundedXlaProgram, BucketedXlaProgram, PadderUnsupported, XlaExecutor  # noqa: F401
 from .xla import (  # noqa: F401
     XlaProgram,
     XlaStats,
@@ -44,6 +43,8 @@ from .xla import (  # noqa: F401
     refine,
     to_host,
 )
+from .xla_executor import XlaExecutor
+from .xla_padded import BoundedXlaProgram, BucketedXlaProgram, PadderUnsupported  # noqa: F401
 
 _XLA = XlaExecutor()
 _INTERP = {True: None, False: None}
