@@ -44,7 +44,7 @@ class JaxExport(XlaArrays, Backend):
 
     def prepare(self, case, mode):
         from engines.stablehlo import BucketedXlaProgram, Module, XlaProgram
-        from engines.stablehlo.execution import jax_export as JE
+        from engines.stablehlo.execution import jax_exported as JE
 
         self._job = (case, mode)
         specs, constraints = jax_specs(case, mode)
