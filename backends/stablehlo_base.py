@@ -215,7 +215,7 @@ class StablehloTorch(Backend):
         import torch
 
         from engines.stablehlo import LoweringError, Module, lower
-        from engines.torch_export import export_sample
+        from engines.torch_export_tools import export_sample
 
         from .torch_export import export
 

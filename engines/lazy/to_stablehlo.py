@@ -86,7 +86,7 @@ def export(g: Graph, gm: torch.fx.GraphModule, bounded: bool, minima: dict | Non
         def forward(self, *xs):
             return self.gm(*xs)
 
-    from engines.torch_export import export_oblivious_retry, export_sample
+    from engines.torch_export_tools import export_oblivious_retry, export_sample
 
     shapes = dynamic_shapes(g, bounded, minima)
     # sizes 0 and 1 of the first inputs would specialise: export from a sample (see export_sample)

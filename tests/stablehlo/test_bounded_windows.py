@@ -85,7 +85,7 @@ class Pools(torch.nn.Module):
 
 
 def _export(module):
-    from engines.torch_export import export_oblivious_retry
+    from engines.torch_export_tools import export_oblivious_retry
 
     b, h, w = (torch.export.Dim(n, min=lo, max=hi) for n, lo, hi in (("B", 2, 4), ("H", 5, 16), ("W", 5, 16)))
     x = torch.randn(3, CHANNELS, 11, 9)
