@@ -20,8 +20,8 @@ import numpy as np
 
 from engines import sizes as sz
 
+from .adapters import SCALARS
 from .api import _psig
-from .backends import SCALARS
 from .cse import eliminate
 from .errors import RankError, SyntaxError
 from .expand import expand, flatten, leaves
