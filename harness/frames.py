@@ -271,12 +271,13 @@ def jobs(df: pd.DataFrame, rules=None, judged: dict | None = None) -> pd.DataFra
     that a run's HTML report does not judge every job a second time."""
     df = flat(df)
     s = summary(df)
-    given = judged is not None and s[RUN].drop_duplicates().shape[0] == 1 and all(len(k) == 3 for k in judged)
-    got = [judged.get(tuple(k)) for k in s[JOB].itertuples(index=False)] if given else [None]
+    one_run = s[RUN].drop_duplicates().shape[0] == 1
+    given = judged if judged is not None and one_run and all(len(k) == 3 for k in judged) else {}
+    got = [given.get(tuple(k)) for k in s[JOB].itertuples(index=False)]
     if None in got:  # none given, or given for other jobs
-        judged = verdicts(df, rules, by=RUN)
-        got = [judged[tuple(k)] for k in s[JOB + RUN].itertuples(index=False)]
-    return s.assign(expected=[v.note for v in got], outcome=[v.outcome for v in got])
+        again = verdicts(df, rules, by=RUN)
+        got = [again[tuple(k)] for k in s[JOB + RUN].itertuples(index=False)]
+    return s.assign(expected=[v.note for v in got if v], outcome=[v.outcome for v in got if v])
 
 
 def conformance_matrix(df: pd.DataFrame, value: str = "status", rules=None) -> pd.DataFrame:
