@@ -16,7 +16,7 @@ PYTEST_FLAGS ?= -n 2 --durations=15
 # ~28,000 files of both environments, most never imported.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup hooks run test check lint gate gate-left-out bench asv-quick asv-publish browser-check chromium docs clean
+.PHONY: setup hooks run test check lint gate gate-left-out asv-quick asv-publish browser-check chromium docs clean
 
 setup: $(STAMP)
 
