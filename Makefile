@@ -16,7 +16,7 @@ PYTEST_FLAGS ?= -n 2 --durations=15
 # ~28,000 files of both environments, most never imported.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup run test check lint gate gate-left-out bench asv-quick asv-publish browser-check chromium docs clean
+.PHONY: setup hooks run test check lint gate gate-left-out asv-quick asv-publish browser-check chromium docs clean
 
 setup: $(STAMP)
 
@@ -108,6 +108,10 @@ browser-check: $(STAMP)
 # a broken link or anchor. mkdocs comes with the `docs` extra of pyproject.toml
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict -q -d results/site
+
+# the commit-msg hook (mk/hooks/): a subject over 72 characters is refused at commit time
+hooks:
+	cp mk/hooks/commit-msg "$$(git rev-parse --git-path hooks)/commit-msg"
 
 clean:
 	rm -rf $(VENV) .pytest_cache results/.cache

@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from engines.sizes.modes import MODES  # noqa: F401 (re-exported: the modes a backend may offer)
-from engines.torch_export import EXPORT_MIN, export_range  # noqa: F401 (re-exported: where an exported dim starts)
+from engines.torch_export_tools import EXPORT_MIN, export_range  # noqa: F401 (re-exported: where an exported dim starts)
 
 FORMS = ("einx", "torch", "jax")
 

@@ -68,7 +68,7 @@ class JaxExport(XlaRuntime, Backend):
 
     def prepare(self, case, mode):
         from engines.stablehlo import Module
-        from engines.stablehlo.execution import jax_export as JE
+        from engines.stablehlo.execution import jax_exported as JE
 
         program = JaxExportProgram(self, case, mode)
         specs, constraints = jax_specs(case, mode)

@@ -5,7 +5,7 @@
     -> ``engines.stablehlo.lowering.lower`` (`?` / ``#stablehlo.bounds`` types) ->
     XLA CPU. ``unbounded``: refine to the call's shapes and compile once per
     concrete shape. ``bounded``: one compile for every size up to the bounds
-    (XLA's dynamic padder, ``engines.stablehlo.execution.padded``). ``bucketed``: the
+    (XLA's dynamic padder, ``engines.stablehlo.execution.xla_padded``). ``bucketed``: the
     `?` module compiled once per power-of-two bucket of its sizes
     (``engines.sizes.buckets``). Stages: ``lowering`` (1 export+lower, in the first
     call) + ``xla``. Inputs and outputs are jax arrays on the CPU device;
@@ -250,7 +250,7 @@ class TorchLowered:
         import torch
 
         from engines.stablehlo import LoweringError, Module, lower
-        from engines.torch_export import export_sample
+        from engines.torch_export_tools import export_sample
 
         from .torch_export import export
 

@@ -12,7 +12,7 @@ export covers. :func:`export` itself counts nothing, so other backends
 
 from __future__ import annotations
 
-from engines.torch_export import export_oblivious_retry, export_sample  # noqa: F401 (re-exported)
+from engines.torch_export_tools import export_oblivious_retry, export_sample  # noqa: F401 (re-exported)
 
 from .base import (
     MODEL_COST,

@@ -18,7 +18,7 @@ torch_xla's ``@main`` order.
 Compile stages: ``export`` (1 per successful export, timed inside the
 server) and ``xla`` (the executor's XLA compiles: one per novel shape, as it
 refines the `?` dims to the call's shapes; in ``bucketed`` mode one per
-power-of-two bucket, ``engines.stablehlo.execution.padded``) or, with the interpreter,
+power-of-two bucket, ``engines.stablehlo.execution.xla_padded``) or, with the interpreter,
 ``parse`` (one per novel shape in its worker).
 
 A failed export (or a server that could not start, e.g. no ``.venv-xla``)

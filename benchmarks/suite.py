@@ -197,7 +197,7 @@ def _timed_leaves_out(backend_name, mode):
     """Why the timed benchmarks leave this row out, or ``None``: the quick
     profile's rules that name one backend in one mode (torch_compile's bounded
     row, the unbounded row's dynamo graph with a range on the dim: ~12 s of CPU
-    a process, six processes a commit)."""
+    a process, seven processes a commit)."""
     from harness import registry
 
     for rule in registry.get(backend_name).quick_leaves_out:  # a backend's own rules, not the common ones

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import expectations, results
+from . import expectations, frames, results
 
 KEYS = ["case", "backend", "mode"]
 #: exit codes, as :mod:`harness.cli` has them
@@ -145,19 +145,13 @@ def verdicts(
     lists that ``df`` has no record of."""
     rules = expectations.load() if rules is None else rules
     by = (["run_id"] if df["run_id"].nunique() > 1 else []) if by is None else list(by)
-    if "host" in by:
-        df = df.assign(host=df["machine"].map(lambda m: m.get("host", "?") if isinstance(m, dict) else m))
-    keys = KEYS + by
     found = plans(files)
-    out: dict[tuple, expectations.Verdict] = {}
-    for k, g in df.groupby(keys, sort=False, dropna=False):
-        k = k if isinstance(k, tuple) else (k,)
-        recs = g.to_dict("records")
-        v = expectations.verdict(recs, expectations.lookup(rules, *k[:3]), ci=ci)
+
+    def with_holes(recs: list[dict], v: expectations.Verdict) -> expectations.Verdict:
         gaps = holes(recs, found.get(str(recs[0].get("run_id"))))
-        if gaps:
-            v = expectations.Verdict("missing" if v.ok else v.outcome, [*gaps, *v.problems], v.rule)
-        out[k] = v
+        return expectations.Verdict("missing" if v.ok else v.outcome, [*gaps, *v.problems], v.rule) if gaps else v
+
+    out = frames.verdicts(df, rules, by, ci=ci, then=with_holes)
     ran = {(r["case"], r["backend"], r["mode"], r["run_id"]) for r in df[KEYS + ["run_id"]].to_dict("records")}
     for run_id, plan in found.items():
         for case, backend, mode in plan["jobs"]:

@@ -57,10 +57,18 @@ def _memory(text: str):
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="dynshape", description=__doc__)
-    sub = p.add_subparsers(dest="command", required=True)
+def _selection(p: argparse.ArgumentParser) -> None:
+    """``--cases/--backends/--modes``: the jobs a command looks at (every command that selects jobs)."""
+    for what in ("cases", "backends", "modes"):
+        p.add_argument(f"--{what}", help=f"only these {what} (comma-separated globs; default: all)")
 
+
+def _results(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--results", default="results", help=f"{what} (default: results/)")
+
+
+def _list_args(sub) -> None:
+    """``list``: the catalogue."""
     ls = sub.add_parser(
         "list",
         help="cases × backends × modes and their availability",
@@ -71,10 +79,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     ls.add_argument("--json", action="store_true", help="machine-readable output")
 
+
+def _run_args(sub) -> None:
+    """``run``: which jobs, the profile, timing, isolation and where they run."""
     run = sub.add_parser("run", help="run jobs; print a summary, write the HTML report and the CSV")
-    run.add_argument("--cases", help="comma-separated globs (default: all)")
-    run.add_argument("--backends", help="comma-separated globs (default: all)")
-    run.add_argument("--modes", help="comma-separated globs (default: all)")
+    _selection(run)
     prof = run.add_mutually_exclusive_group()
     prof.add_argument("--quick", dest="profile", action="store_const", const="quick", help="short sweeps (the default profile)")
     prof.add_argument("--full", dest="profile", action="store_const", const="full", help="each case's whole sweep")
@@ -147,13 +156,14 @@ def _parser() -> argparse.ArgumentParser:
         f"(compare needs {stats.MIN_SAMPLES} to call a novel-sweep change significant)",
     )
 
+
+def _report_args(sub) -> None:
+    """``report``: the summary, its checks and its other tables."""
     rep = sub.add_parser("report", help="summarise runs (default: the latest)")
     rep.add_argument("paths", nargs="*", help="JSONL files or directories")
-    rep.add_argument("--results", default="results", help="where the latest run is looked for")
+    _results(rep, "where the latest run is looked for")
     rep.add_argument("--csv", help="where the CSV goes (default: beside the first input, .report.csv)")
-    rep.add_argument("--cases", help="only these cases (comma-separated globs)")
-    rep.add_argument("--backends", help="only these backends (comma-separated globs)")
-    rep.add_argument("--modes", help="only these modes (comma-separated globs)")
+    _selection(rep)
     rep.add_argument(
         "--check",
         action="store_true",
@@ -174,16 +184,20 @@ def _parser() -> argparse.ArgumentParser:
         help="instead of the summary: one row per job and novel shape of CASE (Markdown; CSV with --csv)",
     )
 
+
+def _history_args(sub) -> None:
+    """``history``: compiles and latency by commit."""
     his = sub.add_parser("history", help="compiles (per shape) and latency by commit, from runs and asv results")
     his.add_argument("paths", nargs="*", help="JSONL files or directories (default: every run in --results)")
     his.add_argument("--since", metavar="REV", help="only runs and asv results at REV and the commits after it")
-    his.add_argument("--results", default="results", help="where runs (and asv/, asv's results) are")
+    _results(his, "where runs (and asv/, asv's results) are")
     his.add_argument("--asv", metavar="DIR", help="asv's results directory (default: RESULTS/asv)")
     his.add_argument("--csv", help="also write the table as CSV")
-    his.add_argument("--cases", help="only these cases (comma-separated globs)")
-    his.add_argument("--backends", help="only these backends (comma-separated globs)")
-    his.add_argument("--modes", help="only these modes (comma-separated globs)")
+    _selection(his)
 
+
+def _packs_args(sub) -> None:
+    """``packs install``: a case pack into every environment."""
     pk = sub.add_parser("packs", help="case packs: install one into every environment a backend runs in")
     pk_sub = pk.add_subparsers(dest="packs_command", required=True)
     pki = pk_sub.add_parser(
@@ -193,16 +207,22 @@ def _parser() -> argparse.ArgumentParser:
     )
     pki.add_argument("path", help="the pack's directory")
 
+
+def _merge_args(sub) -> None:
+    """``merge``: shards into one run."""
     mrg = sub.add_parser("merge", help="join runs (e.g. shards from several machines) into one run file")
     mrg.add_argument("paths", nargs="+", help="JSONL files or directories")
     mrg.add_argument("--out", required=True, help="the merged JSONL file (must not exist)")
     mrg.add_argument("--run-id", help="the merged run's id (default: a new one)")
     mrg.add_argument("--force", action="store_true", help="merge runs of different commits or profiles")
 
+
+def _compare_args(sub) -> None:
+    """``compare``: two runs."""
     cmp = sub.add_parser("compare", help="compare two runs (files, directories, run ids or commits)")
     cmp.add_argument("a")
     cmp.add_argument("b")
-    cmp.add_argument("--results", default="results")
+    _results(cmp, "where run ids and commits are looked up")
     cmp.add_argument(
         "--max-slowdown",
         type=_in_range("max_slowdown", float),
@@ -210,6 +230,13 @@ def _parser() -> argparse.ArgumentParser:
         help="B/A latency ratio above which a significant change counts as a regression (default 1.5)",
     )
     cmp.add_argument("--force", action="store_true", help="compare runs of different profiles, machines or thread settings")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="dynshape", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    for add in (_list_args, _run_args, _report_args, _history_args, _packs_args, _merge_args, _compare_args):
+        add(sub)
     return p
 
 

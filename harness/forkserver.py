@@ -64,15 +64,15 @@ import warnings
 from collections.abc import Collection
 from typing import IO, Protocol
 
+from cases import FAMILIES
+
 from . import zygote_warm
 
 #: modules the zygote of each environment imports before forking (optional:
 #: one missing from the environment is skipped)
 #: the catalogue's in-tree families (``cases.FAMILIES``): every job looks its case up
 #: in the catalogue, which imports them all (77 ms a job when each worker did it)
-_CASE_FAMILIES = tuple(
-    f"cases.{f}" for f in ("gnn", "expand", "batch", "sequence", "sequence_shape", "models_text", "models_vision", "models_graph")
-)
+_CASE_FAMILIES = tuple(f"cases.{f}" for f in FAMILIES)
 PRELOAD = {
     "main": (
         "numpy",
@@ -464,11 +464,23 @@ def _threads() -> list[str]:
 def serve(what: dict, fd: int) -> int:
     """The zygote's main loop: preload (``what["preload"]``), check, run the
     steps that need a scratch per-job environment (``what["steps"]``), check
-    again, then fork a child per request until the parent closes the socket."""
+    again (:func:`_preload`), then fork a child per request until the parent
+    closes the socket (:func:`_fork_loop`)."""
     from . import limits
 
     limits.die_with_parent()
     sock = socket.socket(fileno=fd)
+    env = _preload(what, sock)
+    if env is None:
+        return 1
+    _fork_loop(sock, *env)
+    return 0
+
+
+def _preload(what: dict, sock: socket.socket) -> tuple[dict, list] | None:
+    """Import and warm what the zygote's jobs share, then tell the parent ``ready`` (or
+    ``unsafe``, returning None: a thread started, a per-job variable set). Returns what
+    the imports set in and removed from the environment, for each child to apply."""
     t0 = time.perf_counter()
     started_env = dict(os.environ)
     loaded, missing, stage = [], [], {}
@@ -484,7 +496,7 @@ def serve(what: dict, fd: int) -> int:
             stage = zygote_warm.run(what.get("steps", ()), PER_JOB)
         except Exception as e:
             sock.send(json.dumps({"unsafe": f"{type(e).__name__}: {e}"[:2000]}).encode())
-            return 1
+            return None
     preload_s = time.perf_counter() - t0
     threads = _threads()
     if len(threads) != 1 or leaked:
@@ -495,7 +507,7 @@ def serve(what: dict, fd: int) -> int:
             else f"importing {', '.join(loaded)} set {', '.join(leaked)}, which each job sets itself"
         )
         sock.send(json.dumps({"unsafe": why}).encode())
-        return 1
+        return None
     # what the imports set in the environment (jax: TF_CPP_MIN_LOG_LEVEL; torch_xla:
     # XLA_FLAGS += --xla_cpu_enable_fast_math=false), which a spawned worker would see
     # after its own imports: each child applies it over its job's environment
@@ -522,6 +534,12 @@ def serve(what: dict, fd: int) -> int:
             }
         ).encode()
     )
+    return set_by_imports, unset_by_imports
+
+
+def _fork_loop(sock: socket.socket, set_by_imports: dict, unset_by_imports: list) -> None:
+    """Fork a child per request on ``sock`` and report each one's exit, until the
+    parent closes the socket and the last child has ended."""
     children: dict[int, int] = {}
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
@@ -566,17 +584,21 @@ def serve(what: dict, fd: int) -> int:
             else:
                 while os.read(wake_r, 4096) == 4096:
                     pass
-        while children:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
-            job_id = children.pop(pid, None)
-            if job_id is not None and not closing:
-                sock.send(json.dumps({"id": job_id, "exit": os.waitstatus_to_exitcode(status)}).encode())
-    return 0
+        _reap(sock, children, closing)
+
+
+def _reap(sock: socket.socket, children: dict[int, int], closing: bool) -> None:
+    """Collect the children that ended; tell the parent each one's exit code (unless it is gone)."""
+    while children:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid == 0:
+            break
+        job_id = children.pop(pid, None)
+        if job_id is not None and not closing:
+            sock.send(json.dumps({"id": job_id, "exit": os.waitstatus_to_exitcode(status)}).encode())
 
 
 def _child(req: dict, fds: list[int], ack: int, close: list) -> None:

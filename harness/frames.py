@@ -229,35 +229,55 @@ def per_shape(df: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values(keys).reset_index(drop=True)
 
 
+def _host(m):
+    return m.get("host", "?") if isinstance(m, dict) else m
+
+
+def _records(g: pd.DataFrame) -> list[dict]:
+    """One job's records as :func:`harness.expectations.verdict` reads them: plain
+    values (no categories), ``novel`` None where it is missing."""
+    g = g.assign(**{c: g[c].astype(object) for c in g.columns if isinstance(g[c].dtype, pd.CategoricalDtype)})
+    if "novel" in g:
+        g = g.assign(novel=g["novel"].astype(object).where(g["novel"].notna(), None))
+    return g.to_dict("records")
+
+
+def verdicts(df: pd.DataFrame, rules=None, by=None, ci: bool | None = None, then=None) -> dict:
+    """Each job's :class:`harness.expectations.Verdict` (the gate's own judgement, used by
+    ``report``, ``check`` and :func:`jobs`), keyed by (case, backend, mode) plus the ``by``
+    columns (default: ``run_id`` when ``df`` holds several runs; ``machine`` or ``host`` is
+    each record's machine host). ``ci``: as :func:`harness.expectations.verdict`;
+    ``then(records, verdict)``: a verdict amended from the job's records (``check``'s holes)."""
+    from . import expectations
+
+    rules = expectations.load() if rules is None else rules
+    by = (["run_id"] if df["run_id"].nunique() > 1 else []) if by is None else list(by)
+    if "machine" in df:
+        df = df.assign(**{k: df["machine"].map(_host) for k in ("machine", "host") if k in by})
+    out = {}
+    for k, g in df.groupby(JOB + by, sort=False, dropna=False, observed=True):
+        k = k if isinstance(k, tuple) else (k,)
+        recs = _records(g)
+        v = expectations.verdict(recs, expectations.lookup(rules, *k[:3]), ci=ci)
+        out[k] = v if then is None else then(recs, v)
+    return out
+
+
 def jobs(df: pd.DataFrame, rules=None, judged: dict | None = None) -> pd.DataFrame:
     """:func:`summary` with ``expected`` (the gate's verdict against
     ``cases/expectations.toml``) and ``outcome`` (pass, fail, xfail, xpass,
     norule, idle). ``judged``: the verdicts already reached for a run of one
-    machine (``harness.report.verdicts``, keyed by case, backend and mode), so
+    machine (:func:`verdicts`, keyed by case, backend and mode), so
     that a run's HTML report does not judge every job a second time."""
-    from . import expectations
-
     df = flat(df)
-    keys = _jobs(df)
     s = summary(df)
-    if judged is not None and s[RUN].drop_duplicates().shape[0] == 1 and all(len(k) == 3 for k in judged):
-        got = [judged.get(tuple(k)) for k in s[JOB].itertuples(index=False)]
-        found = [v for v in got if v is not None]
-        if len(found) == len(got):
-            return s.assign(expected=[v.note for v in found], outcome=[v.outcome for v in found])
-    rules = expectations.load() if rules is None else rules
-
-    def judge(g: pd.DataFrame) -> pd.Series:
-        rec = g.assign(
-            status=g["status"].astype(object), novel=g["novel"].astype(object).where(g["novel"].notna(), None)
-        ).to_dict("records")
-        name = g.name if isinstance(g.name, tuple) else (g.name,)
-        key = dict(zip(keys, name, strict=False))
-        v = expectations.verdict(rec, expectations.lookup(rules, key["case"], key["backend"], key["mode"]))
-        return pd.Series({"expected": v.note, "outcome": v.outcome})
-
-    verdicts = df.groupby(keys, dropna=False, sort=False, observed=True)[list(df.columns)].apply(judge)
-    return s.join(verdicts, on=keys)
+    one_run = s[RUN].drop_duplicates().shape[0] == 1
+    given = judged if judged is not None and one_run and all(len(k) == 3 for k in judged) else {}
+    got = [given.get(tuple(k)) for k in s[JOB].itertuples(index=False)]
+    if None in got:  # none given, or given for other jobs
+        again = verdicts(df, rules, by=RUN)
+        got = [again[tuple(k)] for k in s[JOB + RUN].itertuples(index=False)]
+    return s.assign(expected=[v.note for v in got if v], outcome=[v.outcome for v in got if v])
 
 
 def conformance_matrix(df: pd.DataFrame, value: str = "status", rules=None) -> pd.DataFrame:

@@ -25,6 +25,7 @@ from .frames import (  # noqa: F401 (the pandas API)
     mode_note,
     per_shape,
     summary,
+    verdicts,
 )
 
 #: a job's key beyond its run and machine
@@ -70,23 +71,6 @@ def job_by(rows: pd.DataFrame) -> list[str]:
     """The columns beyond (case, backend, mode) that tell a summary's jobs apart: ``run_id``
     and ``machine`` where they vary (several runs, several machines)."""
     return [k for k in ("run_id", "machine") if k in rows.columns and rows[k].nunique(dropna=False) > 1]
-
-
-def verdicts(df: pd.DataFrame, rules=None, by=None) -> dict:
-    """Each job's :class:`harness.expectations.Verdict` (the gate's own judgement), keyed
-    by (case, backend, mode) plus the ``by`` columns (default: ``run_id`` when ``df`` holds
-    several runs; ``machine`` or ``host`` is each record's machine host)."""
-    from . import expectations
-
-    rules = expectations.load() if rules is None else rules
-    by = (["run_id"] if df["run_id"].nunique() > 1 else []) if by is None else list(by)
-    host = df["machine"].map(lambda m: m.get("host", "?") if isinstance(m, dict) else m)
-    df = df.assign(**{k: host for k in ("machine", "host") if k in by})
-    keys = KEYS + by
-    return {
-        k if isinstance(k, tuple) else (k,): expectations.verdict(g.to_dict("records"), expectations.lookup(rules, *k[:3]))
-        for k, g in df.groupby(keys, sort=False, dropna=False)
-    }
 
 
 def annotate(rows: pd.DataFrame, df: pd.DataFrame, rules=None, judged=None) -> pd.DataFrame:

@@ -24,7 +24,7 @@ class Spy:
         import jax
         from jax._src import array as jax_array
 
-        from engines.stablehlo.execution import padded, xla
+        from engines.stablehlo.execution import xla, xla_padded
 
         self.inside = False
         self.counts: dict[str, int] = {}
@@ -43,8 +43,8 @@ class Spy:
         spy("np.pad", np, "pad")
         spy("jax.device_put", jax, "device_put")
         spy("executors.device_put", xla, "device_put")
-        spy("padded.device_put", padded, "device_put")
-        spy("padded._stage", padded, "_stage")
+        spy("xla_padded.device_put", xla_padded, "device_put")
+        spy("xla_padded._stage", xla_padded, "_stage")
         spy("PaddedResults.numpy", xla.PaddedResults, "numpy")
         spy("jax.Array.__array__", jax_array.ArrayImpl, "__array__")
 

@@ -25,7 +25,7 @@ import torch
 from torch.export import Dim
 
 from engines.stablehlo.execution.interpreter import InterpreterExecutor
-from engines.stablehlo.execution.padded import XlaExecutor
+from engines.stablehlo.execution.xla_executor import XlaExecutor
 from engines.stablehlo.lowering.lower import decomposed, decompositions, lower
 
 

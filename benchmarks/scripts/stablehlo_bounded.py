@@ -62,8 +62,8 @@ def main(argv=None) -> dict:
 
     import cases
     from engines.stablehlo.execution.module import Module
-    from engines.stablehlo.execution.padded import BoundedXlaProgram
     from engines.stablehlo.execution.xla import XlaProgram, device_put
+    from engines.stablehlo.execution.xla_padded import BoundedXlaProgram
 
     case = cases.get(a.case)
     dyn = [d for d in case.dims if d.dynamic]

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import numpy as _np
 
-from .backends import library_of
+from .adapters import library_of
 from .build import build
 from .errors import CallOperationError, EinxError, OpValueError
 from .recipe import Signature

@@ -18,7 +18,7 @@ from engines import sizes as sz
 
 from . import closure
 from . import codegen as cg
-from .backends import ADAPTERS, namespace
+from .adapters import ADAPTERS, namespace
 from .errors import NotSupportedError, OpValueError
 from .recipe import Recipe, recipe
 from .semantics import FAMILY

@@ -15,7 +15,7 @@ function resolved from the adapter's spelling of it.
 import operator as _operator
 
 from . import codegen as cg
-from .backends import ADAPTERS, namespace
+from .adapters import ADAPTERS, namespace
 from .recipe import Plain
 from .semantics import FAMILY
 from .solve import dim_index, failer

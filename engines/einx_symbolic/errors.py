@@ -1,6 +1,7 @@
 """Errors of the symbolic einx.
 
-Each class subclasses einx 0.4.3's exception of the same name, so code that
+Each class subclasses einx 0.4.3's exception of the same name (``NotationSyntaxError``: einx's
+``SyntaxError``), so code that
 catches ``einx.errors.SemanticError`` (etc.) also catches ours.  Every message
 quotes the description with the offending characters marked by ``^``.
 """
@@ -13,10 +14,10 @@ __all__ = [
     "EinxError",
     "InputCountError",
     "NotSupportedError",
+    "NotationSyntaxError",
     "OpValueError",
     "RankError",
     "SemanticError",
-    "SyntaxError",
     "mark",
 ]
 
@@ -45,7 +46,10 @@ def _message(description, message, pos):
     return message.replace("%EXPR%", ind) if "%EXPR%" in message else message + "\n" + ind
 
 
-class SyntaxError(_ee.SyntaxError):
+class NotationSyntaxError(_ee.SyntaxError):
+    """einx's ``SyntaxError`` (a subclass: ``except einx.errors.SyntaxError`` catches it), named so as
+    not to shadow the builtin ``SyntaxError`` where it is imported."""
+
     def __init__(self, description, message, pos=None):
         self.pos = list(pos or [])
         _ee.EinxError.__init__(self, _message(description, message, self.pos))

@@ -9,7 +9,7 @@ exactly like einx does.
 import re
 from functools import lru_cache
 
-from .errors import SyntaxError, shown
+from .errors import NotationSyntaxError, shown
 from .tree import ANON, Axis, Brackets, Concat, Ell, Flat, List, axes
 
 _NARY = ["->", "|", ",", "+", " "]
@@ -62,7 +62,7 @@ def _lex(text):
         if start != end:
             t = text[start:end]
             if t not in _LITERALS and not _NAME.fullmatch(t) and not _DIGITS.fullmatch(t):
-                raise SyntaxError(
+                raise NotationSyntaxError(
                     text,
                     f"The expression '{''.join(map(shown, t))}' is not allowed:\n%EXPR%\nThe following expressions are allowed:\n"
                     "- Literals: -> + , [ ] ( ) ... whitespace\n- Named axes: Must match the regex [a-zA-Z_][a-zA-Z0-9_]*\n"
@@ -98,7 +98,7 @@ def _group(text, toks):
         elif t.t in (")", "]"):
             if len(stack) == 1 or _OPEN[stack[-1][0].t] != t.t:
                 kind = "parenthesis" if t.t == ")" else "bracket"
-                raise SyntaxError(text, f"Found a closing {kind} that is not opened:\n%EXPR%", range(t.b, t.e))
+                raise NotationSyntaxError(text, f"Found a closing {kind} that is not opened:\n%EXPR%", range(t.b, t.e))
             stack[-1].append(t)
             g = stack.pop()
             stack[-1].append(_Group(g, g[0].b))
@@ -107,7 +107,7 @@ def _group(text, toks):
     if len(stack) > 1:
         t = stack[-1][0]
         kind = "parenthesis" if t.t == "(" else "bracket"
-        raise SyntaxError(text, f"Found an opening {kind} that is not closed:\n%EXPR%", range(t.b, t.e))
+        raise NotationSyntaxError(text, f"Found an opening {kind} that is not closed:\n%EXPR%", range(t.b, t.e))
     return _Group(stack[0], 0)
 
 
@@ -150,16 +150,16 @@ def _parse(text, group, in_paren=False):
                 bad = [o for o in ops if not isinstance(o, (Axis, Flat))]
                 if bad:
                     pos = [p for o in bad for p in range(*o.pos)] + [t.b for t in toks if t.t == "+"]
-                    raise SyntaxError(
+                    raise NotationSyntaxError(
                         text,
                         "Only named axes, unnamed axes, and flattened axes are allowed as operands of a "
                         "concatenation operator ('+').\n%EXPR%",
                         pos,
                     )
                 if not in_paren:
-                    raise SyntaxError(text, "Concatenated axes must be wrapped in parentheses.\n%EXPR%", range(b, e))
+                    raise NotationSyntaxError(text, "Concatenated axes must be wrapped in parentheses.\n%EXPR%", range(b, e))
                 return Concat(ops, pos=(b, e))
-            raise SyntaxError(
+            raise NotationSyntaxError(
                 text, f"The operator '{op}' is not supported in einx 0.4 notation.\n%EXPR%", [t.b for t in toks if t.t == op]
             )
     if toks[-1].t == "..." and len(toks) <= 2:
@@ -171,7 +171,7 @@ def _parse(text, group, in_paren=False):
             return Axis(f"unnamed.{b}", int(v), pos=(b, e))
         return Axis(v, pos=(b, e))
     msg = f"The expression '{text[b:e]}' is not valid. Are you maybe missing a whitespace?\n%EXPR%"
-    raise SyntaxError(text, msg, range(b, e))
+    raise NotationSyntaxError(text, msg, range(b, e))
 
 
 def _move_up(text, n, level_cls, what):
@@ -185,7 +185,7 @@ def _move_up(text, n, level_cls, what):
         subs = [_move_up(text, c, level_cls, what) for c in n.children]
         nums = {len(s.children) for s in subs if len(s.children) != 1}
         if len(nums) > 1:
-            raise SyntaxError(
+            raise NotationSyntaxError(
                 text,
                 f"All '{what}' operators must appear at the same level of the expression tree.\n%EXPR%",
                 [i for i in range(len(text)) if text.startswith(what, i)],
@@ -200,7 +200,7 @@ def _move_up(text, n, level_cls, what):
         subs = [_move_up(text, c, _Op, what) for c in n.children]
         nums = {len(s.children) for s in subs if len(s.children) != 1}
         if len(nums) > 1:
-            raise SyntaxError(
+            raise NotationSyntaxError(
                 text,
                 "All '->' operators must appear at the same level of the expression tree.\n%EXPR%",
                 [i for i in range(len(text)) if text.startswith("->", i)],
@@ -237,7 +237,7 @@ def parse(text):
         ]
     )
     if len(op.children) > 2:
-        raise SyntaxError(
+        raise NotationSyntaxError(
             text,
             "The expression must not contain more than one '->' operator.\n%EXPR%",
             [i + k for i in range(len(text)) if text.startswith("->", i) for k in range(2)],
@@ -260,7 +260,7 @@ def _check_bracket_consistency(text, sides):
         if name.startswith("unnamed."):
             continue
         pos = [p for side in sides for e in side for a in axes(e) if a.name == name for p in range(*a.pos)]
-        raise SyntaxError(
+        raise NotationSyntaxError(
             text,
             f"There are multiple occurrences of axis {name} with inconsistent bracket usage:\n%EXPR%\n"
             "An axis may only appear with brackets or without brackets, but not both.",

@@ -99,8 +99,23 @@ def analyse(desc, op, keepdims=False):
         raise SemanticError(desc, "The concatenation operator (+) is not allowed in this function.\n%EXPR%", pos)
 
     el_in = [el_part(e) for e in ins]
+    el_op_in, el_op_out = _signature(fam, el_in, ins, outs)
+    if len(el_op_in) != len(ins):
+        raise SemanticError(desc, f"The operation expects {len(el_op_in)} input expression(s), but found {len(ins)}.\n%EXPR%")
+    if outs is not None and len(el_op_out) != len(outs):
+        raise SemanticError(desc, f"The operation expects {len(el_op_out)} output expression(s), but found {len(outs)}.\n%EXPR%")
+    if outs is None:  # a bracketed number axis of an implied output is a new axis (einx), not the input's
+        outs = [_fresh_numbers(e) for e in _implicit_outputs(desc, fam, ins, el_op_in, el_op_out, keepdims)]
+    _check_brackets(desc, el_op_in, el_in, ins, el_op_out, outs)
+    if fam in ("reduce", "dot") and not any(has_brackets(e) for e in ins):
+        ins = _auto_brackets(desc, ins, outs)
+    _check_names(desc, op, fam, ins, outs)
+    return ins, outs
+
+
+def _signature(fam, el_in, ins, outs):
+    """The elementary operation's signature: per input and output, the axes it takes (its "has dims" flags)."""
     empty = List([])
-    # signature of the elementary operation, as lists of "has dims" flags
     if fam == "id":
         el_op_in, el_op_out = [empty] * len(ins), [empty] * (len(ins) if outs is None else len(outs))
     elif fam == "elementwise":
@@ -118,64 +133,64 @@ def analyse(desc, op, keepdims=False):
         el_op_in, el_op_out = [el_in[0]], [List([Axis(OUTPUT_AXIS)]) if nonscalar else empty]
     else:  # preserve
         el_op_in, el_op_out = [el_in[0]], [el_in[0]]
+    return el_op_in, el_op_out
 
-    if len(el_op_in) != len(ins):
-        raise SemanticError(desc, f"The operation expects {len(el_op_in)} input expression(s), but found {len(ins)}.\n%EXPR%")
-    if outs is not None and len(el_op_out) != len(outs):
-        raise SemanticError(desc, f"The operation expects {len(el_op_out)} output expression(s), but found {len(outs)}.\n%EXPR%")
 
-    implicit = outs is None
-    if outs is None:
-        no_output = SemanticError(
-            desc, "The operation expects an output expression, but no '->' was found.\n%EXPR%", range(len(desc))
-        )
-        if fam == "update_at":
-            outs = [copy(ins[0])]
-        elif len(el_op_in) == 1 and len(el_op_out) == 1 and _same(el_op_in[0], el_op_out[0]):
-            outs = [copy(e) for e in ins]
-        elif len(el_op_in) == 1 and len(el_op_out) == 1 and is_empty(el_op_out[0]):
-            outs = [_keepdims(e) for e in ins] if keepdims else [remove_brackets(e, keep_children=False) or List([]) for e in ins]
-        elif all(is_empty(c) for c in el_op_in + el_op_out):
-            if len(ins) == 1:
-                outs = [copy(ins[0])]
-            else:
-                if fam == "id":
-                    raise no_output
-                names = [{a.name for a in axes(e) if a.value != 1} for e in ins]  # number axes count, 1s do not
-                parents = [i for i, p in enumerate(names) if all(c <= p for j, c in enumerate(names) if j != i)]
-                # einx deduplicates structurally-equal candidate expressions (set of expressions), where axes
-                # compare by name: two number axes are different axes ("(1), (1)" has no unique output)
-                uniq = []
-                for i in parents:
-                    if not any(_struct(ins[i]) == _struct(ins[j]) for j in uniq):
-                        uniq.append(i)
-                if len(uniq) != 1:
-                    raise SemanticError(
-                        desc,
-                        "The output expression is missing in this operation. einx allows implicitly determining the "
-                        "output expression in this operation according to the rule: If one of the input expressions contains "
-                        "the axis names of all other input expressions (excluding 1s) and if this choice is unique, then this "
-                        "expression is used as output expression. However, no unique input expression was found.\n%EXPR%",
-                    )
-                outs = [copy(ins[uniq[0]])]
-        elif len(el_op_in) == 1 and len(el_op_out) == 1:
-            e = ins[0]
-            nb = sum(isinstance(n, Brackets) for n in nodes(e))
-            if nb != 1:
-                raise SemanticError(
-                    desc,
-                    "The output expression is missing in this operation. The output expression can only be determined "
-                    "implicitly, if the input expression contains exactly one usage of brackets ([]).\n%EXPR%",
-                    _br_pos(e),
-                )
-            outs = [_replace_brackets(e)]
-        else:
+def _implicit_outputs(desc, fam, ins, el_op_in, el_op_out, keepdims):
+    """The outputs einx implies for a description without ``->``."""
+    no_output = SemanticError(
+        desc, "The operation expects an output expression, but no '->' was found.\n%EXPR%", range(len(desc))
+    )
+    if fam == "update_at":
+        return [copy(ins[0])]
+    elif len(el_op_in) == 1 and len(el_op_out) == 1 and _same(el_op_in[0], el_op_out[0]):
+        return [copy(e) for e in ins]
+    elif len(el_op_in) == 1 and len(el_op_out) == 1 and is_empty(el_op_out[0]):
+        return [_keepdims(e) for e in ins] if keepdims else [remove_brackets(e, keep_children=False) or List([]) for e in ins]
+    elif all(is_empty(c) for c in el_op_in + el_op_out):
+        if len(ins) == 1:
+            return [copy(ins[0])]
+        if fam == "id":
             raise no_output
+        return [copy(ins[_unique_parent(desc, ins)])]
+    elif len(el_op_in) == 1 and len(el_op_out) == 1:
+        e = ins[0]
+        nb = sum(isinstance(n, Brackets) for n in nodes(e))
+        if nb != 1:
+            raise SemanticError(
+                desc,
+                "The output expression is missing in this operation. The output expression can only be determined "
+                "implicitly, if the input expression contains exactly one usage of brackets ([]).\n%EXPR%",
+                _br_pos(e),
+            )
+        return [_replace_brackets(e)]
+    else:
+        raise no_output
 
-    if implicit:  # a bracketed number axis of an implied output is a new axis (einx), not the input's
-        outs = [_fresh_numbers(e) for e in outs]
 
-    # Bracket usage must match the elementary operation
+def _unique_parent(desc, ins) -> int:
+    """The input that holds every other input's axis names (einx's implicit output), if it is unique."""
+    names = [{a.name for a in axes(e) if a.value != 1} for e in ins]  # number axes count, 1s do not
+    parents = [i for i, p in enumerate(names) if all(c <= p for j, c in enumerate(names) if j != i)]
+    # einx deduplicates structurally-equal candidate expressions (set of expressions), where axes
+    # compare by name: two number axes are different axes ("(1), (1)" has no unique output)
+    uniq = []
+    for i in parents:
+        if not any(_struct(ins[i]) == _struct(ins[j]) for j in uniq):
+            uniq.append(i)
+    if len(uniq) != 1:
+        raise SemanticError(
+            desc,
+            "The output expression is missing in this operation. einx allows implicitly determining the "
+            "output expression in this operation according to the rule: If one of the input expressions contains "
+            "the axis names of all other input expressions (excluding 1s) and if this choice is unique, then this "
+            "expression is used as output expression. However, no unique input expression was found.\n%EXPR%",
+        )
+    return uniq[0]
+
+
+def _check_brackets(desc, el_op_in, el_in, ins, el_op_out, outs):
+    """Bracket usage must match the elementary operation."""
     el_out = [el_part(e) for e in outs]
     for kind, ops_, subs, exprs in (("input", el_op_in, el_in, ins), ("output", el_op_out, el_out, outs)):
         for i, (o, s, e) in enumerate(zip(ops_, subs, exprs, strict=False)):
@@ -192,22 +207,27 @@ def analyse(desc, op, keepdims=False):
                     list(range(*e.pos)) if e.pos[0] >= 0 else [],
                 )
 
-    if fam in ("reduce", "dot") and not any(has_brackets(e) for e in ins):
-        for e in ins:
-            ns = _names(e)
-            dup = sorted({n for n in ns if ns.count(n) > 1})
-            if dup:
-                raise SemanticError(
-                    desc,
-                    "If no axes are marked with brackets in this operation, brackets are placed automatically around all "
-                    "axes that do not appear in the output expression. Since this mode is used here, no axis name may appear "
-                    "more than once in the same input tensor (to avoid confusion with diagonal extraction). However, the "
-                    f"following axis names are used more than once: {', '.join(dup)}.\n%EXPR%",
-                    _names_pos([e], dup),
-                )
-        out_names = set(_names(outs[0]))
-        ins = [_mark(e, out_names) for e in ins]
 
+def _auto_brackets(desc, ins, outs):
+    """With no brackets in a reduction or dot: brackets around every axis the output lacks."""
+    for e in ins:
+        ns = _names(e)
+        dup = sorted({n for n in ns if ns.count(n) > 1})
+        if dup:
+            raise SemanticError(
+                desc,
+                "If no axes are marked with brackets in this operation, brackets are placed automatically around all "
+                "axes that do not appear in the output expression. Since this mode is used here, no axis name may appear "
+                "more than once in the same input tensor (to avoid confusion with diagonal extraction). However, the "
+                f"following axis names are used more than once: {', '.join(dup)}.\n%EXPR%",
+                _names_pos([e], dup),
+            )
+    out_names = set(_names(outs[0]))
+    return [_mark(e, out_names) for e in ins]
+
+
+def _check_names(desc, op, fam, ins, outs):
+    """Axis names that may not repeat (vectorized output axes, a dot's bracketed axes) or may not appear."""
     for e in outs:
         for part in _split_concat(e):
             ns = [a.name for a in axes(part) if id(a) not in {id(b) for b in bracket_axes(part)}]
@@ -246,7 +266,6 @@ def analyse(desc, op, keepdims=False):
                     "operation.\n%EXPR%",
                     _names_pos(ins + outs, set(a) | set(b)),
                 )
-    return ins, outs
 
 
 def _fresh_numbers(e, inside=False):

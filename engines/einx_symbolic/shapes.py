@@ -20,10 +20,10 @@ import numpy as np
 
 from engines import sizes as sz
 
+from .adapters import SCALARS
 from .api import _psig
-from .backends import SCALARS
 from .cse import eliminate
-from .errors import RankError, SyntaxError
+from .errors import NotationSyntaxError, RankError
 from .expand import expand, flatten, leaves
 from .parse import parse
 from .solve import dim_code, failer, isolve, param_code, ssolve
@@ -65,7 +65,7 @@ class _Sig:
 def _parsed(desc, n):
     """The expressions of ``desc``, which must not hold ``->`` and must be ``n`` (einx's errors, in its order)."""
     if "->" in desc:
-        raise SyntaxError(
+        raise NotationSyntaxError(
             desc,
             "The expression must not contain a '->' operator.\n%EXPR%",
             [i for i in range(len(desc)) if desc.startswith("->", i) or desc.startswith("->", i - 1)],

@@ -37,7 +37,7 @@ import time
 import numpy as np
 import torch
 
-from engines.torch_export import EXPORT_MIN
+from engines.torch_export_tools import EXPORT_MIN
 
 from . import passes
 from .ir import Graph
@@ -50,7 +50,7 @@ def dynamic_shapes(g: Graph, bounded: bool, minima: dict | None = None) -> tuple
 
     ``minima``: the least size of a user dim name (the case's ``min``: a conv1d
     over T needs T >= its kernel, and torch.export refuses a Dim whose range
-    starts below what the program allows); at least :data:`engines.torch_export.EXPORT_MIN`."""
+    starts below what the program allows); at least :data:`engines.torch_export_tools.EXPORT_MIN`."""
     from torch.export import Dim
 
     made: dict = {}
@@ -86,7 +86,7 @@ def export(g: Graph, gm: torch.fx.GraphModule, bounded: bool, minima: dict | Non
         def forward(self, *xs):
             return self.gm(*xs)
 
-    from engines.torch_export import export_oblivious_retry, export_sample
+    from engines.torch_export_tools import export_oblivious_retry, export_sample
 
     shapes = dynamic_shapes(g, bounded, minima)
     # sizes 0 and 1 of the first inputs would specialise: export from a sample (see export_sample)

@@ -29,7 +29,7 @@ PAD = " " * 13
             "e d, e -> e d)",
             (X, C),
             {},
-            errors.SyntaxError,
+            errors.NotationSyntaxError,
             'Found a closing parenthesis that is not opened:\nExpression: "e d, e -> e d)"\n' + PAD + "             ^",
         ),
         (
@@ -37,7 +37,7 @@ PAD = " " * 13
             "a [b -> a",
             (X,),
             {},
-            errors.SyntaxError,
+            errors.NotationSyntaxError,
             'Found an opening bracket that is not closed:\nExpression: "a [b -> a"\n' + PAD + "  ^      ",
         ),
         # an unknown token; a newline is shown escaped, so the marker lines up
@@ -46,7 +46,7 @@ PAD = " " * 13
             "a; b -> a",
             (X,),
             {},
-            errors.SyntaxError,
+            errors.NotationSyntaxError,
             "The expression 'a;' is not allowed:\nExpression: \"a; b -> a\"\n" + PAD + "^^       \n" + ALLOWED,
         ),
         (
@@ -54,7 +54,7 @@ PAD = " " * 13
             "a\nb -> b a",
             (X,),
             {},
-            errors.SyntaxError,
+            errors.NotationSyntaxError,
             "The expression 'a\\nb' is not allowed:\nExpression: \"a\\nb -> b a\"\n" + PAD + "^^^^       \n" + ALLOWED,
         ),
         (
@@ -62,7 +62,7 @@ PAD = " " * 13
             "a 'b' -> a",
             (X,),
             {},
-            errors.SyntaxError,
+            errors.NotationSyntaxError,
             "The expression ''b'' is not allowed:\nExpression: \"a 'b' -> a\"\n" + PAD + "  ^^^     \n" + ALLOWED,
         ),
         # an axis repeated where it may not be
@@ -92,7 +92,7 @@ PAD = " " * 13
             "a b -> b a -> a",
             (X,),
             {},
-            errors.SyntaxError,
+            errors.NotationSyntaxError,
             "The expression must not contain more than one '->' operator.\nExpression: \"a b -> b a -> a\"\n"
             + PAD
             + "    ^^     ^^  ",

@@ -134,7 +134,7 @@ MODELS: dict[str, Model] = {
 def export(model: Model):
     """``torch.export`` of the model at ``export_n`` with its bounded dims
     (size-oblivious retry as the backends do)."""
-    from engines.torch_export import export_oblivious_retry
+    from engines.torch_export_tools import export_oblivious_retry
 
     mod = model.build()
     args = tuple(torch.from_numpy(a) for a in model.make(model.export_n, np.random.default_rng(0)))

@@ -9,7 +9,7 @@ from torch.export import Dim
 
 import engines.stablehlo as sh
 from engines.stablehlo import ExecutionError, InterpreterCrashed, LoweringError, XlaExecutor, execute, lower
-from engines.stablehlo.execution import jax_export as JE
+from engines.stablehlo.execution import jax_exported as JE
 from engines.stablehlo.execution.executors import InterpreterExecutor
 
 

@@ -16,7 +16,7 @@ from engines.stablehlo import (
     XlaExecutor,
     execute,
 )
-from engines.stablehlo.execution.bounded import bound_entry
+from engines.stablehlo.execution.padder_rewrite import bound_entry
 
 from .cases_stablehlo import CASES
 from .test_ops import _check, lowered
@@ -337,7 +337,7 @@ func.func public @main(%ids: tensor<2x?xi32>, %table: tensor<50x4xf32>) -> tenso
 def test_a_reshape_splitting_a_dynamic_dim_keeps_each_rows_data(bounded):
     """(2 * t) -> (2, t): a static reshape of the padded buffer would read row 1 from
     the bound's offset (the padding); the rewrite gathers each element from its live
-    row-major position (engines/stablehlo/execution/bounded_reshape.py)."""
+    row-major position (engines/stablehlo/execution/padder_reshape.py)."""
     text = EMBEDDING.replace("2x?xi32>", "2x?xi32, #stablehlo.bounds<?, 40>>") if bounded else EMBEDDING
     if bounded:
         text = (

@@ -1,5 +1,5 @@
 """Windowed ops over a dynamic image side on the bounded executor
-(``engines/stablehlo/execution/bounded_window.py``): convolutions (strided,
+(``engines/stablehlo/execution/padder_window.py``): convolutions (strided,
 dilated, padded, grouped, transposed) and pools (max with indices, average,
 ceil mode, adaptive), each family one module generated from a parameter grid,
 with a dynamic batch and two independent dynamic sides. One XLA compile serves
@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from engines.stablehlo import BoundedXlaProgram, Module, lower
-from engines.stablehlo.execution.bounded import bound_entry
+from engines.stablehlo.execution.padder_rewrite import bound_entry
 
 #: (batch, H, W) of the sweep: unequal sides, odd but for the last (at the bounds, 4 and 16)
 SIZES = ((2, 7, 9), (3, 11, 5), (4, 16, 13))
@@ -85,7 +85,7 @@ class Pools(torch.nn.Module):
 
 
 def _export(module):
-    from engines.torch_export import export_oblivious_retry
+    from engines.torch_export_tools import export_oblivious_retry
 
     b, h, w = (torch.export.Dim(n, min=lo, max=hi) for n, lo, hi in (("B", 2, 4), ("H", 5, 16), ("W", 5, 16)))
     x = torch.randn(3, CHANNELS, 11, 9)

@@ -18,7 +18,7 @@ import torch
 from torch.export import Dim
 
 from engines.stablehlo import ExecutionError, LoweringError, XlaExecutor, lower
-from engines.torch_export import ExportSpecialized, export_oblivious_retry
+from engines.torch_export_tools import ExportSpecialized, export_oblivious_retry
 
 from .cases_stablehlo import Fn  # the module wrapper the case tables use
 
@@ -59,7 +59,7 @@ def _int_of_size(x):
 #: fails). The Dim is the range torch.export accepts for the program (its "Suggested fixes":
 #: ``torch._check(n > 4)`` under ``Dim(min=2)`` is a constraint violation, refused up front by
 #: torch with the fix); the executors do not check a Dim's range at run time (the harness
-#: runs sizes below ``min`` on purpose, ``engines.torch_export.export_sample``).
+#: runs sizes below ``min`` on purpose, ``engines.torch_export_tools.export_sample``).
 PROGRAMS = {
     "check_gt4": (_check_then(lambda n: n > 4, lambda x: x[4:] * 2), (5, 64), (5, 9, 33), ()),
     "check_even": (_check_then(lambda n: n % 2 == 0, lambda x: x.reshape(x.shape[0] // 2, 2, -1).sum(1)), (2, 64), (6, 20), (7,)),

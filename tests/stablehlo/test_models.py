@@ -37,7 +37,7 @@ def test_model_bounded_one_lowering_one_compile_oracle_equal(name):
 def test_argument_dims_with_one_symbol_share_one_live_size():
     """BERT's input_ids and attention_mask: one ``S``, one live-size argument."""
     from engines.stablehlo import lower
-    from engines.stablehlo.execution.bounded import bound_entry
+    from engines.stablehlo.execution.padder_rewrite import bound_entry
 
     if libs.missing("transformers"):
         pytest.skip("transformers is not installed")

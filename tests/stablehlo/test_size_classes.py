@@ -18,7 +18,7 @@ import torch
 from torch.export import Dim
 
 from engines.stablehlo import PadderUnsupported, XlaExecutor, lower
-from engines.torch_export import export_oblivious_retry
+from engines.torch_export_tools import export_oblivious_retry
 
 from .cases_stablehlo import Fn  # the module wrapper the case tables use
 

@@ -49,7 +49,7 @@ class Upsample(torch.nn.Module):
 
 
 def _export():
-    from engines.torch_export import export_oblivious_retry
+    from engines.torch_export_tools import export_oblivious_retry
 
     b, h, w = (torch.export.Dim(n, min=lo, max=hi) for n, lo, hi in (("B", 2, 4), ("H", 3, 16), ("W", 3, 16)))
     x = torch.randn(3, 2, 11, 9)

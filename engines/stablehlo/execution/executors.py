@@ -8,8 +8,8 @@ makes (``@main``'s dtypes), so a call does no host work beyond a cache lookup.
     refine ``@main`` to the call's concrete shapes and compile it with the
     PJRT CPU client: one compile per new shape. A module with
     ``#stablehlo.bounds`` compiles once for every size up to its bounds
-    (:class:`~.padded.BoundedXlaProgram`); ``bucketed`` compiles a `?` module
-    once per power-of-two bucket (:class:`~.padded.BucketedXlaProgram`).
+    (:class:`~.xla_padded.BoundedXlaProgram`); ``bucketed`` compiles a `?` module
+    once per power-of-two bucket (:class:`~.xla_padded.BucketedXlaProgram`).
 ``interpreter`` (:class:`~.interpreter.InterpreterProgram`, :mod:`.interpreter`)
     the reference interpreter, in a worker subprocess by default (an abort
     becomes :class:`InterpreterCrashed`); one parse per new shape, no compile.
@@ -34,7 +34,6 @@ from .interpreter import (  # noqa: F401
     LocalInterpreter,
 )
 from .module import ExecutionError, Module, Report, digest, format_shapes, main_signature  # noqa: F401
-from .padded import BoundedXlaProgram, BucketedXlaProgram, PadderUnsupported, XlaExecutor  # noqa: F401
 from .xla import (  # noqa: F401
     XlaProgram,
     XlaStats,
@@ -44,6 +43,8 @@ from .xla import (  # noqa: F401
     refine,
     to_host,
 )
+from .xla_executor import XlaExecutor
+from .xla_padded import BoundedXlaProgram, BucketedXlaProgram, PadderUnsupported  # noqa: F401
 
 
 def xla_program(
@@ -94,7 +95,7 @@ def execute(
     """Run ``@main`` of StableHLO ``text`` on NumPy ``args``; returns NumPy arrays.
 
     executor: "xla" (a module with ``#stablehlo.bounds`` compiles once for every
-    size up to its bounds, :mod:`.padded`; where XLA's dynamic padder cannot
+    size up to its bounds, :mod:`.xla_padded`; where XLA's dynamic padder cannot
     serve it this raises naming the op, unless ``on_unsupported="per_shape"``;
     ``bucketed=True`` compiles a `?` module once per power-of-two bucket of its
     sizes; otherwise refine + compile per concrete shape, cached) or

@@ -99,7 +99,7 @@ def decompositions():
 def decomposed(ep: torch.export.ExportedProgram) -> torch.export.ExportedProgram:
     """``ep.run_decompositions`` with :func:`decompositions`: size-obliviously
     (``backed_size_oblivious``) when ``ep.size_oblivious`` says it was exported so
-    (``engines.torch_export.export_oblivious_retry``), else the retrace guards
+    (``engines.torch_export_tools.export_oblivious_retry``), else the retrace guards
     derived sizes against 0 and 1 again, as runtime asserts that fail at sizes
     the export covers."""
     import torch.fx.experimental._config as fx_config

@@ -9,7 +9,7 @@ the stride (``lhs_dilation``), padded by ``dilation*(k-1) - padding`` (plus
 
 A convolution over a dynamic spatial size stays ``stablehlo.convolution``: the
 bounded and bucketed executors run it static at the bound on a masked operand
-(``execution/bounded_window.py``), since XLA's dynamic padder refuses it.
+(``execution/padder_window.py``), since XLA's dynamic padder refuses it.
 """
 
 from __future__ import annotations

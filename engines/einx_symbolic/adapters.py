@@ -8,6 +8,8 @@ import sys as _sys
 
 import numpy as _np
 
+from .semantics import ELEMENTWISE
+
 
 def _tup(xs):
     xs = list(xs)
@@ -78,25 +80,8 @@ def _axis(axes):
     return str(axes[0]) if len(axes) == 1 else _tup(map(str, axes)) if axes else "()"
 
 
-_ELEMENTWISE = [
-    "add",
-    "subtract",
-    "multiply",
-    "true_divide",
-    "floor_divide",
-    "divide",
-    "logaddexp",
-    "logical_and",
-    "logical_or",
-    "maximum",
-    "minimum",
-    "less",
-    "less_equal",
-    "greater",
-    "greater_equal",
-    "equal",
-    "not_equal",
-]
+#: the elementwise ops spelled ``lib.<name>`` (``where``, spelled so too, is listed with each adapter's own names)
+_ELEMENTWISE = [n for n in ELEMENTWISE if n != "where"]
 
 
 class Torch(Adapter):

@@ -1,7 +1,7 @@
 """The bounded entry: one XLA executable for every size up to a module's bounds.
 
 (Over 500 lines: the bounded-entry rewrite is one pass over a module, its steps
-sharing the walk's state; bounds.py and bounded_reshape.py hold what stands alone.)
+sharing the walk's state; padder_bounds.py and padder_reshape.py hold what stands alone.)
 
 XLA's CPU compiler takes a module whose entry parameters are *static at the
 bound*, marks each live size with ``stablehlo.set_dimension_size(param, n,
@@ -17,7 +17,7 @@ module given per-argument bounds, the bucketed executor) into that form:
   extra ``i32`` scalar argument (after the original ones, argument by
   argument, dim by dim); ``set_dimension_size`` re-establishes the bounded type;
 * a ``dynamic_reshape`` that splits a dynamic dim into inner dims is a ``gather``
-  from the flattened operand (:mod:`.bounded_reshape`: XLA's padder would
+  from the flattened operand (:mod:`.padder_reshape`: XLA's padder would
   misplace the live data of a static reshape);
 * each ``dynamic_broadcast_in_dim`` / ``dynamic_reshape`` / ``dynamic_iota`` /
   ``real_dynamic_slice`` (constant starts, or unit strides) /
@@ -27,7 +27,7 @@ module given per-argument bounds, the bucketed executor) into that form:
   ``get_dimension_size`` and constants; otherwise the size is data-dependent
   and :class:`PadderUnsupported` names the op);
 * a ``convolution`` or ``reduce_window`` sliding over a dynamic dim runs static
-  at the bound on its operand masked to the op's identity (:mod:`.bounded_window`:
+  at the bound on its operand masked to the op's identity (:mod:`.padder_window`:
   XLA's padder refuses the convolution and misjudges a padded window's size);
 * a ``reduce`` over a dynamic dim must start from its body's identity (the
   padder fills the padding with the init value), else it is refused by name;
@@ -43,9 +43,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .bounded_reshape import needs_gather, split_reshape
-from .bounded_window import rewrite_windows
-from .bounds import (
+from .module import ExecutionError, PadderUnsupported
+from .padder_bounds import (
     SizeProbe,
     arg_symbols,
     check_all_bounded,
@@ -58,8 +57,9 @@ from .bounds import (
     strip_assertions,
     walk,
 )
-from .bounds import const_values as _const
-from .module import ExecutionError, PadderUnsupported
+from .padder_bounds import const_values as _const
+from .padder_reshape import needs_gather, split_reshape
+from .padder_window import rewrite_windows
 
 DYN_OPS = (
     "stablehlo.dynamic_broadcast_in_dim",
@@ -239,7 +239,7 @@ class _Rewriter:
             new = stablehlo.BroadcastInDimOp(static_t, ops[0], dims, ip=ip).result
         elif name == "stablehlo.dynamic_reshape":
             shape_vec = ops[1]
-            if needs_gather(ops[0].type, rtype):  # a split of a dynamic dim: see bounded_reshape
+            if needs_gather(ops[0].type, rtype):  # a split of a dynamic dim: see padder_reshape
                 _check_shape_source(shape_vec, name, self.label, self.size_args)
                 every = {d: self.scalar(shape_vec, d, ip) for d in range(len(full))}
                 new = split_reshape(ops[0], static_t, dyn, every, ip)

@@ -6,7 +6,7 @@ would size the result as if the window had no padding. Both are served the same
 way here: the padder serves static ops, so
 
 * every operand that slides a window is made static at its bound
-  (``set_dimension_size`` to the bound, as :meth:`.bounded._Rewriter._pad` does)
+  (``set_dimension_size`` to the bound, as :meth:`.padder_rewrite._Rewriter._pad` does)
   with everything past its live sizes set to the op's identity (a ``select`` on
   ``iota < live size``: 0 for a convolution, the init value for a
   ``reduce_window``, which is also what its padding holds), since the padding
@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .bounds import info, walk
 from .module import PadderUnsupported
+from .padder_bounds import info, walk
 
 WINDOW_OPS = ("stablehlo.convolution", "stablehlo.reduce_window")
 

@@ -1,4 +1,4 @@
-"""Bounds for the bounded rewrite (:mod:`.bounded`): module plumbing (find
+"""Bounds for the bounded rewrite (:mod:`.padder_rewrite`): module plumbing (find
 ``@main``, walk ops, inline jax's private functions, drop its shape
 assertions) and bound inference for a `?` module served at given argument
 shapes (:func:`propagate_bounds`, the bucketed executor's)."""

@@ -23,7 +23,7 @@ import math
 def needs_gather(operand_type, result_type) -> bool:
     """Whether a static reshape of padded data would misplace the live data:
     a dynamic result dim past the outermost, other than a unit-dim change."""
-    from .bounds import info
+    from .padder_bounds import info
 
     ishape, _ = info(operand_type)
     rshape, _ = info(result_type)
@@ -41,8 +41,8 @@ def split_reshape(operand, static_t, dyn, sizes: dict, ip):
     from jaxlib.mlir import ir
     from jaxlib.mlir.dialects import stablehlo
 
-    from .bounds import info
     from .module import PadderUnsupported
+    from .padder_bounds import info
 
     i32 = ir.IntegerType.get_signless(32)
     scalar_t = ir.RankedTensorType.get([], i32)
