@@ -14,6 +14,7 @@ import operator
 
 import torch
 
+from .memo import Memo
 from .symbolic import SymSize
 from .tensor import OPS, LazyTensor
 
@@ -266,9 +267,7 @@ class tracing:
         key = tuple([get(ns) for ns, get in _FINDERS])  # the functions found, grouped by namespace
         patch = _PATCH_SETS.get(key)
         if patch is None:
-            if len(_PATCH_SETS) > 8:
-                _PATCH_SETS.clear()
-            patch = _PATCH_SETS[key] = _patch_set(_found(), _TARGETS)
+            patch = _PATCH_SETS.put(key, _patch_set(_found(), _TARGETS))
         for ns, new, _ in patch:
             ns.update(new)
         self.saved = patch
@@ -289,7 +288,7 @@ class tracing:
 
 _TARGETS = _targets()
 _FINDERS = _finders(_TARGETS)  # (in _TARGETS' order: each namespace's names are consecutive there)
-_PATCH_SETS: dict = {}  # the functions found -> their patch set (see _patch_set)
+_PATCH_SETS = Memo(8)  # the functions found -> their patch set (see _patch_set)
 
 
 def trace_step(owner, leaves):
