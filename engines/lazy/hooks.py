@@ -75,7 +75,8 @@ def _handler(orig):
 # ---------------------------------------------------------------------------
 # torch functions a step calls on lazy tensors, reached without torch's dispatch
 # ---------------------------------------------------------------------------
-_DIRECT = ("stack", "cat", "split")  # a list of tensors (torch scans it for overloads) or a Python wrapper
+_DIRECT = ("stack", "cat", "split", "zeros_like", "ones_like", "empty_like", "full_like")  # (a list of tensors, a Python
+# wrapper, or a creation function common in message passing: torch scans each for overloads)
 _DIRECT_KWARGS = {"split": {"split_size_or_sections": "split_size"}}
 
 

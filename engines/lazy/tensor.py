@@ -267,10 +267,15 @@ for _name, (_op, _swap) in OPERATORS.items():
 
 def install_methods(methods: dict) -> None:
     """Make each registered method (``name -> implementation``) a method of
-    :class:`LazyTensor`, unless the class defines it (metadata, operators)."""
+    :class:`LazyTensor`, unless the class defines it (metadata, operators), and
+    each operator whose operands are not swapped its implementation itself (no
+    ``OPS`` look-up per call: ``x / y`` is most steps' op)."""
     for name, fn in methods.items():
         if name not in LazyTensor.__dict__:  # (not hasattr: torch.Tensor has them all)
             setattr(LazyTensor, name, fn)
+    for name, (op, swap) in OPERATORS.items():
+        if not swap and op in OPS:
+            setattr(LazyTensor, name, OPS[op])
 
 
 def ctx_of(*objs):

@@ -76,8 +76,16 @@ def test_no_hand_rolled_bounded_caches_and_one_constants_cache():
             if isinstance(n, ast.If) and isinstance(n.test, ast.Compare) and isinstance(n.test.left, ast.Call):
                 f = n.test.left.func
                 clears = [c for b in n.body for c in ast.walk(b) if isinstance(c, ast.Attribute) and c.attr == "clear"]
-                assert not (isinstance(f, ast.Name) and f.id == "len" and clears), f"{mod}:{n.lineno}: a hand-rolled bounded cache"
-        names = {t.id for a in ast.walk(tree) if isinstance(a, (ast.Assign, ast.AnnAssign)) for t in ast.walk(a) if isinstance(t, ast.Name)}
+                assert not (isinstance(f, ast.Name) and f.id == "len" and clears), (
+                    f"{mod}:{n.lineno}: a hand-rolled bounded cache"
+                )
+        names = {
+            t.id
+            for a in ast.walk(tree)
+            if isinstance(a, (ast.Assign, ast.AnnAssign))
+            for t in ast.walk(a)
+            if isinstance(t, ast.Name)
+        }
         assert "_CONSTS" not in names, mod
     assert symbolic.const is sizes.as_expr and symbolic.const(7) is sizes.const(7)
 
