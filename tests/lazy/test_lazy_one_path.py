@@ -156,3 +156,39 @@ def test_a_cached_step_reuses_the_last_steps_unheld_tensors_only():
     f(torch.randn(5, 2), "weak")
     assert watched[0]() is None and len(f.ctx._pool) == 2  # not kept for reuse: freed
     assert f.ctx.compiles() == 1
+
+
+def test_message_passing_ops_reach_the_lazy_path_without_torch_dispatch(monkeypatch):
+    """``torch.zeros_like`` (and the other ``*_like``) while tracing call their lazy
+    implementation directly, and ``x[index]`` records the node the general index walk
+    records (``x[index, :]``): one compile over edge counts, no ``__torch_function__``."""
+    seen = []
+    tf = L.LazyTensor.__torch_function__.__func__
+
+    def counting(cls, func, types, args=(), kwargs=None):
+        seen.append(getattr(func, "__name__", func))
+        return tf(cls, func, types, args, kwargs)
+
+    monkeypatch.setattr(L.LazyTensor, "__torch_function__", classmethod(counting))
+
+    def prog(x, src, dst, w):
+        m = x[src] * w.unsqueeze(-1)
+        return torch.zeros_like(x).index_add(0, dst, m) + torch.ones_like(x) + torch.full_like(x, 2.0) + torch.empty_like(x) * 0
+
+    f = L.jit(prog, dims=[{0: "n"}, {0: "e"}, {0: "e"}, {0: "e"}])
+    for e in (5, 8, 6):
+        x, w = torch.randn(4, 3), torch.randn(e)
+        src, dst = torch.randint(0, 4, (e,)), torch.randint(0, 4, (e,))
+        ref = torch.zeros_like(x).index_add(0, dst, x[src] * w.unsqueeze(-1)) + 3
+        torch.testing.assert_close(f(x, src, dst, w), ref)
+    assert seen == [] and f.ctx.compiles() == 1 and f.ctx.stats["hit"] == 2
+
+    def entries(index):
+        ctx = L.LazyContext("unbounded")
+        ctx.new_step()
+        x, i = ctx.input(torch.randn(4, 3), {0: "n"}), ctx.input(torch.randint(0, 4, (6,)), {0: "e"})
+        y = index(x, i)
+        return ctx.log.entries[-1], [str(d) for d in y.node.shape]
+
+    assert entries(lambda x, i: x[i]) == entries(lambda x, i: x[i, :]) == entries(lambda x, i: x[(i, slice(None))])
+    assert entries(lambda x, i: x[i])[1] == ["p1_0", "3"]
