@@ -265,15 +265,20 @@ class tracing:
         self.methods = methods  # False: torch.Tensor's sized methods left as they are (see LazyFunction)
 
     def __enter__(self):
-        key = tuple([get(ns) for ns, get in _FINDERS])  # the functions found, grouped by namespace
+        found = []  # the functions found, grouped by namespace (a loop: a comprehension is a call of its own)
+        for ns, get in _FINDERS:
+            found.append(get(ns))
+        key = tuple(found)
         patch = _PATCH_SETS.get(key)
         if patch is None:
             patch = _PATCH_SETS.put(key, _patch_set(_found(), _TARGETS))
         for ns, new, _ in patch:
             ns.update(new)
         self.saved = patch
-        t = _TENSOR.__dict__.get("__getitem__")
-        self.tensor = self.methods and (t is None or not getattr(t, "lazy_tracing", False))  # (re-entered: the outer one patched)
+        self.tensor = False
+        if self.methods:
+            t = _TENSOR.__dict__.get("__getitem__")
+            self.tensor = t is None or not getattr(t, "lazy_tracing", False)  # (re-entered: the outer one patched)
         if self.tensor:
             for n, f in _TENSOR_PATCHES.items():
                 setattr(_TENSOR, n, f)

@@ -27,7 +27,7 @@ from .hooks import paused, trace_step
 from .ir import NO_KWARGS, IRError, Node
 from .misses import explain_miss
 from .steplog import StepLog, Unlogged
-from .symbolic import _NAMES, NeedsSizedMethods, SizeVars, Var, check_dim_name, compare, const, hint, rename, shapes_fn
+from .symbolic import _NAMES, NeedsSizedMethods, SizeVars, Var, _var_expr, check_dim_name, compare, const, hint, rename, shapes_fn
 from .tensor import LazyTensor
 
 _TENSOR = torch.Tensor
@@ -37,7 +37,7 @@ _refcount, _weakrefs = sys.getrefcount, weakref.getweakrefcount
 @functools.lru_cache(maxsize=1024)
 def _leaf_plan(pos: int | None, ndim: int, axes) -> tuple:
     """Per axis of a leaf of rank ``ndim``: None (a constant) or ``(user name or None,
-    canonical name or None, axis)``. ``axes``: True (every axis), or ``((axis, name), ...)``
+    canonical name or None, axis, the canonical variable as a size or None)``. ``axes``: True (every axis), or ``((axis, name), ...)``
     (see :func:`axes_key`). ``pos``: the leaf's step-log position (None: no log), which
     names its variables canonically (``p<pos>_<axis>``). User names are checked here, once."""
     plan = []
@@ -49,7 +49,8 @@ def _leaf_plan(pos: int | None, ndim: int, axes) -> tuple:
         name = named.get(axis) or None
         if name is not None and name not in _NAMES:
             check_dim_name(name)
-        plan.append((name, None if pos is None else f"p{pos}_{axis}", axis))
+        c = None if pos is None else f"p{pos}_{axis}"
+        plan.append((name, c, axis, None if c is None else _var_expr(c)))
     return tuple(plan)
 
 
@@ -197,7 +198,7 @@ class LazyContext:
                 shape.append(const(size))
                 sig.append(size)
                 continue
-            name, c, axis = spec
+            name, c, axis, e = spec
             bound = bounds.get(axis) if bounded else None
             if bound is not None and size > bound:
                 raise BoundError(f"dim {name or axis} of input is {size}, past the bound {bound} this graph is compiled for")
@@ -206,7 +207,7 @@ class LazyContext:
                 # a jit step names its variables by position (the same names every step, so its size
                 # arithmetic repeats the last one's); a context without a step log by leaf (unique)
                 sym = c or f"d{node.uid}_{axis}"
-                v = vars_[sym] = Var(sym, name or sym, size, (node, axis), bound)
+                v = vars_[sym] = Var(sym, name or sym, size, (node, axis), bound, e)
                 hints[sym] = size
                 if name is not None:
                     named[name] = v
@@ -320,8 +321,10 @@ class LazyContext:
                 stats["trace"] += 1
                 stats["hit"] += 1
                 self.last = entry
-                nodes = log.nodes
-                self._run(entry, [nodes[p].data for p in positions], roots, shapes)
+                nodes, inputs = log.nodes, []
+                for p in positions:
+                    inputs.append(nodes[p].data)
+                self._run(entry, inputs, roots, shapes)
                 return
         g = self.trace(tensors, roots)
         self.stats["trace"] += 1

@@ -33,9 +33,9 @@ class Var:
 
     __slots__ = ("bound", "expr", "hint", "name", "src", "sym")
 
-    def __init__(self, sym: str, name: str, hint: int, src, bound: int | None = None):
+    def __init__(self, sym: str, name: str, hint: int, src, bound: int | None = None, expr: Expr | None = None):
         self.sym, self.name, self.hint, self.src, self.bound = sym, name, hint, src, bound
-        self.expr = _var_expr(sym)
+        self.expr = _var_expr(sym) if expr is None else expr  # (``expr``: ``sym`` as a size, when the caller has it)
 
 
 _var_expr = functools.lru_cache(maxsize=4096)(trusted_var)  # one object per name: the step names repeat

@@ -113,9 +113,16 @@ def record(ctx, op, args, kwargs, shape, dtype) -> LazyTensor:
     ``LOWER``) with the predicted symbolic ``shape`` and ``dtype``, logged in the
     step log (:meth:`.steplog.StepLog.op`) when one records. The one way a node is made."""
     assert op in LOWER, op
-    largs = tuple([a.node if type(a) is LazyTensor else a if type(a) in _ATOMIC else _lift_operand(ctx, a) for a in args])
+    largs = []  # (loops, not comprehensions: a comprehension is a call of its own, and every op records)
+    for a in args:
+        t = type(a)
+        largs.append(a.node if t is LazyTensor else a if t in _ATOMIC else _lift_operand(ctx, a))
     lkwargs = {k: lift(ctx, v) for k, v in kwargs.items()} if kwargs else NO_KWARGS
-    node = Node(op, largs, lkwargs, tuple([s if type(s) is Expr else as_expr(s) for s in shape]), dtype)
+    for e in shape:
+        if type(e) is not Expr:
+            shape = [as_expr(x) for x in shape]
+            break
+    node = Node(op, tuple(largs), lkwargs, tuple(shape), dtype)
     log = ctx.log
     if log is not None:  # the step log (.steplog); an operand from outside the step turns it off
         try:
