@@ -328,22 +328,7 @@ class LazyContext:
                 return
         g = self.trace(tensors, roots)
         self.stats["trace"] += 1
-        k = passes.key(g, self.mode)
-        entry = self.cache.get(k)
-        if entry is None:
-            reason = explain_miss(k, self.cache) if self.on_compile is not None else None
-            t0 = time.perf_counter()
-            with paused():  # (a sync in the middle of a traced step: torch's own methods for the compiler)
-                entry = self.compiler(passes.verify(g, passes.LOWER), self.stats)
-            dt = time.perf_counter() - t0
-            self.cache[k] = entry
-            self.compile_time_s += dt
-            self.stats["compile"] += 1
-            if self.on_compile is not None:
-                self.on_compile(dt, reason)
-        else:
-            self.stats["hit"] += 1
-        self.last = entry
+        entry = self.last = self._compiled(g)
         if lk is not None:
             try:
                 # the step's variables are named canonically (p<leaf>_<axis>), so every step with this
@@ -352,6 +337,26 @@ class LazyContext:
             except Unlogged:
                 pass
         self._run(entry, [n.data for n in g.inputs], g.outputs)
+
+    def _compiled(self, g: passes.Graph) -> passes.Compiled:
+        """The compile of the traced graph ``g``, from the cache keyed by its structure
+        (:func:`passes.key`), compiled on a miss."""
+        k = passes.key(g, self.mode)
+        entry = self.cache.get(k)
+        if entry is not None:
+            self.stats["hit"] += 1
+            return entry
+        reason = explain_miss(k, self.cache) if self.on_compile is not None else None
+        t0 = time.perf_counter()
+        with paused():  # (a sync in the middle of a traced step: torch's own methods for the compiler)
+            entry = self.compiler(passes.verify(g, passes.LOWER), self.stats)
+        dt = time.perf_counter() - t0
+        self.cache[k] = entry
+        self.compile_time_s += dt
+        self.stats["compile"] += 1
+        if self.on_compile is not None:
+            self.on_compile(dt, reason)
+        return entry
 
     def _run(self, entry, inputs, outputs, shapes=None) -> None:
         """Run a compiled graph; each output node becomes a leaf holding its value.
