@@ -251,19 +251,12 @@ def test_a_cached_step_still_checks_its_outputs_shapes():
     assert f.ctx.stats["hit"] == 2  # refused on the cached path
 
 
-def test_stack_cat_and_split_reach_the_lazy_path_without_torch_dispatch(monkeypatch):
+def test_stack_cat_and_split_reach_the_lazy_path_without_torch_dispatch(torch_function_calls):
     """While tracing, ``torch.stack``/``cat``/``split`` on lazy tensors call their lazy
     implementations directly (no ``__torch_function__``); on plain tensors, or under a
     torch function mode, they are torch's; and torch's own functions are back after a step."""
     originals = (torch.stack, torch.cat, torch.split)
-    seen = []
-    tf = L.LazyTensor.__torch_function__.__func__
-
-    def counting(cls, func, types, args=(), kwargs=None):
-        seen.append(getattr(func, "__name__", func))
-        return tf(cls, func, types, args, kwargs)
-
-    monkeypatch.setattr(L.LazyTensor, "__torch_function__", classmethod(counting))
+    seen = torch_function_calls
 
     def prog(x):
         t = x.shape[1]
