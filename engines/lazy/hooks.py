@@ -15,8 +15,8 @@ import operator
 import torch
 
 from .memo import Memo
-from .symbolic import SymSize
-from .tensor import OPS, LazyTensor
+from .symbolic import UNPATCHED, NeedsSizedMethods, SymSize
+from .tensor import DISPATCHED, OPS, LazyTensor
 
 _TENSOR = torch.Tensor
 
@@ -40,6 +40,7 @@ def _patched(name, orig):
 
     def fn(*args, **kwargs):
         if _has_sym(args) or _has_sym(list(kwargs.values())):
+            PATCH_CALLS[0] += 1
             return impl(*args, **kwargs)
         return orig(*args, **kwargs)
 
@@ -101,6 +102,7 @@ def _direct(name, orig):
                 else:
                     lazy = True
             if lazy:
+                PATCH_CALLS[0] += 1
                 if renamed is not None and kwargs:  # torch's keyword names where the implementation's differ
                     kwargs = {renamed.get(k, k): v for k, v in kwargs.items()}
                 return impl(*args, **kwargs)
@@ -110,6 +112,9 @@ def _direct(name, orig):
     return fn
 
 
+#: calls of the functions above that took the lazy branch, ever: with ``tensor.DISPATCHED``, what
+#: ``trace_step`` reads around a step to learn whether its program needs ``tracing`` at all
+PATCH_CALLS = [0]
 _mode_enabled = torch._C._is_torch_function_mode_enabled
 _torch_function = LazyTensor.__torch_function__
 _LAZY_TYPES = (LazyTensor,)
@@ -304,12 +309,28 @@ def trace_step(owner, leaves):
     and learns whether ``fn`` needs them (``None`` -> ``False``: it never indexed a plain tensor by
     a symbolic size; ``True``: it did, for good). A later unpatched step that meets one after all
     raises ``NeedsSizedMethods`` from the size's ``__index__`` and is traced again, patched
-    (``LazyFunction._record``)."""
+    (``LazyFunction._record``). Likewise ``owner.patches``: whether a step needs ``tracing``'s
+    functions in torch's namespaces (~2 us a step to swap in and out); a step of a program that
+    never called one nor reached ``__torch_function__`` runs without them, and one that reaches
+    ``__torch_function__``, converts a size to a number or raises after all is traced again with
+    them (``NeedsSizedMethods``; a program's own error is raised by that second trace)."""
     if owner.sized_methods is None:
-        calls = SIZED_CALLS[0]
+        calls, patched, dispatched = SIZED_CALLS[0], PATCH_CALLS[0], DISPATCHED[0]
         with tracing():
             out = owner.fn(*leaves)
         owner.sized_methods = SIZED_CALLS[0] != calls
+        owner.patches = PATCH_CALLS[0] != patched or DISPATCHED[0] != dispatched
         return out
+    if owner.patches is False and owner.sized_methods is False:
+        outer = UNPATCHED[0]
+        UNPATCHED[0] = True
+        try:
+            return owner.fn(*leaves)
+        except NeedsSizedMethods:
+            raise
+        except Exception as e:  # (torch's own function refusing a size, say): traced again with them
+            raise NeedsSizedMethods(e) from e
+        finally:
+            UNPATCHED[0] = outer
     with tracing(owner.sized_methods):
         return owner.fn(*leaves)

@@ -405,6 +405,7 @@ class LazyFunction:
         self.guard_log: dict = {}  # every distinct guard so far, as text
         self._logged: set = set()  # step-log keys whose guards are in guard_log
         self.sized_methods: bool | None = None  # whether a step patches them: see hooks.trace_step
+        self.patches: bool | None = None  # whether a step swaps tracing()'s functions into torch: the same
 
     def _record(self, args):
         """Trace ``fn`` on fresh lazy leaves over ``args``: (output, flat outputs). A step that
@@ -416,7 +417,7 @@ class LazyFunction:
         try:
             return self._trace_step(args)
         except NeedsSizedMethods:
-            self.sized_methods = True
+            self.sized_methods = self.patches = True
         finally:
             ctx.sized_methods_off = False
         return self._trace_step(args)

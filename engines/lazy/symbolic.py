@@ -57,6 +57,11 @@ def check_dim_name(name: str) -> None:
     _NAMES.add(name)
 
 
+#: whether the step being traced runs without ``hooks.tracing``'s functions (see ``hooks.trace_step``):
+#: then ``int()``/``float()`` of a size, and ``__torch_function__``, send it to be traced again with them
+UNPATCHED = [False]
+
+
 class NeedsSizedMethods(BaseException):
     """A step traced without ``torch.Tensor``'s sized methods (``hooks.tracing(methods=False)``)
     asked a size for its index: the step is traced again with them. A ``BaseException``, so a
@@ -352,6 +357,8 @@ class SymSize:
         return hash(self.expr)
 
     def __int__(self) -> int:
+        if UNPATCHED[0]:  # (maybe torch's argument parser, which a tracing() function would have spared)
+            raise NeedsSizedMethods(self)
         return self.ctx.specialise(self.live(), reason="int")
 
     def __index__(self) -> int:
@@ -360,6 +367,8 @@ class SymSize:
         return self.ctx.specialise(self.live(), reason="index")
 
     def __float__(self) -> float:
+        if UNPATCHED[0]:
+            raise NeedsSizedMethods(self)
         return float(self.ctx.specialise(self.live(), reason="float"))
 
     def __bool__(self) -> bool:

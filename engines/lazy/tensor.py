@@ -21,7 +21,7 @@ import torch
 from engines import sizes
 
 from .ir import Node
-from .symbolic import FinishedStep, SymSize
+from .symbolic import UNPATCHED, FinishedStep, NeedsSizedMethods, SymSize
 
 OPS: dict = {}  # torch function / method name -> implementation (filled by .ops)
 F_OPS: dict = {}  # torch.nn.functional name -> implementation (filled by .ops)
@@ -218,6 +218,9 @@ class LazyTensor(torch.Tensor):
     # -- torch function hook ----------------------------------------------
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
+        DISPATCHED[0] += 1
+        if UNPATCHED[0]:  # a step traced without tracing()'s functions met one: traced again with them
+            raise NeedsSizedMethods(func)
         hit = _DISPATCH.get(func)
         if hit is None:
             hit = _resolve(func)  # (an unsupported function raises: not cached)
@@ -229,6 +232,8 @@ class LazyTensor(torch.Tensor):
 
 
 _DISPATCH: dict = {}  # torch function -> (implementation, operands swapped): __torch_function__'s table
+#: calls of ``__torch_function__``, ever (``hooks.trace_step`` reads it around a step)
+DISPATCHED = [0]
 
 
 def _resolve(func) -> tuple:

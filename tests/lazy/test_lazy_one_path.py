@@ -6,6 +6,7 @@ import ast
 import pathlib
 import weakref
 
+import pytest
 import torch
 
 import engines.lazy as L
@@ -186,3 +187,49 @@ def test_message_passing_ops_reach_the_lazy_path_without_torch_dispatch(torch_fu
 
     assert entries(lambda x, i: x[i]) == entries(lambda x, i: x[i, :]) == entries(lambda x, i: x[(i, slice(None))])
     assert entries(lambda x, i: x[i])[1] == ["p1_0", "3"]
+
+
+def test_a_program_that_never_needs_the_tracing_functions_runs_without_them():
+    """After a first step that called none of ``tracing``'s functions and never reached
+    ``__torch_function__``, steps run with torch's own functions; a later step that needs
+    them after all (``torch.stack`` on lazy tensors, ``torch.zeros`` of a symbolic size) is
+    traced again with them, for good, and compiles as it would have (no size specialised)."""
+    swapped = []
+
+    def prog(x, branch):
+        swapped.append(getattr(torch.zeros, "lazy_tracing", False))
+        y = x * 2
+        if branch == "stack":
+            return torch.stack([y, x]).sum(0)
+        if branch == "zeros":
+            return y + torch.zeros(x.shape[0], 3)
+        return y.sum(0)
+
+    f = L.jit(prog, dims=[{0: "n"}, None])
+    for n in (3, 4, 5):
+        torch.testing.assert_close(f(x := torch.randn(n, 3), None), (x * 2).sum(0))
+    assert f.patches is False and swapped == [True, False, False]
+    for n in (3, 6):
+        torch.testing.assert_close(f(x := torch.randn(n, 3), "stack"), x * 3)
+    assert f.patches is True and swapped[3:] == [False, True, True]  # traced again with them, then with them only
+    g = L.jit(prog, dims=[{0: "n"}, None])
+    g(torch.randn(3, 3), None)
+    for n in (4, 7):
+        torch.testing.assert_close(g(x := torch.randn(n, 3), "zeros"), x * 2)
+    assert g.patches is True and g.ctx.compiles() == 2 and not g.guards  # one compile for every n: no guard on it
+
+
+def test_an_error_in_a_step_without_the_tracing_functions_is_the_programs_own():
+    def prog(x, fail):
+        if fail:
+            raise KeyError("the program's own")
+        return x + 1
+
+    f = L.jit(prog, dims=[{0: "n"}, None])
+    f(torch.randn(3), False)
+    f(torch.randn(4), False)
+    assert f.patches is False
+    with pytest.raises(KeyError, match="the program's own"):
+        f(torch.randn(5), True)
+    torch.testing.assert_close(f(x := torch.randn(6), False), x + 1)
+    assert f.ctx.compiles() == 1
