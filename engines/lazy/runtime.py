@@ -224,7 +224,7 @@ class LazyContext:
                 sig.append(c if v.bound is None or not bounded else (c, v.bound))
         node.shape = tuple(shape)
         if log is not None:
-            log.input(node, tuple(sig))
+            log.add(node, ("in", dtype, tuple(sig)))  # (log.input)
         return self.tensor(node)
 
     def tensor(self, node: Node) -> LazyTensor:
@@ -429,7 +429,12 @@ class LazyFunction:
         dims, bounds = self.dims, self.bounds
         for i, a in enumerate(args):
             if type(a) is _TENSOR or isinstance(a, _TENSOR):
-                a = ctx.leaf(a, True if dims is None else axes_key(dims[i]), None if bounds is None else bounds[i])
+                if dims is None:
+                    axes = True
+                else:
+                    d = dims[i]
+                    axes = tuple(d.items()) if type(d) is dict and d else axes_key(d)  # (axes_key's common case)
+                a = ctx.leaf(a, axes, None if bounds is None else bounds[i])
             leaves.append(a)
         out = trace_step(self, leaves)
         flat = [out] if type(out) is LazyTensor else list(out) if isinstance(out, (list, tuple)) else [out]
