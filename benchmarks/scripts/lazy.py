@@ -1,7 +1,7 @@
 """Per-step cost of the lazy path against torch eager and the C++ lazy tensors.
 
     .venv/bin/python -m benchmarks.scripts.lazy [--repeats 7] [--cases a,b|all] [--paths eager,lazy,...]
-                                            [--clock cpu] [--baseline DIR]
+                                            [--clock cpu] [--baseline DIR] [--processes N] [--markdown]
 
 For each catalogue case with a torch form (default: all of them; first quick
 shape, unbounded mode), seconds per cached call. Every path runs in a worker
@@ -28,6 +28,12 @@ are listed under the table). ``--baseline DIR`` adds ``lazy_before``: the
 on that tree's modules, its samples interleaved with the others. The same
 steps (:func:`make_step`) are the asv benchmarks in
 ``benchmarks/bench_lazy.py`` and ``bench_lazy_catalogue.py``.
+
+``--processes N`` repeats the whole measurement with N fresh sets of workers (process
+to process variation: import order, allocator state, address layout) and pools their
+samples; ``--markdown`` prints the median, the interquartile range (IQR) of the pooled
+samples and the ratio to eager per case and path, as a Markdown table (the findings
+pages' form; ``docs/findings/2026-12-02-lazy.md``).
 """
 
 from __future__ import annotations
@@ -246,24 +252,50 @@ def main(argv=None) -> None:
     ap.add_argument("--clock", choices=sorted(CLOCKS), default="wall", help="wall (default) or process CPU time")
     ap.add_argument("--baseline", metavar="DIR", help="another checkout whose lazy path is shown as lazy_before")
     ap.add_argument("--json", action="store_true", help="print {case: {path: seconds}} as one JSON line")
+    ap.add_argument("--processes", type=int, default=1, help="fresh sets of workers whose samples are pooled (default 1)")
+    ap.add_argument("--markdown", action="store_true", help="a Markdown table: median, IQR and ratio to eager")
     ap.add_argument("--serve", action="store_true", help="a worker: measure as asked on stdin (see serve)")
     opts = ap.parse_args(argv)
     paths = opts.paths.split(",")
     if opts.serve:
         return serve(paths, opts.clock)
     names = catalogue_cases() if opts.cases == "all" else opts.cases.split(",")
-    times, failures = run(names, paths, opts.repeats, opts.clock, opts.baseline)
-    if opts.json:
+    pooled, failures = samples(names, paths, opts.repeats, opts.clock, opts.baseline, opts.processes)
+    times = {n: {p: statistics.median(v) if v else None for p, v in by.items()} for n, by in pooled.items()}
+    if opts.markdown:
+        print(markdown(names, pooled))
+    elif opts.json:
         print(json.dumps(times))
         return
-    print(table(names, paths, times, bool(opts.baseline)))
+    else:
+        print(table(names, paths, times, bool(opts.baseline)))
     for (n, p), why in failures.items():
         print(f"# - {n} / {p}: {why}")
 
 
-def run(names, paths, repeats: int, clock: str, baseline=None) -> tuple:
-    """``({case: {path: seconds or None}}, {(case, path): why})``. Every path (eager too)
-    runs in a worker process of its own (:class:`Worker`; torch_xla_lazy in the xla
+def run(names, paths, repeats: int, clock: str, baseline=None, processes: int = 1) -> tuple:
+    """``({case: {path: median seconds or None}}, {(case, path): why})``: :func:`samples`' medians."""
+    pooled, failures = samples(names, paths, repeats, clock, baseline, processes)
+    return {n: {p: statistics.median(v) if v else None for p, v in by.items()} for n, by in pooled.items()}, failures
+
+
+def samples(names, paths, repeats: int, clock: str, baseline=None, processes: int = 1) -> tuple:
+    """``({case: {path: [seconds per call, ...]}}, {(case, path): why})``: the samples of
+    ``processes`` runs of :func:`measure`, each with fresh workers, pooled."""
+    pooled: dict = {n: {} for n in names}
+    failures: dict = {}
+    for _ in range(processes):
+        got, why = measure(names, paths, repeats, clock, baseline)
+        failures.update(why)
+        for n, by in got.items():
+            for p, v in by.items():
+                pooled[n].setdefault(p, []).extend(v)
+    return pooled, failures
+
+
+def measure(names, paths, repeats: int, clock: str, baseline=None) -> tuple:
+    """``({case: {path: [seconds per call, ...]}}, {(case, path): why})``, ``repeats``
+    samples a path. Every path (eager too) runs in a worker process of its own (:class:`Worker`; torch_xla_lazy in the xla
     environment), so each system is measured under the same conditions: a fresh
     interpreter holding only its own modules, threads and allocations (torch._lazy's
     runtime threads, or the lazy path's caches, never slow another path). The workers'
@@ -289,19 +321,41 @@ def run(names, paths, repeats: int, clock: str, baseline=None) -> tuple:
     try:
         for n in names:
             live = [w for w in workers if w.prepare(n, failures)]
-            samples: dict = {}
+            got: dict = {}
             for _ in range(repeats):
                 for w in live:
                     for p, t in w.sample().items():
-                        samples.setdefault(p, []).append(t)
-            times[n] = {
-                p: statistics.median(samples[p]) if p in samples else None
-                for p in (["lazy_before"] if baseline else []) + list(paths)
-            }
+                        got.setdefault(p, []).append(t)
+            times[n] = {p: got.get(p, []) for p in (["lazy_before"] if baseline else []) + list(paths)}
     finally:
         for w in workers:
             w.close()
     return times, failures
+
+
+def quartiles(v: list) -> tuple:
+    """``(q1, median, q3)`` of the samples ``v``."""
+    if len(v) < 2:
+        return v[0], v[0], v[0]
+    q1, med, q3 = statistics.quantiles(v, n=4)
+    return q1, med, q3
+
+
+def markdown(names, pooled: dict) -> str:
+    """One row per case and path: median and IQR in microseconds per call, the ratio of the
+    medians to eager's, and the number of samples."""
+    lines = ["| case | path | median (us) | IQR (us) | x eager | samples |", "|---|---|---:|---:|---:|---:|"]
+    for n in names:
+        eager = pooled[n].get("eager")
+        base = quartiles(eager)[1] if eager else None
+        for p, v in pooled[n].items():
+            if not v:
+                lines.append(f"| {n} | {p} | - | - | - | 0 |")
+                continue
+            q1, med, q3 = quartiles(v)
+            ratio = f"{med / base:.2f}" if base else "-"
+            lines.append(f"| {n} | {p} | {med * 1e6:.1f} | {(q3 - q1) * 1e6:.1f} | {ratio} | {len(v)} |")
+    return "\n".join(lines)
 
 
 def table(names, paths, times: dict, baseline: bool) -> str:

@@ -11,11 +11,13 @@ graph's symbolic structure, so a new shape reuses it.
     f(torch.zeros(3, 2), torch.ones(1, 1, 4)); f(torch.zeros(5, 2), torch.ones(1, 1, 4))
     f.ctx.compiles()  # 1
 
-Layers (each imports only those before it): symbolic (size variables and
-SymSize over :mod:`engines.sizes`) -> ir (nodes, dump, verify) -> tensor (the
+Layers (each imports only those before it): memo (the one bounded memo
+table) -> symbolic (size variables and SymSize over :mod:`engines.sizes`) -> ir (nodes, dump, verify) -> tensor (the
 proxy and its operators) -> ops (the registry: one module per op family) ->
 passes -> runtime (with misses: why a key missed; hooks: what ``tracing()``
-swaps into torch). ``bench`` (``python -m benchmarks.scripts.lazy``) measures a step.
+swaps into torch; steplog: a jit step's key). A leaf is made by
+``LazyContext.leaf``, an op node by ``ops.registry.record``, and both are logged
+by ``StepLog.add``. ``python -m benchmarks.scripts.lazy`` measures a step.
 """
 
 from engines.sizes import Expr

@@ -14,8 +14,9 @@ import operator
 
 import torch
 
-from .symbolic import SymSize
-from .tensor import OPS, LazyTensor
+from .memo import Memo
+from .symbolic import UNPATCHED, NeedsSizedMethods, SymSize
+from .tensor import DISPATCHED, OPS, LazyTensor
 
 _TENSOR = torch.Tensor
 
@@ -39,6 +40,7 @@ def _patched(name, orig):
 
     def fn(*args, **kwargs):
         if _has_sym(args) or _has_sym(list(kwargs.values())):
+            PATCH_CALLS[0] += 1
             return impl(*args, **kwargs)
         return orig(*args, **kwargs)
 
@@ -74,7 +76,8 @@ def _handler(orig):
 # ---------------------------------------------------------------------------
 # torch functions a step calls on lazy tensors, reached without torch's dispatch
 # ---------------------------------------------------------------------------
-_DIRECT = ("stack", "cat", "split")  # a list of tensors (torch scans it for overloads) or a Python wrapper
+_DIRECT = ("stack", "cat", "split", "zeros_like", "ones_like", "empty_like", "full_like")  # (a list of tensors, a Python
+# wrapper, or a creation function common in message passing: torch scans each for overloads)
 _DIRECT_KWARGS = {"split": {"split_size_or_sections": "split_size"}}
 
 
@@ -99,6 +102,7 @@ def _direct(name, orig):
                 else:
                     lazy = True
             if lazy:
+                PATCH_CALLS[0] += 1
                 if renamed is not None and kwargs:  # torch's keyword names where the implementation's differ
                     kwargs = {renamed.get(k, k): v for k, v in kwargs.items()}
                 return impl(*args, **kwargs)
@@ -108,6 +112,9 @@ def _direct(name, orig):
     return fn
 
 
+#: calls of the functions above that took the lazy branch, ever: with ``tensor.DISPATCHED``, what
+#: ``trace_step`` reads around a step to learn whether its program needs ``tracing`` at all
+PATCH_CALLS = [0]
 _mode_enabled = torch._C._is_torch_function_mode_enabled
 _torch_function = LazyTensor.__torch_function__
 _LAZY_TYPES = (LazyTensor,)
@@ -263,17 +270,20 @@ class tracing:
         self.methods = methods  # False: torch.Tensor's sized methods left as they are (see LazyFunction)
 
     def __enter__(self):
-        key = tuple([get(ns) for ns, get in _FINDERS])  # the functions found, grouped by namespace
+        found = []  # the functions found, grouped by namespace (a loop: a comprehension is a call of its own)
+        for ns, get in _FINDERS:
+            found.append(get(ns))
+        key = tuple(found)
         patch = _PATCH_SETS.get(key)
         if patch is None:
-            if len(_PATCH_SETS) > 8:
-                _PATCH_SETS.clear()
-            patch = _PATCH_SETS[key] = _patch_set(_found(), _TARGETS)
+            patch = _PATCH_SETS.put(key, _patch_set(_found(), _TARGETS))
         for ns, new, _ in patch:
             ns.update(new)
         self.saved = patch
-        t = _TENSOR.__dict__.get("__getitem__")
-        self.tensor = self.methods and (t is None or not getattr(t, "lazy_tracing", False))  # (re-entered: the outer one patched)
+        self.tensor = False
+        if self.methods:
+            t = _TENSOR.__dict__.get("__getitem__")
+            self.tensor = t is None or not getattr(t, "lazy_tracing", False)  # (re-entered: the outer one patched)
         if self.tensor:
             for n, f in _TENSOR_PATCHES.items():
                 setattr(_TENSOR, n, f)
@@ -289,7 +299,7 @@ class tracing:
 
 _TARGETS = _targets()
 _FINDERS = _finders(_TARGETS)  # (in _TARGETS' order: each namespace's names are consecutive there)
-_PATCH_SETS: dict = {}  # the functions found -> their patch set (see _patch_set)
+_PATCH_SETS = Memo(8)  # the functions found -> their patch set (see _patch_set)
 
 
 def trace_step(owner, leaves):
@@ -299,12 +309,28 @@ def trace_step(owner, leaves):
     and learns whether ``fn`` needs them (``None`` -> ``False``: it never indexed a plain tensor by
     a symbolic size; ``True``: it did, for good). A later unpatched step that meets one after all
     raises ``NeedsSizedMethods`` from the size's ``__index__`` and is traced again, patched
-    (``LazyFunction._record``)."""
+    (``LazyFunction._record``). Likewise ``owner.patches``: whether a step needs ``tracing``'s
+    functions in torch's namespaces (~2 us a step to swap in and out); a step of a program that
+    never called one nor reached ``__torch_function__`` runs without them, and one that reaches
+    ``__torch_function__``, converts a size to a number or raises after all is traced again with
+    them (``NeedsSizedMethods``; a program's own error is raised by that second trace)."""
     if owner.sized_methods is None:
-        calls = SIZED_CALLS[0]
+        calls, patched, dispatched = SIZED_CALLS[0], PATCH_CALLS[0], DISPATCHED[0]
         with tracing():
             out = owner.fn(*leaves)
         owner.sized_methods = SIZED_CALLS[0] != calls
+        owner.patches = PATCH_CALLS[0] != patched or DISPATCHED[0] != dispatched
         return out
+    if owner.patches is False and owner.sized_methods is False:
+        outer = UNPATCHED[0]
+        UNPATCHED[0] = True
+        try:
+            return owner.fn(*leaves)
+        except NeedsSizedMethods:
+            raise
+        except Exception as e:  # (torch's own function refusing a size, say): traced again with them
+            raise NeedsSizedMethods(e) from e
+        finally:
+            UNPATCHED[0] = outer
     with tracing(owner.sized_methods):
         return owner.fn(*leaves)

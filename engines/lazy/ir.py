@@ -16,6 +16,7 @@ import itertools
 from engines import sizes
 from engines.sizes import Expr
 
+from .memo import Memo
 from .symbolic import hint, names_of, var_of
 
 SIZE = "int"  # dtype of scalar size nodes
@@ -127,9 +128,7 @@ class Graph:
         entry = _CANONICAL.get(sig)
         if entry is None:
             c = sizes.substitute(e, {n: sizes.var(self.namer(n)) for n in names_of(e)})
-            if len(_CANONICAL) >= _CANONICAL_MAX:
-                _CANONICAL.clear()
-            entry = _CANONICAL[sig] = (c, str(c))
+            entry = _CANONICAL.put(sig, (c, str(c)))
         return entry
 
     def canonical(self, e: Expr) -> Expr:
@@ -158,8 +157,7 @@ def _atom_structure(a, canon: dict):
 
 # structure with canonical names -> (canonical Expr, its text), shared by every
 # graph: variable names differ from step to step, canonical structures repeat
-_CANONICAL: dict = {}
-_CANONICAL_MAX = 4096
+_CANONICAL = Memo()
 
 
 def fmt_type(g: Graph, n: Node) -> str:

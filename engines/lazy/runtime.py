@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
+import sys
 import time
+import weakref
 
 import torch
 
@@ -24,48 +27,49 @@ from .hooks import paused, trace_step
 from .ir import NO_KWARGS, IRError, Node
 from .misses import explain_miss
 from .steplog import StepLog, Unlogged
-from .symbolic import _CONSTS, _NAMES, NeedsSizedMethods, SizeVars, Var, check_dim_name, compare, const, hint, rename, shapes_fn
+from .symbolic import _NAMES, NeedsSizedMethods, SizeVars, Var, _var_expr, check_dim_name, compare, const, hint, rename, shapes_fn
 from .tensor import LazyTensor
 
 _TENSOR = torch.Tensor
+_refcount, _weakrefs = sys.getrefcount, weakref.getweakrefcount
 
 
-_CANON_NAMES: dict = {}
-_STATIC_LEAVES: dict = {}  # torch.Size -> (its sizes as constants, the step log's dims): leaves without variables
-
-
-_ALL_AXES: dict = {}  # ndim -> {axis: None for every axis} (``dims=True``; read only)
-
-
-def _canon_names(pos: int, ndim: int) -> tuple:
-    """The step log's names of the variables first read at leaf ``pos``, by axis
-    (``p<pos>_<axis>``; shared strings)."""
-    n = _CANON_NAMES.get(pos)
-    if n is None or len(n) < ndim:
-        n = _CANON_NAMES[pos] = tuple([f"p{pos}_{axis}" for axis in range(max(ndim, 4))])
-    return n
-
-
-_LEAF_PLANS: dict = {}  # (leaf position, rank, True or id(dims)) -> (dims, per axis: None or (name, canonical name, axis))
-
-
-def _leaf_plan(pos: int, ndim: int, dims, pk) -> tuple:
-    """The plan of :meth:`LazyContext._logged_input` (user names checked here, once)."""
-    canon = _canon_names(pos, ndim)
+@functools.lru_cache(maxsize=1024)
+def _leaf_plan(pos: int | None, ndim: int, axes) -> tuple:
+    """Per axis of a leaf of rank ``ndim``: None (a constant) or ``(user name or None,
+    canonical name or None, axis, the canonical variable as a size or None)``. ``axes``: True (every axis), or ``((axis, name), ...)``
+    (see :func:`axes_key`). ``pos``: the leaf's step-log position (None: no log), which
+    names its variables canonically (``p<pos>_<axis>``). User names are checked here, once."""
     plan = []
+    named = {} if axes is True else dict(axes)
     for axis in range(ndim):
-        if dims is not True and axis not in dims:
+        if axes is not True and axis not in named:
             plan.append(None)
             continue
-        name = None if dims is True else dims[axis]
+        name = named.get(axis) or None
         if name is not None and name not in _NAMES:
             check_dim_name(name)
-        plan.append((name or None, canon[axis], axis))
-    if len(_LEAF_PLANS) >= 1024:
-        _LEAF_PLANS.clear()
-    plan = tuple(plan)
-    _LEAF_PLANS[pk] = (True if dims is True else dict(dims), plan)
-    return plan
+        c = None if pos is None else f"p{pos}_{axis}"
+        plan.append((name, c, axis, None if c is None else _var_expr(c)))
+    return tuple(plan)
+
+
+@functools.lru_cache(maxsize=1024)
+def _static_leaf(shape: torch.Size) -> tuple:
+    """A leaf without variables: (its sizes as constants, the step log's dims)."""
+    return tuple([const(s) for s in shape]), tuple(shape)
+
+
+def axes_key(dims):
+    """:meth:`LazyContext.input`'s ``dims`` as the hashable form a leaf plan is keyed by:
+    True (every axis), False (none) or ``((axis, name), ...)``."""
+    if type(dims) is dict and dims:  # (a jit step's, every input)
+        return tuple(dims.items())
+    if dims is True or not dims:
+        return bool(dims)
+    if isinstance(dims, dict):
+        return tuple(dims.items())
+    return tuple([(d, None) for d in dims])
 
 
 class BoundError(ValueError):
@@ -128,26 +132,36 @@ class LazyContext:
         self.fast: dict = {}  # step-log key -> (Compiled, input positions): the cached steps
         self.last_key = None  # the step-log key of the step's first sync (None: none, or unlogged)
         self._last_hit = None  # (step-log key, fast entry) of the last hit: most steps repeat it
+        self._made: list = []  # the lazy tensors made while the step log records
+        self._pool: list = []  # lazy tensors of finished steps no one holds (see release)
 
     # -- leaves ------------------------------------------------------------
     def new_step(self) -> None:
         """Forget the size variables and guards of the previous step."""
         self._named.clear()
-        v = self.vars  # (SizeVars.clear, inline)
-        v.vars.clear()
-        v.hints.clear()
-        v.step += 1
+        self.vars.clear()
         self.guards = []  # (a new list: the last step's is handed out)
         self._guard_keys.clear()
         self.log, self.last_key = StepLog(), None
+        self._made = []  # (a step never released: its tensors are not reused)
 
-    def release(self, tensors) -> None:
-        """End of a step: its size variables stop holding their leaves
-        (``tensors``, the step's inputs), so refcounting frees the step at
-        once. They can no longer be read by a later graph."""
+    def release(self) -> None:
+        """End of a step: its size variables stop holding their leaves, so
+        refcounting frees the step at once (they can no longer be read by a later
+        graph), and the step's lazy tensors no one else holds (or watches: a weak
+        reference) are kept for the next step's :meth:`tensor`, without their nodes."""
         self.log = None
         for v in self.vars.vars.values():  # every variable of a jit step is read from one of its leaves
             v.src = None
+        pool = self._pool
+        for t in self._made:
+            if _refcount(t) == 3 and not _weakrefs(t):  # (the list, the loop, the call): unreachable
+                t.node = None
+                d = t.__dict__
+                if d:
+                    d.clear()
+                pool.append(t)
+        self._made = []
 
     def input(self, t: torch.Tensor, dims=True, bounds=None) -> LazyTensor:
         """A lazy leaf over ``t``.
@@ -159,110 +173,73 @@ class LazyContext:
         """
         if type(t) is not _TENSOR and not isinstance(t, _TENSOR):  # (torch's isinstance check is slow)
             t = torch.as_tensor(t)
-        if self.mode == "static" or not dims:  # every axis constant: shape and key entry shared per shape
-            shape = t.shape
-            hit = _STATIC_LEAVES.get(shape)
-            if hit is None:
-                if len(_STATIC_LEAVES) >= 1024:
-                    _STATIC_LEAVES.clear()
-                hit = _STATIC_LEAVES[shape] = (tuple([const(s) for s in shape]), tuple(shape))
-            node = Node("input", shape=hit[0], data=t, dtype=t.dtype)
-            if self.log is not None:
-                self.log.input(node, hit[1])
-            return LazyTensor(node, self)
-        shape_ = t.shape
+        return self.leaf(t, axes_key(dims), bounds)
+
+    def leaf(self, t: torch.Tensor, axes, bounds=None) -> LazyTensor:
+        """:meth:`input` with ``dims`` as :func:`axes_key` gives them: the one constructor
+        of a leaf over a user input (a jit step calls it directly)."""
         log = self.log
-        if log is not None and self.mode == "unbounded" and (dims is True or type(dims) is dict):
-            return self._logged_input(t, shape_, dims, log)
-        if dims is True:
-            dims = _ALL_AXES.get(len(shape_))
-            if dims is None:
-                dims = _ALL_AXES[len(shape_)] = {i: None for i in range(len(shape_))}
-        elif not isinstance(dims, dict):
-            dims = {d: None for d in dims}
-        bounded = self.mode == "bounded"
-        if bounded and bounds is None:
-            bounds = NO_KWARGS
-        node = Node("input", data=t, dtype=t.dtype)
-        canon = _canon_names(len(log.nodes), len(shape_)) if log is not None else None
-        named, table = self._named, self.vars
+        dtype = t.dtype
+        if axes is False or self.mode == "static":  # every axis constant: shape and key entry shared per shape
+            shape, sig = _static_leaf(t.shape)
+            node = Node("input", (), None, shape, dtype, t)
+            if log is not None:
+                log.input(node, sig)
+            return self.tensor(node)
+        shape_ = t.shape
+        plan = _leaf_plan(None if log is None else len(log.nodes), len(shape_), axes)
+        bounded = bounds is not None and self.mode == "bounded"
+        node = Node("input", (), None, (), dtype, t)
+        named, vars_, hints = self._named, self.vars.vars, self.vars.hints
+        lcanon = log.canon if log is not None else None
         shape, sig = [], []  # sig: the dims as the step log keys them
-        for axis, size in enumerate(shape_):
-            if axis not in dims:
-                e = _CONSTS.get(size)
-                shape.append(e if e is not None else const(size))
+        for spec, size in zip(plan, shape_, strict=False):
+            if spec is None:  # a constant axis
+                shape.append(const(size))
                 sig.append(size)
                 continue
-            name = dims[axis]
+            name, c, axis, e = spec
             bound = bounds.get(axis) if bounded else None
             if bound is not None and size > bound:
                 raise BoundError(f"dim {name or axis} of input is {size}, past the bound {bound} this graph is compiled for")
-            v = named.get(name) if name else None
-            if v is None:
-                v = table.new(node, axis, size, name, bound, canon[axis] if canon is not None else None)
-                if name:
-                    named[name] = v
-                if canon is not None:  # a new variable: named by this leaf and axis
-                    c = log.canon[v.sym] = canon[axis]
-            elif v.hint != size:
-                raise ValueError(f"dim {name} is {v.hint} in one input and {size} in another")
-            elif canon is not None:
-                c = log.canon.get(v.sym)
-                if c is None:
-                    c = log.canon[v.sym] = canon[axis]
-            shape.append(v.expr)
-            if canon is not None:
-                sig.append(c if v.bound is None or not bounded else (c, v.bound))
-        node.shape = tuple(shape)
-        if log is not None:
-            log.input(node, tuple(sig))
-        return LazyTensor(node, self)
-
-    def _logged_input(self, t, shape_, dims, log) -> LazyTensor:
-        """:meth:`input` of a jit step's leaf, unbounded mode (most steps): the
-        per-axis plan -- constant, or (user name, canonical variable name) -- is
-        made once per (leaf position, rank, dims), and a variable's algebra name is
-        its canonical one (``log.canon`` maps it to itself). The same leaf, shape,
-        variables and log entry as the general loop below."""
-        nodes = log.nodes
-        pos, ndim = len(nodes), len(shape_)
-        pk = (pos, ndim, True if dims is True else id(dims))
-        hit = _LEAF_PLANS.get(pk)
-        if hit is not None and (dims is True or hit[0] == dims):  # (by id, then equal: a dict changed in place
-            plan = hit[1]  # or another at that id makes a new plan)
-        else:
-            plan = _leaf_plan(pos, ndim, dims, pk)
-        dtype = t.dtype
-        node = Node("input", data=t, dtype=dtype)
-        named, vars_, hints, lcanon = self._named, self.vars.vars, self.vars.hints, log.canon
-        shape, sig = [], []
-        for spec, size in zip(plan, shape_, strict=False):
-            if spec is None:  # a constant axis
-                e = _CONSTS.get(size)
-                shape.append(e if e is not None else const(size))
-                sig.append(size)
-                continue
-            name, c, axis = spec
             v = named.get(name) if name is not None else None
             if v is None:
-                v = vars_[c] = Var(c, name or c, size, (node, axis))
-                hints[c] = size
-                lcanon[c] = c
+                # a jit step names its variables by position (the same names every step, so its size
+                # arithmetic repeats the last one's); a context without a step log by leaf (unique)
+                sym = c or f"d{node.uid}_{axis}"
+                v = vars_[sym] = Var(sym, name or sym, size, (node, axis), bound, e)
+                hints[sym] = size
                 if name is not None:
                     named[name] = v
+                if lcanon is not None:
+                    lcanon[c] = c
             elif v.hint != size:
                 raise ValueError(f"dim {name} is {v.hint} in one input and {size} in another")
-            else:
+            elif lcanon is not None:
                 c = lcanon.get(v.sym)
                 if c is None:
                     c = lcanon[v.sym] = spec[1]
             shape.append(v.expr)
-            sig.append(c)
+            if lcanon is not None:
+                sig.append(c if v.bound is None or not bounded else (c, v.bound))
         node.shape = tuple(shape)
-        node.pos = pos  # log.input, inline
-        nodes.append(node)
-        log.entries.append(("in", dtype, tuple(sig)))
-        return LazyTensor(node, self)
+        if log is not None:
+            log.add(node, ("in", dtype, tuple(sig)))  # (log.input)
+        return self.tensor(node)
+
+    def tensor(self, node: Node) -> LazyTensor:
+        """The lazy tensor of ``node``: one of the last step's no one holds any more (see
+        :meth:`release`), or a new one. Making a ``torch.Tensor`` subclass costs ~1 us, a
+        cached step makes one per leaf and op: most of what the subclass added to a step."""
+        pool = self._pool
+        if pool:
+            t = pool.pop()
+            t.node = node
+        else:
+            t = LazyTensor(node, self)
+        if self.log is not None:
+            self._made.append(t)
+        return t
 
     def constant(self, t: torch.Tensor) -> Node:
         """A leaf for a concrete tensor met during tracing (all axes constant)."""
@@ -324,15 +301,10 @@ class LazyContext:
         log, lk = self.log, None
         if log is not None:  # the step's first sync: its log names the graph
             self.log = None
-            r = roots[0]
-            p = r.pos
-            if len(roots) == 1 and not self.guards and p is not None and p < len(log.nodes) and log.nodes[p] is r:
-                lk = (tuple(log.entries), (p,), ())  # log.key, inline: one output, no guard (most steps)
-            else:
-                try:
-                    lk = log.key(roots, self.guards)
-                except Unlogged:
-                    lk = None
+            try:
+                lk = log.key(roots, self.guards)
+            except Unlogged:
+                lk = None
             self.last_key = lk
             hit = None
             if lk is not None:
@@ -349,27 +321,14 @@ class LazyContext:
                 stats["trace"] += 1
                 stats["hit"] += 1
                 self.last = entry
-                nodes = log.nodes
-                self._run(entry, [nodes[p].data for p in positions], roots, shapes)
+                nodes, inputs = log.nodes, []
+                for p in positions:
+                    inputs.append(nodes[p].data)
+                self._run(entry, inputs, roots, shapes)
                 return
         g = self.trace(tensors, roots)
         self.stats["trace"] += 1
-        k = passes.key(g, self.mode)
-        entry = self.cache.get(k)
-        if entry is None:
-            reason = explain_miss(k, self.cache) if self.on_compile is not None else None
-            t0 = time.perf_counter()
-            with paused():  # (a sync in the middle of a traced step: torch's own methods for the compiler)
-                entry = self.compiler(passes.verify(g, passes.LOWER), self.stats)
-            dt = time.perf_counter() - t0
-            self.cache[k] = entry
-            self.compile_time_s += dt
-            self.stats["compile"] += 1
-            if self.on_compile is not None:
-                self.on_compile(dt, reason)
-        else:
-            self.stats["hit"] += 1
-        self.last = entry
+        entry = self.last = self._compiled(g)
         if lk is not None:
             try:
                 # the step's variables are named canonically (p<leaf>_<axis>), so every step with this
@@ -378,6 +337,26 @@ class LazyContext:
             except Unlogged:
                 pass
         self._run(entry, [n.data for n in g.inputs], g.outputs)
+
+    def _compiled(self, g: passes.Graph) -> passes.Compiled:
+        """The compile of the traced graph ``g``, from the cache keyed by its structure
+        (:func:`passes.key`), compiled on a miss."""
+        k = passes.key(g, self.mode)
+        entry = self.cache.get(k)
+        if entry is not None:
+            self.stats["hit"] += 1
+            return entry
+        reason = explain_miss(k, self.cache) if self.on_compile is not None else None
+        t0 = time.perf_counter()
+        with paused():  # (a sync in the middle of a traced step: torch's own methods for the compiler)
+            entry = self.compiler(passes.verify(g, passes.LOWER), self.stats)
+        dt = time.perf_counter() - t0
+        self.cache[k] = entry
+        self.compile_time_s += dt
+        self.stats["compile"] += 1
+        if self.on_compile is not None:
+            self.on_compile(dt, reason)
+        return entry
 
     def _run(self, entry, inputs, outputs, shapes=None) -> None:
         """Run a compiled graph; each output node becomes a leaf holding its value.
@@ -422,11 +401,11 @@ class LazyFunction:
         self.fn = fn
         self.ctx = ctx or LazyContext(mode)
         self.dims, self.bounds = dims, bounds
-        self._leaves: list = []
         self.guards: list = []  # the last call's
         self.guard_log: dict = {}  # every distinct guard so far, as text
         self._logged: set = set()  # step-log keys whose guards are in guard_log
         self.sized_methods: bool | None = None  # whether a step patches them: see hooks.trace_step
+        self.patches: bool | None = None  # whether a step swaps tracing()'s functions into torch: the same
 
     def _record(self, args):
         """Trace ``fn`` on fresh lazy leaves over ``args``: (output, flat outputs). A step that
@@ -438,7 +417,7 @@ class LazyFunction:
         try:
             return self._trace_step(args)
         except NeedsSizedMethods:
-            self.sized_methods = True
+            self.sized_methods = self.patches = True
         finally:
             ctx.sized_methods_off = False
         return self._trace_step(args)
@@ -450,9 +429,13 @@ class LazyFunction:
         dims, bounds = self.dims, self.bounds
         for i, a in enumerate(args):
             if type(a) is _TENSOR or isinstance(a, _TENSOR):
-                a = ctx.input(a, True if dims is None else dims[i], None if bounds is None else bounds[i])
+                if dims is None:
+                    axes = True
+                else:
+                    d = dims[i]
+                    axes = tuple(d.items()) if type(d) is dict and d else axes_key(d)  # (axes_key's common case)
+                a = ctx.leaf(a, axes, None if bounds is None else bounds[i])
             leaves.append(a)
-        self._leaves = leaves  # (release reads the step's variables, not these)
         out = trace_step(self, leaves)
         flat = [out] if type(out) is LazyTensor else list(out) if isinstance(out, (list, tuple)) else [out]
         return out, flat
@@ -469,14 +452,17 @@ class LazyFunction:
                     self.guard_log.setdefault(str(g))
                 if lk is not None and all(len(g.names) == len(g.vars) for g in guards):
                     self._logged.add(lk)  # every variable user-named: a step with this key logs the same texts
-        ctx.release(self._leaves)
-        self._leaves = []
         if type(out) is LazyTensor:
-            return out.node.data
-        res = [o.node.data if type(o) is LazyTensor else o for o in flat]
-        if not isinstance(out, (list, tuple)):
-            return res[0]
-        return type(out)(*res) if hasattr(out, "_fields") else type(out)(res)  # (a named tuple: topk, sort)
+            res = out.node.data
+        else:
+            res = [o.node.data if type(o) is LazyTensor else o for o in flat]
+            if not isinstance(out, (list, tuple)):
+                res = res[0]
+            else:
+                res = type(out)(*res) if hasattr(out, "_fields") else type(out)(res)  # (a named tuple: topk, sort)
+        del out, flat  # (the step's tensors: none held here, so release may keep them for the next step)
+        ctx.release()
+        return res
 
     def trace(self, *args) -> tuple:
         """The per-step work without running: record, collect the graph, and

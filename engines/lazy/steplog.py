@@ -19,9 +19,10 @@ import torch
 from engines.sizes import Expr
 
 from .ir import Node, _atom_structure
+from .memo import Memo
 
 _PLAIN = frozenset({int, bool, str, type(None)})
-_EXPR_SIGS: dict = {}  # a one-variable Expr -> (its variable's canonical name, the name, its signature, ("e", it))
+_EXPR_SIGS = Memo()  # a one-variable Expr -> (its variable's canonical name, the name, its signature, ("e", it))
 _DTYPE = torch.dtype
 
 
@@ -64,6 +65,8 @@ class StepLog:
         self.add(node, ("const", node.dtype, tuple(e.terms for e in node.shape)))
 
     def op(self, node: Node) -> None:
+        """Log an op node (made by ``ops.registry.record``, the one way an op node is made), its
+        operands signed by position; :class:`Unlogged` for one the log cannot name."""
         nodes = self.nodes
         n = len(nodes)
         args = []
@@ -78,13 +81,10 @@ class StepLog:
                 args.append(INTS[a])
             elif t is Expr:  # a size (narrow's start and length, expand's sizes)
                 terms = a.terms
-                args.append(("e", terms[0][1]) if len(terms) == 1 and not terms[0][0] else ("e", self.expr(a)))
+                args.append(("e", terms[0][1]) if len(terms) == 1 and not terms[0][0] else self.esig(a))
             else:
                 args.append(self.sig(a))
-        entry = (node.op, tuple(args), self.sig(node.kwargs) if node.kwargs else None, node.dtype)
-        node.pos = n
-        nodes.append(node)
-        self.entries.append(entry)
+        self.add(node, (node.op, tuple(args), self.sig(node.kwargs) if node.kwargs else None, node.dtype))
 
     def pos(self, n: Node) -> int:
         p = n.pos
@@ -115,9 +115,7 @@ class StepLog:
         names = e.vars
         if len(names) == 1:  # memoised when one variable: its canonical name decides the signature
             (n,) = names
-            if len(_EXPR_SIGS) >= 4096:
-                _EXPR_SIGS.clear()
-            _EXPR_SIGS[e] = (canon[n], n, out, ("e", out))
+            _EXPR_SIGS.put(e, (canon[n], n, out, ("e", out)))
         return out
 
     def esig(self, e: Expr) -> tuple:
@@ -168,7 +166,10 @@ class StepLog:
         return (t, a)
 
     def key(self, roots, guards) -> tuple:
-        """The step's key: the log, the synced positions, and every guard of the step."""
+        """The step's key: the log, the synced positions, and every guard of the step
+        (the one key of a logged step: ``LazyContext.sync`` looks its compile up by it)."""
+        if len(roots) == 1 and not guards:  # one output, no guard: most steps
+            return (tuple(self.entries), (self.pos(roots[0]),), ())
         outs = tuple([self.pos(r) for r in roots])
         gs = tuple([(self.expr(g.lhs), g.op, self.expr(g.rhs), g.result) for g in guards])
         return (tuple(self.entries), outs, gs)

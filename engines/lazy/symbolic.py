@@ -19,6 +19,7 @@ This module adds what the lazy path needs on top:
 
 from __future__ import annotations
 
+import functools
 import operator
 
 from engines import sizes
@@ -32,17 +33,12 @@ class Var:
 
     __slots__ = ("bound", "expr", "hint", "name", "src", "sym")
 
-    def __init__(self, sym: str, name: str, hint: int, src, bound: int | None = None):
+    def __init__(self, sym: str, name: str, hint: int, src, bound: int | None = None, expr: Expr | None = None):
         self.sym, self.name, self.hint, self.src, self.bound = sym, name, hint, src, bound
-        e = _VAR_EXPRS.get(sym)
-        if e is None:
-            if len(_VAR_EXPRS) >= 4096:
-                _VAR_EXPRS.clear()
-            e = _VAR_EXPRS[sym] = trusted_var(sym)
-        self.expr = e
+        self.expr = _var_expr(sym) if expr is None else expr  # (``expr``: ``sym`` as a size, when the caller has it)
 
 
-_VAR_EXPRS: dict = {}  # name -> the variable as a size (one object per name: the step names repeat)
+_var_expr = functools.lru_cache(maxsize=4096)(trusted_var)  # one object per name: the step names repeat
 
 
 class FinishedStep(ValueError):
@@ -61,6 +57,11 @@ def check_dim_name(name: str) -> None:
     _NAMES.add(name)
 
 
+#: whether the step being traced runs without ``hooks.tracing``'s functions (see ``hooks.trace_step``):
+#: then ``int()``/``float()`` of a size, and ``__torch_function__``, send it to be traced again with them
+UNPATCHED = [False]
+
+
 class NeedsSizedMethods(BaseException):
     """A step traced without ``torch.Tensor``'s sized methods (``hooks.tracing(methods=False)``)
     asked a size for its index: the step is traced again with them. A ``BaseException``, so a
@@ -70,9 +71,9 @@ class NeedsSizedMethods(BaseException):
 class SizeVars:
     """The size variables of a context's current step, by algebra name.
 
-    The table holds each variable's leaf (its ``src``) until the step ends:
-    :meth:`release` cuts the leaves of a finished step, :meth:`clear` (at the
-    next step) forgets the records. A context used without ``jit`` keeps its
+    The table holds each variable's leaf (its ``src``) until the step ends
+    (``LazyContext.release`` cuts them); :meth:`clear` (at the next step)
+    forgets the records. A context used without ``jit`` keeps its
     variables until it starts a step (``LazyContext.new_step``).
     """
 
@@ -82,20 +83,6 @@ class SizeVars:
         self.vars: dict = {}
         self.hints: dict = {}
         self.step = 0  # bumped by clear(): a SymSize of an earlier step is refused (see SymSize.live)
-
-    def new(self, leaf, axis: int, hint: int, name: str | None = None, bound: int | None = None, sym: str | None = None) -> Var:
-        """A variable read from ``leaf``'s ``axis``. ``sym``: its algebra name
-        (default ``d<leaf uid>_<axis>``, unique in the process); a jit step names
-        its variables by position (``p<leaf position>_<axis>``), the same names
-        every step, so the size arithmetic of a step repeats the last one's
-        (memoised by :mod:`engines.sizes`)."""
-        if sym is None:
-            sym = f"d{leaf.uid}_{axis}"
-        if name is not None and name not in _NAMES:
-            check_dim_name(name)
-        v = self.vars[sym] = Var(sym, name or sym, hint, (leaf, axis), bound)
-        self.hints[sym] = hint
-        return v
 
     def __getitem__(self, sym: str) -> Var:
         return self.vars[sym]
@@ -107,12 +94,6 @@ class SizeVars:
         self.vars.clear()
         self.hints.clear()
         self.step += 1
-
-    def release(self, names) -> None:
-        for n in names:
-            v = self.vars.get(n)
-            if v is not None:
-                v.src = None
 
     def hint(self, e: Expr) -> int:
         """The value of ``e`` under the current sizes."""
@@ -158,25 +139,16 @@ def hint(e: Expr, env: dict, evaluate=None) -> int:
                     return c * env[a.name]
                 if not terms[0][0]:
                     return terms[0][1] + c * env[a.name]
-    f = _COMPILED.get(e)
-    if f is None:
-        f = _compile(e)
     try:
-        return f(env)
+        return _compile(e)(env)
     except (KeyError, ZeroDivisionError):  # the general walk raises the error that names the size
         return evaluate(e) if evaluate is not None else sizes.evaluate(e, env)
 
 
-_COMPILED: dict = {}  # Expr -> a Python function of the environment computing it (the steps' sizes repeat)
-
-
+@functools.lru_cache(maxsize=4096)  # the steps' sizes repeat
 def _compile(e: Expr):
     """``e`` as ``lambda env: ...`` (Python's ``//`` and ``%``: the algebra's semantics)."""
-    f = _env_lambda(sizes.source(e, {n: f"env[{n!r}]" for n in e.vars}))
-    if len(_COMPILED) >= 4096:
-        _COMPILED.clear()
-    _COMPILED[e] = f
-    return f
+    return _env_lambda(sizes.source(e, {n: f"env[{n!r}]" for n in e.vars}))
 
 
 def shapes_fn(shapes):
@@ -220,17 +192,7 @@ def names_of(e: Expr):
     return e.vars
 
 
-_CONSTS: dict = {}
-
-
-def const(c: int) -> Expr:
-    """``sizes.const(c)``, shared: the sizes of every step's static dims repeat."""
-    e = _CONSTS.get(c)
-    if e is None:
-        if len(_CONSTS) >= 4096:
-            _CONSTS.clear()
-        e = _CONSTS[c] = sizes.const(c)
-    return e
+const = sizes.as_expr  # an int as a size: the algebra's shared constants (one consts cache)
 
 
 def as_expr(x) -> Expr:
@@ -292,15 +254,10 @@ class SymBool:
         return f"SymBool({t(self.lhs)} {self.op} {t(self.rhs)})"
 
 
-_ARITH: dict = {}  # (operator, Expr, int or Expr) -> the result: a step's size arithmetic repeats the last step's
-
-
-def _arith(k):
-    """A miss of ``_ARITH``: compute ``k[0](k[1], k[2])`` and keep it (at most 4,096 entries)."""
-    if len(_ARITH) >= 4096:
-        _ARITH.clear()
-    r = _ARITH[k] = k[0](k[1], k[2])
-    return r
+@functools.lru_cache(maxsize=4096)  # a step's size arithmetic repeats the last step's
+def _arith(fn, a: Expr, b) -> Expr:
+    """``fn(a, b)``, memoised."""
+    return fn(a, b)
 
 
 def _sym(fn):
@@ -309,18 +266,11 @@ def _sym(fn):
             ctx = self.ctx
             if self.step != ctx.vars.step:
                 self.live()  # (raises FinishedStep)
-            k = (fn, self.expr, o)
-            r = _ARITH.get(k)
-            if r is None:
-                r = _arith(k)
+            r = _arith(fn, self.expr, o)
             t = r.terms  # SymSize.wrap, inline
             return 0 if not t else t[0][1] if len(t) == 1 and not t[0][0] else SymSize(r, ctx)
         if type(o) is SymSize:  # (``t - t // 2``): memoised as the int case
-            k = (fn, self.live(), o.live())
-            r = _ARITH.get(k)
-            if r is None:
-                r = _arith(k)
-            return SymSize.wrap(r, self.ctx)
+            return SymSize.wrap(_arith(fn, self.live(), o.live()), self.ctx)
         if not is_size(o):
             if isinstance(o, float):
                 return fn(float(self), o)
@@ -407,6 +357,8 @@ class SymSize:
         return hash(self.expr)
 
     def __int__(self) -> int:
+        if UNPATCHED[0]:  # (maybe torch's argument parser, which a tracing() function would have spared)
+            raise NeedsSizedMethods(self)
         return self.ctx.specialise(self.live(), reason="int")
 
     def __index__(self) -> int:
@@ -415,6 +367,8 @@ class SymSize:
         return self.ctx.specialise(self.live(), reason="index")
 
     def __float__(self) -> float:
+        if UNPATCHED[0]:
+            raise NeedsSizedMethods(self)
         return float(self.ctx.specialise(self.live(), reason="float"))
 
     def __bool__(self) -> bool:

@@ -21,7 +21,7 @@ import torch
 from engines import sizes
 
 from .ir import Node
-from .symbolic import FinishedStep, SymSize
+from .symbolic import UNPATCHED, FinishedStep, NeedsSizedMethods, SymSize
 
 OPS: dict = {}  # torch function / method name -> implementation (filled by .ops)
 F_OPS: dict = {}  # torch.nn.functional name -> implementation (filled by .ops)
@@ -218,6 +218,9 @@ class LazyTensor(torch.Tensor):
     # -- torch function hook ----------------------------------------------
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
+        DISPATCHED[0] += 1
+        if UNPATCHED[0]:  # a step traced without tracing()'s functions met one: traced again with them
+            raise NeedsSizedMethods(func)
         hit = _DISPATCH.get(func)
         if hit is None:
             hit = _resolve(func)  # (an unsupported function raises: not cached)
@@ -229,6 +232,8 @@ class LazyTensor(torch.Tensor):
 
 
 _DISPATCH: dict = {}  # torch function -> (implementation, operands swapped): __torch_function__'s table
+#: calls of ``__torch_function__``, ever (``hooks.trace_step`` reads it around a step)
+DISPATCHED = [0]
 
 
 def _resolve(func) -> tuple:
@@ -267,10 +272,15 @@ for _name, (_op, _swap) in OPERATORS.items():
 
 def install_methods(methods: dict) -> None:
     """Make each registered method (``name -> implementation``) a method of
-    :class:`LazyTensor`, unless the class defines it (metadata, operators)."""
+    :class:`LazyTensor`, unless the class defines it (metadata, operators), and
+    each operator whose operands are not swapped its implementation itself (no
+    ``OPS`` look-up per call: ``x / y`` is most steps' op)."""
     for name, fn in methods.items():
         if name not in LazyTensor.__dict__:  # (not hasattr: torch.Tensor has them all)
             setattr(LazyTensor, name, fn)
+    for name, (op, swap) in OPERATORS.items():
+        if not swap and op in OPS:
+            setattr(LazyTensor, name, OPS[op])
 
 
 def ctx_of(*objs):

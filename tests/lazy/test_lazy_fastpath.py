@@ -193,10 +193,10 @@ def test_trailing_full_slices_are_dropped_from_a_recorded_index():
     assert "getitem(%0, [::, %1])" in text and "getitem(%8, %1)" in text  # (x[1:][i, ...]: the ellipsis too)
 
 
-def test_a_jit_leaf_is_the_same_leaf_as_the_general_loop_makes():
-    """A jit step's leaf in unbounded mode takes a per-(position, rank, dims) plan
-    (``LazyContext._logged_input``): the same shape, variables and step-log entry
-    as the general loop (dims given as a list: no plan), and the same refusals."""
+def test_named_and_listed_dims_make_the_same_leaf():
+    """Every leaf takes a per-(position, rank, dims) plan (``LazyContext.leaf``): dims
+    named or given as a list make the same shape and step-log entry, variables shared
+    by name, and the same refusals."""
 
     def leaves(dims_a, dims_b):
         ctx = L.LazyContext("unbounded")
@@ -206,7 +206,7 @@ def test_a_jit_leaf_is_the_same_leaf_as_the_general_loop_makes():
         return ctx, a, b
 
     planned = leaves({0: "n", 2: "k"}, {0: "n", 1: "m"})
-    general = L.LazyContext("unbounded")  # the general loop: dims as lists (unnamed variables)
+    general = L.LazyContext("unbounded")  # dims as lists (unnamed variables)
     general.new_step()
     ga = general.input(torch.randn(5, 3, 2), [0, 2])
     gb = general.input(torch.randn(5, 4), [0, 1])
@@ -251,19 +251,12 @@ def test_a_cached_step_still_checks_its_outputs_shapes():
     assert f.ctx.stats["hit"] == 2  # refused on the cached path
 
 
-def test_stack_cat_and_split_reach_the_lazy_path_without_torch_dispatch(monkeypatch):
+def test_stack_cat_and_split_reach_the_lazy_path_without_torch_dispatch(torch_function_calls):
     """While tracing, ``torch.stack``/``cat``/``split`` on lazy tensors call their lazy
     implementations directly (no ``__torch_function__``); on plain tensors, or under a
     torch function mode, they are torch's; and torch's own functions are back after a step."""
     originals = (torch.stack, torch.cat, torch.split)
-    seen = []
-    tf = L.LazyTensor.__torch_function__.__func__
-
-    def counting(cls, func, types, args=(), kwargs=None):
-        seen.append(getattr(func, "__name__", func))
-        return tf(cls, func, types, args, kwargs)
-
-    monkeypatch.setattr(L.LazyTensor, "__torch_function__", classmethod(counting))
+    seen = torch_function_calls
 
     def prog(x):
         t = x.shape[1]
@@ -290,9 +283,9 @@ def test_stack_cat_and_split_reach_the_lazy_path_without_torch_dispatch(monkeypa
     assert {"split", "cat", "stack"} <= set(seen)  # a mode sees them, as it does without tracing
 
 
-def test_one_tensor_one_int_ops_log_what_the_general_record_logs():
-    """``x.sum(1)``/``x.unsqueeze(-1)`` record through ``record_xi``: the same nodes and
-    step-log entries as the general :func:`record`; a tensor of a finished step is still refused."""
+def test_one_tensor_one_int_ops_log_what_record_logs():
+    """``x.sum(1)``/``x.unsqueeze(-1)`` make the same nodes and step-log entries as
+    :func:`record` called directly; a tensor of a finished step is still refused."""
     from engines.lazy.ir import NO_KWARGS
     from engines.lazy.ops.registry import record
     from engines.lazy.symbolic import const
@@ -351,9 +344,9 @@ def test_a_size_operand_signs_as_one_shared_tuple():
     assert other.esig(e) == ("e", other.expr(e)) != first
 
 
-def test_the_inline_key_of_a_one_output_step_is_the_step_logs_key():
-    """A step with one output and no guard builds its key inline in ``sync``: the key
-    ``StepLog.key`` builds for the same step (and the one the cache holds)."""
+def test_the_key_of_a_one_output_step_is_the_step_logs_key():
+    """A step with one output and no guard: ``sync`` keys it by ``StepLog.key`` (the
+    key the cache holds)."""
     f = L.jit(lambda x: (x * 2).sum(0), dims=[{0: "n"}])
     x = torch.randn(5, 3)
     f(x)
@@ -365,8 +358,8 @@ def test_the_inline_key_of_a_one_output_step_is_the_step_logs_key():
 
 
 def test_a_leaf_plan_follows_its_dims_changed_in_place():
-    """Leaf plans are found by the dims dict's id and checked by equality: a dims dict
-    changed in place between steps makes a new plan (axis 1 becomes symbolic)."""
+    """Leaf plans are keyed by the dims' items, read every step: a dims dict changed
+    in place between steps makes a new plan (axis 1 becomes symbolic)."""
     dims = {0: "n"}
     f = L.jit(lambda x: x.sum(0), dims=[dims])
     f(torch.randn(3, 4))

@@ -45,11 +45,16 @@ def _setitem_rt(x, idx, value):
     return y
 
 
+_MASKS = (torch.bool, torch.uint8)  # index dtypes that select by a mask
+
+
 @lazy_op("__getitem__", method=False, lowers={"getitem": operator.getitem})
 def getitem(x, idx):
+    if type(idx) is LazyTensor and idx.node.dtype not in _MASKS and x.node.shape:  # ``x[index]``: rows gathered
+        return record(x.ctx, "getitem", (x, idx), {}, idx.node.shape + x.node.shape[1:], x.node.dtype)  # (message passing)
     ctx = x.ctx
     idx = idx if isinstance(idx, tuple) else (idx,)
-    if any(is_tensor(it) and it.dtype in (torch.bool, torch.uint8) for it in idx):
+    if any(is_tensor(it) and it.dtype in _MASKS for it in idx):
         idx = bool_index(x, idx)  # a data-dependent size: the mask's nonzero indices (see .datadep)
     for it in idx:
         if isinstance(it, (list,)):

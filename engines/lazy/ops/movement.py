@@ -10,7 +10,7 @@ from engines.sizes import Expr
 
 from ..symbolic import as_expr, const
 from ..tensor import LazyTensor, Unsupported
-from .registry import ShapeError, ctx_for, lazy_op, record, record_xi
+from .registry import ShapeError, ctx_for, lazy_op, record
 from .rules import ONE, ZERO, assume_eq, hint, norm_dim, numel, promote, shape_of, size_list
 
 T = torch.Tensor
@@ -22,7 +22,7 @@ def unsqueeze(x, dim):
     node = x.node
     s = node.shape
     d = norm_dim(dim, len(s) + 1)
-    return record_xi(x.ctx, "unsqueeze", x, dim, s[:d] + (ONE,) + s[d:], node.dtype)
+    return record(x.ctx, "unsqueeze", (x, dim), {}, s[:d] + (ONE,) + s[d:], node.dtype)
 
 
 @lazy_op("squeeze", lowers=T.squeeze)

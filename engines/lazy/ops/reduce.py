@@ -8,7 +8,7 @@ import collections
 import torch
 
 from ..tensor import OPS, LazyTensor
-from .registry import ctx_for, lazy_op, record, record_xi
+from .registry import ctx_for, lazy_op, record
 from .rules import ONE, int_sum_dtype, is_tensor, norm_dim
 
 MaxResult = collections.namedtuple("MaxResult", "values indices")
@@ -64,7 +64,7 @@ def _reduce(name, rule):
             shape = x.node.shape  # ``x.sum(d)``: the common form
             d = norm_dim(args[0], len(shape))
             dt = fixed or (_sum_dtype(x.node.dtype) if rule == "sum" else x.node.dtype)
-            return record_xi(x.ctx, name, x, args[0], shape[:d] + shape[d + 1 :], dt)
+            return record(x.ctx, name, (x, args[0]), {}, shape[:d] + shape[d + 1 :], dt)
         pos = _REDUCE_DIMARG.get(name, 0)
         dim = kwargs.get("dim", args[pos] if len(args) > pos else None)
         keepdim = kwargs.get("keepdim", args[pos + 1] if len(args) > pos + 1 and isinstance(args[pos + 1], bool) else False)

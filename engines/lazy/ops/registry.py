@@ -21,7 +21,7 @@ import torch
 from engines.sizes import Expr
 
 from ..ir import NO_KWARGS, Node
-from ..steplog import INTS, NINTS, NREFS, REFS, Unlogged
+from ..steplog import Unlogged
 from ..symbolic import FinishedStep, SymSize, as_expr
 from ..tensor import F_OPS, OPS, LazyTensor, ctx_of
 
@@ -110,92 +110,27 @@ def _lift_operand(ctx, a):
 
 def record(ctx, op, args, kwargs, shape, dtype) -> LazyTensor:
     """A new lazy tensor: the IR node ``op(*args, **kwargs)`` (``op`` must be in
-    ``LOWER``) with the predicted symbolic ``shape`` and ``dtype``."""
+    ``LOWER``) with the predicted symbolic ``shape`` and ``dtype``, logged in the
+    step log (:meth:`.steplog.StepLog.op`) when one records. The one way a node is made."""
     assert op in LOWER, op
-    log = ctx.log
-    if log is not None and not kwargs:
-        out = _record_logged(ctx, log, op, args, shape, dtype)
-        if out is not None:
-            return out
-    largs = tuple([a.node if type(a) is LazyTensor else a if type(a) in _ATOMIC else _lift_operand(ctx, a) for a in args])
+    largs = []  # (loops, not comprehensions: a comprehension is a call of its own, and every op records)
+    for a in args:
+        t = type(a)
+        largs.append(a.node if t is LazyTensor else a if t in _ATOMIC else _lift_operand(ctx, a))
     lkwargs = {k: lift(ctx, v) for k, v in kwargs.items()} if kwargs else NO_KWARGS
-    node = Node(op, largs, lkwargs, tuple([s if type(s) is Expr else as_expr(s) for s in shape]), dtype)
+    for e in shape:
+        if type(e) is not Expr:
+            shape = [as_expr(x) for x in shape]
+            break
+    node = Node(op, tuple(largs), lkwargs, tuple(shape), dtype)
+    log = ctx.log
     if log is not None:  # the step log (.steplog); an operand from outside the step turns it off
         try:
             log.op(node)
         except Unlogged:
             _refuse_finished(log, node)
             ctx.log = None
-    return LazyTensor(node, ctx)
-
-
-def record_xi(ctx, op, x, i, shape: tuple, dtype) -> LazyTensor:
-    """:func:`record` of ``op(x, i)``, ``x`` a lazy tensor and ``i`` an int (``x.sum(1)``,
-    ``x.unsqueeze(0)``), ``shape`` a tuple of Expr: the same node and step-log entry,
-    built without the general operand loop when ``x`` is of the step and ``i`` small."""
-    log = ctx.log
-    if log is not None and type(x) is LazyTensor and type(i) is int and -NINTS <= i < NINTS:
-        n = x.node
-        p = n.pos
-        nodes = log.nodes
-        if p is not None and p < len(nodes) and nodes[p] is n:
-            node = Node(op, (n, i), NO_KWARGS, shape, dtype)
-            node.pos = len(nodes)
-            nodes.append(node)
-            log.entries.append((op, (REFS[p] if p < NREFS else ("%", p), INTS[i]), None, dtype))
-            return LazyTensor(node, ctx)
-    return record(ctx, op, (x, i), NO_KWARGS, shape, dtype)
-
-
-def _record_logged(ctx, log, op, args, shape, dtype):
-    """:func:`record` of an op whose operands are lazy tensors of the step (or lists
-    of them), ints and sizes, lifted and signed for the step log in one pass (what
-    ``log.op`` signs); None for any other operand (the general path)."""
-    nodes = log.nodes
-    size = len(nodes)
-    largs, sargs = [], []
-    for a in args:
-        t = type(a)
-        if t is LazyTensor:
-            n = a.node
-            p = n.pos
-            if p is None or p >= size or nodes[p] is not n:
-                return None
-            largs.append(n)
-            sargs.append(REFS[p] if p < NREFS else ("%", p))
-        elif t is int and -NINTS <= a < NINTS:
-            largs.append(a)
-            sargs.append(INTS[a])
-        elif t is Expr:
-            terms = a.terms
-            if len(terms) == 1 and not terms[0][0]:  # a constant (log.sig, inline)
-                sargs.append(("e", terms[0][1]))
-            else:
-                try:
-                    sargs.append(log.esig(a))
-                except Unlogged:  # a size of another step: the general path refuses it
-                    return None
-            largs.append(a)
-        elif t is list:  # the tensors of cat/stack
-            ln, ls = [], [list]
-            for x in a:
-                if type(x) is not LazyTensor:
-                    return None
-                n = x.node
-                p = n.pos
-                if p is None or p >= size or nodes[p] is not n:
-                    return None
-                ln.append(n)
-                ls.append(REFS[p] if p < NREFS else ("%", p))
-            largs.append(ln)
-            sargs.append(tuple(ls))
-        else:
-            return None
-    node = Node(op, tuple(largs), NO_KWARGS, tuple([s if type(s) is Expr else as_expr(s) for s in shape]), dtype)
-    node.pos = size  # (log.add, inline)
-    nodes.append(node)
-    log.entries.append((op, tuple(sargs), None, dtype))
-    return LazyTensor(node, ctx)
+    return ctx.tensor(node)
 
 
 def _refuse_finished(log, node) -> None:

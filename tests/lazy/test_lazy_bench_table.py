@@ -1,0 +1,19 @@
+"""``benchmarks/scripts/lazy.py``'s pooled samples and Markdown table (no timing: canned samples)."""
+
+from benchmarks.scripts import lazy as bench
+
+
+def test_processes_pool_their_samples_and_failures(monkeypatch):
+    runs = iter([({"c": {"eager": [1.0], "lazy": [3.0]}}, {}), ({"c": {"eager": [2.0], "lazy": [5.0]}}, {("c", "x"): "why"})])
+    monkeypatch.setattr(bench, "measure", lambda *a: next(runs))
+    pooled, failures = bench.samples(["c"], ["eager", "lazy"], 1, "cpu", processes=2)
+    assert pooled == {"c": {"eager": [1.0, 2.0], "lazy": [3.0, 5.0]}} and failures == {("c", "x"): "why"}
+
+
+def test_the_markdown_table_has_median_iqr_and_ratio_to_eager():
+    pooled = {"c": {"eager": [1e-6, 2e-6, 3e-6], "lazy": [3e-6, 4e-6, 9e-6], "torch_lazy_ts": []}}
+    assert bench.markdown(["c"], pooled).splitlines()[2:] == [
+        "| c | eager | 2.0 | 2.0 | 1.00 | 3 |",
+        "| c | lazy | 4.0 | 6.0 | 2.00 | 3 |",
+        "| c | torch_lazy_ts | - | - | - | 0 |",
+    ]
