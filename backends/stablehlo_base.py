@@ -249,7 +249,7 @@ class TorchLowered:
         sizes: the module."""
         import torch
 
-        from engines.stablehlo import LoweringError, Module, lower
+        from engines.stablehlo import Module
         from engines.torch_export_tools import export_sample
 
         from .torch_export import export
@@ -263,11 +263,17 @@ class TorchLowered:
             reason += f" (exported from a sample at {', '.join(str(tuple(s.shape)) for s in sample)}: every dynamic dim >= 2)"
         with self.counting("lowering", reason):
             ep = export(self.fn, sample, tuple(torch_dims(case, mode)), case.name, oblivious_retry=True)
-            try:
-                text = lower(ep, bounded=(mode == "bounded"))
-            except LoweringError as e:
-                raise Unsupported(f"StableHLO lowering: {e}") from e
-            return Module(text, f"{case.name} ({mode})", [inp.name for inp in case.inputs])
+            return Module(self.stablehlo(ep), f"{case.name} ({mode})", [inp.name for inp in case.inputs])
+
+    def stablehlo(self, ep) -> str:
+        """The StableHLO text of the exported program ``ep``: our lowering (another
+        lowering's program overrides this); refused as :class:`Unsupported`."""
+        from engines.stablehlo import LoweringError, lower
+
+        try:
+            return lower(ep, bounded=(self.mode == "bounded"))
+        except LoweringError as e:
+            raise Unsupported(f"StableHLO lowering: {e}") from e
 
 
 class StablehloTorch(XlaRuntime, Backend):

@@ -501,7 +501,7 @@ def _unexpected(verdicts) -> int:
 
 
 def _report(args) -> int:
-    from . import check, report, results
+    from . import check, leaderboard, report, results
 
     files = results.run_files(args.paths, args.results)
     df = results.load(files)
@@ -536,6 +536,7 @@ def _report(args) -> int:
     verdicts = check.verdicts(df, files, by=report.job_by(summary), warn=args.check)
     summary = report.annotate(summary, df, judged=verdicts)
     summary = report.select(summary, args.cases, args.backends, args.modes)
+    print(leaderboard.markdown(leaderboard.leaderboard(_select_records(df, args), summary)) + "\n")
     print(report.markdown(summary))
     csv = Path(args.csv) if args.csv else files[0].with_suffix(".report.csv")
     report.csv_frame(summary).to_csv(csv, index=False)

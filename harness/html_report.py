@@ -20,7 +20,7 @@ import html
 
 import pandas as pd
 
-from . import columns, frames, svg
+from . import columns, frames, leaderboard, svg
 
 COLOURS = {
     "pass": "#c8e6c9",
@@ -209,6 +209,10 @@ def matrix_html(jobs: pd.DataFrame) -> str:
     """The conformance matrix as an HTML table: a cell per job, coloured by status."""
     j = jobs.copy()
     j["col"] = j["backend"] + "/" + j["mode"]
+    # a (backend, mode) column that no case of the run supports says nothing per case:
+    # the leaderboard and the "not run" lines say why
+    ran = j.loc[~j["status"].astype(str).isin(columns.IDLE), "col"]
+    j = j[j["col"].isin(set(ran))] if len(ran) else j
     many = j[frames.RUN].drop_duplicates().shape[0] > 1
     j["row"] = j["case"] + (" @" + j["machine"] + " " + j["run_id"].str[-6:] if many else "")
     cols = sorted(j["col"].unique())
@@ -226,7 +230,9 @@ def matrix_html(jobs: pd.DataFrame) -> str:
             note = "; ".join(x for x in (r["expected"], r["why"]) if x)
             tip = html.escape(f"{c} on {r['case']}: {status}" + (f" — {note}" if note else ""), quote=True)
             mark = OUTCOME_MARK.get(r["outcome"], "")
-            cell = "; ".join(x for x in (r["expected"], r["why"].split(":")[0]) if x)  # e.g. "= 1/shape; shape 1"
+            count = "" if status in columns.IDLE or pd.isna(r["compiles"]) else f"{int(r['compiles'])} compiles"
+            # e.g. "50 compiles; = 1/shape; shape 1"
+            cell = "; ".join(x for x in (count, r["expected"], r["why"].split(":")[0]) if x)
             small = f"<small>{html.escape(_clip(cell, 40))}</small>" if cell else ""
             tds.append(
                 f'<td style="background:{COLOURS.get(status, "#fff")}" title="{tip}">{html.escape(status + mark)}{small}</td>'
@@ -309,6 +315,8 @@ def render(df: pd.DataFrame, title: str = "dynshape report", rules=None, judged:
         f"{html.escape(', '.join(str(c)[:10] for c in jobs['commit'].dropna().unique()))}. "
         f"Jobs by status: {html.escape(_counts(jobs['status']))}; by expectation: "
         f"{html.escape(_counts(jobs['outcome']))}.</p>",
+        "<h2>Leaderboard</h2>",
+        leaderboard.to_html(leaderboard.leaderboard(df, jobs)),
         "<h2>Conformance matrix</h2>",
         matrix_html(jobs),
     ]

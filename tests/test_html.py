@@ -35,10 +35,14 @@ window.addEventListener('load', () => {
     const r = c.getBoundingClientRect(), b = c.getBBox();
     return !(r.width > 100 && r.height > 50 && b.width > 100 && c.querySelectorAll('polyline,rect,circle').length > 1);
   }).map(c => c.getAttribute('aria-label'));
+  // the leaderboard as laid out: each row's cells as the reader sees them, and whether it has a size
+  const board = [...document.querySelectorAll('table.leaderboard tr')].map(tr => [...tr.cells].map(c => c.innerText));
+  const lb = document.querySelector('table.leaderboard');
+  const boardShown = !!lb && lb.getBoundingClientRect().width > 100 && lb.getBoundingClientRect().height > 20;
   const out = document.createElement('pre');
   out.id = 'probe';
   out.textContent = 'PROBE ' + JSON.stringify({images: imgs.length, undecoded: bad, charts: charts.length,
-                                                blank: blank, failed: __failed});
+                                                blank: blank, failed: __failed, board: board, boardShown: boardShown});
   document.body.appendChild(out);
 });
 </script>"""
@@ -77,7 +81,11 @@ def test_report_is_self_contained_with_the_plots_of_each_case():
     assert "gnn_edge_divide: cached latency relative to torch eager" in page
     # the matrix: a cell per job, coloured by status, its note and tooltip
     assert 'title="einx/static on gnn_edge_divide: pass — no rule; shape 1: x: new input shapes ((1001, 8),)"' in page
-    assert 'background:#eeeeee" title="jax_jit/unbounded on gnn_edge_divide: unsupported' in page
+    # a cell shows its job's compile count; a column no case supports is left out of the matrix
+    assert "pass (no rule)<small>4 compiles; no rule; shape 1</small>" in page
+    assert "jax_jit/unbounded on gnn_edge_divide" not in page and "<div>jax_jit/unbounded</div>" not in page
+    # the leaderboard heads the report
+    assert page.index("<h2>Leaderboard</h2>") < page.index("<h2>Conformance matrix</h2>")
     # the compile patterns by family: einx compiled on every novel shape
     family = page.split("<h2>Compile patterns by case family</h2>", 1)[1].split("<h2", 1)[0]
     assert re.search(r"<th>einx/static</th>\s*<td>per shape 1</td>", family), family
@@ -128,6 +136,14 @@ def test_every_chart_is_drawn_in_headless_chromium(tmp_path):
             w.write(rec)
     assert cli.main(["report", str(tmp_path / "r.jsonl"), "--html", str(out), "--csv", str(tmp_path / "r.csv")]) == 0
     reports = [out] + ([os.environ["DYNSHAPE_HTML"]] if os.environ.get("DYNSHAPE_HTML") else [])
-    for path in reports:
-        got = _probe(path, tmp_path)
+    probed = {path: _probe(path, tmp_path) for path in reports}
+    for path, got in probed.items():
         assert got["charts"] >= 4 and got["blank"] == [] and got["undecoded"] == [] and got["failed"] == [], (path, got)
+        assert got["boardShown"] and got["board"][0][:3] == ["backend", "mode", "passed / run"], (path, got)
+    # the fixture's leaderboard as drawn: eager and einx_symbolic pass without a compile after the first shape
+    rows = {(r[0], r[1]): r[2:5] for r in probed[out]["board"][1:]}
+    assert rows == {
+        ("torch_eager", "unbounded"): ["1/1", "1", "0.00"],
+        ("einx_symbolic", "unbounded"): ["1/1", "1", "0.25"],
+        ("einx", "static"): ["1/1", "0", "1.00"],
+    }, rows

@@ -1,0 +1,161 @@
+"""The leaderboard: one row per (backend, mode) over every case of a run.
+
+The question a user brings is "which stack carries my dynamic shapes, at what
+cost?". PyTorch's compile dashboard answers it with pass rate, speedup and
+compilation latency on one shape; this table adds what a sweep of novel shapes
+shows and that dashboard cannot: whether a system compiled once over the sweep,
+and its compiles per novel shape. Its columns, per (backend, mode):
+
+- ``passed`` / ``run``: jobs that ended ``pass`` (every output oracle-equal, no
+  error) among the jobs that ran (``unsupported``/``skipped`` are not run);
+- ``once``: passing jobs of two or more novel shapes that compiled nothing
+  after their first novel shape (the cached phase included);
+- ``compiles/shape``: the run's compiles over its novel shapes, jobs that ran
+  without an error or timeout;
+- ``novel ×eager`` and ``cached ×eager``: the geometric mean over passing jobs
+  of the novel sweep's and the cached call's ratio to torch eager on the same
+  case (:func:`harness.frames.relative`), with the interquartile range of those
+  ratios across cases as the dispersion.
+
+Rows are ordered by pass rate, then ``once``, then the cached ratio.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+import pandas as pd
+
+from . import frames
+from .columns import IDLE
+
+#: statuses of jobs whose compile counts say nothing about the sweep
+BROKEN = ("error", "timeout", "oom", "crashed")
+COLUMNS = [
+    "backend",
+    "mode",
+    "passed",
+    "run",
+    "once",
+    "compiles_per_shape",
+    "novel_vs_eager",
+    "novel_q25",
+    "novel_q75",
+    "cached_vs_eager",
+    "cached_q25",
+    "cached_q75",
+]
+
+
+def _first_shape_compiles(df: pd.DataFrame) -> pd.Series:
+    """Per job, the cumulative compile count at its first novel shape (process 0)."""
+    keys = frames.RUN + frames.JOB
+    novel = df[df["novel"].fillna(False) & (df["process"] == 0)]
+    first = novel.sort_values("shape_index").groupby(keys, dropna=False, observed=True)["compiles"].first()
+    return first
+
+
+def _geomean(ratios: pd.Series) -> tuple[float | None, float | None, float | None]:
+    r = pd.to_numeric(ratios, errors="coerce").dropna()
+    r = r[r > 0]
+    if not len(r):
+        return None, None, None
+    g = math.exp(float(r.map(math.log).mean()))
+    return g, float(r.quantile(0.25)), float(r.quantile(0.75))
+
+
+def leaderboard(df: pd.DataFrame, jobs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The leaderboard of the records in ``df`` (raw or :func:`frames.flat`):
+    one row per (backend, mode) in :data:`COLUMNS`. ``jobs``: the run's
+    :func:`frames.summary` (or :func:`frames.jobs`) when the caller has it."""
+    df = frames.flat(df)
+    jobs = frames.summary(df) if jobs is None else jobs
+    keys = frames.RUN + frames.JOB
+    first = _first_shape_compiles(df).rename("first_compiles")
+    j = jobs.join(first, on=keys)
+    j = j[~j["status"].astype(str).isin(IDLE)]
+    rows = []
+    for (backend, mode), g in j.groupby(["backend", "mode"], sort=True, observed=True):
+        status = g["status"].astype(str)
+        passed = g[status == "pass"]
+        later = (passed["compiles"].astype("Float64") - passed["first_compiles"].astype("Float64")).fillna(1)
+        once = int(((passed["shapes"] >= 2) & (later == 0)).sum())
+        counted = g[~status.isin(BROKEN)]
+        shapes = int(counted["shapes"].fillna(0).sum())
+        compiles = float(counted["compiles"].fillna(0).sum())
+        novel = _geomean(passed["novel_vs_eager"])
+        cached = _geomean(passed["cached_vs_eager"])
+        rows.append(
+            {
+                "backend": backend,
+                "mode": mode,
+                "passed": len(passed),
+                "run": len(g),
+                "once": once,
+                "compiles_per_shape": compiles / shapes if shapes else None,
+                "novel_vs_eager": novel[0],
+                "novel_q25": novel[1],
+                "novel_q75": novel[2],
+                "cached_vs_eager": cached[0],
+                "cached_q25": cached[1],
+                "cached_q75": cached[2],
+            }
+        )
+    out = pd.DataFrame(rows, columns=COLUMNS)
+    if not len(out):
+        return out
+    rate = out["passed"] / out["run"].where(out["run"] > 0)
+    order = pd.DataFrame({"rate": rate, "once": out["once"], "cached": out["cached_vs_eager"].fillna(math.inf)})
+    return out.loc[order.sort_values(["rate", "once", "cached"], ascending=[False, False, True]).index].reset_index(drop=True)
+
+
+def _num(x: float) -> str:
+    """Three significant figures at most, never an exponent (2100×, 21.4×, 1.27×)."""
+    return f"{x:.0f}" if x >= 100 else f"{x:.1f}" if x >= 10 else f"{x:.2f}"
+
+
+def _ratio(g, lo, hi) -> str:
+    if g is None or pd.isna(g):
+        return "–"
+    return f"{_num(g)}× ({_num(lo)}–{_num(hi)})"
+
+
+def _cells(r: dict) -> list[str]:
+    cps = r["compiles_per_shape"]
+    return [
+        str(r["backend"]),
+        str(r["mode"]),
+        f"{r['passed']}/{r['run']}",
+        str(r["once"]),
+        "–" if cps is None or pd.isna(cps) else f"{cps:.2f}",
+        _ratio(r["novel_vs_eager"], r["novel_q25"], r["novel_q75"]),
+        _ratio(r["cached_vs_eager"], r["cached_q25"], r["cached_q75"]),
+    ]
+
+
+HEADERS = ["backend", "mode", "passed / run", "compiled once", "compiles / shape", "novel sweep ×eager", "cached call ×eager"]
+LEGEND = (
+    "passed / run: jobs oracle-equal without error, of those that ran; compiled once: passing jobs that compiled "
+    "nothing after their first novel shape; compiles / shape: compiles over novel shapes; ×eager: geometric mean "
+    "over passing jobs of the ratio to torch eager on the same case (>1 slower), with the interquartile range "
+    "across cases"
+)
+
+
+def markdown(board: pd.DataFrame) -> str:
+    """The leaderboard as a Markdown table with its legend."""
+    if not len(board):
+        return "(no job ran)"
+    lines = ["| " + " | ".join(HEADERS) + " |", "|---|---|---:|---:|---:|---:|---:|"]
+    lines += ["| " + " | ".join(_cells(r)) + " |" for r in board.to_dict("records")]
+    return "\n".join(lines) + "\n\n" + LEGEND + "."
+
+
+def to_html(board: pd.DataFrame) -> str:
+    """The leaderboard as an HTML table (class ``leaderboard``) with its legend."""
+    if not len(board):
+        return "<p>(no job ran)</p>"
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in HEADERS)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in _cells(r)) + "</tr>" for r in board.to_dict("records"))
+    return f"<table class='summary leaderboard'><tr>{head}</tr>{body}</table><p class=legend>{html.escape(LEGEND)}.</p>"
