@@ -149,6 +149,17 @@ def system_of(env: str, requires: tuple[str, ...]) -> str | None:
     return next((s for s in ("jax", "torch") if s in requires), None)
 
 
+def release(env) -> str | None:
+    """``env`` when it names a release's environment (an entry with a ``system``), else ``None``."""
+    return env if isinstance(env, str) and "system" in ENVS.get(env, {}) else None
+
+
+def release_label(env) -> str:
+    """``"torch 2.9.1"`` for a release's environment, ``""`` for any other."""
+    spec = ENVS[env] if release(env) else {}
+    return f"{spec['system']} {spec['version']}" if spec else ""
+
+
 def versions_of(system: str) -> list[str]:
     """The releases of ``system`` that have an environment, in :data:`ENVS` order."""
     return [spec["version"] for spec in ENVS.values() if spec.get("system") == system]

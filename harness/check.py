@@ -30,6 +30,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from backends import envs
+
 from . import expectations, results
 
 KEYS = ["case", "backend", "mode"]
@@ -158,12 +160,14 @@ def verdicts(
         if gaps:
             v = expectations.Verdict("missing" if v.ok else v.outcome, [*gaps, *v.problems], v.rule)
         out[k] = v
-    ran = {(r["case"], r["backend"], r["mode"], r["run_id"]) for r in df[KEYS + ["run_id"]].to_dict("records")}
+    env = df["env"] if "env" in df.columns else pd.Series(None, index=df.index, dtype=object)
+    release = env.map(envs.release)
+    ran = set(zip(df["case"], df["backend"], df["mode"], release, df["run_id"], strict=True))
     for run_id, plan in found.items():
-        for case, backend, mode in plan["jobs"]:
-            if (case, backend, mode, run_id) in ran:
+        for case, backend, mode, *rel in plan["jobs"]:  # a 4th: the release environment (--versions)
+            if (case, backend, mode, rel[0] if rel else None, run_id) in ran:
                 continue
-            key = (case, backend, mode, *({"run_id": run_id}.get(b, "?") for b in by))
+            key = (case, backend, mode, *({"run_id": run_id, "env": rel[0] if rel else "?"}.get(b, "?") for b in by))
             out[key] = expectations.Verdict(
                 "missing",
                 [f"planned by run {run_id}, never ran (no record: was the run killed?)"],

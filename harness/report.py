@@ -67,8 +67,10 @@ def counters_table(backends) -> str:
 
 def job_by(rows: pd.DataFrame) -> list[str]:
     """The columns beyond (case, backend, mode) that tell a summary's jobs apart: ``run_id``
-    and ``machine`` where they vary (several runs, several machines)."""
-    return [k for k in ("run_id", "machine") if k in rows.columns and rows[k].nunique(dropna=False) > 1]
+    and ``machine`` where they vary (several runs, several machines), ``env`` where the
+    summary has it (a run over several releases: ``harness run --versions``)."""
+    by = [k for k in ("run_id", "machine") if k in rows.columns and rows[k].nunique(dropna=False) > 1]
+    return by + (["env"] if "env" in rows.columns else [])
 
 
 def verdicts(df: pd.DataFrame, rules=None, by=None) -> dict:
