@@ -50,8 +50,8 @@ def plan_of(run_file: str | Path) -> dict | None:
     try:
         plan = json.loads(path.read_text(encoding="utf-8"))
         jobs = plan["jobs"]
-        if not isinstance(plan, dict) or not all(isinstance(j, list) and len(j) == 3 for j in jobs):
-            raise ValueError("'jobs' is not a list of [case, backend, mode]")
+        if not isinstance(plan, dict) or not all(isinstance(j, list) and len(j) in (3, 4) for j in jobs):
+            raise ValueError("'jobs' is not a list of [case, backend, mode] (and the release environment, with --versions)")
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise results.ResultsError(f"{path}: not a run plan ({type(e).__name__}: {e})") from None
     return plan
@@ -214,7 +214,7 @@ def compare_gaps(a: pd.DataFrame, b: pd.DataFrame, file_a=None, file_b=None) -> 
     plan_a = plan_of(file_a) if file_a is not None else None
     plan_b = plan_of(file_b) if file_b is not None else None
     jobs_a, jobs_b = _jobs(a), _jobs(b)
-    planned_b = {tuple(j) for j in plan_b["jobs"]} if plan_b else None
+    planned_b = {tuple(j[:3]) for j in plan_b["jobs"]} if plan_b else None
     lines, failures = [], 0
     for job in sorted(set(jobs_a) - set(jobs_b)):
         if planned_b is not None and job not in planned_b:

@@ -166,6 +166,8 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, max_slowdown: float = 1.5, force: 
             verdicts.append("slower")
         regress = bool(verdicts)
         if not verdicts:
+            if r["status_a"] != "pass" and r["status_b"] == "pass":  # a fix
+                verdicts.append(f"status {r['status_a']}→{r['status_b']}")
             if any(x < y for x, y, _ in shapes) or (not shapes and delta is not None and delta < 0):
                 verdicts.append("fewer compiles" + _where(shapes, lambda x, y: x < y))
             if novel_mark.endswith("-") or cached_mark.endswith("-"):
@@ -289,14 +291,23 @@ def by_version(df: pd.DataFrame, max_slowdown: float = 1.5) -> pd.DataFrame:
 
 
 def version_table(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """Per system, one row per (case, backend, mode) of a ``run --versions`` run and,
-    per release, its status, compiles, novel sweep and cached call."""
+    """Per system, one row per (case, backend, mode) of a ``run --versions`` run that
+    some release offers and, per release, its status, compiles, novel sweep and
+    cached call, written as the report writes them (``–``: none measured)."""
     from backends import envs
+
+    from .columns import fmt_seconds
 
     s = report.summarise(df)
     if "env" not in s.columns:
         return {}
-    s = s[s["env"].map(envs.release).notna()]
+    s = s[s["env"].map(envs.release).notna()].copy()
+    offered = s.groupby(report.KEYS)["status"].transform(lambda v: (v.astype(str) != "unsupported").any())
+    s = s[offered.astype(bool)]
+    s["status"] = s["status"].astype(str)
+    s["compiles"] = s["compiles"].map(lambda v: "–" if missing(v) else str(int(v)))
+    for c in ("novel_sweep_s", "cached_median_s"):
+        s[c] = s[c].map(lambda v: "–" if missing(v) else fmt_seconds(float(v)))
     out = {}
     for system, g in s.groupby(s["env"].map(lambda e: envs.ENVS[e]["system"]), sort=False):
         wide = None
@@ -318,13 +329,12 @@ def versions_markdown(df: pd.DataFrame, changes: pd.DataFrame) -> str:
     if not tables:
         return "(no records ran in a release's environment: run with `harness run --versions SYSTEM=V1,V2`)"
     lines = []
+    heads = {"novel_sweep_s": "novel", "cached_median_s": "cached"}
     for system, t in tables.items():
         cols = [report.BY_NAME[k] for k in report.KEYS]
         for c in t.columns[3:]:
             what, _, v = c.partition(" ")
-            unit = {"compiles": "count", "novel_sweep_s": "seconds", "cached_median_s": "seconds"}.get(what)
-            head = {"novel_sweep_s": "novel", "cached_median_s": "cached"}.get(what, what)
-            cols.append(Column(c, f"{head} {v}", unit) if unit else Column(c, f"{head} {v}"))
+            cols.append(Column(c, f"{heads.get(what, what)} {v}"))
         lines += [f"## {system}", "", report.table(t, cols), ""]
     lines.append("## What changed (each release against the one before; regressions first)")
     lines.append("")
