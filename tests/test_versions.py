@@ -25,8 +25,8 @@ def _planted(compiles_in=None, run_id="v"):
     recs = []
     for env, (system, version) in GRID.items():
         backend = "torch_export" if system == "torch" else "jax_jit"
-        compiles = (compiles_in or {}).get(env, [1, 1])
-        for r in job("gnn_edge_divide", backend, "unbounded", [0.1, 0.1], [1e-4, 1e-4], compiles, run_id=run_id):
+        compiles = (compiles_in or {}).get(env, [1, 1, 1])  # the quick sweep's three shapes
+        for r in job("gnn_edge_divide", backend, "unbounded", [0.1] * 3, [1e-4] * 3, compiles, run_id=run_id):
             recs.append({**r, "env": env, "versions": {"python": "3.11.7", system: version}})
     return recs
 
@@ -113,7 +113,7 @@ def test_compare_by_version_prints_the_table_and_check_fails_on_a_planted_recomp
     assert "| gnn_edge_divide | torch_export | unbounded | pass | 1 |" in out
     assert "(nothing: every job's status, compiles and latencies agree across the releases)" in out
     # jax 0.12 compiles again on the second shape: a regression, first in the list
-    _write(tmp_path / "worse.jsonl", _planted({"jax-0.12.0.1": [1, 2]}, run_id="worse"))
+    _write(tmp_path / "worse.jsonl", _planted({"jax-0.12.0.1": [1, 2, 2]}, run_id="worse"))
     assert cli.main(["compare", "--by", "version", "worse", "--results", str(tmp_path)]) == 0  # reported, not failed
     assert cli.main(["compare", "--by", "version", "worse", "--results", str(tmp_path), "--check"]) == 1
     out, err = capsys.readouterr()
@@ -122,7 +122,7 @@ def test_compare_by_version_prints_the_table_and_check_fails_on_a_planted_recomp
     changes = compare.by_version(results.load([tmp_path / "worse.jsonl"]))
     assert list(changes["regression"]) == [True, False] and list(changes["system"]) == ["jax", "torch"]
     # fewer compiles in the newer release is a change, not a regression
-    _write(tmp_path / "better.jsonl", _planted({"torch-2.13.0": [0, 0]}, run_id="better"))
+    _write(tmp_path / "better.jsonl", _planted({"torch-2.13.0": [0, 0, 0]}, run_id="better"))
     assert cli.main(["compare", "--by", "version", "better", "--results", str(tmp_path), "--check"]) == 0
     assert "| torch 2.9.1 → 2.13.0 | gnn_edge_divide | torch_export |" in capsys.readouterr().out
 
