@@ -196,7 +196,9 @@ def per_shape_markdown(shapes: pd.DataFrame) -> str:
     compiles (and per stage), reason, cached call (IQR)."""
     sizes = [c for c in shapes.columns if c.startswith("size_") and shapes[c].notna().any()]
     stages = [c for c in shapes.columns if c.startswith("new_compiles_") and shapes[c].notna().any()]
-    cols = [c for c in columns.RUN_COLUMNS if shapes[c.name].nunique(dropna=False) > 1] + [
+    runs = [c for c in columns.RUN_COLUMNS if c.name in shapes.columns and shapes[c.name].nunique(dropna=False) > 1]
+    # a run over several releases (--versions): each row's environment
+    cols = runs + ([Column("env", "env")] if "env" in shapes.columns else []) + [
         BY_NAME["backend"],
         BY_NAME["mode"],
         Column("shape_index", "shape", "count"),

@@ -160,7 +160,7 @@ def test_a_run_over_a_release_writes_its_records_with_versions(tmp_path, capsys)
     """A real job in the main environment's jax release (always here) and, where
     ``make versions-env`` made it, in jax 0.12.0.1's."""
     wanted = ["0.10.2"] + (["0.12.0.1"] if Path(envs.ENVS["jax-0.12.0.1"]["python"]).exists() else [])
-    argv = ["run", "--cases", "gnn_edge_divide", "--backends", "jax_jit", "--modes", "unbounded", "--out", str(tmp_path)]
+    argv = ["run", "--cases", "gnn_edge_divide", "--backends", "jax_jit", "--modes", "bounded", "--out", str(tmp_path)]
     code = cli.main([*argv, "--repeats", "2", "--no-progress", "--versions", "jax=" + ",".join(wanted)])
     assert code == 0
     df = results.load([tmp_path])
