@@ -310,13 +310,12 @@ def version_table(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
         s[c] = s[c].map(lambda v: "–" if missing(v) else fmt_seconds(float(v)))
     out = {}
     for system, g in s.groupby(s["env"].map(lambda e: envs.ENVS[e]["system"]), sort=False):
-        wide = None
+        parts = []
         for env in [e for e in envs.ENVS if (g["env"] == e).any()]:
             v = envs.ENVS[env]["version"]
             part = g[g["env"] == env].set_index(report.KEYS)[["status", "compiles", "novel_sweep_s", "cached_median_s"]]
-            part.columns = [f"{c} {v}" for c in part.columns]
-            wide = part if wide is None else wide.join(part, how="outer")
-        out[system] = wide.reset_index()
+            parts.append(part.rename(columns=lambda c, v=v: f"{c} {v}"))
+        out[system] = pd.concat(parts, axis=1).fillna("–").reset_index()
     return out
 
 

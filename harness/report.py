@@ -198,16 +198,20 @@ def per_shape_markdown(shapes: pd.DataFrame) -> str:
     stages = [c for c in shapes.columns if c.startswith("new_compiles_") and shapes[c].notna().any()]
     runs = [c for c in columns.RUN_COLUMNS if c.name in shapes.columns and shapes[c.name].nunique(dropna=False) > 1]
     # a run over several releases (--versions): each row's environment
-    cols = runs + ([Column("env", "env")] if "env" in shapes.columns else []) + [
-        BY_NAME["backend"],
-        BY_NAME["mode"],
-        Column("shape_index", "shape", "count"),
-        *[Column(c, c[5:], "count") for c in sizes],
-        Column("first_call_s", "first call", "seconds", spread=("first_call_min_s", "first_call_max_s")),
-        Column("new_compiles", "compiles", "count"),
-        *[Column(c, c[len("new_compiles_") :], "count") for c in stages],
-        Column("cached_s", "cached call", "seconds", spread=("cached_q25_s", "cached_q75_s")),
-        Column("status", "status"),
-        Column("reason", "reason", width=80),
-    ]
+    cols = (
+        runs
+        + ([Column("env", "env")] if "env" in shapes.columns else [])
+        + [
+            BY_NAME["backend"],
+            BY_NAME["mode"],
+            Column("shape_index", "shape", "count"),
+            *[Column(c, c[5:], "count") for c in sizes],
+            Column("first_call_s", "first call", "seconds", spread=("first_call_min_s", "first_call_max_s")),
+            Column("new_compiles", "compiles", "count"),
+            *[Column(c, c[len("new_compiles_") :], "count") for c in stages],
+            Column("cached_s", "cached call", "seconds", spread=("cached_q25_s", "cached_q75_s")),
+            Column("status", "status"),
+            Column("reason", "reason", width=80),
+        ]
+    )
     return table(shapes, cols) if len(shapes) else "(no novel shapes measured)"
