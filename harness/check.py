@@ -193,8 +193,9 @@ def exit_code(judged: dict, out=None) -> int:
     if not bad:
         return EXIT_OK
     print(f"dynshape: {len(bad)} of {len(judged)} jobs ended otherwise than cases/expectations.toml says:", file=out)
-    for (case, backend, mode, *_), v in bad.items():
-        print(f"  {case}[{backend}-{mode}]: {v.outcome}: {v.problems[0] if v.problems else v.outcome}", file=out)
+    for (case, backend, mode, *rest), v in bad.items():
+        at = "".join(f"@{e}" for e in rest if envs.release(e))  # the release, with run --versions
+        print(f"  {case}[{backend}-{mode}{at}]: {v.outcome}: {v.problems[0] if v.problems else v.outcome}", file=out)
     return EXIT_UNEXPECTED
 
 
