@@ -117,3 +117,4 @@ clean:
 	rm -rf $(VENV) .pytest_cache results/.cache
 
 include mk/xla.mk
+include mk/versions.mk

@@ -45,5 +45,5 @@ def pytest_configure(config):
 
     for name in registry.backends():
         config.addinivalue_line("markers", f"{name}: gate items of the {name} backend")
-    for env in envs.ENVS:
+    for env in (e for e, spec in envs.ENVS.items() if "system" not in spec):  # a release's env is no backend's
         config.addinivalue_line("markers", f"{env}: gate items whose backend runs (or starts helpers) in the {env} env")

@@ -30,6 +30,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from backends import envs
+
 from . import expectations, frames, results
 
 KEYS = ["case", "backend", "mode"]
@@ -48,8 +50,8 @@ def plan_of(run_file: str | Path) -> dict | None:
     try:
         plan = json.loads(path.read_text(encoding="utf-8"))
         jobs = plan["jobs"]
-        if not isinstance(plan, dict) or not all(isinstance(j, list) and len(j) == 3 for j in jobs):
-            raise ValueError("'jobs' is not a list of [case, backend, mode]")
+        if not isinstance(plan, dict) or not all(isinstance(j, list) and len(j) in (3, 4) for j in jobs):
+            raise ValueError("'jobs' is not a list of [case, backend, mode] (and the release environment, with --versions)")
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise results.ResultsError(f"{path}: not a run plan ({type(e).__name__}: {e})") from None
     return plan
@@ -152,12 +154,14 @@ def verdicts(
         return expectations.Verdict("missing" if v.ok else v.outcome, [*gaps, *v.problems], v.rule) if gaps else v
 
     out = frames.verdicts(df, rules, by, ci=ci, then=with_holes)
-    ran = {(r["case"], r["backend"], r["mode"], r["run_id"]) for r in df[KEYS + ["run_id"]].to_dict("records")}
+    env = df["env"] if "env" in df.columns else pd.Series(None, index=df.index, dtype=object)
+    release = env.map(envs.release)
+    ran = set(zip(df["case"], df["backend"], df["mode"], release, df["run_id"], strict=True))
     for run_id, plan in found.items():
-        for case, backend, mode in plan["jobs"]:
-            if (case, backend, mode, run_id) in ran:
+        for case, backend, mode, *rel in plan["jobs"]:  # a 4th: the release environment (--versions)
+            if (case, backend, mode, rel[0] if rel else None, run_id) in ran:
                 continue
-            key = (case, backend, mode, *({"run_id": run_id}.get(b, "?") for b in by))
+            key = (case, backend, mode, *({"run_id": run_id, "env": rel[0] if rel else "?"}.get(b, "?") for b in by))
             out[key] = expectations.Verdict(
                 "missing",
                 [f"planned by run {run_id}, never ran (no record: was the run killed?)"],
@@ -183,8 +187,9 @@ def exit_code(judged: dict, out=None) -> int:
     if not bad:
         return EXIT_OK
     print(f"dynshape: {len(bad)} of {len(judged)} jobs ended otherwise than cases/expectations.toml says:", file=out)
-    for (case, backend, mode, *_), v in bad.items():
-        print(f"  {case}[{backend}-{mode}]: {v.outcome}: {v.problems[0] if v.problems else v.outcome}", file=out)
+    for (case, backend, mode, *rest), v in bad.items():
+        at = "".join(f"@{e}" for e in rest if envs.release(e))  # the release, with run --versions
+        print(f"  {case}[{backend}-{mode}{at}]: {v.outcome}: {v.problems[0] if v.problems else v.outcome}", file=out)
     return EXIT_UNEXPECTED
 
 
@@ -204,7 +209,7 @@ def compare_gaps(a: pd.DataFrame, b: pd.DataFrame, file_a=None, file_b=None) -> 
     plan_a = plan_of(file_a) if file_a is not None else None
     plan_b = plan_of(file_b) if file_b is not None else None
     jobs_a, jobs_b = _jobs(a), _jobs(b)
-    planned_b = {tuple(j) for j in plan_b["jobs"]} if plan_b else None
+    planned_b = {tuple(j[:3]) for j in plan_b["jobs"]} if plan_b else None
     lines, failures = [], 0
     for job in sorted(set(jobs_a) - set(jobs_b)):
         if planned_b is not None and job not in planned_b:

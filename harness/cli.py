@@ -156,6 +156,16 @@ def _run_args(sub) -> None:
         f"(compare needs {stats.MIN_SAMPLES} to call a novel-sweep change significant)",
     )
 
+    run.add_argument(
+        "--versions",
+        action="append",
+        default=[],
+        metavar="SYSTEM=V1,V2",
+        help="run each backend of SYSTEM (torch: needs torch only; jax: needs jax) once per release, in that "
+        "release's environment (backends/envs.py: torch 2.9.1, 2.13.0; jax 0.10.2, 0.12.0.1); repeatable; "
+        "then `compare --by version RUN`",
+    )
+
 
 def _report_args(sub) -> None:
     """``report``: the summary, its checks and its other tables."""
@@ -218,10 +228,25 @@ def _merge_args(sub) -> None:
 
 
 def _compare_args(sub) -> None:
-    """``compare``: two runs."""
-    cmp = sub.add_parser("compare", help="compare two runs (files, directories, run ids or commits)")
-    cmp.add_argument("a")
-    cmp.add_argument("b")
+    """``compare``: two runs, or the releases of one run (``--by version``)."""
+    cmp = sub.add_parser(
+        "compare",
+        help="compare two runs (files, directories, run ids or commits), or with --by version the releases of one run",
+    )
+    cmp.add_argument("a", nargs="?", help="run A (with --by version: the run; default the latest)")
+    cmp.add_argument("b", nargs="?", help="run B (not with --by version)")
+    cmp.add_argument(
+        "--by",
+        choices=("run", "version"),
+        default="run",
+        help="run: B against A (default); version: per system, each release of one `run --versions` "
+        "run against the one before it",
+    )
+    cmp.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 on a regression (by run it always does; by version only with --check)",
+    )
     _results(cmp, "where run ids and commits are looked up")
     cmp.add_argument(
         "--max-slowdown",
@@ -364,6 +389,7 @@ def _run(args) -> int:
                 ("--modes", args.modes),
                 ("--shard", args.shard),
                 ("--scheduler", args.scheduler),
+                ("--versions", args.versions),
             )
             if v
         ]
@@ -377,6 +403,14 @@ def _run(args) -> int:
     else:
         _check_out(args.out)
         combos = runner.plan(args.cases, args.backends, args.modes, profile=args.profile, whole=args.whole_matrix)
+        if args.versions:
+            from backends import envs
+
+            try:
+                combos = runner.with_versions(combos, envs.parse_versions(args.versions))
+            except envs.EnvError as e:
+                print(f"dynshape: {e}", file=sys.stderr)
+                return EXIT_USAGE
         if not combos:
             print("dynshape: nothing to run: no case has the selected modes", file=sys.stderr)
             return EXIT_USAGE
@@ -457,7 +491,7 @@ def _packs_missing(combos):
     out, said = [], set()
     for c in combos:
         pack = family.get(c.case.name, "")
-        why = pack_envs.missing_reason(pack[5:] if pack.startswith("pack:") else None, c.backend.env)
+        why = pack_envs.missing_reason(pack[5:] if pack.startswith("pack:") else None, c.env_name)
         if why and not c.skip_reason():
             if why not in said:
                 said.add(why)
@@ -580,6 +614,11 @@ def _select_records(df, args, case=None):
 def _compare(args) -> int:
     from . import check, compare, results
 
+    if args.by == "version":
+        return _compare_versions(args)
+    if args.a is None or args.b is None:
+        print("dynshape: compare needs two runs A and B (or --by version and one run)", file=sys.stderr)
+        return EXIT_USAGE
     a, b = compare.resolve(args.a, args.results), compare.resolve(args.b, args.results)
     da, db = results.load([a]), results.load([b])
     df = compare.compare(da, db, args.max_slowdown, force=args.force)
@@ -597,6 +636,27 @@ def _compare(args) -> int:
         )
         return 1
     return 0
+
+
+def _compare_versions(args) -> int:
+    from . import compare, results
+
+    if args.b is not None:
+        print(f"dynshape: compare --by version reads one run, not two (drop {args.b!r})", file=sys.stderr)
+        return EXIT_USAGE
+    path = compare.resolve(args.a, args.results) if args.a else results.run_files(None, args.results)[0]
+    df = results.load([path])
+    changes = compare.by_version(df, args.max_slowdown)
+    print(f"run: {path}\n")
+    print(compare.versions_markdown(df, changes))
+    bad = changes[changes["regression"]] if len(changes) else changes
+    if len(bad):
+        print(
+            f"\n{len(bad)} regression(s) from one release to the next: in status or compile counts, or "
+            f"significant and beyond {args.max_slowdown}×",
+            file=sys.stderr,
+        )
+    return EXIT_UNEXPECTED if args.check and len(bad) else EXIT_OK
 
 
 if __name__ == "__main__":

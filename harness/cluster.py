@@ -161,7 +161,7 @@ def run(runner, combos, address: str | None = None, jobs: int = 1) -> Path:
                                     case=c.case.name,
                                     backend=c.backend.name,
                                     mode=c.mode,
-                                    env=c.backend.env,
+                                    env=c.env_name,
                                     timestamp=_now(),
                                     status="error",
                                     ok=False,

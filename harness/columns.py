@@ -99,7 +99,7 @@ COLUMNS: list[Column] = [
 ]
 
 #: the columns that tell jobs apart beyond (case, backend, mode), shown when they vary
-RUN_COLUMNS = [Column("run_id", "run"), Column("machine", "machine")]
+RUN_COLUMNS = [Column("run_id", "run"), Column("machine", "machine"), Column("version", "version")]
 
 
 def by_name() -> dict[str, Column]:

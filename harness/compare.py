@@ -6,6 +6,7 @@ directory, or a commit (prefix): the latest run recorded at that commit.
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 
@@ -165,6 +166,8 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, max_slowdown: float = 1.5, force: 
             verdicts.append("slower")
         regress = bool(verdicts)
         if not verdicts:
+            if r["status_a"] != "pass" and r["status_b"] == "pass":  # a fix
+                verdicts.append(f"status {r['status_a']}→{r['status_b']}")
             if any(x < y for x, y, _ in shapes) or (not shapes and delta is not None and delta < 0):
                 verdicts.append("fewer compiles" + _where(shapes, lambda x, y: x < y))
             if novel_mark.endswith("-") or cached_mark.endswith("-"):
@@ -232,7 +235,8 @@ COLUMNS = [
 ]
 
 
-def markdown(df: pd.DataFrame) -> str:
+def markdown(df: pd.DataFrame, lead: list[Column] | None = None) -> str:
+    """The comparison as Markdown, ``lead`` columns first, and its legend."""
     if not len(df):
         return "(no (case, backend, mode) in both runs)"
     df = df.assign(
@@ -250,4 +254,113 @@ def markdown(df: pd.DataFrame) -> str:
         f"(the ratio alone decides; `run --processes {stats.MIN_SAMPLES}` on both sides gives the novel sweep "
         f"the {stats.MIN_SAMPLES} samples a side the test needs)"
     )
-    return report.table(df, COLUMNS) + legend
+    return report.table(df, [*(lead or []), *COLUMNS]) + legend
+
+
+# -- across releases of a system (harness run --versions) --------------------
+
+
+def by_version(df: pd.DataFrame, max_slowdown: float = 1.5) -> pd.DataFrame:
+    """Per system, each release of one run (``run --versions``) against the one
+    declared before it (``backends/envs.py``: oldest first): :func:`compare` of
+    the two releases' records (same run: same machine and settings), with
+    ``system``, ``from`` and ``to`` (the releases); regressions first, then the
+    other changes, then the jobs that did not change. Empty when the records ran
+    in no release's environment."""
+    from backends import envs
+
+    if not len(df) or "env" not in df.columns:
+        return pd.DataFrame()
+    ran = [e for e in envs.ENVS if envs.release(e) and (df["env"] == e).any()]
+    parts = []
+    for system in dict.fromkeys(envs.ENVS[e]["system"] for e in ran):
+        steps = [e for e in ran if envs.ENVS[e]["system"] == system]
+        for old, new in itertools.pairwise(steps):
+            c = compare(df[df["env"] == old], df[df["env"] == new], max_slowdown, force=True)
+            if len(c):
+                parts.append(c.assign(system=system, **{"from": envs.ENVS[old]["version"], "to": envs.ENVS[new]["version"]}))
+    if not parts:
+        return pd.DataFrame()
+    out = pd.concat(parts, ignore_index=True)
+    out["changed"] = out["verdict"] != "ok"
+    order = ["system", "from", "to"]
+    out = out.sort_values(
+        ["regression", "changed", *order, *report.KEYS], ascending=[False, False, True, True, True, True, True, True]
+    )
+    return out[order + [c for c in out.columns if c not in order]].reset_index(drop=True)
+
+
+def version_table(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Per system, one row per (case, backend, mode) of a ``run --versions`` run that
+    some release offers and, per release, its status, compiles, novel sweep and
+    cached call, written as the report writes them (``–``: none measured)."""
+    from backends import envs
+
+    from .columns import fmt_seconds
+
+    s = report.summarise(df)
+    if "env" not in s.columns:
+        return {}
+    s = s[s["env"].map(envs.release).notna()].copy()
+    offered = s.groupby(report.KEYS)["status"].transform(lambda v: (v.astype(str) != "unsupported").any())
+    s = s[offered.astype(bool)]
+    s["status"] = s["status"].astype(str)
+    s["compiles"] = s["compiles"].map(lambda v: "–" if missing(v) else str(int(v)))
+    for c in ("novel_sweep_s", "cached_median_s"):
+        s[c] = s[c].map(lambda v: "–" if missing(v) else fmt_seconds(float(v)))
+    out = {}
+    for system, g in s.groupby(s["env"].map(lambda e: envs.ENVS[e]["system"]), sort=False):
+        parts = []
+        for env in [e for e in envs.ENVS if (g["env"] == e).any()]:
+            v = envs.ENVS[env]["version"]
+            part = g[g["env"] == env].set_index(report.KEYS)[["status", "compiles", "novel_sweep_s", "cached_median_s"]]
+            parts.append(part.rename(columns=lambda c, v=v: f"{c} {v}"))
+        out[system] = pd.concat(parts, axis=1).fillna("–").reset_index()
+    return out
+
+
+def versions_markdown(df: pd.DataFrame, changes: pd.DataFrame) -> str:
+    """``compare --by version``: per system, the version table, then what changed
+    between each release and the one before (:func:`by_version`), regressions first."""
+    from .columns import Column
+
+    tables = version_table(df)
+    if not tables:
+        return "(no records ran in a release's environment: run with `harness run --versions SYSTEM=V1,V2`)"
+    lines = []
+    heads = {"novel_sweep_s": "novel", "cached_median_s": "cached"}
+    for system, t in tables.items():
+        cols = [report.BY_NAME[k] for k in report.KEYS]
+        for c in t.columns[3:]:
+            what, _, v = c.partition(" ")
+            cols.append(Column(c, f"{heads.get(what, what)} {v}"))
+        lines += [f"## {system}", "", report.table(t, cols), ""]
+    lines.append("## What changed (each release against the one before; regressions first)")
+    lines.append("")
+    changed = changes[changes["changed"]] if len(changes) else changes
+    if not len(changed):
+        lines.append("(nothing: every job's status, compiles and latencies agree across the releases)")
+    else:
+        step = changed.assign(step=changed["system"] + " " + changed["from"] + " → " + changed["to"])
+        lines.append(markdown(step, lead=[Column("step", "release")]))
+    return "\n".join(lines)
+
+
+def versions_html(df: pd.DataFrame, max_slowdown: float = 1.5) -> str:
+    """The HTML report's section for a ``run --versions`` run: :func:`versions_markdown`'s
+    tables as HTML (the command that prints them: ``compare --by version``)."""
+    import html
+
+    changes = by_version(df, max_slowdown)
+    parts = []
+    for system, t in version_table(df).items():
+        parts += [f"<h3>{html.escape(system)}</h3>", t.to_html(classes="summary", index=False, na_rep="–")]
+    changed = changes[changes["changed"]] if len(changes) else changes
+    parts.append("<h3>What changed (each release against the one before; regressions first)</h3>")
+    if len(changed):
+        keep = ["system", "from", "to", *report.KEYS, "compiles_a", "compiles_b", "novel_ratio", "novel_mark"]
+        keep += ["cached_ratio", "cached_mark", "status_a", "status_b", "verdict"]
+        parts.append(changed[keep].to_html(classes="summary", index=False, na_rep="–", float_format=lambda v: f"{v:.2f}"))
+    else:
+        parts.append("<p>Nothing: every job's status, compiles and latencies agree across the releases.</p>")
+    return "\n".join(parts) + "<p class=legend>The same tables in text: <code>dynshape compare --by version RUN</code>.</p>"

@@ -22,7 +22,16 @@ BASELINE = "torch_eager"
 
 
 def _jobs(df: pd.DataFrame) -> list[str]:
-    return RUN + JOB
+    """A job's keys: :data:`RUN`, :data:`JOB`, and ``env`` where some record ran in a
+    release's environment (``harness run --versions``: one job per release)."""
+    return RUN + JOB + releases(df)
+
+
+def releases(df: pd.DataFrame) -> list[str]:
+    """``["env"]`` when some record of ``df`` ran in a release's environment, else ``[]``."""
+    from backends.envs import release
+
+    return ["env"] if "env" in df.columns and df["env"].map(release).notna().any() else []
 
 
 def summary(df: pd.DataFrame) -> pd.DataFrame:
@@ -100,6 +109,10 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
     out["compiles_per_shape"] = (out["compiles"] / out["shapes"].replace(0, pd.NA)).astype("Float64")
     out["why"] = _why(df, keys).reindex(pd.MultiIndex.from_frame(out[keys])).fillna("").to_numpy()
     out["message"] = _messages(df, keys, out)
+    if "env" in keys:  # the release each row ran on (harness.columns.RUN_COLUMNS)
+        from backends.envs import release_label
+
+        out["version"] = out["env"].map(release_label)
     for col in columns.COLUMNS:
         if col.agg is not None:
             vals = df.groupby(keys, dropna=False, observed=True)[list(df.columns)].apply(col.agg).rename(col.name)
@@ -190,15 +203,21 @@ def relative(jobs: pd.DataFrame) -> pd.DataFrame:
     cols = ["novel_sweep_s", "cached_median_s"]
     base = jobs[jobs["backend"] == BASELINE]
     on = [k for k in RUN if k in jobs.columns] + ["case"]
-    same = base[on + ["mode"] + cols].drop_duplicates(on + ["mode"])
-    anymode = base[on + cols].drop_duplicates(on)
-    m = jobs.merge(same, on=on + ["mode"], how="left", suffixes=("", "_eager")).merge(
-        anymode, on=on, how="left", suffixes=("", "_any")
-    )
+    # with releases (--versions): eager of the same release first, then of any
+    own = ["env"] if "env" in jobs.columns else []
+    tiers = [on + own + ["mode"], on + own] if own else []
+    tiers += [on + ["mode"], on]
+    m = jobs
+    for i, keys in enumerate(tiers):
+        ref = base[keys + cols].drop_duplicates(keys).rename(columns={c: f"{c}_{i}" for c in cols})
+        m = m.merge(ref, on=keys, how="left")
     for c, r in (("novel_sweep_s", "novel_vs_eager"), ("cached_median_s", "cached_vs_eager")):
-        ref = m[f"{c}_eager"].fillna(m[f"{c}_any"]).astype("Float64")
+        ref = m[f"{c}_0"]
+        for i in range(1, len(tiers)):
+            ref = ref.fillna(m[f"{c}_{i}"])
+        ref = ref.astype("Float64")
         m[r] = (m[c].astype("Float64") / ref.where(ref > 0)).astype("Float64")
-    return m.drop(columns=[f"{c}_{s}" for c in cols for s in ("eager", "any")])
+    return m.drop(columns=[f"{c}_{i}" for c in cols for i in range(len(tiers))])
 
 
 def per_shape(df: pd.DataFrame) -> pd.DataFrame:

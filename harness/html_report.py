@@ -35,8 +35,15 @@ COLOURS = {
 OUTCOME_MARK = {"pass": "", "xfail": " (xfail)", "fail": " ≠", "xpass": " (xpass)", "norule": " (no rule)", "idle": ""}
 
 
+def _release(keys: pd.DataFrame) -> pd.Series | str:
+    """`` torch 2.9.1`` per row that ran in a release's environment (``run --versions``), else ``""``."""
+    from backends.envs import release_label
+
+    return (" " + keys["env"].map(release_label)).str.rstrip() if "env" in keys.columns else ""
+
+
 def _label(keys: pd.DataFrame, many: bool) -> pd.Series:
-    lab = keys["backend"] + "/" + keys["mode"]
+    lab = keys["backend"] + "/" + keys["mode"] + _release(keys)
     return lab + " @" + keys["machine"] + " " + keys["run_id"].str[-6:] if many else lab
 
 
@@ -208,7 +215,7 @@ def history_plots(hist: pd.DataFrame) -> list[tuple[str, str]]:
 def matrix_html(jobs: pd.DataFrame) -> str:
     """The conformance matrix as an HTML table: a cell per job, coloured by status."""
     j = jobs.copy()
-    j["col"] = j["backend"] + "/" + j["mode"]
+    j["col"] = j["backend"] + "/" + j["mode"] + _release(j)
     # a (backend, mode) column that no case of the run supports says nothing per case:
     # the leaderboard and the "not run" lines say why
     ran = j.loc[~j["status"].astype(str).isin(columns.IDLE), "col"]
@@ -322,6 +329,10 @@ def render(df: pd.DataFrame, title: str = "dynshape report", rules=None, judged:
     ]
     if not many:
         parts += ["<h2>Compile patterns by case family</h2>", frames.family_table(df).to_html(classes="summary", escape=True)]
+    if frames.releases(df):
+        from . import compare
+
+        parts += ["<h2 id=releases>Across releases</h2>", compare.versions_html(df)]
     hist = frames.history(df)
     if hist["commit"].nunique() > 1:
         parts.append("<h2>History by commit</h2>")

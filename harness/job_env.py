@@ -55,11 +55,12 @@ def cache_env(cache_dir: str | None) -> dict[str, str]:
     }
 
 
-def compose(backend, cache_dir: str | None, n_threads: int | None) -> dict[str, str]:
+def compose(backend, cache_dir: str | None, n_threads: int | None, env_name: str | None = None) -> dict[str, str]:
     """The environment of a job of ``backend`` whose compile caches go to
-    ``cache_dir`` (``None``: the warm ``results/.cache``), on ``n_threads`` threads."""
+    ``cache_dir`` (``None``: the warm ``results/.cache``), on ``n_threads`` threads,
+    in environment ``env_name`` (default the backend's; a release's with ``--versions``)."""
     env = parent_env()
-    env.update(envs.env_vars(backend.env))
+    env.update(envs.env_vars(env_name or backend.env))
     env.update(cache_env(cache_dir))
     env["PYTHONUNBUFFERED"] = "1"
     # one thread policy for torch, BLAS and XLA: small ops on a shared

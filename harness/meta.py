@@ -4,16 +4,31 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import functools
 import os
 import platform
 import secrets
 import subprocess
 import sys
+from collections.abc import Collection
 from importlib import metadata
 
 from backends.envs import ROOT
 
 PACKAGES = ("numpy", "torch", "jax", "jaxlib", "einx", "torch_xla", "sympy")
+#: the distributions whose versions a record carries when its job imported them
+#: (:func:`imported_versions`), by the top-level module that imports them
+IMPORTED = {
+    "torch": "torch",
+    "jax": "jax",
+    "jaxlib": "jaxlib",
+    "einx": "einx",
+    "torch_xla": "torch_xla",
+    "transformers": "transformers",
+    "torchvision": "torchvision",
+    "torch_geometric": "torch_geometric",
+    "numpy": "numpy",
+}
 
 
 def new_run_id() -> str:
@@ -122,3 +137,27 @@ def versions() -> dict:
         with contextlib.suppress(metadata.PackageNotFoundError):
             out[name] = metadata.version(name)
     return out
+
+
+def imported_versions(before: Collection[str] = (), own: Collection[str] = ()) -> dict:
+    """Versions of the :data:`IMPORTED` distributions whose module this process
+    imported: those in ``sys.modules`` now but not in ``before`` (what a forked
+    worker's zygote had imported, for whichever backends), plus those ``own``
+    names (modules of the job's backend's ``preload``, which the zygote imported
+    for it). With ``python`` always."""
+    tops = {m.partition(".")[0] for m in own} | {m.partition(".")[0] for m in sys.modules if m not in before}
+    out = {"python": sys.version.split()[0]}
+    for dist, module in IMPORTED.items():
+        if module in tops and module in sys.modules:
+            v = _version(dist)
+            if v:
+                out[dist] = v
+    return out
+
+
+@functools.cache
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None

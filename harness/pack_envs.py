@@ -41,13 +41,16 @@ class PackError(results.ResultsError):
 
 
 def pythons() -> dict[str, str]:
-    """``{env: interpreter}`` for every environment that exists here."""
-    out = {}
+    """``{env: interpreter}`` for every environment that exists here, each
+    interpreter once (a release's environment may be ``main``'s or ``xla``'s: backends.envs)."""
+    out: dict[str, str] = {}
     for name in envs.ENVS:
         try:
-            out[name] = envs.python_for(name)
+            python = envs.python_for(name)
         except envs.EnvError:
             continue
+        if python not in out.values():
+            out[name] = python
     return out
 
 

@@ -69,8 +69,10 @@ def counters_table(backends) -> str:
 
 def job_by(rows: pd.DataFrame) -> list[str]:
     """The columns beyond (case, backend, mode) that tell a summary's jobs apart: ``run_id``
-    and ``machine`` where they vary (several runs, several machines)."""
-    return [k for k in ("run_id", "machine") if k in rows.columns and rows[k].nunique(dropna=False) > 1]
+    and ``machine`` where they vary (several runs, several machines), ``env`` where the
+    summary has it (a run over several releases: ``harness run --versions``)."""
+    by = [k for k in ("run_id", "machine") if k in rows.columns and rows[k].nunique(dropna=False) > 1]
+    return by + (["env"] if "env" in rows.columns else [])
 
 
 def annotate(rows: pd.DataFrame, df: pd.DataFrame, rules=None, judged=None) -> pd.DataFrame:
@@ -179,16 +181,22 @@ def per_shape_markdown(shapes: pd.DataFrame) -> str:
     compiles (and per stage), reason, cached call (IQR)."""
     sizes = [c for c in shapes.columns if c.startswith("size_") and shapes[c].notna().any()]
     stages = [c for c in shapes.columns if c.startswith("new_compiles_") and shapes[c].notna().any()]
-    cols = [c for c in columns.RUN_COLUMNS if shapes[c.name].nunique(dropna=False) > 1] + [
-        BY_NAME["backend"],
-        BY_NAME["mode"],
-        Column("shape_index", "shape", "count"),
-        *[Column(c, c[5:], "count") for c in sizes],
-        Column("first_call_s", "first call", "seconds", spread=("first_call_min_s", "first_call_max_s")),
-        Column("new_compiles", "compiles", "count"),
-        *[Column(c, c[len("new_compiles_") :], "count") for c in stages],
-        Column("cached_s", "cached call", "seconds", spread=("cached_q25_s", "cached_q75_s")),
-        Column("status", "status"),
-        Column("reason", "reason", width=80),
-    ]
+    runs = [c for c in columns.RUN_COLUMNS if c.name in shapes.columns and shapes[c.name].nunique(dropna=False) > 1]
+    # a run over several releases (--versions): each row's environment
+    cols = (
+        runs
+        + ([Column("env", "env")] if "env" in shapes.columns else [])
+        + [
+            BY_NAME["backend"],
+            BY_NAME["mode"],
+            Column("shape_index", "shape", "count"),
+            *[Column(c, c[5:], "count") for c in sizes],
+            Column("first_call_s", "first call", "seconds", spread=("first_call_min_s", "first_call_max_s")),
+            Column("new_compiles", "compiles", "count"),
+            *[Column(c, c[len("new_compiles_") :], "count") for c in stages],
+            Column("cached_s", "cached call", "seconds", spread=("cached_q25_s", "cached_q75_s")),
+            Column("status", "status"),
+            Column("reason", "reason", width=80),
+        ]
+    )
     return table(shapes, cols) if len(shapes) else "(no novel shapes measured)"

@@ -312,8 +312,9 @@ def load(paths: Iterable[str | os.PathLike] | None = None, default_dir="results"
 
 
 #: what one record stands for: a job's shape and phase (or the job itself,
-#: ``shape_index`` null) in one run, on one machine, in one fresh worker
-RECORD_KEY = ("run_id", "case", "backend", "mode", "host", "process", "shape_index", "novel")
+#: ``shape_index`` null) in one run, in one environment (one per release with
+#: ``run --versions``), on one machine, in one fresh worker
+RECORD_KEY = ("run_id", "case", "backend", "mode", "env", "host", "process", "shape_index", "novel")
 
 
 def duplicates(df) -> list[str]:
@@ -331,6 +332,7 @@ def duplicates(df) -> list[str]:
                 "case": df["case"],
                 "backend": df["backend"],
                 "mode": df["mode"],
+                "env": df["env"] if "env" in df.columns else None,
                 "host": df["machine"].map(lambda m: m.get("host") if isinstance(m, dict) else None),
                 "process": df["process"].map(lambda v: 0 if v is None or v != v else int(v)),
                 "shape_index": df["shape_index"].map(lambda v: None if v is None or v != v else int(v)),
@@ -339,13 +341,16 @@ def duplicates(df) -> list[str]:
         )
         .astype(object)
     )
+    from backends.envs import release
+
     dup = keys[keys.duplicated(keep=False)]
     out = []
     for key, n in dup.value_counts(dropna=False, sort=False).items():
         k = dict(zip(RECORD_KEY, key, strict=False))
         what = "the job" if k["shape_index"] is None else f"shape {k['shape_index']} {'novel' if k['novel'] else 'cached'}"
         proc = f" process {k['process']}" if k["process"] else ""
-        out.append(f"{k['run_id']} {k['case']}[{k['backend']}-{k['mode']}] {what}{proc} on {k['host']} ×{n}")
+        env = f"@{k['env']}" if release(k["env"]) else ""
+        out.append(f"{k['run_id']} {k['case']}[{k['backend']}-{k['mode']}{env}] {what}{proc} on {k['host']} ×{n}")
     return out
 
 

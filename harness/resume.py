@@ -15,20 +15,26 @@ import os
 from pathlib import Path
 
 import cases
+from backends import envs
 
 from . import registry, results
 from .runner import PLAN_SUFFIX, SETTINGS, Combo, Runner, atomic_write, plan_path
 
 
-def complete_jobs(records: list[dict], profile: str) -> set[tuple[str, str, str]]:
-    """The (case, backend, mode) jobs whose records show they ended: a
+def job_key(r: dict) -> tuple:
+    """A record's job: (case, backend, mode, release environment or ``None``)."""
+    return (r.get("case"), r.get("backend"), r.get("mode"), envs.release(r.get("env")))
+
+
+def complete_jobs(records: list[dict], profile: str) -> set[tuple]:
+    """The jobs (:func:`job_key`) whose records show they ended: a
     job-level record (``novel`` null: skipped, unsupported, prepare failed,
     crashed, oom, timeout, worker error), or a novel record for every shape
     of the profile and a cached record for every novel one that passed (what
     :func:`harness.measure.run` writes when it finishes)."""
     by_job: dict[tuple, list[dict]] = {}
     for r in records:
-        by_job.setdefault((r.get("case"), r.get("backend"), r.get("mode")), []).append(r)
+        by_job.setdefault(job_key(r), []).append(r)
     done = set()
     for key, recs in by_job.items():
         if any(r.get("novel") is None for r in recs):
@@ -70,7 +76,7 @@ def resume(out_dir: str | os.PathLike, run_id: str, **overrides):
     catalogue = {c.name: c for c in cases.catalogue()}
     backends = registry.backends()
     combos = []
-    for case, backend, mode in plan["jobs"]:
+    for case, backend, mode, *release in plan["jobs"]:
         if case not in catalogue:
             raise cases.CaseError(f"run {run_id!r} planned case {case!r}, which no longer exists; valid: {', '.join(catalogue)}")
         if backend not in backends:
@@ -82,11 +88,15 @@ def resume(out_dir: str | os.PathLike, run_id: str, **overrides):
                 f"run {run_id!r} planned {case}[{backend}-{mode}], but case {case!r} has "
                 f"no mode {mode!r} (it has {', '.join(catalogue[case].modes)})"
             )
-        combos.append(Combo(catalogue[case], backends[backend], mode))
+        if release and release[0] not in envs.ENVS:
+            raise results.ResultsError(
+                f"run {run_id!r} planned environment {release[0]!r}, which backends/envs.py no longer declares"
+            )
+        combos.append(Combo(catalogue[case], backends[backend], mode, env=release[0] if release else None))
     records = results.read_records(path) if path.exists() else []
     done = complete_jobs(records, runner.profile)
     _set_aside(path, records, done)
-    return runner, [c for c in combos if (c.case.name, c.backend.name, c.mode) not in done]
+    return runner, [c for c in combos if (c.case.name, c.backend.name, c.mode, c.env) not in done]
 
 
 def read_plan(path: Path) -> dict:
@@ -106,8 +116,8 @@ def read_plan(path: Path) -> dict:
     if not isinstance(jobs, list):
         raise bad("field 'jobs' is missing or not a list")
     for i, job in enumerate(jobs):
-        if not (isinstance(job, list) and len(job) == 3 and all(isinstance(x, str) for x in job)):
-            raise bad(f"jobs[{i}] is {job!r}, not [case, backend, mode]")
+        if not (isinstance(job, list) and len(job) in (3, 4) and all(isinstance(x, str) for x in job)):
+            raise bad(f"jobs[{i}] is {job!r}, not [case, backend, mode] or [case, backend, mode, release environment]")
     types: dict[str, type | tuple[type, ...]] = {
         "profile": str,
         "repeats": int,
@@ -127,10 +137,10 @@ def read_plan(path: Path) -> dict:
 def _set_aside(path: Path, records: list[dict], done: set) -> None:
     """Keep only the records of ended jobs in ``path`` (and no torn line);
     append the others to ``<run_id>.incomplete``."""
-    keep = [r for r in records if (r.get("case"), r.get("backend"), r.get("mode")) in done]
+    keep = [r for r in records if job_key(r) in done]
     if not path.exists():
         return
-    drop = [r for r in records if (r.get("case"), r.get("backend"), r.get("mode")) not in done]
+    drop = [r for r in records if job_key(r) not in done]
     if drop:
         with open(path.with_suffix(".incomplete"), "a", encoding="utf-8") as f:
             f.writelines(json.dumps(r, default=str) + "\n" for r in drop)

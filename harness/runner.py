@@ -52,10 +52,19 @@ class Combo:
     named: bool = True
     #: why the run's profile leaves this job out (``harness.profiles``), or ``None``
     left_out: str | None = None
+    #: the environment of a release of the backend's system to run in instead of
+    #: ``backend.env`` (``harness run --versions``: :func:`with_versions`), or ``None``
+    env: str | None = None
+
+    @property
+    def env_name(self) -> str:
+        """The environment the job's worker runs in."""
+        return self.env or self.backend.env
 
     @property
     def id(self) -> str:
-        return f"{self.case.name}[{self.backend.name}-{self.mode}]"
+        at = f"@{self.env}" if self.env else ""
+        return f"{self.case.name}[{self.backend.name}-{self.mode}{at}]"
 
     def skip_reason(self) -> tuple[str, str] | None:
         """``(status, reason)`` when this job needs no worker, else ``None``."""
@@ -67,10 +76,20 @@ class Combo:
         opt_in = self.backend.opt_in
         if opt_in and not self.named:
             return "skipped", f"{self.backend.name} is opt-in ({opt_in}): name it with --backends"
-        ok, why = self.backend.available()
+        ok, why = self.backend.available() if self.env is None else self.release_available()
         if not ok:
             return "skipped", why
         return self.case_libraries_missing()
+
+    def release_available(self) -> tuple[bool, str]:
+        """Whether the release environment ``env`` has the backend's ``requires``
+        and the release its entry declares (``backends.envs.version_mismatch``)."""
+        assert self.env is not None
+        ok, why = envs.modules_available(self.env, tuple(self.backend.requires))
+        if not ok:
+            return False, why
+        why = envs.version_mismatch(self.env)
+        return not why, why
 
     def case_libraries_missing(self) -> tuple[str, str] | None:
         """``("skipped", why)`` when the case's model libraries (``ModelCase.libraries``)
@@ -78,7 +97,7 @@ class Combo:
         needs = tuple(getattr(self.case, "libraries", ()))
         if not needs:
             return None
-        for env in (self.backend.env, *self.backend.helper_envs):
+        for env in (self.env or self.backend.env, *self.backend.helper_envs):
             ok, why = envs.modules_available(env, needs)  # the helper env is where the program is exported
             if not ok:
                 return "skipped", f"case {self.case.name} needs its model libraries: {why}"
@@ -123,6 +142,20 @@ def plan(
         for m in modes
         if m in catalogue[c].modes
     ]
+
+
+def with_versions(combos: Iterable[Combo], versions: dict[str, list[str]]) -> list[Combo]:
+    """Each combo of a backend of a system in ``versions`` (``{system: [release
+    environment, ...]}``, :func:`backends.envs.parse_versions`) once per release,
+    in that release's environment; the others as they are. A backend's system is
+    :func:`backends.envs.system_of` its ``env`` and ``requires``: jax if it needs
+    jax (the stablehlo executors too, which also need torch, and so skip where a
+    jax release has none), else torch; torch_xla's backends keep their own env."""
+    out = []
+    for c in combos:
+        system = envs.system_of(c.backend.env, tuple(c.backend.requires))
+        out += [dataclasses.replace(c, env=e) for e in versions[system]] if system in versions else [c]
+    return out
 
 
 class Runner:
@@ -236,7 +269,7 @@ class Runner:
             data = {
                 "run_id": self.run_id,
                 **{k: getattr(self, k) for k in SETTINGS},
-                "jobs": [[c.case.name, c.backend.name, c.mode] for c in combos],
+                "jobs": [[c.case.name, c.backend.name, c.mode, *([c.env] if c.env else [])] for c in combos],
             }
             atomic_write(path, json.dumps(data, indent=1) + "\n")
         return path
@@ -245,7 +278,7 @@ class Runner:
         """Run one combo in a worker; each record goes to ``sink`` as it arrives."""
         got: list[dict] = []
         base = dict(
-            self._common, case=combo.case.name, backend=combo.backend.name, mode=combo.mode, env=combo.backend.env, process=0
+            self._common, case=combo.case.name, backend=combo.backend.name, mode=combo.mode, env=combo.env_name, process=0
         )
 
         def emit(**fields) -> None:
@@ -287,21 +320,23 @@ class Runner:
         return got
 
     def _work(self, combo, job, timeout, cache_dir, emit) -> None:
-        env = job_env.compose(combo.backend, cache_dir, self.threads)
+        env = job_env.compose(combo.backend, cache_dir, self.threads, combo.env_name)
         if self.trace_dir:
             # dynamo/inductor structured logs per job, for tlparse
             env["TORCH_TRACE"] = str(self.trace_dir / combo.id.replace("[", "-").replace("]", ""))
         try:
-            python = envs.python_for(combo.backend.env)
+            python = envs.python_for(combo.env_name)
         except envs.EnvError as e:
             emit(status="skipped", ok=None, message=str(e))
             return
         argv = ["-m", "harness.worker", json.dumps(job)]
         forked = None
-        if self.fork_server and combo.backend.forkable and forkserver.usable(combo.backend.env, env):
+        # a release environment (--versions) has no zygote (forkserver.usable): the
+        # releases of a system start alike, spawned, whichever interpreter is main's
+        if self.fork_server and combo.backend.forkable and forkserver.usable(combo.env_name, env):
             own = (*combo.backend.preload, *combo.backend.warmup)
-            wanted = own if self.zygote_preload is None else self.zygote_preload.get(combo.backend.env, ())
-            forked = forkserver.start(python, combo.backend.env, argv, env, str(envs.ROOT), wanted)
+            wanted = own if self.zygote_preload is None else self.zygote_preload.get(combo.env_name, ())
+            forked = forkserver.start(python, combo.env_name, argv, env, str(envs.ROOT), wanted)
         proc: forkserver.WorkerProcess
         if forked is not None:
             proc, spawned = forked, forked.requested
@@ -374,7 +409,8 @@ class Runner:
                 }
             elif "record" in msg:
                 measured += 1
-                emit(versions=versions, **{**job_fields, **msg["record"]})
+                # the record's own versions (what its job imported: harness.worker), else the hello's
+                emit(**{"versions": versions, **job_fields, **msg["record"]})
             elif "fatal" in msg:
                 fatal = msg["fatal"]
             elif "oom" in msg:
@@ -436,7 +472,7 @@ def preload_of(combos: Iterable[Combo]) -> dict[str, set[str]]:
     """Per environment, the ``Backend.preload`` and ``Backend.warmup`` entries of the combos' backends."""
     out: dict[str, set[str]] = {}
     for c in combos:
-        out.setdefault(c.backend.env, set()).update(c.backend.preload, c.backend.warmup)
+        out.setdefault(c.env_name, set()).update(c.backend.preload, c.backend.warmup)
     return out
 
 

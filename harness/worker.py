@@ -3,12 +3,12 @@ the environment's fork server, :mod:`harness.forkserver`, which runs this module
 
 Runs one job and writes one JSON line per record to the protocol stream
 (the original stdout); anything the frameworks print goes to stderr. Lines:
-``hello`` (versions) as soon as the interpreter runs; ``ready`` after
+``hello`` (the versions installed) as soon as the interpreter runs; ``ready`` after
 ``Backend.startup`` (its wall-clock time, so the parent can compute the job's
 ``startup_s`` from the moment it spawned the process, and the thread policy
 seen; for a forked worker the parent counts from the fork request, so the
 imports the fork server did once are not in it); one ``record`` per measured
-call; last ``{"done": true}``, whose absence tells the parent the worker died;
+call (with ``versions``: those of the modules its job imported, :func:`harness.meta.imported_versions`); last ``{"done": true}``, whose absence tells the parent the worker died;
 ``oom`` when an allocation failed under the job's memory limit
 (``max_memory``: what the job may allocate once its backend has started, the
 same whether the worker was spawned or forked, :mod:`harness.limits`);
@@ -30,6 +30,7 @@ import time
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    before = set(sys.modules)  # a forked worker's: what its zygote imported (meta.imported_versions)
     job = json.loads(argv[0])
     from . import limits
 
@@ -64,7 +65,13 @@ def main(argv=None) -> int:
         send({"ready": {"wall": time.time(), "threads": threads.observed()}})
         watched = [m for m in job.get("watch", ()) if m not in sys.modules]
         try:
-            measure.run(job, backend, lambda rec: send({"record": rec}))
+            own = [e.partition(":")[0] for e in backend.preload] + list(backend.requires)
+
+            def record(rec: dict) -> None:
+                # each record says the versions of what its job has imported so far
+                send({"record": {**rec, "versions": meta.imported_versions(before, own)}})
+
+            measure.run(job, backend, record)
         finally:
             backend.teardown()
         late = [m for m in watched if m in sys.modules]

@@ -195,7 +195,7 @@ def test_complete_jobs_reads_what_measure_writes():
         return {"case": "gnn_edge_divide", "backend": "b", "mode": "static", "shape_index": i, "novel": novel, "status": status}
 
     whole = [rec(0, True), rec(1, True, "error"), rec(2, True), rec(0, False), rec(2, False)]
-    key = ("gnn_edge_divide", "b", "static")
+    key = ("gnn_edge_divide", "b", "static", None)  # no release environment (--versions)
     assert resume.complete_jobs(whole, "quick") == {key}
     assert resume.complete_jobs(whole[:-1], "quick") == set()  # a cached record missing
     assert resume.complete_jobs(whole[:2], "quick") == set()  # a shape missing
