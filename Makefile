@@ -20,7 +20,7 @@ unexport PYTHONDONTWRITEBYTECODE
 
 setup: $(STAMP)
 
-EXTRAS := main,models,test,bench,distributed,docs
+EXTRAS := main,models,test,bench,distributed,docs,peers
 # uv installs from pip's own sources (mk/uv) and hard-links from one cache, so
 # a fresh clone's set-up takes seconds once a clone on this machine has filled
 # it (pip copies ~9 GB per clone). Where uv cannot be had, pip installs.

@@ -1,0 +1,90 @@
+"""``openvino``: ``openvino.convert_model`` of the case's ``torch.export``
+program, with ``input=`` a ``PartialShape`` per input (``-1`` for an unbounded
+dim, ``Dimension(lo, hi)`` for a bounded one, the size of a static one), then
+one ``Core.compile_model`` on the CPU plugin. Static mode: the same converted
+model, ``Model.reshape`` to each new input shape and a ``compile_model`` per
+shape (OpenVINO's static-shape use).
+
+Underneath: with dynamic dims the CPU plugin infers shapes and makes oneDNN
+primitives for each new input shape at the call, cached in its runtime cache
+(``CPU_RUNTIME_CACHE_CAPACITY``); OpenVINO exposes no count of those, so they are
+not counted: the ``compile_model`` count is what it reports as compiles."""
+
+from __future__ import annotations
+
+from ..base import Counter
+from .common import EXPORT, Peer, export_program, export_reason
+
+
+def partial_shapes(case, mode: str, host):
+    """One ``openvino.PartialShape`` per input of ``case`` in ``mode`` at the arrays ``host``."""
+    import openvino as ov
+
+    out = []
+    for a, axes in zip(host, case.dynamic_axes(mode), strict=False):
+        dims = []
+        for axis, n in enumerate(a.shape):
+            d = axes.get(axis) if mode != "static" else None
+            if d is None:
+                dims.append(ov.Dimension(int(n)))
+            elif d.max is not None:
+                dims.append(ov.Dimension(max(1, d.min), d.max))
+            else:
+                dims.append(ov.Dimension(-1))
+        out.append(ov.PartialShape(dims))
+    return out
+
+
+def convert(ep, shapes):
+    """``openvino.convert_model`` of an ExportedProgram with the input shapes ``shapes``."""
+    import openvino as ov
+
+    return ov.convert_model(ep, input=shapes)
+
+
+def compile_cpu(model):
+    """``Core.compile_model`` on the CPU plugin; the call's infer request."""
+    import openvino as ov
+
+    compiled = ov.Core().compile_model(model, "CPU")
+    request = compiled.create_infer_request()
+
+    def run(*args):
+        return request.infer(list(args), share_inputs=True)[compiled.output(0)]
+
+    return run
+
+
+class OpenVino(Peer):
+    name = "openvino"
+    modes = ("static", "bounded", "unbounded")
+    requires = ("torch", "openvino")
+    counters = {
+        "export": EXPORT,
+        "compile_model": Counter(
+            "instrumented",
+            "openvino.convert_model + Core.compile_model on CPU (per program: once with dynamic dims, per shape in static mode)",
+        ),
+    }
+    compile_scope = (
+        "torch.export once ('export'); openvino.convert_model + Core.compile_model ('compile_model': once with dynamic "
+        "or bounded dims, per input shape in static mode after Model.reshape); the CPU plugin's per-shape primitive "
+        "creation at the call is not visible"
+    )
+
+    def build(self, case, mode, fn, host, job):
+        import openvino as ov
+
+        if "ep" not in job:  # static mode too: one export, its dims dynamic
+            dynamic = "unbounded" if mode == "static" else mode
+            with self.counting("export", export_reason(case, dynamic, host)):
+                job["ep"] = export_program(case, dynamic, fn, host)
+        shapes = partial_shapes(case, mode, host)
+        why = f"convert_model + compile_model for input shapes {[str(s) for s in shapes]}"
+        with self.counting("compile_model", why):
+            if mode == "static":
+                model = job.get("model") or job.setdefault("model", convert(job["ep"], partial_shapes(case, "unbounded", host)))
+                model.reshape({model.input(i): ov.PartialShape(s) for i, s in enumerate(shapes)})
+            else:
+                model = convert(job["ep"], shapes)
+            return compile_cpu(model)
