@@ -9,12 +9,21 @@ does not fix that size."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ..base import Backend, Counter, check_bounds, torch_dims
 
 #: the torch.export stage every peer but ONNX Runtime counts (torch.onnx.export runs its own)
 EXPORT = Counter("instrumented", "torch.export.export calls (the case's torch form, dims as Dim ranges or static)")
+
+
+def threads() -> int | None:
+    """The worker's thread count (``harness run --threads``: ``OMP_NUM_THREADS``), for
+    systems that keep a pool of their own and read no OpenMP variable; ``None``: theirs."""
+    n = os.environ.get("OMP_NUM_THREADS", "")
+    return int(n) if n.isdigit() and int(n) > 0 else None
 
 
 def dim_spec(case, mode: str) -> list[dict[int, tuple[str, int, int | None]]]:

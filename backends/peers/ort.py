@@ -13,7 +13,7 @@ the whole of ORT's compile work."""
 from __future__ import annotations
 
 from ..base import Counter
-from .common import Peer, dim_spec, export_reason, shapes_of
+from .common import Peer, dim_spec, export_reason, shapes_of, threads
 
 
 def onnx_export(fn, host, spec):
@@ -47,6 +47,8 @@ def session(model: bytes, fixed: dict[str, int] | None = None):
 
     opts = ort.SessionOptions()
     opts.log_severity_level = 3
+    if threads():
+        opts.intra_op_num_threads = threads()
     for name, size in (fixed or {}).items():
         opts.add_free_dimension_override_by_name(name, size)
     return ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])

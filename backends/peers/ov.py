@@ -13,7 +13,7 @@ not counted: the ``compile_model`` count is what it reports as compiles."""
 from __future__ import annotations
 
 from ..base import Counter
-from .common import EXPORT, Peer, export_program, export_reason
+from .common import EXPORT, Peer, export_program, export_reason, threads
 
 
 def partial_shapes(case, mode: str, host):
@@ -46,7 +46,8 @@ def compile_cpu(model):
     """``Core.compile_model`` on the CPU plugin; the call's infer request."""
     import openvino as ov
 
-    compiled = ov.Core().compile_model(model, "CPU")
+    config = {"INFERENCE_NUM_THREADS": threads()} if threads() else {}
+    compiled = ov.Core().compile_model(model, "CPU", config)
     request = compiled.create_infer_request()
 
     def run(*args):
