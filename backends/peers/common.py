@@ -10,10 +10,11 @@ does not fix that size."""
 from __future__ import annotations
 
 import os
+from typing import ClassVar
 
 import numpy as np
 
-from ..base import Backend, Counter, check_bounds, torch_dims
+from ..base import Backend, BoundsChecked, Counter, Program, torch_dims
 
 #: the torch.export stage every peer but ONNX Runtime counts (torch.onnx.export runs its own)
 EXPORT = Counter("instrumented", "torch.export.export calls (the case's torch form, dims as Dim ranges or static)")
@@ -64,45 +65,60 @@ def export_reason(case, mode: str, host) -> str:
     return f"first call at {shapes_of(host)}: one export with dynamic dims {', '.join(ranges)}"
 
 
-class Peer(Backend):
-    """A torch-form peer. Subclasses give ``build(case, mode, fn, host, job)``:
-    the system's program for the first call's NumPy inputs ``host`` (in static
-    mode, for each new input shape), counting their stages with
-    ``self.counting``; ``job`` is a dict the job's builds share (a model made
+class PeerProgram(BoundsChecked, Program):
+    """One peer job: the system's program built at the first call's sizes (in
+    static mode, at each new input shape). Subclasses give ``build(host)``: the
+    system's callable for the NumPy inputs ``host``, counting its stages with
+    ``self.counting``; ``shared`` keeps what the job's builds share (a model made
     once for every shape); ``host_arrays(args)``: the call's native inputs back
-    as NumPy arrays."""
+    as NumPy arrays. Inputs are NumPy arrays unless a subclass converts them;
+    bounded mode refuses an input above its bound naming the case's dim."""
 
-    forms = ("torch",)
-    preload = ("torch._dynamo", "torch.export._trace")
-    # each job exports through torch.export (seconds) and compiles in the system (seconds): over the
-    # quick profile's torch-form jobs that is minutes per peer, more than `make test`'s gate can add
-    opt_in = "a torch.export + a system compile per job (seconds each): minutes per peer over the quick profile"
+    def __init__(self, backend, case, mode):
+        self.fn = case.torch_fn()  # built here: a model case's build is not its first call's
+        #: the system's callables, by input shapes (static) or ``None`` (one for every shape)
+        self.built: dict = {}
+        self.shared: dict = {}
+        #: a failed build of the one program for every shape, raised again instead of rebuilt
+        self.failed: Exception | None = None
+        super().__init__(backend, case, mode)
 
-    def prepare(self, case, mode):
-        self._job = (case, mode)
-        fn = case.torch_fn()  # built here: a model case's build is not its first call's
-        programs: dict = {}
-        job: dict = {}
+    def run(self, *args):
+        key = shapes_of(args) if self.mode == "static" else None
+        call = self.built.get(key)
+        if call is None:
+            if self.failed is not None:
+                raise self.failed
+            try:
+                call = self.built[key] = self.build(self.host_arrays(args))
+            except Exception as e:
+                if self.mode != "static":
+                    self.failed = e
+                raise
+        return call(*args)
 
-        def program(*args):
-            key = shapes_of(args) if mode == "static" else None
-            run = programs.get(key)
-            if run is None:
-                run = programs[key] = self.build(case, mode, fn, self.host_arrays(args), job)
-            return run(*args)
-
-        return program
-
-    def build(self, case, mode, fn, host, job):
+    def build(self, host: list[np.ndarray]):
         raise NotImplementedError
 
     def host_arrays(self, args) -> list[np.ndarray]:
         return [np.asarray(a) for a in args]
 
     def convert(self, arrays):
-        """Bounded mode: an input above its bound is refused naming the case's dim."""
-        check_bounds(*self._job, arrays)
-        return [np.ascontiguousarray(a) for a in arrays]
+        return [np.ascontiguousarray(a) for a in super().convert(arrays)]
 
     def to_numpy(self, out):
         return np.array(out)  # a copy: the system may reuse its output buffer on the next call
+
+
+class Peer(Backend):
+    """A torch-form peer's descriptor: its jobs are ``program`` (a :class:`PeerProgram`)."""
+
+    forms = ("torch",)
+    warmup = ("torch._dynamo", "torch.export._trace")
+    # each job exports through torch.export (seconds) and compiles in the system (seconds): over the
+    # quick profile's torch-form jobs that is minutes per peer, more than `make test`'s gate can add
+    opt_in = "a torch.export + a system compile per job (seconds each): minutes per peer over the quick profile"
+    program: ClassVar[type[PeerProgram]] = PeerProgram
+
+    def prepare(self, case, mode):
+        return self.program(self, case, mode)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import Counter
-from .common import EXPORT, Peer, export_program, export_reason
+from .common import EXPORT, Peer, PeerProgram, export_program, export_reason
 
 #: the host CPU's features: without it IREE warns and targets a generic CPU
 FLAGS = ("--iree-llvmcpu-target-cpu=host",)
@@ -52,6 +52,31 @@ def load(vmfb: bytes, config):
     return ctx.modules.module["main"]
 
 
+class IreeProgram(PeerProgram):
+    """One export + IREE compile (static: per input shape); inputs are device arrays on the worker's device."""
+
+    def build(self, host):
+        case, mode = self.case, self.mode
+        with self.counting("export", export_reason(case, mode, host)):
+            ep = export_program(case, mode, self.fn, host)
+        with self.counting("iree_compile", f"torch-mlir + iree-compile of {case.name} ({mode}) at {[a.shape for a in host]}"):
+            return load(compile_text(torch_dialect(ep), "torch"), self.backend.runtime_config())
+
+    def convert(self, arrays):
+        import iree.runtime as rt
+
+        device = self.backend.runtime_config().device
+        return [rt.asdevicearray(device, a) for a in super().convert(arrays)]
+
+    def host_arrays(self, args):
+        return [a.to_host() for a in args]
+
+    def to_numpy(self, out):
+        if isinstance(out, (tuple, list)):
+            out = out[0]
+        return np.array(out.to_host())
+
+
 class Iree(Peer):
     name = "iree"
     modes = ("static", "unbounded")
@@ -64,34 +89,20 @@ class Iree(Peer):
         "torch.export ('export') and torch-mlir's import + iree-compile for llvm-cpu ('iree_compile'): once with "
         "? dims, per input shape in static mode; the runtime compiles nothing at a call"
     )
+    program = IreeProgram
 
-    def build(self, case, mode, fn, host, job):
-        with self.counting("export", export_reason(case, mode, host)):
-            ep = export_program(case, mode, fn, host)
-        with self.counting("iree_compile", f"torch-mlir + iree-compile of {case.name} ({mode}) at {[a.shape for a in host]}"):
-            return load(compile_text(torch_dialect(ep), "torch"), self.config())
-
-    def config(self):
-        """The worker's one ``local-task`` runtime config (its device holds every job's arrays)."""
-        import iree.runtime as rt
-
-        if getattr(self, "_config", None) is None:
-            self._config = rt.Config("local-task")
-        return self._config
+    def __init__(self):
+        #: the worker's one ``local-task`` runtime config (its device holds every job's arrays)
+        self.config = None
 
     def startup(self):
         super().startup()
-        self.config()
+        self.runtime_config()
 
-    def convert(self, arrays):
+    def runtime_config(self):
+        """The worker's ``iree.runtime.Config`` (made on first use)."""
         import iree.runtime as rt
 
-        return [rt.asdevicearray(self.config().device, a) for a in super().convert(arrays)]
-
-    def host_arrays(self, args):
-        return [a.to_host() for a in args]
-
-    def to_numpy(self, out):
-        if isinstance(out, (tuple, list)):
-            out = out[0]
-        return np.array(out.to_host())
+        if self.config is None:
+            self.config = rt.Config("local-task")
+        return self.config

@@ -13,7 +13,7 @@ the whole of ORT's compile work."""
 from __future__ import annotations
 
 from ..base import Counter
-from .common import Peer, dim_spec, export_reason, shapes_of, threads
+from .common import Peer, PeerProgram, dim_spec, export_reason, shapes_of, threads
 
 
 def onnx_export(fn, host, spec):
@@ -77,6 +77,22 @@ def runner(sess):
     return run
 
 
+class OrtProgram(PeerProgram):
+    """One export, a session per program (static: per input shape)."""
+
+    def build(self, host):
+        if "model" not in self.shared:  # static mode too: one export with the case's dims symbolic
+            spec = dim_spec(self.case, "unbounded")
+            dynamic = any(spec)
+            with self.counting("onnx_export", export_reason(self.case, "unbounded" if dynamic else "static", host)):
+                self.shared["model"] = onnx_export(self.fn, host, spec if dynamic else None)
+        fixed = symbolic_sizes(self.shared["model"], host) if self.mode == "static" else {}
+        why = f"InferenceSession at {shapes_of(host)}" + (f", dims fixed to {fixed}" if fixed else ", dims symbolic")
+        with self.counting("session", why):
+            sess = session(self.shared["model"], fixed)
+        return runner(sess)
+
+
 class OnnxRuntime(Peer):
     name = "onnxruntime"
     modes = ("static", "unbounded")
@@ -89,15 +105,4 @@ class OnnxRuntime(Peer):
         "torch.onnx.export once (torch.export + ONNX translation + optimisation: 'onnx_export') and one InferenceSession "
         "per program (unbounded: once; static: per input shape, dims fixed by free-dimension overrides: 'session')"
     )
-
-    def build(self, case, mode, fn, host, job):
-        if "model" not in job:  # static mode too: one export with the case's dims symbolic
-            spec = dim_spec(case, "unbounded")
-            dynamic = any(spec)
-            with self.counting("onnx_export", export_reason(case, "unbounded" if dynamic else "static", host)):
-                job["model"] = onnx_export(fn, host, spec if dynamic else None)
-        fixed = symbolic_sizes(job["model"], host) if mode == "static" else {}
-        why = f"InferenceSession at {shapes_of(host)}" + (f", dims fixed to {fixed}" if fixed else ", dims symbolic")
-        with self.counting("session", why):
-            sess = session(job["model"], fixed)
-        return runner(sess)
+    program = OrtProgram

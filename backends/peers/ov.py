@@ -13,7 +13,7 @@ not counted: the ``compile_model`` count is what it reports as compiles."""
 from __future__ import annotations
 
 from ..base import Counter
-from .common import EXPORT, Peer, export_program, export_reason, threads
+from .common import EXPORT, Peer, PeerProgram, export_program, export_reason, threads
 
 
 def partial_shapes(case, mode: str, host):
@@ -56,6 +56,30 @@ def compile_cpu(model):
     return run
 
 
+class OvProgram(PeerProgram):
+    """One export; a converted model compiled once (static: reshaped and compiled per input shape)."""
+
+    def build(self, host):
+        import openvino as ov
+
+        case, mode = self.case, self.mode
+        if "ep" not in self.shared:  # static mode too: one export, its dims dynamic
+            dynamic = "unbounded" if mode == "static" else mode
+            with self.counting("export", export_reason(case, dynamic, host)):
+                self.shared["ep"] = export_program(case, dynamic, self.fn, host)
+        shapes = partial_shapes(case, mode, host)
+        why = f"compile_model for input shapes {[str(s) for s in shapes]}"
+        with self.counting("compile_model", why):
+            if mode == "static":
+                model = self.shared.get("model")
+                if model is None:
+                    model = self.shared["model"] = convert(self.shared["ep"], partial_shapes(case, "unbounded", host))
+                model.reshape({model.input(i): ov.PartialShape(s) for i, s in enumerate(shapes)})
+            else:
+                model = convert(self.shared["ep"], shapes)
+            return compile_cpu(model)
+
+
 class OpenVino(Peer):
     name = "openvino"
     modes = ("static", "bounded", "unbounded")
@@ -72,20 +96,4 @@ class OpenVino(Peer):
         "or bounded dims, per input shape in static mode after Model.reshape); the CPU plugin's per-shape primitive "
         "creation at the call is not visible"
     )
-
-    def build(self, case, mode, fn, host, job):
-        import openvino as ov
-
-        if "ep" not in job:  # static mode too: one export, its dims dynamic
-            dynamic = "unbounded" if mode == "static" else mode
-            with self.counting("export", export_reason(case, dynamic, host)):
-                job["ep"] = export_program(case, dynamic, fn, host)
-        shapes = partial_shapes(case, mode, host)
-        why = f"convert_model + compile_model for input shapes {[str(s) for s in shapes]}"
-        with self.counting("compile_model", why):
-            if mode == "static":
-                model = job.get("model") or job.setdefault("model", convert(job["ep"], partial_shapes(case, "unbounded", host)))
-                model.reshape({model.input(i): ov.PartialShape(s) for i, s in enumerate(shapes)})
-            else:
-                model = convert(job["ep"], shapes)
-            return compile_cpu(model)
+    program = OvProgram

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import Counter
-from .common import EXPORT, Peer, export_program, export_reason
+from .common import EXPORT, Peer, PeerProgram, export_program, export_reason
 
 
 def relax_build(ep):
@@ -37,22 +37,13 @@ def first_output(out):
     return out
 
 
-class TvmRelax(Peer):
-    name = "tvm_relax"
-    modes = ("static", "bounded", "unbounded")
-    requires = ("torch", "tvm", "tvm_ffi")
-    counters = {
-        "export": EXPORT,
-        "relax_build": Counter("instrumented", "tvm.relax.frontend.torch.from_exported_program + relax.build(mod, 'llvm') calls"),
-    }
-    compile_scope = (
-        "torch.export ('export') and the Relax import + relax.build for llvm ('relax_build'): once with symbolic dims "
-        "(bounded: with TVM's upper bounds), per input shape in static mode; the VM compiles nothing at a call"
-    )
+class TvmProgram(PeerProgram):
+    """One export + Relax build (static: per input shape); inputs are ``tvm.runtime.Tensor``s."""
 
-    def build(self, case, mode, fn, host, job):
+    def build(self, host):
+        case, mode = self.case, self.mode
         with self.counting("export", export_reason(case, mode, host)):
-            ep = export_program(case, mode, fn, host)
+            ep = export_program(case, mode, self.fn, host)
         with self.counting("relax_build", f"relax.build of {case.name} ({mode}) exported at {[a.shape for a in host]}"):
             main = relax_build(ep)
 
@@ -71,3 +62,18 @@ class TvmRelax(Peer):
 
     def to_numpy(self, out):
         return np.array(out.numpy())
+
+
+class TvmRelax(Peer):
+    name = "tvm_relax"
+    modes = ("static", "bounded", "unbounded")
+    requires = ("torch", "tvm", "tvm_ffi")
+    counters = {
+        "export": EXPORT,
+        "relax_build": Counter("instrumented", "tvm.relax.frontend.torch.from_exported_program + relax.build(mod, 'llvm') calls"),
+    }
+    compile_scope = (
+        "torch.export ('export') and the Relax import + relax.build for llvm ('relax_build'): once with symbolic dims "
+        "(bounded: with TVM's upper bounds), per input shape in static mode; the VM compiles nothing at a call"
+    )
+    program = TvmProgram
