@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 import cases
-from backends.base import module_available
 from backends.peers.iree import Iree
 from backends.peers.ort import OnnxRuntime
 from backends.peers.ov import OpenVino
@@ -19,9 +18,9 @@ CASE = "gnn_edge_divide"
 
 
 def _needs(backend):
-    missing = [m for m in backend.requires if not module_available(m)]
-    if missing:
-        pytest.skip(f"{backend.name}: not installed: {', '.join(missing)} (the peers extra: make setup)")
+    ok, why = backend.available()
+    if not ok:
+        pytest.skip(f"{backend.name}: {why} (the peers extra: make setup)")
     return backend
 
 
