@@ -81,6 +81,7 @@ SLOW = (
     "tests/test_shards.py::*",
     "tests/test_torch_aoti.py::*",
     "tests/test_torch_lazy_ts.py::*",
+    "tests/test_peers.py::*",  # an export and a system compile per job: ~30 s of CPU
     "tests/test_worker_isolation.py::*",
     "tests/test_worker_exit.py::test_a_jobs_worker_*",  # a fork server, a spawned worker
     # merged after the tiers were drawn: each builds, installs, publishes or starts a cluster

@@ -124,11 +124,13 @@ def test_setup_installs_with_uv_and_falls_back_to_pip():
     assert out.returncode == 0, out.stderr
     script = out.stdout
     assert (
-        "mk/uv .venv/bin/uv pip install --quiet --python .venv/bin/python -e '.[main,models,test,bench,distributed,docs]'"
+        "mk/uv .venv/bin/uv pip install --quiet --python .venv/bin/python -e '.[main,models,test,bench,distributed,docs,peers]'"
         in script
     )
     assert script.index("-m pip install --quiet 'uv==") < script.index("mk/uv .venv/bin/uv")
-    assert ".venv/bin/python -m pip install --quiet -e '.[main,models,test,bench,distributed,docs]'" in script  # the fallback
+    assert (
+        ".venv/bin/python -m pip install --quiet -e '.[main,models,test,bench,distributed,docs,peers]'" in script
+    )  # the fallback
     xla = subprocess.run(["make", "-n", "xla-env", "XLA_VENV=/tmp/xv-n"], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert "mk/uv .venv/bin/uv pip install --quiet --python /tmp/xv-n/bin/python  -r requirements-xla.txt" in xla.stdout
 
