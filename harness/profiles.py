@@ -86,11 +86,32 @@ QUICK_LEAVES_OUT: tuple[LeftOut, ...] = (
 )
 
 
+#: the zoo profile (``harness run --profile zoo``): the generated model zoo's cases
+#: (``cases/zoo*.py``, names starting with this) on their whole sweep, nothing else
+ZOO_PREFIX = "zoo_"
+_ZOO_WHY = "a generated model-zoo case (cases/zoo*.py): `harness run --profile zoo` runs the zoo"
+ZOO_LEAVES_OUT: tuple[LeftOut, ...] = (
+    LeftOut("*", "*", "static", "static mode compiles per shape on every system that specialises, by construction"),
+    LeftOut("*", "*", "bucketed", "bucketed mode compiles once per bucket touched, by construction"),
+    LeftOut("*", "stablehlo_interp", "*", "the StableHLO reference interpreter runs a whole model op by op (minutes a job)"),
+)
+
+
 def left_out(case: str, backend: str, mode: str, profile: str | None) -> str | None:
-    """Why the quick profile leaves this job out, or ``None`` (it runs)."""
-    if profile != "quick":
+    """Why ``profile`` leaves this job out, or ``None`` (it runs): the quick profile
+    leaves out :data:`QUICK_LEAVES_OUT` and every zoo case; the zoo profile runs only
+    zoo cases, less :data:`ZOO_LEAVES_OUT`."""
+    if profile == "zoo":
+        if not case.startswith(ZOO_PREFIX):
+            return f"left out of the zoo profile (it runs only the model zoo's {ZOO_PREFIX}* cases); `harness run --full` runs it"
+        rules = ZOO_LEAVES_OUT
+    elif profile == "quick":
+        if case.startswith(ZOO_PREFIX):
+            return f"left out of the quick profile ({_ZOO_WHY})"
+        rules = QUICK_LEAVES_OUT
+    else:
         return None
-    for rule in QUICK_LEAVES_OUT:
+    for rule in rules:
         if rule.matches(case, backend, mode):
-            return f"left out of the quick profile ({rule.why}); `harness run --whole-matrix` or the full profile runs it"
+            return f"left out of the {profile} profile ({rule.why}); `harness run --whole-matrix` or the full profile runs it"
     return None
