@@ -100,6 +100,8 @@ KINDS = {
     "audio": Kind("MODEL_FOR_CTC_MAPPING_NAMES", ("audio", "conv", "attention"), "CTC logits (B, L(A), V)"),
     "vision": Kind("MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES", ("vision",), "logits (B, 10)"),
 }
+#: probed first (the architectures earlier findings measured, one or more per kind)
+FIRST = ("gpt2", "bert", "llama", "t5", "bart", "mamba", "wav2vec2", "hubert", "vit", "swin", "opt", "roberta", "deit", "mistral")
 #: a config with one of these fields is a state-space model (its decoder kind is ``ssm``)
 SSM_FIELDS = ("state_size", "ssm_state_size", "d_state", "mamba_d_state")
 
@@ -134,12 +136,14 @@ def candidates() -> list[dict[str, Any]]:
                 if fields & set(SSM_FIELDS):
                     spec["kind"] = "ssm"
             seen[model_type] = spec
-    # kinds interleaved, so that a probe cut short by its budget still samples every kind
+    # the architectures the project's findings name first, then the kinds interleaved,
+    # so that a probe cut short by its budget still samples every kind
+    first = [seen.pop(mt) for mt in FIRST if mt in seen]
     by_kind: dict[str, list] = {}
     for spec in seen.values():
         by_kind.setdefault(spec["kind"], []).append(spec)
     rounds = itertools.zip_longest(*by_kind.values())
-    return [spec for batch in rounds for spec in batch if spec is not None]
+    return first + [spec for batch in rounds for spec in batch if spec is not None]
 
 
 def _config_class(model_type: str):

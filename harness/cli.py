@@ -329,6 +329,10 @@ def _list(args) -> int:
                 if b.unsupported_reason(c, m) is None and avail[n][0] and runner.Combo(c, b, m).case_libraries_missing() is None
             ]
             print(f"    {m:<10} {', '.join(runs) or '–'}")
+    from cases import zoo
+
+    if zoo.skipped():  # enumerated but not cases: listed, never dropped silently
+        print(f"\nmodel zoo: {len(zoo.skipped())} enumerated architectures left out; `harness zoo-table --skipped` says why")
     return 0
 
 
