@@ -23,7 +23,20 @@ from .model import (
 )
 
 #: the in-tree families, one module of ``cases/`` each
-FAMILIES = ("gnn", "expand", "batch", "sequence", "sequence_shape", "models_text", "models_vision", "models_graph")
+FAMILIES = (
+    "gnn",
+    "expand",
+    "batch",
+    "sequence",
+    "sequence_shape",
+    "models_text",
+    "models_vision",
+    "models_graph",
+    # the generated model zoo (cases/zoo.py): only `harness run --profile zoo` runs it
+    "zoo_hf",
+    "zoo_tv",
+    "zoo_pyg",
+)
 
 _CHECKED: set[int] = set()  # ids of the cases whose oracle ran
 

@@ -17,7 +17,10 @@ import numpy as np
 
 from engines.sizes.modes import MODES
 
-PROFILES = ("quick", "full")
+from .inputs import INDEX_LIKE
+
+#: ``zoo`` runs the generated model zoo's cases (``cases/zoo*.py``) on their whole sweep, and nothing else
+PROFILES = ("quick", "full", "zoo")
 #: what a case name may be: selectable by ``--cases`` as itself (no glob
 #: character ``*?[]``, no comma) and usable in a job id and a file name
 CASE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
@@ -88,8 +91,9 @@ def bounded(name: str, max: int, min: int = 0) -> Dim:
 class Input:
     """One program input: a shape over dim names (or literal ints) and a generator.
 
-    ``gen`` is ``normal``, ``uniform`` (in ``[low, high)``), or ``index`` (int64
-    in ``[0, size of dim high)``). ``pad`` is the neutral value that padding
+    ``gen`` is ``normal``, ``uniform`` (in ``[low, high)``), ``index`` (int64
+    in ``[0, size of dim high)``), or one of :mod:`cases.inputs`' structured
+    generators (lengths-based masks, decoder ids, graph batches). ``pad`` is the neutral value that padding
     backends (bucketing, or padding to a bound) fill the padded region with:
     0 for sums, ``-inf`` for softmax scores, 1 for divisors; ``"dummy"`` (index
     inputs only) points padded entries at a slot past the real size of the dim
@@ -223,7 +227,7 @@ class Case:
                         f"[{dim.min}, {dim.max if dim.max is not None else 'inf'}] (dim {name!r})",
                     )
         for inp in self.inputs:
-            if isinstance(inp.pad, str) and not (inp.pad == "dummy" and inp.gen == "index" and isinstance(inp.high, str)):
+            if isinstance(inp.pad, str) and not (inp.pad == "dummy" and inp.gen in INDEX_LIKE and isinstance(inp.high, str)):
                 raise bad(
                     "inputs",
                     f"input {inp.name!r}: pad {inp.pad!r} is not a number; only an index input "
@@ -318,7 +322,7 @@ class Case:
 
     # -- sweeps and inputs -----------------------------------------------
     def sizes_for(self, profile: str) -> list[dict[str, int]]:
-        if profile == "full":
+        if profile in ("full", "zoo"):
             return [dict(s) for s in self.sweep]
         if profile == "quick":
             return [dict(self.sweep[i]) for i in self.quick]
@@ -340,24 +344,12 @@ class Case:
         return tuple(a if isinstance(a, int) else int(_eval_size(a, env, self.name)) for a in self.out_shape)
 
     def make_inputs(self, sizes: Mapping[str, int], seed: int) -> list[np.ndarray]:
-        """Seeded inputs in their declared dtypes (deterministic per seed)."""
-        full = self.all_sizes(sizes)
-        rng = np.random.default_rng(seed)
-        arrays = []
-        for inp, shape in zip(self.inputs, self.shapes(sizes), strict=False):
-            if inp.gen == "normal":
-                a = rng.standard_normal(shape)
-            elif inp.gen == "uniform":
-                a = rng.uniform(inp.low, float(inp.high), shape)
-            elif inp.gen == "index":
-                high = full[inp.high] if isinstance(inp.high, str) else int(inp.high)
-                if high <= 0 and int(np.prod(shape)) > 0:
-                    raise CaseError(f"case {self.name!r}: input {inp.name!r} indexes an empty dim")
-                a = rng.integers(0, max(high, 1), shape)
-            else:
-                raise CaseError(f"case {self.name!r}: input {inp.name!r} has unknown generator {inp.gen!r}")
-            arrays.append(np.ascontiguousarray(a.astype(inp.dtype)))
-        return arrays
+        """Seeded inputs in their declared dtypes (deterministic per seed), each
+        drawn by its generator (:mod:`cases.inputs`)."""
+        from . import inputs
+
+        draw = inputs.Draw(self.name, np.random.default_rng(seed), self.all_sizes(sizes), self.inputs)
+        return [inputs.generate(inp, shape, draw) for inp, shape in zip(self.inputs, self.shapes(sizes), strict=False)]
 
     def expected(self, inputs: Sequence[np.ndarray]) -> np.ndarray:
         """The oracle's answer, computed in float64 (ints stay ints)."""

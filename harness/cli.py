@@ -87,6 +87,8 @@ def _run_args(sub) -> None:
     prof = run.add_mutually_exclusive_group()
     prof.add_argument("--quick", dest="profile", action="store_const", const="quick", help="short sweeps (the default profile)")
     prof.add_argument("--full", dest="profile", action="store_const", const="full", help="each case's whole sweep")
+    # the generated model zoo (cases/zoo*.py): only its cases, each on its whole sweep (harness/profiles.py)
+    prof.add_argument("--profile", dest="profile", choices=cases.PROFILES, help="a profile by name (zoo: the model zoo's cases)")
     run.add_argument(
         "--whole-matrix",
         action="store_true",
@@ -260,7 +262,7 @@ def _compare_args(sub) -> None:
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="dynshape", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
-    for add in (_list_args, _run_args, _report_args, _history_args, _packs_args, _merge_args, _compare_args):
+    for add in (_list_args, _run_args, _report_args, _history_args, _packs_args, _merge_args, _compare_args, _zoo_parser):
         add(sub)
     return p
 
@@ -278,6 +280,7 @@ def main(argv=None) -> int:
                 "history": _history,
                 "merge": _merge,
                 "packs": _packs,
+                "zoo-table": _zoo_table,
             }[args.command](args)
         except cases.CaseError as e:
             print(f"dynshape: {e}", file=sys.stderr)
@@ -374,6 +377,10 @@ def _list(args) -> int:
                 if b.unsupported_reason(c, m) is None and avail[n][0] and runner.Combo(c, b, m).case_libraries_missing() is None
             ]
             print(f"    {m:<10} {', '.join(runs) or '–'}")
+    from cases import zoo
+
+    if zoo.skipped():  # enumerated but not cases: listed, never dropped silently
+        print(f"\nmodel zoo: {len(zoo.skipped())} enumerated architectures left out; `harness zoo-table --skipped` says why")
     return 0
 
 
@@ -580,6 +587,30 @@ def _report(args) -> int:
         print(f"dynshape: --check fails: {len(dups)} duplicated record keys", file=sys.stderr)
         return EXIT_UNEXPECTED
     return _unexpected(verdicts) if args.check else EXIT_OK
+
+
+# -- the model zoo's pass-rate table (harness/zoo_table.py): one self-contained block
+def _zoo_parser(sub) -> None:
+    zt = sub.add_parser("zoo-table", help="the model zoo's pass rates per backend and mode, and its failure classes (Markdown)")
+    zt.add_argument("paths", nargs="*", help="JSONL files or directories (default: the latest run)")
+    zt.add_argument("--results", default="results", help="where the latest run is looked for")
+    zt.add_argument("--failures", action="store_true", help="also the failure classes: per path and stage, message and cases")
+    zt.add_argument("--skipped", action="store_true", help="only the enumerated architectures the zoo leaves out, and why")
+
+
+def _zoo_table(args) -> int:
+    from . import zoo_table
+
+    if args.skipped:
+        from cases import zoo
+
+        print(zoo_table.skipped_markdown(zoo.skipped()))
+        return EXIT_OK
+    df = results.load(results.run_files(args.paths, args.results))
+    print(zoo_table.markdown(zoo_table.table(df)))
+    if args.failures:
+        print("\n" + zoo_table.failures_markdown(zoo_table.failures(df)))
+    return EXIT_OK
 
 
 def _history(args) -> int:

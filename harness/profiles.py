@@ -34,17 +34,42 @@ QUICK_LEAVES_OUT: tuple[LeftOut, ...] = (
 )
 
 
+#: the zoo profile (``harness run --profile zoo``): the generated model zoo's cases
+#: (``cases/zoo*.py``, names starting with this) on their whole sweep, nothing else
+ZOO_PREFIX = "zoo_"
+_ZOO_WHY = "a generated model-zoo case (cases/zoo*.py): `harness run --profile zoo` runs the zoo"
+ZOO_LEAVES_OUT: tuple[LeftOut, ...] = (
+    LeftOut("*", "static", "static mode compiles per shape on every system that specialises, by construction"),
+    LeftOut("*", "bucketed", "bucketed mode compiles once per bucket touched, by construction"),
+)
+#: backends the zoo profile leaves out altogether, and why
+ZOO_BACKENDS_OUT = {"stablehlo_interp": "the StableHLO reference interpreter runs a whole model op by op (minutes a job)"}
+
+
 def rules(backend: Backend) -> tuple[LeftOut, ...]:
     """Every rule the quick profile applies to ``backend``'s jobs: the common ones, then its own."""
     return (*QUICK_LEAVES_OUT, *backend.quick_leaves_out)
 
 
 def left_out(case: str, backend: Backend, mode: str, profile: str | None) -> str | None:
-    """Why the quick profile leaves this job out, or ``None`` (it runs; a
-    :data:`CORE` case always runs)."""
-    if profile != "quick" or case in CORE:
+    """Why ``profile`` leaves this job out, or ``None`` (it runs): the quick profile
+    leaves out :func:`rules` and every zoo case (a :data:`CORE` case always runs); the
+    zoo profile runs only zoo cases, less :data:`ZOO_LEAVES_OUT` and :data:`ZOO_BACKENDS_OUT`."""
+    if profile == "zoo":
+        if not case.startswith(ZOO_PREFIX):
+            return f"left out of the zoo profile (it runs only the model zoo's {ZOO_PREFIX}* cases); `harness run --full` runs it"
+        if backend.name in ZOO_BACKENDS_OUT:
+            return f"left out of the zoo profile ({ZOO_BACKENDS_OUT[backend.name]})"
+        chosen = ZOO_LEAVES_OUT
+    elif profile == "quick":
+        if case.startswith(ZOO_PREFIX):
+            return f"left out of the quick profile ({_ZOO_WHY})"
+        if case in CORE:
+            return None
+        chosen = rules(backend)
+    else:
         return None
-    for rule in rules(backend):
+    for rule in chosen:
         if rule.matches(case, mode):
-            return f"left out of the quick profile ({rule.why}); `harness run --whole-matrix` or the full profile runs it"
+            return f"left out of the {profile} profile ({rule.why}); `harness run --whole-matrix` or the full profile runs it"
     return None

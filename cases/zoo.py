@@ -1,0 +1,181 @@
+"""The generated model zoo: what its families (``cases/zoo_hf.py``, ``zoo_tv.py``, ``zoo_pyg.py``) share.
+
+Each family enumerates the architectures of one model library (transformers'
+auto-model mappings, torchvision's classification builders, torch_geometric's
+conv classes), shrinks each generically to a tiny size, and makes one
+:class:`~cases.models_base.ModelCase` of it (names ``zoo_<lib>_<arch>``): the
+float32 model, its float64 copy as the oracle, the family's dynamic dims and sweep.
+
+Enumerating needs the libraries, listing the catalogue must not (models_base.py),
+so the enumeration is a step of its own: ``python -m cases.zoo probe`` walks
+every candidate, builds it, runs it in eager on the sweep against its float64
+oracle and writes :data:`TABLE` (``cases/zoo.json``): per architecture, the spec
+its case is built from and the measured float32 error -- or why it is skipped
+(fails to build, to run in eager, too large, its error past :data:`MAX_ERR`).
+The catalogue reads that file; :func:`skipped` lists what it leaves out, with
+the reason (``harness zoo-table`` prints it). Rerun the probe after a library
+upgrade.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+import math
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+TABLE = Path(__file__).with_name("zoo.json")
+#: the zoo's families: ``(family module, library)``
+LIBRARIES = (("zoo_hf", "transformers"), ("zoo_tv", "torchvision"), ("zoo_pyg", "torch_geometric"))
+#: past this float32-vs-float64 max abs error (eager, the sweep) an architecture is skipped as unstable
+MAX_ERR = 1e-3
+#: an architecture whose generic shrink leaves more parameters than this is skipped (CPU budget)
+MAX_PARAMS = 3_000_000
+#: seconds one architecture's probe may take (build, eager and float64 runs)
+PROBE_S = 60
+#: seconds the probe of one family may take; the candidates past it are listed as not probed
+BUDGET_S = 300
+
+
+@functools.cache
+def table() -> dict[str, dict[str, Any]]:
+    """``{family module: {case name: entry}}`` from :data:`TABLE` (empty without the file)."""
+    if not TABLE.exists():
+        return {}
+    return json.loads(TABLE.read_text(encoding="utf-8"))
+
+
+def entries(family: str) -> dict[str, dict[str, Any]]:
+    """The probed entries of ``family`` (a module name of :data:`LIBRARIES`)."""
+    return table().get(family, {})
+
+
+def cases_of(family: str, make: Callable[[dict[str, Any]], Any]) -> tuple:
+    """The cases of ``family``: ``make(entry)`` for each entry that built and ran."""
+    return tuple(make(e) for e in entries(family).values() if "skipped" not in e)
+
+
+def skipped() -> dict[str, str]:
+    """``{case name: why}``: every enumerated architecture the zoo leaves out."""
+    return {name: e["skipped"] for fam in table().values() for name, e in fam.items() if "skipped" in e}
+
+
+def tolerance_of(entry: dict[str, Any]):
+    """10x the probed float32-vs-float64 max abs error, one significant digit up (at least 1e-6)."""
+    from .model import Tolerance
+
+    err = max(float(entry.get("err", 0.0)), 1e-7) * 10
+    exp = math.floor(math.log10(err))
+    return Tolerance(0.0, math.ceil(err / 10**exp) * 10**exp)
+
+
+def param_count(model) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def eager_error(case, shapes: int | None = None) -> float:
+    """The float32 torch form's max abs error against the float64 oracle over the
+    case's sweep (its first ``shapes`` entries), raising when shapes disagree or a
+    value is not finite."""
+    import numpy as np
+    import torch
+
+    program, worst = case.torch_fn(), 0.0
+    for i, sizes in enumerate(case.sweep[:shapes]):
+        inputs = case.make_inputs(sizes, seed=i)
+        with torch.no_grad():
+            got = program(*(torch.from_numpy(a) for a in inputs)).numpy()
+        want = case.expected(inputs)
+        if got.shape != want.shape or got.shape != case.out_shape_for(sizes):
+            raise ValueError(
+                f"output shape {got.shape}, oracle {want.shape}, out_shape says {case.out_shape_for(sizes)} on {sizes}"
+            )
+        if not (np.isfinite(got).all() and np.isfinite(want).all()):
+            raise ValueError(f"non-finite output on {sizes}")
+        worst = max(worst, float(np.max(np.abs(got.astype(np.float64) - want), initial=0.0)))
+    return worst
+
+
+def probe_one(module, spec: dict[str, Any]) -> dict[str, Any]:
+    """``spec`` with ``err`` (and ``params``), or with ``skipped``: why it is left out."""
+    import signal
+
+    def alarm(*_):
+        raise TimeoutError(f"probe took over {PROBE_S} s")
+
+    entry, stage = dict(spec), "build"
+    if "skipped" in entry:  # left out by the family itself, with its reason
+        return entry
+    old = signal.signal(signal.SIGALRM, alarm)
+    signal.alarm(PROBE_S)
+    try:
+        case = module.make(entry)
+        entry["params"] = param_count(module.model_of(case).float32())
+        limit = getattr(module, "MAX_PARAMS", MAX_PARAMS)
+        if entry["params"] > limit:
+            entry["skipped"] = f"{entry['params']:,} parameters after the generic shrink (over {limit:,})"
+            return entry
+        stage = "eager"
+        # the first size, not the sweep: the probe walks hundreds of architectures on a shared
+        # machine (the tolerance's 10x margin covers the error's spread over sizes)
+        err = eager_error(case, shapes=1)
+        if err > MAX_ERR:
+            entry["skipped"] = f"float32 vs float64 eager error {err:.1e} (over {MAX_ERR:g}): numerically unstable here"
+        else:
+            entry["err"] = float(f"{err:.2g}")
+    except Exception as e:  # any failure is the finding: recorded, not raised
+        entry["skipped"] = f"{stage}: {type(e).__name__}: {_one_line(e)}"
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    return entry
+
+
+def _one_line(e: BaseException) -> str:
+    text = " ".join(str(e).split())
+    return text[:200] + ("…" if len(text) > 200 else "")
+
+
+def probe(families: list[str] | None = None, out: Path = TABLE, budget_s: float = BUDGET_S) -> dict[str, dict[str, Any]]:
+    """Enumerate and probe ``families`` (default: all), each for at most ``budget_s``, merge into ``out``."""
+    data = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
+    for fam, _lib in LIBRARIES:
+        if families and fam not in families:
+            continue
+        module = importlib.import_module(f"{__package__}.{fam}")
+        found: dict[str, dict[str, Any]] = {}
+        start = time.perf_counter()
+        for spec in module.candidates():
+            t = time.perf_counter()
+            if t - start > budget_s:
+                found[spec["name"]] = {**spec, "skipped": f"not probed: the probe's budget of {budget_s:g} s ran out first"}
+                continue
+            entry = probe_one(module, spec)
+            found[entry["name"]] = entry
+            data[fam] = found  # written as it goes: an interrupted probe keeps what it found
+            out.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+            print(
+                f"{fam} {entry['name']}: {entry.get('skipped', 'ok')} ({time.perf_counter() - t:.1f} s)",
+                file=sys.stderr,
+                flush=True,
+            )
+        data[fam] = found
+        out.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    table.cache_clear()
+    return data
+
+
+if __name__ == "__main__":
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m cases.zoo", description="enumerate and probe the model zoo into cases/zoo.json")
+    p.add_argument("command", choices=["probe"])
+    p.add_argument("families", nargs="*", help="zoo_hf, zoo_tv, zoo_pyg (default: all)")
+    p.add_argument("--budget", type=float, default=BUDGET_S, help=f"seconds per family (default {BUDGET_S})")
+    args = p.parse_args()
+    probe(args.families or None, budget_s=args.budget)

@@ -1,0 +1,198 @@
+"""The model zoo's pass-rate table: per (backend, mode), how many architectures
+got how far, from a run's records (:func:`harness.results.load`).
+
+A job (case, backend, mode) is one architecture on one path. Its fate is read
+off its records: the worst status (:data:`harness.results.SEVERITY`), the
+first failure message, the cumulative compile count per stage. The columns,
+each a count of architectures (zoo cases: names starting ``zoo_``):
+
+``archs``
+    jobs that ran (not skipped by the profile or unsupported by the mode's dims);
+``exported``
+    those not stopped at capture (torch.export / dynamo / a trace: :data:`STAGES`);
+``lowered``
+    those not stopped by a missing lowering or implementation either;
+``ran``
+    those that produced an output on every shape (no error, crash, timeout, oom);
+``oracle_equal``
+    those whose every output matched the float64 oracle;
+``compiled_once``
+    oracle-equal jobs where no compile stage ran more than once over the sweep;
+``per_size``
+    jobs where some stage compiled on every novel shape (at least two shapes);
+``first_x`` / ``cached_x``
+    the geometric mean over oracle-equal architectures of the first-call
+    (summed over the novel shapes) and the cached (median) latency, as a ratio
+    to torch_eager's on the same case and mode (any mode when that is missing).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from . import results
+
+PREFIX = "zoo_"
+COLUMNS = ("archs", "exported", "lowered", "ran", "oracle_equal", "compiled_once", "per_size", "first_x", "cached_x")
+#: failure stage -> what a failure message of that stage matches (first match wins, in this order)
+STAGES = (
+    ("lowering", re.compile(r"lowering|no lowering|not implemented|no implementation|unsupported op|lazy: ", re.I)),
+    ("export", re.compile(r"torch\.export|export|dynamo|constraint|guard|data-dependent|trace", re.I)),
+)
+#: statuses of a job that produced no output on some shape
+NO_OUTPUT = ("crashed", "oom", "timeout", "error")
+
+
+def _worst(statuses) -> str:
+    order = {s: i for i, s in enumerate(results.SEVERITY)}
+    return min(statuses, key=lambda s: order.get(s, -1))
+
+
+def stage_of(status: str, message: str | None) -> str | None:
+    """Where a job stopped: ``export``, ``lowering``, ``run`` (no output), ``oracle``
+    (a mismatch), ``idle`` (unsupported for another reason: not an attempt), or
+    ``None`` (it passed, or only recompiled)."""
+    if status in ("pass", "recompiled"):
+        return None
+    if status == "mismatch":
+        return "oracle"
+    for stage, pattern in STAGES:
+        if message and pattern.search(message):
+            return stage
+    if status == "unsupported":  # a mode the dims rule out, not a missing lowering
+        return "idle"
+    return "run" if status in NO_OUTPUT else None
+
+
+def jobs(df) -> list[dict[str, Any]]:
+    """One dict per zoo job of ``df`` (records, :func:`harness.results.load`'s frame):
+    case, backend, mode, status, stage (:func:`stage_of`), message, the largest stage
+    count, the novel shapes, the shapes that compiled, first-call and cached seconds."""
+    out = []
+    zoo = df[df["case"].astype(str).str.startswith(PREFIX)]
+    for (case, backend, mode), g in zoo.groupby(["case", "backend", "mode"], sort=True):
+        status = _worst(list(g["status"]))
+        msgs = [m for m, s in zip(g["message"], g["status"], strict=False) if isinstance(m, str) and m and s not in ("pass",)]
+        novel = g[g["novel"].map(lambda v: v is True)]
+        cached = g[g["novel"].map(lambda v: v is False)]
+        stages = [v for d in g["compile_stages"] if isinstance(d, dict) for v in d.values()]
+        deltas = [d for d in novel.sort_values("shape_index")["compile_delta"]]
+        out.append(
+            {
+                "case": case,
+                "backend": backend,
+                "mode": mode,
+                "status": status,
+                "stage": stage_of(status, msgs[0] if msgs else None),
+                "message": msgs[0] if msgs else None,
+                "max_stage": max(stages, default=0),
+                "shapes": len(novel),
+                "compiled_shapes": sum(1 for d in deltas if isinstance(d, dict) and sum(d.values()) > 0),
+                "first_s": _sum(novel["latency_s"]),
+                "cached_s": _median(cached["cached_latency_s"]),
+            }
+        )
+    return out
+
+
+def _num(v) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v else None
+
+
+def _sum(series) -> float | None:
+    vals = [_num(v) for v in series]
+    return sum(v for v in vals if v is not None) if vals and all(v is not None for v in vals) else None
+
+
+def _median(series) -> float | None:
+    vals = sorted(v for v in (_num(x) for x in series) if v is not None)
+    return vals[len(vals) // 2] if vals else None
+
+
+def _geomean(xs: list[float]) -> float | None:
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def table(df, baseline: str = "torch_eager"):
+    """The pass-rate table (:data:`COLUMNS`), one row per (backend, mode) of ``df``'s zoo jobs."""
+    import pandas as pd
+
+    js = jobs(df)
+    eager = {(j["case"], j["mode"]): j for j in js if j["backend"] == baseline and j["stage"] is None}
+    eager_any = {j["case"]: j for j in js if j["backend"] == baseline and j["stage"] is None}
+    rows = {}
+    for key in sorted({(j["backend"], j["mode"]) for j in js}):
+        mine = [j for j in js if (j["backend"], j["mode"]) == key and j["status"] != "skipped" and j["stage"] != "idle"]
+        failed = {s: sum(1 for j in mine if j["stage"] == s) for s in ("export", "lowering", "run", "oracle")}
+        equal = [j for j in mine if j["stage"] is None]
+        ratios: dict[str, list[float]] = {"first_s": [], "cached_s": []}
+        for j in equal:
+            base = eager.get((j["case"], j["mode"])) or eager_any.get(j["case"])
+            for col in ratios:
+                if base and j[col] and base[col]:
+                    ratios[col].append(j[col] / base[col])
+        exported = len(mine) - failed["export"]
+        lowered = exported - failed["lowering"]
+        ran = lowered - failed["run"]
+        rows[key] = {
+            "archs": len(mine),
+            "exported": exported,
+            "lowered": lowered,
+            "ran": ran,
+            "oracle_equal": len(equal),
+            "compiled_once": sum(1 for j in equal if j["max_stage"] <= 1),
+            "per_size": sum(1 for j in mine if j["shapes"] >= 2 and j["compiled_shapes"] == j["shapes"]),
+            "first_x": _geomean(ratios["first_s"]),
+            "cached_x": _geomean(ratios["cached_s"]),
+        }
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=list(COLUMNS))
+    frame.index = pd.MultiIndex.from_tuples(list(rows), names=["backend", "mode"]) if rows else frame.index
+    return frame
+
+
+def failures(df) -> list[dict[str, Any]]:
+    """The zoo's failure classes: per (backend, mode, stage) and message class (the first
+    line with numbers and quoted names blanked), the count and the cases."""
+    classes: dict[tuple, dict[str, Any]] = {}
+    for j in jobs(df):
+        if j["stage"] in (None, "idle"):
+            continue
+        msg = (j["message"] or j["status"]).strip().splitlines()[0]
+        cls = re.sub(r"\d+", "N", re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", msg))[:140]
+        c = classes.setdefault((j["backend"], j["mode"], j["stage"], cls), {"n": 0, "cases": [], "example": msg[:300]})
+        c["n"] += 1
+        c["cases"].append(j["case"])
+    return [{"backend": b, "mode": m, "stage": s, "class": k, **v} for (b, m, s, k), v in sorted(classes.items())]
+
+
+def markdown(frame) -> str:
+    """The table as Markdown: counts as ``n``, ratios as ``1.23x`` (``-`` where none)."""
+    head = "| backend | mode | " + " | ".join(COLUMNS) + " |"
+    lines = [head, "|" + "---|" * (len(COLUMNS) + 2)]
+    for (backend, mode), row in frame.iterrows():
+        cells = [
+            f"{row[c]:.2f}x"
+            if c.endswith("_x") and row[c] == row[c] and row[c] is not None
+            else ("-" if c.endswith("_x") else str(int(row[c])))
+            for c in COLUMNS
+        ]
+        lines.append(f"| {backend} | {mode} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def failures_markdown(rows: list[dict[str, Any]]) -> str:
+    lines = ["| backend | mode | stage | n | class | cases |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        cases = ", ".join(r["cases"][:6]) + (f" (+{len(r['cases']) - 6})" if len(r["cases"]) > 6 else "")
+        lines.append(f"| {r['backend']} | {r['mode']} | {r['stage']} | {r['n']} | {r['class'].replace('|', '/')} | {cases} |")
+    return "\n".join(lines)
+
+
+def skipped_markdown(skipped: dict[str, str]) -> str:
+    """The architectures the zoo enumerated but left out (:func:`cases.zoo.skipped`), with why."""
+    lines = ["| architecture | why it is not a case |", "|---|---|"]
+    lines += [f"| {name} | {why.replace('|', '/')} |" for name, why in sorted(skipped.items())]
+    return "\n".join(lines)
