@@ -278,8 +278,10 @@ def _slice_scatter(ctx, node, x, src, dim=0, start=None, end=None, step=1):
 
 @lowers(aten.repeat.default)
 def _repeat(ctx, node, x, repeats):
-    """Tile: broadcast to (r0, d0, r1, d1, ...) and merge each pair."""
-    reps = [int(r) for r in repeats]
+    """Tile: broadcast to (r0, d0, r1, d1, ...) and merge each pair. A repeat count may be
+    a size (WavLM repeats its position bias ``B`` times): it is read from the node's
+    metadata, as a size expression."""
+    reps = [as_dim(r.meta["val"]) if isinstance(r, torch.fx.Node) else as_dim(r) for r in node.args[1]]
     lead = len(reps) - x.rank
     dims = [1] * lead + list(x.sym_shape)
     inter = []
