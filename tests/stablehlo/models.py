@@ -109,6 +109,45 @@ def _graph_dims(bound):
     return ({0: n}, {1: e})
 
 
+def _audio(name):
+    """A tiny transformers speech encoder (``Wav2Vec2Model``, ``WavLMModel``, ...): a
+    three-layer conv feature stack (its output length a chain of floor divisions of the
+    sample count), one transformer layer."""
+
+    def build():
+        from cases import libs
+
+        tf = libs.load("transformers")
+        torch.manual_seed(0)
+        cfg = getattr(tf, name + "Config")(
+            hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=37, vocab_size=20,
+            conv_dim=(16, 16, 16), conv_stride=(5, 2, 2), conv_kernel=(10, 3, 2),
+            num_conv_pos_embeddings=8, num_conv_pos_embedding_groups=2,
+        )  # fmt: skip
+        return getattr(tf, name + "Model")(cfg).eval()
+
+    return build
+
+
+def _waves(n, g):
+    return [g.standard_normal((2 + n % 3, n)).astype(np.float32)]
+
+
+def _batch_time_dims(bound):
+    return ({0: torch.export.Dim("B", min=2, max=4), 1: torch.export.Dim("T", min=64, max=bound)},)
+
+
+def _convnext():
+    """torchvision's ConvNeXt, two tiny stages (its LayerNorm2d exports an ``as_strided``)."""
+    from cases import libs
+
+    libs.load("torchvision")
+    from torchvision.models.convnext import CNBlockConfig, ConvNeXt
+
+    torch.manual_seed(0)
+    return ConvNeXt([CNBlockConfig(8, 16, 1), CNBlockConfig(16, None, 1)], num_classes=10).eval()
+
+
 def _logits(out):
     return out.logits if hasattr(out, "logits") else out.last_hidden_state if hasattr(out, "last_hidden_state") else out
 
@@ -127,6 +166,10 @@ MODELS: dict[str, Model] = {
         Model("gcn", "torch_geometric", models_graph.gcn, _graph, _graph_dims, (5, 9, 17, 32), 32, 8),
         Model("gat", "torch_geometric", models_graph.gat, _graph, _graph_dims, (5, 9, 17, 32), 32, 8),
         Model("sage", "torch_geometric", models_graph.sage, _graph, _graph_dims, (5, 9, 17, 32), 32, 8),
+        # issue 36's models beyond the catalogue: speech encoders (a dynamic batch and sample count) and ConvNeXt
+        Model("wav2vec2", "transformers", _audio("Wav2Vec2"), _waves, _batch_time_dims, (200, 333, 401, 512), 512, 256, _logits),
+        Model("wavlm", "transformers", _audio("WavLM"), _waves, _batch_time_dims, (200, 333, 401, 512), 512, 256, _logits),
+        Model("convnext_hw", "torchvision", _convnext, _images_side(3), _batch_side_dims, (32, 37, 48, 61), 64, 40),
     ]
 }
 

@@ -63,3 +63,11 @@ def test_a_boolean_mask_count_is_bounded_by_the_mask_or_stays_unbounded():
     bounded, unbounded = lower(ep, bounded=True), lower(ep, bounded=False)
     assert "stablehlo.set_dimension_size" in bounded and "tensor<2x?xi64, #stablehlo.bounds<?, 96>>" in bounded
     assert "stablehlo.set_dimension_size" in unbounded and "#stablehlo.bounds" not in unbounded
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ("wav2vec2", "wavlm", "convnext_hw"))
+def test_issue36_models_bounded_one_compile_oracle_equal(name):
+    """The floor-division chains of a speech encoder's conv stack (Wav2Vec2: a bound
+    count mismatch; WavLM: a split-and-combine reshape) and ConvNeXt's ``as_strided``."""
+    test_model_bounded_one_lowering_one_compile_oracle_equal(name)

@@ -22,15 +22,63 @@ import math
 
 def needs_gather(operand_type, result_type) -> bool:
     """Whether a static reshape of padded data would misplace the live data:
-    a dynamic result dim past the outermost, other than a unit-dim change."""
+    a dynamic result dim past the outermost, other than a unit-dim change; or
+    operand and result whose shapes at their bounds hold different element
+    counts (no static reshape exists between them)."""
     from .padder_bounds import info
 
-    ishape, _ = info(operand_type)
-    rshape, _ = info(result_type)
-    if all(s is not None for s in ishape) or not any(s is None for s in rshape[1:]):
+    ishape, ibounds = info(operand_type)
+    rshape, rbounds = info(result_type)
+    if all(s is not None for s in ishape):
+        return False
+    if _count_at_bound(ishape, ibounds) != _count_at_bound(rshape, rbounds):
+        # bounds are per size expression (interval arithmetic on its normal form): ``B * L``
+        # with ``L`` a chain of floor divisions, e.g. ``B*((T - 10)//10) + ...``, can bound above
+        # ``8 * 50`` even when ``B <= 8`` and ``L <= 50``: XLA then rejects the reshape
+        # ("mismatched element counts")
+        return True
+    if _splits_a_dynamic_dim(ishape, ibounds, rshape, rbounds):
+        # WavLM's ``(<=12, 4, 16) -> (<=24, 32)``: "Dynamic input dimension to reshape that
+        # is both splitted and combined is not supported"
+        return True
+    if not any(s is None for s in rshape[1:]):
         return False
     squeeze = lambda shape: [s for s in shape if s != 1]  # noqa: E731
     return squeeze(ishape) != squeeze(rshape)
+
+
+def _count_at_bound(shape, bounds) -> int | None:
+    """Elements of ``shape`` with each `?` at its bound (None: a `?` without one)."""
+    full = [n if n is not None else (bounds[d] if bounds is not None else None) for d, n in enumerate(shape)]
+    return None if any(n is None for n in full) else math.prod(full)
+
+
+def _splits_a_dynamic_dim(ishape, ibounds, rshape, rbounds) -> bool:
+    """Whether a group of dims (the shortest runs of operand and result dims with equal
+    element counts at their bounds, unit dims left out) that holds a dynamic operand dim
+    has more than one result dim: the padder places a reshape of dynamic dims only where
+    it combines them into one."""
+
+    def dims(shape, bounds):
+        return [(bounds[d] if n is None else n, n is None) for d, n in enumerate(shape) if n != 1]
+
+    a, b = dims(ishape, ibounds), dims(rshape, rbounds)
+    i = j = 0
+    while i < len(a) and j < len(b):
+        gi, gj = [a[i]], [b[j]]
+        i, j = i + 1, j + 1
+        while math.prod(n for n, _ in gi) != math.prod(n for n, _ in gj):
+            if math.prod(n for n, _ in gi) < math.prod(n for n, _ in gj) and i < len(a):
+                gi.append(a[i])
+                i += 1
+            elif j < len(b):
+                gj.append(b[j])
+                j += 1
+            else:
+                return True  # no grouping: not a plain reshape of the bounds
+        if any(dyn for _, dyn in gi) and len(gj) > 1:
+            return True
+    return False
 
 
 def split_reshape(operand, static_t, dyn, sizes: dict, ip):

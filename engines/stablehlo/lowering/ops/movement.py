@@ -7,6 +7,8 @@ becomes ``dynamic_reshape`` fed by ``get_dimension_size``/``multiply``.
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from engines import sizes
@@ -276,8 +278,10 @@ def _slice_scatter(ctx, node, x, src, dim=0, start=None, end=None, step=1):
 
 @lowers(aten.repeat.default)
 def _repeat(ctx, node, x, repeats):
-    """Tile: broadcast to (r0, d0, r1, d1, ...) and merge each pair."""
-    reps = [int(r) for r in repeats]
+    """Tile: broadcast to (r0, d0, r1, d1, ...) and merge each pair. A repeat count may be
+    a size (WavLM repeats its position bias ``B`` times): it is read from the node's
+    metadata, as a size expression."""
+    reps = [as_dim(r.meta["val"]) if isinstance(r, torch.fx.Node) else as_dim(r) for r in node.args[1]]
     lead = len(reps) - x.rank
     dims = [1] * lead + list(x.sym_shape)
     inter = []
@@ -286,3 +290,68 @@ def _repeat(ctx, node, x, repeats):
     xv = ctx.reshape(x, tuple(dims))
     b = ctx.broadcast_to(xv, tuple(inter), dims=list(range(1, 2 * len(reps), 2)))
     return ctx.reshape(b, ctx.out_shape(node))
+
+
+def _contiguous_strides(shape) -> list:
+    out, acc = [], 1
+    for d in reversed(shape):
+        out.append(acc)
+        acc = as_dim(acc * d)
+    return out[::-1]
+
+
+def _strides_match(shape, strides, want) -> bool:
+    """``strides`` are ``want`` on every dim of more than one element (a size-1 dim's stride is never read)."""
+    return all(n == 1 or as_dim(s) == as_dim(w) for n, s, w in zip(shape, strides, want, strict=True))
+
+
+def _storage_order(shape, strides):
+    """The permutation ``p`` with ``x.permute(p)`` contiguous (``x``'s elements in storage
+    order), or None: a tensor whose strides are not a permutation's (overlapping,
+    gaps), whose storage is no reshape of it."""
+    import itertools
+
+    if len(shape) > 5:
+        return list(range(len(shape))) if _strides_match(shape, strides, _contiguous_strides(shape)) else None
+    for p in itertools.permutations(range(len(shape))):
+        ps = [shape[i] for i in p]
+        if _strides_match(ps, [strides[i] for i in p], _contiguous_strides(ps)):
+            return list(p)
+    return None
+
+
+@lowers(aten.as_strided.default, aten.as_strided_copy.default)
+def _as_strided(ctx, node, x, size, stride, storage_offset=None):
+    """A view of ``x``'s storage: the storage is ``x`` permuted to its stride order and
+    flattened (a dense ``x`` at offset 0), and the view a reshape of it where its strides
+    are the contiguous ones of its sizes (ConvNeXt's ``as_strided(mean, [B, C, 1, 1],
+    [C, 1, C, C])``), else a gather at ``offset + sum_d iota_d * stride_d``. Any other
+    input (overlapping or gapped strides, a storage offset) is refused by name."""
+    from ..builder import LoweringError
+    from .gather import gather_along
+
+    src, out = node.args[0].meta.get("val"), node.meta.get("val")
+    shape = [as_dim(d) for d in src.shape]
+    strides = [as_dim(s) for s in src.stride()]
+    order = _storage_order(shape, strides)
+    offset = as_dim(out.storage_offset()) - as_dim(src.storage_offset())
+    if order is None or as_dim(src.storage_offset()) != 0:
+        raise LoweringError(
+            f"aten::as_strided of an input with sizes {shape}, strides {strides}, offset {as_dim(src.storage_offset())}: "
+            "its storage is not a dense permutation of it, so the view has no reshape or gather form"
+        )
+    out_shape = ctx.out_shape(node)
+    out_strides = [as_dim(s) for s in out.stride()]
+    numel = as_dim(math.prod(shape, start=sizes.const(1)))
+    storage = ctx.reshape(ctx.transpose(x, order), (numel,))
+    if offset == 0 and as_dim(math.prod(out_shape, start=sizes.const(1))) == numel:
+        if _strides_match(out_shape, out_strides, _contiguous_strides(out_shape)):
+            return ctx.reshape(storage, out_shape)
+    index = ctx.tensor(offset if isinstance(offset, int) else ctx.convert(ctx.dim(offset), "i64"), "i64", out_shape)
+    for d, s in enumerate(out_strides):
+        if out_shape[d] == 1 or s == 0:
+            continue
+        term = ctx.iota(out_shape, d, "i64")
+        s = ctx.tensor(s if isinstance(s, int) else ctx.convert(ctx.dim(s), "i64"), "i64", out_shape)
+        index = ctx.binary("stablehlo.add", index, ctx.binary("stablehlo.multiply", term, s))
+    return gather_along(ctx, storage, 0, index, out_shape)
