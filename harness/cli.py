@@ -72,7 +72,13 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("--json", action="store_true", help="machine-readable output")
 
     run = sub.add_parser("run", help="run jobs; print a summary, write the HTML report and the CSV")
-    run.add_argument("--cases", help="comma-separated globs (default: all)")
+    run.add_argument("--cases", help="comma-separated globs (default: all, or the --cases-from files' cases)")
+    run.add_argument(
+        "--cases-from",
+        action="append",
+        metavar="FILE",
+        help="a Python file whose CASES (or dynshape.case calls) add cases, no install; repeatable",
+    )
     run.add_argument("--backends", help="comma-separated globs (default: all)")
     run.add_argument("--modes", help="comma-separated globs (default: all)")
     prof = run.add_mutually_exclusive_group()
@@ -193,6 +199,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     pki.add_argument("path", help="the pack's directory")
 
+    _check_parser(sub)
+
     mrg = sub.add_parser("merge", help="join runs (e.g. shards from several machines) into one run file")
     mrg.add_argument("paths", nargs="+", help="JSONL files or directories")
     mrg.add_argument("--out", required=True, help="the merged JSONL file (must not exist)")
@@ -226,6 +234,7 @@ def main(argv=None) -> int:
                 "history": _history,
                 "merge": _merge,
                 "packs": _packs,
+                "check": _check_cases,
             }[args.command](args)
         except cases.CaseError as e:
             print(f"dynshape: {e}", file=sys.stderr)
@@ -351,6 +360,7 @@ def _run(args) -> int:
         print(f"run {r.run_id}: resuming, {len(combos)} jobs missing or incomplete → {r.path}", file=sys.stderr)
     else:
         _check_out(args.out)
+        args.cases = _cases_from(args.cases_from, args.cases)
         combos = runner.plan(args.cases, args.backends, args.modes, profile=args.profile, whole=args.whole_matrix)
         if not combos:
             print("dynshape: nothing to run: no case has the selected modes", file=sys.stderr)
@@ -418,6 +428,39 @@ def _run(args) -> int:
     # a screenful, whatever the run's size: the table is `dynshape report`'s
     print(report.run_summary(summary, verdicts, str(path), {"HTML report": page, "report CSV": csv, "records": path}))
     return _unexpected(verdicts)
+
+
+def _check_parser(sub) -> None:
+    chk = sub.add_parser(
+        "check",
+        help="check a cases file: program vs oracle on every sweep size, the float32-vs-float64 error, a tolerance",
+    )
+    chk.add_argument("file", help="a Python file with CASES (or dynshape.case calls)")
+    chk.add_argument("--cases", help="only these of its cases (comma-separated globs)")
+
+
+def _check_cases(args) -> int:
+    """``dynshape check FILE``: :func:`dynshape.check` on the file's cases; exit 1 if any is refused."""
+    import dynshape
+    from cases import packs
+
+    found = packs.load_file(args.file)
+    names = cases.match_globs([c.name for c in found], args.cases, "case")
+    got = dynshape.check([c for c in found if c.name in names])
+    print(got)
+    return 0 if got.ok else 1
+
+
+def _cases_from(files, case_globs):
+    """Load the ``--cases-from`` files here and name them for the workers
+    (``cases.packs.use``); the case globs: as given, else the files' cases."""
+    if not files:
+        return case_globs
+    from cases import packs
+
+    packs.use(*files)
+    names = [c.name for f in files for c in packs.load_file(f)]
+    return case_globs or ",".join(names)
 
 
 def _packs_missing(combos):

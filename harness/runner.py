@@ -261,6 +261,10 @@ class Runner:
             "max_memory": self.max_memory,
         }
         timeout = self.timeout_s or combo.backend.timeout_s
+        if combo.backend.env != "main" or getattr(combo.backend, "helper_envs", ()):
+            from cases import weights
+
+            weights.ensure_for(combo.case)  # made here (main env), loaded by the other env's worker
         cache_dir = None if self.warm_cache else tempfile.mkdtemp(prefix="dynshape-cache-")
         try:
             self._work(combo, job, timeout, cache_dir, emit)
