@@ -27,6 +27,17 @@ from ._run import records, report, run, shapes
 
 _libs.install()
 
+
+def __getattr__(name: str):
+    # ``dynshape.inputs``: the input generators of :mod:`cases.inputs` (graph
+    # batches, masks from lengths), for ``make_inputs`` hooks; imported on use
+    if name == "inputs":
+        import importlib
+
+        return importlib.import_module("cases.inputs")
+    raise AttributeError(f"module 'dynshape' has no attribute {name!r}")
+
+
 __all__ = [
     "Case",
     "CaseError",

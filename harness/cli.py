@@ -410,7 +410,7 @@ def _run(args) -> int:
         return EXIT_INTERRUPTED
     try:
         df = results.load([path])
-        summary = report.summarise(df)
+        summary = report.summary(df)
         verdicts = check.verdicts(df, [path], by=report.job_by(summary))
         summary = report.annotate(summary, df, judged=verdicts)
         csv = path.with_suffix(".report.csv")
@@ -550,7 +550,7 @@ def _report(args) -> int:
             table.to_csv(args.csv, index=False)
             print(f"\nper-shape CSV: {args.csv}", file=sys.stderr)
         return 0
-    summary = report.summarise(df)
+    summary = report.summary(df)
     verdicts = check.verdicts(df, files, by=report.job_by(summary), warn=args.check)
     summary = report.annotate(summary, df, judged=verdicts)
     summary = report.select(summary, args.cases, args.backends, args.modes)

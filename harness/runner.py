@@ -261,7 +261,7 @@ class Runner:
             "max_memory": self.max_memory,
         }
         timeout = self.timeout_s or combo.backend.timeout_s
-        if combo.backend.env != "main" or getattr(combo.backend, "helper_envs", ()):
+        if combo.backend.env != "main" or combo.backend.helper_envs:
             from cases import weights
 
             weights.ensure_for(combo.case)  # made here (main env), loaded by the other env's worker
