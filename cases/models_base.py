@@ -142,6 +142,31 @@ class Model:
         return float64_eager(lambda *t: self.forward(model, *t), arrays, self.name)
 
 
+def model_of(case) -> Model | None:
+    """The :class:`Model` behind a case's torch form, or ``None``."""
+    model = getattr(getattr(case, "torch_fn", None), "__self__", None)
+    return model if isinstance(model, Model) else None
+
+
+def ensure_weights(case):
+    """:func:`cases.weights.ensure` for the case's model (called by the main environment
+    before another environment runs the case); ``None`` for a case without one."""
+    from . import weights
+
+    model = model_of(case)
+    return weights.ensure(model.name, model.build) if model else None
+
+
+def publish_weights(case):
+    """Save the weights of a user case's module as built (``dynshape.case``, a
+    cases file): the workers rebuild it with weights of their own draw, and
+    load these instead. ``None`` for a case without a :class:`Model`."""
+    from . import weights
+
+    model = model_of(case)
+    return weights.save(model.name, model.build()) if model else None
+
+
 #: per program name, the ops that still gave a lower-precision float tensor in
 #: its float64 oracle (the last run's): an oracle that is partly float32
 PARTLY_FLOAT32: dict[str, tuple[str, ...]] = {}

@@ -7,7 +7,9 @@ environment) therefore saves a case's float32 weights once,
 ``results/.cache/weights/<case>.pt`` keyed by the case and the library
 versions that made them (:func:`ensure`, rewritten when those versions
 change), and every process that builds the model loads them when the file is
-there (:func:`shared`). ``DYNSHAPE_WEIGHTS_DIR`` moves the directory.
+there (:func:`shared`). A user's module (``dynshape.case``) is saved as built, on
+every run (``cases.models_base.publish_weights``): each worker rebuilds it with weights of its own
+draw. ``DYNSHAPE_WEIGHTS_DIR`` moves the directory.
 """
 
 from __future__ import annotations
@@ -62,16 +64,6 @@ def ensure(case: str, build) -> Path:
     if stored is None or stored.get("key") != key(case):
         return save(case, build())
     return path(case)
-
-
-def ensure_for(case) -> Path | None:
-    """:func:`ensure` for a case whose torch form is a :class:`cases.models_base.Model`'s; else ``None``."""
-    from .models_base import Model
-
-    model = getattr(getattr(case, "torch_fn", None), "__self__", None)
-    if not isinstance(model, Model):
-        return None
-    return ensure(model.name, model.build)
 
 
 def shared(case: str, model: Any) -> Any:

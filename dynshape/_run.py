@@ -9,7 +9,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from cases import packs
+from cases import models_base, packs, weights
 from cases.model import Case, CaseError
 
 from ._case import ORIGINS
@@ -59,7 +59,10 @@ def run(
 
     given = [selected] if isinstance(selected, (Case, str, os.PathLike)) else list(selected)
     names, files = _sources(given)
-    with _files_env(files):
+    with _files_env(files), _weights_env(out):
+        for item in given:
+            if isinstance(item, Case):
+                models_base.publish_weights(item)  # every worker, of every environment, runs these weights
         combos = runner.plan(",".join(names), _globs(backends), _globs(modes))
         if not combos:
             raise CaseError(f"nothing to run: no case of {names} has the modes {modes!r}")
@@ -128,6 +131,19 @@ def _files_env(files: list[str]):
             os.environ.pop(packs.FILES_ENV, None)
         else:
             os.environ[packs.FILES_ENV] = before
+
+
+@contextlib.contextmanager
+def _weights_env(out):
+    """Shared weights under ``out/.cache/weights`` unless ``$DYNSHAPE_WEIGHTS_DIR`` says where."""
+    if os.environ.get(weights.ENV):
+        yield
+        return
+    os.environ[weights.ENV] = str(Path(out).resolve() / ".cache" / "weights")
+    try:
+        yield
+    finally:
+        os.environ.pop(weights.ENV, None)
 
 
 def shapes(df):

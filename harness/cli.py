@@ -456,11 +456,13 @@ def _cases_from(files, case_globs):
     (``cases.packs.use``); the case globs: as given, else the files' cases."""
     if not files:
         return case_globs
-    from cases import packs
+    from cases import models_base, packs
 
     packs.use(*files)
-    names = [c.name for f in files for c in packs.load_file(f)]
-    return case_globs or ",".join(names)
+    found = [c for f in files for c in packs.load_file(f)]
+    for c in found:
+        models_base.publish_weights(c)  # a module the file builds: every worker runs these weights, not its own draw
+    return case_globs or ",".join(c.name for c in found)
 
 
 def _packs_missing(combos):

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import dynshape
-from cases import packs, weights
+from cases import models_base, packs, weights
 from cases.model import Case, CaseError, Input, Tolerance, unbounded
 from harness import cli
 
@@ -302,7 +302,7 @@ def test_weights_are_equal_across_environments(tmp_path):
     shared = tmp_path / "shared"
     os.environ[weights.ENV] = str(shared)
     try:
-        weights.ensure_for(models_vision.model_resnet18)
+        models_base.ensure_weights(models_vision.model_resnet18)
     finally:
         del os.environ[weights.ENV]
     assert (shared / "resnet18.pt").is_file()
