@@ -97,6 +97,20 @@ def test_run_stops_a_loading_file():
         packs._collecting.pop()
 
 
+def test_a_case_made_without_a_file_travels_by_value(tmp_path):
+    """A notebook's case (no ``__file__``): pickled with cloudpickle for the workers."""
+    from dynshape import _run
+
+    scope = {"dynshape": dynshape}
+    exec('c = dynshape.case(lambda x: x + 1, name="nb_case", inputs={"x": ("n",)}, sweep={"n": [2, 3]})', scope)
+    names, files = _run._sources([scope["c"]])
+    assert names == ["nb_case"] and files[0].endswith(".pkl")
+    del packs._FILES[str(Path(files[0]).resolve())]  # what a worker sees: only the file
+    (back,) = packs.load_file(files[0])
+    x = back.make_inputs({"n": 3}, seed=0)
+    np.testing.assert_array_equal(back.torch_fn()(*map(__import__("torch").from_numpy, x)).numpy(), x[0] + 1)
+
+
 # -- a cases file, its make_inputs hook, and bad files --------------------------
 
 CASES_FILE = """
@@ -131,7 +145,7 @@ def _oracle(x, batch):
 CASES = (
     Case(name="file_segment_sum", tags=("file",), dims=(unbounded("g", min=1), unbounded("n", min=1)),
          inputs=(Input("x", ("n",)), Input("batch", ("n",), dtype="int64", gen="index", high="g")),
-         sweep=({"g": 2, "n": 5}, {"g": 3, "n": 9}), oracle=_oracle, out_shape=("g",), torch_fn=_torch,
+         sweep=({"g": 2, "n": 5}, {"g": 3, "n": 9}), quick=(0, 1), oracle=_oracle, out_shape=("g",), torch_fn=_torch,
          inputs_fn=segment_inputs, constraints=("n >= g",)),
 )
 """
@@ -193,7 +207,7 @@ def test_make_inputs_hook_is_checked():
     ],
 )
 def test_a_bad_cases_file_is_one_line_naming_file_and_field(tmp_path, capsys, body, field, monkeypatch):
-    monkeypatch.delenv(packs.FILES_ENV, raising=False)
+    monkeypatch.setenv(packs.FILES_ENV, "")  # restored after: the run names its file there
     f = tmp_path / f"bad_{abs(hash(body))}.py"
     f.write_text(body)
     code = cli.main(["run", "--cases-from", str(f), "--out", str(tmp_path / "o"), "--no-progress"])
@@ -212,7 +226,7 @@ def _square(**kw) -> Case:
 
     base = dict(
         name="square", tags=(), dims=(unbounded("n", min=1),), inputs=(Input("x", ("n",)),), sweep=({"n": 64}, {"n": 100}),
-        oracle=lambda x: x * x, out_shape=("n",), torch_fn=torch_fn,
+        quick=(0, 1), oracle=lambda x: x * x, out_shape=("n",), torch_fn=torch_fn,
     )  # fmt: skip
     return Case(**{**base, **kw})
 
@@ -239,7 +253,7 @@ def test_check_refuses_a_wide_tolerance_without_a_reason():
 
 
 def test_check_cli(tmp_path, capsys, monkeypatch):
-    monkeypatch.delenv(packs.FILES_ENV, raising=False)
+    monkeypatch.setenv(packs.FILES_ENV, "")  # restored after: the run names its file there
     f = tmp_path / "c.py"
     f.write_text(
         textwrap.dedent("""
@@ -284,6 +298,26 @@ def test_the_oracle_holds_rmsnorm_at_float64():
     assert held.dtype == np.float64
 
 
+USER_MODULE = """
+import torch
+import dynshape
+
+# no seed: each process that loads this file draws its own weights
+CASES = (dynshape.case(torch.nn.Linear(8, 4), name="user_linear", inputs={"x": ("b", 8)}, sweep={"b": [2, 3]}),)
+"""
+
+PROBE = """
+import sys
+from cases import models_base, packs, weights
+if sys.argv[1] == "tree":
+    from cases import models_vision
+    print(weights.digest(models_vision.RESNET18.float32()))
+else:
+    (case,) = packs.load_file(sys.argv[1])
+    print(weights.digest(models_base.model_of(case).float32()))
+"""
+
+
 @pytest.mark.slow
 def test_weights_are_equal_across_environments(tmp_path):
     xla = ROOT / ".venv-xla" / "bin" / "python"
@@ -291,24 +325,28 @@ def test_weights_are_equal_across_environments(tmp_path):
         pytest.skip("no .venv-xla (make xla-env)")
     from cases import models_vision
 
-    probe = "import sys; from cases import models_vision, weights;m = models_vision.RESNET18.float32(); print(weights.digest(m))"
+    cases_file = tmp_path / "user.py"
+    cases_file.write_text(USER_MODULE)
 
-    def digest(python, directory):
+    def digest(python, directory, what):
         env = _clean_env(DYNSHAPE_WEIGHTS_DIR=str(directory), PYTHONPATH=str(ROOT))
-        got = subprocess.run([str(python), "-c", probe], env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
+        got = subprocess.run([str(python), "-c", PROBE, what], env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
         assert got.returncode == 0, got.stderr[-2000:]
         return got.stdout.split()[-1]
 
     shared = tmp_path / "shared"
     os.environ[weights.ENV] = str(shared)
     try:
-        models_base.ensure_weights(models_vision.model_resnet18)
+        models_base.ensure_weights(models_vision.model_resnet18)  # what the runner does before an xla job
+        (user,) = packs.load_file(cases_file)
+        models_base.publish_weights(user)  # what dynshape.run and --cases-from do
     finally:
         del os.environ[weights.ENV]
-    assert (shared / "resnet18.pt").is_file()
-    assert digest(sys.executable, shared) == digest(xla, shared)
-    # without the shared file each environment builds its own (torchvision 0.24 vs 0.28 init)
-    assert digest(sys.executable, tmp_path / "none") != digest(xla, tmp_path / "none")
+    assert (shared / "resnet18.pt").is_file() and (shared / "user_linear.pt").is_file()
+    assert digest(sys.executable, shared, "tree") == digest(xla, shared, "tree")
+    assert digest(sys.executable, shared, str(cases_file)) == digest(xla, shared, str(cases_file))
+    # without the shared file each process has a model of its own draw
+    assert digest(sys.executable, tmp_path / "none", str(cases_file)) != digest(xla, tmp_path / "none", str(cases_file))
 
 
 # -- the pytest plugin --------------------------------------------------------------
