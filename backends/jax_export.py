@@ -60,7 +60,9 @@ class JaxExport(XlaRuntime, Backend):
     name = "jax_export"
     forms = ("jax",)
     modes = ("bounded", "unbounded", "bucketed")
-    requires = ("jax", "jaxlib")
+    # torch too: its executor, engines.stablehlo, imports the lowering's types (found by the
+    # jax 0.12 release environment, which has no torch: such jobs now skip rather than error)
+    requires = ("jax", "jaxlib", "torch")
     preload = ("jax", "jax.numpy")
     counters = {"export": Counter("instrumented", "jax.export.export calls"), "xla": XLA}
     work_counters = {"refine": REFINE}

@@ -1,7 +1,8 @@
 """The case catalogue: dynamic-shape programs with their NumPy oracles.
 
-``catalogue()`` lists every case, the in-tree families' and those installed
-packages add (:mod:`cases.packs`, entry-point group ``dynshape.cases``);
+``catalogue()`` lists every case, the in-tree families', those installed
+packages add (:mod:`cases.packs`, entry-point group ``dynshape.cases``) and
+those of the cases files named by ``--cases-from`` (``$DYNSHAPE_CASES_FROM``);
 ``get(name)`` finds one and names the valid ones when it does not exist.
 """
 
@@ -52,6 +53,7 @@ def catalogue(checked: bool = True) -> tuple[Case, ...]:
 
     found = tuple(c for family in FAMILIES for c in importlib.import_module(f"{__name__}.{family}").CASES)
     found += tuple(c for p in packs.packs() for c in p.cases)
+    found += packs.from_files()
     return check(found) if checked else found
 
 
@@ -78,6 +80,7 @@ def families() -> dict[str, str]:
 
     out = {c.name: family for family in FAMILIES for c in importlib.import_module(f"{__name__}.{family}").CASES}
     out.update({c.name: f"pack:{p.name}" for p in packs.packs() for c in p.cases})
+    out.update({c.name: "file" for c in packs.from_files()})
     return out
 
 

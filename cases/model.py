@@ -138,8 +138,13 @@ class EinxForm:
 
 @dataclasses.dataclass(frozen=True)
 class Tolerance:
+    """``|out - expected| <= atol + rtol * |expected|``; ``reason`` says why a
+    tolerance is wider than the measured float32 error calls for
+    (``dynshape check`` refuses one over 100x that error without it)."""
+
     rtol: float
     atol: float
+    reason: str = ""
 
 
 DEFAULT_TOLERANCES: dict[str, Tolerance] = {
@@ -191,6 +196,16 @@ class Case:
     #: tokenizer's sequence lengths), used by the host-padding backends instead
     #: of powers of two; a size past the last entry falls back to its power of two
     buckets: Mapping[str, tuple[int, ...]] | None = None
+    #: the case's own input generator, ``inputs_fn(sizes, rng) -> [array, ...]``:
+    #: ``sizes`` every dim's size (static ones included), ``rng`` a seeded
+    #: ``numpy.random.Generator``; one array per entry of ``inputs``, in its shape
+    #: and dtype. For inputs a generator name cannot say (a sorted batch vector,
+    #: a mask from lengths, ``cases.inputs``); ``None``: the ``gen`` of each input
+    inputs_fn: Callable[[Mapping[str, int], np.random.Generator], Sequence[np.ndarray]] | None = None
+    #: relations between dims every sweep entry must satisfy, each
+    #: ``"<size expr> <op> <size expr>"`` with ``op`` one of ``>= <= > < ==``
+    #: (``"n >= g"``: a graph batch has at least one node per graph)
+    constraints: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         def bad(field: str, why: str) -> CaseError:
@@ -238,6 +253,12 @@ class Case:
                 raise bad("buckets", f"dim {name!r} is not a dynamic dim (dynamic: {', '.join(sorted(dynamic))})")
             if not sizes or any(not isinstance(n, int) or n < 1 for n in sizes) or list(sizes) != sorted(set(sizes)):
                 raise bad("buckets", f"dim {name!r}: {sizes!r} is not an ascending list of positive sizes")
+        for text in self.constraints:
+            for i, sizes in enumerate(self.sweep):
+                if not _holds(text, self.all_sizes(sizes), self.name):
+                    raise bad("constraints", f"sweep[{i}] {dict(sizes)} breaks {text!r}")
+        if self.inputs_fn is not None and not callable(self.inputs_fn):
+            raise bad("inputs_fn", f"{self.inputs_fn!r} is not callable: give a function (sizes, rng) -> arrays")
         for i in self.quick:
             if not 0 <= i < len(self.sweep):
                 raise bad("quick", f"quick index {i} outside the sweep (0..{len(self.sweep) - 1})")
@@ -339,17 +360,43 @@ class Case:
 
     def out_shape_for(self, sizes: Mapping[str, int]) -> tuple[int, ...]:
         """The output shape: ``out_shape`` entries are ints or size
-        expressions over dim names (``"2*b"``)."""
+        expressions over dim names (``engines.sizes``): ``"2*b"``, ``"n - 1"``,
+        ``"s // 2"`` (a stride-2 layer), ``"(s + 3) // 4"``, ``"n % 8"``,
+        ``"min(s, 512)"``, ``"max(b, 1)"``, ``"floor(s / 2)"``."""
         env = self.all_sizes(sizes)
         return tuple(a if isinstance(a, int) else int(_eval_size(a, env, self.name)) for a in self.out_shape)
 
     def make_inputs(self, sizes: Mapping[str, int], seed: int) -> list[np.ndarray]:
-        """Seeded inputs in their declared dtypes (deterministic per seed), each
-        drawn by its generator (:mod:`cases.inputs`)."""
+        """Seeded inputs in their declared dtypes (deterministic per seed): from
+        ``inputs_fn`` where the case has one, else each drawn by its generator
+        (:mod:`cases.inputs`)."""
         from . import inputs
 
-        draw = inputs.Draw(self.name, np.random.default_rng(seed), self.all_sizes(sizes), self.inputs)
+        rng = np.random.default_rng(seed)
+        if self.inputs_fn is not None:
+            return self._own_inputs(self.all_sizes(sizes), rng)
+        draw = inputs.Draw(self.name, rng, self.all_sizes(sizes), self.inputs)
         return [inputs.generate(inp, shape, draw) for inp, shape in zip(self.inputs, self.shapes(sizes), strict=False)]
+
+    def _own_inputs(self, full: dict[str, int], rng: np.random.Generator) -> list[np.ndarray]:
+        """``inputs_fn``'s arrays, checked against ``inputs`` (count, shape) and cast to their dtypes."""
+        assert self.inputs_fn is not None
+        where = f"case {self.name!r}, field 'inputs_fn'"
+        try:
+            got = list(self.inputs_fn(dict(full), rng))
+        except CaseError:
+            raise
+        except Exception as e:
+            raise CaseError(f"{where}: raised {type(e).__name__}: {e} on sizes {full}") from None
+        if len(got) != len(self.inputs):
+            raise CaseError(f"{where}: gave {len(got)} arrays, but the case has {len(self.inputs)} inputs")
+        out = []
+        for inp, shape, a in zip(self.inputs, self.shapes(full), got, strict=True):
+            a = np.asarray(a)
+            if a.shape != shape:
+                raise CaseError(f"{where}: input {inp.name!r} has shape {a.shape} on sizes {full}, expected {shape}")
+            out.append(np.ascontiguousarray(a.astype(inp.dtype, copy=False)))
+        return out
 
     def expected(self, inputs: Sequence[np.ndarray]) -> np.ndarray:
         """The oracle's answer, computed in float64 (ints stay ints)."""
@@ -390,6 +437,18 @@ def match_globs(names: Sequence[str], globs: str | None, what: str) -> list[str]
             raise CaseError(f"unknown {what} {g!r}; valid: {', '.join(names)}")
         out.extend(h for h in hits if h not in out)
     return out
+
+
+_RELATION = re.compile(r"^(.+?)\s*(>=|<=|==|>|<)\s*(.+)$")
+
+
+def _holds(text: str, env: Mapping[str, int], case: str) -> bool:
+    """Whether the constraint ``text`` (``"n >= g"``) holds for the sizes ``env``."""
+    m = _RELATION.match(text.strip()) if isinstance(text, str) else None
+    if not m:
+        raise CaseError(f"case {case!r}, field 'constraints': {text!r} is not '<size expr> <op> <size expr>' (op: >= <= > < ==)")
+    a, b = _eval_size(m[1], env, case), _eval_size(m[3], env, case)
+    return {">=": a >= b, "<=": a <= b, "==": a == b, ">": a > b, "<": a < b}[m[2]]
 
 
 def _eval_size(expr: str, env: Mapping[str, int], case: str) -> int:

@@ -89,7 +89,9 @@ class Model:
 
     @functools.cached_property
     def _f32(self):
-        return self.build()
+        from . import weights
+
+        return weights.shared(self.name, self.build())
 
     def float32(self):
         """The float32 model (built on first use, then shared in this process)."""
@@ -134,9 +136,88 @@ class Model:
         return program
 
     def oracle(self, *arrays: np.ndarray) -> np.ndarray:
-        """The float64 model, run by torch eager on the (float64) inputs."""
-        import torch
+        """The float64 model, run by torch eager on the (float64) inputs, its
+        own casts to lower float dtypes held at float64 (:func:`float64_eager`)."""
+        model = self.float64()
+        return float64_eager(lambda *t: self.forward(model, *t), arrays, self.name)
 
-        with torch.no_grad():
-            out = self.forward(self.float64(), *(torch.from_numpy(np.ascontiguousarray(a)) for a in arrays))
-        return out.numpy()
+
+def model_of(case) -> Model | None:
+    """The :class:`Model` behind a case's torch form, or ``None``."""
+    model = getattr(getattr(case, "torch_fn", None), "__self__", None)
+    return model if isinstance(model, Model) else None
+
+
+def ensure_weights(case):
+    """:func:`cases.weights.ensure` for the case's model (called by the main environment
+    before another environment runs the case); ``None`` for a case without one."""
+    from . import weights
+
+    model = model_of(case)
+    return weights.ensure(model.name, model.build) if model else None
+
+
+def publish_weights(case):
+    """Save the weights of a user case's module as built (``dynshape.case``, a
+    cases file): the workers rebuild it with weights of their own draw, and
+    load these instead. ``None`` for a case without a :class:`Model`."""
+    from . import weights
+
+    model = model_of(case)
+    return weights.save(model.name, model.build()) if model else None
+
+
+#: per program name, the ops that still gave a lower-precision float tensor in
+#: its float64 oracle (the last run's): an oracle that is partly float32
+PARTLY_FLOAT32: dict[str, tuple[str, ...]] = {}
+
+
+def float64_eager(fn: Callable[..., Any], arrays, name: str = "") -> np.ndarray:
+    """``fn`` run by torch eager on the arrays as torch tensors, under
+    :func:`hold_float64`: a model's explicit casts to float32 (transformers'
+    RMSNorm ``hidden_states.to(torch.float32)``) stay float64, so the oracle
+    rounds nowhere. Ops that still made a lower float dtype are recorded in
+    :data:`PARTLY_FLOAT32` under ``name``."""
+    import torch
+
+    with torch.no_grad(), hold_float64() as mode:
+        out = fn(*(torch.from_numpy(np.ascontiguousarray(a)) for a in arrays))
+    PARTLY_FLOAT32[name] = tuple(sorted(mode.lowered))
+    return out.numpy()
+
+
+def hold_float64():
+    """A ``TorchFunctionMode`` that rewrites float32/float16/bfloat16 to
+    float64 wherever a program names a dtype (``.to(torch.float32)``,
+    ``.float()``, ``.half()``, ``.type(...)``, ``dtype=`` of factories and
+    reductions) and records in ``lowered`` the ops whose result is still a lower
+    float dtype (what it could not hold)."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    low = {torch.float32, torch.float16, torch.bfloat16}
+    renamed = {"float": "double", "half": "double", "bfloat16": "double"}
+
+    def lift(v):
+        return torch.float64 if isinstance(v, torch.dtype) and v in low else v
+
+    class HoldFloat64(TorchFunctionMode):
+        def __init__(self):
+            super().__init__()
+            self.lowered: set[str] = set()
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = dict(kwargs or {})
+            name = getattr(func, "__name__", str(func))
+            if name in renamed and args and isinstance(args[0], torch.Tensor):
+                func, name = torch.Tensor.double, "double"
+            if "dtype" in kwargs:
+                kwargs["dtype"] = lift(kwargs["dtype"])
+            if name in ("to", "type"):
+                args = tuple(lift(a) for a in args)
+            out = func(*args, **kwargs)
+            if isinstance(out, torch.Tensor) and out.dtype in low:
+                self.lowered.add(name)
+            return out
+
+    return HoldFloat64()

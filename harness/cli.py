@@ -84,6 +84,13 @@ def _run_args(sub) -> None:
     """``run``: which jobs, the profile, timing, isolation and where they run."""
     run = sub.add_parser("run", help="run jobs; print a summary, write the HTML report and the CSV")
     _selection(run)
+    run.add_argument(
+        "--cases-from",
+        action="append",
+        metavar="FILE",
+        help="a Python file whose CASES (or dynshape.case calls) add cases, no install; repeatable "
+        "(without --cases, only the files' cases run)",
+    )
     prof = run.add_mutually_exclusive_group()
     prof.add_argument("--quick", dest="profile", action="store_const", const="quick", help="short sweeps (the default profile)")
     prof.add_argument("--full", dest="profile", action="store_const", const="full", help="each case's whole sweep")
@@ -262,7 +269,17 @@ def _compare_args(sub) -> None:
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="dynshape", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
-    for add in (_list_args, _run_args, _report_args, _history_args, _packs_args, _merge_args, _compare_args, _zoo_parser):
+    for add in (
+        _list_args,
+        _run_args,
+        _report_args,
+        _history_args,
+        _packs_args,
+        _merge_args,
+        _compare_args,
+        _zoo_parser,
+        _check_parser,
+    ):
         add(sub)
     return p
 
@@ -281,6 +298,7 @@ def main(argv=None) -> int:
                 "merge": _merge,
                 "packs": _packs,
                 "zoo-table": _zoo_table,
+                "check": _check_cases,
             }[args.command](args)
         except cases.CaseError as e:
             print(f"dynshape: {e}", file=sys.stderr)
@@ -409,6 +427,7 @@ def _run(args) -> int:
         print(f"run {r.run_id}: resuming, {len(combos)} jobs missing or incomplete → {r.path}", file=sys.stderr)
     else:
         _check_out(args.out)
+        args.cases = _cases_from(args.cases_from, args.cases)
         combos = runner.plan(args.cases, args.backends, args.modes, profile=args.profile, whole=args.whole_matrix)
         if args.versions:
             from backends import envs
@@ -466,7 +485,7 @@ def _run(args) -> int:
         return EXIT_INTERRUPTED
     try:
         df = results.load([path])
-        summary = report.summarise(df)
+        summary = report.summary(df)
         verdicts = check.verdicts(df, [path], by=report.job_by(summary))
         summary = report.annotate(summary, df, judged=verdicts)
         csv = path.with_suffix(".report.csv")
@@ -484,6 +503,41 @@ def _run(args) -> int:
     # a screenful, whatever the run's size: the table is `dynshape report`'s
     print(report.run_summary(summary, verdicts, str(path), {"HTML report": page, "report CSV": csv, "records": path}))
     return _unexpected(verdicts)
+
+
+def _check_parser(sub) -> None:
+    chk = sub.add_parser(
+        "check",
+        help="check a cases file: program vs oracle on every sweep size, the float32-vs-float64 error, a tolerance",
+    )
+    chk.add_argument("file", help="a Python file with CASES (or dynshape.case calls)")
+    chk.add_argument("--cases", help="only these of its cases (comma-separated globs)")
+
+
+def _check_cases(args) -> int:
+    """``dynshape check FILE``: :func:`dynshape.check` on the file's cases; exit 1 if any is refused."""
+    import dynshape
+    from cases import packs
+
+    found = packs.load_file(args.file)
+    names = cases.match_globs([c.name for c in found], args.cases, "case")
+    got = dynshape.check([c for c in found if c.name in names])
+    print(got)
+    return 0 if got.ok else 1
+
+
+def _cases_from(files, case_globs):
+    """Load the ``--cases-from`` files here and name them for the workers
+    (``cases.packs.use``); the case globs: as given, else the files' cases."""
+    if not files:
+        return case_globs
+    from cases import models_base, packs
+
+    packs.use(*files)
+    found = [c for f in files for c in packs.load_file(f)]
+    for c in found:
+        models_base.publish_weights(c)  # a module the file builds: every worker runs these weights, not its own draw
+    return case_globs or ",".join(c.name for c in found)
 
 
 def _packs_missing(combos):
@@ -573,7 +627,7 @@ def _report(args) -> int:
             table.to_csv(args.csv, index=False)
             print(f"\nper-shape CSV: {args.csv}", file=sys.stderr)
         return 0
-    summary = report.summarise(df)
+    summary = report.summary(df)
     verdicts = check.verdicts(df, files, by=report.job_by(summary), warn=args.check)
     summary = report.annotate(summary, df, judged=verdicts)
     summary = report.select(summary, args.cases, args.backends, args.modes)

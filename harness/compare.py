@@ -139,8 +139,8 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, max_slowdown: float = 1.5, force: 
     diffs = differences(a, b)
     if diffs and not force:
         raise CompareError("the runs are not comparable (--force compares them anyway): " + "; ".join(diffs))
-    sa = report.summarise(a).join(shape_compiles(a).rename("by_shape"), on=report.KEYS)
-    sb = report.summarise(b).join(shape_compiles(b).rename("by_shape"), on=report.KEYS)
+    sa = report.summary(a).join(shape_compiles(a).rename("by_shape"), on=report.KEYS)
+    sb = report.summary(b).join(shape_compiles(b).rename("by_shape"), on=report.KEYS)
     smp_a, smp_b = samples(a), samples(b)
     m = sa.merge(sb, on=report.KEYS, suffixes=("_a", "_b"))
     rows = []

@@ -117,7 +117,18 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
         if col.agg is not None:
             vals = df.groupby(keys, dropna=False, observed=True)[list(df.columns)].apply(col.agg).rename(col.name)
             out = out.join(vals, on=keys)
-    return relative(out)
+    out = relative(out)
+    return out[order(out.columns)]
+
+
+def order(have) -> list[str]:
+    """The report's column order: :data:`harness.columns.COLUMNS`, the run's keys
+    (``run_id``, ``machine``), then the columns only the CSV keeps."""
+    from . import columns
+
+    first = [c.name for c in columns.COLUMNS if c.name in have]
+    keys = [c for c in RUN if c in have]
+    return first + keys + [c for c in have if c not in first and c not in keys]
 
 
 def _last_dict(df: pd.DataFrame, keys: list[str], col: str) -> pd.Series:

@@ -4,7 +4,8 @@ The summary itself is computed once, by :func:`harness.frames.summary`
 (pandas); its columns, their headers, units and legend are
 :data:`harness.columns.COLUMNS`. This module writes it as Markdown (the
 ``harness report`` table), chooses the CSV's columns, and adds the gate's
-judgement (``expected``). The pandas views (:func:`summary`, :func:`per_shape`,
+judgement (``expected``). The pandas views (:func:`summary`, one row per job in
+the report's column order; :func:`per_shape`,
 :func:`conformance_matrix`, :func:`history`, :func:`jobs`) are re-exported here.
 """
 
@@ -34,20 +35,8 @@ BY_NAME = columns.by_name()
 NAMES = [c.name for c in columns.COLUMNS]
 
 
-def summarise(df: pd.DataFrame) -> pd.DataFrame:
-    """:func:`harness.frames.summary` with its columns in the report's order
-    (:data:`harness.columns.COLUMNS`, ``expected`` left to :func:`annotate`),
-    then the run's keys (``run_id``, ``machine``) and the columns only the CSV
-    keeps (dispersion, ``compile_time_s``, ``commit``…)."""
-    s = summary(df)
-    return s[_order(s.columns)]
-
-
-def _order(have) -> list[str]:
-    """The report's column order: :data:`NAMES`, the run's keys, then the rest."""
-    first = [c for c in NAMES if c in have]
-    keys = [c for c in ("run_id", "machine") if c in have]
-    return first + keys + [c for c in have if c not in first and c not in keys]
+#: the old name of :func:`summary` (which now gives the report's column order itself)
+summarise = summary
 
 
 def counters_table(backends) -> str:
@@ -86,7 +75,7 @@ def annotate(rows: pd.DataFrame, df: pd.DataFrame, rules=None, judged=None) -> p
     keys = KEYS + by
     out = rows.copy()
     out["expected"] = [judged[tuple(r[k] for k in keys)].note for _, r in out.iterrows()]
-    return out[_order(out.columns)]
+    return out[frames.order(out.columns)]
 
 
 # -- formatting --------------------------------------------------------------
@@ -152,7 +141,7 @@ def run_summary(rows: pd.DataFrame, verdicts: dict, run: str, files: dict[str, o
 def csv_frame(rows: pd.DataFrame) -> pd.DataFrame:
     """The summary as the CSV keeps it: every column, seconds as raw floats in
     columns named ``*_s``, text as is."""
-    return rows[_order(rows.columns)]
+    return rows[frames.order(rows.columns)]
 
 
 def select(rows: pd.DataFrame, cases=None, backends=None, modes=None) -> pd.DataFrame:

@@ -302,6 +302,10 @@ class Runner:
             "watch": list(forkserver.catalogue(combo.backend.env)),
         }
         timeout = self.timeout_s or combo.backend.timeout_s
+        if combo.backend.env != "main" or combo.backend.helper_envs:
+            from cases import models_base
+
+            models_base.ensure_weights(combo.case)  # made here (main env), loaded by the other env's worker
         cache_dir = None if self.warm_cache else tempfile.mkdtemp(prefix="dynshape-cache-")
         try:
             self._work(combo, job, timeout, cache_dir, emit)

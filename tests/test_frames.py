@@ -78,7 +78,7 @@ def test_ratios_to_eager_stay_within_run_and_machine():
     assert s.loc[("fast", "einx"), "compiles"] == 3 and s.loc[("fast", "einx"), "shapes"] == 3
     assert s.loc[("fast", "einx"), "novel_sweep_s"] == pytest.approx(0.12)
     # the Markdown summary keeps them apart too
-    text = report.markdown(report.summarise(df))
+    text = report.markdown(report.summary(df))
     assert "| c | einx | static | pass |" in text and "| r1 | fast |" in text and "4.00×" in text and "2.00×" in text
 
 

@@ -124,7 +124,7 @@ def test_processes_repeat_the_novel_phase_in_fresh_workers_and_keep_raw_samples(
 
     from harness import report, results
 
-    s = report.summarise(pd.DataFrame.from_records(got, columns=list(results.FIELDS))).iloc[0]
+    s = report.summary(pd.DataFrame.from_records(got, columns=list(results.FIELDS))).iloc[0]
     assert s["shapes"] == 3 and s["compiles"] == 3
 
 

@@ -55,7 +55,7 @@ def test_their_jobs_are_skipped_in_records_report_and_gate(no_xla_env, tmp_path,
 
     rule = expectations.lookup(expectations.load(), case.name, "torch_xla_lazy", "unbounded")
     assert expectations.verdict(got, rule).outcome == "idle"  # not "pass"
-    df = report.summarise(results.load([runner.Runner(tmp_path, progress=False).run([combo])]))
+    df = report.summary(results.load([runner.Runner(tmp_path, progress=False).run([combo])]))
     assert "- torch_xla_lazy, skipped: environment 'xla' not found at" in report.markdown(df)
 
     gate = importlib.import_module("cases.test_conformance")

@@ -31,7 +31,7 @@ def _frame():
 
 
 def _summary():
-    return report.summarise(_frame()).set_index(["backend", "mode"])
+    return report.summary(_frame()).set_index(["backend", "mode"])
 
 
 def test_compiles_shapes_and_times():
@@ -72,7 +72,7 @@ def test_status_is_the_worst_record():
     df = frame(job("c", "b", "static", [0.1, 0.1], [], [1, 2]))
     df.loc[1, "status"] = "mismatch"
     df.loc[1, "message"] = "3 of 8 elements outside"
-    s = report.summarise(df).iloc[0]
+    s = report.summary(df).iloc[0]
     assert s["status"] == "mismatch" and "3 of 8" in s["message"]
 
 
@@ -103,7 +103,7 @@ def test_annotate_states_what_the_expectations_file_says():
         ex.Rule(backend="jax_jit", per_shape="0", xfail="known", match="x", index=2),
     ]
     df = _frame()
-    s = report.annotate(report.summarise(df), df, rules).set_index(["backend", "mode"])
+    s = report.annotate(report.summary(df), df, rules).set_index(["backend", "mode"])
     assert s.loc[("einx", "static")]["expected"] == "= 1/shape"
     assert s.loc[("torch_compile", "unbounded")]["expected"] == (
         "≠ 1/shape: shape 1: 0 compile(s) (none), expected 1 = 1 (rule #2 (case=* backend=torch_compile mode=*))"
@@ -170,7 +170,7 @@ def test_a_new_column_is_one_definition(monkeypatch, tmp_path):
     monkeypatch.setattr(columns, "COLUMNS", [*columns.COLUMNS, col])
     monkeypatch.setattr(report, "NAMES", [c.name for c in columns.COLUMNS])
     df = _frame()
-    rows = report.annotate(report.summarise(df), df, rules=[])
+    rows = report.annotate(report.summary(df), df, rules=[])
     assert rows.set_index("backend").loc["torch_compile", "slowest_first_call_s"] == pytest.approx(2.0)
     assert "| slowest first call |" in report.markdown(rows) and "| 2.00 s |" in report.markdown(rows)
     assert "**slowest first call**: the slowest first call" in report.markdown(rows)
@@ -182,11 +182,11 @@ def test_a_new_column_is_one_definition(monkeypatch, tmp_path):
 
 def test_host_padding_and_copies_show_as_their_own_columns_where_recorded():
     df = _frame()
-    assert "pad_s" not in report.summarise(df).columns and "| pad |" not in report.markdown(report.summarise(df))
+    assert "pad_s" not in report.summary(df).columns and "| pad |" not in report.markdown(report.summary(df))
     df = df.assign(pad_s=None, h2d_s=None, d2h_s=None)
     cached_tc = (df["backend"] == "torch_compile") & (df["novel"] == False)  # noqa: E712
     df.loc[cached_tc, ["pad_s", "h2d_s", "d2h_s"]] = [5e-6, 3e-6, 2e-6]
-    s = report.summarise(df).set_index("backend")
+    s = report.summary(df).set_index("backend")
     assert s.loc["torch_compile", "end_to_end_s"] == pytest.approx(1e-5 + 1e-5)  # the call + pad + copies
     assert s.loc["torch_compile", "pad_s"] == pytest.approx(5e-6)
     text = report.markdown(s.reset_index())

@@ -166,7 +166,7 @@ def test_ctrl_c_while_reporting_says_the_run_is_complete(sleepy, tmp_path, capsy
     def interrupted(df):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(report, "summarise", interrupted)
+    monkeypatch.setattr(report, "summary", interrupted)
     monkeypatch.setenv("DYNSHAPE_FAKE_SLEEP", "0")
     try:
         code = cli.main(["run", *SELECT, "--out", str(tmp_path), *FLAGS])

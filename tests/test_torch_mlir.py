@@ -15,11 +15,10 @@ import pytest
 
 pytest.importorskip("torch_mlir", reason="torch-mlir is not installed (the `peers` extra: make setup)")
 
-from benchmarks.scripts import lowerings  # noqa: E402
-from tests.stablehlo.cases_breadth import PROGRAMS  # noqa: E402
-from tests.stablehlo.cases_stablehlo import CASES  # noqa: E402
-
-from backends.torch_mlir_stablehlo import lower_with_torch_mlir  # noqa: E402
+from backends.torch_mlir_stablehlo import lower_with_torch_mlir
+from benchmarks.scripts import lowerings
+from tests.stablehlo.cases_breadth import PROGRAMS
+from tests.stablehlo.cases_stablehlo import CASES
 
 #: torch-mlir 20261001's wrong results, each a finding (docs/findings/2026-12-02-peers.md)
 WRONG = {

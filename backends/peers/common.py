@@ -4,7 +4,7 @@ input shape (static mode), counting each stage in the system's own entry point.
 
 Every peer exports through :func:`backends.torch_export.export` (the one place
 torch.export is called) from a sample whose dynamic dims are at least 2
-(:func:`engines.torch_export.export_sample`), so a sweep starting at size 0 or 1
+(:func:`engines.torch_export_tools.export_sample`), so a sweep starting at size 0 or 1
 does not fix that size."""
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def export_program(case, mode: str, fn, host: list[np.ndarray]):
     keep the dims dynamic."""
     import torch
 
-    from engines.torch_export import export_sample
+    from engines.torch_export_tools import export_sample
 
     from ..torch_export import export
 

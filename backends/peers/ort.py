@@ -22,7 +22,7 @@ def onnx_export(fn, host, spec):
     import torch
     from torch.export import Dim
 
-    from engines.torch_export import export_sample
+    from engines.torch_export_tools import export_sample
 
     class Program(torch.nn.Module):
         def forward(self, *xs):

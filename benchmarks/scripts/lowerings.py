@@ -149,7 +149,9 @@ def main(argv=None) -> int:
         print(f"| {r['program']} | {r.get('ours', r.get('export', '–'))} | {r.get('torch_mlir', '–')} | {both} |")
     for name in LOWERINGS:
         done = [r for r in rows if "export" not in r]
-        tally = {k: sum(1 for r in done if str(r.get(name, "")).startswith(k)) for k in ("match", "wrong", "error", "not lowered")}
+        tally = {
+            k: sum(1 for r in done if str(r.get(name, "")).startswith(k)) for k in ("match", "wrong", "error", "not lowered")
+        }
         print(f"{name}: {len(done)} exported programs: " + ", ".join(f"{v} {k}" for k, v in tally.items()))
     if args.json:
         with open(args.json, "w") as f:

@@ -112,7 +112,7 @@ def _layer_program(build, shape, axes):
     import torch
     from torch.export import Dim
 
-    from engines.torch_export import export_oblivious_retry
+    from engines.torch_export_tools import export_oblivious_retry
 
     torch.manual_seed(0)
     mod = build().eval()
@@ -127,7 +127,7 @@ def _case_program(case):
 
     from backends.base import torch_dims
     from backends.torch_export import export
-    from engines.torch_export import export_sample
+    from engines.torch_export_tools import export_sample
 
     sizes = case.sizes_for("quick")[0]
     args = [torch.from_numpy(np.array(a)) for a in case.make_inputs(sizes, 0)]

@@ -89,7 +89,9 @@ class _Rewriter:
         parts = [self.op("stablehlo.reshape", [s], self.tensor([1])) for s in scalars]
         if len(parts) == 1:
             return parts[0]
-        return self.op("stablehlo.concatenate", parts, self.tensor([len(parts)]), {"dimension": self.ir.IntegerAttr.get(self.i64, 0)})
+        return self.op(
+            "stablehlo.concatenate", parts, self.tensor([len(parts)]), {"dimension": self.ir.IntegerAttr.get(self.i64, 0)}
+        )
 
     def element(self, vec, i: int):
         """``tensor<i64>``: element ``i`` of a ``tensor<Nxi64>``."""
@@ -158,7 +160,9 @@ class _Rewriter:
                     {
                         "comparison_direction": ir.Attribute.parse(f"#stablehlo<comparison_direction {CMPI[pred]}>"),
                         # ult/ule/ugt/uge compare as unsigned: a negative size arithmetic result is then large
-                        "compare_type": ir.Attribute.parse(f"#stablehlo<comparison_type {'UNSIGNED' if pred >= 6 else 'SIGNED'}>"),
+                        "compare_type": ir.Attribute.parse(
+                            f"#stablehlo<comparison_type {'UNSIGNED' if pred >= 6 else 'SIGNED'}>"
+                        ),
                     },
                 )
                 self.map[op.result] = cmp

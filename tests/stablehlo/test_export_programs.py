@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch.export import Dim
 
 from engines.stablehlo import LoweringError, XlaExecutor, lower
-from engines.torch_export import export_oblivious_retry
+from engines.torch_export_tools import export_oblivious_retry
 
 from .cases_stablehlo import Fn
 

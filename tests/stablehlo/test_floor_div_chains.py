@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from torch.export import Dim
 
 from engines.stablehlo import XlaExecutor, lower
-from engines.torch_export import export_oblivious_retry
+from engines.torch_export_tools import export_oblivious_retry
 
 T_MAX = 160
 B_MAX = 4

@@ -12,7 +12,7 @@ import torch
 from torch.export import Dim
 
 from engines.stablehlo import LoweringError, lower
-from engines.torch_export import export_oblivious_retry
+from engines.torch_export_tools import export_oblivious_retry
 
 from .cases_stablehlo import Fn
 
