@@ -135,7 +135,7 @@ class Draw:
 
 def generate(inp, shape: tuple[int, ...], draw: Draw) -> np.ndarray:
     """The array of input ``inp`` (an :class:`~cases.model.Input`) at ``shape``, in its dtype."""
-    from .model import CaseError
+    from .errors import CaseError
 
     where = f"case {draw.case!r}: input {inp.name!r}"
     rng = draw.rng
@@ -180,7 +180,7 @@ def generate(inp, shape: tuple[int, ...], draw: Draw) -> np.ndarray:
 
 
 def _rank(inp, shape, n: int, where: str) -> None:
-    from .model import CaseError
+    from .errors import CaseError
 
     if len(shape) != n:
         raise CaseError(f"{where}: generator {inp.gen!r} makes rank-{n} arrays, shape {inp.shape} has rank {len(shape)}")

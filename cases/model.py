@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from .errors import CaseError  # noqa: F401 (re-exported: cases.model.CaseError)
+
 from engines.sizes.modes import MODES
 
 from .inputs import INDEX_LIKE
@@ -24,10 +26,6 @@ PROFILES = ("quick", "full", "zoo")
 #: what a case name may be: selectable by ``--cases`` as itself (no glob
 #: character ``*?[]``, no comma) and usable in a job id and a file name
 CASE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
-
-
-class CaseError(ValueError):
-    """A case definition or lookup is invalid; the message names the case."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -6,6 +6,10 @@ A worker that crashes, aborts, runs out of memory under its limit
 stderr in the message); the run goes on, and every record the worker streamed
 before is already on disk. An interrupted run (Ctrl-C, a killed parent) keeps
 every record written; :func:`harness.resume.resume` finishes it.
+
+It is over 500 lines: the plan (:class:`Combo`, :func:`plan`), the release axis
+of ``--versions`` (:func:`with_versions`) and the workers' lifecycle share the
+job type; moving the release axis into a module of its own is the next split.
 """
 
 from __future__ import annotations
