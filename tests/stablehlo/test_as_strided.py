@@ -30,21 +30,25 @@ PROGRAMS = {
 }
 
 
-def _export(fn):
-    n = Dim("n", min=2, max=32)
+#: a program whose size is n - 1 exports only from n = 3: torch.export specialises a size of 1
+MIN_N = {"windows": 3}
+
+
+def _export(fn, lo=2):
+    n = Dim("n", min=lo, max=32)
     return torch.export.export(Fn(lambda _, x: fn(x)), (torch.randn(5, 4),), dynamic_shapes={"xs": ({0: n},)})
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_as_strided_lowers_as_torchs_view(name):
     fn = PROGRAMS[name]
-    ep = _export(fn)
+    ep = _export(fn, MIN_N.get(name, 2))
     ops = {str(n.target) for n in ep.run_decompositions().graph.nodes}
     assert "aten.as_strided.default" in ops, ops  # the op under test survives decomposition
     for bounded in (True, False):
         text = lower(ep, bounded=bounded)
         ex = XlaExecutor()
-        for n in SIZES:
+        for n in (n for n in SIZES if n >= MIN_N.get(name, 2)):
             x = np.random.default_rng(n).standard_normal((n, 4)).astype(np.float32)
             want = fn(torch.from_numpy(x)).numpy()
             (got,) = ex.run(text, [x])
