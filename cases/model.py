@@ -15,10 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import CaseError  # noqa: F401 (re-exported: cases.model.CaseError)
-
 from engines.sizes.modes import MODES
 
+from .errors import CaseError
 from .inputs import INDEX_LIKE
 
 #: ``zoo`` runs the generated model zoo's cases (``cases/zoo*.py``) on their whole sweep, and nothing else
