@@ -121,7 +121,7 @@ def test_a_pack_rule_that_names_no_case_of_its_own_is_refused(tmp_path, on_path)
     "body,entry,message",
     [
         ("X = 1\n", None, r"module dynshape_pack_bad has no CASES"),
-        ("CASES = (1, 2)\n", None, r"gives tuple, expected a sequence of cases.Case"),
+        ("CASES = (1, 2)\n", None, r"gives int, expected a sequence of cases.Case"),
         ("def make():\n    raise RuntimeError('no data')\n", "dynshape_pack_bad:make", r"raised RuntimeError: no data"),
         ("import not_a_module_here\n", None, r"cannot load: ModuleNotFoundError"),
         ("import sys\nsys.exit(3)\n", None, r"cannot load: it called sys.exit\(3\) on import"),

@@ -159,18 +159,18 @@ def test_the_cached_phase_stops_at_repeats_or_its_time_budget(call_s, repeats, w
     clock = [0.0]
     calls = []
 
-    class B:
+    class P:  # a Program: its call and its sync
+        def __call__(self):
+            clock[0] += call_s
+            calls.append(len(calls))
+            return calls[-1]
+
         def sync(self, out):
             return out
 
-    def program():
-        clock[0] += call_s
-        calls.append(len(calls))
-        return calls[-1]
-
     monkeypatch.setattr(measure.time, "perf_counter", lambda: clock[0])
     checked = []
-    samples, every = measure._time_cached(program, B(), (), warmup=2, repeats=repeats, budget_s=0.5, check=checked.append)
+    samples, every = measure._time_cached(P(), (), warmup=2, repeats=repeats, budget_s=0.5, check=checked.append)
     number = max(1, min(1000, int(1e-3 / call_s)))
     assert len(samples) == want and samples == pytest.approx([call_s] * want)
     assert len(calls) == 2 + want * number and every == number
