@@ -147,7 +147,8 @@ def test_run_exits_1_when_a_job_ends_unexpectedly(fake_backends, monkeypatch, tm
     crasher, sleepy = fake_backends("Crasher"), fake_backends("Sleepy")
     monkeypatch.setattr(registry, "backends", lambda: {"crasher": crasher, "sleepy": sleepy})
     rules = tmp_path / "e.toml"
-    rules.write_text('[[expect]]\nbackend = "*"\nper_shape = "0"\n')
+    # a fake program's one compile lands on its first call (its Program is made in prepare)
+    rules.write_text('[[expect]]\nbackend = "*"\nper_shape = "first"\n')
     monkeypatch.setattr(expectations, "DEFAULT", rules)
     argv = ["run", "--cases", "gnn_edge_divide", "--modes", "static", "--out", str(tmp_path), "--repeats", "1", "--no-progress"]
     assert cli.main([*argv, "--backends", "sleepy"]) == cli.EXIT_OK
