@@ -98,7 +98,17 @@ def test_the_installed_wheel_lists_and_runs_a_job_outside_the_checkout(installed
 
     out = tmp_path / "out"
     run = _run(
-        installed, tmp_path, "run", "--case", "gnn_edge_divide", "--backend", "torch_eager", "--mode", "static", "--out", str(out)
+        installed,
+        tmp_path,
+        "run",
+        "--cases",
+        "gnn_edge_divide",
+        "--backends",
+        "torch_eager",
+        "--modes",
+        "static",
+        "--out",
+        str(out),
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     (records,) = out.glob("*.jsonl")
