@@ -471,8 +471,9 @@ class _Tail:
 
 
 def _looks_oom(tail) -> bool:
-    """Whether a dead worker's stderr says an allocation failed (C++ or C)."""
-    text = "\n".join(list(tail)[-20:])
+    """Whether a dead worker's stderr says an allocation failed (C++ or C): the
+    whole kept tail, since the Python traceback after an abort can run past 20 lines."""
+    text = "\n".join(tail)
     return any(s in text for s in ("std::bad_alloc", "MemoryError", "Cannot allocate memory", "out of memory"))
 
 

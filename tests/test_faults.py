@@ -57,7 +57,7 @@ def test_python_allocation_past_the_limit_is_oom(fake_backends, tmp_path):
 
 def test_native_allocation_past_the_limit_is_oom(fake_backends, tmp_path):
     got = _run(fake_backends("NativeMemoryHog"), tmp_path, max_memory=1 << 30)
-    assert [r["status"] for r in got] == ["pass", "oom"]
+    assert [r["status"] for r in got] == ["pass", "oom"], got[-1].get("message")
     assert got[1]["message"].startswith(
         "worker ran out of memory under its memory limit of 1.0 GiB (--max-memory) (signal SIGABRT) after 1 records: "
         "(no Python error); stderr: terminate called after throwing an instance of 'std::bad_alloc' | "
