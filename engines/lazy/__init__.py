@@ -28,7 +28,7 @@ from .ir import IRError, dump, verify
 from .ops import ShapeError
 from .runtime import BoundError, Guard, LazyContext, LazyFunction, jit
 from .symbolic import FinishedStep, SymBool, SymSize
-from .tensor import LazyTensor, Unsupported
+from .tensor import LazyTensor, UntraceableOp
 
 _default: LazyContext | None = None
 
@@ -68,7 +68,7 @@ __all__ = [
     "ShapeError",
     "SymBool",
     "SymSize",
-    "Unsupported",
+    "UntraceableOp",
     "default_context",
     "dump",
     "ir_dump",
