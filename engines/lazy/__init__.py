@@ -21,12 +21,13 @@ by ``StepLog.add``. ``python -m benchmarks.scripts.lazy`` measures a step.
 """
 
 from engines.sizes import Expr
+from engines.sizes.modes import BoundError
 
 from . import ops  # noqa: F401  (fills the op tables)
 from .hooks import tracing
 from .ir import IRError, dump, verify
 from .ops import ShapeError
-from .runtime import BoundError, Guard, LazyContext, LazyFunction, jit
+from .runtime import Guard, LazyContext, LazyFunction, jit
 from .symbolic import FinishedStep, SymBool, SymSize
 from .tensor import LazyTensor, UntraceableOp
 
