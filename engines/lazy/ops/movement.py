@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from engines.sizes import Expr
 
 from ..symbolic import as_expr, const
-from ..tensor import LazyTensor, Unsupported
+from ..tensor import LazyTensor, UntraceableOp
 from .registry import ShapeError, ctx_for, lazy_op, record
 from .rules import ONE, ZERO, assume_eq, hint, norm_dim, numel, promote, shape_of, size_list
 
@@ -52,7 +52,7 @@ def _infer(ctx, sizes_, total: Expr, what: str) -> list:
 def _view(name):
     def impl(x, *size):
         if len(size) == 1 and isinstance(size[0], torch.dtype):
-            raise Unsupported("lazy: view(dtype)")
+            raise UntraceableOp("lazy: view(dtype)")
         sizes_ = size_list(size)
         shape = _infer(x.ctx, sizes_, numel(x.node.shape), name)
         return record(x.ctx, name, (x, tuple(sizes_)), {}, shape, x.dtype)
