@@ -179,6 +179,8 @@ UNARY = {
             "selu",
             "celu",
             "softsign",
+            "hardswish",
+            "hardsigmoid",
         )
     },
     "contiguous": (torch.Tensor.contiguous, _SAME),
@@ -213,6 +215,8 @@ _UNARY_F = (
     "selu",
     "celu",
     "softsign",
+    "hardswish",
+    "hardsigmoid",
     "sigmoid",
     "tanh",
     "layer_norm",
