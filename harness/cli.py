@@ -662,6 +662,7 @@ def _zoo_table(args) -> int:
         return EXIT_OK
     df = results.load(results.run_files(args.paths, args.results))
     print(zoo_table.markdown(zoo_table.table(df)))
+    print("\n" + zoo_table.goals_markdown(zoo_table.goals(df)))
     if args.failures:
         print("\n" + zoo_table.failures_markdown(zoo_table.failures(df)))
     return EXIT_OK
