@@ -23,6 +23,7 @@ SAMPLES = {
     "_max_pool1d": (lambda x: F.max_pool1d(x, 2, padding=1), lambda n: (2, n), 1),
     "avg_pool1d": (lambda x: F.avg_pool1d(x, 2, ceil_mode=True, count_include_pad=False), lambda n: (2, 3, n), 1),
     "adaptive_avg_pool1d": (lambda x: F.adaptive_avg_pool1d(x, 1), lambda n: (2, 3, n), 1),
+    "unfold": (lambda x: F.unfold(x, (3, 1), padding=(1, 0)) * 2, lambda n: (2, 4, n, 1), 1),  # (ConvBERT's span conv)
     "topk": (lambda x: torch.topk(x, 2, dim=1), lambda n: (n, 5), 1),
     "sort": (lambda x: torch.sort(x, dim=0, descending=True), lambda n: (n, 3), 1),
     "argsort": (lambda x: x.argsort(dim=-1), lambda n: (3, n), 1),

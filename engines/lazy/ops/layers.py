@@ -221,3 +221,17 @@ adaptive_avg_pool1d = lazy_op("adaptive_avg_pool1d", fnames=("adaptive_avg_pool1
 adaptive_avg_pool2d = lazy_op("adaptive_avg_pool2d", fnames=("adaptive_avg_pool2d",), method=False, lowers=F.adaptive_avg_pool2d)(
     _adaptive("adaptive_avg_pool2d", 2)
 )
+
+
+@lazy_op(fnames=("unfold",), lowers={"F.unfold": F.unfold})
+def im2col(input, kernel_size, dilation=1, padding=0, stride=1):
+    """``F.unfold`` (im2col) of ``(N, C, H, W)``: ``(N, C kh kw, L)``, ``L`` the product of the
+    two window counts by the convolution formula (symbolic where the input's sizes are)."""
+    sx = shape_of(input)
+    if len(sx) != 4:
+        raise UntraceableOp(f"lazy: F.unfold of a {len(sx)}-d input (only batched 4-d)")
+    k, d = _tuple(kernel_size, 2, "kernel_size", "unfold"), _tuple(dilation, 2, "dilation", "unfold")
+    p, s = _tuple(padding, 2, "padding", "unfold"), _tuple(stride, 2, "stride", "unfold")
+    counts = [(sx[2 + i] + as_expr(2 * p[i] - d[i] * (k[i] - 1) - 1)) // as_expr(s[i]) + 1 for i in range(2)]
+    out = [sx[0], sx[1] * as_expr(k[0] * k[1]), counts[0] * counts[1]]
+    return record(input.ctx, "F.unfold", (input, k, d, p, s), {}, out, input.dtype)
