@@ -25,6 +25,13 @@ from torch.export import Dim
 
 from .cases_stablehlo import Fn  # one module wrapper for both case tables
 
+
+def _masked_put(s, x):
+    y = x.clone()
+    y[x > 0.5] = 0.0
+    return y, torch.index_put(x, (x < 0,), torch.tensor(2.0), accumulate=True)
+
+
 f32 = np.float32
 
 
@@ -244,6 +251,15 @@ def build() -> list[Program]:
             lambda n, g: [distinct(g, n, 4)],
             ({0: n1},),
             expect=["stablehlo.sort", "tensor<?x2xf32>", "tensor<?x4xi64>", "tensor<1x4xi64>"],
+        )
+    )
+    add(
+        Program(
+            "index_put_mask_one_value",  # x[mask] = v, v one value: a select (ChebConv's w[w == inf] = 0)
+            Fn(_masked_put),
+            lambda n, g: [r(g, n + 1, 3)],
+            ({0: Dim("N", min=1)},),
+            expect=["stablehlo.select", "tensor<?x3xf32>"],
         )
     )
     add(

@@ -191,6 +191,13 @@ def _index_put(ctx, node, x, indices, values, accumulate=False):
     if not tensors:
         return ctx.tensor(values, ctx.out_dtype(node), x.sym_shape)
     if any(t.dtype == "i1" for _, t in tensors):
+        (k, mask), one = tensors[0], all(isinstance(d, int) and d == 1 for d in values.sym_shape)
+        if len(tensors) == 1 and k == 0 and mask.rank == x.rank and one:
+            # ``x[mask] = v`` with one value (masked_fill by indexing: ChebConv's ``w[w == inf] = 0``):
+            # a select, whatever the number of Trues; more values than one would be data-dependent
+            dt, shape = ctx.out_dtype(node), x.sym_shape
+            x, v = ctx.convert(x, dt), ctx.tensor(values, dt, shape)
+            return ctx.select(mask, ctx.binary("stablehlo.add", x, v) if accumulate else v, x)
         raise NotImplementedError("index_put with a boolean mask has a data-dependent number of updates")
     x = ctx.convert(x, ctx.out_dtype(node))
     if len(tensors) == 1 and tensors[0][1].rank == 1:
