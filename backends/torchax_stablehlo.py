@@ -25,6 +25,8 @@ so its bounded module compiles per shape too.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .base import MODEL_COST, Counter, LeftOut, Unsupported
 from .stablehlo_base import REFINE, XLA, XLA_SCOPE, StablehloTorch, single
 from .stablehlo_xla import StablehloXlaProgram
@@ -55,30 +57,43 @@ class TorchaxProgram(StablehloXlaProgram):
     canonical_dtypes = True  # jax's x64 is off under torchax: int64 indices are i32 in @main
 
     def __init__(self, backend, case, mode):
-        #: the weights @main takes first (device arrays, staged once by the first call)
+        #: the weights @main takes first, as NumPy arrays (from the lowering) and staged on the device
+        self.host_weights: list = []
         self.weights: list = []
         super().__init__(backend, case, mode)
 
     def convert(self, arrays):
-        if self.host or self.executor is None:
+        if self.executor is None:  # the first call lowers at its shapes and stages its inputs itself
             return super().convert(arrays)
-        return self.executor.convert(arrays, canonicalize=True)
+        if self.host:  # the padded executor pads and stages every argument of @main, weights first
+            args = self.executor.convert([*self.host_weights, *arrays], canonicalize=True)
+            self.note_io("pad_s", args[0].pad_s)
+            return args
+        from engines.stablehlo.execution.executors import device_put
+
+        # @main's dtypes (int64 -> i32) for the inputs; the weights, staged once, are not in the call's arguments
+        cast = self.executor.module.cast([*self.host_weights, *arrays], canonicalize=True)
+        return device_put(cast[len(self.host_weights) :])
 
     def run(self, *args):
         if self.executor is None:
+            from engines.stablehlo.execution.executors import device_put
+
             module = self.lower(args)
             self.executor = self.executor_for(module)
-            if self.weights:
-                self.weights = list(self.executor.convert(self.weights, canonicalize=True))
-            if not self.host:  # the first call got host arrays: cast as every later call's are
-                args = tuple(self.executor.convert(list(args), canonicalize=True))
+            host = [np.asarray(a) for a in args]
+            if self.host:
+                args = tuple(self.convert(host))
+            else:  # @main's dtypes (int64 -> i32), on the device: the weights once, the inputs as convert does
+                staged = device_put(module.cast([*self.host_weights, *host], canonicalize=True))
+                self.weights, args = staged[: len(self.host_weights)], tuple(staged[len(self.host_weights) :])
         return single(self.executor(*self.weights, *args))
 
     def lower(self, args):
         from engines.stablehlo import Module
 
         module = super().lower(args)
-        names = [f"weight {i}" for i in range(len(self.weights))] + [inp.name for inp in self.case.inputs]
+        names = [f"weight {i}" for i in range(len(self.host_weights))] + [inp.name for inp in self.case.inputs]
         return Module(module.text, f"{self.case.name} ({self.mode}, torchax)", names)
 
     def export_program(self, export, sample):
@@ -106,7 +121,7 @@ class TorchaxProgram(StablehloXlaProgram):
 
     def stablehlo(self, ep) -> str:
         try:
-            text, self.weights = lower_with_torchax(ep)
+            text, self.host_weights = lower_with_torchax(ep)
         except (NotImplementedError, TypeError, ValueError, AssertionError) as e:
             # an aten op torchax has no jax function for, or a jax.export shape-polymorphism refusal
             raise Unsupported(f"torchax lowering: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
