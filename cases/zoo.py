@@ -158,16 +158,23 @@ def probe(families: list[str] | None = None, out: Path = TABLE, budget_s: float 
             entry = probe_one(module, spec)
             found[entry["name"]] = entry
             data[fam] = found  # written as it goes: an interrupted probe keeps what it found
-            out.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+            _write(out, data)
             print(
                 f"{fam} {entry['name']}: {entry.get('skipped', 'ok')} ({time.perf_counter() - t:.1f} s)",
                 file=sys.stderr,
                 flush=True,
             )
         data[fam] = found
-        out.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        _write(out, data)
     table.cache_clear()
     return data
+
+
+def _write(out: Path, data: dict) -> None:
+    """``data`` into ``out`` by a rename: a worker that reads the table mid-probe sees the old or the new file."""
+    tmp = out.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.replace(out)
 
 
 if __name__ == "__main__":

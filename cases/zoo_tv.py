@@ -80,8 +80,31 @@ SCALED: dict[str, tuple[Any, str]] = {
 }
 
 
+#: probed first: small or cheap nets of every construct (depthwise convs, channel shuffle, squeeze-
+#: excitation, inception branches, dense blocks, windowed and global attention), so that a probe cut
+#: short by its budget still samples them (alphabetical order reaches the costly families first)
+FIRST = (
+    "resnet18",
+    "mobilenet_v2",
+    "mobilenet_v3_small",
+    "shufflenet_v2_x0_5",
+    "squeezenet1_1",
+    "mnasnet0_5",
+    "regnet_x_400mf",
+    "regnet_y_400mf",
+    "googlenet",
+    "swin_t",
+    "swin_v2_t",
+    "vit_b_16",
+    "convnext_tiny",
+    "maxvit_t",
+    "efficientnet_b0",
+    "densenet121",
+)
+
+
 def candidates() -> list[dict[str, Any]]:
-    """One spec per classification builder (imports torchvision)."""
+    """One spec per classification builder, :data:`FIRST` first (imports torchvision)."""
     libs.load("torchvision")
     import torchvision.models
 
@@ -93,7 +116,8 @@ def candidates() -> list[dict[str, Any]]:
         if builder in FIXED_SIDE:
             spec["side"] = FIXED_SIDE[builder]
         out.append(spec)
-    return out
+    rank = {b: i for i, b in enumerate(FIRST)}
+    return sorted(out, key=lambda spec: rank.get(spec["builder"], len(FIRST)))
 
 
 def build(builder: str):

@@ -64,7 +64,7 @@ import warnings
 from collections.abc import Collection
 from typing import IO, Protocol
 
-from cases import FAMILIES
+from cases import FAMILIES, libs
 
 from . import zygote_warm
 
@@ -146,6 +146,8 @@ def declared(env_name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     found = [b for b in registry.backends().values() if b.env == env_name]
     preload = tuple(dict.fromkeys(m for b in found for m in b.preload))
     steps = list(dict.fromkeys(s for b in found for s in b.warmup))
+    if found:  # the model libraries' imports, for runs whose cases need them (cases.libs.PRELOAD_STEPS)
+        steps += [s for s in libs.PRELOAD_STEPS.values() if s not in steps]
     return preload, tuple(sorted(steps, key=lambda s: ":" in s))
 
 

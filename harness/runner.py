@@ -478,10 +478,16 @@ def _looks_oom(tail) -> bool:
 
 
 def preload_of(combos: Iterable[Combo]) -> dict[str, set[str]]:
-    """Per environment, the ``Backend.preload`` and ``Backend.warmup`` entries of the combos' backends."""
+    """Per environment, the ``Backend.preload`` and ``Backend.warmup`` entries of the combos' backends,
+    and the warm-up steps of the model libraries their cases need (``cases.libs.PRELOAD_STEPS``)."""
+    from cases import libs
+
     out: dict[str, set[str]] = {}
     for c in combos:
         out.setdefault(c.env_name, set()).update(c.backend.preload, c.backend.warmup)
+        out[c.env_name].update(
+            libs.PRELOAD_STEPS[name] for name in getattr(c.case, "libraries", ()) if name in libs.PRELOAD_STEPS
+        )
     return out
 
 

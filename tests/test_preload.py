@@ -22,9 +22,10 @@ CASE = "gnn_edge_divide"
 
 
 def test_selection_keeps_the_catalogue_order_and_takes_only_what_is_wanted():
+    libraries = tuple(libs.PRELOAD_STEPS.values())  # the model libraries' imports, last
     assert forkserver.declared("main") == (
         ("jax", "jax.numpy"),
-        ("torch._dynamo", "torch.export._trace", "backends.torch_compile:warm_inductor"),
+        ("torch._dynamo", "torch.export._trace", "backends.torch_compile:warm_inductor", *libraries),
     )
     full_modules, full_steps = forkserver.selection("main")
     assert full_modules == (*forkserver.PRELOAD["main"], *forkserver.declared("main")[0])
@@ -41,7 +42,23 @@ def test_selection_keeps_the_catalogue_order_and_takes_only_what_is_wanted():
         "torch._dynamo",
         "torch.export._trace",
         "backends.torch_compile",
+        "cases.libs",
     )
+
+
+def test_a_run_of_model_cases_preloads_their_libraries_once():
+    """The zygote of a run whose cases need transformers imports it (a warm-up step), not each job;
+    a run of a case without libraries asks for none."""
+    from harness import registry
+    from harness.runner import Combo, preload_of
+
+    eager = registry.backends()["torch_eager"]
+    wanted = preload_of([Combo(cases.get("model_gpt2"), eager, "unbounded")])["main"]
+    assert libs.PRELOAD_STEPS["transformers"] in wanted
+    plain = preload_of([Combo(cases.get("gnn_edge_divide"), eager, "unbounded")])["main"]
+    assert not plain & set(libs.PRELOAD_STEPS.values())
+    modules, steps = forkserver.selection("main", wanted)
+    assert libs.PRELOAD_STEPS["transformers"] in steps
 
 
 def test_what_a_registered_backend_declares_is_its_zygotes_to_run(monkeypatch):
@@ -58,11 +75,13 @@ def test_what_a_registered_backend_declares_is_its_zygotes_to_run(monkeypatch):
     monkeypatch.setattr(registry, "backends", lambda: found)
     preload, steps = forkserver.declared("main")
     assert preload[-1] == "csv" and preload.count("jax") == 1
-    assert steps[-2:] == ("backends.torch_compile:warm_inductor", "newcomer_pkg:warm") and "decimal" in steps
+    own = tuple(s for s in steps if s not in libs.PRELOAD_STEPS.values())
+    assert own[-2:] == ("backends.torch_compile:warm_inductor", "newcomer_pkg:warm") and "decimal" in steps
     assert {"csv", "decimal", "newcomer_pkg"} <= set(forkserver.catalogue("main"))
-    # the xla env's zygote runs only what its own backends declare (torchax_stablehlo's), not main's
-    xla_preload, _ = forkserver.declared("xla")
+    # the xla env's zygote runs only what its own backends declare (torchax_stablehlo's) and the model libraries
+    xla_preload, xla_steps = forkserver.declared("xla")
     assert set(xla_preload) == {"jax", "jax.numpy", "torchax", "torchax.export"} and "csv" not in xla_preload
+    assert set(xla_steps) == {"torch._dynamo", "torch.export._trace", *libs.PRELOAD_STEPS.values()}
 
 
 def test_a_zygote_that_preloads_more_serves_a_job_that_wants_less_and_replaces_one_that_preloads_less(monkeypatch):

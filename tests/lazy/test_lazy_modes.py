@@ -193,7 +193,7 @@ def test_unsupported_ops_say_why():
     with pytest.raises(L.Unsupported, match="not supported"):
         torch.unique(x)  # (boolean masks and nonzero are supported: tests/lazy/test_lazy_models.py)
     with pytest.raises(L.Unsupported, match="ceil_mode"):
-        torch.nn.functional.max_pool2d(L.tensor(torch.randn(1, 1, 5, 5)), 2, ceil_mode=True)
+        torch.nn.functional.max_pool2d(L.tensor(torch.randn(1, 1, 5, 5)), 2, stride=3, ceil_mode=True)
 
 
 def test_harness_backend_on_catalogue():

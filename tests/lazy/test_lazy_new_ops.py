@@ -1,5 +1,5 @@
 """The ops added for real models, generated from the op registry: every op the modules
-``ops.order``, ``ops.datadep`` and the pooling part of ``ops.layers`` register has a sample
+``ops.order``, ``ops.datadep`` and ``ops.layers`` register has a sample
 program here (a test fails when one is added without), and each sample runs over three sizes
 in unbounded mode equal to torch eager, with its exact compile count."""
 
@@ -10,8 +10,19 @@ import torch.nn.functional as F
 import engines.lazy as L
 from engines.lazy.ops import F_OPS, OPS, datadep, layers, order
 
+_W1, _W2 = torch.randn(6, 2, 3), torch.randn(4, 1, 3, 3)  # a grouped conv1d's and a depthwise conv2d's weights
+_B6, _C4 = torch.randn(6), torch.randn(4)
 #: registered name -> (program, input shape at size n, compiles over the sweep)
 SAMPLES = {
+    "conv1d": (lambda x: F.conv1d(x, _W1, _B6, stride=2, padding=1, groups=2), lambda n: (2, 4, n + 3), 1),
+    "conv2d": (lambda x: F.conv2d(x, _W2, None, stride=(1, 2), padding=1, groups=4), lambda n: (2, 4, n, n + 1), 1),
+    "group_norm": (lambda x: F.group_norm(x, 2, _C4, _C4), lambda n: (2, 4, n), 1),
+    "instance_norm": (lambda x: F.instance_norm(x, weight=_C4, bias=_C4), lambda n: (n, 4, 5), 1),
+    "batch_norm": (lambda x: F.batch_norm(x, _C4, _C4.abs(), _C4, _C4), lambda n: (n, 4, 3), 1),
+    "max_pool1d": (lambda x: F.max_pool1d(x, 3, stride=2, ceil_mode=True), lambda n: (2, 3, n + 2), 1),
+    "_max_pool1d": (lambda x: F.max_pool1d(x, 2, padding=1), lambda n: (2, n), 1),
+    "avg_pool1d": (lambda x: F.avg_pool1d(x, 2, ceil_mode=True, count_include_pad=False), lambda n: (2, 3, n), 1),
+    "adaptive_avg_pool1d": (lambda x: F.adaptive_avg_pool1d(x, 1), lambda n: (2, 3, n), 1),
     "topk": (lambda x: torch.topk(x, 2, dim=1), lambda n: (n, 5), 1),
     "sort": (lambda x: torch.sort(x, dim=0, descending=True), lambda n: (n, 3), 1),
     "argsort": (lambda x: x.argsort(dim=-1), lambda n: (3, n), 1),
@@ -25,7 +36,6 @@ SAMPLES = {
     "argwhere": (lambda x: (torch.argwhere(x > 0) + 1) * x.shape[0], lambda n: (n,), 2),
     "masked_select": (lambda x: torch.masked_select(x, x > 0.5) * 3, lambda n: (n, 2), 2),
 }
-_POOLING = ("max_pool2d", "_max_pool2d", "avg_pool2d", "adaptive_avg_pool2d")
 
 
 def _registered() -> set:
@@ -33,7 +43,7 @@ def _registered() -> set:
     for table in (OPS, F_OPS):
         for name, fn in table.items():
             mod = getattr(fn, "__module__", "")
-            if mod in (order.__name__, datadep.__name__) or (mod == layers.__name__ and name in _POOLING):
+            if mod in (order.__name__, datadep.__name__, layers.__name__):
                 out.add(name)
     return out
 
@@ -110,3 +120,26 @@ def test_inplace_into_a_concrete_tensor_with_lazy_operands(mode):
             torch.testing.assert_close(got, want)
     # static: the graph up to the write per shape, the rest (over the 5 written values) once
     assert f.ctx.compiles() == (3 + 1 if mode == "static" else 2)
+
+
+@pytest.mark.parametrize("pool", ["max", "avg"])
+def test_ceil_mode_pools_keep_sizes_symbolic_where_no_window_starts_in_the_padding(pool):
+    """Every (kernel, stride, padding) of a small grid: where padding + stride fits the window
+    the rounded-up size is symbolic (one compile, equal to eager at every size); past it refused."""
+    fn = F.max_pool2d if pool == "max" else F.avg_pool2d
+    for k in (2, 3):
+        for s in (1, 2, 3):
+            for p in range(k // 2 + 1):
+
+                def program(x, k=k, s=s, p=p):
+                    return fn(x, k, stride=s, padding=p, ceil_mode=True)
+
+                f = L.jit(program)
+                if p + s > k:
+                    with pytest.raises(L.Unsupported, match="ceil_mode"):
+                        f(torch.randn(1, 2, 7, 7))
+                    continue
+                for n in range(k + 1, k + 9):
+                    x = torch.randn(1, 2, n, n + 1)
+                    torch.testing.assert_close(f(x), program(x))
+                assert f.ctx.compiles() == 1, (k, s, p)

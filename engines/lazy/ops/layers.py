@@ -1,4 +1,4 @@
-"""Layer ops: conv2d (sizes by the convolution formula, symbolic where the input's
+"""Layer ops: conv1d/conv2d (sizes by the convolution formula, symbolic where the input's
 are) and batch_norm in eval mode (shape-preserving)."""
 
 from __future__ import annotations
@@ -11,44 +11,102 @@ from .registry import ShapeError, ctx_for, lazy_op, record
 from .rules import assume_eq, promote, shape_of
 
 
-def _pair(v, what: str) -> tuple:
-    t = tuple(v) if isinstance(v, (list, tuple)) else (v, v)
-    if len(t) != 2:
-        raise ShapeError(f"conv2d: {what} {v!r} is not an int or a pair")
+def _tuple(v, n: int, what: str, op: str = "conv") -> tuple:
+    """``v`` (an int or an ``n``-sequence) as an ``n``-tuple."""
+    t = tuple(v) if isinstance(v, (list, tuple)) else (v,) * n
+    if len(t) != n:
+        raise ShapeError(f"{op}: {what} {v!r} is not an int or a {n}-tuple")
     return t
 
 
-@lazy_op("conv2d", fnames=("conv2d",), method=False, lowers=F.conv2d)
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """``(N, C, H, W) * (O, C/groups, kh, kw) -> (N, O, H', W')`` with
-    ``H' = (H + 2p - d (kh - 1) - 1) // s + 1`` (``padding='same'`` keeps ``H``)."""
+def _pair(v, what: str) -> tuple:
+    return _tuple(v, 2, what, "conv2d")
+
+
+def _conv(name: str, nd: int):
+    def impl(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+        ctx = ctx_for(input, weight, bias)
+        sx, sw = shape_of(input), shape_of(weight)
+        if len(sx) != nd + 2 or len(sw) != nd + 2:
+            raise Unsupported(f"lazy: {name} of a {len(sx)}-d input with a {len(sw)}-d weight (only batched {nd + 2}-d)")
+        assume_eq(ctx, sx[1], sw[1] * groups, f"{name} channels")
+        stride, dilation = _tuple(stride, nd, "stride", name), _tuple(dilation, nd, "dilation", name)
+        if isinstance(padding, str):
+            if padding not in ("same", "valid"):
+                raise ShapeError(f"{name}: padding {padding!r} is not 'same', 'valid' or ints")
+            if padding == "same" and stride != (1,) * nd:
+                raise ShapeError(f"{name}: padding='same' needs stride 1")
+            spatial = (
+                list(sx[2:])
+                if padding == "same"
+                else [(sx[2 + i] - as_expr(dilation[i]) * (sw[2 + i] - 1) - 1) // as_expr(stride[i]) + 1 for i in range(nd)]
+            )
+        else:
+            pad = _tuple(padding, nd, "padding", name)
+            spatial = [
+                (sx[2 + i] + 2 * as_expr(pad[i]) - as_expr(dilation[i]) * (sw[2 + i] - 1) - 1) // as_expr(stride[i]) + 1
+                for i in range(nd)
+            ]
+        if bias is not None:
+            assume_eq(ctx, shape_of(bias)[0], sw[0], f"{name} bias")
+        return record(
+            ctx,
+            name,
+            (input, weight, bias, stride, padding, dilation, groups),
+            {},
+            [sx[0], sw[0], *spatial],
+            promote(input, weight),
+        )
+
+    impl.__name__ = name
+    impl.__doc__ = (
+        f"``(N, C, *S) * (O, C/groups, *k) -> (N, O, *S')`` over {nd} spatial dim(s), "
+        "``S' = (S + 2p - d (k - 1) - 1) // s + 1`` (``padding='same'`` keeps ``S``)."
+    )
+    return impl
+
+
+conv1d = lazy_op("conv1d", fnames=("conv1d",), method=False, lowers=F.conv1d)(_conv("conv1d", 1))
+conv2d = lazy_op("conv2d", fnames=("conv2d",), method=False, lowers=F.conv2d)(_conv("conv2d", 2))
+
+
+@lazy_op("group_norm", fnames=("group_norm",), method=False, lowers={"F.group_norm": F.group_norm})
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Group norm over ``num_groups`` groups of dim 1 (shape-preserving; the channels must divide)."""
     ctx = ctx_for(input, weight, bias)
-    sx, sw = shape_of(input), shape_of(weight)
-    if len(sx) != 4 or len(sw) != 4:
-        raise Unsupported(f"lazy: conv2d of a {len(sx)}-d input with a {len(sw)}-d weight (only batched 4-d)")
-    assume_eq(ctx, sx[1], sw[1] * groups, "conv2d channels")
-    stride, dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
-    if isinstance(padding, str):
-        if padding not in ("same", "valid"):
-            raise ShapeError(f"conv2d: padding {padding!r} is not 'same', 'valid' or ints")
-        if padding == "same" and stride != (1, 1):
-            raise ShapeError("conv2d: padding='same' needs stride 1")
-        spatial = list(sx[2:]) if padding == "same" else [sx[2 + i] - as_expr(dilation[i]) * (sw[2 + i] - 1) for i in range(2)]
-    else:
-        pad = _pair(padding, "padding")
-        spatial = [
-            (sx[2 + i] + 2 * as_expr(pad[i]) - as_expr(dilation[i]) * (sw[2 + i] - 1) - 1) // as_expr(stride[i]) + 1
-            for i in range(2)
-        ]
-    if bias is not None:
-        assume_eq(ctx, shape_of(bias)[0], sw[0], "conv2d bias")
+    sx = shape_of(input)
+    if len(sx) < 2:
+        raise ShapeError(f"group_norm: input of rank {len(sx)}, expected (N, C, ...)")
+    c = sx[1]
+    # the groups split the channels: a symbolic C holds a divisibility guard (one key for all sizes that divide)
+    assume_eq(ctx, c % as_expr(num_groups), as_expr(0), f"group_norm ({num_groups} groups divide the channels)")
+    for what, t in (("weight", weight), ("bias", bias)):
+        if t is not None:
+            assume_eq(ctx, shape_of(t)[0], c, f"group_norm {what}")
+    args = (input, num_groups, weight, bias, eps)
+    return record(ctx, "F.group_norm", args, {}, sx, promote(input, *(t for t in (weight, bias) if t is not None)))
+
+
+@lazy_op(fnames=("instance_norm",), lowers={"F.instance_norm": F.instance_norm})
+def instance_norm(
+    input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True, momentum=0.1, eps=1e-5
+):
+    """Instance norm with the input's statistics (shape-preserving); running statistics
+    updated in place (``use_input_stats`` with running buffers) are refused as batch_norm's are."""
+    if use_input_stats and running_mean is not None:
+        raise Unsupported("lazy: instance_norm updating running stats in place")
+    ctx = ctx_for(input, running_mean, running_var, weight, bias)
+    sx = shape_of(input)
+    if len(sx) < 3:
+        raise ShapeError(f"instance_norm: input of rank {len(sx)}, expected (N, C, ...)")
+    ts = (running_mean, running_var, weight, bias)
     return record(
         ctx,
-        "conv2d",
-        (input, weight, bias, stride, padding, dilation, groups),
+        "F.instance_norm",
+        (input, *ts, use_input_stats, momentum, eps),
         {},
-        [sx[0], sw[0], *spatial],
-        promote(input, weight),
+        sx,
+        promote(input, *(t for t in ts if t is not None)),
     )
 
 
@@ -79,53 +137,87 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 # ---------------------------------------------------------------------------
 # pooling: sizes by the window formula (floor mode), symbolic where the input's are
 # ---------------------------------------------------------------------------
-def _window_sizes(name, sx, kernel_size, stride, padding, dilation, ceil_mode) -> list:
-    """``H' = (H + 2p - d (k - 1) - 1) // s + 1`` per spatial dim (the last two of ``sx``)."""
-    if ceil_mode:
-        # ceil mode drops a last window that starts in the padding: a min over sizes we would guard per size
-        raise Unsupported(f"lazy: {name} with ceil_mode=True")
-    k = _pair(kernel_size, "kernel_size")
-    s = k if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else _pair(stride, "stride")
-    p, d = _pair(padding, "padding"), _pair(dilation, "dilation")
-    return [(sx[-2 + i] + 2 * as_expr(p[i]) - as_expr(d[i]) * (k[i] - 1) - 1) // as_expr(s[i]) + 1 for i in range(2)]
+def _window_sizes(name, sx, nd, kernel_size, stride, padding, dilation, ceil_mode) -> list:
+    """``S' = (S + 2p - d (k - 1) - 1) // s + 1`` per spatial dim (the last ``nd`` of ``sx``);
+    with ``ceil_mode`` the division rounds up, where no window can start in the padding."""
+    k = _tuple(kernel_size, nd, "kernel_size", name)
+    s = k if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else _tuple(stride, nd, "stride", name)
+    p, d = _tuple(padding, nd, "padding", name), _tuple(dilation, nd, "dilation", name)
+    out = []
+    for i in range(nd):
+        span = sx[-nd + i] + 2 * as_expr(p[i]) - as_expr(d[i] * (k[i] - 1) + 1)
+        if not ceil_mode:
+            out.append(span // as_expr(s[i]) + 1)
+        elif p[i] + s[i] <= d[i] * (k[i] - 1) + 1:
+            # torch drops a last window that would start in the right padding; with p + s <= the window's
+            # extent none can, for every size: the rounded-up quotient holds symbolically
+            out.append((span + as_expr(s[i] - 1)) // as_expr(s[i]) + 1)
+        else:
+            raise Unsupported(f"lazy: {name} with ceil_mode=True and padding + stride past the window (a min per size)")
+    return out
 
 
-def _pool_input(name, input):
+def _pool_input(name, input, nd: int = 2):
     sx = shape_of(input)
-    if len(sx) not in (3, 4):
-        raise ShapeError(f"{name}: input of rank {len(sx)}, expected (N, C, H, W) or (C, H, W)")
+    if len(sx) not in (nd + 1, nd + 2):
+        raise ShapeError(f"{name}: input of rank {len(sx)}, expected {nd + 2}-d (batched) or {nd + 1}-d")
     return sx
 
 
-@lazy_op("max_pool2d", fnames=("max_pool2d", "_max_pool2d"), method=False, lowers=F.max_pool2d)
-def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    """Max pooling over the last two dims (indices refused: a second output)."""
-    if return_indices:
-        raise Unsupported("lazy: max_pool2d with return_indices=True")
-    sx = _pool_input("max_pool2d", input)
-    out = list(sx[:-2]) + _window_sizes("max_pool2d", sx, kernel_size, stride, padding, dilation, ceil_mode)
-    return record(input.ctx, "max_pool2d", (input, kernel_size, stride, padding, dilation), {}, out, input.dtype)
+def _max_pool(name: str, nd: int):
+    def impl(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+        if return_indices:
+            raise Unsupported(f"lazy: {name} with return_indices=True")
+        sx = _pool_input(name, input, nd)
+        out = list(sx[:-nd]) + _window_sizes(name, sx, nd, kernel_size, stride, padding, dilation, ceil_mode)
+        args = (input, kernel_size, stride, padding, dilation, ceil_mode)
+        return record(input.ctx, name, args, {}, out, input.dtype)
+
+    impl.__name__ = name
+    impl.__doc__ = f"Max pooling over the last {nd} dim(s) (indices refused: a second output)."
+    return impl
 
 
-@lazy_op("avg_pool2d", fnames=("avg_pool2d",), method=False, lowers=F.avg_pool2d)
-def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
-    """Average pooling over the last two dims."""
-    sx = _pool_input("avg_pool2d", input)
-    out = list(sx[:-2]) + _window_sizes("avg_pool2d", sx, kernel_size, stride, padding, 1, ceil_mode)
-    return record(
-        input.ctx,
-        "avg_pool2d",
-        (input, kernel_size, stride, padding, False, count_include_pad, divisor_override),
-        {},
-        out,
-        input.dtype,
-    )
+def _avg_pool(name: str, nd: int):
+    def impl(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
+        sx = _pool_input(name, input, nd)
+        out = list(sx[:-nd]) + _window_sizes(name, sx, nd, kernel_size, stride, padding, 1, ceil_mode)
+        args = (input, kernel_size, stride, padding, ceil_mode, count_include_pad)
+        if nd == 2:
+            args += (divisor_override,)  # (avg_pool1d has none)
+        return record(input.ctx, name, args, {}, out, input.dtype)
+
+    impl.__name__ = name
+    impl.__doc__ = f"Average pooling over the last {nd} dim(s)."
+    return impl
 
 
-@lazy_op("adaptive_avg_pool2d", fnames=("adaptive_avg_pool2d",), method=False, lowers=F.adaptive_avg_pool2d)
-def adaptive_avg_pool2d(input, output_size):
-    """Average pooling to ``output_size`` (an int, a pair, ``None`` keeping the input's size)."""
-    sx = _pool_input("adaptive_avg_pool2d", input)
-    o = _pair(output_size, "output_size")
-    spatial = [sx[-2 + i] if o[i] is None else as_expr(o[i]) for i in range(2)]
-    return record(input.ctx, "adaptive_avg_pool2d", (input, tuple(o)), {}, list(sx[:-2]) + spatial, input.dtype)
+def _adaptive(name: str, nd: int):
+    def impl(input, output_size, *rest):
+        if rest and rest[0]:
+            raise Unsupported(f"lazy: {name} with return_indices=True")
+        sx = _pool_input(name, input, nd)
+        o = _tuple(output_size, nd, "output_size", name)
+        spatial = [sx[-nd + i] if o[i] is None else as_expr(o[i]) for i in range(nd)]
+        return record(input.ctx, name, (input, o if nd > 1 else o[0]), {}, list(sx[:-nd]) + spatial, input.dtype)
+
+    impl.__name__ = name
+    impl.__doc__ = f"Pooling over the last {nd} dim(s) to ``output_size`` (an int or an {nd}-tuple, ``None`` keeping a size)."
+    return impl
+
+
+# fnames: torch.nn.functional's public names and the private ones its wrappers call (boolean_dispatch)
+max_pool1d = lazy_op("max_pool1d", fnames=("max_pool1d", "_max_pool1d"), method=False, lowers=F.max_pool1d)(
+    _max_pool("max_pool1d", 1)
+)
+max_pool2d = lazy_op("max_pool2d", fnames=("max_pool2d", "_max_pool2d"), method=False, lowers=F.max_pool2d)(
+    _max_pool("max_pool2d", 2)
+)
+avg_pool1d = lazy_op("avg_pool1d", fnames=("avg_pool1d",), method=False, lowers=F.avg_pool1d)(_avg_pool("avg_pool1d", 1))
+avg_pool2d = lazy_op("avg_pool2d", fnames=("avg_pool2d",), method=False, lowers=F.avg_pool2d)(_avg_pool("avg_pool2d", 2))
+adaptive_avg_pool1d = lazy_op("adaptive_avg_pool1d", fnames=("adaptive_avg_pool1d",), method=False, lowers=F.adaptive_avg_pool1d)(
+    _adaptive("adaptive_avg_pool1d", 1)
+)
+adaptive_avg_pool2d = lazy_op("adaptive_avg_pool2d", fnames=("adaptive_avg_pool2d",), method=False, lowers=F.adaptive_avg_pool2d)(
+    _adaptive("adaptive_avg_pool2d", 2)
+)
