@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from engines.sizes.modes import MODES  # noqa: F401 (re-exported: the modes a backend may offer)
+from engines.sizes.modes import MODES, BoundError  # noqa: F401 (re-exported: the modes a backend may offer, the bound error)
 from engines.torch_export_tools import EXPORT_MIN, export_range  # noqa: F401 (re-exported: where an exported dim starts)
 
 FORMS = ("einx", "torch", "jax")
@@ -53,10 +53,6 @@ SOURCES = {
     "instrumented": "our count of calls into the system's compile entry point",
     "ours": "our own cache (a reference implementation or our executor)",
 }
-
-
-class BoundError(ValueError):
-    """An input size above the bound a bounded program was built for."""
 
 
 def check_bounds(case, mode: str, arrays: Sequence[Any]) -> None:

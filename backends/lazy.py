@@ -37,7 +37,7 @@ class LazyProgram(TorchArrays, Program):
         bounds = [{ax: d.max for ax, d in a.items() if d.max is not None} for a in axes]
         #: the lazy function (its ``guard_log``: the sizes the program forced)
         self.fn = lazy.LazyFunction(case.torch_fn(), mode, dims, bounds, ctx=backend.context(self))
-        self.refused = lazy.Unsupported  # bound once: no import in the timed call
+        self.refused = lazy.UntraceableOp  # bound once: no import in the timed call
 
     def run(self, *args):
         try:

@@ -34,6 +34,7 @@ backend's static program).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -138,6 +139,18 @@ class Live:
         self.shape, self.target, self.padded = shape, target, padded
 
 
+def _static_program(name: str):
+    """A :class:`PaddedProgram` method that is the static program's method ``name``."""
+
+    call = operator.methodcaller(name)
+
+    def method(self):
+        return call(self.static)
+
+    method.__name__, method.__qualname__ = name, f"PaddedProgram.{name}"
+    return method
+
+
 class PaddedProgram(Program):
     """The static program of a job run in a padded mode: ``convert`` pads on the
     host (timed as ``pad_s``) and converts as the static program does, the call
@@ -182,29 +195,14 @@ class PaddedProgram(Program):
         return out
 
     # the static program's ledger is the job's
-    def reset_counters(self):
-        self.static.reset_counters()
-
-    def compile_stats(self):
-        return self.static.compile_stats()
-
-    def compile_times(self):
-        return self.static.compile_times()
-
-    def compile_reasons(self):
-        return self.static.compile_reasons()
-
-    def work_stats(self):
-        return self.static.work_stats()
-
-    def work_times(self):
-        return self.static.work_times()
-
-    def guards(self):
-        return self.static.guards()
-
-    def call_breakdown(self):
-        return self.static.call_breakdown()
+    reset_counters = _static_program("reset_counters")
+    compile_stats = _static_program("compile_stats")
+    compile_times = _static_program("compile_times")
+    compile_reasons = _static_program("compile_reasons")
+    work_stats = _static_program("work_stats")
+    work_times = _static_program("work_times")
+    guards = _static_program("guards")
+    call_breakdown = _static_program("call_breakdown")
 
 
 class HostPadding:

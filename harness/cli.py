@@ -403,7 +403,7 @@ def _list(args) -> int:
 
 
 def _run(args) -> int:
-    from . import check, report, resume, runner
+    from . import check, releases, report, resume, runner
 
     if args.resume:
         chosen = [
@@ -433,7 +433,7 @@ def _run(args) -> int:
             from backends import envs
 
             try:
-                combos = runner.with_versions(combos, envs.parse_versions(args.versions))
+                combos = releases.with_versions(combos, envs.parse_versions(args.versions))
             except envs.EnvError as e:
                 print(f"dynshape: {e}", file=sys.stderr)
                 return EXIT_USAGE
@@ -662,6 +662,7 @@ def _zoo_table(args) -> int:
         return EXIT_OK
     df = results.load(results.run_files(args.paths, args.results))
     print(zoo_table.markdown(zoo_table.table(df)))
+    print("\n" + zoo_table.goals_markdown(zoo_table.goals(df)))
     if args.failures:
         print("\n" + zoo_table.failures_markdown(zoo_table.failures(df)))
     return EXIT_OK

@@ -106,27 +106,42 @@ def run(job: dict, backend, emit: Callable[[dict], None]) -> None:
     """Measure ``job`` (keys: case, mode, profile, repeats, warmup; the runner
     fills them, with its defaults; ``novel_only``: stop after the novel phase) on ``backend``,
     calling ``emit(fields)`` once per measured call (and once for a job that
-    cannot start)."""
+    cannot start): ``prepare``, then the novel phase, then the cached phase."""
     case = cases.get(job["case"], checked=False)  # the runner checked every oracle when it planned the job
-    mode = job["mode"]
-    base = {"case": case.name, "backend": backend.name, "mode": mode}
+    made = _prepare(case, job["mode"], backend, emit)
+    if made is None:
+        return
+    program, base, meter = made
+    runnable = _novel_phase(case, job, program, base, meter, emit)
+    if job.get("novel_only"):  # a repeat of the novel phase (``harness run --processes``)
+        return
+    _cached_phase(case, job, program, runnable, meter, emit)
 
+
+def _prepare(case, mode: str, backend, emit) -> tuple | None:
+    """``(program, the job's base fields with prepare_s, its meter)``; None when ``prepare``
+    raised (the job's one record emitted)."""
+    base = {"case": case.name, "backend": backend.name, "mode": mode}
     t0 = time.perf_counter()
     try:
         program = backend.prepare(case, mode)
     except Unsupported as e:
         emit(dict(base, **_Meter.unmade(backend, case, mode), status="unsupported", ok=None, message=str(e)))
-        return
+        return None
     except MemoryError:
         raise  # the worker reports it as ``oom``: the process may not recover
     except Exception as e:
         fields = _Meter.unmade(backend, case, mode)
         emit(dict(base, **fields, status="error", ok=False, message=f"prepare failed: {_error(e)}"))
-        return
+        return None
     base["prepare_s"] = time.perf_counter() - t0
-    meter = _Meter(program, since_made=True)
+    return program, base, _Meter(program, since_made=True)
 
-    tol = case.tol()
+
+def _novel_phase(case, job: dict, program: Program, base: dict, meter: _Meter, emit) -> list:
+    """Each shape of the profile's sweep once, new to the process (one record each); returns
+    ``(inputs, expected, record fields)`` of the shapes that passed, for the cached phase."""
+    mode, tol = job["mode"], case.tol()
     runnable = []
     for index, sizes in enumerate(case.sizes_for(job["profile"])):
         inputs = case.make_inputs(sizes, seed=index)
@@ -166,9 +181,12 @@ def run(job: dict, backend, emit: Callable[[dict], None]) -> None:
         )
         if verdict.ok:
             runnable.append((inputs, expected, dict(shape, novel=False)))
+    return runnable
 
-    if job.get("novel_only"):  # a repeat of the novel phase (``harness run --processes``)
-        return
+
+def _cached_phase(case, job: dict, program: Program, runnable: list, meter: _Meter, emit) -> None:
+    """Each shape that passed its novel call again, warmed up and sampled (one record each)."""
+    tol = case.tol()
     for inputs, expected, shape in runnable:
         verdicts: list = []
 
@@ -187,36 +205,39 @@ def run(job: dict, backend, emit: Callable[[dict], None]) -> None:
         except Exception as e:
             emit(dict(shape, **meter.take(), status="error", ok=False, message=f"cached call failed: {_error(e)}"))
             continue
-        fields = meter.take()
-        med = statistics.median(samples)
-        q = statistics.quantiles(samples, n=4) if len(samples) > 1 else [med, med, med]
-        recompiles = sum(fields["compile_delta"].values())
-        if not verdict.ok:
-            status, message = "mismatch", f"cached call: {verdict.message}"
-        elif recompiles:
-            status = "recompiled"
-            why = "; ".join(fields["compile_reasons"] or ["the system gave no reason"])
-            message = f"{recompiles} compile(s) in the cached phase of a shape seen before ({why})"
-        else:
-            status, message = "pass", None
-        emit(
-            dict(
-                shape,
-                **fields,
-                **_io_fields(io, med),
-                latency_s=med,
-                cached_latency_s=med,
-                cached_iqr_s=q[2] - q[0],
-                cached_repeats=len(samples),
-                cached_samples_s=samples,
-                cached_check_every=every,
-                max_abs_err=verdict.max_abs_err,
-                max_rel_err=verdict.max_rel_err,
-                ok=status == "pass",
-                status=status,
-                message=message,
-            )
-        )
+        emit(_cached_record(shape, meter.take(), samples, every, verdict, io))
+
+
+def _cached_record(shape: dict, fields: dict, samples: list, every: int, verdict, io: dict) -> dict:
+    """A cached record: the samples' median and IQR, and its status (a wrong output: ``mismatch``;
+    a compile in the phase: ``recompiled``)."""
+    med = statistics.median(samples)
+    q = statistics.quantiles(samples, n=4) if len(samples) > 1 else [med, med, med]
+    recompiles = sum(fields["compile_delta"].values())
+    if not verdict.ok:
+        status, message = "mismatch", f"cached call: {verdict.message}"
+    elif recompiles:
+        status = "recompiled"
+        why = "; ".join(fields["compile_reasons"] or ["the system gave no reason"])
+        message = f"{recompiles} compile(s) in the cached phase of a shape seen before ({why})"
+    else:
+        status, message = "pass", None
+    return dict(
+        shape,
+        **fields,
+        **_io_fields(io, med),
+        latency_s=med,
+        cached_latency_s=med,
+        cached_iqr_s=q[2] - q[0],
+        cached_repeats=len(samples),
+        cached_samples_s=samples,
+        cached_check_every=every,
+        max_abs_err=verdict.max_abs_err,
+        max_rel_err=verdict.max_rel_err,
+        ok=status == "pass",
+        status=status,
+        message=message,
+    )
 
 
 def _convert(program: Program, inputs) -> tuple[list, dict]:

@@ -5,11 +5,9 @@ A worker that crashes, aborts, runs out of memory under its limit
 ``crashed`` / ``oom`` / ``timeout`` (the signal and the last lines of its
 stderr in the message); the run goes on, and every record the worker streamed
 before is already on disk. An interrupted run (Ctrl-C, a killed parent) keeps
-every record written; :func:`harness.resume.resume` finishes it.
-
-It is over 500 lines: the plan (:class:`Combo`, :func:`plan`), the release axis
-of ``--versions`` (:func:`with_versions`) and the workers' lifecycle share the
-job type; moving the release axis into a module of its own is the next split.
+every record written; :func:`harness.resume.resume` finishes it. The release
+axis of ``--versions`` (a job per release of a backend's system) is
+:mod:`harness.releases`.
 """
 
 from __future__ import annotations
@@ -36,7 +34,7 @@ import cases
 from backends import envs
 from backends.base import MODES, Backend
 
-from . import forkserver, job_env, limits, meta, progress, registry, results
+from . import forkserver, job_env, limits, meta, progress, registry, releases, results
 
 DEFAULT_REPEATS = 7
 DEFAULT_WARMUP = 2
@@ -57,7 +55,7 @@ class Combo:
     #: why the run's profile leaves this job out (``harness.profiles``), or ``None``
     left_out: str | None = None
     #: the environment of a release of the backend's system to run in instead of
-    #: ``backend.env`` (``harness run --versions``: :func:`with_versions`), or ``None``
+    #: ``backend.env`` (``harness run --versions``: :func:`harness.releases.with_versions`), or ``None``
     env: str | None = None
 
     @property
@@ -80,20 +78,10 @@ class Combo:
         opt_in = self.backend.opt_in
         if opt_in and not self.named:
             return "skipped", f"{self.backend.name} is opt-in ({opt_in}): name it with --backends"
-        ok, why = self.backend.available() if self.env is None else self.release_available()
+        ok, why = self.backend.available() if self.env is None else releases.available(self.backend, self.env)
         if not ok:
             return "skipped", why
         return self.case_libraries_missing()
-
-    def release_available(self) -> tuple[bool, str]:
-        """Whether the release environment ``env`` has the backend's ``requires``
-        and the release its entry declares (``backends.envs.version_mismatch``)."""
-        assert self.env is not None
-        ok, why = envs.modules_available(self.env, tuple(self.backend.requires))
-        if not ok:
-            return False, why
-        why = envs.version_mismatch(self.env)
-        return not why, why
 
     def case_libraries_missing(self) -> tuple[str, str] | None:
         """``("skipped", why)`` when the case's model libraries (``ModelCase.libraries``)
@@ -146,20 +134,6 @@ def plan(
         for m in modes
         if m in catalogue[c].modes
     ]
-
-
-def with_versions(combos: Iterable[Combo], versions: dict[str, list[str]]) -> list[Combo]:
-    """Each combo of a backend of a system in ``versions`` (``{system: [release
-    environment, ...]}``, :func:`backends.envs.parse_versions`) once per release,
-    in that release's environment; the others as they are. A backend's system is
-    :func:`backends.envs.system_of` its ``env`` and ``requires``: jax if it needs
-    jax (the stablehlo executors too, which also need torch, and so skip where a
-    jax release has none), else torch; torch_xla's backends keep their own env."""
-    out = []
-    for c in combos:
-        system = envs.system_of(c.backend.env, tuple(c.backend.requires))
-        out += [dataclasses.replace(c, env=e) for e in versions[system]] if system in versions else [c]
-    return out
 
 
 class Runner:
@@ -224,9 +198,7 @@ class Runner:
         the ``KeyboardInterrupt`` propagates; every record written stays.
         """
         combos = list(combos)
-        total = sum(0 if c.skip_reason() else (1 + self.processes) * len(c.case.sizes_for(self.profile)) for c in combos) + sum(
-            1 for c in combos if c.skip_reason()
-        )
+        total = sum(1 if c.skip_reason() else (1 + self.processes) * len(c.case.sizes_for(self.profile)) for c in combos)
         self.write_plan(combos)
         if self.zygote_preload is None:
             self.zygote_preload = preload_of(combos)

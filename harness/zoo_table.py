@@ -153,6 +153,78 @@ def table(df, baseline: str = "torch_eager"):
     return frame
 
 
+#: the issue's goals: (path, mode, the denominator's path and mode, what the denominator is)
+GOALS = (
+    ("stablehlo_xla", "bounded", "torch_export", "bounded", "exported by torch.export with dynamic dims"),
+    ("lazy", "unbounded", "torch_eager", "unbounded", "run by torch eager"),
+)
+
+
+def goals(df) -> list[dict[str, Any]]:
+    """Per reference path of :data:`GOALS`: of the architectures its denominator path carried
+    (torch.export exported them: not stopped at capture; torch eager ran them oracle-equal),
+    how many the path held -- StableHLO: oracle-equal with no stage compiled more than once;
+    lazy: oracle-equal with no recompile per novel size -- the share, the ones it did not hold
+    with their stage, and the wrong results or run-time errors of modules it built itself."""
+    js = jobs(df)
+    by = {(j["case"], j["backend"], j["mode"]): j for j in js}
+    out = []
+    for path, mode, base, base_mode, what in GOALS:
+        carried = sorted(
+            j["case"]
+            for j in js
+            if (j["backend"], j["mode"]) == (base, base_mode)
+            and j["status"] != "skipped"
+            and (j["stage"] is None or (base == "torch_export" and j["stage"] not in ("export", "idle")))
+        )
+        held, missed, wrong = [], {}, []
+        for case in carried:
+            j = by.get((case, path, mode))
+            if j is None:
+                missed[case] = "not run"
+                continue
+            once = (
+                j["max_stage"] <= 1 if path == "stablehlo_xla" else not (j["shapes"] >= 2 and j["compiled_shapes"] == j["shapes"])
+            )
+            if j["stage"] is None and once:
+                held.append(case)
+            else:
+                missed[case] = j["stage"] or ("recompiled per size" if path == "lazy" else f"{j['max_stage']} compiles")
+            if j["stage"] in ("oracle", "run"):
+                wrong.append(case)
+        out.append(
+            {
+                "path": path,
+                "mode": mode,
+                "of": what,
+                "carried": len(carried),
+                "held": len(held),
+                "share": len(held) / len(carried) if carried else None,
+                "missed": missed,
+                "wrong_or_run_error": wrong,
+            }
+        )
+    return out
+
+
+def goals_markdown(rows: list[dict[str, Any]]) -> str:
+    """:func:`goals` as Markdown: one line per path, then what it missed by stage."""
+    lines = ["| path | mode | of the architectures | held | share | mismatches or run-time errors |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        share = f"{r['share']:.0%}" if r["share"] is not None else "-"
+        lines.append(
+            f"| {r['path']} | {r['mode']} | {r['carried']} {r['of']} | {r['held']} | {share} | {len(r['wrong_or_run_error'])} |"
+        )
+    for r in rows:
+        if r["missed"]:
+            by_stage: dict[str, list[str]] = {}
+            for case, stage in sorted(r["missed"].items()):
+                by_stage.setdefault(stage, []).append(case)
+            parts = "; ".join(f"{stage}: {', '.join(cs)}" for stage, cs in sorted(by_stage.items()))
+            lines.append(f"\n{r['path']} {r['mode']} did not hold: {parts}")
+    return "\n".join(lines)
+
+
 def failures(df) -> list[dict[str, Any]]:
     """The zoo's failure classes: per (backend, mode, stage) and message class (the first
     line with numbers and quoted names blanked), the count and the cases."""

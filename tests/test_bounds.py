@@ -67,3 +67,25 @@ def test_the_harness_records_a_shape_above_its_bound_as_an_error(fake_backends, 
     assert [(r["status"], r["message"]) for r in got] == [
         ("error", "BoundError: gnn_edge_divide: input 'd' dim 'e' (axis 0) is 2049, above its bound 2048 (bounded mode)")
     ]
+
+
+def test_one_bound_error_class_in_the_tree():
+    """The harness's check, the padding backends and the lazy engine raise one ``BoundError``
+    (a caller catches it once, whoever raised it)."""
+    import pathlib
+
+    import torch
+
+    import engines.lazy
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    defined = [
+        p.relative_to(root).as_posix()
+        for d in ("backends", "engines", "harness", "cases")
+        for p in (root / d).rglob("*.py")
+        if re.search(r"^class BoundError\b", p.read_text(), re.M)
+    ]
+    assert defined == ["engines/sizes/modes.py"]
+    assert engines.lazy.BoundError is BoundError
+    with pytest.raises(BoundError, match="past the bound 4"):
+        engines.lazy.jit(lambda x: x + 1, mode="bounded", dims=[{0: "n"}], bounds=[{0: 4}])(torch.zeros(5))

@@ -57,7 +57,7 @@ def test_a_run_of_model_cases_preloads_their_libraries_once():
     assert libs.PRELOAD_STEPS["transformers"] in wanted
     plain = preload_of([Combo(cases.get("gnn_edge_divide"), eager, "unbounded")])["main"]
     assert not plain & set(libs.PRELOAD_STEPS.values())
-    modules, steps = forkserver.selection("main", wanted)
+    _, steps = forkserver.selection("main", wanted)
     assert libs.PRELOAD_STEPS["transformers"] in steps
 
 

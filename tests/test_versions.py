@@ -11,7 +11,7 @@ from synthetic import frame, job
 
 import cases
 from backends import envs
-from harness import check, cli, compare, html_report, meta, registry, report, results, resume, runner
+from harness import check, cli, compare, html_report, meta, registry, releases, report, results, resume, runner
 
 #: the planted grid: per release environment, its system's version
 GRID = {"torch-2.9.1": ("torch", "2.9.1+cu128"), "torch-2.13.0": ("torch", "2.13.0+cpu")}
@@ -64,14 +64,14 @@ def test_a_backend_belongs_to_the_system_it_needs():
 
 def test_with_versions_plans_one_job_per_release_and_the_plan_keeps_it(tmp_path):
     combos = runner.plan("gnn_edge_divide", "torch_export,jax_jit", "unbounded")
-    got = runner.with_versions(combos, envs.parse_versions(["torch=2.9.1,2.13.0", "jax=0.10.2,0.12.0.1"]))
+    got = releases.with_versions(combos, envs.parse_versions(["torch=2.9.1,2.13.0", "jax=0.10.2,0.12.0.1"]))
     assert [c.id for c in got] == [
         "gnn_edge_divide[torch_export-unbounded@torch-2.9.1]",
         "gnn_edge_divide[torch_export-unbounded@torch-2.13.0]",
         "gnn_edge_divide[jax_jit-unbounded@jax-0.10.2]",
         "gnn_edge_divide[jax_jit-unbounded@jax-0.12.0.1]",
     ]
-    only_jax = runner.with_versions(combos, envs.parse_versions(["jax=0.10.2"]))
+    only_jax = releases.with_versions(combos, envs.parse_versions(["jax=0.10.2"]))
     assert [(c.backend.name, c.env) for c in only_jax] == [("torch_export", None), ("jax_jit", "jax-0.10.2")]
     r = runner.Runner(tmp_path, run_id="p", progress=False)
     plan = json.loads(r.write_plan(got).read_text())

@@ -89,3 +89,42 @@ def test_zoo_table_command_prints_markdown(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "| stablehlo_xla | bounded | 5 | 4 | 3 | 2 | 1 | 1 | 0 | 2.00x | 2.00x |" in out
     assert "| stablehlo_xla | bounded | lowering | 1 |" in out
+
+
+def _goal_records(**change) -> list[dict]:
+    """torch.export bounded exports a, b, c (d stops at capture); stablehlo_xla holds a, compiles b
+    per size and gives c a wrong result; torch eager runs a, b; lazy recompiles b per size."""
+    jobs = {
+        "ex_a": synthetic.job("zoo_a", "torch_export", "bounded", [0.1] * 3, [0.01] * 3, [1, 1, 1]),
+        "ex_b": synthetic.job("zoo_b", "torch_export", "bounded", [0.1] * 3, [0.01] * 3, [1, 1, 1]),
+        "ex_c": synthetic.job("zoo_c", "torch_export", "bounded", [0.1] * 3, [0.01] * 3, [1, 1, 1], status="mismatch"),
+        "ex_d": _failed("zoo_d", "torch_export", "bounded", "unsupported", "torch.export could not keep zoo_d's dims dynamic"),
+        "sh_a": synthetic.job("zoo_a", "stablehlo_xla", "bounded", [0.1] * 3, [0.01] * 3, [2, 2, 2], stages=ONCE),
+        "sh_b": synthetic.job("zoo_b", "stablehlo_xla", "bounded", [0.1] * 3, [0.01] * 3, [2, 4, 6], stages={"xla": 3}),
+        "sh_c": synthetic.job(
+            "zoo_c", "stablehlo_xla", "bounded", [0.1] * 3, [0.01] * 3, [2, 2, 2], status="mismatch", stages=ONCE
+        ),
+        "eg_a": synthetic.job("zoo_a", "torch_eager", "unbounded", [0.01] * 3, [0.001] * 3, [0, 0, 0]),
+        "eg_b": synthetic.job("zoo_b", "torch_eager", "unbounded", [0.01] * 3, [0.001] * 3, [0, 0, 0]),
+        "lz_a": synthetic.job("zoo_a", "lazy", "unbounded", [0.02] * 3, [0.004] * 3, [2, 3, 3]),  # two graphs, once
+        "lz_b": synthetic.job("zoo_b", "lazy", "unbounded", [0.02] * 3, [0.004] * 3, [1, 2, 3]),  # a trace per size
+    }
+    jobs.update(change)
+    return [r for job in jobs.values() for r in job]
+
+
+def test_goals_count_each_path_against_what_its_baseline_carried():
+    got = {g["path"]: g for g in zoo_table.goals(synthetic.frame(_goal_records()))}
+    shlo, lazy = got["stablehlo_xla"], got["lazy"]
+    assert (shlo["carried"], shlo["held"]) == (3, 1)  # d never exported: not in the denominator
+    assert shlo["wrong_or_run_error"] == ["zoo_c"] and shlo["missed"]["zoo_b"] == "3 compiles"
+    assert (lazy["carried"], lazy["held"]) == (2, 1)  # a's second graph is not a per-size recompile
+    assert lazy["missed"] == {"zoo_b": "recompiled per size"}
+
+
+def test_a_planted_fix_moves_the_goal():
+    fixed = synthetic.job("zoo_b", "lazy", "unbounded", [0.02] * 3, [0.004] * 3, [1, 1, 1])
+    lazy = {g["path"]: g for g in zoo_table.goals(synthetic.frame(_goal_records(lz_b=fixed)))}["lazy"]
+    assert (lazy["held"], lazy["share"]) == (2, 1.0)
+    text = zoo_table.goals_markdown(zoo_table.goals(synthetic.frame(_goal_records())))
+    assert "| lazy | unbounded | 2 run by torch eager | 1 | 50% | 0 |" in text

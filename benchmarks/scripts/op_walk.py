@@ -1,4 +1,9 @@
-"""Which ATen ops the models and layers use that the StableHLO lowering lacks: a generated walk.
+"""Which ops the models and layers use that a reference path lacks: a generated walk.
+
+``--path stablehlo`` (the default): ATen ops, after the lowering's decompositions, that the
+StableHLO lowering has no rule for. ``--path lazy``: torch functions and tensor methods,
+recorded by a ``TorchFunctionMode`` around one eager call of each program, that the lazy
+path neither defines on its tensor nor resolves in its op registry (:func:`lazy_covers`).
 
 Each catalogue case matching ``--cases`` (default ``model_*,zoo_*``: the real models and,
 where ``cases/zoo.json`` is probed, the zoo) and each layer of :data:`LAYERS` (torch.nn's
@@ -9,9 +14,11 @@ the size-oblivious retry) and decomposed as the lowering decomposes it; every
 
     python -m benchmarks.scripts.op_walk                      # the table: op, lowered?, used by
     python -m benchmarks.scripts.op_walk --write tests/stablehlo/walk_ops.txt   # regenerate the pin
+    python -m benchmarks.scripts.op_walk --path lazy --write tests/lazy/walk_ops.txt
 
 The written list (one ``op<TAB>lowered|missing<TAB>users`` line each) is what
-``tests/stablehlo/test_op_walk.py`` checks: an op marked lowered that loses its lowering fails it.
+``tests/stablehlo/test_op_walk.py`` and ``tests/lazy/test_op_walk.py`` check: an op marked lowered
+(or covered) that loses its lowering (or lazy implementation) fails them.
 Export failures are listed with their reason, not dropped.
 """
 
@@ -136,18 +143,24 @@ def _case_program(case):
     return export(case.torch_fn(), sample, tuple(torch_dims(case, "bounded")), case.name, oblivious_retry=True)
 
 
+def _cases(case_globs: list[str]) -> list:
+    """``(name, case)`` of the catalogue's torch-form cases matching ``case_globs`` whose libraries load."""
+    if not case_globs:
+        return []
+    import cases
+
+    return [
+        (c.name, c)
+        for c in cases.catalogue(checked=False)
+        if "torch" in c.forms and any(fnmatch.fnmatch(c.name, g) for g in case_globs) and c.unavailable() is None
+    ]
+
+
 def walk(case_globs: list[str], layers: bool = True, log=print) -> tuple[dict[str, set[str]], dict[str, str]]:
     """``({op: users}, {program: why it did not export})`` over the matching cases and the layers."""
     users: dict[str, set[str]] = {}
     failed: dict[str, str] = {}
-    programs: list[tuple[str, Callable]] = []
-    if case_globs:
-        import cases
-
-        for c in cases.catalogue(checked=False):
-            if "torch" in c.forms and any(fnmatch.fnmatch(c.name, g) for g in case_globs):
-                if c.unavailable() is None:
-                    programs.append((c.name, lambda c=c: _case_program(c)))
+    programs: list[tuple[str, Callable]] = [(n, lambda c=c: _case_program(c)) for n, c in _cases(case_globs)]
     if layers:
         programs += [(f"nn.{k}", lambda v=v: _layer_program(*v)) for k, v in _layers().items()]
     for name, make in programs:
@@ -163,6 +176,118 @@ def walk(case_globs: list[str], layers: bool = True, log=print) -> tuple[dict[st
     return users, failed
 
 
+def function_name(func) -> str:
+    """A torch function's walk name: ``F.gelu``, ``Tensor.view``, ``Tensor.shape`` (an attribute), ``torch.cat``."""
+    name = getattr(func, "__name__", str(func))
+    owner = getattr(func, "__self__", None)
+    if name in ("__get__", "__set__") and owner is not None:  # a tensor attribute's getter or setter
+        return f"Tensor.{getattr(owner, '__name__', '?')}" + ("=" if name == "__set__" else "")
+    import torch
+    import torch.nn.functional as F
+
+    qual = getattr(func, "__qualname__", "")
+    if qual.startswith(("TensorBase.", "Tensor.")):
+        return "Tensor." + name
+    if getattr(F, name, None) is func:  # (some are torch._C._nn's, re-exported by torch.nn.functional)
+        return "F." + name
+    if getattr(torch, name, None) is func:
+        return "torch." + name
+    return f"{getattr(func, '__module__', '?')}:{name}"  # e.g. torch.functional's, torch.linalg's
+
+
+def resolve_name(name: str):
+    """The torch function of a walk name (:func:`function_name`'s inverse)."""
+    import torch
+    import torch.nn.functional as F
+
+    if ":" in name:
+        import importlib
+
+        module, _, attr = name.partition(":")
+        return getattr(importlib.import_module(module), attr)
+    space, _, attr = name.partition(".")
+    if space == "Tensor":
+        if attr.endswith("="):
+            return getattr(torch.Tensor, attr[:-1]).__set__
+        got = getattr(torch.Tensor, attr)
+        return got.__get__ if not callable(got) else got
+    return getattr(F if space == "F" else torch, attr)
+
+
+def lazy_covers(func) -> bool:
+    """Whether the lazy path traces ``func`` on a lazy tensor: a method or attribute its
+    tensor class defines, or a function its op registry resolves (``tensor._resolve``)."""
+    from engines.lazy.hooks import _CREATION
+    from engines.lazy.tensor import LazyTensor, UntraceableOp, _resolve
+
+    name = function_name(func)
+    if name in {f"torch.{n}" for n in _CREATION}:  # factories: routed by the step's hooks when a size is symbolic
+        return True
+    if name.startswith("Tensor."):
+        attr = name[len("Tensor.") :].rstrip("=")
+        if attr in LazyTensor.__dict__:
+            return True
+    try:
+        _resolve(func)
+    except UntraceableOp:
+        return False
+    return True
+
+
+def functions_of(program, args) -> set[str]:
+    """The walk names of every torch function one eager call of ``program(*args)`` meets (on
+    any tensor: also those a lazy step applies to constants only, so the list over-approximates)."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    seen: set[str] = set()
+
+    class Record(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            seen.add(function_name(func))
+            return func(*args, **(kwargs or {}))
+
+    with torch.no_grad(), Record():
+        program(*args)
+    return seen
+
+
+def _case_call(case):
+    import torch
+
+    sizes = case.sizes_for("quick")[0]
+    return case.torch_fn(), [torch.from_numpy(np.array(a)) for a in case.make_inputs(sizes, 0)]
+
+
+def _layer_call(build, shape, axes):
+    import torch
+
+    torch.manual_seed(0)
+    mod = build().eval()
+    x = torch.randint(0, 10, shape) if isinstance(mod, torch.nn.Embedding) else torch.randn(*shape)
+    return mod, [x]
+
+
+def walk_lazy(case_globs: list[str], layers: bool = True, log=print) -> tuple[dict[str, set[str]], dict[str, str]]:
+    """``({function: users}, {program: why it did not run})``: :func:`walk` for the lazy path."""
+    users: dict[str, set[str]] = {}
+    failed: dict[str, str] = {}
+    programs: list[tuple[str, Callable]] = [(n, lambda c=c: _case_call(c)) for n, c in _cases(case_globs)]
+    if layers:
+        programs += [(f"nn.{k}", lambda v=v: _layer_call(*v)) for k, v in _layers().items()]
+    for name, make in programs:
+        try:
+            fns = functions_of(*make())
+        except Exception as e:  # the table names it
+            failed[name] = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200] if str(e).strip() else ''}"
+            log(f"{name}: did not run ({failed[name]})", file=sys.stderr)
+            continue
+        for fn in fns:
+            users.setdefault(fn, set()).add(name)
+        log(f"{name}: {len(fns)} functions", file=sys.stderr)
+    return users, failed
+
+
 def lowered_ops() -> set[str]:
     from engines.stablehlo.lowering.registry import LOWERINGS
 
@@ -173,21 +298,28 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", default="model_*,zoo_*", help="comma-separated globs of catalogue cases ('' for none)")
     ap.add_argument("--no-layers", action="store_true", help="leave out the torch.nn layer walk")
+    ap.add_argument("--path", choices=("stablehlo", "lazy"), default="stablehlo", help="the reference path to walk")
     ap.add_argument("--write", help="write the op list (op, lowered|missing, users) to this file")
     a = ap.parse_args(argv)
-    users, failed = walk([g for g in a.cases.split(",") if g], layers=not a.no_layers)
-    have = lowered_ops()
+    globs = [g for g in a.cases.split(",") if g]
+    if a.path == "lazy":
+        users, failed = walk_lazy(globs, layers=not a.no_layers)
+        have = {fn for fn in users if lazy_covers(resolve_name(fn))}
+    else:
+        users, failed = walk(globs, layers=not a.no_layers)
+        have = lowered_ops()
     rows = sorted(users, key=lambda op: (op in have, -len(users[op]), op))
-    print("| op | lowered | programs using it |\n|---|---|---|")
+    print(f"| op | {'lowered' if a.path == 'stablehlo' else 'lazy'} | programs using it |\n|---|---|---|")
     for op in rows:
         u = sorted(users[op])
         print(f"| `{op}` | {'yes' if op in have else '**no**'} | {len(u)}: {', '.join(u[:6])}{' …' if len(u) > 6 else ''} |")
     for name, why in sorted(failed.items()):
-        print(f"\nnot exported: {name}: {why}", end="")
+        print(f"\nnot {'exported' if a.path == 'stablehlo' else 'run'}: {name}: {why}", end="")
     print()
     if a.write:
         lines = [f"{op}\t{'lowered' if op in have else 'missing'}\t{','.join(sorted(users[op]))}" for op in sorted(users)]
-        head = "# generated by `python -m benchmarks.scripts.op_walk --write " + a.write + "`: op, lowered|missing, users\n"
+        flag = " --path lazy" if a.path == "lazy" else ""
+        head = f"# generated by `python -m benchmarks.scripts.op_walk{flag} --write {a.write}`: op, lowered|missing, users\n"
         with open(a.write, "w", encoding="utf-8") as f:
             f.write(head + "\n".join(lines) + "\n")
     return 0

@@ -21,14 +21,15 @@ by ``StepLog.add``. ``python -m benchmarks.scripts.lazy`` measures a step.
 """
 
 from engines.sizes import Expr
+from engines.sizes.modes import BoundError
 
 from . import ops  # noqa: F401  (fills the op tables)
 from .hooks import tracing
 from .ir import IRError, dump, verify
 from .ops import ShapeError
-from .runtime import BoundError, Guard, LazyContext, LazyFunction, jit
+from .runtime import Guard, LazyContext, LazyFunction, jit
 from .symbolic import FinishedStep, SymBool, SymSize
-from .tensor import LazyTensor, Unsupported
+from .tensor import LazyTensor, UntraceableOp
 
 _default: LazyContext | None = None
 
@@ -68,7 +69,7 @@ __all__ = [
     "ShapeError",
     "SymBool",
     "SymSize",
-    "Unsupported",
+    "UntraceableOp",
     "default_context",
     "dump",
     "ir_dump",

@@ -35,7 +35,6 @@ SIZE_LOWER = {
     "min": torch.sym_min,
 }
 _REPR = (torch.dtype, float)  # keyed by repr (a module attribute lookup on torch is slow)
-PIPELINE = ("canonicalise", "materialise_sizes", "lower_fx", "codegen")
 
 
 # ---------------------------------------------------------------------------

@@ -20,7 +20,7 @@ import weakref
 import torch
 
 from engines.sizes import Expr
-from engines.sizes.modes import MODES
+from engines.sizes.modes import MODES, BoundError
 
 from . import passes
 from .hooks import paused, trace_step
@@ -70,10 +70,6 @@ def axes_key(dims):
     if isinstance(dims, dict):
         return tuple(dims.items())
     return tuple([(d, None) for d in dims])
-
-
-class BoundError(ValueError):
-    """An input size exceeds the bound the graph was compiled for."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -356,6 +356,22 @@ class SymSize:
     def __hash__(self) -> int:
         return hash(self.expr)
 
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        """A size handed to a torch function (``torch.div(seq_len, w, rounding_mode="floor")``,
+        LED's and Longformer's window counts): a floor or trunc division of non-negative sizes
+        by a positive divisor stays symbolic; anything else reads the sizes (guards) and runs."""
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        if name in ("div", "divide", "floor_divide") and len(args) == 2:
+            mode = kwargs.get("rounding_mode", "floor" if name == "floor_divide" else None)
+            a, b = args
+            plain = all(isinstance(v, SymSize) or (type(v) is int and v >= 0) for v in (a, b))
+            if mode in ("floor", "trunc") and plain and (isinstance(b, SymSize) or b > 0):
+                return a // b  # (sizes are >= 0: trunc is floor)
+        concrete = [int(v) if isinstance(v, SymSize) else v for v in args]
+        return func(*concrete, **{k: int(v) if isinstance(v, SymSize) else v for k, v in kwargs.items()})
+
     def __int__(self) -> int:
         if UNPATCHED[0]:  # (maybe torch's argument parser, which a tracing() function would have spared)
             raise NeedsSizedMethods(self)

@@ -54,7 +54,7 @@ OPERATORS = {
 }
 
 
-class Unsupported(NotImplementedError):
+class UntraceableOp(NotImplementedError):
     """The lazy path cannot trace this op (the message says which and why)."""
 
 
@@ -144,11 +144,11 @@ class LazyTensor(torch.Tensor):
     # -- autograd: not traced ---------------------------------------------
     def requires_grad_(self, requires_grad: bool = True) -> LazyTensor:
         if requires_grad:
-            raise Unsupported("lazy: autograd (requires_grad_) is not supported: the lazy path records forward ops only")
+            raise UntraceableOp("lazy: autograd (requires_grad_) is not supported: the lazy path records forward ops only")
         return self
 
     def backward(self, *args, **kwargs):
-        raise Unsupported("lazy: autograd (backward) is not supported: the lazy path records forward ops only")
+        raise UntraceableOp("lazy: autograd (backward) is not supported: the lazy path records forward ops only")
 
     # -- materialisation -----------------------------------------------
     def sync(self) -> LazyTensor:
@@ -237,11 +237,11 @@ DISPATCHED = [0]
 
 
 def _resolve(func) -> tuple:
-    """The implementation of the torch function ``func`` (``Unsupported`` naming it when there is none)."""
+    """The implementation of the torch function ``func`` (``UntraceableOp`` naming it when there is none)."""
     name = getattr(func, "__name__", str(func))
     if name in ("__get__", "__set__"):  # a torch.Tensor attribute this class does not define
         attr = getattr(getattr(func, "__self__", None), "__name__", "?")
-        raise Unsupported(f"lazy: tensor attribute {attr!r} is not supported by the lazy path")
+        raise UntraceableOp(f"lazy: tensor attribute {attr!r} is not supported by the lazy path")
     if getattr(func, "__module__", None) == "torch.nn.functional" and name in F_OPS:
         return F_OPS[name], False
     impl = OPS.get(name)
@@ -250,7 +250,7 @@ def _resolve(func) -> tuple:
     if name in OPERATORS:
         op, swap = OPERATORS[name]
         return OPS[op], swap
-    raise Unsupported(f"lazy: torch function {name!r} is not supported by the lazy path")
+    raise UntraceableOp(f"lazy: torch function {name!r} is not supported by the lazy path")
 
 
 def _operator(op: str, swap: bool):

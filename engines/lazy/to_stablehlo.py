@@ -25,7 +25,7 @@ is taken on the host, and the rest is a second module whose count is a size
 variable (bounded by the operand's elements in bounded mode): two modules for
 every count, a host step between them.
 
-Ops the path cannot express raise :class:`Unsupported` naming the op: the lazy
+Ops the path cannot express raise :class:`UntraceableOp` naming the op: the lazy
 path's own refusals (random ops, autograd) and any aten op the StableHLO
 lowering lacks.
 """
@@ -42,7 +42,7 @@ from engines.torch_export_tools import EXPORT_MIN
 from . import passes
 from .ir import Graph
 from .symbolic import var_of
-from .tensor import Unsupported
+from .tensor import UntraceableOp
 
 
 def dynamic_shapes(g: Graph, bounded: bool, minima: dict | None = None) -> tuple:
@@ -62,7 +62,7 @@ def dynamic_shapes(g: Graph, bounded: bool, minima: dict | None = None) -> tuple
                 continue
             name = var_of(e)
             if name is None:
-                raise Unsupported(f"lazy_stablehlo: input dim {axis} is the size expression {g.fmt_expr(e)}")
+                raise UntraceableOp(f"lazy_stablehlo: input dim {axis} is the size expression {g.fmt_expr(e)}")
             if name not in made:
                 v = g.vars[name]
                 kwargs = {"min": max(EXPORT_MIN, (minima or {}).get(v.name, 0))}
@@ -99,7 +99,7 @@ def export(g: Graph, gm: torch.fx.GraphModule, bounded: bool, minima: dict | Non
             )
         )
     except torch._dynamo.exc.UserError as e:  # a constraint violation: the program fixes a size
-        raise Unsupported(
+        raise UntraceableOp(
             f"lazy_stablehlo: torch.export could not keep the graph's sizes symbolic: {str(e).splitlines()[0]}"
         ) from e
 
@@ -137,7 +137,7 @@ class StablehloCompiler:
         try:
             text = lower(ep, bounded=self.mode == "bounded")
         except LoweringError as e:
-            raise Unsupported(f"lazy_stablehlo: {e}") from e
+            raise UntraceableOp(f"lazy_stablehlo: {e}") from e
         shapes = ", ".join(str(tuple(n.data.shape)) for n in g.inputs)
         module = Module(text, f"{self.label} ({self.mode}) #{len(self.modules)}")
         dt = self.lowering_s = time.perf_counter() - t0

@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 
 from ..symbolic import as_expr, is_size, var_of
-from ..tensor import OPS, Unsupported
+from ..tensor import OPS, UntraceableOp
 from .registry import ctx_for, lazy_op, record
 from .rules import ZERO, clamp, size_list
 
@@ -19,7 +19,7 @@ def _create(name, default_fill=None):
         for k in _DROP:
             kwargs.pop(k, None)
         if kwargs:
-            raise Unsupported(f"lazy: {name} with {sorted(kwargs)}")
+            raise UntraceableOp(f"lazy: {name} with {sorted(kwargs)}")
         if name == "full":
             (size, fill_value) = (size[0], size[1]) if len(size) == 2 else (size[0], fill_value)
             size = (size,)
@@ -96,10 +96,10 @@ def lazy_arange(*args, dtype=None, **kwargs):
     start, end, step = kwargs.pop("start", start), kwargs.pop("end", end), kwargs.pop("step", step)
     ctx = ctx_for(start, end, step)
     if not all(is_size(v) for v in (start, end, step)):
-        raise Unsupported("lazy: arange with float bounds and symbolic sizes")
+        raise UntraceableOp("lazy: arange with float bounds and symbolic sizes")
     st = as_expr(step)
     if not (st.is_const and st.value > 0):
-        raise Unsupported("lazy: arange with a non-constant or negative step")
+        raise UntraceableOp("lazy: arange with a non-constant or negative step")
     span = as_expr(end) - as_expr(start)
     if not (as_expr(start) == ZERO and var_of(span) is not None):  # arange(n) of a size n: n >= 0, no guard
         span = clamp(ctx, span, ZERO, span)

@@ -8,7 +8,7 @@ import operator
 import torch
 import torch.nn.functional as F
 
-from ..tensor import LazyTensor, Unsupported
+from ..tensor import LazyTensor, UntraceableOp
 from .registry import ctx_for, lazy_op, record
 from .rules import broadcast, float_of, int_sum_dtype, is_tensor, promote, shape_of
 
@@ -94,7 +94,7 @@ def _binary(name):
                 dt = float_of(dt)
         if not is_tensor(a):  # reflected: ``2 - x`` runs as operator.sub(2, x)
             if kwargs:
-                raise Unsupported(f"lazy: {name} with a scalar first operand and {kwargs}")
+                raise UntraceableOp(f"lazy: {name} with a scalar first operand and {kwargs}")
             return record(ctx, "py_" + name, (a, b), {}, shape, dt)
         return record(ctx, name, (a, b), kwargs, shape, dt)
 
@@ -110,7 +110,7 @@ for _n, _aliases in BINARY.items():
 @lazy_op("where", lowers=torch.where)
 def where(cond, a=None, b=None):
     if a is None:
-        raise Unsupported("lazy: torch.where(cond) has a data-dependent output size")
+        raise UntraceableOp("lazy: torch.where(cond) has a data-dependent output size")
     ctx = ctx_for(cond, a, b)
     shape = broadcast(ctx, *(shape_of(x) for x in (cond, a, b) if is_tensor(x)))
     return record(ctx, "where", (cond, a, b), {}, shape, promote(*(x for x in (a, b))))
@@ -179,6 +179,8 @@ UNARY = {
             "selu",
             "celu",
             "softsign",
+            "hardswish",
+            "hardsigmoid",
         )
     },
     "contiguous": (torch.Tensor.contiguous, _SAME),
@@ -213,6 +215,8 @@ _UNARY_F = (
     "selu",
     "celu",
     "softsign",
+    "hardswish",
+    "hardsigmoid",
     "sigmoid",
     "tanh",
     "layer_norm",
@@ -226,7 +230,7 @@ def _unary(name, rule, opname=None):
         ctx = ctx_for(x)
         if name == "dropout" and (kwargs.get("training", args[1] if len(args) > 1 else True)):
             if kwargs.get("p", args[0] if args else 0.5) != 0:
-                raise Unsupported("lazy: dropout in training mode is random")
+                raise UntraceableOp("lazy: dropout in training mode is random")
         dt = x.dtype
         if rule == _FLOAT:
             dt = float_of(dt)
@@ -252,7 +256,7 @@ for _n, (_t, _r) in UNARY.items():
 def _softmax(name):
     def impl(x, dim=None, _stacklevel=3, dtype=None):
         if dim is None:
-            raise Unsupported(f"lazy: {name} without dim")
+            raise UntraceableOp(f"lazy: {name} without dim")
         kwargs = {} if dtype is None else {"dtype": dtype}
         return record(x.ctx, name, (x, dim), kwargs, x.node.shape, dtype or x.dtype)
 
@@ -274,7 +278,7 @@ def to(x, *args, **kwargs):
         if isinstance(a, torch.dtype):
             dtype = a
         elif isinstance(a, (str, torch.device)) and str(a) != "cpu" and not str(a).startswith("cpu"):
-            raise Unsupported(f"lazy: .to({a!r}): only the CPU device runs the lazy path")
+            raise UntraceableOp(f"lazy: .to({a!r}): only the CPU device runs the lazy path")
         elif is_tensor(a):
             dtype = a.dtype
     if dtype is None:

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from engines.sizes import Expr
 
 from ..symbolic import as_expr, is_size
-from ..tensor import LazyTensor, Unsupported
+from ..tensor import LazyTensor, UntraceableOp
 from .datadep import bool_index
 from .registry import ctx_for, lazy_op, record
 from .rules import ONE, ZERO, broadcast, clamp, is_tensor, le, norm_dim, shape_of
@@ -21,7 +21,7 @@ from .rules import ONE, ZERO, broadcast, clamp, is_tensor, le, norm_dim, shape_o
 def _slice_len(ctx, n: Expr, sl: slice) -> Expr:
     step = 1 if sl.step is None else operator.index(sl.step)
     if step <= 0:
-        raise Unsupported("lazy: slice step must be positive (as in torch)")
+        raise UntraceableOp("lazy: slice step must be positive (as in torch)")
 
     def bound(v, default):
         if v is None:
@@ -58,7 +58,7 @@ def getitem(x, idx):
         idx = bool_index(x, idx)  # a data-dependent size: the mask's nonzero indices (see .datadep)
     for it in idx:
         if isinstance(it, (list,)):
-            raise Unsupported("lazy: indexing with a Python list (use a tensor)")
+            raise UntraceableOp("lazy: indexing with a Python list (use a tensor)")
     used = sum(1 for it in idx if it is not None and it is not Ellipsis)
     if any(it is Ellipsis for it in idx):
         i = next(i for i, it in enumerate(idx) if it is Ellipsis)
@@ -79,7 +79,7 @@ def getitem(x, idx):
         elif is_size(it):
             d += 1
         else:
-            raise Unsupported(f"lazy: index of type {type(it).__name__}")
+            raise UntraceableOp(f"lazy: index of type {type(it).__name__}")
     if adv:
         bshape = broadcast(ctx, *(a[1] for a in adv))
         places = [p for p, _ in adv]
@@ -141,5 +141,5 @@ def embedding(input, weight, *args, **kwargs):
 @lazy_op("one_hot", method=False, fnames=("one_hot",), lowers=F.one_hot)
 def one_hot(x, num_classes=-1):
     if as_expr(num_classes).is_const and as_expr(num_classes).value < 0:
-        raise Unsupported("lazy: one_hot without num_classes has a data-dependent output size")
+        raise UntraceableOp("lazy: one_hot without num_classes has a data-dependent output size")
     return record(x.ctx, "one_hot", (x, num_classes), {}, x.node.shape + (as_expr(num_classes),), torch.int64)

@@ -67,3 +67,17 @@ def _into_concrete(name, base, self, args, kwargs):
 
 for _n in INPLACE:
     lazy_op(_n + "_")(_inplace(_n))
+
+
+@lazy_op("fill_", function=False)
+def fill_(self, value):
+    """``x.fill_(v)``: functionalised as ``full_like`` (the tensor then names it)."""
+    if type(self) is not LazyTensor:
+        return self.fill_(value.value() if isinstance(value, LazyTensor) else value)
+    self.node = OPS["full_like"](self, value).node
+    return self
+
+
+@lazy_op("zero_", function=False)
+def zero_(self):
+    return fill_(self, 0)

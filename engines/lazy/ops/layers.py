@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch.nn.functional as F
 
 from ..symbolic import as_expr
-from ..tensor import Unsupported
+from ..tensor import UntraceableOp
 from .registry import ShapeError, ctx_for, lazy_op, record
 from .rules import assume_eq, promote, shape_of
 
@@ -28,7 +28,7 @@ def _conv(name: str, nd: int):
         ctx = ctx_for(input, weight, bias)
         sx, sw = shape_of(input), shape_of(weight)
         if len(sx) != nd + 2 or len(sw) != nd + 2:
-            raise Unsupported(f"lazy: {name} of a {len(sx)}-d input with a {len(sw)}-d weight (only batched {nd + 2}-d)")
+            raise UntraceableOp(f"lazy: {name} of a {len(sx)}-d input with a {len(sw)}-d weight (only batched {nd + 2}-d)")
         assume_eq(ctx, sx[1], sw[1] * groups, f"{name} channels")
         stride, dilation = _tuple(stride, nd, "stride", name), _tuple(dilation, nd, "dilation", name)
         if isinstance(padding, str):
@@ -94,7 +94,7 @@ def instance_norm(
     """Instance norm with the input's statistics (shape-preserving); running statistics
     updated in place (``use_input_stats`` with running buffers) are refused as batch_norm's are."""
     if use_input_stats and running_mean is not None:
-        raise Unsupported("lazy: instance_norm updating running stats in place")
+        raise UntraceableOp("lazy: instance_norm updating running stats in place")
     ctx = ctx_for(input, running_mean, running_var, weight, bias)
     sx = shape_of(input)
     if len(sx) < 3:
@@ -116,7 +116,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     """Eval-mode batch norm over dim 1 with the running statistics (training mode
     updates the statistics in place, which a lazy graph does not replay: refused)."""
     if training:
-        raise Unsupported("lazy: batch_norm in training mode (it updates running stats in place)")
+        raise UntraceableOp("lazy: batch_norm in training mode (it updates running stats in place)")
     ctx = ctx_for(input, running_mean, running_var, weight, bias)
     sx = shape_of(input)
     if len(sx) < 2:
@@ -153,7 +153,7 @@ def _window_sizes(name, sx, nd, kernel_size, stride, padding, dilation, ceil_mod
             # extent none can, for every size: the rounded-up quotient holds symbolically
             out.append((span + as_expr(s[i] - 1)) // as_expr(s[i]) + 1)
         else:
-            raise Unsupported(f"lazy: {name} with ceil_mode=True and padding + stride past the window (a min per size)")
+            raise UntraceableOp(f"lazy: {name} with ceil_mode=True and padding + stride past the window (a min per size)")
     return out
 
 
@@ -167,7 +167,7 @@ def _pool_input(name, input, nd: int = 2):
 def _max_pool(name: str, nd: int):
     def impl(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
         if return_indices:
-            raise Unsupported(f"lazy: {name} with return_indices=True")
+            raise UntraceableOp(f"lazy: {name} with return_indices=True")
         sx = _pool_input(name, input, nd)
         out = list(sx[:-nd]) + _window_sizes(name, sx, nd, kernel_size, stride, padding, dilation, ceil_mode)
         args = (input, kernel_size, stride, padding, dilation, ceil_mode)
@@ -195,7 +195,7 @@ def _avg_pool(name: str, nd: int):
 def _adaptive(name: str, nd: int):
     def impl(input, output_size, *rest):
         if rest and rest[0]:
-            raise Unsupported(f"lazy: {name} with return_indices=True")
+            raise UntraceableOp(f"lazy: {name} with return_indices=True")
         sx = _pool_input(name, input, nd)
         o = _tuple(output_size, nd, "output_size", name)
         spatial = [sx[-nd + i] if o[i] is None else as_expr(o[i]) for i in range(nd)]
@@ -221,3 +221,17 @@ adaptive_avg_pool1d = lazy_op("adaptive_avg_pool1d", fnames=("adaptive_avg_pool1
 adaptive_avg_pool2d = lazy_op("adaptive_avg_pool2d", fnames=("adaptive_avg_pool2d",), method=False, lowers=F.adaptive_avg_pool2d)(
     _adaptive("adaptive_avg_pool2d", 2)
 )
+
+
+@lazy_op(fnames=("unfold",), lowers={"F.unfold": F.unfold})
+def im2col(input, kernel_size, dilation=1, padding=0, stride=1):
+    """``F.unfold`` (im2col) of ``(N, C, H, W)``: ``(N, C kh kw, L)``, ``L`` the product of the
+    two window counts by the convolution formula (symbolic where the input's sizes are)."""
+    sx = shape_of(input)
+    if len(sx) != 4:
+        raise UntraceableOp(f"lazy: F.unfold of a {len(sx)}-d input (only batched 4-d)")
+    k, d = _tuple(kernel_size, 2, "kernel_size", "unfold"), _tuple(dilation, 2, "dilation", "unfold")
+    p, s = _tuple(padding, 2, "padding", "unfold"), _tuple(stride, 2, "stride", "unfold")
+    counts = [(sx[2 + i] + as_expr(2 * p[i] - d[i] * (k[i] - 1) - 1)) // as_expr(s[i]) + 1 for i in range(2)]
+    out = [sx[0], sx[1] * as_expr(k[0] * k[1]), counts[0] * counts[1]]
+    return record(input.ctx, "F.unfold", (input, k, d, p, s), {}, out, input.dtype)

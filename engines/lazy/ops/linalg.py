@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..tensor import Unsupported
+from ..tensor import UntraceableOp
 from .registry import ShapeError, ctx_for, lazy_op, record
 from .rules import ONE, assume_eq, bcast_dim, broadcast, hint, promote, shape_of
 
@@ -86,7 +86,7 @@ def einsum(equation, *operands):
     ctx = ctx_for(operands)
     eq = equation.replace(" ", "")
     if "." in eq:
-        raise Unsupported("lazy: einsum with '...'")
+        raise UntraceableOp("lazy: einsum with '...'")
     lhs, _, rhs = eq.partition("->")
     terms = lhs.split(",")
     if not _:
@@ -112,7 +112,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     are repeated ``Hq // Hkv`` times (``repeat_interleave``) to the query's ``Hq``; the runtime
     op does the repeat, so only the shape rule changes here."""
     if dropout_p:
-        raise Unsupported("lazy: scaled_dot_product_attention with dropout_p > 0 is random")
+        raise UntraceableOp("lazy: scaled_dot_product_attention with dropout_p > 0 is random")
     ctx = ctx_for(query, key, value, attn_mask)
     sq, sk, sv = shape_of(query), shape_of(key), shape_of(value)
     if min(len(sq), len(sk), len(sv)) < 2:

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from engines.sizes import Expr
 
 from ..symbolic import as_expr, const
-from ..tensor import LazyTensor, Unsupported
+from ..tensor import LazyTensor, UntraceableOp
 from .registry import ShapeError, ctx_for, lazy_op, record
 from .rules import ONE, ZERO, assume_eq, hint, norm_dim, numel, promote, shape_of, size_list
 
@@ -52,7 +52,7 @@ def _infer(ctx, sizes_, total: Expr, what: str) -> list:
 def _view(name):
     def impl(x, *size):
         if len(size) == 1 and isinstance(size[0], torch.dtype):
-            raise Unsupported("lazy: view(dtype)")
+            raise UntraceableOp("lazy: view(dtype)")
         sizes_ = size_list(size)
         shape = _infer(x.ctx, sizes_, numel(x.node.shape), name)
         return record(x.ctx, name, (x, tuple(sizes_)), {}, shape, x.dtype)
@@ -257,3 +257,29 @@ def pad(x, pad, mode="constant", value=None):
         d = len(s) - 1 - i
         s[d] = s[d] + as_expr(pad[2 * i]) + as_expr(pad[2 * i + 1])
     return record(x.ctx, "pad", (x, tuple(pad), mode, value), {}, s, x.dtype)
+
+
+@lazy_op("unfold", function=False, lowers=T.unfold)
+def unfold(x, dimension, size, step):
+    """``Tensor.unfold``: the windows of ``size`` every ``step`` along ``dimension``, a new last
+    dim of ``size``; the window count ``(n - size) // step + 1`` stays symbolic."""
+    s = list(x.node.shape)
+    d = norm_dim(dimension, len(s))
+    if size < 1 or step < 1:
+        raise ShapeError(f"unfold: size {size} and step {step} must be positive")
+    s[d] = (s[d] - as_expr(size)) // as_expr(step) + 1
+    return record(x.ctx, "unfold", (x, d, size, step), {}, [*s, as_expr(size)], x.dtype)
+
+
+@lazy_op("repeat_interleave", lowers=torch.repeat_interleave)
+def repeat_interleave(x, repeats, dim=None, *, output_size=None):
+    """Each element ``repeats`` times along ``dim`` (flattened when ``None``); an int ``repeats``
+    only: a tensor of counts makes the size data-dependent."""
+    if not isinstance(repeats, int):
+        raise UntraceableOp("lazy: repeat_interleave with a tensor of repeats (a data-dependent size)")
+    s = list(x.node.shape)
+    if dim is None:
+        return record(x.ctx, "repeat_interleave", (x, repeats), {}, [numel(s) * as_expr(repeats)], x.dtype)
+    d = norm_dim(dim, len(s))
+    s[d] = s[d] * as_expr(repeats)
+    return record(x.ctx, "repeat_interleave", (x, repeats, d), {}, s, x.dtype)
