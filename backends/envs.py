@@ -41,7 +41,7 @@ ENVS: dict[str, dict[str, Any]] = {
     "torch-2.9.1": {
         "python": ROOT / ".venv-xla" / "bin" / "python",
         "override": "DYNSHAPE_XLA_PYTHON",
-        "hint": "the xla environment's torch 2.9.1 (no jax, no einx), ~3 min and ~7 GB the first time",
+        "hint": "the xla environment's torch 2.9.1 (no einx), ~3 min and ~7 GB the first time",
         "create": "make xla-env",
         "knob": "XLA_VENV",
         "system": "torch",

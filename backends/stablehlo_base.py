@@ -262,8 +262,13 @@ class TorchLowered:
         if any(tuple(s.shape) != tuple(a.shape) for s, a in zip(sample, args, strict=False)):
             reason += f" (exported from a sample at {', '.join(str(tuple(s.shape)) for s in sample)}: every dynamic dim >= 2)"
         with self.counting("lowering", reason):
-            ep = export(self.fn, sample, tuple(torch_dims(case, mode)), case.name, oblivious_retry=True)
+            ep = self.export_program(export, sample)
             return Module(self.stablehlo(ep), f"{case.name} ({mode})", [inp.name for inp in case.inputs])
+
+    def export_program(self, export, sample):
+        """The exported program of ``fn`` at the torch tensors ``sample``, by ``export``
+        (:func:`backends.torch_export.export`); a lowering that needs another export overrides this."""
+        return export(self.fn, sample, tuple(torch_dims(self.case, self.mode)), self.case.name, oblivious_retry=True)
 
     def stablehlo(self, ep) -> str:
         """The StableHLO text of the exported program ``ep``: our lowering (another

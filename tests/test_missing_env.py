@@ -12,7 +12,7 @@ import cases
 from backends import envs
 from harness import expectations, registry, report, results, runner
 
-XLA_BACKENDS = ["torch_xla_lazy", "torch_xla_stablehlo", "torch_xla_stablehlo_canon"]
+XLA_BACKENDS = ["torch_xla_lazy", "torch_xla_stablehlo", "torch_xla_stablehlo_canon", "torchax_stablehlo"]
 
 
 @pytest.fixture

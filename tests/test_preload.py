@@ -78,7 +78,10 @@ def test_what_a_registered_backend_declares_is_its_zygotes_to_run(monkeypatch):
     own = tuple(s for s in steps if s not in libs.PRELOAD_STEPS.values())
     assert own[-2:] == ("backends.torch_compile:warm_inductor", "newcomer_pkg:warm") and "decimal" in steps
     assert {"csv", "decimal", "newcomer_pkg"} <= set(forkserver.catalogue("main"))
-    assert forkserver.declared("xla") == ((), tuple(libs.PRELOAD_STEPS.values()))  # only the model libraries
+    # the xla env's zygote runs only what its own backends declare (torchax_stablehlo's) and the model libraries
+    xla_preload, xla_steps = forkserver.declared("xla")
+    assert set(xla_preload) == {"jax", "jax.numpy", "torchax", "torchax.export"} and "csv" not in xla_preload
+    assert set(xla_steps) == {"torch._dynamo", "torch.export._trace", *libs.PRELOAD_STEPS.values()}
 
 
 def test_a_zygote_that_preloads_more_serves_a_job_that_wants_less_and_replaces_one_that_preloads_less(monkeypatch):

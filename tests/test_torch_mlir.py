@@ -40,11 +40,12 @@ def _program(name):
 def test_torch_mlir_module_runs_on_xla_as_eager_does(name):
     p = _program(name)
     warnings.filterwarnings("ignore", category=FutureWarning)
-    text = lower_with_torch_mlir(lowerings._export(p))
+    target = lowerings.test_target(p)
+    text = lower_with_torch_mlir(target.export(False))
     # pure StableHLO with `?` dims: no shape/tensor/arith op and no resource blob left
     assert not re.search(r"\b(shape|tensor|arith)\.[a-z_]+", text), text
-    assert "dense_resource" not in text and lowerings._keeps_dims(text)
-    assert lowerings._run(text, p) == WRONG.get(name, "match")
+    assert "dense_resource" not in text and lowerings._signature(text)[0]
+    assert lowerings._run((text, [], False), target) == WRONG.get(name, "match")
 
 
 def test_one_xla_compile_per_shape_of_the_seed_program():

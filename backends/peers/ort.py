@@ -12,7 +12,7 @@ the whole of ORT's compile work."""
 
 from __future__ import annotations
 
-from ..base import Counter
+from ..base import Counter, LeftOut
 from .common import Peer, PeerProgram, dim_spec, export_reason, shapes_of, threads
 
 
@@ -106,3 +106,9 @@ class OnnxRuntime(Peer):
         "per program (unbounded: once; static: per input shape, dims fixed by free-dimension overrides: 'session')"
     )
     program = OrtProgram
+    # `make run` names it (RUN_FLAGS): in the quick profile it runs the two reports' cases
+    # (harness/profiles.py CORE, which every profile runs), 8 jobs of 4-17 s each on the loaded
+    # 2-core machine; `--whole-matrix` or the full profile runs the rest of the catalogue
+    quick_leaves_out = (
+        LeftOut("*", "*", "ONNX Runtime runs the reports' cases in the quick profile (a torch.onnx.export + session per job)"),
+    )

@@ -42,17 +42,27 @@ def convert(ep, shapes):
     return ov.convert_model(ep, input=shapes)
 
 
+#: the CPU plugin's inference precision: f32, as every other system computes. Left to its
+#: default, OpenVINO runs matmuls and convolutions in bf16 on a CPU with AVX512-BF16 or AMX
+#: (its documented INFERENCE_PRECISION_HINT default there), and the f32 oracle fails them
+PRECISION = "f32"
+
+
 def compile_cpu(model):
-    """``Core.compile_model`` on the CPU plugin; the call's infer request."""
+    """``Core.compile_model`` on the CPU plugin at f32 (:data:`PRECISION`); the call's
+    infer request (``run.compiled``: the compiled model)."""
     import openvino as ov
 
-    config = {"INFERENCE_NUM_THREADS": threads()} if threads() else {}
+    config = {"INFERENCE_PRECISION_HINT": PRECISION}
+    if threads():
+        config["INFERENCE_NUM_THREADS"] = threads()
     compiled = ov.Core().compile_model(model, "CPU", config)
     request = compiled.create_infer_request()
 
     def run(*args):
         return request.infer(list(args), share_inputs=True)[compiled.output(0)]
 
+    run.compiled = compiled  # type: ignore[attr-defined]
     return run
 
 
