@@ -120,11 +120,12 @@ class Releases(environment.Environment):
         """``{system: release environment}`` of this entry."""
         return dict(self._releases)
 
-    @property
-    def env_vars(self):
-        # what every benchmark process (discover, setup_cache, each sample) is given
-        out = dict(super().env_vars)
-        out[VARIABLE] = spec(self._requirements)
+    def process_vars(self) -> dict[str, str]:
+        """What every benchmark process (discover, setup_cache, each sample) is
+        given beyond asv's: :data:`VARIABLE` and the interpreters' overrides. Not
+        in ``env_vars``, which asv writes into each result file (and ``asv
+        publish`` would offer this machine's paths as a parameter)."""
+        out = {VARIABLE: spec(self._requirements)}
         try:
             out.update(interpreters(self._requirements))
         except envs.EnvError:
@@ -197,6 +198,7 @@ class Releases(environment.Environment):
         log.debug(f"Running '{' '.join(args)}' in {self.name}")
         env = dict(kwargs.pop("env", None) or os.environ)
         env.update(self._global_env_vars)
+        env.update(self.process_vars())
         # the commit's tree before the main environment's editable install of this checkout
         env.pop("PYTHONPATH", None)
         if os.path.isdir(self._build_root):
