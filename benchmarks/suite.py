@@ -39,6 +39,11 @@ with the reason; asv reports them as skipped (``n/a``). ``asv run -b REGEX``
 selects parameter combinations too: the regex is matched against
 ``suite.Compiles.track_compiles('gnn_edge_divide', 'einx', 'static')``, and
 ``setup_cache`` runs only the jobs it selects (:mod:`harness.asv_select`).
+
+Under asv.conf.json's release matrix (the ``dynshape`` environment type,
+:mod:`harness.asv_env`) each job of a torch or jax backend runs in a worker of
+the entry's release (:data:`RELEASES`); the timed benchmarks of a release in
+another interpreter than asv's skip.
 """
 
 import atexit

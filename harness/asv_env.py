@@ -33,8 +33,8 @@ import os
 import subprocess
 import sys
 
-from asv import environment, util
-from asv.console import log
+from asv import environment, util  # type: ignore[import-untyped]
+from asv.console import log  # type: ignore[import-untyped]
 
 from backends import envs
 
