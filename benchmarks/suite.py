@@ -39,6 +39,11 @@ with the reason; asv reports them as skipped (``n/a``). ``asv run -b REGEX``
 selects parameter combinations too: the regex is matched against
 ``suite.Compiles.track_compiles('gnn_edge_divide', 'einx', 'static')``, and
 ``setup_cache`` runs only the jobs it selects (:mod:`harness.asv_select`).
+
+Under asv.conf.json's release matrix (the ``dynshape`` environment type,
+:mod:`harness.asv_env`) each job of a torch or jax backend runs in a worker of
+the entry's release (:data:`RELEASES`); the timed benchmarks of a release in
+another interpreter than asv's skip.
 """
 
 import atexit
@@ -59,6 +64,7 @@ for _k, _v in threads.env_for(int(os.environ.get("DYNSHAPE_ASV_THREADS", "1"))).
     os.environ.setdefault(_k, _v)
 
 import cases  # noqa: E402
+from backends import envs  # noqa: E402
 from cases import MODES  # noqa: E402
 from harness import asv_select, stats  # noqa: E402
 
@@ -161,16 +167,38 @@ def _rules() -> list:
 _PLANNED = _RULES = None
 
 
+#: the releases this asv environment runs (``{system: [release environment]}``):
+#: an entry of asv.conf.json's ``matrix`` as the ``dynshape`` environment type
+#: (:mod:`harness.asv_env`) passes it, in ``harness run --versions``'s spelling
+#: (``torch=2.9.1 jax=0.10.2``); empty elsewhere (``--python=same``): the main
+#: environment's releases, as before
+VERSIONS_VARIABLE = "DYNSHAPE_ASV_VERSIONS"
+RELEASES = envs.parse_versions(os.environ.get(VERSIONS_VARIABLE, "").split())
+
+
+def _released(combo):
+    """``combo`` in this environment's release of its backend's system
+    (:data:`RELEASES`, as ``harness run --versions`` runs it), else as it is."""
+    if not RELEASES:
+        return combo
+    from harness import releases
+
+    (out,) = releases.with_versions([combo], RELEASES)
+    return out
+
+
 def _combo(case_name, backend_name, mode):
-    """The runner's job for these parameters, or NotImplementedError (asv:
-    skipped) with the reason: the runner's planning (``runner.plan`` /
-    ``Combo.skip_reason``, as in ``harness run``), or a known failure that
-    ``cases/expectations.toml`` explains (its ``xfail``)."""
+    """The runner's job for these parameters, in this environment's release
+    (:func:`_released`), or NotImplementedError (asv: skipped) with the reason:
+    the runner's planning (``runner.plan`` / ``Combo.skip_reason``, as in
+    ``harness run``), or a known failure that ``cases/expectations.toml``
+    explains (its ``xfail``)."""
     from harness import expectations
 
     combo = _planned().get((case_name, backend_name, mode))
     if combo is None:
         raise NotImplementedError(f"case {case_name} has no {mode} mode")
+    combo = _released(combo)
     skip = combo.skip_reason()
     if skip:
         raise NotImplementedError(skip[1])
@@ -221,6 +249,12 @@ def _prepare(case_name, backend_name, mode):
     _cold_caches()
     combo = _combo(case_name, backend_name, mode)
     backend, case = combo.backend, combo.case
+    if combo.env is not None and envs.ENVS[combo.env]["python"] is not None:
+        raise NotImplementedError(
+            f"{backend_name} runs on {envs.release_label(combo.env)} here, in another interpreter "
+            "than asv's: its compiles and compile time are tracked through a worker of that "
+            "release (Compiles), its times by `python -m harness run --versions`"
+        )
     if backend.env != "main":
         raise NotImplementedError(
             f"{backend_name} runs in the {backend.env!r} environment, not asv's: its compiles "
@@ -329,6 +363,7 @@ class Compiles:
             _write(path, _novel(_worker_records(combo)))
         with open(path) as f:
             self.last = _last_novel(json.load(f), combo.id)
+        _check_release(combo, self.last)
 
     def track_compiles(self, cache, case, backend, mode):
         return self.last["compiles"]
@@ -358,6 +393,17 @@ def _compiles_ahead(regexes):
             except NotImplementedError:
                 pass  # skipped by its benchmark's setup, with the reason
     return out
+
+
+def _check_release(combo, record):
+    """Raise if the job of a release's environment recorded another release of
+    its system (a figure under the wrong version in asv's results)."""
+    if combo.env is None or not envs.release(combo.env):
+        return
+    entry = envs.ENVS[combo.env]
+    got = (record.get("versions") or {}).get(envs.SYSTEMS[entry["system"]])
+    if got is None or str(got).partition("+")[0] != entry["version"]:
+        raise RuntimeError(f"{combo.id} ran {entry['system']} {got}, not {entry['version']} ({combo.env})")
 
 
 def _record_path(cache, case, backend, mode):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import report, results, stats
+from . import frames, report, results, stats
 from .columns import Column, missing
 
 
@@ -73,12 +73,18 @@ def _show(values: set) -> str:
     return ", ".join(sorted(map(str, values)))
 
 
+def job_keys(df: pd.DataFrame) -> list[str]:
+    """A job's keys within one run: case, backend, mode, and ``env`` where the run
+    ran releases (``run --versions``: one job per release, never merged)."""
+    return report.KEYS + frames.releases(df)
+
+
 def samples(df: pd.DataFrame) -> pd.DataFrame:
-    """Per job: ``novel`` (one novel-sweep total per process) and ``cached``
+    """Per job (:func:`job_keys`): ``novel`` (one novel-sweep total per process) and ``cached``
     (every raw cached sample of its passing shapes; the per-shape medians for
     records without raw samples) as lists."""
     f = results.flat(df)
-    keys = report.KEYS
+    keys = job_keys(f)
     novel = f[f["novel"].fillna(False) & f["latency_s"].notna()]
     per = novel.groupby(keys + ["process"]).agg(calls=("latency_s", "sum"), prepare=("prepare_s", "first"))
     sweep = (per["calls"] + per["prepare"].fillna(0.0)).groupby(keys).agg(list).rename("novel")
@@ -91,9 +97,9 @@ def samples(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def shape_compiles(df: pd.DataFrame) -> pd.Series:
-    """Per job, the novel compiles of each shape of the first process, as a tuple."""
+    """Per job (:func:`job_keys`), the novel compiles of each shape of the first process, as a tuple."""
     p = report.per_shape(df)
-    return p.groupby(report.KEYS)["new_compiles"].agg(lambda v: tuple(int(x) for x in v.fillna(0)))
+    return p.groupby(job_keys(results.flat(df)))["new_compiles"].agg(lambda v: tuple(int(x) for x in v.fillna(0)))
 
 
 #: a ratio further from 1 than this that the rank test calls noise is marked ``~``
@@ -139,21 +145,25 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, max_slowdown: float = 1.5, force: 
     diffs = differences(a, b)
     if diffs and not force:
         raise CompareError("the runs are not comparable (--force compares them anyway): " + "; ".join(diffs))
-    sa = report.summary(a).join(shape_compiles(a).rename("by_shape"), on=report.KEYS)
-    sb = report.summary(b).join(shape_compiles(b).rename("by_shape"), on=report.KEYS)
+    # a run over releases (--versions) has one job per release, keyed by its env: a
+    # release of A meets the same release of B; a run without releases meets each
+    ka, kb = job_keys(results.flat(a)), job_keys(results.flat(b))
+    on = [k for k in ka if k in kb]
+    sa = report.summary(a).join(shape_compiles(a).rename("by_shape"), on=ka)
+    sb = report.summary(b).join(shape_compiles(b).rename("by_shape"), on=kb)
     smp_a, smp_b = samples(a), samples(b)
-    m = sa.merge(sb, on=report.KEYS, suffixes=("_a", "_b"))
+    m = sa.merge(sb, on=on, suffixes=("_a", "_b"))
     rows = []
     for _, r in m.iterrows():
-        key = tuple(r[k] for k in report.KEYS)
 
-        def get(smp, col):
+        def get(smp, col, keys):
+            key = tuple(r[k] for k in keys)
             return smp.at[key, col] if key in smp.index and isinstance(smp.at[key, col], list) else []
 
         novel = _ratio(r["novel_sweep_s_b"], r["novel_sweep_s_a"])
         cached = _ratio(r["cached_median_s_b"], r["cached_median_s_a"])
-        novel_mark = latency_mark(novel, get(smp_a, "novel"), get(smp_b, "novel"), max_slowdown)
-        cached_mark = latency_mark(cached, get(smp_a, "cached"), get(smp_b, "cached"), max_slowdown)
+        novel_mark = latency_mark(novel, get(smp_a, "novel", ka), get(smp_b, "novel", kb), max_slowdown)
+        cached_mark = latency_mark(cached, get(smp_a, "cached", ka), get(smp_b, "cached", kb), max_slowdown)
         ca, cb = r["compiles_a"], r["compiles_b"]
         delta = None if missing(ca) or missing(cb) else int(cb) - int(ca)
         shapes = _shape_changes(r["by_shape_a"], r["by_shape_b"])
@@ -179,6 +189,7 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, max_slowdown: float = 1.5, force: 
                 "case": r["case"],
                 "backend": r["backend"],
                 "mode": r["mode"],
+                **({"env": r["env"]} if "env" in r else {}),
                 "compiles_a": ca,
                 "compiles_b": cb,
                 "compile_delta": delta,
@@ -254,7 +265,9 @@ def markdown(df: pd.DataFrame, lead: list[Column] | None = None) -> str:
         f"(the ratio alone decides; `run --processes {stats.MIN_SAMPLES}` on both sides gives the novel sweep "
         f"the {stats.MIN_SAMPLES} samples a side the test needs)"
     )
-    return report.table(df, [*(lead or []), *COLUMNS]) + legend
+    # the release of each row where a run ran several (--versions)
+    env = [Column("env", "env")] if "env" in df.columns and df["env"].notna().any() else []
+    return report.table(df, [*(lead or []), *env, *COLUMNS]) + legend
 
 
 # -- across releases of a system (harness run --versions) --------------------
@@ -276,7 +289,9 @@ def by_version(df: pd.DataFrame, max_slowdown: float = 1.5) -> pd.DataFrame:
     for system in dict.fromkeys(envs.ENVS[e]["system"] for e in ran):
         steps = [e for e in ran if envs.ENVS[e]["system"] == system]
         for old, new in itertools.pairwise(steps):
-            c = compare(df[df["env"] == old], df[df["env"] == new], max_slowdown, force=True)
+            # one release a side: without env, the two releases' jobs meet (job_keys)
+            a, b = (df[df["env"] == e].drop(columns="env") for e in (old, new))
+            c = compare(a, b, max_slowdown, force=True)
             if len(c):
                 parts.append(c.assign(system=system, **{"from": envs.ENVS[old]["version"], "to": envs.ENVS[new]["version"]}))
     if not parts:

@@ -321,7 +321,8 @@ def conformance_matrix(df: pd.DataFrame, value: str = "status", rules=None) -> p
 
 
 def history(df: pd.DataFrame) -> pd.DataFrame:
-    """Per job (``machine``, case, backend, mode) and commit, oldest first:
+    """Per job (``machine``, case, backend, mode, and ``env`` where some record ran
+    in a release's environment) and commit, oldest first:
     ``compiles``, ``compiles_by_shape`` (novel compiles of each shape, as a
     tuple), ``novel_sweep_s`` and ``cached_median_s`` of the latest run at
     that commit, with the commit's first ``timestamp``."""
@@ -335,7 +336,8 @@ def history(df: pd.DataFrame) -> pd.DataFrame:
     )
     s = s.join(by_shape, on=_jobs(df))
     s = s.sort_values("timestamp")
-    keys = ["machine"] + JOB + ["commit"]
+    # a run over releases (--versions) has one job per release: one row each, not the latest of them
+    keys = ["machine"] + JOB + releases(df) + ["commit"]
     latest = s.groupby(keys, dropna=False).tail(1).set_index(keys)
     since = s.groupby(keys, dropna=False)["timestamp"].min()
     out = latest.assign(timestamp=since)[

@@ -32,6 +32,7 @@ COLUMNS = [
     "case",
     "backend",
     "mode",
+    "env",
     "commit",
     "timestamp",
     "source",
@@ -91,6 +92,7 @@ def asv_frame(asv_dir: str | Path = "results/asv", commits: list[str] | None = N
         cols = data.get("result_columns", ["result", "params"])
         when = pd.to_datetime(data.get("date"), unit="ms", utc=True) if data.get("date") else pd.NaT
         machine = (data.get("params") or {}).get("machine", path.parent.name)
+        release = _releases_of(data.get("requirements") or {})
         for name, row in data.get("results", {}).items():
             metric = ASV_METRICS.get(".".join(name.split(".")[-2:]))
             if metric is None:
@@ -106,6 +108,7 @@ def asv_frame(asv_dir: str | Path = "results/asv", commits: list[str] | None = N
                         "case": case,
                         "backend": backend,
                         "mode": mode,
+                        "env": release(backend),
                         "commit": commit,
                         "timestamp": when,
                         metric: float(v) if ok else None,
@@ -114,10 +117,36 @@ def asv_frame(asv_dir: str | Path = "results/asv", commits: list[str] | None = N
     if not rows:
         return pd.DataFrame(columns=COLUMNS)
     df = pd.DataFrame(rows)
-    keys = ["machine", "case", "backend", "mode", "commit"]
+    keys = ["machine", "case", "backend", "mode", "env", "commit"]
     out = df.groupby(keys, dropna=False).first().reset_index()  # first non-null metric of each row
     out["source"] = "asv"
     return out.reindex(columns=COLUMNS)
+
+
+def _releases_of(requirements: dict):
+    """``backend name → release environment`` for an asv result file of the
+    ``dynshape`` environment type (harness/asv_env.py), whose ``requirements`` are
+    its matrix entry (``{"torch": "2.9.1", "jax": "0.10.2"}``): the release of the
+    backend's system; ``None`` for another environment or a backend of no system."""
+    from backends import envs
+
+    from . import registry
+
+    if not requirements:
+        return lambda backend: None
+    backends = registry.backends()
+
+    def of(backend: str):
+        b = backends.get(backend)
+        system = envs.system_of(b.env, tuple(b.requires)) if b is not None else None
+        if system is None or system not in requirements:
+            return None
+        try:
+            return envs.version_env(system, str(requirements[system]))
+        except envs.EnvError:
+            return None
+
+    return of
 
 
 def history(
@@ -144,7 +173,7 @@ def history(
             f"no runs{' since ' + since if since else ''} in {results_dir}/ and no asv results in {asv_dir}/"
         )
     out = pd.concat(parts, ignore_index=True)
-    return out.sort_values(["machine", "case", "backend", "mode", "timestamp", "source"]).reset_index(drop=True)
+    return out.sort_values(["machine", "case", "backend", "mode", "env", "timestamp", "source"]).reset_index(drop=True)
 
 
 def markdown(df: pd.DataFrame) -> str:
@@ -154,7 +183,9 @@ def markdown(df: pd.DataFrame) -> str:
 
     shown = df.assign(
         commit=df["commit"].map(lambda v: str(v)[:10]),
-        timestamp=df["timestamp"].map(lambda v: v.strftime("%Y-%m-%d %H:%M") if hasattr(v, "strftime") else None),
+        timestamp=df["timestamp"].map(
+            lambda v: v.strftime("%Y-%m-%d %H:%M") if hasattr(v, "strftime") and not pd.isna(v) else None
+        ),
         compiles_by_shape=df["compiles_by_shape"].map(lambda v: ",".join(map(str, v)) if isinstance(v, tuple) else None),
     )
     cols = [
@@ -162,6 +193,8 @@ def markdown(df: pd.DataFrame) -> str:
         report.BY_NAME["case"],
         report.BY_NAME["backend"],
         report.BY_NAME["mode"],
+        # the release a row ran on, where some ran in a release's environment (--versions, asv's matrix)
+        *([Column("env", "env")] if "env" in df.columns and df["env"].notna().any() else []),
         Column("commit", "commit"),
         Column("timestamp", "date"),
         Column("source", "source"),

@@ -11,7 +11,7 @@ from synthetic import frame, job
 
 import cases
 from backends import envs
-from harness import check, cli, compare, html_report, meta, registry, releases, report, results, resume, runner
+from harness import check, cli, compare, history, html_report, meta, registry, releases, report, results, resume, runner
 
 #: the planted grid: per release environment, its system's version
 GRID = {"torch-2.9.1": ("torch", "2.9.1+cu128"), "torch-2.13.0": ("torch", "2.13.0+cpu")}
@@ -180,3 +180,59 @@ def test_jax_0_12_runs_in_its_own_environment():
     ok, why = envs.modules_available("jax-0.12.0.1", ("jax", "jaxlib", "numpy"))
     assert ok, why
     assert envs.version_mismatch("jax-0.12.0.1") == ""
+
+
+def test_history_and_compare_keep_each_release_of_a_job_apart(tmp_path, capsys):
+    a = _write(tmp_path / "a.jsonl", _planted(run_id="a"))
+    b = _write(tmp_path / "b.jsonl", _planted({"torch-2.9.1": [1, 2, 2]}, run_id="b"))
+    # history: a row per release of each job and commit, not the latest release's alone
+    h = history.history([a], results_dir=tmp_path, asv_dir=tmp_path / "no-asv")
+    assert sorted(h["env"]) == sorted(GRID) and len(h) == 4
+    assert "| env |" in history.markdown(h) and "| torch-2.9.1 |" in history.markdown(h)
+    # compare by run: each release of A against the same release of B (not 2 × 2 pairs of one job)
+    c = compare.compare(results.load([a]), results.load([b]))
+    assert sorted(c["env"]) == sorted(GRID)
+    assert list(c.loc[c["regression"], "env"]) == ["torch-2.9.1"]
+    assert list(c.loc[c["env"] == "torch-2.13.0", "verdict"]) == ["ok"]
+    assert cli.main(["compare", "a", "b", "--results", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "| torch-2.9.1 | gnn_edge_divide | torch_export | unbounded |" in out
+    # a run without releases meets each release of the other
+    plain = [r for r in _planted(run_id="p") if r["env"] == "torch-2.13.0"]
+    plain = _write(tmp_path / "p.jsonl", [{**r, "env": "main"} for r in plain])
+    c = compare.compare(results.load([plain]), results.load([b]))
+    assert sorted(c.loc[c["backend"] == "torch_export", "env"]) == ["torch-2.13.0", "torch-2.9.1"]
+
+
+def test_history_keys_asv_results_of_the_release_matrix_by_release(tmp_path):
+    """asv's result files of the ``dynshape`` environment type (harness/asv_env.py): one
+    per matrix entry, whose ``requirements`` name the releases; each backend's row
+    carries its own system's release."""
+    machine = tmp_path / "asv" / "vm"
+    machine.mkdir(parents=True)
+    (machine / "machine.json").write_text(json.dumps({"machine": "vm", "version": 1}))
+    params = [["'gnn_edge_divide'"], ["'torch_export'", "'jax_jit'"], ["'bucketed'"]]
+    for torch, jax, counts in (("2.13.0", "0.10.2", [1, 2]), ("2.9.1", "0.10.2", [3, 2]), ("2.13.0", "0.12.0.1", [1, 4])):
+        name = f"dynshape-py3.11-jax{jax}-torch{torch}"
+        data = {
+            "commit_hash": "c" * 40,
+            "env_name": name,
+            "date": 1764547200000,
+            "params": {"machine": "vm", "python": "3.11", "torch": torch, "jax": jax},
+            "python": "3.11",
+            "requirements": {"torch": torch, "jax": jax},
+            "env_vars": {},
+            "result_columns": ["result", "params", "version", "started_at", "duration"],
+            "results": {"suite.Compiles.track_compiles": [counts, params, "v", 0, 1.0]},
+            "durations": {},
+            "version": 2,
+        }
+        (machine / f"cccccccc-{name}.json").write_text(json.dumps(data))
+    h = history.asv_frame(tmp_path / "asv")
+    got = {(r.backend, r.env): r.compiles for r in h.itertuples()}
+    assert got == {
+        ("torch_export", "torch-2.13.0"): 1,
+        ("torch_export", "torch-2.9.1"): 3,
+        ("jax_jit", "jax-0.10.2"): 2,
+        ("jax_jit", "jax-0.12.0.1"): 4,
+    }
