@@ -156,24 +156,29 @@ def _cases(case_globs: list[str]) -> list:
     ]
 
 
-def walk(case_globs: list[str], layers: bool = True, log=print) -> tuple[dict[str, set[str]], dict[str, str]]:
-    """``({op: users}, {program: why it did not export})`` over the matching cases and the layers."""
+def _collect(programs, names_of, failure: str, unit: str, log) -> tuple[dict[str, set[str]], dict[str, str]]:
+    """``({name: users}, {program: why not})``: ``names_of(make())`` for each ``(program, make)``."""
     users: dict[str, set[str]] = {}
     failed: dict[str, str] = {}
+    for name, make in programs:
+        try:
+            found = names_of(make())
+        except Exception as e:  # the table names it
+            failed[name] = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200] if str(e).strip() else ''}"
+            log(f"{name}: {failure} ({failed[name]})", file=sys.stderr)
+            continue
+        for op in found:
+            users.setdefault(op, set()).add(name)
+        log(f"{name}: {len(found)} {unit}", file=sys.stderr)
+    return users, failed
+
+
+def walk(case_globs: list[str], layers: bool = True, log=print) -> tuple[dict[str, set[str]], dict[str, str]]:
+    """``({op: users}, {program: why it did not export})`` over the matching cases and the layers."""
     programs: list[tuple[str, Callable]] = [(n, lambda c=c: _case_program(c)) for n, c in _cases(case_globs)]
     if layers:
         programs += [(f"nn.{k}", lambda v=v: _layer_program(*v)) for k, v in _layers().items()]
-    for name, make in programs:
-        try:
-            ops = ops_of(make())
-        except Exception as e:  # the table names it
-            failed[name] = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200] if str(e).strip() else ''}"
-            log(f"{name}: not exported ({failed[name]})", file=sys.stderr)
-            continue
-        for op in ops:
-            users.setdefault(op, set()).add(name)
-        log(f"{name}: {len(ops)} ops", file=sys.stderr)
-    return users, failed
+    return _collect(programs, ops_of, "not exported", "ops", log)
 
 
 def function_name(func) -> str:
@@ -270,22 +275,10 @@ def _layer_call(build, shape, axes):
 
 def walk_lazy(case_globs: list[str], layers: bool = True, log=print) -> tuple[dict[str, set[str]], dict[str, str]]:
     """``({function: users}, {program: why it did not run})``: :func:`walk` for the lazy path."""
-    users: dict[str, set[str]] = {}
-    failed: dict[str, str] = {}
     programs: list[tuple[str, Callable]] = [(n, lambda c=c: _case_call(c)) for n, c in _cases(case_globs)]
     if layers:
         programs += [(f"nn.{k}", lambda v=v: _layer_call(*v)) for k, v in _layers().items()]
-    for name, make in programs:
-        try:
-            fns = functions_of(*make())
-        except Exception as e:  # the table names it
-            failed[name] = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200] if str(e).strip() else ''}"
-            log(f"{name}: did not run ({failed[name]})", file=sys.stderr)
-            continue
-        for fn in fns:
-            users.setdefault(fn, set()).add(name)
-        log(f"{name}: {len(fns)} functions", file=sys.stderr)
-    return users, failed
+    return _collect(programs, lambda call: functions_of(*call), "did not run", "functions", log)
 
 
 def lowered_ops() -> set[str]:
