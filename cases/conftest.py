@@ -61,9 +61,9 @@ def gate_preload(request):
     """What the session's zygotes preload: every ``Backend.preload``/``warmup`` entry of the jobs
     it collected, so that one zygote per environment serves all of them (a job run
     alone gets its own backend's, and a later job that wants more another zygote)."""
-    from harness import runner
+    from harness import forkserver
 
-    return runner.preload_of(_collected(request.session.items))
+    return forkserver.preload_of(_collected(request.session.items))
 
 
 def _write_plan(path: str, run_id: str, items) -> None:

@@ -79,7 +79,7 @@ def load(name: str):
 
 
 #: the fork server's warm-up step of each library (``module:function``): a zygote for a run whose
-#: cases need it imports it once (``harness.runner.preload_of``), not every job (transformers took
+#: cases need it imports it once (``harness.forkserver.preload_of``), not every job (transformers took
 #: 20-48 s of each zoo job's prepare on the loaded 2-core machine before)
 PRELOAD_STEPS = {name: f"cases.libs:preload_{name}" for name in LIBRARIES}
 

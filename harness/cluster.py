@@ -17,8 +17,8 @@ import socket
 from pathlib import Path
 
 from . import results
+from .forkserver import preload_of
 from .runner import SETTINGS as RUN_SETTINGS
-from .runner import preload_of
 
 #: the Runner settings a node needs to run a job as the local executor would (its
 #: memory limit is the node's own default: the submitting machine's says nothing of

@@ -61,7 +61,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from typing import IO, Protocol
 
 from cases import FAMILIES, libs
@@ -666,6 +666,18 @@ def _run(argv: list[str]) -> int:
         print(e.code, file=sys.stderr)
         return 1
     return 0
+
+
+def preload_of(combos: Iterable) -> dict[str, set[str]]:
+    """Per environment, the ``Backend.preload`` and ``Backend.warmup`` entries of the combos' backends,
+    and the warm-up steps of the model libraries their cases need (``cases.libs.PRELOAD_STEPS``)."""
+    out: dict[str, set[str]] = {}
+    for c in combos:
+        out.setdefault(c.env_name, set()).update(c.backend.preload, c.backend.warmup)
+        out[c.env_name].update(
+            libs.PRELOAD_STEPS[name] for name in getattr(c.case, "libraries", ()) if name in libs.PRELOAD_STEPS
+        )
+    return out
 
 
 if __name__ == "__main__":

@@ -201,7 +201,7 @@ class Runner:
         total = sum(1 if c.skip_reason() else (1 + self.processes) * len(c.case.sizes_for(self.profile)) for c in combos)
         self.write_plan(combos)
         if self.zygote_preload is None:
-            self.zygote_preload = preload_of(combos)
+            self.zygote_preload = forkserver.preload_of(combos)
         bar = progress.bar(total, self.progress)
         try:
             with results.Writer(self.path) as writer:
@@ -447,20 +447,6 @@ def _looks_oom(tail) -> bool:
     whole kept tail, since the Python traceback after an abort can run past 20 lines."""
     text = "\n".join(tail)
     return any(s in text for s in ("std::bad_alloc", "MemoryError", "Cannot allocate memory", "out of memory"))
-
-
-def preload_of(combos: Iterable[Combo]) -> dict[str, set[str]]:
-    """Per environment, the ``Backend.preload`` and ``Backend.warmup`` entries of the combos' backends,
-    and the warm-up steps of the model libraries their cases need (``cases.libs.PRELOAD_STEPS``)."""
-    from cases import libs
-
-    out: dict[str, set[str]] = {}
-    for c in combos:
-        out.setdefault(c.env_name, set()).update(c.backend.preload, c.backend.warmup)
-        out[c.env_name].update(
-            libs.PRELOAD_STEPS[name] for name in getattr(c.case, "libraries", ()) if name in libs.PRELOAD_STEPS
-        )
-    return out
 
 
 def plan_path(run_path: Path) -> Path:

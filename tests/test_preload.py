@@ -50,7 +50,8 @@ def test_a_run_of_model_cases_preloads_their_libraries_once():
     """The zygote of a run whose cases need transformers imports it (a warm-up step), not each job;
     a run of a case without libraries asks for none."""
     from harness import registry
-    from harness.runner import Combo, preload_of
+    from harness.forkserver import preload_of
+    from harness.runner import Combo
 
     eager = registry.backends()["torch_eager"]
     wanted = preload_of([Combo(cases.get("model_gpt2"), eager, "unbounded")])["main"]
