@@ -97,6 +97,16 @@ def jobs(df) -> list[dict[str, Any]]:
     return out
 
 
+def compiled_once(j: dict[str, Any]) -> bool:
+    """No compile stage of job ``j`` (:func:`jobs`) ran more than once over its sweep."""
+    return j["max_stage"] <= 1
+
+
+def per_size(j: dict[str, Any]) -> bool:
+    """Job ``j`` compiled on every novel shape of a sweep of at least two."""
+    return j["shapes"] >= 2 and j["compiled_shapes"] == j["shapes"]
+
+
 def _num(v) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v else None
 
@@ -143,8 +153,8 @@ def table(df, baseline: str = "torch_eager"):
             "lowered": lowered,
             "ran": ran,
             "oracle_equal": len(equal),
-            "compiled_once": sum(1 for j in equal if j["max_stage"] <= 1),
-            "per_size": sum(1 for j in mine if j["shapes"] >= 2 and j["compiled_shapes"] == j["shapes"]),
+            "compiled_once": sum(1 for j in equal if compiled_once(j)),
+            "per_size": sum(1 for j in mine if per_size(j)),
             "first_x": _geomean(ratios["first_s"]),
             "cached_x": _geomean(ratios["cached_s"]),
         }
@@ -183,9 +193,7 @@ def goals(df) -> list[dict[str, Any]]:
             if j is None:
                 missed[case] = "not run"
                 continue
-            once = (
-                j["max_stage"] <= 1 if path == "stablehlo_xla" else not (j["shapes"] >= 2 and j["compiled_shapes"] == j["shapes"])
-            )
+            once = compiled_once(j) if path == "stablehlo_xla" else not per_size(j)
             if j["stage"] is None and once:
                 held.append(case)
             else:

@@ -19,10 +19,6 @@ def _tuple(v, n: int, what: str, op: str = "conv") -> tuple:
     return t
 
 
-def _pair(v, what: str) -> tuple:
-    return _tuple(v, 2, what, "conv2d")
-
-
 def _conv(name: str, nd: int):
     def impl(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         ctx = ctx_for(input, weight, bias)
