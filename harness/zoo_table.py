@@ -66,12 +66,37 @@ def stage_of(status: str, message: str | None) -> str | None:
     return "run" if status in NO_OUTPUT else None
 
 
+def complete(g) -> bool:
+    """Whether one run's records of a job (a frame) end it: its cached phase was
+    measured, or a failure stopped it. A run killed mid-sweep is neither."""
+    return bool((g["novel"].map(lambda v: v is False)).any() or (~g["status"].isin(("pass", "recompiled"))).any())
+
+
+def latest_complete(df):
+    """Of ``df``'s records, for each job (case, backend, mode, env), those of the newest run
+    that completed it (:func:`complete`), or of the newest run when none did: reruns of a
+    job after a fix, or with a longer timeout, replace its earlier attempt instead of
+    mixing with it, and a rerun cut short does not hide the attempt that finished."""
+    if not len(df):
+        return df
+    keys = ["case", "backend", "mode", "env"]
+    keep = []
+    for _, g in df.groupby(keys, sort=False, dropna=False):
+        runs = sorted(g.groupby("run_id", sort=False), key=lambda rg: str(rg[1]["timestamp"].max()))
+        done = [rg for rg in runs if complete(rg[1])]
+        keep.append((done or runs)[-1][1])
+    import pandas as pd
+
+    return pd.concat(keep)
+
+
 def jobs(df) -> list[dict[str, Any]]:
-    """One dict per zoo job of ``df`` (records, :func:`harness.results.load`'s frame):
-    case, backend, mode, status, stage (:func:`stage_of`), message, the largest stage
-    count, the novel shapes, the shapes that compiled, first-call and cached seconds."""
+    """One dict per zoo job of ``df`` (records, :func:`harness.results.load`'s frame), from
+    its newest complete run (:func:`latest_complete`): case, backend, mode, status, stage
+    (:func:`stage_of`), message, the largest stage count, the novel shapes, the shapes that
+    compiled, first-call and cached seconds."""
     out = []
-    zoo = df[df["case"].astype(str).str.startswith(PREFIX)]
+    zoo = latest_complete(df[df["case"].astype(str).str.startswith(PREFIX)])
     for (case, backend, mode), g in zoo.groupby(["case", "backend", "mode"], sort=True):
         status = _worst(list(g["status"]))
         msgs = [m for m, s in zip(g["message"], g["status"], strict=False) if isinstance(m, str) and m and s not in ("pass",)]

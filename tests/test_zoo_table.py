@@ -128,3 +128,31 @@ def test_a_planted_fix_moves_the_goal():
     assert (lazy["held"], lazy["share"]) == (2, 1.0)
     text = zoo_table.goals_markdown(zoo_table.goals(synthetic.frame(_goal_records())))
     assert "| lazy | unbounded | 2 run by torch eager | 1 | 50% | 0 |" in text
+
+
+def _at(recs, run_id, timestamp):
+    for r in recs:
+        r["run_id"], r["timestamp"] = run_id, timestamp
+    return recs
+
+
+def test_a_rerun_replaces_the_attempt_it_completes():
+    """Reruns of a job (after a fix, with a longer timeout) replace its earlier attempt; a rerun
+    killed mid-sweep (novel records only, no failure) does not hide the attempt that finished."""
+    first = _records()  # zoo_b stops at its lowering in run "r"
+    for r in first:
+        r["timestamp"] = "2026-12-02T10:00:00"
+    fixed = _at(
+        synthetic.job("zoo_b", "stablehlo_xla", "bounded", [0.04] * 3, [0.002] * 3, [2, 2, 2], stages=ONCE),
+        "r2",
+        "2026-12-02T11:00:00",
+    )
+    killed = _at(
+        synthetic.job("zoo_a", "stablehlo_xla", "bounded", [0.04], [], [2], stages={"xla": 5}), "r3", "2026-12-02T12:00:00"
+    )
+    row = zoo_table.table(synthetic.frame(first, fixed, killed)).loc[("stablehlo_xla", "bounded")]
+    assert (row["lowered"], row["oracle_equal"], row["compiled_once"]) == (4, 2, 2)
+    only = {(j["case"], j["status"], j["max_stage"]) for j in zoo_table.jobs(synthetic.frame(first, fixed, killed))}
+    assert ("zoo_b", "pass", 1) in only and ("zoo_a", "pass", 1) in only
+    # the killed rerun is all there is of a job: it is kept, not dropped
+    assert zoo_table.latest_complete(synthetic.frame(killed))["run_id"].unique().tolist() == ["r3"]
