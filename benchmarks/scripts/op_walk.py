@@ -112,7 +112,7 @@ def ops_of(ep) -> set[str]:
     """The ``call_function`` targets of ``ep`` decomposed as the lowering decomposes it."""
     from engines.stablehlo.lowering.lower import decomposed
 
-    return {str(n.target) for n in decomposed(ep).graph.nodes if n.op == "call_function"}
+    return {op_name(n.target) for n in decomposed(ep).graph.nodes if n.op == "call_function"}
 
 
 def _layer_program(build, shape, axes):
@@ -281,10 +281,19 @@ def walk_lazy(case_globs: list[str], layers: bool = True, log=print) -> tuple[di
     return _collect(programs, lambda call: functions_of(*call), "did not run", "functions", log)
 
 
+def op_name(target) -> str:
+    """A graph target's name, the same in every process: ATen overloads print as
+    ``aten.add.Tensor``, builtins as ``<built-in function add>``; a Python function
+    (``torch.sym_min``) by its module and name, not the ``repr`` with its address."""
+    if type(target).__name__ == "function":
+        return f"{target.__module__}.{target.__qualname__}"
+    return str(target)
+
+
 def lowered_ops() -> set[str]:
     from engines.stablehlo.lowering.registry import LOWERINGS
 
-    return {str(t) for t in LOWERINGS}
+    return {op_name(t) for t in LOWERINGS}
 
 
 def main(argv=None) -> int:

@@ -21,13 +21,33 @@ def _pinned():
     return {op: (state, users) for op, state, users in rows}
 
 
+def _lost(have: set[str]) -> dict[str, str]:
+    return {op: users for op, (state, users) in _pinned().items() if state == "lowered" and op not in have}
+
+
 def test_every_walked_op_pinned_as_lowered_has_a_lowering():
-    have = lowered_ops()
-    lost = {op: users for op, (state, users) in _pinned().items() if state == "lowered" and op not in have}
+    lost = _lost(lowered_ops())
     assert not lost, f"ops the walked programs use lost their StableHLO lowering: {lost}"
+
+
+def test_a_deleted_lowering_is_caught():
+    """The check above on a registry missing one lowering the zoo uses (planted)."""
+    have = lowered_ops()
+    assert "aten.addmm.default" in have and "aten.addmm.default" in _lost(have - {"aten.addmm.default"})
 
 
 def test_the_missing_list_is_current():
     have = lowered_ops()
     gained = sorted(op for op, (state, _) in _pinned().items() if state == "missing" and op in have)
     assert not gained, f"now lowered, still pinned missing (regenerate {PIN.name}): {gained}"
+
+
+def test_pinned_names_are_the_same_in_every_process():
+    """A Python function target is pinned by module and name (``torch.sym_min``), never by
+    its ``repr``, whose address changes with each process."""
+    import torch
+
+    from benchmarks.scripts.op_walk import op_name
+
+    assert op_name(torch.sym_min) == "torch.sym_min" and op_name(torch.ops.aten.add.Tensor) == "aten.add.Tensor"
+    assert not [op for op in _pinned() if " at 0x" in op]
