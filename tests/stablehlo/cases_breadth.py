@@ -327,6 +327,23 @@ def build() -> list[Program]:
     )
     add(
         Program(
+            "batch_statistics_norms",
+            Fn(
+                lambda s, x: (
+                    F.instance_norm(x, eps=1e-5),
+                    F.instance_norm(x, weight=torch.linspace(0.5, 2, 3), bias=torch.linspace(-1, 1, 3)),
+                    F.batch_norm(x, None, None, training=True),
+                )
+            ),
+            lambda n, g: [r(g, n + 1, 3, 4, 2 * n + 2)],
+            ({0: Dim("b", min=1), 3: Dim("w", min=2)},),
+            expect=["tensor<?x3x4x?xf32>"],
+            sizes=(1, 2, 5, 30),
+            export_n=3,
+        )
+    )
+    add(
+        Program(
             "pools",
             Fn(
                 lambda s, x: (

@@ -1,4 +1,4 @@
-"""native_layer_norm / native_group_norm (returning out, mean, rstd)."""
+"""native_layer_norm / native_group_norm / batch norm (eval, and with batch statistics), returning out, mean, rstd."""
 
 from __future__ import annotations
 
@@ -91,3 +91,32 @@ def _batch_norm_eval(ctx, node, x, weight, bias, running_mean, running_var, mome
         y = ctx.binary("stablehlo.add", y, b(bias))
     empty = [ctx.constant(0, ctx.out_dtype(node, i), ctx.out_shape(node, i)) for i in (1, 2)]
     return [ctx.convert(y, dt)] + empty
+
+
+@lowers(aten._native_batch_norm_legit.no_stats)
+def _batch_norm_batch_stats(ctx, node, x, weight, bias, training, momentum, eps):
+    """Batch norm with the batch's own statistics (no running ones): over every dim but
+    channels (1). ``F.instance_norm`` reaches it with the batch folded into the channels,
+    so its (B*C,) statistics are symbolic in B; ``training`` only updates running stats,
+    which this form has none of."""
+    dt = ctx.out_dtype(node, 0)
+    cdt = _cdt(dt)
+    xc = ctx.convert(x, cdt)
+    shape, full = x.sym_shape, list(range(x.rank))
+    axes = [d for d in full if d != 1]
+    var, mean = variance(ctx, xc, axes, 0, True, cdt)
+    rstd = ctx.unary("stablehlo.rsqrt", ctx.binary("stablehlo.add", var, ctx.constant(eps, cdt, var.sym_shape)))
+    y = ctx.binary(
+        "stablehlo.multiply",
+        ctx.binary("stablehlo.subtract", xc, ctx.broadcast_to(mean, shape, dims=full)),
+        ctx.broadcast_to(rstd, shape, dims=full),
+    )
+    if weight is not None:
+        y = ctx.binary("stablehlo.multiply", y, ctx.broadcast_to(ctx.convert(weight, cdt), shape, dims=[1]))
+    if bias is not None:
+        y = ctx.binary("stablehlo.add", y, ctx.broadcast_to(ctx.convert(bias, cdt), shape, dims=[1]))
+    return [
+        ctx.convert(y, dt),
+        ctx.reshape(ctx.convert(mean, ctx.out_dtype(node, 1)), ctx.out_shape(node, 1)),
+        ctx.reshape(ctx.convert(rstd, ctx.out_dtype(node, 2)), ctx.out_shape(node, 2)),
+    ]
