@@ -68,38 +68,26 @@ from cases import FAMILIES, libs
 
 from . import zygote_warm
 
-#: modules the zygote of each environment imports before forking (optional:
-#: one missing from the environment is skipped)
 #: the catalogue's in-tree families (``cases.FAMILIES``): every job looks its case up
 #: in the catalogue, which imports them all (77 ms a job when each worker did it)
 _CASE_FAMILIES = tuple(f"cases.{f}" for f in FAMILIES)
+#: what every environment's worker imports for any job, after its array libraries
+_HARNESS = (
+    "cases",
+    *_CASE_FAMILIES,
+    "backends.base",
+    "harness.worker",
+    "harness.measure",
+    "harness.meta",
+    "harness.registry",
+    "harness.threads",
+)
+#: modules the zygote of each environment imports before forking (optional:
+#: one missing from the environment is skipped)
 PRELOAD = {
-    "main": (
-        "numpy",
-        "torch",
-        "cases",
-        *_CASE_FAMILIES,
-        "backends.base",
-        "harness.worker",
-        "harness.measure",
-        "harness.meta",
-        "harness.registry",
-        "harness.threads",
-    ),
+    "main": ("numpy", "torch", *_HARNESS),
     # import only: the PJRT client starts in the job (``torch_xla.device()`` in startup)
-    "xla": (
-        "numpy",
-        "torch",
-        "torch_xla",
-        "cases",
-        *_CASE_FAMILIES,
-        "backends.base",
-        "harness.worker",
-        "harness.measure",
-        "harness.meta",
-        "harness.registry",
-        "harness.threads",
-    ),
+    "xla": ("numpy", "torch", "torch_xla", *_HARNESS),
 }
 #: variables the child sets per job: nothing in :data:`PRELOAD` reads them at import
 #: (pytest sets ``PYTEST_CURRENT_TEST`` per test: the gate's jobs share a zygote)
