@@ -36,6 +36,9 @@ SAMPLES = {
     "nonzero": (lambda x: torch.nonzero(x > 0).float().sum(0) * 2, lambda n: (n, 3), 2),
     "argwhere": (lambda x: (torch.argwhere(x > 0) + 1) * x.shape[0], lambda n: (n,), 2),
     "masked_select": (lambda x: torch.masked_select(x, x > 0.5) * 3, lambda n: (n, 2), 2),
+    # a halved / folded dim: one compile for every size the guard admits
+    "glu": (lambda x: F.glu(x, dim=1) * 2, lambda n: (3, 2 * n), 1),
+    "pixel_shuffle": (lambda x: F.pixel_shuffle(x, 2) + 1, lambda n: (n, 8, 3, n + 1), 1),
 }
 
 
@@ -172,6 +175,31 @@ def test_zoo_functions_match_eager_in_one_compile(name):
 def test_a_tensor_of_repeats_is_refused_by_name():
     with pytest.raises(L.UntraceableOp, match="tensor of repeats"):
         L.jit(lambda x: x.repeat_interleave(torch.tensor([1, 2]), dim=0))(torch.randn(2, 3))
+
+
+_PW = torch.rand(4) + 0.1
+#: shape-preserving activations and norms that torch spells as _C._nn builtins, Python
+#: functionals or functions with parameters (the lazy op walk found them missing)
+SAME_SHAPE = {
+    "F.logsigmoid": F.logsigmoid,
+    "F.softshrink": lambda x: F.softshrink(x, 0.3),
+    "F.hardshrink": lambda x: F.hardshrink(x, 0.3),
+    "Tensor.hardshrink": lambda x: x.hardshrink(0.2),
+    "F.tanhshrink": F.tanhshrink,
+    "F.prelu": lambda x: F.prelu(x.transpose(1, 2), _PW),  # the slopes' channels: dim 1
+    "F.rms_norm": lambda x: F.rms_norm(x, (4,), _PW, 1e-6),
+    "torch.rms_norm": lambda x: torch.rms_norm(x, [4]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAME_SHAPE))
+def test_same_shape_functions_match_eager_in_one_compile(name):
+    fn = SAME_SHAPE[name]
+    f = L.jit(lambda x: fn(x) * 2)
+    for n in (3, 5, 8):
+        x = torch.randn(2, 4, n).transpose(1, 2) * 2  # (2, n, 4): the channel / normalised dim last
+        torch.testing.assert_close(f(x), fn(x) * 2)
+    assert f.ctx.compiles() == 1
 
 
 @pytest.mark.parametrize("fn", [F.hardswish, F.hardsigmoid])

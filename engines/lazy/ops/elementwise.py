@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from ..tensor import LazyTensor, UntraceableOp
 from .registry import ctx_for, lazy_op, record
-from .rules import broadcast, float_of, int_sum_dtype, is_tensor, promote, shape_of
+from .rules import assume_eq, broadcast, float_of, int_sum_dtype, is_tensor, promote, shape_of
 
 # Python's operator for each binary op: ``2 - x`` records ``py_sub(2, x)``
 PYOPS = {
@@ -331,3 +331,40 @@ for _n in ("equal", "allclose"):
 @lazy_op("isclose")
 def isclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False):
     return abs(a - b) <= abs(b) * rtol + atol
+
+
+# ---------------------------------------------------------------------------
+# shape-preserving activations and norms that torch spells outside the tables above:
+# builtins of ``torch._C._nn`` (reached by name), Python functions of
+# ``torch.nn.functional`` (reached as ``F_OPS``), and torch functions with parameters
+# ---------------------------------------------------------------------------
+def _same_shape(op, dtype_rule=_FLOAT):
+    def impl(x, *args, **kwargs):
+        tensors = [a for a in (*args, *kwargs.values()) if is_tensor(a)]
+        dt = float_of(x.dtype) if dtype_rule == _FLOAT else promote(x, *tensors)
+        return record(ctx_for(x, *tensors), op, (x, *args), kwargs, x.node.shape, dt)
+
+    impl.__name__ = op
+    return impl
+
+
+# builtins: F.logsigmoid is torch._C._nn.log_sigmoid, F.softshrink torch._C._nn.softshrink
+for _n in ("log_sigmoid", "softshrink"):
+    lazy_op(_n, method=False, lowers=getattr(torch._C._nn, _n))(_same_shape(_n))
+lazy_op("hardshrink", lowers=torch.hardshrink)(_same_shape("hardshrink"))
+_prelu = _same_shape("prelu", "promote")
+
+
+@lazy_op("prelu", lowers=torch.prelu)
+def prelu(x, weight):
+    """One slope, or one per channel (dim 1): then the channels equal the slopes (a guard)."""
+    n = weight.numel() if isinstance(weight, torch.Tensor) and not isinstance(weight, LazyTensor) else None
+    if n != 1:
+        assume_eq(ctx_for(x, weight), shape_of(x)[1], shape_of(weight)[0], "prelu (one slope per channel)")
+    return _prelu(x, weight)
+
+
+lazy_op("rms_norm", method=False, lowers=torch.rms_norm)(_same_shape("rms_norm", "promote"))
+# Python functions of torch.nn.functional (their own has_torch_function dispatch)
+for _n in ("tanhshrink", "rms_norm"):
+    lazy_op(fnames=(_n,), lowers={"F." + _n: getattr(F, _n)})(_same_shape("F." + _n, "promote"))

@@ -1,5 +1,5 @@
 """Layer ops: conv1d/conv2d (sizes by the convolution formula, symbolic where the input's
-are) and batch_norm in eval mode (shape-preserving)."""
+are), the norms, pools, im2col, and glu / pixel_shuffle (a dim split or folded by a constant)."""
 
 from __future__ import annotations
 
@@ -231,3 +231,30 @@ def im2col(input, kernel_size, dilation=1, padding=0, stride=1):
     counts = [(sx[2 + i] + as_expr(2 * p[i] - d[i] * (k[i] - 1) - 1)) // as_expr(s[i]) + 1 for i in range(2)]
     out = [sx[0], sx[1] * as_expr(k[0] * k[1]), counts[0] * counts[1]]
     return record(input.ctx, "F.unfold", (input, k, d, p, s), {}, out, input.dtype)
+
+
+# ---------------------------------------------------------------------------
+# ops that split or fold a dim by a constant: a divisibility guard on a symbolic size
+# ---------------------------------------------------------------------------
+@lazy_op(fnames=("glu",), lowers={"F.glu": F.glu})
+def glu(input, dim=-1):
+    """``a * sigmoid(b)`` of the two halves of ``dim``: that dim halves (it must be even)."""
+    ctx = ctx_for(input)
+    sx = list(shape_of(input))
+    d = dim % len(sx)
+    assume_eq(ctx, sx[d] % as_expr(2), as_expr(0), "glu (the halved dim is even)")
+    sx[d] = sx[d] // as_expr(2)
+    return record(ctx, "F.glu", (input, dim), {}, tuple(sx), input.dtype)
+
+
+@lazy_op("pixel_shuffle", method=False, lowers=F.pixel_shuffle)
+def pixel_shuffle(input, upscale_factor):
+    """(..., C r², H, W) -> (..., C, H r, W r): the channels must divide by r²."""
+    ctx = ctx_for(input)
+    sx = shape_of(input)
+    if len(sx) < 3:
+        raise ShapeError(f"pixel_shuffle: input of rank {len(sx)}, expected (..., C, H, W)")
+    r = as_expr(int(upscale_factor))
+    c, h, w = sx[-3:]
+    assume_eq(ctx, c % (r * r), as_expr(0), f"pixel_shuffle (upscale {upscale_factor}: r² divides the channels)")
+    return record(ctx, "pixel_shuffle", (input, upscale_factor), {}, (*sx[:-3], c // (r * r), h * r, w * r), input.dtype)
