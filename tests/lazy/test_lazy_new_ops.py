@@ -12,6 +12,7 @@ from engines.lazy.ops import F_OPS, OPS, datadep, layers, order
 
 _W1, _W2 = torch.randn(6, 2, 3), torch.randn(4, 1, 3, 3)  # a grouped conv1d's and a depthwise conv2d's weights
 _B6, _C4 = torch.randn(6), torch.randn(4)
+_GRU, _RNN, _LSTM = torch.nn.GRUCell(4, 4), torch.nn.RNNCell(4, 4), torch.nn.LSTMCell(4, 4)
 #: registered name -> (program, input shape at size n, compiles over the sweep)
 SAMPLES = {
     "conv1d": (lambda x: F.conv1d(x, _W1, _B6, stride=2, padding=1, groups=2), lambda n: (2, 4, n + 3), 1),
@@ -36,6 +37,11 @@ SAMPLES = {
     "nonzero": (lambda x: torch.nonzero(x > 0).float().sum(0) * 2, lambda n: (n, 3), 2),
     "argwhere": (lambda x: (torch.argwhere(x > 0) + 1) * x.shape[0], lambda n: (n,), 2),
     "masked_select": (lambda x: torch.masked_select(x, x > 0.5) * 3, lambda n: (n, 2), 2),
+    # recurrent cells, a step of torch.nn's *Cell modules (GatedGraphConv's GRU)
+    "gru_cell": (lambda x: _GRU(x, torch.tanh(x)), lambda n: (n, 4), 1),
+    "rnn_tanh_cell": (lambda x: _RNN(x, x * 0.5), lambda n: (n, 4), 1),
+    "rnn_relu_cell": (lambda x: torch.rnn_relu_cell(x, x, _RNN.weight_ih, _RNN.weight_hh), lambda n: (n, 4), 1),
+    "lstm_cell": (lambda x: _LSTM(x, (x, -x)), lambda n: (n, 4), 1),
     # a halved / folded dim: one compile for every size the guard admits
     "glu": (lambda x: F.glu(x, dim=1) * 2, lambda n: (3, 2 * n), 1),
     "pixel_shuffle": (lambda x: F.pixel_shuffle(x, 2) + 1, lambda n: (n, 8, 3, n + 1), 1),

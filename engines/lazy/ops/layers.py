@@ -3,6 +3,7 @@ are), the norms, pools, im2col, and glu / pixel_shuffle (a dim split or folded b
 
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 
 from ..symbolic import as_expr
@@ -258,3 +259,36 @@ def pixel_shuffle(input, upscale_factor):
     c, h, w = sx[-3:]
     assume_eq(ctx, c % (r * r), as_expr(0), f"pixel_shuffle (upscale {upscale_factor}: r² divides the channels)")
     return record(ctx, "pixel_shuffle", (input, upscale_factor), {}, (*sx[:-3], c // (r * r), h * r, w * r), input.dtype)
+
+
+# ---------------------------------------------------------------------------
+# recurrent cells (one step: torch.nn.GRUCell / LSTMCell / RNNCell call these): the new
+# state has the state's shape, the batch shared with the input (a guard when symbolic)
+# ---------------------------------------------------------------------------
+def _cell(name: str):
+    def impl(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+        states = tuple(hx) if isinstance(hx, (tuple, list)) else (hx,)
+        ctx = ctx_for(input, *states, w_ih, w_hh, b_ih, b_hh)
+        sx, sh = shape_of(input), shape_of(states[0])
+        if len(sx) != 2 or len(sh) != 2:
+            raise ShapeError(f"{name}: input and state of rank 2 (batch, features) expected, got {len(sx)} and {len(sh)}")
+        assume_eq(ctx, sx[0], sh[0], f"{name} (the input's batch is the state's)")
+        args = (input, hx, w_ih, w_hh, b_ih, b_hh)
+        dt = promote(input, *states)
+        if len(states) == 1:
+            return record(ctx, name, args, {}, sh, dt)
+        return tuple(record(ctx, f"{name}_{i}", args, {}, sh, dt) for i in range(len(states)))
+
+    impl.__name__ = name
+    return impl
+
+
+for _name in ("gru_cell", "rnn_tanh_cell", "rnn_relu_cell"):
+    lazy_op(_name, method=False, lowers=getattr(torch, _name))(_cell(_name))
+# (h, c) = lstm_cell(...): one node per output, each the op's output i (the op runs once
+# per output in the lowered graph: cheap next to the lazy step at these sizes)
+lazy_op(
+    "lstm_cell",
+    method=False,
+    lowers={f"lstm_cell_{i}": (lambda i: lambda *a: torch.lstm_cell(*a)[i])(i) for i in (0, 1)},
+)(_cell("lstm_cell"))
