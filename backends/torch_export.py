@@ -83,6 +83,12 @@ class TorchExport(Backend):
         return ExportProgram(self, case, mode)
 
 
+class ExportError(RuntimeError):
+    """torch.export itself failed on a case (not a constraint violation): a crash
+    inside its symbolic-shape reasoning, say. The message starts ``torch.export``,
+    so the zoo table counts the job as stopped at capture, not at run time."""
+
+
 class OutOfRange(ValueError):
     """An input size outside the range the program was exported for."""
 
@@ -124,3 +130,8 @@ def export(fn, args, dynamic_shapes, case_name: str = "?", oblivious_retry: bool
         return export_oblivious_retry(run) if oblivious_retry else run()
     except torch._dynamo.exc.UserError as e:  # constraint violations: the dim is not dynamic
         raise Unsupported(f"torch.export could not keep {case_name}'s dims dynamic: {str(e).splitlines()[0]}") from e
+    except Unsupported:
+        raise
+    except Exception as e:  # noqa: BLE001 - any other failure of the capture is torch.export's
+        first = next((line.strip() for line in str(e).splitlines() if line.strip()), "")
+        raise ExportError(f"torch.export failed on {case_name}: {type(e).__name__}: {first}") from e
