@@ -23,7 +23,9 @@ each a count of architectures (zoo cases: names starting ``zoo_``):
 ``first_x`` / ``cached_x``
     the geometric mean over oracle-equal architectures of the first-call
     (summed over the novel shapes) and the cached (median) latency, as a ratio
-    to torch_eager's on the same case and mode (any mode when that is missing).
+    to torch_eager's on the same case and mode, from the same run where it ran there
+    (timings of two runs differ with the machine's load: run the baseline beside the
+    backend for ratios to lean on), else from another run (any mode when that is missing).
 """
 
 from __future__ import annotations
@@ -109,6 +111,7 @@ def jobs(df) -> list[dict[str, Any]]:
                 "case": case,
                 "backend": backend,
                 "mode": mode,
+                "run_id": str(g["run_id"].iloc[0]) if "run_id" in g else None,
                 "status": status,
                 "stage": stage_of(status, msgs[0] if msgs else None),
                 "message": msgs[0] if msgs else None,
@@ -156,8 +159,17 @@ def table(df, baseline: str = "torch_eager"):
     import pandas as pd
 
     js = jobs(df)
-    eager = {(j["case"], j["mode"]): j for j in js if j["backend"] == baseline and j["stage"] is None}
-    eager_any = {j["case"]: j for j in js if j["backend"] == baseline and j["stage"] is None}
+    # latency ratios pair a job with the baseline's run beside it in the same run (same load)
+    # where there is one; else the same case and mode from another run, else any mode
+    base_jobs = [j for j in js if j["backend"] == baseline and j["stage"] is None]
+    same_run = {
+        (j["case"], j["mode"], j["run_id"]): j
+        for _, run in df[df["backend"] == baseline].groupby("run_id", sort=False)
+        for j in jobs(run)  # every run of the baseline, not only its newest
+        if j["stage"] is None
+    }
+    eager = {(j["case"], j["mode"]): j for j in base_jobs}
+    eager_any = {j["case"]: j for j in base_jobs}
     rows = {}
     for key in sorted({(j["backend"], j["mode"]) for j in js}):
         mine = [j for j in js if (j["backend"], j["mode"]) == key and j["status"] != "skipped" and j["stage"] != "idle"]
@@ -165,7 +177,7 @@ def table(df, baseline: str = "torch_eager"):
         equal = [j for j in mine if j["stage"] is None]
         ratios: dict[str, list[float]] = {"first_s": [], "cached_s": []}
         for j in equal:
-            base = eager.get((j["case"], j["mode"])) or eager_any.get(j["case"])
+            base = same_run.get((j["case"], j["mode"], j["run_id"])) or eager.get((j["case"], j["mode"])) or eager_any.get(j["case"])
             for col in ratios:
                 if base and j[col] and base[col]:
                     ratios[col].append(j[col] / base[col])

@@ -156,3 +156,18 @@ def test_a_rerun_replaces_the_attempt_it_completes():
     assert ("zoo_b", "pass", 1) in only and ("zoo_a", "pass", 1) in only
     # the killed rerun is all there is of a job: it is kept, not dropped
     assert zoo_table.latest_complete(synthetic.frame(killed))["run_id"].unique().tolist() == ["r3"]
+
+
+def test_a_latency_ratio_pairs_the_job_with_the_baseline_of_its_own_run():
+    """Eager timed in another run under another load must not set the ratio when the
+    run itself timed eager beside the backend."""
+    beside = synthetic.job("zoo_a", "torch_eager", "bounded", [0.02] * 3, [0.002] * 3, [0, 0, 0], run_id="r1")
+    elsewhere = synthetic.job("zoo_a", "torch_eager", "bounded", [0.01] * 3, [0.001] * 3, [0, 0, 0], run_id="r2")
+    mine = synthetic.job("zoo_a", "lazy", "bounded", [0.04] * 3, [0.004] * 3, [1, 1, 1], run_id="r1")
+    for recs, when in ((beside, "2026-12-01T00:00:00"), (mine, "2026-12-01T00:00:00"), (elsewhere, "2026-12-02T00:00:00")):
+        for r in recs:  # elsewhere: the newer eager run, which the fallback would pick
+            r["timestamp"] = when
+    row = zoo_table.table(synthetic.frame(beside + elsewhere + mine)).loc[("lazy", "bounded")]
+    assert row["first_x"] == pytest.approx(2.0) and row["cached_x"] == pytest.approx(2.0)
+    alone = zoo_table.table(synthetic.frame(elsewhere + mine)).loc[("lazy", "bounded")]
+    assert alone["cached_x"] == pytest.approx(4.0)  # no eager beside it: the other run's
