@@ -177,7 +177,9 @@ def table(df, baseline: str = "torch_eager"):
         equal = [j for j in mine if j["stage"] is None]
         ratios: dict[str, list[float]] = {"first_s": [], "cached_s": []}
         for j in equal:
-            base = same_run.get((j["case"], j["mode"], j["run_id"])) or eager.get((j["case"], j["mode"])) or eager_any.get(j["case"])
+            base = (
+                same_run.get((j["case"], j["mode"], j["run_id"])) or eager.get((j["case"], j["mode"])) or eager_any.get(j["case"])
+            )
             for col in ratios:
                 if base and j[col] and base[col]:
                     ratios[col].append(j[col] / base[col])
