@@ -54,7 +54,7 @@ class ExportProgram(TorchArrays, Program):
                 with self.counting(STAGE, f"new input shapes {key}" if mode == "static" else self.why):
                     mod = self.modules[key] = export(self.fn, args, self.dynamic, case.name).module()
             return mod(*args)
-        except (AssertionError, ConstraintViolationError) as e:  # ep.module()'s guards; export out of range
+        except (AssertionError, ConstraintViolationError, ExportError) as e:  # ep.module()'s guards; export out of range
             raise _range_error(case, mode, args, e) from e
 
 
@@ -93,7 +93,7 @@ class OutOfRange(ValueError):
     """An input size outside the range the program was exported for."""
 
 
-def _range_error(case, mode, args, err: AssertionError) -> Exception:
+def _range_error(case, mode, args, err: Exception) -> Exception:
     """Name the input, dim, size and exported range behind a guard failure."""
     for inp, arg, axes in zip(case.inputs, args, case.dynamic_axes(mode), strict=False):
         for axis, dim in axes.items():
