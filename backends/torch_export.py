@@ -130,8 +130,6 @@ def export(fn, args, dynamic_shapes, case_name: str = "?", oblivious_retry: bool
         return export_oblivious_retry(run) if oblivious_retry else run()
     except torch._dynamo.exc.UserError as e:  # constraint violations: the dim is not dynamic
         raise Unsupported(f"torch.export could not keep {case_name}'s dims dynamic: {str(e).splitlines()[0]}") from e
-    except Unsupported:
-        raise
-    except Exception as e:  # any other failure of the capture is torch.export's
+    except Exception as e:  # any other failure of the capture is torch.export's (not re-caught: the Unsupported above)
         first = next((line.strip() for line in str(e).splitlines() if line.strip()), "")
         raise ExportError(f"torch.export failed on {case_name}: {type(e).__name__}: {first}") from e

@@ -283,7 +283,7 @@ def test_a_failure_inside_torch_export_is_named_as_torch_exports():
     from harness.zoo_table import stage_of
 
     def fn(x):
-        if x.shape[0] > 2:  # a data-independent branch is fine; this raise stands in for torch's own
+        if x.shape[0] > 2:  # raised while torch.export traces fn: it stands in for torch's own crash
             raise NotImplementedError("The inequality, -x/8 + 2*((x/2)//8) - 2 < 0, cannot be solved")
         return x
 
