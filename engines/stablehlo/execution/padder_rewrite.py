@@ -194,6 +194,72 @@ def _check_shape_source(value, op_name: str, where: str, size_args) -> None:
         todo.extend(owner.operands)
 
 
+#: elementwise ops: XLA's padder gives the result the live sizes of any operand that has them
+ELEMENTWISE = frozenset(
+    "stablehlo." + n
+    for n in [
+        "add",
+        "subtract",
+        "multiply",
+        "divide",
+        "remainder",
+        "maximum",
+        "minimum",
+        "power",
+        "atan2",
+        "compare",
+        "select",
+        "clamp",
+        "and",
+        "or",
+        "xor",
+    ]
+)
+
+
+def _dynamic_dims(t) -> set:
+    return {d for d, s in enumerate(info(t)[0]) if s is None}
+
+
+def _has_dynamic_dims(t) -> bool:
+    return bool(_dynamic_dims(t))
+
+
+def _uniform(value) -> bool:
+    """A value that is a broadcast of an operand without dynamic dims: the same along each dynamic dim."""
+    from jaxlib.mlir import ir
+
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        return False
+    if owner.name == "stablehlo.broadcast_in_dim":
+        return True
+    return owner.name == "stablehlo.dynamic_broadcast_in_dim" and not _has_dynamic_dims(owner.operands[0].type)
+
+
+def _uniform_into_sized(op) -> bool:
+    """Whether the ``dynamic_broadcast_in_dim`` ``op`` may stay static at the bound without live
+    sizes: its operand has no dynamic dims (so its padding rows equal its live ones) and every
+    use is an elementwise op with another operand that carries live sizes on those dims (XLA's padder takes
+    the result's sizes from it). A scalar times a dynamic tensor then costs the padder nothing:
+    data2vec-audio's 503 such broadcasts were ~1,000 ``set_dimension_size`` ops that its compile
+    stalled on."""
+    if _has_dynamic_dims(op.operands[0].type):
+        return False
+    result = op.results[0]
+    dyn = _dynamic_dims(result.type)
+    uses = list(result.uses)
+    if not uses:
+        return False
+    for use in uses:
+        user = use.owner
+        if user.name not in ELEMENTWISE:
+            return False
+        if not any(v != result and dyn <= _dynamic_dims(v.type) and not _uniform(v) for v in user.operands):
+            return False
+    return True
+
+
 class _Rewriter:
     def __init__(self, label: str, size_args):
         self.label = label
@@ -237,6 +303,12 @@ class _Rewriter:
             shape_vec = ops[1]
             dims = list(ir.DenseI64ArrayAttr(op.attributes["broadcast_dimensions"]))
             new = stablehlo.BroadcastInDimOp(static_t, ops[0], dims, ip=ip).result
+            if _uniform_into_sized(op):
+                _check_shape_source(shape_vec, name, self.label, self.size_args)
+                result.replace_all_uses_with(new)
+                op.erase()
+                self.counts[name] = self.counts.get(name, 0) + 1
+                return
         elif name == "stablehlo.dynamic_reshape":
             shape_vec = ops[1]
             if needs_gather(ops[0].type, rtype):  # a split of a dynamic dim: see padder_reshape
