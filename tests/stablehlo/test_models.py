@@ -66,10 +66,6 @@ def test_a_boolean_mask_count_is_bounded_by_the_mask_or_stays_unbounded():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    not __import__("os").environ.get("DYNSHAPE_LONG_TESTS"),
-    reason="a whole model's bounded XLA compile takes minutes here (ConvNeXt's did not finish): set DYNSHAPE_LONG_TESTS=1",
-)
 @pytest.mark.parametrize("name", ("wav2vec2", "wavlm", "convnext_hw"))
 def test_issue36_models_bounded_one_compile_oracle_equal(name):
     """The floor-division chains of a speech encoder's conv stack (Wav2Vec2: a bound

@@ -29,6 +29,7 @@ BINARY = {
     "maximum": np.maximum,
     "minimum": np.minimum,
 }
+pytestmark = pytest.mark.slow  # (24 XLA compiles, ~13 s)
 K = 1.5  # the scalar (a float: a tensor operand of maximum/minimum is made of it)
 W = np.array([0.5, -2.0, 3.0], np.float32)  # a bias: a static operand broadcast over the dynamic rows
 
