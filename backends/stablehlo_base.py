@@ -84,9 +84,13 @@ def xla_executor(program, module, check=None):
     """The XLA program (``engines.stablehlo.xla_program``) that runs ``module`` in
     ``program``'s mode, its compiles counted on ``program``."""
     from engines.stablehlo import xla_program
+    from engines.stablehlo.execution.xla import DataDependentSize
 
     stats, report, on_check = xla_reporting(program)
-    return xla_program(module, program.mode, on_compile=report, stats=stats, on_check=on_check, check=check)
+    try:
+        return xla_program(module, program.mode, on_compile=report, stats=stats, on_check=on_check, check=check)
+    except DataDependentSize as e:  # refused before any compile: the job is unsupported, not an error
+        raise Unsupported(str(e)) from e
 
 
 PARSE = Counter("ours", "the interpreter worker parses/specialises the module for a new concrete argument shape")

@@ -40,6 +40,7 @@ PREFIX = "zoo_"
 COLUMNS = ("archs", "exported", "lowered", "ran", "oracle_equal", "compiled_once", "per_size", "first_x", "cached_x")
 #: failure stage -> what a failure message of that stage matches (first match wins, in this order)
 STAGES = (
+    ("run", re.compile(re.escape("refused by XLA's per-shape executor"))),  # a module we built it cannot run
     ("lowering", re.compile(r"lowering|no lowering|not implemented|no implementation|unsupported op|lazy: ", re.I)),
     ("export", re.compile(r"torch\.export|export|dynamo|constraint|guard|data-dependent|trace", re.I)),
 )

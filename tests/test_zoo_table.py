@@ -79,6 +79,21 @@ def test_failure_classes_group_by_stage_and_message():
     assert "s18" not in stages[("stablehlo_xla", "export")]["class"] and "sN" in stages[("stablehlo_xla", "export")]["class"]
 
 
+def test_a_module_the_per_shape_executor_refuses_stops_at_run():
+    """A data-dependent size refused by XLA's per-shape program (``status`` unsupported) is a
+    module we built that did not run: stage ``run``, not ``idle`` (left out of the table) nor
+    ``export`` (its message says data)."""
+    from types import SimpleNamespace
+
+    from engines.stablehlo.execution.xla import DataDependentSize, refuse_data_dependent_sizes
+
+    module = SimpleNamespace(text="%y = stablehlo.set_dimension_size %x, %n, dim = 0", label="zoo_pyg_x (unbounded)")
+    with pytest.raises(DataDependentSize) as e:
+        refuse_data_dependent_sizes(module)
+    assert zoo_table.stage_of("unsupported", str(e.value)) == "run"
+    assert zoo_table.stage_of("unsupported", "mode bounded: the case has no bounded dims") == "idle"
+
+
 def test_zoo_table_command_prints_markdown(tmp_path, capsys):
     path = tmp_path / "r.jsonl"
     writer = results.Writer(path)

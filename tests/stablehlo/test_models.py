@@ -65,6 +65,22 @@ def test_a_boolean_mask_count_is_bounded_by_the_mask_or_stays_unbounded():
     assert "stablehlo.set_dimension_size" in unbounded and "#stablehlo.bounds" not in unbounded
 
 
+def test_a_data_dependent_size_is_refused_per_shape_before_any_compile():
+    """The unbounded module's count has no static value at any argument shapes: XLA's
+    per-shape program refuses it by name before refining or compiling (it had failed in
+    refinement, a run-time error of a module we built, on 20 torch_geometric zoo jobs)."""
+    if libs.missing("torch_geometric"):
+        pytest.skip("torch_geometric is not installed")
+    from engines.stablehlo import Module, lower, xla_program
+    from engines.stablehlo.execution.xla import REFUSED, DataDependentSize, XlaStats
+
+    ep, _ = models.export(models.MODELS["gcn"])
+    stats = XlaStats()
+    with pytest.raises(DataDependentSize, match=REFUSED + ".*set_dimension_size"):
+        xla_program(Module(lower(ep, bounded=False), "gcn"), "unbounded", stats=stats)
+    assert stats.compiles == 0
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ("wav2vec2", "wavlm", "convnext_hw"))
 def test_issue36_models_bounded_one_compile_oracle_equal(name):

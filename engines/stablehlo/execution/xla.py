@@ -209,13 +209,37 @@ def result_handlers(refined: bytes, label: str) -> list:
     return handlers
 
 
+#: how :class:`DataDependentSize` starts (``harness.zoo_table`` files it under "run")
+REFUSED = "refused by XLA's per-shape executor before any compile"
+
+
+class DataDependentSize(ExecutionError):
+    """A module with a data-dependent size (``set_dimension_size`` of a count, as a
+    boolean-mask index lowers) run per concrete argument shape: refinement makes every
+    size static from the argument shapes, and this one it cannot know."""
+
+
+def refuse_data_dependent_sizes(module: Module) -> None:
+    """Raise :class:`DataDependentSize` naming the construct, before any compile, where
+    ``module`` sets a size from data (the bounded executor serves it: the count's bound
+    is its mask's length)."""
+    if "stablehlo.set_dimension_size" in module.text:
+        raise DataDependentSize(
+            f"{module.label}: {REFUSED}: a size set from data (stablehlo.set_dimension_size of a count, "
+            "as a boolean-mask index or nonzero lowers) has no static value at given argument shapes; "
+            "the bounded mode serves it (the count is bounded by its mask)"
+        )
+
+
 class XlaProgram:
     """``@main`` of one module on XLA CPU: one executable per concrete argument shapes.
+    A module with a data-dependent size is refused (:func:`refuse_data_dependent_sizes`).
 
     Call it on the jax arrays :meth:`convert` makes; it returns a list of jax
     arrays (not waited for)."""
 
     def __init__(self, module: Module, on_compile: Report | None = None, stats: XlaStats | None = None):
+        refuse_data_dependent_sizes(module)
         self.module = module
         self.on_compile = on_compile
         self.stats = stats if stats is not None else XlaStats()
