@@ -273,6 +273,20 @@ def goals_markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+_RAISED = re.compile(r"^\s*[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b")
+
+
+def _headline(message: str) -> str:
+    """The line of a failure message that names it: a traceback's (a worker's failure)
+    last exception line, else the first line."""
+    lines = message.strip().splitlines()
+    if len(lines) > 1 and any(line.lstrip().startswith('File "') for line in lines):
+        raised = [line.strip() for line in lines if _RAISED.match(line)]
+        if raised:
+            return raised[-1]
+    return lines[0]
+
+
 def failures(df) -> list[dict[str, Any]]:
     """The zoo's failure classes: per (backend, mode, stage) and message class (the first
     line with numbers and quoted names blanked), the count and the cases."""
@@ -280,7 +294,7 @@ def failures(df) -> list[dict[str, Any]]:
     for j in jobs(df):
         if j["stage"] in (None, "idle"):
             continue
-        msg = (j["message"] or j["status"]).strip().splitlines()[0]
+        msg = _headline(j["message"] or j["status"])
         cls = re.sub(r"\d+", "N", re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", msg))[:140]
         c = classes.setdefault((j["backend"], j["mode"], j["stage"], cls), {"n": 0, "cases": [], "example": msg[:300]})
         c["n"] += 1

@@ -94,6 +94,18 @@ def test_a_module_the_per_shape_executor_refuses_stops_at_run():
     assert zoo_table.stage_of("unsupported", "mode bounded: the case has no bounded dims") == "idle"
 
 
+def test_a_worker_traceback_is_classed_by_its_exception_line():
+    """A worker's failure message is the tail of a traceback: its class is the exception it
+    raised, so two models failing the same way share one class (not the cut-off first line)."""
+    tb = 'worker failed: rness/worker.py", line 74, in main\n    measure.run(job)\n  File "cases/m.py", line {n}, in f\n'
+    tb += "    return model(x)\nRuntimeError: The size of tensor a ({a}) must match the size of tensor b ({b})"
+    assert (
+        zoo_table._headline(tb.format(n=1, a=38, b=37))
+        == "RuntimeError: The size of tensor a (38) must match the size of tensor b (37)"
+    )
+    assert zoo_table._headline("Unsupported: no lowering\nfor aten.nonzero") == "Unsupported: no lowering"
+
+
 def test_zoo_table_command_prints_markdown(tmp_path, capsys):
     path = tmp_path / "r.jsonl"
     writer = results.Writer(path)
