@@ -198,11 +198,49 @@ def _index_put(ctx, node, x, indices, values, accumulate=False):
             dt, shape = ctx.out_dtype(node), x.sym_shape
             x, v = ctx.convert(x, dt), ctx.tensor(values, dt, shape)
             return ctx.select(mask, ctx.binary("stablehlo.add", x, v) if accumulate else v, x)
-        raise NotImplementedError("index_put with a boolean mask has a data-dependent number of updates")
+        if len(tensors) == 1 and k == 0 and mask.rank <= x.rank and values.rank == x.rank - mask.rank + 1:
+            return _mask_put(ctx, node, x, mask, values, bool(accumulate))
+        raise NotImplementedError("index_put with a boolean mask mixed with other indices, or values of another rank")
     x = ctx.convert(x, ctx.out_dtype(node))
     if len(tensors) == 1 and tensors[0][1].rank == 1:
         return scatter_along(ctx, x, tensors[0][0], tensors[0][1], values, bool(accumulate))
     return _scatter_points(ctx, x, [k for k, _ in tensors], [t for _, t in tensors], values, bool(accumulate))
+
+
+def _mask_put(ctx, node, x, mask, values, accumulate):
+    """``x[mask] = values`` (``+=``), ``mask`` over ``x``'s leading dims, ``values`` one row per
+    True (a data-dependent count: ChebConv's ``w[mask] = w[mask] * ...``): each True position
+    takes the row of its rank among the Trues (an inclusive cumsum of the mask, minus one), a
+    gather; the result is a select, of ``x``'s static or bounded shape whatever the count."""
+    from .scan import cumsum_along
+
+    dt = ctx.out_dtype(node)
+    m = mask.rank
+    rest = tuple(x.sym_shape[m:])
+    length = as_dim(math.prod(mask.sym_shape, start=sizes.const(1)))
+    xf = ctx.reshape(ctx.convert(x, dt), (length, *rest))
+    mf = ctx.reshape(mask, (length,))
+    rank = ctx.binary("stablehlo.subtract", cumsum_along(ctx, ctx.convert(mf, "i32"), 0), ctx.constant(1, "i32", (length,)))
+    rank = ctx.binary("stablehlo.maximum", rank, ctx.constant(0, "i32", (length,)))  # (before the first True)
+    rows = gather_along(ctx, ctx.convert(values, dt), 0, rank, (length, *rest))
+    if accumulate:
+        rows = ctx.binary("stablehlo.add", xf, rows)
+    keep = ctx.broadcast_to(mf, (length, *rest), dims=[0])
+    return ctx.reshape(ctx.select(keep, rows, xf), x.sym_shape)
+
+
+@lowers(aten.nonzero.default)
+def _nonzero(ctx, node, x):
+    """``nonzero(x)``: the (count, rank) coordinates of the nonzero elements, in order (MFConv's
+    degree buckets): every element's coordinates (iotas), the rows where ``x != 0`` kept by
+    :func:`mask_index` (a data-dependent count, bounded by ``x``'s numel)."""
+    shape = tuple(x.sym_shape)
+    length = as_dim(math.prod(shape, start=sizes.const(1)))
+    pieces = [ctx.reshape(ctx.iota(shape, a, "i64"), (*shape, 1)) for a in range(len(shape))]
+    coords = ctx.op("stablehlo.concatenate", pieces, ((*shape, len(shape)), "i64"), attrs={"dimension": f"{len(shape)} : i64"})
+    coords = ctx.reshape(coords, (length, len(shape)))
+    nz = ctx.compare(x, ctx.constant(0, x.dtype, shape), "NE") if x.dtype != "i1" else x
+    return mask_index(ctx, node, coords, [ctx.reshape(nz, (length,))])
 
 
 def _scatter_points(ctx, x, ks, idxs, values, accumulate):
