@@ -13,6 +13,8 @@ from engines.lazy.ops import F_OPS, OPS, datadep, layers, order
 _W1, _W2 = torch.randn(6, 2, 3), torch.randn(4, 1, 3, 3)  # a grouped conv1d's and a depthwise conv2d's weights
 _B6, _C4 = torch.randn(6), torch.randn(4)
 _GRU, _RNN, _LSTM = torch.nn.GRUCell(4, 4), torch.nn.RNNCell(4, 4), torch.nn.LSTMCell(4, 4)
+_MHA = torch.nn.MultiheadAttention(4, 2).eval()  # (torchvision's ViT: the module calls F.multi_head_attention_forward)
+_MHA_B = torch.nn.MultiheadAttention(4, 2, batch_first=True).eval()
 #: registered name -> (program, input shape at size n, compiles over the sweep)
 SAMPLES = {
     "conv1d": (lambda x: F.conv1d(x, _W1, _B6, stride=2, padding=1, groups=2), lambda n: (2, 4, n + 3), 1),
@@ -42,6 +44,14 @@ SAMPLES = {
     "rnn_tanh_cell": (lambda x: _RNN(x, x * 0.5), lambda n: (n, 4), 1),
     "rnn_relu_cell": (lambda x: torch.rnn_relu_cell(x, x, _RNN.weight_ih, _RNN.weight_hh), lambda n: (n, 4), 1),
     "lstm_cell": (lambda x: _LSTM(x, (x, -x)), lambda n: (n, 4), 1),
+    # attention: the output with the query's shape, the weights (N, [H,] L, S); L and S vary
+    "multi_head_attention_forward": (lambda x: _MHA(x, x[1:], x[1:], need_weights=False)[0] * 2, lambda n: (n, 3, 4), 1),
+    "multi_head_attention_forward weights": (lambda x: _MHA_B(x, x[:, 1:], x[:, 1:]), lambda n: (2, n, 4), 1),
+    "multi_head_attention_forward per head": (
+        lambda x: _MHA(x, x[1:], x[1:], average_attn_weights=False, attn_mask=torch.zeros(x.shape[0], x.shape[0] - 1)),
+        lambda n: (n, 4),
+        1,
+    ),
     # a halved / folded dim: one compile for every size the guard admits
     "glu": (lambda x: F.glu(x, dim=1) * 2, lambda n: (3, 2 * n), 1),
     "pixel_shuffle": (lambda x: F.pixel_shuffle(x, 2) + 1, lambda n: (n, 8, 3, n + 1), 1),
@@ -59,7 +69,7 @@ def _registered() -> set:
 
 
 def test_every_new_op_has_a_sample():
-    assert _registered() == set(SAMPLES)
+    assert _registered() == {name.split(" ")[0] for name in SAMPLES}
 
 
 def _flat(out):

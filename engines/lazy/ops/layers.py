@@ -292,3 +292,70 @@ lazy_op(
     method=False,
     lowers={f"lstm_cell_{i}": (lambda i: lambda *a: torch.lstm_cell(*a)[i])(i) for i in (0, 1)},
 )(_cell("lstm_cell"))
+
+
+def _mha_part(i: int):
+    def run(*args, **kwargs):
+        return F.multi_head_attention_forward(*args, **kwargs)[i]
+
+    return run
+
+
+@lazy_op(fnames=("multi_head_attention_forward",), lowers={f"F.multi_head_attention_forward_{i}": _mha_part(i) for i in (0, 1)})
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, *args, **kwargs):
+    """``nn.MultiheadAttention``'s attention (torchvision's ViT): one node per output, each the
+    op's output ``i`` (the runtime op is torch's own). Query (L, N, E) or (L, E), key and value
+    (S, N, E); the output has the query's shape, the weights (when asked) (N, L, S) averaged over
+    the heads or (N, H, L, S). Refused: dropout while training (random), ``bias_k``/``bias_v``,
+    ``add_zero_attn`` and ``static_k``/``static_v`` (the key length changes by them)."""
+    names = [
+        "in_proj_weight",
+        "in_proj_bias",
+        "bias_k",
+        "bias_v",
+        "add_zero_attn",
+        "dropout_p",
+        "out_proj_weight",
+        "out_proj_bias",
+        "training",
+        "key_padding_mask",
+        "need_weights",
+        "attn_mask",
+        "use_separate_proj_weight",
+        "q_proj_weight",
+        "k_proj_weight",
+        "v_proj_weight",
+        "static_k",
+        "static_v",
+        "average_attn_weights",
+        "is_causal",
+    ]
+    defaults = {"training": True, "key_padding_mask": None, "need_weights": True, "attn_mask": None}
+    defaults.update(use_separate_proj_weight=False, q_proj_weight=None, k_proj_weight=None, v_proj_weight=None)
+    defaults.update(static_k=None, static_v=None, average_attn_weights=True, is_causal=False)
+    a = {**defaults, **dict(zip(names, args, strict=False)), **kwargs}
+    if a["dropout_p"] and a["training"]:
+        raise UntraceableOp("lazy: multi_head_attention_forward with dropout while training is random")
+    for k in ("bias_k", "bias_v", "static_k", "static_v"):
+        if a[k] is not None:
+            raise UntraceableOp(f"lazy: multi_head_attention_forward with {k}")
+    if a["add_zero_attn"]:
+        raise UntraceableOp("lazy: multi_head_attention_forward with add_zero_attn")
+    ctx = ctx_for(query, key, value)
+    sq, sk, sv = shape_of(query), shape_of(key), shape_of(value)
+    if len(sq) not in (2, 3) or len(sk) != len(sq) or len(sv) != len(sq):
+        raise ShapeError("multi_head_attention_forward: query, key and value of rank 2 or 3, alike")
+    assume_eq(ctx, sk[0], sv[0], "multi_head_attention_forward (key/value length)")
+    if len(sq) == 3:
+        assume_eq(ctx, sq[1], sk[1], "multi_head_attention_forward (query/key batch)")
+    ordered = (query, key, value, embed_dim_to_check, num_heads, *[a[k] for k in names])
+    dt = promote(query, key, value)
+    out = record(ctx, "F.multi_head_attention_forward_0", ordered, {}, sq, dt)
+    if not a["need_weights"]:
+        return out, None
+    L, S = sq[0], sk[0]
+    heads = () if a["average_attn_weights"] else (as_expr(int(num_heads)),)
+    weights = (L, S) if len(sq) == 2 else (sq[1], *heads, L, S)
+    if len(sq) == 2 and heads:
+        weights = (*heads, L, S)
+    return out, record(ctx, "F.multi_head_attention_forward_1", ordered, {}, weights, dt)
