@@ -106,7 +106,7 @@ _layer = st.tuples(st.integers(1, 5), st.integers(1, 3), st.integers(0, 2), st.i
 
 
 @pytest.mark.slow
-@settings(max_examples=8, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=5, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_layer, min_size=1, max_size=5).filter(lambda ls: min(_lengths(T_MAX - 1, ls)) >= 2 and _t_min(ls) < T_MAX // 2))
 def test_generated_conv_stacks_run_bounded(layers):
     check(layers)
