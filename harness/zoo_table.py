@@ -288,14 +288,17 @@ def _headline(message: str) -> str:
 
 
 def failures(df) -> list[dict[str, Any]]:
-    """The zoo's failure classes: per (backend, mode, stage) and message class (the first
-    line with numbers and quoted names blanked), the count and the cases."""
+    """The zoo's failure classes: per (backend, mode, stage) and message class (its
+    :func:`_headline` with the case's name, module hashes, numbers and quoted names blanked),
+    the count and the cases."""
     classes: dict[tuple, dict[str, Any]] = {}
     for j in jobs(df):
         if j["stage"] in (None, "idle"):
             continue
         msg = _headline(j["message"] or j["status"])
-        cls = re.sub(r"\d+", "N", re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", msg))[:140]
+        # (the job's own name and a module's hash blanked: two cases failing alike share a class)
+        named = re.sub(r"\[[0-9a-f]{8,}\]", "[…]", msg.replace(j["case"], "CASE"))
+        cls = re.sub(r"\d+", "N", re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", named))[:140]
         c = classes.setdefault((j["backend"], j["mode"], j["stage"], cls), {"n": 0, "cases": [], "example": msg[:300]})
         c["n"] += 1
         c["cases"].append(j["case"])

@@ -106,6 +106,18 @@ def test_a_worker_traceback_is_classed_by_its_exception_line():
     assert zoo_table._headline("Unsupported: no lowering\nfor aten.nonzero") == "Unsupported: no lowering"
 
 
+def test_two_cases_failing_alike_share_one_class(monkeypatch):
+    """A message naming its case and its module's hash is classed without them."""
+
+    def job(case, digest):
+        msg = f"ExecutionError: {case} (unbounded) [{digest}]: shape refinement failed for argument shapes (2, 7)"
+        return {"case": case, "backend": "peer", "mode": "unbounded", "stage": "run", "status": "error", "message": msg}
+
+    monkeypatch.setattr(zoo_table, "jobs", lambda df: [job("zoo_hf_llama", "f3d2d1f0aa"), job("zoo_hf_opt7", "0767cf79824d")])
+    (row,) = zoo_table.failures(None)
+    assert row["n"] == 2 and row["cases"] == ["zoo_hf_llama", "zoo_hf_opt7"] and "CASE (unbounded) […]" in row["class"]
+
+
 def test_zoo_table_command_prints_markdown(tmp_path, capsys):
     path = tmp_path / "r.jsonl"
     writer = results.Writer(path)
