@@ -13,6 +13,17 @@ from engines.lazy.ops import F_OPS, OPS, datadep, layers, order
 _W1, _W2 = torch.randn(6, 2, 3), torch.randn(4, 1, 3, 3)  # a grouped conv1d's and a depthwise conv2d's weights
 _B6, _C4 = torch.randn(6), torch.randn(4)
 _GRU, _RNN, _LSTM = torch.nn.GRUCell(4, 4), torch.nn.RNNCell(4, 4), torch.nn.LSTMCell(4, 4)
+#: whole recurrent layers (torch.nn.LSTM / GRU / RNN): the loop over L runs inside torch's op
+_LSTM_L = torch.nn.LSTM(4, 5, num_layers=2, bidirectional=True).eval()
+_GRU_L = torch.nn.GRU(4, 3, batch_first=True).eval()
+_RNN_T, _RNN_R = torch.nn.RNN(4, 3).eval(), torch.nn.RNN(4, 3, num_layers=2, nonlinearity="relu").eval()
+
+
+def _layer(module, x):
+    out, h = module(x)
+    return (out, *h) if isinstance(h, tuple) else (out, h)
+
+
 _MHA = torch.nn.MultiheadAttention(4, 2).eval()  # (torchvision's ViT: the module calls F.multi_head_attention_forward)
 _MHA_B = torch.nn.MultiheadAttention(4, 2, batch_first=True).eval()
 #: registered name -> (program, input shape at size n, compiles over the sweep)
@@ -44,6 +55,11 @@ SAMPLES = {
     "rnn_tanh_cell": (lambda x: _RNN(x, x * 0.5), lambda n: (n, 4), 1),
     "rnn_relu_cell": (lambda x: torch.rnn_relu_cell(x, x, _RNN.weight_ih, _RNN.weight_hh), lambda n: (n, 4), 1),
     "lstm_cell": (lambda x: _LSTM(x, (x, -x)), lambda n: (n, 4), 1),
+    # a recurrent layer over a dynamic sequence length L (and batch): one graph, a scan inside
+    "lstm": (lambda x: _layer(_LSTM_L, x), lambda n: (n, 2, 4), 1),
+    "gru": (lambda x: _layer(_GRU_L, x), lambda n: (n // 2, n, 4), 1),
+    "rnn_tanh": (lambda x: _layer(_RNN_T, x), lambda n: (n, 3, 4), 1),
+    "rnn_relu": (lambda x: _layer(_RNN_R, x), lambda n: (n, 1, 4), 1),
     # attention: the output with the query's shape, the weights (N, [H,] L, S); L and S vary
     "multi_head_attention_forward": (lambda x: _MHA(x, x[1:], x[1:], need_weights=False)[0] * 2, lambda n: (n, 3, 4), 1),
     "multi_head_attention_forward weights": (lambda x: _MHA_B(x, x[:, 1:], x[:, 1:]), lambda n: (2, n, 4), 1),

@@ -359,3 +359,59 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     if len(sq) == 2 and heads:
         weights = (*heads, L, S)
     return out, record(ctx, "F.multi_head_attention_forward_1", ordered, {}, weights, dt)
+
+
+# ---------------------------------------------------------------------------
+# recurrent layers (torch.nn.LSTM / GRU / RNN call these): the loop over the sequence runs
+# inside torch's op, so a dynamic sequence length stays one graph (a scan the lazy path keeps
+# symbolic); one node per output, each the op's output i
+# ---------------------------------------------------------------------------
+def _layer_part(name: str, i: int):
+    op = getattr(torch, name)
+
+    def run(*args):
+        return op(*args)[i]
+
+    return run
+
+
+def _recurrent(name: str, n_states: int):
+    def impl(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+        if not isinstance(params, (list, tuple)):
+            raise UntraceableOp(f"lazy: {name} over a packed sequence (batch_sizes) is not supported")
+        if dropout and train:
+            raise UntraceableOp(f"lazy: {name} with dropout while training is random")
+        states = tuple(hx) if isinstance(hx, (tuple, list)) else (hx,)
+        if len(states) != n_states:
+            raise ShapeError(f"{name}: {len(states)} initial states, expected {n_states}")
+        ctx = ctx_for(input, *states, *params)
+        sx, sh = shape_of(input), shape_of(states[0])
+        if len(sx) != 3 or any(len(shape_of(s)) != 3 for s in states):
+            raise ShapeError(f"{name}: a batched input (L, N, H) and states (D * layers, N, H) expected")
+        length, batch = (sx[1], sx[0]) if batch_first else (sx[0], sx[1])
+        for s in states:
+            assume_eq(ctx, batch, shape_of(s)[1], f"{name} (the input's batch is the state's)")
+        width = sh[2] * as_expr(2 if bidirectional else 1)
+        out_shape = (batch, length, width) if batch_first else (length, batch, width)
+        args = (
+            input,
+            states if isinstance(hx, (tuple, list)) else hx,
+            list(params),
+            has_biases,
+            num_layers,
+            dropout,
+            train,
+            bidirectional,
+            batch_first,
+        )
+        dt = promote(input, *states)
+        outs = [record(ctx, f"{name}_0", args, {}, out_shape, dt)]
+        outs += [record(ctx, f"{name}_{i + 1}", args, {}, shape_of(s), dt) for i, s in enumerate(states)]
+        return tuple(outs)
+
+    impl.__name__ = name
+    return impl
+
+
+for _name, _n in (("lstm", 2), ("gru", 1), ("rnn_tanh", 1), ("rnn_relu", 1)):
+    lazy_op(_name, method=False, lowers={f"{_name}_{i}": _layer_part(_name, i) for i in range(_n + 1)})(_recurrent(_name, _n))
