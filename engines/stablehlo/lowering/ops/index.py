@@ -105,6 +105,17 @@ def _index(ctx, node, x, indices):
     return emit_gather(ctx, x, coords, dn, slice_sizes, ctx.out_shape(node))
 
 
+def _true_ranks(ctx, mask):
+    """``(length, m, rank)`` of a boolean ``mask`` flattened: its element count, the mask as
+    ``i32`` 0/1 of that length, and each position's rank among the Trues (an inclusive cumsum,
+    minus one: -1 before the first True)."""
+    from .scan import cumsum_along
+
+    length = as_dim(math.prod(mask.sym_shape, start=sizes.const(1)))
+    m = ctx.convert(ctx.reshape(mask, (length,)), "i32")
+    return length, m, ctx.binary("stablehlo.subtract", cumsum_along(ctx, m, 0), ctx.constant(1, "i32", (length,)))
+
+
 def mask_index(ctx, node, x, indices):
     """``x[..., mask]`` (one boolean mask, after ``k`` full dims): the rows where
     ``mask`` holds, in order, a data-dependent count ``u`` of them.
@@ -116,8 +127,6 @@ def mask_index(ctx, node, x, indices):
     so XLA's dynamic padder serves every count with one compile; without
     bounds the dim stays `?` (refinement to a static shape cannot know it). The
     count's symbol is read from this value from now on (``get_dimension_size``)."""
-    from .scan import cumsum_along
-
     tensors = [(k, t) for k, t in enumerate(indices) if t is not None]
     if len(tensors) != 1 or any(t is not None for t in indices[: tensors[0][0]]):
         raise NotImplementedError("boolean-mask indexing mixed with other index tensors")
@@ -129,10 +138,8 @@ def mask_index(ctx, node, x, indices):
     if atom is None or atom.kind != "var":
         raise NotImplementedError(f"boolean-mask indexing whose size {u} is not a fresh (unbacked) symbol")
     pre, rest = list(x.sym_shape[:k]), list(x.sym_shape[k + m :])
-    length = as_dim(math.prod(mask.sym_shape, start=sizes.const(1)))
+    length, mf, rank = _true_ranks(ctx, mask)
     xf = ctx.reshape(x, tuple(pre + [length] + rest))
-    mf = ctx.convert(ctx.reshape(mask, (length,)), "i32")
-    rank = ctx.binary("stablehlo.subtract", cumsum_along(ctx, mf, 0), ctx.constant(1, "i32", (length,)))
     spare = ctx.broadcast_to(ctx.convert(ctx.dim(length), "i32"), (length,))
     target = ctx.select(ctx.convert(mf, "i1"), rank, spare)
     buf = ctx.constant(0, x.dtype, tuple(pre + [as_dim(length + 1)] + rest))
@@ -212,20 +219,15 @@ def _mask_put(ctx, node, x, mask, values, accumulate):
     True (a data-dependent count: ChebConv's ``w[mask] = w[mask] * ...``): each True position
     takes the row of its rank among the Trues (an inclusive cumsum of the mask, minus one), a
     gather; the result is a select, of ``x``'s static or bounded shape whatever the count."""
-    from .scan import cumsum_along
-
     dt = ctx.out_dtype(node)
-    m = mask.rank
-    rest = tuple(x.sym_shape[m:])
-    length = as_dim(math.prod(mask.sym_shape, start=sizes.const(1)))
+    rest = tuple(x.sym_shape[mask.rank :])
+    length, _, rank = _true_ranks(ctx, mask)
     xf = ctx.reshape(ctx.convert(x, dt), (length, *rest))
-    mf = ctx.reshape(mask, (length,))
-    rank = ctx.binary("stablehlo.subtract", cumsum_along(ctx, ctx.convert(mf, "i32"), 0), ctx.constant(1, "i32", (length,)))
     rank = ctx.binary("stablehlo.maximum", rank, ctx.constant(0, "i32", (length,)))  # (before the first True)
     rows = gather_along(ctx, ctx.convert(values, dt), 0, rank, (length, *rest))
     if accumulate:
         rows = ctx.binary("stablehlo.add", xf, rows)
-    keep = ctx.broadcast_to(mf, (length, *rest), dims=[0])
+    keep = ctx.broadcast_to(ctx.reshape(mask, (length,)), (length, *rest), dims=[0])
     return ctx.reshape(ctx.select(keep, rows, xf), x.sym_shape)
 
 
