@@ -3,6 +3,8 @@ are), the norms, pools, im2col, and glu / pixel_shuffle (a dim split or folded b
 
 from __future__ import annotations
 
+import inspect
+
 import torch
 import torch.nn.functional as F
 
@@ -261,6 +263,16 @@ def pixel_shuffle(input, upscale_factor):
     return record(ctx, "pixel_shuffle", (input, upscale_factor), {}, (*sx[:-3], c // (r * r), h * r, w * r), input.dtype)
 
 
+def _output(op, i: int):
+    """The runtime callable of a multi-output op's node ``i``: ``op``'s output ``i`` (the
+    lowered graph runs ``op`` once per output: cheap next to the lazy step at these sizes)."""
+
+    def run(*args, **kwargs):
+        return op(*args, **kwargs)[i]
+
+    return run
+
+
 # ---------------------------------------------------------------------------
 # recurrent cells (one step: torch.nn.GRUCell / LSTMCell / RNNCell call these): the new
 # state has the state's shape, the batch shared with the input (a guard when symbolic)
@@ -290,49 +302,27 @@ for _name in ("gru_cell", "rnn_tanh_cell", "rnn_relu_cell"):
 lazy_op(
     "lstm_cell",
     method=False,
-    lowers={f"lstm_cell_{i}": (lambda i: lambda *a: torch.lstm_cell(*a)[i])(i) for i in (0, 1)},
+    lowers={f"lstm_cell_{i}": _output(torch.lstm_cell, i) for i in (0, 1)},
 )(_cell("lstm_cell"))
 
 
-def _mha_part(i: int):
-    def run(*args, **kwargs):
-        return F.multi_head_attention_forward(*args, **kwargs)[i]
-
-    return run
+#: F.multi_head_attention_forward's parameters after (query, key, value, embed_dim_to_check,
+#: num_heads), in order, with their defaults (``inspect.Parameter.empty`` where none)
+_MHA_PARAMS = tuple((p.name, p.default) for p in list(inspect.signature(F.multi_head_attention_forward).parameters.values())[5:])
 
 
-@lazy_op(fnames=("multi_head_attention_forward",), lowers={f"F.multi_head_attention_forward_{i}": _mha_part(i) for i in (0, 1)})
+@lazy_op(
+    fnames=("multi_head_attention_forward",),
+    lowers={f"F.multi_head_attention_forward_{i}": _output(F.multi_head_attention_forward, i) for i in (0, 1)},
+)
 def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, *args, **kwargs):
     """``nn.MultiheadAttention``'s attention (torchvision's ViT): one node per output, each the
     op's output ``i`` (the runtime op is torch's own). Query (L, N, E) or (L, E), key and value
     (S, N, E); the output has the query's shape, the weights (when asked) (N, L, S) averaged over
     the heads or (N, H, L, S). Refused: dropout while training (random), ``bias_k``/``bias_v``,
     ``add_zero_attn`` and ``static_k``/``static_v`` (the key length changes by them)."""
-    names = [
-        "in_proj_weight",
-        "in_proj_bias",
-        "bias_k",
-        "bias_v",
-        "add_zero_attn",
-        "dropout_p",
-        "out_proj_weight",
-        "out_proj_bias",
-        "training",
-        "key_padding_mask",
-        "need_weights",
-        "attn_mask",
-        "use_separate_proj_weight",
-        "q_proj_weight",
-        "k_proj_weight",
-        "v_proj_weight",
-        "static_k",
-        "static_v",
-        "average_attn_weights",
-        "is_causal",
-    ]
-    defaults = {"training": True, "key_padding_mask": None, "need_weights": True, "attn_mask": None}
-    defaults.update(use_separate_proj_weight=False, q_proj_weight=None, k_proj_weight=None, v_proj_weight=None)
-    defaults.update(static_k=None, static_v=None, average_attn_weights=True, is_causal=False)
+    names = [name for name, _ in _MHA_PARAMS]
+    defaults = {name: d for name, d in _MHA_PARAMS if d is not inspect.Parameter.empty}
     a = {**defaults, **dict(zip(names, args, strict=False)), **kwargs}
     if a["dropout_p"] and a["training"]:
         raise UntraceableOp("lazy: multi_head_attention_forward with dropout while training is random")
@@ -354,11 +344,9 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     if not a["need_weights"]:
         return out, None
     L, S = sq[0], sk[0]
+    batch = (sq[1],) if len(sq) == 3 else ()
     heads = () if a["average_attn_weights"] else (as_expr(int(num_heads)),)
-    weights = (L, S) if len(sq) == 2 else (sq[1], *heads, L, S)
-    if len(sq) == 2 and heads:
-        weights = (*heads, L, S)
-    return out, record(ctx, "F.multi_head_attention_forward_1", ordered, {}, weights, dt)
+    return out, record(ctx, "F.multi_head_attention_forward_1", ordered, {}, (*batch, *heads, L, S), dt)
 
 
 # ---------------------------------------------------------------------------
@@ -366,15 +354,6 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
 # inside torch's op, so a dynamic sequence length stays one graph (a scan the lazy path keeps
 # symbolic); one node per output, each the op's output i
 # ---------------------------------------------------------------------------
-def _layer_part(name: str, i: int):
-    op = getattr(torch, name)
-
-    def run(*args):
-        return op(*args)[i]
-
-    return run
-
-
 def _recurrent(name: str, n_states: int):
     def impl(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
         if not isinstance(params, (list, tuple)):
@@ -414,4 +393,6 @@ def _recurrent(name: str, n_states: int):
 
 
 for _name, _n in (("lstm", 2), ("gru", 1), ("rnn_tanh", 1), ("rnn_relu", 1)):
-    lazy_op(_name, method=False, lowers={f"{_name}_{i}": _layer_part(_name, i) for i in range(_n + 1)})(_recurrent(_name, _n))
+    lazy_op(_name, method=False, lowers={f"{_name}_{i}": _output(getattr(torch, _name), i) for i in range(_n + 1)})(
+        _recurrent(_name, _n)
+    )
