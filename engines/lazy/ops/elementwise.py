@@ -68,7 +68,7 @@ def _binary(name):
             # the common case: two lazy tensors of one dtype (promotion keeps it)
             ctx = a.ctx
             sa, sb = a.node.shape, b.node.shape
-            shape = sa if sa == sb else broadcast(ctx, sa, sb)
+            shape = sa if sa is sb else broadcast(ctx, sa, sb)
             dt = torch.bool if compare else a.node.dtype
             if true_div and kwargs.get("rounding_mode") is None:
                 dt = float_of(dt)
