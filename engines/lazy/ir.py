@@ -22,6 +22,7 @@ from .symbolic import hint, names_of, var_of
 SIZE = "int"  # dtype of scalar size nodes
 SIZE_OPS = ("sym_size", "add", "sub", "mul", "floordiv", "mod", "max", "min")
 _uids = itertools.count()
+_next_uid = _uids.__next__
 NO_KWARGS: dict = {}  # the kwargs of a node without any (shared: passes replace a node's kwargs, never write them)
 
 
@@ -33,9 +34,13 @@ class Node:
     __slots__ = ("__weakref__", "args", "data", "dtype", "kwargs", "op", "pos", "shape", "uid")
 
     def __init__(self, op, args=(), kwargs=None, shape=(), dtype=None, data=None):
-        self.uid = next(_uids)
+        # (one statement per field: a tuple assignment builds the tuple first, and every op makes a node)
+        self.uid = _next_uid()
         self.pos = None  # its index in the context's step log (``LazyContext.log``), if logged
-        self.op, self.kwargs, self.dtype, self.data = op, kwargs or NO_KWARGS, dtype, data
+        self.op = op
+        self.kwargs = kwargs or NO_KWARGS
+        self.dtype = dtype
+        self.data = data
         self.args = args if type(args) is tuple else tuple(args)
         self.shape = shape if type(shape) is tuple else tuple(shape)
 
