@@ -97,7 +97,7 @@ def bcast_dim(ctx, a: Expr, b: Expr) -> Expr:
 def broadcast(ctx, *shapes) -> tuple:
     if len(shapes) == 2 and len(shapes[0]) == len(shapes[1]):  # two operands of one rank: most binary ops
         out = []
-        for a, b in zip(*shapes):  # (a loop, not a comprehension: a comprehension is a call of its own)
+        for a, b in zip(*shapes, strict=False):  # (a loop, not a comprehension: a comprehension is a call of its own)
             out.append(a if a is b else bcast_dim(ctx, a, b))
         return tuple(out)
     if not shapes:
