@@ -189,7 +189,7 @@ class LazyContext:
         named, vars_, hints = self._named, self.vars.vars, self.vars.hints
         lcanon = log.canon if log is not None else None
         shape, sig = [], []  # sig: the dims as the step log keys them
-        for spec, size in zip(plan, shape_, strict=False):
+        for spec, size in zip(plan, shape_):  # noqa: B905 (one spec per axis; ``strict=`` is a keyword call, ~0.3 us)
             if spec is None:  # a constant axis
                 shape.append(const(size))
                 sig.append(size)
@@ -366,7 +366,8 @@ class LazyContext:
                 predicted = shapes(hints)
             except (KeyError, ZeroDivisionError):  # the per-dim check below names the size at fault
                 predicted = None
-        for i, (node, out) in enumerate(zip(outputs, outs, strict=False)):
+        for i in range(len(outputs)):  # (one output per node by construction; an index, not enumerate(zip()))
+            node, out = outputs[i], outs[i]
             if check and (
                 out.dtype != node.dtype
                 or out.shape != (predicted[i] if predicted is not None else tuple([hint(e, hints) for e in node.shape]))

@@ -97,7 +97,8 @@ def bcast_dim(ctx, a: Expr, b: Expr) -> Expr:
 def broadcast(ctx, *shapes) -> tuple:
     if len(shapes) == 2 and len(shapes[0]) == len(shapes[1]):  # two operands of one rank: most binary ops
         out = []
-        for a, b in zip(*shapes, strict=False):  # (a loop, not a comprehension: a comprehension is a call of its own)
+        # (a loop, not a comprehension: a comprehension is a call of its own; ``strict=`` a keyword call)
+        for a, b in zip(*shapes):  # noqa: B905 (one rank)
             out.append(a if a is b else bcast_dim(ctx, a, b))
         return tuple(out)
     if not shapes:
