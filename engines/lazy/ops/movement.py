@@ -101,7 +101,7 @@ def expand(x, *size):
         raise ShapeError(f"expand: {len(sizes_)} sizes for a {len(s)}-d tensor")
     lead = len(sizes_) - len(s)
     out = list(sizes_[:lead])
-    for e, t in zip(s, sizes_[lead:], strict=False):
+    for e, t in zip(s, sizes_[lead:]):  # noqa: B905 (one size per dim by construction; ``strict=`` is a keyword call)
         if t is MINUS_ONE or t == MINUS_ONE:
             out.append(e)
         elif e is ONE or e in (t, ONE):
@@ -244,7 +244,7 @@ def stack(tensors, dim=0):
         s = shape_of(t_)
         if len(s) != len(s0):
             raise ShapeError(f"stack: tensors of rank {len(s0)} and {len(s)}")
-        s0 = [a if a is b else assume_eq(ctx, a, b, "stack") for a, b in zip(s0, s, strict=False)]
+        s0 = [a if a is b else assume_eq(ctx, a, b, "stack") for a, b in zip(s0, s)]  # noqa: B905 (ranks checked above)
     d = norm_dim(dim, len(s0) + 1)
     s0.insert(d, const(len(tensors)))
     return record(ctx, "stack", (tensors, d), {}, s0, promote(*tensors))
