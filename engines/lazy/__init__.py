@@ -13,11 +13,12 @@ graph's symbolic structure, so a new shape reuses it.
 
 Layers (each imports only those before it): memo (the one bounded memo
 table) -> symbolic (size variables and SymSize over :mod:`engines.sizes`) -> ir (nodes, dump, verify) -> tensor (the
-proxy and its operators) -> ops (the registry: one module per op family) ->
-passes -> runtime (with misses: why a key missed; hooks: what ``tracing()``
-swaps into torch; steplog: a jit step's key). A leaf is made by
-``LazyContext.leaf``, an op node by ``ops.registry.record``, and both are logged
-by ``StepLog.add``. ``python -m benchmarks.scripts.lazy`` measures a step.
+proxy and its operators) -> replay (a step's calls, as the next step replays them) ->
+ops (the registry: one module per op family) -> passes -> runtime (with misses: why a
+key missed; hooks: what ``tracing()`` swaps into torch; steplog: a jit step's key). A
+leaf is made by ``LazyContext.leaf``, an op node by ``ops.registry.record``, and both are
+logged by ``StepLog.add``; a step that repeats the last one replays its calls
+(:mod:`.replay`). ``python -m benchmarks.scripts.lazy`` measures a step.
 """
 
 from engines.sizes import Expr

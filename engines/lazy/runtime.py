@@ -26,6 +26,7 @@ from . import passes
 from .hooks import paused, trace_step
 from .ir import NO_KWARGS, IRError, Node
 from .misses import explain_miss
+from .replay import LeafCall
 from .steplog import StepLog, Unlogged
 from .symbolic import _NAMES, NeedsSizedMethods, SizeVars, Var, _var_expr, check_dim_name, compare, const, hint, rename, shapes_fn
 from .tensor import LazyTensor
@@ -121,32 +122,47 @@ class LazyContext:
         self.compile_time_s = 0.0
         self.guards: list = []
         self._guard_keys: set = set()
+        self.decided = 0  # guards decided on the sizes, ever (recorded or not: see replay)
         self.vars = SizeVars()  # the step's size variables, by algebra name
         self._named: dict = {}  # user dim name -> Var
         self.last: passes.Compiled | None = None
         self.log: StepLog | None = None  # the step log while a step records (see .steplog)
         self.fast: dict = {}  # step-log key -> (Compiled, input positions): the cached steps
         self.last_key = None  # the step-log key of the step's first sync (None: none, or unlogged)
-        self._last_hit = None  # (step-log key, fast entry) of the last hit: most steps repeat it
+        self.tape: StepLog | None = None  # the log of the last step that synced: the next step follows it (.replay)
         self._made: list = []  # the lazy tensors made while the step log records
         self._pool: list = []  # lazy tensors of finished steps no one holds (see release)
 
     # -- leaves ------------------------------------------------------------
     def new_step(self) -> None:
         """Forget the size variables and guards of the previous step."""
+        if self.log is not None:  # the last step never synced its log (a trace, an error): followed as far as it went
+            self._keep(self.log)
         self._named.clear()
         self.vars.clear()
         self.guards = []  # (a new list: the last step's is handed out)
         self._guard_keys.clear()
-        self.log, self.last_key = StepLog(), None
+        self.log, self.last_key = StepLog(self.tape), None
         self._made = []  # (a step never released: its tensors are not reused)
+
+    def _keep(self, log: StepLog) -> None:
+        """``log`` is the one the next step follows (:mod:`.replay`); one a sync did not key
+        (no output to sync) with the step's guards so far."""
+        if log.keyed is None:
+            log.guards, log.nguards = self.guards, len(self.guards)
+        log.follows = None
+        self.tape = log
 
     def release(self) -> None:
         """End of a step: its size variables stop holding their leaves, so
         refcounting frees the step at once (they can no longer be read by a later
         graph), and the step's lazy tensors no one else holds (or watches: a weak
         reference) are kept for the next step's :meth:`tensor`, without their nodes."""
-        self.log = None
+        if self.log is not None:  # (a step with no output to sync)
+            self._keep(self.log)
+            self.log = None
+        if self.tape is not None:
+            self.tape.nodes = ()  # (the next step follows its calls and entries: its tensors may go)
         for v in self.vars.vars.values():  # every variable of a jit step is read from one of its leaves
             v.src = None
         pool = self._pool
@@ -173,7 +189,9 @@ class LazyContext:
 
     def leaf(self, t: torch.Tensor, axes, bounds=None) -> LazyTensor:
         """:meth:`input` with ``dims`` as :func:`axes_key` gives them: the one constructor
-        of a leaf over a user input (a jit step calls it directly)."""
+        of a leaf over a user input (a jit step calls it directly). Its shape, log entry and
+        variables come from a :class:`~.replay.LeafCall`: the last step's at this position
+        when the step follows it and the leaf matches, else made here (:meth:`_leaf_call`)."""
         log = self.log
         dtype = t.dtype
         if axes is False or self.mode == "static":  # every axis constant: shape and key entry shared per shape
@@ -183,45 +201,78 @@ class LazyContext:
                 log.input(node, sig)
             return self.tensor(node)
         shape_ = t.shape
-        plan = _leaf_plan(None if log is None else len(log.nodes), len(shape_), axes)
-        bounded = bounds is not None and self.mode == "bounded"
-        node = Node("input", (), None, (), dtype, t)
+        if bounds is not None and self.mode != "bounded":
+            bounds = None
+        call = None
+        if log is not None and log.follows is not None:
+            k = len(log.nodes)
+            calls = log.follows.calls
+            if k < len(calls):
+                c = calls[k]
+                if type(c) is LeafCall and c.matches(dtype, shape_, axes, bounds):
+                    call = c
+        if call is None:
+            node = Node("input", (), None, (), dtype, t)
+            call = self._leaf_call(node, dtype, shape_, axes, bounds)
+            node.shape = call.shape
+        else:
+            node = Node("input", (), None, call.shape, dtype, t)
         named, vars_, hints = self._named, self.vars.vars, self.vars.hints
         lcanon = log.canon if log is not None else None
-        shape, sig = [], []  # sig: the dims as the step log keys them
-        for spec, size in zip(plan, shape_):  # noqa: B905 (one spec per axis; ``strict=`` is a keyword call, ~0.3 us)
-            if spec is None:  # a constant axis
-                shape.append(const(size))
-                sig.append(size)
-                continue
-            name, c, axis, e = spec
-            bound = bounds.get(axis) if bounded else None
+        for axis, v, name, bound, new in call.vars:
+            size = shape_[axis]
             if bound is not None and size > bound:
                 raise BoundError(f"dim {name or axis} of input is {size}, past the bound {bound} this graph is compiled for")
-            v = named.get(name) if name is not None else None
-            if v is None:
-                # a jit step names its variables by position (the same names every step, so its size
-                # arithmetic repeats the last one's); a context without a step log by leaf (unique)
-                sym = c or f"d{node.uid}_{axis}"
-                v = vars_[sym] = Var(sym, name or sym, size, (node, axis), bound, e)
+            sym = v.sym
+            if new:  # (the call's own variable, this step's now: a variable lives for one step)
+                v.hint, v.src = size, (node, axis)
+                vars_[sym] = v
                 hints[sym] = size
                 if name is not None:
                     named[name] = v
                 if lcanon is not None:
-                    lcanon[c] = c
-            elif v.hint != size:
-                raise ValueError(f"dim {name} is {v.hint} in one input and {size} in another")
-            elif lcanon is not None:
-                c = lcanon.get(v.sym)
-                if c is None:
-                    c = lcanon[v.sym] = spec[1]
-            shape.append(v.expr)
-            if lcanon is not None:
-                sig.append(c if v.bound is None or not bounded else (c, v.bound))
-        node.shape = tuple(shape)
+                    lcanon[sym] = sym
+            elif hints[sym] != size:
+                raise ValueError(f"dim {name} is {hints[sym]} in one input and {size} in another")
         if log is not None:
-            log.add(node, ("in", dtype, tuple(sig)))  # (log.input)
+            log.add(node, call.entry, call)
         return self.tensor(node)
+
+    def _leaf_call(self, node: Node, dtype, shape_, axes, bounds) -> LeafCall:
+        """The :class:`~.replay.LeafCall` of a leaf made here: per axis, a constant, a new
+        variable (named ``p<position>_<axis>`` in a jit step, ``d<leaf uid>_<axis>`` in a
+        context without a step log), or the variable of a user name an earlier axis made."""
+        log = self.log
+        pos = None if log is None else len(log.nodes)
+        plan = _leaf_plan(pos, len(shape_), axes)
+        named, own = self._named, None  # own: the names this leaf's axes make (``(n, n)`` dims)
+        consts, vars_, shape, sig = [], [], [], []  # sig: the dims as the step log keys them
+        for spec, size in zip(plan, shape_, strict=True):
+            if spec is None:  # a constant axis
+                consts.append((len(shape), size))
+                shape.append(const(size))
+                sig.append(size)
+                continue
+            name, c, axis, e = spec
+            bound = bounds.get(axis) if bounds is not None else None
+            v = None if name is None else (own and own.get(name)) or named.get(name)
+            if v is None:
+                # a jit step names its variables by position (the same names every step, so its size
+                # arithmetic repeats the last one's); a context without a step log by leaf (unique)
+                sym = c or f"d{node.uid}_{axis}"
+                v = Var(sym, name or sym, size, None, bound, e)
+                if name is not None:
+                    own = own or {}
+                    own[name] = v
+                vars_.append((axis, v, name, bound, True))
+            else:
+                vars_.append((axis, v, name, bound, False))
+            shape.append(v.expr)
+            sig.append(v.sym if v.bound is None or bounds is None else (v.sym, v.bound))
+        entry = ("in", dtype, tuple(sig))
+        return LeafCall(
+            dtype, len(shape_), axes, None if bounds is None else dict(bounds), tuple(consts), tuple(vars_), tuple(shape), entry
+        )
 
     def tensor(self, node: Node) -> LazyTensor:
         """The lazy tensor of ``node``: one of the last step's no one holds any more (see
@@ -252,11 +303,16 @@ class LazyContext:
         result = compare(lhs, op, rhs, self.vars.hints)
         if lhs.is_const and rhs.is_const:
             return result
+        self.decided += 1
         k = (lhs, op, rhs)
         if k not in self._guard_keys:
             self._guard_keys.add(k)
             names = lhs.vars | rhs.vars
-            self.guards.append(Guard(lhs, op, rhs, result, reason, names, self.vars.display(names)))
+            g = Guard(lhs, op, rhs, result, reason, names, self.vars.display(names))
+            log = self.log
+            if log is not None and log.follows is not None:
+                log.follow_guard(len(self.guards), g)
+            self.guards.append(g)
         return result
 
     def specialise(self, e: Expr, reason: str) -> int:
@@ -301,16 +357,13 @@ class LazyContext:
                 lk = log.key(roots, self.guards)
             except Unlogged:
                 lk = None
+            log.follows = None  # (recorded: the next step follows this log, not a chain of them)
             self.last_key = lk
             hit = None
             if lk is not None:
-                last = self._last_hit
-                if last is not None and last[0] == lk:  # the step before's key: equal (shared parts: cheap
-                    hit = last[1]  # to compare), not hashed
-                else:
-                    hit = self.fast.get(lk)
-                    if hit is not None:
-                        self._last_hit = (lk, hit)
+                hit = log.hit  # (a step that followed the last one to here: the last one's)
+                if hit is None:
+                    hit = log.hit = self.fast.get(lk)
             if hit is not None:
                 entry, positions, shapes = hit
                 stats = self.stats
@@ -321,6 +374,7 @@ class LazyContext:
                 for p in positions:
                     inputs.append(nodes[p].data)
                 self._run(entry, inputs, roots, shapes)
+                self.tape = log  # (keyed: see _keep)
                 return
         g = self.trace(tensors, roots)
         self.stats["trace"] += 1
@@ -329,10 +383,12 @@ class LazyContext:
             try:
                 # the step's variables are named canonically (p<leaf>_<axis>), so every step with this
                 # key predicts its outputs' shapes by the same size expressions: compiled once
-                self.fast[lk] = (entry, tuple([log.pos(n) for n in g.inputs]), shapes_fn([n.shape for n in g.outputs]))
+                log.hit = self.fast[lk] = (entry, tuple([log.pos(n) for n in g.inputs]), shapes_fn([n.shape for n in g.outputs]))
             except Unlogged:
                 pass
         self._run(entry, [n.data for n in g.inputs], g.outputs)
+        if log is not None:
+            self.tape = log
 
     def _compiled(self, g: passes.Graph) -> passes.Compiled:
         """The compile of the traced graph ``g``, from the cache keyed by its structure

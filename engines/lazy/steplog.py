@@ -9,7 +9,9 @@ and the step's guards determine the traced graph and its cache key
 compile without walking the graph (:func:`.passes.trace`) or building its
 key: the fast path of a cached step. A node or size the log cannot name (one
 from another step) raises :class:`Unlogged`, and that step's sync takes the
-full path.
+full path. The log also keeps the call that made each node, and the next step
+follows it while it records the same (see :mod:`.replay`): then it has this
+step's key without building it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from .memo import Memo
 _PLAIN = frozenset({int, bool, str, type(None)})
 _EXPR_SIGS = Memo()  # a one-variable Expr -> (its variable's canonical name, the name, its signature, ("e", it))
 _DTYPE = torch.dtype
+_default_dtype = torch.get_default_dtype
 
 
 # shared signature parts (one object each, so comparing a step's key with the last one's meets
@@ -38,21 +41,57 @@ class Unlogged(Exception):
 
 
 class StepLog:
-    """The log of one step: ``entries`` (hashable), ``nodes`` (by position),
-    ``canon`` (size variable -> canonical name)."""
+    """The log of one step: ``entries`` (hashable), ``nodes`` (by position), ``calls`` (by
+    position: the :mod:`.replay` call that made the node, or None), ``canon`` (size
+    variable -> canonical name), and ``follows``: the last step's log while this step
+    equals it so far (None once it differs, or from the start under another default dtype;
+    see :mod:`.replay`). Its first sync fills
+    ``keyed`` (its key), ``hit`` (the cached compile the key found), ``roots`` (the positions synced)
+    and ``guards`` (the step's, ``nguards`` of them at the sync): what the next step follows."""
 
-    __slots__ = ("canon", "entries", "nodes")
+    __slots__ = ("calls", "canon", "default_dtype", "entries", "follows", "guards", "hit", "keyed", "nguards", "nodes", "roots")
 
-    def __init__(self):
+    def __init__(self, follows: StepLog | None = None):
         self.entries: list = []
         self.nodes: list = []
+        self.calls: list = []
         self.canon: dict = {}
+        # (rules read torch's default dtype: ``int / int``, ``zeros(n)``; a step under another follows no step)
+        self.default_dtype = _default_dtype()
+        self.follows = follows if follows is not None and follows.default_dtype is self.default_dtype else None
+        self.keyed = self.hit = self.roots = None
+        self.guards: list = []
+        self.nguards = 0
 
-    def add(self, node: Node, entry: tuple) -> None:
-        """Log ``node`` as ``entry`` (its operands signed by the caller, as :meth:`op` does)."""
-        node.pos = len(self.nodes)
+    def add(self, node: Node, entry: tuple, call=None) -> None:
+        """Log ``node`` as ``entry`` (its operands signed by the caller, as :meth:`op` does);
+        ``call``: the :mod:`.replay` call that made it. A node that is not the last step's
+        call at its position, replayed, stops the step following the last one unless its
+        entry is the one logged there."""
+        k = len(self.nodes)
+        node.pos = k
         self.nodes.append(node)
         self.entries.append(entry)
+        self.calls.append(call)
+        last = self.follows
+        if last is not None and (call is None or k >= len(last.calls) or last.calls[k] is not call):
+            if k >= len(last.entries) or last.entries[k] != entry:
+                self.follows = None
+
+    def follow_guard(self, i: int, g) -> None:
+        """The step's ``i``-th guard is ``g``: it stops following unless the last step's was the same."""
+        last = self.follows
+        if i >= last.nguards:
+            self.follows = None
+            return
+        h = last.guards[i]
+        if (
+            h.result != g.result
+            or h.op != g.op
+            or not (h.lhs is g.lhs or h.lhs == g.lhs)
+            or not (h.rhs is g.rhs or h.rhs == g.rhs)
+        ):
+            self.follows = None
 
     def input(self, node: Node, dims: tuple) -> None:
         """A leaf over a user input; ``dims``: each a size, or its variable's
@@ -167,9 +206,31 @@ class StepLog:
 
     def key(self, roots, guards) -> tuple:
         """The step's key: the log, the synced positions, and every guard of the step
-        (the one key of a logged step: ``LazyContext.sync`` looks its compile up by it)."""
-        if len(roots) == 1 and not guards:  # one output, no guard: most steps
-            return (tuple(self.entries), (self.pos(roots[0]),), ())
-        outs = tuple([self.pos(r) for r in roots])
-        gs = tuple([(self.expr(g.lhs), g.op, self.expr(g.rhs), g.result) for g in guards])
-        return (tuple(self.entries), outs, gs)
+        (the one key of a logged step: ``LazyContext.sync`` looks its compile up by it). A
+        step that followed the last one to here, syncing the same positions, has its key:
+        taken, not built (and ``hit``, what it found)."""
+        if len(roots) == 1:  # (one output: most steps; ``pos`` inline)
+            r = roots[0]
+            p = r.pos
+            if p is None or p >= len(self.nodes) or self.nodes[p] is not r:
+                raise Unlogged(r)
+            outs = (p,)
+        else:
+            outs = tuple([self.pos(r) for r in roots])
+        self.roots, self.guards, self.nguards = outs, guards, len(guards)
+        last = self.follows
+        if (
+            last is not None
+            and outs == last.roots
+            and last.keyed is not None
+            and len(self.nodes) == len(last.entries)
+            and len(guards) == last.nguards
+        ):
+            self.keyed, self.hit = last.keyed, last.hit
+            return self.keyed
+        if not guards:
+            k = (tuple(self.entries), outs, ())
+        else:
+            k = (tuple(self.entries), outs, tuple([(self.expr(g.lhs), g.op, self.expr(g.rhs), g.result) for g in guards]))
+        self.keyed = k
+        return k

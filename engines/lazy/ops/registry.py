@@ -16,17 +16,21 @@ implementation records IR nodes whose runtime callables it registers with
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from engines.sizes import Expr
 
 from ..ir import NO_KWARGS, Node
+from ..replay import OpCall
 from ..steplog import Unlogged
 from ..symbolic import FinishedStep, SymSize, as_expr
 from ..tensor import F_OPS, OPS, LazyTensor, ctx_of
 
 METHODS: dict = {}
 LOWER: dict = {}
+_REPLAYED: dict = {}  # implementation -> what the tables hold (:func:`replayed`): one per implementation
 
 
 class ShapeError(RuntimeError):
@@ -49,13 +53,14 @@ def lazy_op(*names, lowers=None, method: bool = True, function: bool = True, fna
     """
 
     def deco(fn):
+        op = _REPLAYED.get(fn) or _REPLAYED.setdefault(fn, replayed(fn))
         for n in names:
             if function:
-                _put(OPS, n, fn, "function")
+                _put(OPS, n, op, "function")
             if method:
-                _put(METHODS, n, fn, "method")
+                _put(METHODS, n, op, "method")
         for n in fnames:
-            _put(F_OPS, n, fn, "torch.nn.functional")
+            _put(F_OPS, n, op, "torch.nn.functional")
         if lowers is not None:
             for k, target in lowers.items() if isinstance(lowers, dict) else [(names[0], lowers)]:
                 _put(LOWER, k, target, "lowering")
@@ -108,10 +113,16 @@ def _lift_operand(ctx, a):
     return lift(ctx, a)
 
 
-def record(ctx, op, args, kwargs, shape, dtype) -> LazyTensor:
+def record(ctx, op, args, kwargs, shape, dtype, call: OpCall | None = None) -> LazyTensor:
     """A new lazy tensor: the IR node ``op(*args, **kwargs)`` (``op`` must be in
     ``LOWER``) with the predicted symbolic ``shape`` and ``dtype``, logged in the
-    step log (:meth:`.steplog.StepLog.op`) when one records. The one way a node is made."""
+    step log (:meth:`.steplog.StepLog.op`) when one records. The one way a node is made.
+    ``call``: the last step's call this one replays (:func:`replayed`): ``args``/``kwargs``
+    are in IR form already, and the node logs that call's entry."""
+    if call is not None:
+        node = Node(op, args, kwargs, shape, dtype)
+        ctx.log.add(node, call.entry, call)
+        return ctx.tensor(node)
     assert op in LOWER, op
     largs = []  # (loops, not comprehensions: a comprehension is a call of its own, and every op records)
     for a in args:
@@ -131,6 +142,58 @@ def record(ctx, op, args, kwargs, shape, dtype) -> LazyTensor:
             _refuse_finished(log, node)
             ctx.log = None
     return ctx.tensor(node)
+
+
+def replayed(impl):
+    """``impl`` as the op tables hold it: in a step that follows the last one (see
+    :mod:`..replay`), a call matching the last step's call at its log position records that
+    call's node without running ``impl``; in a step that does not, the call is kept
+    (:func:`capture`) for the next step to replay."""
+
+    def op(*args, **kwargs):
+        if args:
+            a = args[0]
+            if type(a) is not LazyTensor and len(args) > 1:  # (``2 - x``: the reflected operand)
+                a = args[1]
+            if type(a) is LazyTensor:
+                ctx = a.ctx
+                log = ctx.log
+                if log is not None:
+                    k = len(log.nodes)
+                    tape = log.follows
+                    if tape is None:
+                        return capture(impl, ctx, log, k, args, kwargs)
+                    calls = tape.calls
+                    if k < len(calls):
+                        c = calls[k]
+                        if type(c) is OpCall and c.impl is impl:
+                            match = c.direct
+                            largs = (
+                                c.match(ctx, log.nodes, args, kwargs) if match is None else match(args, kwargs, log.nodes, c.spec)
+                            )
+                            if largs is not None:
+                                return record(ctx, c.op, largs, c.kwargs, c.shape, c.dtype, c)
+                            return capture(impl, ctx, log, k, args, kwargs)
+        return impl(*args, **kwargs)
+
+    return functools.update_wrapper(op, impl)
+
+
+def capture(impl, ctx, log, k: int, args, kwargs):
+    """``impl(*args, **kwargs)``, kept in ``log`` as the :class:`OpCall` at position ``k``
+    when the call made exactly the node it returned and decided nothing on the sizes (see
+    :mod:`..replay` for what else it must not do)."""
+    decided = ctx.decided
+    out = impl(*args, **kwargs)
+    # (one node and no leaf: no new size variable, which only a leaf makes)
+    if ctx.log is log and type(out) is LazyTensor and len(log.nodes) == k + 1 and ctx.decided == decided:
+        nodes = log.nodes
+        node = out.node
+        if node is nodes[k]:
+            call = OpCall.of(impl, args, kwargs, node, log.entries[k], nodes, k)
+            if call is not None:
+                log.calls[k] = call
+    return out
 
 
 def _refuse_finished(log, node) -> None:
