@@ -14,6 +14,9 @@ process CPU time; see :func:`run`):
 ``lazy``            a cached step of ours (record + step-log lookup + run);
 ``trace``           our recording + graph collection + full cache key (no run):
                     what a step cost before the step log;
+``record``          our recording alone: the step's leaves and ops, released
+                    unsynced (so ``lazy - record`` is the sync around the kernel);
+``kernel``          the step's compiled kernel alone, called in a loop of its own;
 ``torch_lazy_ts``   torch._lazy on its TorchScript backend (``mark_step`` per call);
 ``torch_xla_lazy``  torch_xla's LazyTensor (``torch_xla.sync`` per call), measured
                     in the xla environment by a subprocess of this script; skipped
@@ -23,9 +26,11 @@ Both peers are C++ lazy tensors run through their harness backends
 (``prepare`` / ``convert`` / ``sync``), unbounded mode. ``overhead`` = lazy -
 eager; ``verdict``: ``ok`` when lazy is no slower than every peer measured,
 ``SLOWER`` otherwise. A path that cannot run a case shows ``-`` (the reasons
-are listed under the table). ``--baseline DIR`` adds ``lazy_before``: the
-``lazy`` path of another checkout (``DIR``, e.g. main's), this script's worker
-on that tree's modules, its samples interleaved with the others. The same
+are listed under the table). ``--baseline DIR`` adds ``lazy_before`` (and
+``record_before`` when ``record`` is measured): those paths of another checkout
+(``DIR``, e.g. main's), this script's worker on that tree's modules, its samples
+interleaved with the others. ``record`` and ``kernel`` are not in the default
+paths (nor asv's): they split a step for a findings page. The same
 steps (:func:`make_step`) are the asv benchmarks in
 ``benchmarks/bench_lazy.py`` and ``bench_lazy_catalogue.py``.
 
@@ -112,9 +117,23 @@ def make_step(case_name, path, mode=MODE):
                 [{ax: d.max for ax, d in a.items() if d.max is not None} for a in axes],
             )
             fn(*args)  # compile once
-            step = fn if path == "lazy" else fn.trace
+            step = {"lazy": fn, "trace": fn.trace, "record": _recording(fn), "kernel": fn.ctx.last.run}[path]
     step(*args)
     return step, args
+
+
+def _recording(fn):
+    """A step of ``fn`` (a ``LazyFunction``) that records and releases, without the sync: its
+    log set aside unkeyed, so each step follows the last full step's, as a cached step does."""
+    ctx = fn.ctx
+
+    def record(*args):
+        out, flat = fn._record(args)
+        ctx.log = None
+        del out, flat
+        ctx.release()
+
+    return record
 
 
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
@@ -301,7 +320,8 @@ def measure(names, paths, repeats: int, clock: str, baseline=None) -> tuple:
     runtime threads, or the lazy path's caches, never slow another path). The workers'
     samples are interleaved -- one sample of each path in turn, one process sampling at
     a time -- and each takes the same clock, the worker's own (``cpu``: process CPU time).
-    ``baseline``: another checkout, its ``lazy`` in one more worker, as ``lazy_before``."""
+    ``baseline``: another checkout, its ``lazy`` (and ``record``) in one more worker, as
+    ``lazy_before`` (``record_before``)."""
     from backends import envs
 
     here = importlib.util.find_spec("torch_xla") is not None  # this is the xla env
@@ -315,8 +335,9 @@ def measure(names, paths, repeats: int, clock: str, baseline=None) -> tuple:
             workers.append(Worker([p], clock, env="xla"))
         else:
             workers.append(Worker([p], clock))
+    before = ["lazy"] + (["record"] if "record" in paths else []) if baseline else []
     if baseline:
-        workers.insert(0, Worker(["lazy"], clock, tree=baseline, label={"lazy": "lazy_before"}))
+        workers.insert(0, Worker(before, clock, tree=baseline, label={p: p + "_before" for p in before}))
     times = {}
     try:
         for n in names:
@@ -326,7 +347,7 @@ def measure(names, paths, repeats: int, clock: str, baseline=None) -> tuple:
                 for w in live:
                     for p, t in w.sample().items():
                         got.setdefault(p, []).append(t)
-            times[n] = {p: got.get(p, []) for p in (["lazy_before"] if baseline else []) + list(paths)}
+            times[n] = {p: got.get(p, []) for p in [b + "_before" for b in before] + list(paths)}
     finally:
         for w in workers:
             w.close()
@@ -360,7 +381,8 @@ def markdown(names, pooled: dict) -> str:
 
 def table(names, paths, times: dict, baseline: bool) -> str:
     """The figures in microseconds, a verdict per case, and a summary line."""
-    cols = (["eager"] if "eager" in paths else []) + (["lazy_before"] if baseline else []) + [p for p in paths if p != "eager"]
+    before = [b for b in ("lazy_before", "record_before") if baseline and any(b in times[n] for n in names)]
+    cols = (["eager"] if "eager" in paths else []) + before + [p for p in paths if p != "eager"]
     cols += ["overhead"] if {"eager", "lazy"} <= set(paths) else []
     lines = [f"{'case (us per call)':28s}" + "".join(f"{c:>15s}" for c in cols) + f"{'verdict':>9s}"]
     for n in names:

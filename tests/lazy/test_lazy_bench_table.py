@@ -1,4 +1,5 @@
-"""``benchmarks/scripts/lazy.py``'s pooled samples and Markdown table (no timing: canned samples)."""
+"""``benchmarks/scripts/lazy.py``'s pooled samples and Markdown table (no timing: canned samples), and its
+steps that split a cached step."""
 
 from benchmarks.scripts import lazy as bench
 
@@ -17,3 +18,19 @@ def test_the_markdown_table_has_median_iqr_and_ratio_to_eager():
         "| c | lazy | 4.0 | 6.0 | 2.00 | 3 |",
         "| c | torch_lazy_ts | - | - | - | 0 |",
     ]
+
+
+def test_record_and_kernel_split_a_step():
+    """``record`` (the recording alone) runs step after step without compiling again, and
+    ``kernel`` is the step's compiled kernel: eager's values."""
+    import torch
+
+    kernel, args = bench.make_step("gnn_edge_divide", "kernel")
+    eager, _ = bench.make_step("gnn_edge_divide", "eager")
+    (out,) = kernel(*args)
+    torch.testing.assert_close(out, eager(*args))
+    record, args = bench.make_step("gnn_edge_divide", "record")
+    ctx = record.__closure__[0].cell_contents  # (the step's lazy context)
+    for _ in range(3):
+        assert record(*args) is None
+    assert ctx.compiles() == 1 and ctx.stats["trace"] == 1 and ctx.tape.keyed is not None  # (no sync since)
