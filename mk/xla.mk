@@ -35,6 +35,11 @@ XLA_WHEELS      ?= $(XLA_VENV)/.wheels
 # seconds instead of copying ~7 GB again. Where it is not executable (mk/xla.mk
 # used alone, or XLA_UV= ), pip downloads into $(XLA_WHEELS) and installs from there.
 XLA_UV          ?= .venv/bin/uv
+# torch_xla 2.9.0's wheel carries a torchax of its own (an older one: it imports flax, which
+# is not installed), in the same site-packages folder as PyPI's torchax: which one's files
+# land last depends on the installer's unpacking order. PyPI's (the pin in $(XLA_REQS)) is
+# installed again over it, and the stamp requires `import torchax`.
+XLA_TORCHAX     = $(shell grep -E '^torchax==' $(XLA_REQS))
 
 .PHONY: xla-env xla-check xla-clean test-xla
 
@@ -54,6 +59,8 @@ $(XLA_VENV)/.installed: $(XLA_REQS)
 	if [ -x "$(XLA_UV)" ]; then \
 	  mk/retry $(XLA_TRIES) xla-env mk/uv $(XLA_UV) pip install --quiet --python $(XLA_PY) $(XLA_PIP_FLAGS) -r $(XLA_REQS) || { \
 	    echo "xla-env: 'uv pip install -r $(XLA_REQS)' into $(XLA_VENV) FAILED $(XLA_TRIES) times (see above); what did arrive stays in uv's cache; no stamp written" >&2; exit 1; }; \
+	  mk/uv $(XLA_UV) pip install --quiet --python $(XLA_PY) $(XLA_PIP_FLAGS) --no-deps --reinstall $(XLA_TORCHAX) || { \
+	    echo "xla-env: reinstalling $(XLA_TORCHAX) over torch_xla's copy FAILED; no stamp written" >&2; exit 1; }; \
 	else \
 	mk/retry 2 xla-env $(XLA_PY) -m pip install --quiet --upgrade pip $(XLA_PIP_FLAGS) || true; \
 	resume=; $(XLA_PY) -m pip download --help | grep -q -- --resume-retries && resume=--resume-retries=10; \
@@ -61,10 +68,12 @@ $(XLA_VENV)/.installed: $(XLA_REQS)
 	  echo "xla-env: downloading $(XLA_REQS) into $(XLA_WHEELS) FAILED $(XLA_TRIES) times (see above); what did arrive stays there for the next run; no stamp written" >&2; exit 1; }; \
 	$(XLA_PY) -m pip install --no-index --find-links $(XLA_WHEELS) $(XLA_PIP_FLAGS) -r $(XLA_REQS) || { \
 	  echo "xla-env: 'pip install -r $(XLA_REQS)' from $(XLA_WHEELS) into $(XLA_VENV) FAILED (see above); no stamp written" >&2; exit 1; }; \
+	$(XLA_PY) -m pip install --quiet --no-index --find-links $(XLA_WHEELS) --no-deps --force-reinstall $(XLA_TORCHAX) || { \
+	  echo "xla-env: reinstalling $(XLA_TORCHAX) over torch_xla's copy FAILED; no stamp written" >&2; exit 1; }; \
 	rm -rf $(XLA_WHEELS); \
 	fi; \
-	PJRT_DEVICE=CPU $(XLA_PY) -c "import torch, torch_xla; print('xla-env: torch', torch.__version__, '+ torch_xla', torch_xla.__version__)" || { \
-	  echo "xla-env: installed, but 'import torch, torch_xla' fails in $(XLA_VENV); no stamp written" >&2; exit 1; }; \
+	PJRT_DEVICE=CPU $(XLA_PY) -c "import torch, torch_xla, torchax; print('xla-env: torch', torch.__version__, '+ torch_xla', torch_xla.__version__, '+ torchax', torchax.__version__)" || { \
+	  echo "xla-env: installed, but 'import torch, torch_xla, torchax' fails in $(XLA_VENV); no stamp written" >&2; exit 1; }; \
 	touch $@
 
 xla-check: $(XLA_VENV)/.installed
