@@ -15,7 +15,8 @@ Layers (each imports only those before it): memo (the one bounded memo
 table) -> symbolic (size variables and SymSize over :mod:`engines.sizes`) -> ir (nodes, dump, verify) -> tensor (the
 proxy and its operators) -> replay (a step's calls, as the next step replays them) ->
 ops (the registry: one module per op family) -> passes -> runtime (with misses: why a
-key missed; hooks: what ``tracing()`` swaps into torch; steplog: a jit step's key). A
+key missed; hooks: what ``tracing()`` swaps into torch; steplog: a jit step's key) ->
+jit (a function traced every call). A
 leaf is made by ``LazyContext.leaf``, an op node by ``ops.registry.record``, and both are
 logged by ``StepLog.add``; a step that repeats the last one replays its calls
 (:mod:`.replay`). ``python -m benchmarks.scripts.lazy`` measures a step.
@@ -27,8 +28,9 @@ from engines.sizes.modes import BoundError
 from . import ops  # noqa: F401  (fills the op tables)
 from .hooks import tracing
 from .ir import IRError, dump, verify
+from .jit import LazyFunction, jit
 from .ops import ShapeError
-from .runtime import Guard, LazyContext, LazyFunction, jit
+from .runtime import Guard, LazyContext
 from .symbolic import FinishedStep, SymBool, SymSize
 from .tensor import LazyTensor, UntraceableOp
 

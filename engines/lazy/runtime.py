@@ -1,4 +1,4 @@
-"""The lazy context: leaves, guards, the compile cache, ``sync``, and ``jit``.
+"""The lazy context: leaves, guards, the compile cache and ``sync`` (``jit``: :mod:`.jit`).
 
 Modes (the cache key):
   ``unbounded``  dynamic dims are size variables; one compile for all shapes.
@@ -23,12 +23,12 @@ from engines.sizes import Expr
 from engines.sizes.modes import MODES, BoundError
 
 from . import passes
-from .hooks import paused, trace_step
+from .hooks import paused
 from .ir import NO_KWARGS, IRError, Node
 from .misses import explain_miss
 from .replay import LeafCall
 from .steplog import StepLog, Unlogged
-from .symbolic import _NAMES, NeedsSizedMethods, SizeVars, Var, _var_expr, check_dim_name, compare, const, hint, rename, shapes_fn
+from .symbolic import _NAMES, SizeVars, Var, _var_expr, check_dim_name, compare, const, hint, rename, shapes_fn
 from .tensor import LazyTensor
 
 _TENSOR = torch.Tensor
@@ -440,98 +440,3 @@ class LazyContext:
 
     def compiles(self) -> int:
         return self.stats["compile"]
-
-
-# ---------------------------------------------------------------------------
-# jit: trace every call, compile once per key
-# ---------------------------------------------------------------------------
-class LazyFunction:
-    """``fn`` run on the lazy path: each call traces ``fn`` on lazy leaves over
-    the inputs, syncs the outputs (compile on a cache miss) and returns torch
-    tensors. ``dims``/``bounds`` are per input, as in :meth:`LazyContext.input`."""
-
-    def __init__(self, fn, mode="unbounded", dims=None, bounds=None, ctx=None):
-        self.fn = fn
-        self.ctx = ctx or LazyContext(mode)
-        self.dims, self.bounds = dims, bounds
-        self.guards: list = []  # the last call's
-        self.guard_log: dict = {}  # every distinct guard so far, as text
-        self._logged: set = set()  # step-log keys whose guards are in guard_log
-        self.sized_methods: bool | None = None  # whether a step patches them: see hooks.trace_step
-        self.patches: bool | None = None  # whether a step swaps tracing()'s functions into torch: the same
-
-    def _record(self, args):
-        """Trace ``fn`` on fresh lazy leaves over ``args``: (output, flat outputs). A step that
-        needs ``torch.Tensor``'s sized methods after all (see ``hooks.trace_step``) is traced again."""
-        if self.sized_methods is not False:
-            return self._trace_step(args)
-        ctx = self.ctx
-        ctx.sized_methods_off = True
-        try:
-            return self._trace_step(args)
-        except NeedsSizedMethods:
-            self.sized_methods = self.patches = True
-        finally:
-            ctx.sized_methods_off = False
-        return self._trace_step(args)
-
-    def _trace_step(self, args):
-        ctx = self.ctx
-        ctx.new_step()
-        leaves = []
-        dims, bounds = self.dims, self.bounds
-        for i, a in enumerate(args):
-            if type(a) is _TENSOR or isinstance(a, _TENSOR):
-                if dims is None:
-                    axes = True
-                else:
-                    d = dims[i]
-                    axes = tuple(d.items()) if type(d) is dict and d else axes_key(d)  # (axes_key's common case)
-                a = ctx.leaf(a, axes, None if bounds is None else bounds[i])
-            leaves.append(a)
-        out = trace_step(self, leaves)
-        flat = [out] if type(out) is LazyTensor else list(out) if isinstance(out, (list, tuple)) else [out]
-        return out, flat
-
-    def __call__(self, *args):
-        out, flat = self._record(args)
-        ctx = self.ctx
-        ctx.sync(flat)
-        guards = self.guards = ctx.guards  # (a new list each step)
-        if guards:
-            lk = ctx.last_key
-            if lk is None or lk not in self._logged:
-                for g in guards:
-                    self.guard_log.setdefault(str(g))
-                if lk is not None and all(len(g.names) == len(g.vars) for g in guards):
-                    self._logged.add(lk)  # every variable user-named: a step with this key logs the same texts
-        if type(out) is LazyTensor:
-            res = out.node.data
-        else:
-            res = [o.node.data if type(o) is LazyTensor else o for o in flat]
-            if not isinstance(out, (list, tuple)):
-                res = res[0]
-            else:
-                res = type(out)(*res) if hasattr(out, "_fields") else type(out)(res)  # (a named tuple: topk, sort)
-        del out, flat  # (the step's tensors: none held here, so release may keep them for the next step)
-        ctx.release()
-        return res
-
-    def trace(self, *args) -> tuple:
-        """The per-step work without running: record, collect the graph, and
-        compute its cache key. Returns ``(graph, key)``."""
-        _, flat = self._record(args)
-        g = self.ctx.trace([o for o in flat if isinstance(o, LazyTensor)])
-        return g, passes.key(g, self.ctx.mode)
-
-    def dump(self, *args) -> str:
-        """The IR text for ``fn`` on ``args`` (traced, not compiled or run)."""
-        _, flat = self._record(args)
-        return self.ctx.dump(*[o for o in flat if isinstance(o, LazyTensor)])
-
-
-def jit(fn=None, *, mode="unbounded", dims=None, bounds=None, ctx=None):
-    """Decorator form of :class:`LazyFunction`."""
-    if fn is None:
-        return lambda f: LazyFunction(f, mode, dims, bounds, ctx)
-    return LazyFunction(fn, mode, dims, bounds, ctx)

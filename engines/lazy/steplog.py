@@ -1,6 +1,6 @@
 """The step log: a cached step's key, built while the program records.
 
-A jit step (one :class:`~.runtime.LazyFunction` call) logs every leaf and op
+A jit step (one :class:`~.jit.LazyFunction` call) logs every leaf and op
 as it is made -- ``("in", dtype, dims)``, ``("const", dtype, shape)``,
 ``(op, args, kwargs, dtype)`` -- with operands by log position and sizes over
 canonical names (``p<leaf position>_<axis>``). The log, the positions synced
