@@ -77,9 +77,7 @@ def spec(a, nodes: list):
     """``a`` as a call argument is matched by (``NotImplemented``: it cannot be)."""
     t = type(a)
     if t is LazyTensor:
-        n = a.node
-        p = n.pos
-        return Ref(p) if p is not None and p < len(nodes) and nodes[p] is n else NotImplemented
+        return template(a.node, nodes, len(nodes))
     if t in _PLAIN:
         return a if t is not float or (a == a and a != 0.0) else NotImplemented
     if t is SymSize:

@@ -146,8 +146,9 @@ class LazyContext:
         self._made = []  # (a step never released: its tensors are not reused)
 
     def _keep(self, log: StepLog) -> None:
-        """``log`` is the one the next step follows (:mod:`.replay`); one a sync did not key
-        (no output to sync) with the step's guards so far."""
+        """``log``, recorded, is the one the next step follows (:mod:`.replay`), and follows no
+        log itself (no chain of them); one a sync did not key (no output to sync, unlogged)
+        with the step's guards so far."""
         if log.keyed is None:
             log.guards, log.nguards = self.guards, len(self.guards)
         log.follows = None
@@ -357,7 +358,6 @@ class LazyContext:
                 lk = log.key(roots, self.guards)
             except Unlogged:
                 lk = None
-            log.follows = None  # (recorded: the next step follows this log, not a chain of them)
             self.last_key = lk
             hit = None
             if lk is not None:
@@ -374,7 +374,7 @@ class LazyContext:
                 for p in positions:
                     inputs.append(nodes[p].data)
                 self._run(entry, inputs, roots, shapes)
-                self.tape = log  # (keyed: see _keep)
+                self._keep(log)
                 return
         g = self.trace(tensors, roots)
         self.stats["trace"] += 1
@@ -388,7 +388,7 @@ class LazyContext:
                 pass
         self._run(entry, [n.data for n in g.inputs], g.outputs)
         if log is not None:
-            self.tape = log
+            self._keep(log)
 
     def _compiled(self, g: passes.Graph) -> passes.Compiled:
         """The compile of the traced graph ``g``, from the cache keyed by its structure

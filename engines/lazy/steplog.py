@@ -209,14 +209,7 @@ class StepLog:
         (the one key of a logged step: ``LazyContext.sync`` looks its compile up by it). A
         step that followed the last one to here, syncing the same positions, has its key:
         taken, not built (and ``hit``, what it found)."""
-        if len(roots) == 1:  # (one output: most steps; ``pos`` inline)
-            r = roots[0]
-            p = r.pos
-            if p is None or p >= len(self.nodes) or self.nodes[p] is not r:
-                raise Unlogged(r)
-            outs = (p,)
-        else:
-            outs = tuple([self.pos(r) for r in roots])
+        outs = (self.pos(roots[0]),) if len(roots) == 1 else tuple([self.pos(r) for r in roots])
         self.roots, self.guards, self.nguards = outs, guards, len(guards)
         last = self.follows
         if (
