@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("dynshape", "harness", "backends", "cases", "engines")
+PACKAGES = ("dynshape", "harness", "backends", "cases", "engines", "conformance")
 
 
 def _modules() -> dict[str, Path]:

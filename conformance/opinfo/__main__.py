@@ -1,0 +1,81 @@
+"""``python -m conformance.opinfo``: PyTorch's OpInfo through our two reference paths.
+
+python -m conformance.opinfo run [--paths lazy,stablehlo] [--entries GLOB] [--limit 3] [--jobs 2] [--interpreter]
+python -m conformance.opinfo table [--paths ...] [--failures]
+python -m conformance.opinfo pin   (writes tests/opinfo/pinned.tsv from the last run)
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import sys
+import time
+from pathlib import Path
+
+from . import pin as pin_mod
+from .sweep import PATHS, sweep
+from .table import entries, failures, load, markdown, rate, totals
+
+OUT = Path("results/opinfo")
+
+
+def _paths(text: str) -> list[str]:
+    paths = [p for p in text.split(",") if p]
+    bad = [p for p in paths if p not in PATHS]
+    if bad:
+        raise SystemExit(f"opinfo: --paths: unknown path {bad[0]!r} (want {', '.join(PATHS)})")
+    return paths
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m conformance.opinfo", description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="sweep op_db through the paths")
+    r.add_argument("--paths", default="lazy,stablehlo")
+    r.add_argument("--entries", default="*", help="fnmatch pattern(s) over entry names, comma-separated")
+    r.add_argument("--limit", type=int, default=3, help="samples per entry (default 3)")
+    r.add_argument("--jobs", type=int, default=2)
+    r.add_argument("--interpreter", action="store_true", help="also the StableHLO reference interpreter")
+    r.add_argument("--out", type=Path, default=OUT)
+    t = sub.add_parser("table", help="the tables of the last run, by family")
+    t.add_argument("--paths", default="lazy,stablehlo")
+    t.add_argument("--out", type=Path, default=OUT)
+    t.add_argument("--failures", action="store_true", help="list every entry that does not pass")
+    p = sub.add_parser("pin", help="write the pinned table from the last run")
+    p.add_argument("--out", type=Path, default=OUT)
+    p.add_argument("--write", type=Path, default=pin_mod.PIN)
+    a = ap.parse_args(argv)
+    if a.cmd == "run":
+        from .samples import entry_name, family, op_db
+
+        if a.limit < 1 or a.jobs < 1:
+            raise SystemExit("opinfo: --limit and --jobs take a whole number >= 1")
+        db = op_db()
+        pats = a.entries.split(",")
+        names = [entry_name(o) for o in db if any(fnmatch.fnmatchcase(entry_name(o), q) for q in pats)]
+        if not names:
+            raise SystemExit(f"opinfo: --entries {a.entries!r} matches no op_db entry")
+        fams = {entry_name(o): family(o) for o in db}
+        t0 = time.monotonic()
+        sweep(_paths(a.paths), names, fams, a.out, a.limit, a.jobs, a.interpreter)
+        print(f"{len(names)} entries in {time.monotonic() - t0:.0f} s -> {a.out}/", file=sys.stderr)
+    if a.cmd in ("run", "table"):
+        for path in _paths(a.paths):
+            f = a.out / f"{path}.jsonl"
+            if not f.exists():
+                raise SystemExit(f"opinfo: {f}: no rows (run `python -m conformance.opinfo run --paths {path}` first)")
+            worst = entries(load(f))
+            print(markdown(path, worst) + "\n")
+            passed, den = rate(totals(worst), path)
+            print(f"{path}: {passed}/{den} entries pass ({100 * passed / max(den, 1):.1f}%); {dict(totals(worst))}\n")
+            if getattr(a, "failures", False):
+                print(failures(worst) + "\n")
+    if a.cmd == "pin":
+        n = pin_mod.write(a.out, a.write)
+        print(f"pinned {n} rows -> {a.write}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

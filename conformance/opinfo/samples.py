@@ -1,0 +1,198 @@
+"""OpInfo samples with symbolic dims: each sample at two sizes, consistently.
+
+A sample of ``op_db`` (``op.sample_inputs``) is flattened to its tensor leaves; a
+*strategy* picks which dims are dynamic, grouping dims of equal size into one
+size variable (``s0``, ``s1``, ...), and the second sample doubles every dynamic
+dim by tiling the leaf along it. Tiling keeps values in the op's domain (``acosh``
+stays >= 1) and indices in range (a doubled dim only grows); doubling keeps the
+relations between sizes (a dim twice another, one divisible by a window).
+
+Strategies, most demanding first; the first one torch eager accepts (the doubled
+sample runs and its outputs keep their structure) is the sample's:
+
+``every``      every dim of size >= 2 of every tensor leaf (a reduction's reduced dim,
+               both matmul sides, an index tensor's length)
+``dim0_tied``  dim 0 of every leaf, and every dim of the same size as one of them
+``dim0``       dim 0 of every leaf
+``first``      dim 0 of the first leaf
+
+Sizes 0 and 1 stay static (torch.export specialises them; so does broadcasting).
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from dataclasses import dataclass, field
+
+import torch
+from torch.utils import _pytree as pytree
+
+STRATEGIES = ("every", "dim0_tied", "dim0", "first")
+GROWTH = 2  # the second size is this multiple of the first
+
+
+@functools.cache
+def op_db() -> list:
+    """PyTorch's OpInfo database (``torch.testing._internal``; imports expecttest, ~20 s)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from torch.testing._internal.common_methods_invocations import op_db as db
+    return list(db)
+
+
+def entry_name(op) -> str:
+    """``name`` or ``name.variant``: unique over ``op_db``."""
+    return f"{op.name}.{op.variant_test_name}" if op.variant_test_name else op.name
+
+
+def family(op) -> str:
+    """The op family a table row is filed under: the OpInfo class for ufuncs, reductions,
+    shape and spectral functions, else the namespace (``linalg``, ``special``, ``nn``)."""
+    kind = type(op).__name__
+    name = op.name
+    for prefix, fam in (
+        ("linalg.", "linalg"),
+        ("fft.", "fft"),
+        ("special.", "special"),
+        ("sparse.", "sparse"),
+        ("_refs.", "refs"),
+        ("nn.functional.", "nn.functional"),
+        ("masked.", "masked"),
+        ("signal.", "signal"),
+    ):
+        if name.startswith(prefix):
+            if fam == "nn.functional" and kind in ("UnaryUfuncInfo", "BinaryUfuncInfo"):
+                return "elementwise (activation)"
+            return fam
+    return {
+        "UnaryUfuncInfo": "unary elementwise",
+        "BinaryUfuncInfo": "binary elementwise",
+        "ReductionOpInfo": "reduction",
+        "ShapeFuncInfo": "shape",
+        "SpectralFuncInfo": "fft",
+    }.get(kind, "other")
+
+
+@dataclass
+class DynSample:
+    """One OpInfo sample at two sizes: ``leaves[k]`` are the sample's tensors at each
+    size, ``dims[i]`` leaf i's dynamic axes (``{axis: variable}``), ``sizes`` each
+    variable's two values. ``call(leaves)`` runs the op on a list of leaves."""
+
+    entry: str
+    index: int
+    strategy: str
+    leaves: tuple[list, list]
+    dims: list[dict]
+    sizes: dict[str, tuple[int, int]]
+    treedef: object = field(repr=False)
+    fn: object = field(repr=False)
+
+    def call(self, leaves):
+        inp, args, kwargs = pytree.tree_unflatten(self._with(leaves), self.treedef)
+        return self.fn(inp, *args, **kwargs)
+
+    def _with(self, leaves):
+        it = iter(leaves)
+        return [next(it) if isinstance(x, torch.Tensor) else x for x in self._flat]
+
+    _flat: list = field(default_factory=list, repr=False)
+
+    def describe(self) -> str:
+        shapes = ", ".join(
+            "[" + ", ".join(d.get(i, str(n)) for i, n in enumerate(t.shape)) + "]"
+            for t, d in zip(self.leaves[0], self.dims, strict=True)
+        )
+        vals = ", ".join(f"{v}={a}->{b}" for v, (a, b) in self.sizes.items())
+        return f"{self.entry}#{self.index} ({self.strategy}): {shapes}; {vals}"
+
+
+def _pick(tensors: list, strategy: str) -> dict[tuple[int, int], int]:
+    """``{(leaf, axis): size}`` of the dims ``strategy`` makes dynamic."""
+    picked: dict = {}
+    if strategy == "every":
+        for i, t in enumerate(tensors):
+            for a, n in enumerate(t.shape):
+                if n >= 2:
+                    picked[i, a] = n
+        return picked
+    firsts = [(i, t) for i, t in enumerate(tensors) if t.ndim and t.shape[0] >= 2]
+    if strategy == "first":
+        firsts = firsts[:1]
+    for i, t in firsts:
+        picked[i, 0] = t.shape[0]
+    if strategy == "dim0_tied":
+        values = set(picked.values())
+        for i, t in enumerate(tensors):
+            for a, n in enumerate(t.shape):
+                if n in values:
+                    picked[i, a] = n
+    return picked
+
+
+def _tile(t: torch.Tensor, axes) -> torch.Tensor:
+    for a in axes:
+        t = torch.cat([t] * GROWTH, dim=a)
+    return t
+
+
+def _structure(out) -> list:
+    leaves, spec = pytree.tree_flatten(out)
+    return [str(spec)] + [(x.ndim, x.dtype) if isinstance(x, torch.Tensor) else type(x).__name__ for x in leaves]
+
+
+def run_eager(fn, leaves):
+    """``fn(leaves)`` on fresh copies of the leaves (ops may write their inputs), seeded."""
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn([t.clone() for t in leaves])
+
+
+def dynamic(op, index: int, sample) -> DynSample | None:
+    """``sample`` with symbolic dims and its doubled twin (the first strategy eager
+    accepts), or None when no strategy gives one (every dim 0 or 1, sizes fixed by
+    non-tensor arguments, eager fails)."""
+    flat, treedef = pytree.tree_flatten((sample.input, list(sample.args), dict(sample.kwargs)))
+    tensors = [x for x in flat if isinstance(x, torch.Tensor)]
+    if not tensors or any(t.is_sparse or t.layout != torch.strided or t.is_complex() for t in tensors):
+        return None
+    base = DynSample(entry_name(op), index, "", ([], []), [], {}, treedef, op, flat)
+    try:
+        want = _structure(run_eager(base.call, tensors))
+    except Exception:
+        return None
+    tried = set()
+    for strategy in STRATEGIES:
+        picked = _pick(tensors, strategy)
+        key = tuple(sorted(picked))
+        if not picked or key in tried:
+            continue
+        tried.add(key)
+        names = {n: f"s{k}" for k, n in enumerate(sorted(set(picked.values())))}
+        dims = [{a: names[n] for (j, a), n in picked.items() if j == i} for i in range(len(tensors))]
+        grown = [_tile(t, sorted(d)) for t, d in zip(tensors, dims, strict=True)]
+        try:
+            if _structure(run_eager(base.call, grown)) != want:
+                continue
+        except Exception:
+            continue
+        sizes = {v: (n, n * GROWTH) for n, v in names.items()}
+        return DynSample(base.entry, index, strategy, (list(tensors), grown), dims, sizes, treedef, op, flat)
+    return None
+
+
+def samples(op, dtype=torch.float32, limit: int | None = 3) -> list[DynSample]:
+    """The first ``limit`` samples of ``op`` at ``dtype`` that have symbolic dims."""
+    out = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gen = op.sample_inputs("cpu", dtype, requires_grad=False)
+        for i, s in enumerate(gen):
+            d = dynamic(op, i, s)
+            if d is not None:
+                out.append(d)
+                if limit is not None and len(out) >= limit:
+                    break
+    return out

@@ -1,0 +1,93 @@
+"""The sweep: every entry of ``op_db`` through the paths, in worker processes.
+
+A worker (``python -m conformance.opinfo.worker``) runs a shard of entries and
+streams one JSON line per verdict, and a ``start`` line before each entry; an entry
+that kills its worker (the StableHLO interpreter aborts on ops it lacks, a segfault
+in a kernel) gets a ``crash`` verdict naming the exit, and a new worker goes on
+from the next entry. Nothing measured is lost: rows are appended as they come.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from .verdicts import Verdict
+
+PATHS = ("lazy", "stablehlo")
+
+
+def worker_cmd(path: str, entries: list[str], limit: int, interpreter: bool) -> list[str]:
+    cmd = [sys.executable, "-m", "conformance.opinfo.worker", "--path", path, "--limit", str(limit)]
+    if interpreter:
+        cmd.append("--interpreter")
+    return cmd + ["--", *entries]
+
+
+def run_shard(path: str, entries: list[str], limit: int, interpreter: bool, sink, families: dict) -> None:
+    """Run ``entries`` on ``path`` in workers until each has its verdicts; ``sink(row)`` takes each row."""
+    todo = list(entries)
+    while todo:
+        proc = subprocess.Popen(
+            worker_cmd(path, todo, limit, interpreter),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONWARNINGS": "ignore", "TF_CPP_MIN_LOG_LEVEL": "3"},
+        )
+        err: list[str] = []
+        drain = threading.Thread(target=lambda p=proc: err.extend(p.stderr), daemon=True)
+        drain.start()
+        current = None
+        for line in proc.stdout:
+            row = json.loads(line)
+            if "start" in row:
+                current = row["start"]
+                continue
+            sink(row)
+            if row.get("done"):
+                todo.remove(row["entry"])
+                current = None
+        proc.wait()
+        drain.join(timeout=5)
+        if current is not None:  # the worker died inside this entry
+            tail = " | ".join(x.strip() for x in err[-3:])[:300]
+            sink(
+                Verdict(
+                    current, families.get(current, "other"), path, "crash", message=f"worker exit {proc.returncode}: {tail}"
+                ).row()
+                | {"done": True}
+            )
+            todo.remove(current)
+        elif proc.returncode != 0 and todo:
+            raise RuntimeError(f"opinfo worker ({path}) exited {proc.returncode}: {''.join(err[-5:])}")
+
+
+def sweep(paths, entries: list[str], families: dict, out: Path, limit: int = 3, jobs: int = 2, interpreter: bool = False):
+    """Every entry through every path in ``paths``, ``jobs`` shards at a time; rows to ``out/<path>.jsonl``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    out.mkdir(parents=True, exist_ok=True)
+    lock = threading.Lock()
+    files = {p: (out / f"{p}.jsonl").open("w", encoding="utf-8") for p in paths}
+
+    def sink_for(p):
+        def sink(row):
+            with lock:
+                files[p].write(json.dumps(row) + "\n")
+                files[p].flush()
+
+        return sink
+
+    shards = [(p, entries[k::jobs]) for p in paths for k in range(jobs)]
+    try:
+        with ThreadPoolExecutor(jobs) as pool:
+            for f in [pool.submit(run_shard, p, es, limit, interpreter, sink_for(p), families) for p, es in shards if es]:
+                f.result()
+    finally:
+        for f in files.values():
+            f.close()

@@ -1,0 +1,58 @@
+"""A sweep worker: ``python -m conformance.opinfo.worker --path lazy -- ENTRY ...``.
+
+Prints ``{"start": entry}`` before an entry, then one JSON row per verdict, the
+entry's last row with ``"done": true`` (see :mod:`.sweep`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import torch
+
+from .paths import LAZY_MODES, STABLEHLO_MODES, run_lazy, run_stablehlo
+from .samples import entry_name, family, op_db, samples
+from .verdicts import Verdict
+
+
+def verdicts(op, path: str, limit: int, interpreter: bool) -> list[Verdict]:
+    """Every verdict of ``op`` on ``path`` (one per sample and mode; one ``no-sample`` row
+    when the entry has no float32 sample with a symbolic dim)."""
+    fam = family(op)
+    rows: list[Verdict] = []
+    if torch.float32 not in op.supported_dtypes("cpu"):
+        return [Verdict(entry_name(op), fam, path, "no-sample", message="no float32 on CPU")]
+    for s in samples(op, torch.float32, limit):
+        if path == "lazy":
+            rows += [run_lazy(s, m, fam) for m in LAZY_MODES]
+        else:
+            rows += run_stablehlo(s, fam, STABLEHLO_MODES + (("interpreter",) if interpreter else ()))
+    return rows or [Verdict(entry_name(op), fam, path, "no-sample", message="no sample with a dim of size >= 2 both sizes run")]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--path", choices=("lazy", "stablehlo"), required=True)
+    ap.add_argument("--limit", type=int, default=3)
+    ap.add_argument("--interpreter", action="store_true")
+    ap.add_argument("entries", nargs="*")
+    a = ap.parse_args(argv)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    torch.set_num_threads(1)
+    db = {entry_name(o): o for o in op_db()}
+    # the protocol's own stream: anything else printing to stdout (a kernel's C++ log) goes to stderr
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    for name in a.entries:
+        print(json.dumps({"start": name}), file=out, flush=True)
+        rows = verdicts(db[name], a.path, a.limit, a.interpreter)
+        for i, v in enumerate(rows):
+            print(json.dumps(v.row() | ({"done": True} if i == len(rows) - 1 else {})), file=out, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
