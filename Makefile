@@ -16,7 +16,7 @@ PYTEST_FLAGS ?= -n 2 --durations=15
 # ~28,000 files of both environments, most never imported.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup hooks run test check lint gate gate-left-out asv-quick asv-publish browser-check chromium docs clean
+.PHONY: setup hooks run test check lint opinfo gate gate-left-out asv-quick asv-publish browser-check chromium docs clean
 
 setup: $(STAMP)
 
@@ -67,6 +67,12 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+
+# PyTorch's OpInfo through both reference paths (conformance/opinfo): three samples an
+# entry, the StableHLO interpreter too, then the tables by family (docs/opinfo.md);
+# `make test` runs the pinned table (tests/opinfo/pinned.tsv) on one sample an entry
+opinfo: $(STAMP)
+	$(PY) -m conformance.opinfo run --limit 3 --interpreter --jobs 2
 
 # the conformance gate alone (the quick profile's jobs)
 gate: $(STAMP)

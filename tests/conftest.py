@@ -93,6 +93,7 @@ SLOW = (
     "tests/stablehlo/test_models.py::*",  # four bounded model sweeps (40-100 s each)
     "tests/stablehlo/test_size_classes.py::*",  # an XLA compile per size class
     "tests/test_timed_region.py::*",  # starts backends and XLA programs
+    "tests/opinfo/*",  # op_db's import (~10-20 s a process) and an export + XLA compile per entry
 )
 
 

@@ -3,6 +3,9 @@
 lazy       ``engines.lazy`` (modes unbounded, bounded): one ``LazyFunction`` over the
            sample's leaves with their dynamic axes as named size variables, called at
            both sizes; passes when both equal eager and it compiled once.
+make_fx    torch's own symbolic tracer, for comparison (``make_fx(tracing_mode="symbolic")``,
+           the mode of torch's ``test_make_fx_symbolic_exhaustive``): the graph traced at
+           the first size, run at both; any exception is its failure, none of ours.
 stablehlo  torch.export with the same dims (``Dim`` per variable, from 2; bounded at
            twice the larger size) -> ``engines.stablehlo.lower`` -> XLA: ``bounded``
            (one compile serving both sizes), ``unbounded`` (``?`` dims, refined per
@@ -32,9 +35,13 @@ def _flat(out) -> list:
     return pytree.tree_flatten(out)[0]
 
 
-def compare(got, want, rtol: float, atol: float) -> None:
-    """Raise :class:`Mismatch` naming the output that differs (shape, dtype, values;
-    NaN equal to NaN, infinities with their sign)."""
+#: entries whose outputs hold uninitialised memory: shapes and dtypes compared, not values
+UNDEFINED_VALUES = ("empty", "empty_like", "empty_strided", "empty_permuted", "new_empty", "new_empty_strided")
+
+
+def compare(got, want, rtol: float, atol: float, values: bool = True) -> None:
+    """Raise :class:`Mismatch` naming the output that differs (shape, dtype, and unless
+    ``values`` is false the values: NaN equal to NaN, infinities with their sign)."""
     g, w = _flat(got), _flat(want)
     if len(g) != len(w):
         raise Mismatch(f"{len(g)} outputs, eager gives {len(w)}")
@@ -45,6 +52,8 @@ def compare(got, want, rtol: float, atol: float) -> None:
                 raise Mismatch(f"output {i}: shape {tuple(a.shape)}, eager {tuple(b.shape)}")
             if a.dtype != b.dtype:
                 raise Mismatch(f"output {i}: dtype {a.dtype}, eager {b.dtype}")
+            if not values:
+                continue
             try:
                 torch.testing.assert_close(a, b, rtol=rtol, atol=atol, equal_nan=True)
             except AssertionError as e:
@@ -76,7 +85,7 @@ def run_lazy(s: DynSample, mode: str, family: str) -> Verdict:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 got = f(*[t.clone() for t in leaves])
-            compare(got, want, rtol, atol)
+            compare(got, want, rtol, atol, s.entry not in UNDEFINED_VALUES)
     except Mismatch as e:
         v.verdict, v.message = "mismatch", str(e)
         return v
@@ -86,8 +95,38 @@ def run_lazy(s: DynSample, mode: str, family: str) -> Verdict:
     except Exception as e:  # not a named refusal: a defect of ours
         v.verdict, v.message = "crash", first_line(e)
         return v
-    if f.ctx.compiles() != 1:
+    if f.ctx.compiles() > 1:  # (0: nothing to compute, the output is an input)
         v.verdict, v.message = "recompiled", f"{f.ctx.compiles()} compiles for 2 sizes; guards: {list(f.guard_log)[:3]}"
+    else:
+        v.route = lazy_route(f, s.leaves[0])
+    return v
+
+
+def lazy_route(f, leaves) -> str:
+    """The IR ops of ``f``'s graph on ``leaves``, sorted: the implementations that served it."""
+    graph, _ = f.trace(*[t.clone() for t in leaves])
+    f.ctx.release()
+    return ",".join(sorted({n.op for n in graph.nodes if not n.is_leaf}))
+
+
+def run_make_fx(s: DynSample, family: str) -> Verdict:
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    v = Verdict(s.entry, family, "make_fx", "pass", sample=s.describe())
+    rtol, atol = tolerance(s.leaves[0][0].dtype, "lazy")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.manual_seed(0)
+            gm = make_fx(lambda *xs: s.call(list(xs)), tracing_mode="symbolic")(*[t.clone() for t in s.leaves[0]])
+            for leaves in s.leaves:
+                want = run_eager(s.call, leaves)
+                torch.manual_seed(0)
+                compare(gm(*[t.clone() for t in leaves]), want, rtol, atol, s.entry not in UNDEFINED_VALUES)
+    except Mismatch as e:
+        v.verdict, v.message = "mismatch", str(e)
+    except Exception as e:
+        v.verdict, v.refusal, v.message = "refused", type(e).__name__, first_line(e)
     return v
 
 
@@ -161,7 +200,7 @@ def run_stablehlo(s: DynSample, family: str, modes=STABLEHLO_MODES) -> list[Verd
                 want = run_eager(s.call, leaves)
                 arrays = [t.numpy() for t in leaves]
                 got = H.execute(text, arrays, executor="interpreter" if mode == "interpreter" else "xla")
-                compare([torch.from_numpy(np.asarray(g)) for g in got], [w for w in _flat(want)], rtol, atol)
+                compare([torch.from_numpy(np.array(g)) for g in got], _flat(want), rtol, atol, s.entry not in UNDEFINED_VALUES)
             if bounded and H.compile_count() - before != 1:
                 v.verdict, v.message = "recompiled", f"{H.compile_count() - before} XLA compiles for 2 sizes"
         except Mismatch as e:

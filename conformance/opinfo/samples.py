@@ -16,6 +16,10 @@ sample runs and its outputs keep their structure) is the sample's:
 ``dim0``       dim 0 of every leaf
 ``first``      dim 0 of the first leaf
 
+``size_args``  last, for samples no tensor strategy serves (``arange(10)``, ``ones(5, 5)``,
+               ``broadcast_to(x, (5, 5))``): every int argument >= 2 becomes a size read
+               from a *carrier* leaf of that length (``z.shape[0]``), so the op gets a
+               symbolic size where it takes a Python int
 Sizes 0 and 1 stay static (torch.export specialises them; so does broadcasting).
 """
 
@@ -28,7 +32,7 @@ from dataclasses import dataclass, field
 import torch
 from torch.utils import _pytree as pytree
 
-STRATEGIES = ("every", "dim0_tied", "dim0", "first")
+STRATEGIES = ("every", "dim0_tied", "dim0", "first", "size_args")
 GROWTH = 2  # the second size is this multiple of the first
 
 
@@ -88,6 +92,9 @@ class DynSample:
     sizes: dict[str, tuple[int, int]]
     treedef: object = field(repr=False)
     fn: object = field(repr=False)
+    _flat: list = field(default_factory=list, repr=False)
+    #: ``size_args``: flat position of an int argument -> index of its carrier leaf
+    carried: dict = field(default_factory=dict, repr=False)
 
     def call(self, leaves):
         inp, args, kwargs = pytree.tree_unflatten(self._with(leaves), self.treedef)
@@ -95,9 +102,10 @@ class DynSample:
 
     def _with(self, leaves):
         it = iter(leaves)
-        return [next(it) if isinstance(x, torch.Tensor) else x for x in self._flat]
-
-    _flat: list = field(default_factory=list, repr=False)
+        flat = [next(it) if isinstance(x, torch.Tensor) else x for x in self._flat]
+        for pos, k in self.carried.items():
+            flat[pos] = leaves[k].shape[0]
+        return flat
 
     def describe(self) -> str:
         shapes = ", ".join(
@@ -156,7 +164,7 @@ def dynamic(op, index: int, sample) -> DynSample | None:
     non-tensor arguments, eager fails)."""
     flat, treedef = pytree.tree_flatten((sample.input, list(sample.args), dict(sample.kwargs)))
     tensors = [x for x in flat if isinstance(x, torch.Tensor)]
-    if not tensors or any(t.is_sparse or t.layout != torch.strided or t.is_complex() for t in tensors):
+    if any(t.is_sparse or t.layout != torch.strided or t.is_complex() for t in tensors):
         return None
     base = DynSample(entry_name(op), index, "", ([], []), [], {}, treedef, op, flat)
     try:
@@ -180,7 +188,28 @@ def dynamic(op, index: int, sample) -> DynSample | None:
             continue
         sizes = {v: (n, n * GROWTH) for n, v in names.items()}
         return DynSample(base.entry, index, strategy, (list(tensors), grown), dims, sizes, treedef, op, flat)
-    return None
+    return _size_args(base, tensors, want)
+
+
+def _size_args(base: DynSample, tensors: list, want) -> DynSample | None:
+    """The ``size_args`` strategy: each int argument >= 2 read from a carrier leaf (one per value)."""
+    ints = {pos: x for pos, x in enumerate(base._flat) if type(x) is int and x >= 2}
+    if not ints:
+        return None
+    values = sorted(set(ints.values()))
+    carriers = [torch.zeros(n) for n in values]
+    base.carried = {pos: len(tensors) + values.index(x) for pos, x in ints.items()}
+    leaves = list(tensors) + carriers
+    grown = list(tensors) + [torch.zeros(n * GROWTH) for n in values]
+    try:
+        if _structure(run_eager(base.call, leaves)) != want or _structure(run_eager(base.call, grown)) != want:
+            return None
+    except Exception:
+        return None
+    dims = [{} for _ in tensors] + [{0: f"s{k}"} for k in range(len(values))]
+    sizes = {f"s{k}": (n, n * GROWTH) for k, n in enumerate(values)}
+    base.strategy, base.leaves, base.dims, base.sizes = "size_args", (leaves, grown), dims, sizes
+    return base
 
 
 def samples(op, dtype=torch.float32, limit: int | None = 3) -> list[DynSample]:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .verdicts import Verdict
 
-PATHS = ("lazy", "stablehlo")
+PATHS = ("lazy", "stablehlo", "make_fx")  # make_fx: torch's own symbolic tracer, for comparison
 
 
 def worker_cmd(path: str, entries: list[str], limit: int, interpreter: bool) -> list[str]:

@@ -25,6 +25,7 @@ class Verdict:
     refusal: str = ""  # the named class, for refused / export-refused
     message: str = ""  # the first line the path said
     sample: str = ""  # DynSample.describe() of the sample it is about
+    route: str = ""  # what served a pass: the lazy graph's IR ops (a pin notices a lost implementation)
 
     def row(self) -> dict:
         return asdict(self)

@@ -12,8 +12,9 @@ import sys
 
 import torch
 
-from .paths import LAZY_MODES, STABLEHLO_MODES, run_lazy, run_stablehlo
+from .paths import LAZY_MODES, STABLEHLO_MODES, run_lazy, run_make_fx, run_stablehlo
 from .samples import entry_name, family, op_db, samples
+from .sweep import PATHS
 from .verdicts import Verdict
 
 
@@ -27,6 +28,8 @@ def verdicts(op, path: str, limit: int, interpreter: bool) -> list[Verdict]:
     for s in samples(op, torch.float32, limit):
         if path == "lazy":
             rows += [run_lazy(s, m, fam) for m in LAZY_MODES]
+        elif path == "make_fx":
+            rows.append(run_make_fx(s, fam))
         else:
             rows += run_stablehlo(s, fam, STABLEHLO_MODES + (("interpreter",) if interpreter else ()))
     return rows or [Verdict(entry_name(op), fam, path, "no-sample", message="no sample with a dim of size >= 2 both sizes run")]
@@ -34,7 +37,7 @@ def verdicts(op, path: str, limit: int, interpreter: bool) -> list[Verdict]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--path", choices=("lazy", "stablehlo"), required=True)
+    ap.add_argument("--path", choices=PATHS, required=True)
     ap.add_argument("--limit", type=int, default=3)
     ap.add_argument("--interpreter", action="store_true")
     ap.add_argument("entries", nargs="*")

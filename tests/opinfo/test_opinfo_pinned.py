@@ -1,0 +1,44 @@
+"""PyTorch's OpInfo through our two reference paths, against the pinned table
+(``pinned.tsv``, see :mod:`conformance.opinfo.pin`): each entry's first sample with
+symbolic dims, at two sizes. An entry pinned as passing that stops passing fails here,
+as does one whose lazy graph is served by other implementations (an op's
+registry entry lost); an entry that passes where the pin says otherwise asks for the
+pin to be regenerated. The whole sweep (three samples, the interpreter too):
+``python -m conformance.opinfo run --limit 3 --interpreter``."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.opinfo import pin
+from conformance.opinfo.table import entries
+from conformance.opinfo.worker import verdicts
+
+PINNED = pin.read() if pin.PIN.exists() else {}
+
+
+@pytest.fixture(scope="module")
+def db():
+    from conformance.opinfo.samples import entry_name, op_db
+
+    return {entry_name(o): o for o in op_db()}
+
+
+def _now(db, entry: str, path: str) -> tuple[str, str]:
+    rows = [v.row() for v in verdicts(db[entry], path, limit=1, interpreter=False)]
+    return entries(rows)[entry]["verdict"], pin.route(rows, entry)
+
+
+@pytest.mark.parametrize(("entry", "path"), sorted(PINNED), ids=[f"{p}:{e}" for e, p in sorted(PINNED)])
+def test_pinned_verdict(db, entry, path):
+    (want, want_route), (got, got_route) = PINNED[entry, path], _now(db, entry, path)
+    if want == "pass":
+        assert got == "pass", f"{entry} on {path}: pinned pass, now {got}"
+        assert got_route == want_route, f"{entry} on {path}: served by {got_route}, pinned {want_route}"
+    else:
+        assert got == want, f"{entry} on {path}: pinned {want}, now {got} (regenerate {pin.PIN.name})"
+
+
+def test_the_pin_has_no_crash_or_mismatch():
+    bad = sorted(f"{p}:{e} {v}" for (e, p), (v, _) in PINNED.items() if v in ("crash", "mismatch"))
+    assert not bad, bad

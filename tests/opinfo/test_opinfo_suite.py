@@ -1,0 +1,99 @@
+"""The OpInfo suite's own checks: samples at two sizes, and verdicts that change when
+the path under them breaks (a wrong kernel is a mismatch, an exception of ours a crash,
+a lost implementation a refusal or another route)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from conformance.opinfo import paths
+from conformance.opinfo.samples import GROWTH, entry_name, family, op_db, samples
+from conformance.opinfo.table import entries, rate, totals
+
+
+@pytest.fixture(scope="module")
+def db():
+    return {entry_name(o): o for o in op_db()}
+
+
+def _sample(db, name):
+    (s,) = samples(db[name], limit=1)
+    return s
+
+
+@pytest.mark.parametrize("name", ["add", "index_select", "addmv", "nn.functional.conv2d", "cat"])
+def test_second_size_doubles_every_dynamic_dim_consistently(db, name):
+    s = _sample(db, name)
+    assert s.sizes and all(b == GROWTH * a for a, b in s.sizes.values())
+    for small, big, dims in zip(*s.leaves, s.dims, strict=True):
+        for axis, n in enumerate(small.shape):
+            var = dims.get(axis)
+            assert big.shape[axis] == (GROWTH * n if var else n)
+            assert var is None or s.sizes[var][0] == n
+    # eager runs both, to outputs of one structure
+    s.call(s.leaves[0]), s.call(s.leaves[1])
+
+
+def test_index_values_stay_in_range_when_their_tensor_grows(db):
+    s = _sample(db, "index_select")
+    idx = [t for t in s.leaves[1] if t.dtype == torch.int64]
+    src = s.leaves[0][0]
+    assert idx and all(int(t.max()) < src.shape[0] for t in idx)
+
+
+def test_lazy_pass_and_its_route(db):
+    s = _sample(db, "sin")
+    v = paths.run_lazy(s, "unbounded", family(db["sin"]))
+    assert (v.verdict, v.route) == ("pass", "sin")
+
+
+def test_a_wrong_lazy_kernel_is_a_mismatch(db, monkeypatch):
+    from engines.lazy.ops.registry import LOWER
+
+    monkeypatch.setitem(LOWER, "sin", torch.cos)
+    v = paths.run_lazy(_sample(db, "sin"), "unbounded", "unary elementwise")
+    assert v.verdict == "mismatch" and "output 0" in v.message
+
+
+def test_an_exception_of_ours_is_a_crash_and_a_refusal_is_named(db, monkeypatch):
+    from engines.lazy.ops.registry import LOWER
+
+    def broken(*a, **k):
+        raise KeyError("planted")
+
+    monkeypatch.setitem(LOWER, "sin", broken)
+    v = paths.run_lazy(_sample(db, "sin"), "unbounded", "unary elementwise")
+    assert v.verdict == "crash" and "planted" in v.message
+
+
+def test_a_wrong_lowering_is_a_stablehlo_mismatch(db, monkeypatch):
+    from engines.stablehlo.lowering import registry
+
+    sin = torch.ops.aten.sin.default
+    cos = registry.LOWERINGS[torch.ops.aten.cos.default]
+    monkeypatch.setitem(registry.LOWERINGS, sin, cos)
+    vs = paths.run_stablehlo(_sample(db, "sin"), "unary elementwise", ("bounded",))
+    assert [v.verdict for v in vs] == ["mismatch"]
+
+
+def test_a_lost_lowering_is_a_refusal_naming_the_op(db, monkeypatch):
+    from engines.stablehlo.lowering import registry
+
+    monkeypatch.delitem(registry.LOWERINGS, torch.ops.aten.sin.default)
+    (v,) = paths.run_stablehlo(_sample(db, "sin"), "unary elementwise", ("bounded",))
+    assert (v.verdict, v.refusal) == ("refused", "LoweringError") and "aten::sin" in v.message
+
+
+def test_an_entry_is_its_worst_sample_and_stablehlo_rates_over_what_exports():
+    rows = [
+        {"entry": "a", "family": "f", "verdict": "pass", "message": ""},
+        {"entry": "a", "family": "f", "verdict": "mismatch", "message": ""},
+        {"entry": "b", "family": "f", "verdict": "export-refused", "message": ""},
+        {"entry": "c", "family": "f", "verdict": "no-sample", "message": ""},
+        {"entry": "d", "family": "f", "verdict": "pass", "message": ""},
+    ]
+    worst = entries(rows)
+    assert worst["a"]["verdict"] == "mismatch"
+    assert rate(totals(worst), "stablehlo") == (1, 2)
+    assert rate(totals(worst), "lazy") == (1, 3)
