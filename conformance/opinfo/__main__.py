@@ -1,6 +1,6 @@
 """``python -m conformance.opinfo``: PyTorch's OpInfo through our two reference paths.
 
-python -m conformance.opinfo run [--paths lazy,stablehlo] [--entries GLOB] [--limit 3] [--jobs 2] [--interpreter]
+python -m conformance.opinfo run [--paths lazy,stablehlo] [--entries GLOB] [--limit 3] [--dtype float32] [--jobs 2] [--interpreter]
 python -m conformance.opinfo table [--paths ...] [--failures]
 python -m conformance.opinfo pin   (writes tests/opinfo/pinned.tsv from the last run)
 """
@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from . import pin as pin_mod
-from .sweep import PATHS, sweep
+from .sweep import DTYPES, PATHS, Options, sweep
 from .table import entries, failures, load, markdown, rate, totals
 
 OUT = Path("results/opinfo")
@@ -35,6 +35,7 @@ def main(argv=None) -> int:
     r.add_argument("--paths", default="lazy,stablehlo")
     r.add_argument("--entries", default="*", help="fnmatch pattern(s) over entry names, comma-separated")
     r.add_argument("--limit", type=int, default=3, help="samples per entry (default 3)")
+    r.add_argument("--dtype", choices=DTYPES, default="float32", help="the samples' dtype (default float32)")
     r.add_argument("--jobs", type=int, default=2)
     r.add_argument("--interpreter", action="store_true", help="also the StableHLO reference interpreter")
     r.add_argument("--out", type=Path, default=OUT)
@@ -58,7 +59,7 @@ def main(argv=None) -> int:
             raise SystemExit(f"opinfo: --entries {a.entries!r} matches no op_db entry")
         fams = {entry_name(o): family(o) for o in db}
         t0 = time.monotonic()
-        sweep(_paths(a.paths), names, fams, a.out, a.limit, a.jobs, a.interpreter)
+        sweep(_paths(a.paths), names, fams, a.out, Options(a.limit, a.dtype, a.interpreter), a.jobs)
         print(f"{len(names)} entries in {time.monotonic() - t0:.0f} s -> {a.out}/", file=sys.stderr)
     if a.cmd in ("run", "table"):
         for path in _paths(a.paths):

@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 from .verdicts import Verdict
@@ -21,19 +22,32 @@ from .verdicts import Verdict
 PATHS = ("lazy", "stablehlo", "make_fx")  # make_fx: torch's own symbolic tracer, for comparison
 
 
-def worker_cmd(path: str, entries: list[str], limit: int, interpreter: bool) -> list[str]:
-    cmd = [sys.executable, "-m", "conformance.opinfo.worker", "--path", path, "--limit", str(limit)]
-    if interpreter:
-        cmd.append("--interpreter")
-    return cmd + ["--", *entries]
+@dataclass(frozen=True)
+class Options:
+    """What a sweep runs of each entry: ``limit`` samples at ``dtype``, and the StableHLO
+    reference ``interpreter`` beside XLA or not."""
+
+    limit: int = 3
+    dtype: str = "float32"
+    interpreter: bool = False
+
+    def argv(self) -> list[str]:
+        return ["--limit", str(self.limit), "--dtype", self.dtype] + (["--interpreter"] if self.interpreter else [])
 
 
-def run_shard(path: str, entries: list[str], limit: int, interpreter: bool, sink, families: dict) -> None:
+DTYPES = ("float32", "int64", "bool")
+
+
+def worker_cmd(path: str, entries: list[str], opts: Options) -> list[str]:
+    return [sys.executable, "-m", "conformance.opinfo.worker", "--path", path, *opts.argv(), "--", *entries]
+
+
+def run_shard(path: str, entries: list[str], opts: Options, sink, families: dict) -> None:
     """Run ``entries`` on ``path`` in workers until each has its verdicts; ``sink(row)`` takes each row."""
     todo = list(entries)
     while todo:
         proc = subprocess.Popen(
-            worker_cmd(path, todo, limit, interpreter),
+            worker_cmd(path, todo, opts),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -67,7 +81,7 @@ def run_shard(path: str, entries: list[str], limit: int, interpreter: bool, sink
             raise RuntimeError(f"opinfo worker ({path}) exited {proc.returncode}: {''.join(err[-5:])}")
 
 
-def sweep(paths, entries: list[str], families: dict, out: Path, limit: int = 3, jobs: int = 2, interpreter: bool = False):
+def sweep(paths, entries: list[str], families: dict, out: Path, opts: Options = Options(), jobs: int = 2):
     """Every entry through every path in ``paths``, ``jobs`` shards at a time; rows to ``out/<path>.jsonl``."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -86,7 +100,7 @@ def sweep(paths, entries: list[str], families: dict, out: Path, limit: int = 3, 
     shards = [(p, entries[k::jobs]) for p in paths for k in range(jobs)]
     try:
         with ThreadPoolExecutor(jobs) as pool:
-            for f in [pool.submit(run_shard, p, es, limit, interpreter, sink_for(p), families) for p, es in shards if es]:
+            for f in [pool.submit(run_shard, p, es, opts, sink_for(p), families) for p, es in shards if es]:
                 f.result()
     finally:
         for f in files.values():

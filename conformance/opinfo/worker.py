@@ -14,18 +14,20 @@ import torch
 
 from .paths import LAZY_MODES, STABLEHLO_MODES, run_lazy, run_make_fx, run_stablehlo
 from .samples import entry_name, family, op_db, samples
-from .sweep import PATHS
+from .sweep import DTYPES, PATHS, Options
 from .verdicts import Verdict
 
 
-def verdicts(op, path: str, limit: int, interpreter: bool) -> list[Verdict]:
+def verdicts(op, path: str, opts: Options) -> list[Verdict]:
     """Every verdict of ``op`` on ``path`` (one per sample and mode; one ``no-sample`` row
-    when the entry has no float32 sample with a symbolic dim)."""
+    when the entry has no sample at ``opts.dtype`` with a symbolic dim)."""
     fam = family(op)
     rows: list[Verdict] = []
-    if torch.float32 not in op.supported_dtypes("cpu"):
-        return [Verdict(entry_name(op), fam, path, "no-sample", message="no float32 on CPU")]
-    for s in samples(op, torch.float32, limit):
+    dtype = getattr(torch, opts.dtype)
+    if dtype not in op.supported_dtypes("cpu"):
+        return [Verdict(entry_name(op), fam, path, "no-sample", message=f"no {opts.dtype} on CPU")]
+    limit, interpreter = opts.limit, opts.interpreter
+    for s in samples(op, dtype, limit):
         if path == "lazy":
             rows += [run_lazy(s, m, fam) for m in LAZY_MODES]
         elif path == "make_fx":
@@ -39,6 +41,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--path", choices=PATHS, required=True)
     ap.add_argument("--limit", type=int, default=3)
+    ap.add_argument("--dtype", choices=DTYPES, default="float32")
     ap.add_argument("--interpreter", action="store_true")
     ap.add_argument("entries", nargs="*")
     a = ap.parse_args(argv)
@@ -51,7 +54,7 @@ def main(argv=None) -> int:
     sys.stdout = sys.stderr
     for name in a.entries:
         print(json.dumps({"start": name}), file=out, flush=True)
-        rows = verdicts(db[name], a.path, a.limit, a.interpreter)
+        rows = verdicts(db[name], a.path, Options(a.limit, a.dtype, a.interpreter))
         for i, v in enumerate(rows):
             print(json.dumps(v.row() | ({"done": True} if i == len(rows) - 1 else {})), file=out, flush=True)
     return 0

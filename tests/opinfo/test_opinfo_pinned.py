@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from conformance.opinfo import pin
+from conformance.opinfo.sweep import Options
 from conformance.opinfo.table import entries
 from conformance.opinfo.worker import verdicts
 
@@ -25,7 +26,7 @@ def db():
 
 
 def _now(db, entry: str, path: str) -> tuple[str, str]:
-    rows = [v.row() for v in verdicts(db[entry], path, limit=1, interpreter=False)]
+    rows = [v.row() for v in verdicts(db[entry], path, Options(limit=1))]
     return entries(rows)[entry]["verdict"], pin.route(rows, entry)
 
 
