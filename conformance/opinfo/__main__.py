@@ -15,7 +15,7 @@ from pathlib import Path
 
 from . import pin as pin_mod
 from .sweep import DTYPES, PATHS, Options, sweep
-from .table import entries, failures, load, markdown, rate, totals
+from .table import crosstab, entries, failures, load, markdown, rate, totals
 
 OUT = Path("results/opinfo")
 
@@ -43,6 +43,7 @@ def main(argv=None) -> int:
     t.add_argument("--paths", default="lazy,stablehlo")
     t.add_argument("--out", type=Path, default=OUT)
     t.add_argument("--failures", action="store_true", help="list every entry that does not pass")
+    t.add_argument("--against", help="a path to compare each path with, entry by entry (make_fx: torch's own tracer)")
     p = sub.add_parser("pin", help="write the pinned table from the last run")
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--write", type=Path, default=pin_mod.PIN)
@@ -72,6 +73,12 @@ def main(argv=None) -> int:
             print(f"{path}: {passed}/{den} entries pass ({100 * passed / max(den, 1):.1f}%); {dict(totals(worst))}\n")
             if getattr(a, "failures", False):
                 print(failures(worst) + "\n")
+            if getattr(a, "against", None) and a.against != path:
+                other = entries(load(a.out / f"{_paths(a.against)[0]}.jsonl"))
+                for k, names in crosstab(worst, other).items():
+                    shown = ", ".join(names[:12]) + (" …" if len(names) > 12 else "")
+                    print(f"{path} vs {a.against}: {k}: {len(names)}" + (f" ({shown})" if k != "both pass" else ""))
+                print()
     if a.cmd == "pin":
         n = pin_mod.write(a.out, a.write)
         print(f"pinned {n} rows -> {a.write}")

@@ -58,3 +58,18 @@ def markdown(path: str, worst: dict[str, dict]) -> str:
 def failures(worst: dict[str, dict], verdicts=("crash", "mismatch", "recompiled", "refused")) -> str:
     rows = sorted((r for r in worst.values() if r["verdict"] in verdicts), key=lambda r: (ORDER.index(r["verdict"]), r["entry"]))
     return "\n".join(f"{r['verdict']:10} {r['entry']:40} {r.get('refusal', '')}: {r['message'][:160]}" for r in rows)
+
+
+def crosstab(ours: dict[str, dict], theirs: dict[str, dict]) -> dict[str, list[str]]:
+    """Entries by (ours passes, theirs passes), over the entries both have a sample for:
+    ``{"both pass", "ours only", "theirs only", "neither"}`` -> entry names."""
+    out: dict[str, list[str]] = {"both pass": [], "ours only": [], "theirs only": [], "neither": []}
+    for e in sorted(set(ours) & set(theirs)):
+        a, b = ours[e]["verdict"], theirs[e]["verdict"]
+        if "no-sample" in (a, b) or "export-refused" in (a, b):
+            continue
+        key = {(True, True): "both pass", (True, False): "ours only", (False, True): "theirs only"}.get(
+            (a == "pass", b == "pass"), "neither"
+        )
+        out[key].append(e)
+    return out
