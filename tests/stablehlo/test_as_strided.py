@@ -64,3 +64,22 @@ def test_as_strided_of_an_expanded_input_is_refused_by_name():
 
     with pytest.raises(LoweringError, match=r"aten::as_strided of an input with sizes .* strides .*dense permutation"):
         lower(_export(fn))
+
+
+@pytest.mark.parametrize("bounded", [True, False], ids=["bounded", "unbounded"])
+def test_as_strided_copy_reads_the_requested_strides_not_its_results(bounded):
+    """``as_strided_copy``'s result is a fresh contiguous tensor: the view is the one its
+    stride and offset arguments ask for (transposed here), not its result's strides."""
+
+    def fn(x):
+        return torch.ops.aten.as_strided_copy(x + 1, (x.shape[0] - 1, 2), (1, x.shape[0]), 1)
+
+    n = Dim("n", min=3, max=32)
+    ep = torch.export.export(Fn(lambda _, x: fn(x)), (torch.randn(5, 5),), dynamic_shapes={"xs": ({0: n, 1: n},)})
+    assert "aten.as_strided_copy.default" in {str(n.target) for n in ep.run_decompositions().graph.nodes}
+    text = lower(ep, bounded=bounded)
+    ex = XlaExecutor()
+    for k in (3, 5, 9):
+        x = np.random.default_rng(k).standard_normal((k, k)).astype(np.float32)
+        (got,) = ex.run(text, [x])
+        np.testing.assert_allclose(got, fn(torch.from_numpy(x)).numpy(), rtol=1e-6, err_msg=f"n={k}")

@@ -353,3 +353,22 @@ def test_a_reshape_splitting_a_dynamic_dim_keeps_each_rows_data(bounded):
         ids = np.random.default_rng(t).integers(0, 50, (2, t)).astype(np.int32)
         (out,) = prog(*prog.convert([ids, table]))
         np.testing.assert_array_equal(out, table[ids], err_msg=f"t={t}")
+
+
+def test_a_0d_argument_stays_0d_through_the_bounded_staging():
+    """A 0-d argument beside a bounded one (``x + y`` with ``y`` a 0-d tensor): the
+    staging keeps it 0-d (``np.ascontiguousarray`` made it 1-d, which @main refused)."""
+    text = """
+func.func @main(%x: tensor<?xf32, #stablehlo.bounds<8>>, %y: tensor<f32>) -> tensor<?xf32, #stablehlo.bounds<8>> {
+  %n = stablehlo.get_dimension_size %x, dim = 0 : (tensor<?xf32, #stablehlo.bounds<8>>) -> tensor<i32>
+  %s = stablehlo.reshape %n : (tensor<i32>) -> tensor<1xi32>
+  %b = stablehlo.dynamic_broadcast_in_dim %y, %s, dims = [] : (tensor<f32>, tensor<1xi32>) -> tensor<?xf32, #stablehlo.bounds<8>>
+  %r = stablehlo.add %x, %b : tensor<?xf32, #stablehlo.bounds<8>>
+  return %r : tensor<?xf32, #stablehlo.bounds<8>>
+}"""
+    ex = XlaExecutor()
+    for n in (3, 7):
+        x = np.arange(n, dtype=np.float32)
+        (out,) = ex.run(text, [x, np.array(2.5, np.float32)])
+        np.testing.assert_array_equal(out, x + 2.5)
+    assert ex.compile_count() == 1

@@ -60,3 +60,33 @@ def test_the_decomposed_graph_is_torchs(oblivious):
     assert str(ours.graph) == str(theirs.graph)
     assert ours.graph_signature == theirs.graph_signature
     assert "scaled_dot_product_attention" in str(ours.graph) and "aten.linear" not in str(ours.graph)
+
+
+def test_an_op_without_a_lowering_is_lowered_as_torchs_decomposition():
+    """``addmv`` is core ATen (``run_decompositions`` keeps it) and has no lowering of its
+    own: :func:`decompositions` adds torch's decomposition, so it lowers and runs; an op
+    the registry lowers (``mm``) keeps its lowering, a random op its refusal."""
+    import numpy as np
+
+    from engines.stablehlo import execute, lower
+    from engines.stablehlo.lowering.registry import LOWERINGS
+
+    aten = torch.ops.aten
+    table = L.unlowered_decompositions()
+    assert aten.addmv.default in table and aten.addmv.default not in LOWERINGS
+    assert aten.mm.default not in table and aten.uniform.default not in table
+
+    class AddMv(torch.nn.Module):
+        def forward(self, b, m, v):
+            return torch.addmv(b, m, v, beta=0.5, alpha=2.0)
+
+    s, t = Dim("s", min=2, max=16), Dim("t", min=2, max=16)
+    ep = torch.export.export(
+        AddMv(), (torch.randn(5), torch.randn(5, 6), torch.randn(6)), dynamic_shapes=({0: s}, {0: s, 1: t}, {0: t})
+    )
+    assert "aten.addmv" in str(ep.graph) and "aten.addmv" not in str(L.decomposed(ep).graph)
+    text = lower(ep)
+    for n, k in ((5, 6), (9, 3)):
+        b, m, v = (torch.randn(*shape) for shape in ((n,), (n, k), (k,)))
+        (got,) = execute(text, [b.numpy(), m.numpy(), v.numpy()])
+        np.testing.assert_allclose(got, torch.addmv(b, m, v, beta=0.5, alpha=2.0).numpy(), rtol=1e-5, atol=1e-5)

@@ -180,7 +180,7 @@ class _HostProgram:
     def convert(self, arrays, canonicalize: bool = False) -> list[PaddedArgs]:
         """``[PaddedArgs]``: NumPy inputs in @main's dtypes, padded on the host
         and copied to the device with their live sizes (see :meth:`stage`)."""
-        return [self.stage([np.ascontiguousarray(a) for a in self.module.cast(arrays, canonicalize)])]
+        return [self.stage([np.asarray(a, order="C") for a in self.module.cast(arrays, canonicalize)])]
 
     def stage(self, arrays) -> PaddedArgs:
         """Host arrays (checked against @main's signature) padded to their

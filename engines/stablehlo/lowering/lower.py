@@ -89,11 +89,43 @@ KEPT_WHOLE = (torch.ops.aten.scaled_dot_product_attention.default,)
 
 
 def decompositions():
-    """torch.export's core-ATen table without the ops in :data:`KEPT_WHOLE`."""
+    """torch.export's core-ATen table without the ops in :data:`KEPT_WHOLE`, and
+    torch's decomposition of every op it keeps that the registry does not lower
+    (:func:`unlowered_decompositions`)."""
     table = torch.export.default_decompositions()
     for op in KEPT_WHOLE:
         table.pop(op, None)
+    # (membership on torch's CustomDecompTable itself would collect every CIA op of
+    # every namespace, which :func:`cia_ops_materialized_once` saves; its aten ops are
+    # all in ``decomp_table`` from the start)
+    have = getattr(table, "decomp_table", table)
+    table.update({op: fn for op, fn in unlowered_decompositions().items() if op not in have})
     return table
+
+
+def unlowered_decompositions() -> dict:
+    """``{op: decomposition}`` from ``torch._decomp.decomposition_table`` (which
+    holds ``torch._refs``'s registrations too) for each op overload the
+    ``@lowers`` registry lacks: a core-ATen op with no lowering of its own
+    (``addmv``, ``acosh``, ``diagonal``, ...) is lowered as the ops torch
+    decomposes it to, not refused. An op the registry lowers keeps its lowering;
+    :data:`KEPT_WHOLE` ops, and ``out=`` / in-place overloads (no functional
+    graph holds them), are left out, and so are random ops
+    (``nondeterministic_seeded``: a decomposition draws other numbers than eager's
+    kernel, a refusal names them instead)."""
+    from torch._decomp import decomposition_table
+
+    out = {}
+    for op, fn in decomposition_table.items():
+        if op in LOWERINGS or op in KEPT_WHOLE or not isinstance(op, torch._ops.OpOverload):
+            continue
+        schema = op._schema
+        if schema.is_mutable or any(a.is_out for a in schema.arguments) or op.overloadpacket.__name__.endswith("_"):
+            continue
+        if torch.Tag.nondeterministic_seeded in op.tags:
+            continue
+        out[op] = fn
+    return out
 
 
 def decomposed(ep: torch.export.ExportedProgram) -> torch.export.ExportedProgram:

@@ -320,6 +320,11 @@ def _storage_order(shape, strides):
     return None
 
 
+def _meta(arg):
+    """An fx argument's value at trace time (a SymInt for a size node)."""
+    return arg.meta["val"] if isinstance(arg, torch.fx.Node) else arg
+
+
 @lowers(aten.as_strided.default, aten.as_strided_copy.default)
 def _as_strided(ctx, node, x, size, stride, storage_offset=None):
     """A view of ``x``'s storage: the storage is ``x`` permuted to its stride order and
@@ -330,18 +335,21 @@ def _as_strided(ctx, node, x, size, stride, storage_offset=None):
     from ..builder import LoweringError
     from .gather import gather_along
 
-    src, out = node.args[0].meta.get("val"), node.meta.get("val")
+    src = node.args[0].meta.get("val")
     shape = [as_dim(d) for d in src.shape]
     strides = [as_dim(s) for s in src.stride()]
     order = _storage_order(shape, strides)
-    offset = as_dim(out.storage_offset()) - as_dim(src.storage_offset())
+    # the view's strides and offset are the arguments, not the result's metadata:
+    # as_strided_copy's result is a fresh contiguous tensor at offset 0
+    requested = node.args[3] if len(node.args) > 3 else node.kwargs.get("storage_offset")
+    offset = 0 if requested is None else as_dim(_meta(requested)) - as_dim(src.storage_offset())
     if order is None or as_dim(src.storage_offset()) != 0:
         raise LoweringError(
             f"aten::as_strided of an input with sizes {shape}, strides {strides}, offset {as_dim(src.storage_offset())}: "
             "its storage is not a dense permutation of it, so the view has no reshape or gather form"
         )
     out_shape = ctx.out_shape(node)
-    out_strides = [as_dim(s) for s in out.stride()]
+    out_strides = [as_dim(_meta(s)) for s in node.args[2]]
     numel = as_dim(math.prod(shape, start=sizes.const(1)))
     storage = ctx.reshape(ctx.transpose(x, order), (numel,))
     if offset == 0 and as_dim(math.prod(out_shape, start=sizes.const(1))) == numel:
