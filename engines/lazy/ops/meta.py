@@ -16,8 +16,10 @@ breaks one re-traces. A guard the size algebra cannot state specialises the vari
 Refused by name (``UntraceableOp.kind``): an output whose size depends on the values ("data-dependent
 output": ``nonzero``, ``unique``, ``masked_select``, ``.item()``), an in-place or ``out=`` call
 ("in-place"), an output that is neither a tensor nor a size nor a plain scalar ("non-tensor
-output"), a random op with several outputs (its lowering would draw twice: "random"), and a
-function torch has no symbolic meta kernel for ("unsupported op").
+output"), an argument the FX graph cannot hold as a literal (a module, a callable: "unsupported
+argument"), an op that draws random numbers ("random": it would draw at the sync, from the
+generator's state then, not at the call, where eager draws) and a function torch has no symbolic
+meta kernel for ("unsupported op").
 """
 
 from __future__ import annotations
@@ -90,14 +92,19 @@ def _generic(func, name: str):
             raise _refuse("in-place", f"lazy: in-place torch function {name!r} is not supported by the lazy path")
         if kwargs.get("out") is not None:
             raise _refuse("in-place", f"lazy: {name}(out=...) is not supported by the lazy path")
+        bad = _unliteral((args, kwargs))
+        if bad is not None:
+            raise _refuse(
+                "unsupported argument", f"lazy: {name} with a {type(bad).__name__} argument (the lowering cannot name it)"
+            )
         ctx = ctx_of(args, kwargs)
         if ctx is None:
             raise _refuse("unsupported op", f"lazy: {name}: no lazy operand found")
         fake, out, leaves, spec, vals, seeded = _run_meta(func, name, ctx, args, kwargs)
+        if seeded.random:
+            raise _refuse("random", f"lazy: {name} draws random numbers (it would run at the sync, not at the call)")
         fake.guards(name)
         idx = [i for i, x in enumerate(leaves) if isinstance(x, torch.Tensor) and vals[i] is None]
-        if len(idx) > 1 and seeded.random:
-            raise _refuse("random", f"lazy: {name} is random and has {len(idx)} outputs (each lowered apart)")
         for i in idx:
             x = leaves[i]
             shape = tuple(fake.expr(s) for s in x.shape)
@@ -151,6 +158,28 @@ def _run_meta(func, name, ctx, args, kwargs):
             break
     _DECOMPOSE[func] = best[1]
     return best[2]
+
+
+_LITERALS = (int, float, bool, complex, str, type(None), type(...), torch.dtype, torch.device, torch.memory_format, torch.layout)
+
+
+def _unliteral(obj):
+    """The first argument (nested) that an FX graph cannot hold as a literal: not a tensor, size,
+    scalar, dtype, device, layout, memory format, nor a list, tuple, dict or slice of those (a
+    module, a callable: the lowering could not name it). None when there is none."""
+    if isinstance(obj, (torch.Tensor, SymSize, *_LITERALS)):
+        return None
+    if isinstance(obj, (list, tuple)):
+        for o in obj:
+            b = _unliteral(o)
+            if b is not None:
+                return b
+        return None
+    if isinstance(obj, dict):
+        return _unliteral(tuple(obj.values()))
+    if isinstance(obj, slice):
+        return _unliteral((obj.start, obj.stop, obj.step))
+    return obj
 
 
 def _meta_refusal(e: Exception, name: str) -> UntraceableOp:
