@@ -55,7 +55,15 @@ OPERATORS = {
 
 
 class UntraceableOp(NotImplementedError):
-    """The lazy path cannot trace this op (the message says which and why)."""
+    """The lazy path cannot trace this op (the message says which and why); ``kind`` names
+    the class of refusal ("data-dependent output", "random", "in-place", ...)."""
+
+    kind = "unsupported op"
+
+    def __init__(self, *args, kind: str | None = None):
+        super().__init__(*args)
+        if kind is not None:
+            self.kind = kind
 
 
 _EMPTY = torch.empty(0)
@@ -223,7 +231,12 @@ class LazyTensor(torch.Tensor):
             raise NeedsSizedMethods(func)
         hit = _DISPATCH.get(func)
         if hit is None:
-            hit = _resolve(func)  # (an unsupported function raises: not cached)
+            try:
+                hit = _resolve(func)
+            except UntraceableOp:  # no registry entry: the generic rule of torch's meta kernel (.ops.meta), if any
+                if not FALLBACK or getattr(func, "__name__", None) in ("__get__", "__set__"):
+                    raise  # (not cached)
+                hit = (FALLBACK[0](func, getattr(func, "__name__", str(func))), False)
             _DISPATCH[func] = hit
         impl, swap = hit
         if swap:
@@ -231,17 +244,20 @@ class LazyTensor(torch.Tensor):
         return impl(*args, **kwargs) if kwargs else impl(*args)
 
 
+#: ``[fallback(func, name) -> implementation]`` for a torch function the registry lacks (set by ``.ops.meta``)
+FALLBACK: list = []
 _DISPATCH: dict = {}  # torch function -> (implementation, operands swapped): __torch_function__'s table
 #: calls of ``__torch_function__``, ever (``hooks.trace_step`` reads it around a step)
 DISPATCHED = [0]
 
 
 def _resolve(func) -> tuple:
-    """The implementation of the torch function ``func`` (``UntraceableOp`` naming it when there is none)."""
+    """The registry's implementation of the torch function ``func`` (``UntraceableOp`` naming it
+    when there is none; ``__torch_function__`` then takes the generic rule, ``FALLBACK``)."""
     name = getattr(func, "__name__", str(func))
     if name in ("__get__", "__set__"):  # a torch.Tensor attribute this class does not define
         attr = getattr(getattr(func, "__self__", None), "__name__", "?")
-        raise UntraceableOp(f"lazy: tensor attribute {attr!r} is not supported by the lazy path")
+        raise UntraceableOp(f"lazy: tensor attribute {attr!r} is not supported by the lazy path", kind="tensor attribute")
     if getattr(func, "__module__", None) == "torch.nn.functional" and name in F_OPS:
         return F_OPS[name], False
     impl = OPS.get(name)

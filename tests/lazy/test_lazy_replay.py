@@ -255,3 +255,13 @@ def test_a_step_under_another_default_dtype_follows_nothing():
     finally:
         torch.set_default_dtype(before)
     assert f.ctx.compiles() == 2
+
+
+def test_a_data_dependent_leaf_returned_as_is_is_not_replayed():
+    """``argwhere`` of an input makes its output a leaf (after a sync); a step that returns it
+    follows the last one, and must not replay that call as a node with no data."""
+    f = L.jit(torch.argwhere, dims=[{0: "n"}])
+    for n in (4, 8, 8):
+        x = torch.tensor([0.0, 1.0] * (n // 2))
+        torch.testing.assert_close(f(x), torch.argwhere(x))
+    assert not any(type(c) is OpCall for c in f.ctx.tape.calls)

@@ -9,7 +9,7 @@ dtype rules in :mod:`.rules`.
 """
 
 from ..tensor import install_methods
-from . import creation, datadep, elementwise, index, inplace, layers, linalg, movement, order, reduce  # noqa: F401  (fill the registry)
+from . import creation, datadep, elementwise, index, inplace, layers, linalg, meta, movement, order, reduce  # noqa: F401  (fill the registry)
 from .reduce import MaxResult
 from .registry import F_OPS, LOWER, METHODS, OPS, ShapeError, covered_ops, lazy_op, lift, record
 

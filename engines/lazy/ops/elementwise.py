@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from ..tensor import LazyTensor, UntraceableOp
 from .registry import ctx_for, lazy_op, record
-from .rules import assume_eq, broadcast, float_of, int_sum_dtype, is_tensor, promote, shape_of
+from .rules import ONE, assume_eq, broadcast, float_of, int_sum_dtype, is_tensor, numel, promote, shape_of
 
 # Python's operator for each binary op: ``2 - x`` records ``py_sub(2, x)``
 PYOPS = {
@@ -59,9 +59,12 @@ _SCALARS = frozenset({int, float, bool})
 _SCALAR_PROMOTE: dict = {}  # (tensor dtype, scalar type, tensor has dims) -> the result dtype
 
 
+_FLOAT_BINARY = frozenset({"div", "atan2"})  # (a float result from integer operands: true division, angles)
+
+
 def _binary(name):
     compare = name in _COMPARE
-    true_div = name == "div"
+    true_div = name in _FLOAT_BINARY
 
     def impl(a, b, **kwargs):
         if type(a) is LazyTensor and type(b) is LazyTensor and a.node.dtype is b.node.dtype:
@@ -90,7 +93,7 @@ def _binary(name):
             dt = torch.bool
         else:
             dt = promote(a, b)
-            if name == "div" and kwargs.get("rounding_mode") is None:
+            if true_div and kwargs.get("rounding_mode") is None:
                 dt = float_of(dt)
         if not is_tensor(a):  # reflected: ``2 - x`` runs as operator.sub(2, x)
             if kwargs:
@@ -130,9 +133,7 @@ UNARY = {
             "ceil",
             "round",
             "trunc",
-            "square",
             "clone",
-            "logical_not",
             "bitwise_not",
         )
     },
@@ -163,7 +164,8 @@ UNARY = {
             "reciprocal",
         )
     },
-    **{n: (getattr(torch, n), _BOOL) for n in ("isnan", "isinf", "isfinite")},
+    **{n: (getattr(torch, n), _BOOL) for n in ("isnan", "isinf", "isfinite", "logical_not")},
+    "square": (torch.square, "square"),
     **{
         n: (getattr(F, n), _FLOAT)
         for n in (
@@ -225,6 +227,9 @@ _UNARY_F = (
 )
 
 
+_BOUNDS = frozenset({"clamp", "clip", "clamp_min", "clamp_max"})  # (their bounds broadcast with the input)
+
+
 def _unary(name, rule, opname=None):
     def impl(x, *args, **kwargs):
         ctx = ctx_for(x)
@@ -236,12 +241,19 @@ def _unary(name, rule, opname=None):
             dt = float_of(dt)
         elif rule == _BOOL:
             dt = torch.bool
+        elif rule == "square":  # (x * x: a bool squares to int64)
+            dt = torch.int64 if dt == torch.bool else dt
         elif rule == "sum":
             given = kwargs.get("dtype", args[1] if len(args) > 1 else None)
             dt = given if isinstance(given, torch.dtype) else int_sum_dtype(dt)
-        elif name.startswith("clamp") or name == "clip":
-            dt = promote(x, *[a for a in list(args) + list(kwargs.values()) if a is not None])
-        return record(ctx, opname or name, (x,) + args, kwargs, x.node.shape, dt)
+        shape = x.node.shape
+        if name in _BOUNDS:  # the bounds may be tensors: broadcast with them
+            bounds = [a for a in list(args) + list(kwargs.values()) if a is not None]
+            dt = promote(x, *bounds)
+            tensors = [shape_of(a) for a in bounds if is_tensor(a)]
+            if tensors:
+                shape = broadcast(ctx, shape, *tensors)
+        return record(ctx, opname or name, (x,) + args, kwargs, shape, dt)
 
     impl.__name__ = name
     return impl
@@ -292,7 +304,10 @@ def to(x, *args, **kwargs):
 
 
 def _cast(dtype):
-    return lambda x: to(x, dtype)
+    def cast(x, memory_format=torch.preserve_format):  # (a memory format changes strides, not values)
+        return to(x, dtype)
+
+    return cast
 
 
 for _n, _dt in [
@@ -357,10 +372,13 @@ _prelu = _same_shape("prelu", "promote")
 
 @lazy_op("prelu", lowers=torch.prelu)
 def prelu(x, weight):
-    """One slope, or one per channel (dim 1): then the channels equal the slopes (a guard)."""
-    n = weight.numel() if isinstance(weight, torch.Tensor) and not isinstance(weight, LazyTensor) else None
-    if n != 1:
-        assume_eq(ctx_for(x, weight), shape_of(x)[1], shape_of(weight)[0], "prelu (one slope per channel)")
+    """One slope, or one per channel (dim 1; a 0-d or 1-d input has one channel): then the
+    channels equal the slopes (a guard)."""
+    ctx = ctx_for(x, weight)
+    n = numel(shape_of(weight))
+    if not (n.is_const and n.value == 1):
+        sx = shape_of(x)
+        assume_eq(ctx, sx[1] if len(sx) >= 2 else ONE, n, "prelu (one slope per channel)")
     return _prelu(x, weight)
 
 

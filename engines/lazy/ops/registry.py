@@ -189,7 +189,7 @@ def capture(impl, ctx, log, k: int, args, kwargs):
     if ctx.log is log and type(out) is LazyTensor and len(log.nodes) == k + 1 and ctx.decided == decided:
         nodes = log.nodes
         node = out.node
-        if node is nodes[k]:
+        if node is nodes[k] and node.op != "input":  # (a leaf: a data-dependent size's, made by a sync)
             call = OpCall.of(impl, args, kwargs, node, log.entries[k], nodes, k)
             if call is not None:
                 log.calls[k] = call
