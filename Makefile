@@ -72,7 +72,7 @@ lint: $(STAMP)
 # entry, the StableHLO interpreter too, then the tables by family (docs/opinfo.md);
 # `make test` runs the pinned table (tests/opinfo/pinned.tsv) on one sample an entry
 opinfo: $(STAMP)
-	$(PY) -m conformance.opinfo run --limit 3 --interpreter --jobs 2
+	$(PY) -m conformance.opinfo run --limit 3 --stablehlo-modes bounded,unbounded,interpreter --jobs 2
 
 # the conformance gate alone (the quick profile's jobs)
 gate: $(STAMP)

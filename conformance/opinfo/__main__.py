@@ -1,6 +1,7 @@
 """``python -m conformance.opinfo``: PyTorch's OpInfo through our two reference paths.
 
-python -m conformance.opinfo run [--paths lazy,stablehlo] [--entries GLOB] [--limit 3] [--dtype float32] [--jobs 2] [--interpreter]
+python -m conformance.opinfo run [--paths lazy,stablehlo] [--entries GLOB] [--limit 3] [--dtype float32] [--jobs 2]
+                               [--stablehlo-modes bounded,unbounded,interpreter]
 python -m conformance.opinfo table [--paths ...] [--failures]
 python -m conformance.opinfo pin   (writes tests/opinfo/pinned.tsv from the last run)
 """
@@ -14,17 +15,23 @@ import time
 from pathlib import Path
 
 from . import pin as pin_mod
-from .sweep import DTYPES, PATHS, Options, sweep
+from .sweep import DTYPES, PATHS, Options, stablehlo_modes, sweep
 from .table import crosstab, entries, failures, load, markdown, rate, totals
 
 OUT = Path("results/opinfo")
+
+
+def _usage(msg: str):
+    """Bad input: one line naming the flag or file at fault, exit 2."""
+    print(f"opinfo: {msg}", file=sys.stderr)
+    return SystemExit(2)
 
 
 def _paths(text: str) -> list[str]:
     paths = [p for p in text.split(",") if p]
     bad = [p for p in paths if p not in PATHS]
     if bad:
-        raise SystemExit(f"opinfo: --paths: unknown path {bad[0]!r} (want {', '.join(PATHS)})")
+        raise _usage(f"--paths: unknown path {bad[0]!r} (want {', '.join(PATHS)})")
     return paths
 
 
@@ -37,7 +44,11 @@ def main(argv=None) -> int:
     r.add_argument("--limit", type=int, default=3, help="samples per entry (default 3)")
     r.add_argument("--dtype", choices=DTYPES, default="float32", help="the samples' dtype (default float32)")
     r.add_argument("--jobs", type=int, default=2)
-    r.add_argument("--interpreter", action="store_true", help="also the StableHLO reference interpreter")
+    r.add_argument(
+        "--stablehlo-modes",
+        default="bounded,unbounded",
+        help="the StableHLO path's modes: bounded, unbounded, interpreter (default bounded,unbounded)",
+    )
     r.add_argument("--out", type=Path, default=OUT)
     t = sub.add_parser("table", help="the tables of the last run, by family")
     t.add_argument("--paths", default="lazy,stablehlo")
@@ -52,21 +63,26 @@ def main(argv=None) -> int:
         from .samples import entry_name, family, op_db
 
         if a.limit < 1 or a.jobs < 1:
-            raise SystemExit("opinfo: --limit and --jobs take a whole number >= 1")
+            raise _usage("--limit and --jobs take a whole number >= 1")
+        try:
+            modes = stablehlo_modes(a.stablehlo_modes)
+        except ValueError as e:
+            raise _usage(f"{e}") from None
+        paths = _paths(a.paths)
         db = op_db()
         pats = a.entries.split(",")
         names = [entry_name(o) for o in db if any(fnmatch.fnmatchcase(entry_name(o), q) for q in pats)]
         if not names:
-            raise SystemExit(f"opinfo: --entries {a.entries!r} matches no op_db entry")
+            raise _usage(f"--entries {a.entries!r} matches no op_db entry")
         fams = {entry_name(o): family(o) for o in db}
         t0 = time.monotonic()
-        sweep(_paths(a.paths), names, fams, a.out, Options(a.limit, a.dtype, a.interpreter), a.jobs)
+        sweep(paths, names, fams, a.out, Options(a.limit, a.dtype, modes), a.jobs)
         print(f"{len(names)} entries in {time.monotonic() - t0:.0f} s -> {a.out}/", file=sys.stderr)
     if a.cmd in ("run", "table"):
         for path in _paths(a.paths):
             f = a.out / f"{path}.jsonl"
             if not f.exists():
-                raise SystemExit(f"opinfo: {f}: no rows (run `python -m conformance.opinfo run --paths {path}` first)")
+                raise _usage(f"{f}: no rows (run `python -m conformance.opinfo run --paths {path}` first)")
             worst = entries(load(f))
             print(markdown(path, worst) + "\n")
             passed, den = rate(totals(worst), path)

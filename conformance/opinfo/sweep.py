@@ -24,18 +24,28 @@ PATHS = ("lazy", "stablehlo", "make_fx")  # make_fx: torch's own symbolic tracer
 
 @dataclass(frozen=True)
 class Options:
-    """What a sweep runs of each entry: ``limit`` samples at ``dtype``, and the StableHLO
-    reference ``interpreter`` beside XLA or not."""
+    """What a sweep runs of each entry: ``limit`` samples at ``dtype``, through the StableHLO
+    path's ``modes`` (``interpreter`` too: the reference interpreter beside XLA)."""
 
     limit: int = 3
     dtype: str = "float32"
-    interpreter: bool = False
+    modes: tuple[str, ...] = ("bounded", "unbounded")
 
     def argv(self) -> list[str]:
-        return ["--limit", str(self.limit), "--dtype", self.dtype] + (["--interpreter"] if self.interpreter else [])
+        return ["--limit", str(self.limit), "--dtype", self.dtype, "--stablehlo-modes", ",".join(self.modes)]
 
 
 DTYPES = ("float32", "int64", "bool")
+STABLEHLO_MODES = ("bounded", "unbounded", "interpreter")
+
+
+def stablehlo_modes(text: str) -> tuple[str, ...]:
+    """``--stablehlo-modes``: comma-separated, each one of :data:`STABLEHLO_MODES`."""
+    modes = tuple(m for m in text.split(",") if m)
+    bad = [m for m in modes if m not in STABLEHLO_MODES]
+    if bad or not modes:
+        raise ValueError(f"--stablehlo-modes {text!r}: want some of {', '.join(STABLEHLO_MODES)}")
+    return modes
 
 
 def worker_cmd(path: str, entries: list[str], opts: Options) -> list[str]:

@@ -12,9 +12,9 @@ import sys
 
 import torch
 
-from .paths import LAZY_MODES, STABLEHLO_MODES, run_lazy, run_make_fx, run_stablehlo
+from .paths import LAZY_MODES, run_lazy, run_make_fx, run_stablehlo
 from .samples import entry_name, family, op_db, samples
-from .sweep import DTYPES, PATHS, Options
+from .sweep import DTYPES, PATHS, Options, stablehlo_modes
 from .verdicts import Verdict
 
 
@@ -26,14 +26,14 @@ def verdicts(op, path: str, opts: Options) -> list[Verdict]:
     dtype = getattr(torch, opts.dtype)
     if dtype not in op.supported_dtypes("cpu"):
         return [Verdict(entry_name(op), fam, path, "no-sample", message=f"no {opts.dtype} on CPU")]
-    limit, interpreter = opts.limit, opts.interpreter
+    limit = opts.limit
     for s in samples(op, dtype, limit):
         if path == "lazy":
             rows += [run_lazy(s, m, fam) for m in LAZY_MODES]
         elif path == "make_fx":
             rows.append(run_make_fx(s, fam))
         else:
-            rows += run_stablehlo(s, fam, STABLEHLO_MODES + (("interpreter",) if interpreter else ()))
+            rows += run_stablehlo(s, fam, opts.modes)
     return rows or [Verdict(entry_name(op), fam, path, "no-sample", message="no sample with a dim of size >= 2 both sizes run")]
 
 
@@ -42,7 +42,7 @@ def main(argv=None) -> int:
     ap.add_argument("--path", choices=PATHS, required=True)
     ap.add_argument("--limit", type=int, default=3)
     ap.add_argument("--dtype", choices=DTYPES, default="float32")
-    ap.add_argument("--interpreter", action="store_true")
+    ap.add_argument("--stablehlo-modes", type=stablehlo_modes, default=Options.modes)
     ap.add_argument("entries", nargs="*")
     a = ap.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -54,7 +54,7 @@ def main(argv=None) -> int:
     sys.stdout = sys.stderr
     for name in a.entries:
         print(json.dumps({"start": name}), file=out, flush=True)
-        rows = verdicts(db[name], a.path, Options(a.limit, a.dtype, a.interpreter))
+        rows = verdicts(db[name], a.path, Options(a.limit, a.dtype, a.stablehlo_modes))
         for i, v in enumerate(rows):
             print(json.dumps(v.row() | ({"done": True} if i == len(rows) - 1 else {})), file=out, flush=True)
     return 0

@@ -4,18 +4,18 @@ symbolic dims, at two sizes. An entry pinned as passing that stops passing fails
 as does one whose lazy graph is served by other implementations (an op's
 registry entry lost); an entry that passes where the pin says otherwise asks for the
 pin to be regenerated. The whole sweep (three samples, the interpreter too):
-``python -m conformance.opinfo run --limit 3 --interpreter``."""
+``make opinfo``."""
 
 from __future__ import annotations
 
 import pytest
 
 from conformance.opinfo import pin
-from conformance.opinfo.sweep import Options
 from conformance.opinfo.table import entries
 from conformance.opinfo.worker import verdicts
 
 PINNED = pin.read() if pin.PIN.exists() else {}
+PINNED_RUN = pin.OPTIONS
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +26,7 @@ def db():
 
 
 def _now(db, entry: str, path: str) -> tuple[str, str]:
-    rows = [v.row() for v in verdicts(db[entry], path, Options(limit=1))]
+    rows = [v.row() for v in verdicts(db[entry], path, PINNED_RUN)]
     return entries(rows)[entry]["verdict"], pin.route(rows, entry)
 
 

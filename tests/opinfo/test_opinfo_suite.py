@@ -97,3 +97,21 @@ def test_an_entry_is_its_worst_sample_and_stablehlo_rates_over_what_exports():
     assert worst["a"]["verdict"] == "mismatch"
     assert rate(totals(worst), "stablehlo") == (1, 2)
     assert rate(totals(worst), "lazy") == (1, 3)
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["run", "--stablehlo-modes", "bounded,fast"], "--stablehlo-modes 'bounded,fast'"),
+        (["run", "--paths", "lazy,xla"], "--paths: unknown path 'xla'"),
+        (["run", "--limit", "0"], "--limit and --jobs"),
+        (["table", "--out", "/nonexistent/opinfo"], "/nonexistent/opinfo/lazy.jsonl: no rows"),
+    ],
+)
+def test_bad_input_is_one_line_naming_the_flag_and_exit_2(argv, said, capsys):
+    from conformance.opinfo.__main__ import main
+
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    err = capsys.readouterr().err.strip()
+    assert e.value.code == 2 and said in err and len(err.splitlines()) == 1
