@@ -234,7 +234,7 @@ class LazyTensor(torch.Tensor):
             try:
                 hit = _resolve(func)
             except UntraceableOp:  # no registry entry: the generic rule of torch's meta kernel (.ops.meta), if any
-                if not FALLBACK or getattr(func, "__name__", None) in ("__get__", "__set__"):
+                if not FALLBACK or getattr(func, "__name__", None) == "__set__":
                     raise  # (not cached)
                 hit = (FALLBACK[0](func, getattr(func, "__name__", str(func))), False)
             _DISPATCH[func] = hit

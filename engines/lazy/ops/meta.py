@@ -70,11 +70,28 @@ class _Pick:
         return pytree.tree_leaves(self.func(*args, **kwargs))[self.i]
 
 
+class _Getter:
+    """A tensor attribute (``x.H``) as a function: what ``__torch_function__`` meets is the
+    attribute's ``__get__``, which an FX graph cannot name."""
+
+    def __init__(self, attr: str):
+        self.attr = attr
+        self.__name__ = self.__qualname__ = f"Tensor_{attr}"
+        self.__module__ = "engines.lazy.ops.meta"
+
+    def __call__(self, x):
+        return getattr(x, self.attr)
+
+
 def fallback(func, name: str):
     """The implementation ``__torch_function__`` uses for ``func`` (no registry entry): see the module."""
     impl = _IMPLS.get(func)
     if impl is None:
-        impl = _IMPLS[func] = replayed(_generic(func, name))
+        if name == "__get__":  # a tensor attribute
+            attr = getattr(getattr(func, "__self__", None), "__name__", "?")
+            impl = _IMPLS[func] = replayed(_generic(_Getter(attr), attr))
+        else:
+            impl = _IMPLS[func] = replayed(_generic(func, name))
     return impl
 
 
