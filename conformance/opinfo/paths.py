@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torch.utils import _pytree as pytree
 
-from .samples import DynSample, run_eager
+from .samples import UNINITIALISED, DynSample, run_eager
 from .verdicts import Verdict, first_line
 
 LAZY_MODES = ("unbounded", "bounded")
@@ -29,10 +29,6 @@ STABLEHLO_MODES = ("bounded", "unbounded")  # + "interpreter" when asked
 
 class Mismatch(AssertionError):
     pass
-
-
-#: entries whose outputs are uninitialised memory (``torch.empty`` and kin): only shapes and dtypes compare
-UNINITIALISED = frozenset({"empty", "empty_like", "empty_strided", "empty_permuted", "new_empty", "new_empty_strided"})
 
 
 def compares_values(s: DynSample) -> bool:

@@ -234,14 +234,22 @@ class LazyTensor(torch.Tensor):
             try:
                 hit = _resolve(func)
             except UntraceableOp:  # no registry entry: the generic rule of torch's meta kernel (.ops.meta), if any
-                if not FALLBACK or getattr(func, "__name__", None) in ("__get__", "__set__"):
+                if not FALLBACK or getattr(func, "__name__", None) == "__set__":
                     raise  # (not cached)
                 hit = (FALLBACK[0](func, getattr(func, "__name__", str(func))), False)
             _DISPATCH[func] = hit
         impl, swap = hit
         if swap:
             args = (args[1], args[0]) + tuple(args[2:])
-        return impl(*args, **kwargs) if kwargs else impl(*args)
+        try:
+            return impl(*args, **kwargs) if kwargs else impl(*args)
+        except UntraceableOp as e:  # a registry rule that refuses these arguments: the generic rule, if any
+            if e.kind != "unsupported op" or not FALLBACK or swap:
+                raise
+            generic = FALLBACK[0](func, getattr(func, "__name__", str(func)))
+            if generic is impl:
+                raise
+            return generic(*args, **(kwargs or {}))
 
 
 #: ``[fallback(func, name) -> implementation]`` for a torch function the registry lacks (set by ``.ops.meta``)

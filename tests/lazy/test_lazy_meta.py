@@ -130,3 +130,11 @@ def test_clamp_bounds_broadcast_as_the_meta_kernel_says(name):
     args = (x, lo) if name in ("clamp_min", "clamp_max") else (x, lo, None)
     (reg, gen), want = _both(getattr(torch, name), name, *args)
     assert reg == gen == want
+
+
+def test_a_tensor_attribute_the_class_lacks_takes_the_generic_rule():
+    f = L.jit(lambda x: x.mH * 2 + x.H.sum(), dims=[{0: "n", 1: "n"}])
+    for n in (3, 5):
+        x = torch.randn(n, n)
+        torch.testing.assert_close(f(x), x.mH * 2 + x.H.sum())
+    assert f.ctx.compiles() == 1

@@ -113,7 +113,7 @@ for _n, _aliases in BINARY.items():
 @lazy_op("where", lowers=torch.where)
 def where(cond, a=None, b=None):
     if a is None:
-        raise UntraceableOp("lazy: torch.where(cond) has a data-dependent output size")
+        raise UntraceableOp("lazy: torch.where(cond) has a data-dependent output size", kind="data-dependent output")
     ctx = ctx_for(cond, a, b)
     shape = broadcast(ctx, *(shape_of(x) for x in (cond, a, b) if is_tensor(x)))
     return record(ctx, "where", (cond, a, b), {}, shape, promote(*(x for x in (a, b))))
@@ -235,7 +235,7 @@ def _unary(name, rule, opname=None):
         ctx = ctx_for(x)
         if name == "dropout" and (kwargs.get("training", args[1] if len(args) > 1 else True)):
             if kwargs.get("p", args[0] if args else 0.5) != 0:
-                raise UntraceableOp("lazy: dropout in training mode is random")
+                raise UntraceableOp("lazy: dropout in training mode is random", kind="random")
         dt = x.dtype
         if rule == _FLOAT:
             dt = float_of(dt)

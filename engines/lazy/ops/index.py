@@ -141,5 +141,5 @@ def embedding(input, weight, *args, **kwargs):
 @lazy_op("one_hot", method=False, fnames=("one_hot",), lowers=F.one_hot)
 def one_hot(x, num_classes=-1):
     if as_expr(num_classes).is_const and as_expr(num_classes).value < 0:
-        raise UntraceableOp("lazy: one_hot without num_classes has a data-dependent output size")
+        raise UntraceableOp("lazy: one_hot without num_classes has a data-dependent output size", kind="data-dependent output")
     return record(x.ctx, "one_hot", (x, num_classes), {}, x.node.shape + (as_expr(num_classes),), torch.int64)

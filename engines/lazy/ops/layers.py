@@ -93,7 +93,7 @@ def instance_norm(
     """Instance norm with the input's statistics (shape-preserving); running statistics
     updated in place (``use_input_stats`` with running buffers) are refused as batch_norm's are."""
     if use_input_stats and running_mean is not None:
-        raise UntraceableOp("lazy: instance_norm updating running stats in place")
+        raise UntraceableOp("lazy: instance_norm updating running stats in place", kind="in-place")
     ctx = ctx_for(input, running_mean, running_var, weight, bias)
     sx = shape_of(input)
     if len(sx) < 3:
@@ -115,7 +115,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     """Eval-mode batch norm over dim 1 with the running statistics (training mode
     updates the statistics in place, which a lazy graph does not replay: refused)."""
     if training:
-        raise UntraceableOp("lazy: batch_norm in training mode (it updates running stats in place)")
+        raise UntraceableOp("lazy: batch_norm in training mode (it updates running stats in place)", kind="in-place")
     ctx = ctx_for(input, running_mean, running_var, weight, bias)
     sx = shape_of(input)
     if len(sx) < 2:
@@ -325,7 +325,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     defaults = {name: d for name, d in _MHA_PARAMS if d is not inspect.Parameter.empty}
     a = {**defaults, **dict(zip(names, args, strict=False)), **kwargs}
     if a["dropout_p"] and a["training"]:
-        raise UntraceableOp("lazy: multi_head_attention_forward with dropout while training is random")
+        raise UntraceableOp("lazy: multi_head_attention_forward with dropout while training is random", kind="random")
     for k in ("bias_k", "bias_v", "static_k", "static_v"):
         if a[k] is not None:
             raise UntraceableOp(f"lazy: multi_head_attention_forward with {k}")
@@ -359,7 +359,7 @@ def _recurrent(name: str, n_states: int):
         if not isinstance(params, (list, tuple)):
             raise UntraceableOp(f"lazy: {name} over a packed sequence (batch_sizes) is not supported")
         if dropout and train:
-            raise UntraceableOp(f"lazy: {name} with dropout while training is random")
+            raise UntraceableOp(f"lazy: {name} with dropout while training is random", kind="random")
         states = tuple(hx) if isinstance(hx, (tuple, list)) else (hx,)
         if len(states) != n_states:
             raise ShapeError(f"{name}: {len(states)} initial states, expected {n_states}")

@@ -112,7 +112,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     are repeated ``Hq // Hkv`` times (``repeat_interleave``) to the query's ``Hq``; the runtime
     op does the repeat, so only the shape rule changes here."""
     if dropout_p:
-        raise UntraceableOp("lazy: scaled_dot_product_attention with dropout_p > 0 is random")
+        raise UntraceableOp("lazy: scaled_dot_product_attention with dropout_p > 0 is random", kind="random")
     ctx = ctx_for(query, key, value, attn_mask)
     sq, sk, sv = shape_of(query), shape_of(key), shape_of(value)
     if min(len(sq), len(sk), len(sv)) < 2:

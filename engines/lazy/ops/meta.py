@@ -70,11 +70,28 @@ class _Pick:
         return pytree.tree_leaves(self.func(*args, **kwargs))[self.i]
 
 
+class _Getter:
+    """A tensor attribute (``x.H``) as a function: what ``__torch_function__`` meets is the
+    attribute's ``__get__``, which an FX graph cannot name."""
+
+    def __init__(self, attr: str):
+        self.attr = attr
+        self.__name__ = self.__qualname__ = f"Tensor_{attr}"
+        self.__module__ = "engines.lazy.ops.meta"
+
+    def __call__(self, x):
+        return getattr(x, self.attr)
+
+
 def fallback(func, name: str):
     """The implementation ``__torch_function__`` uses for ``func`` (no registry entry): see the module."""
     impl = _IMPLS.get(func)
     if impl is None:
-        impl = _IMPLS[func] = replayed(_generic(func, name))
+        if name == "__get__":  # a tensor attribute
+            attr = getattr(getattr(func, "__self__", None), "__name__", "?")
+            impl = _IMPLS[func] = replayed(_generic(_Getter(attr), attr))
+        else:
+            impl = _IMPLS[func] = replayed(_generic(func, name))
     return impl
 
 
@@ -139,7 +156,7 @@ def _run_meta(func, name, ctx, args, kwargs):
         try:
             fargs, fkwargs = pytree.tree_map(fake.arg, (args, kwargs))
             fake.start()
-            with fake.mode, _Watch(decompose) as seeded:
+            with _python_dispatcher(), fake.mode, _Watch(decompose) as seeded:
                 out = func(*fargs, **fkwargs)
             leaves, spec = pytree.tree_flatten(out)
             vals = [fake.out(x, name) for x in leaves]
@@ -180,6 +197,14 @@ def _unliteral(obj):
     if isinstance(obj, slice):
         return _unliteral((obj.start, obj.stop, obj.step))
     return obj
+
+
+def _python_dispatcher():
+    """torch's Python dispatcher, on: the Python kernels torch registers for composite ops
+    (``upsample_*.vec``: sizes kept symbolic) take the place of C++ ones that read ``sizes()``."""
+    from torch._dispatch.python import enable_python_dispatcher
+
+    return enable_python_dispatcher()
 
 
 def _meta_refusal(e: Exception, name: str) -> UntraceableOp:
@@ -286,7 +311,12 @@ class _Fake:
         x = s.node.expr
         if x.free_symbols - set(self.names):
             raise _refuse("data-dependent output", f"lazy: a size {x} that is not a function of the input sizes")
-        return self._from(x)
+        try:
+            return self._from(x)
+        except sizes.SizeError:  # (``TruncToInt(1.7*ToFloat(s0))``: a float the exact algebra refuses) specialised
+            for sym in sorted(x.free_symbols, key=str):
+                self.ctx.specialise(sizes.var(self.names[sym]), reason=f"output size {x}")
+            return sizes.const(int(x.xreplace(_values(self.env))))
 
     def _from(self, x) -> Expr:
         import sympy

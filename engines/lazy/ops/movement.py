@@ -276,7 +276,9 @@ def repeat_interleave(x, repeats, dim=None, *, output_size=None):
     """Each element ``repeats`` times along ``dim`` (flattened when ``None``); an int ``repeats``
     only: a tensor of counts makes the size data-dependent."""
     if not isinstance(repeats, int):
-        raise UntraceableOp("lazy: repeat_interleave with a tensor of repeats (a data-dependent size)")
+        raise UntraceableOp(
+            "lazy: repeat_interleave with a tensor of repeats (a data-dependent size)", kind="data-dependent output"
+        )
     s = list(x.node.shape)
     if dim is None:
         return record(x.ctx, "repeat_interleave", (x, repeats), {}, [numel(s) * as_expr(repeats)], x.dtype)
