@@ -21,6 +21,7 @@ from engines import sizes
 from . import ops  # noqa: F401  (fills the registry)
 from . import types as T
 from .builder import LoweringContext, LoweringError, Value
+from .ops.control import EffectToken
 from .registry import LOWERINGS, target_name
 from .symbolic import as_dim
 from .verify import VerificationError
@@ -244,7 +245,12 @@ def _arguments(ctx: LoweringContext, ep, env, params: str) -> list[tuple[str, Va
     """@main's arguments (user inputs first: their dims are the symbols' sources),
     and the lifted inputs inlined as constants unless ``params == "args"``."""
     lifted = {s.arg.name: s for s in ep.graph_signature.input_specs if s.kind.name != "USER_INPUT"}
+    tokens = {name for name, s in lifted.items() if s.kind.name == "TOKEN"}
     placeholders = [n for n in ep.graph_module.graph.nodes if n.op == "placeholder"]
+    for n in placeholders:
+        if n.name in tokens:  # an effect token (with_effects): no argument, no constant
+            env[n.name] = EffectToken()
+    placeholders = [n for n in placeholders if n.name not in tokens]
     args = []
     for i, n in enumerate([n for n in placeholders if n.name not in lifted] if params == "inline" else placeholders):
         val = n.meta.get("val")
@@ -309,7 +315,7 @@ def param_arrays(ep) -> list[np.ndarray]:
     ep = decomposed(ep)
     out = []
     for s in ep.graph_signature.input_specs:
-        if s.kind.name != "USER_INPUT":
+        if s.kind.name not in ("USER_INPUT", "TOKEN"):
             out.append(_lifted_value(ep, s).detach().cpu().numpy())
     return out
 
