@@ -89,13 +89,15 @@ def lower(
 KEPT_WHOLE = (torch.ops.aten.scaled_dot_product_attention.default,)
 
 
-def decompositions():
+def decompositions(unlowered: bool = True):
     """torch.export's core-ATen table without the ops in :data:`KEPT_WHOLE`, and
-    torch's decomposition of every op it keeps that the registry does not lower
-    (:func:`unlowered_decompositions`)."""
+    (``unlowered``) torch's decomposition of every op it keeps that the registry
+    does not lower (:func:`unlowered_decompositions`)."""
     table = torch.export.default_decompositions()
     for op in KEPT_WHOLE:
         table.pop(op, None)
+    if not unlowered:
+        return table
     # (membership on torch's CustomDecompTable itself would collect every CIA op of
     # every namespace, which :func:`cia_ops_materialized_once` saves; its aten ops are
     # all in ``decomp_table`` from the start)
@@ -138,7 +140,13 @@ def decomposed(ep: torch.export.ExportedProgram) -> torch.export.ExportedProgram
     import torch.fx.experimental._config as fx_config
 
     with fx_config.patch(backed_size_oblivious=bool(getattr(ep, "size_oblivious", False))), cia_ops_materialized_once():
-        return ep.run_decompositions(decompositions())
+        try:
+            return ep.run_decompositions(decompositions())
+        except Exception:
+            # a decomposition of an unlowered op that export's retrace cannot take (torch's
+            # refs for complex, polar, diagonal_scatter write a fresh tensor in place): the
+            # core-ATen graph, whose unlowered op is then refused by name
+            return ep.run_decompositions(decompositions(unlowered=False))
 
 
 @contextlib.contextmanager
