@@ -53,6 +53,15 @@ def compare(got, want, rtol: float, atol: float) -> None:
             raise Mismatch(f"output {i}: {a!r}, eager {b!r}")
 
 
+def _torch(a) -> torch.Tensor:
+    """A NumPy result as a tensor; bfloat16 (ml_dtypes, which torch.from_numpy rejects)
+    through float32, exactly."""
+    a = np.asarray(a)
+    if a.dtype.name == "bfloat16":
+        return torch.from_numpy(a.astype(np.float32)).to(torch.bfloat16)
+    return torch.from_numpy(a)
+
+
 def tolerance(dtype: torch.dtype, path: str) -> tuple[float, float]:
     if dtype.is_floating_point:
         return (1.3e-6, 1e-5) if path == "lazy" else (1e-4, 1e-4)
@@ -161,7 +170,7 @@ def run_stablehlo(s: DynSample, family: str, modes=STABLEHLO_MODES) -> list[Verd
                 want = run_eager(s.call, leaves)
                 arrays = [t.numpy() for t in leaves]
                 got = H.execute(text, arrays, executor="interpreter" if mode == "interpreter" else "xla")
-                compare([torch.from_numpy(np.asarray(g)) for g in got], [w for w in _flat(want)], rtol, atol)
+                compare([_torch(g) for g in got], [w for w in _flat(want)], rtol, atol)
             # 0 compiles: an earlier sample lowered to the same text, its executable served both sizes
             if bounded and H.compile_count() - before > 1:
                 v.verdict, v.message = "recompiled", f"{H.compile_count() - before} XLA compiles for 2 sizes"
