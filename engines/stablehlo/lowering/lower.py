@@ -223,7 +223,9 @@ def _call(ctx: LoweringContext, node, env):
     kw = torch.fx.node.map_arg(node.kwargs, lambda n: env[n.name])
     try:
         with ctx.at(node):
-            res = fn(ctx, node, *a, **kw)
+            res = _empty(ctx, node)
+            if res is None:
+                res = fn(ctx, node, *a, **kw)
             val = node.meta.get("val")
             if isinstance(val, (torch.SymInt, torch.SymFloat, torch.SymBool)) and isinstance(res, Value):
                 res = Value(res.name, res.sym_shape, res.dtype, is_sym=True)
@@ -240,6 +242,18 @@ def _call(ctx: LoweringContext, node, env):
             node=node.name,
         ) from e
     return res
+
+
+def _empty(ctx, node):
+    """An op whose one tensor result has a static 0 dim holds no element: it lowers
+    as a broadcast zero of its shape, whatever the op (XLA's dynamic padder fails
+    its internal checks on some ops over a 0-element tensor with bounded dims)."""
+    val = node.meta.get("val")
+    if not isinstance(val, torch.Tensor) or 0 not in [d for d in val.shape if isinstance(d, int)]:
+        return None
+    if val.dtype.is_complex or val.dtype not in T.TORCH_TO_MLIR:
+        return None
+    return ctx.constant(0, T.mlir_dtype(val.dtype), tuple(as_dim(d) for d in val.shape))
 
 
 def _bind(ctx, val, res) -> None:
