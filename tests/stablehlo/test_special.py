@@ -27,6 +27,11 @@ FUNCTIONS = {
     "fmax": (lambda x: torch.fmax(x, x.flip(0) * np.nan), [1.0, -2.0, 0.0, 3.0]),
     "copysign": (lambda x: torch.copysign(x.flip(0), x), [1.0, -2.0, 0.0, -0.0, 3.0]),
     "round_decimals": (lambda x: torch.round(x, decimals=2), [0.125, -1.005, 2.5, 3.14159]),
+    "polygamma_2": (lambda x: torch.polygamma(2, x), [0.5, 1.0, 3.7, 40.0, -2.5, -8.4784, 0.0]),
+    "zeta": (lambda x: torch.special.zeta(x.abs() + 1.5, x), [0.5, 1.0, 3.7, 40.0, -2.5, 0.0, -3.0]),
+    "spherical_bessel_j0": (torch.special.spherical_bessel_j0, [0.0, 1e-4, -0.3, 0.7, 5.0, -40.0]),
+    "ndtri": (torch.special.ndtri, [0.5, 0.01, 0.975, 0.3, 0.0, 1.0]),
+    "cumprod": (lambda x: torch.cumprod(x, 0), [1.5, -0.5, 2.0, 0.25, 3.0]),  # via prims.prod
 }
 
 

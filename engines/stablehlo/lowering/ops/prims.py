@@ -42,3 +42,24 @@ def alias_prims() -> list[str]:
             aliased.append(name)
             break
     return aliased
+
+
+def _prim_reduction(kind):
+    def fn(ctx, node, x, dims, *, output_dtype=None):
+        """``prims.<kind>(x, dims)``: the reduction over ``dims`` (all where None), no keepdim."""
+        dims = list(range(x.rank)) if dims is None else [d % x.rank for d in dims]
+        r = ctx.reduce(x, dims, kind, dtype=ctx.out_dtype(node))
+        return ctx.reshape(r, ctx.out_shape(node))
+
+    return fn
+
+
+def _register_reductions():
+    from ..registry import lowers
+
+    prims = torch.ops.prims
+    for name, kind in (("sum", "add"), ("prod", "mul"), ("amax", "max"), ("amin", "min")):
+        lowers(getattr(prims, name).default)(_prim_reduction(kind))
+
+
+_register_reductions()

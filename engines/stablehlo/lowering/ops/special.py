@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from .. import types as T
@@ -213,13 +214,25 @@ def erfc(ctx, x):
     return _sub(ctx, _c(ctx, x, 1.0), erf(ctx, x))
 
 
-def _float_unary(fn):
+def _float_unary(fn, wide=False):
     def lowering(ctx, node, a, *rest, **kw):
         dt = ctx.out_dtype(node)
-        cdt = "f32" if dt in ("f16", "bf16") or not T.is_float(dt) else dt
+        cdt = _compute_dtype(dt, wide)
         return ctx.convert(fn(ctx, ctx.tensor(a, cdt)), dt)
 
     return lowering
+
+
+def _compute_dtype(dt, wide=False):
+    """f32 for narrower floats; f64 where ``wide`` (the series whose reflections and
+    poles lose digits in f32: lgamma, digamma, zeta, polygamma)."""
+    if wide:
+        return "f64"
+    return "f32" if dt in ("f16", "bf16") or not T.is_float(dt) else dt
+
+
+#: the functions computed in f64 (see :func:`_compute_dtype`)
+WIDE = {"lgamma", "digamma"}
 
 
 UNARY = {
@@ -240,7 +253,7 @@ for _name, _fn in UNARY.items():
     _prim = getattr(prims, _PRIM_NAMES.get(_name, _name), None)
     if _prim is not None:
         _ops.append(_prim.default)
-    lowers(*_ops)(_float_unary(_fn))
+    lowers(*_ops)(_float_unary(_fn, _name in WIDE))
 
 
 @lowers(aten.signbit.default, prims.signbit.default)
@@ -283,3 +296,108 @@ def _copysign(ctx, node, a, b):
     it = {"f32": "i32", "f64": "i64", "f16": "i16", "bf16": "i16"}[dt]
     neg = ctx.compare(ctx.op("stablehlo.bitcast_convert", [y], (shape, it)), ctx.constant(0, it, shape), "LT")
     return ctx.select(neg, ctx.unary("stablehlo.negate", mag), mag)
+
+
+# (2k)! / B_2k (Bernoulli numbers), the Euler-Maclaurin terms of XLA's Zeta
+_ZETA = [
+    -7.1661652561756670113e18,
+    1.8152105401943546773e17,
+    -4.5979787224074726105e15,
+    1.1646782814350067249e14,
+    -2.950130727918164224e12,
+    7.47242496e10,
+    -1.8924375803183791606e9,
+    47900160.0,
+    -1209600.0,
+    30240.0,
+    -720.0,
+    12.0,
+]
+
+
+#: terms summed before the Euler-Maclaurin tail: the tail wants ``q + terms > 9``
+#: (Cephes sums until it is), which 30 gives for every q > -21
+ZETA_TERMS = 30
+
+
+def zeta(ctx, x, q):
+    """Hurwitz zeta(x, q) = sum_k (k + q)^-x: :data:`ZETA_TERMS` terms, then the
+    Euler-Maclaurin tail (XLA's Zeta); torch's values off the domain (x < 1: NaN, x = 1: inf, a pole
+    at an integer q <= 0: inf, q < 0 with a fractional x: NaN)."""
+    nx = ctx.unary("stablehlo.negate", x)
+    one = _c(ctx, x, 1.0)
+    a = q
+    initial = ctx.binary("stablehlo.power", q, nx)
+    for _ in range(ZETA_TERMS - 1):
+        a = _add(ctx, a, one)
+        initial = _add(ctx, initial, ctx.binary("stablehlo.power", a, nx))
+    a = _add(ctx, a, one)
+    neg_power = ctx.binary("stablehlo.power", a, nx)
+    s = _add(ctx, initial, _div(ctx, _mul(ctx, neg_power, a), _sub(ctx, x, one)))
+    inv_sq = _div(ctx, one, _mul(ctx, a, a))
+    horner = _c(ctx, x, 0.0)
+    for i in range(11):
+        factor = _mul(ctx, _sub(ctx, x, _c(ctx, x, 22.0 - 2.0 * i)), _sub(ctx, x, _c(ctx, x, 21.0 - 2.0 * i)))
+        horner = _mul(ctx, _mul(ctx, factor, inv_sq), _add(ctx, horner, _c(ctx, x, 1.0 / _ZETA[i])))
+    tail = _add(ctx, _c(ctx, x, 0.5), _mul(ctx, _div(ctx, x, a), _add(ctx, _c(ctx, x, 1.0 / _ZETA[11]), horner)))
+    s = _add(ctx, s, _mul(ctx, neg_power, tail))
+    eps = float(np.finfo(np.float32 if x.dtype == "f32" else np.float64).eps)
+    small = ctx.compare(
+        ctx.unary("stablehlo.abs", neg_power), _mul(ctx, ctx.unary("stablehlo.abs", initial), _c(ctx, x, eps)), "LT"
+    )
+    out = ctx.select(small, initial, s)
+    out = ctx.select(ctx.compare(x, one, "EQ"), _c(ctx, x, math.inf), out)
+    out = ctx.select(ctx.compare(x, one, "LT"), _c(ctx, x, math.nan), out)
+    zero = _c(ctx, x, 0.0)
+    q_nonpos = ctx.compare(q, zero, "LE")
+    x_frac = ctx.compare(x, ctx.unary("stablehlo.floor", x), "NE")
+    out = ctx.select(ctx.binary("stablehlo.and", q_nonpos, x_frac), _c(ctx, x, math.nan), out)
+    pole = ctx.binary("stablehlo.and", q_nonpos, ctx.compare(q, ctx.unary("stablehlo.floor", q), "EQ"))
+    return ctx.select(pole, _c(ctx, x, math.inf), out)
+
+
+def _float_pair(ctx, node, a, b):
+    dt = ctx.out_dtype(node)
+    cdt = _compute_dtype(dt, wide=True)
+    shape = ctx.out_shape(node)
+    return dt, ctx.tensor(a, cdt, shape), ctx.tensor(b, cdt, shape)
+
+
+@lowers(aten.special_zeta.default, aten.special_zeta.self_scalar, aten.special_zeta.other_scalar, prims.zeta.default)
+def _zeta(ctx, node, x, q):
+    dt, x, q = _float_pair(ctx, node, x, q)
+    return ctx.convert(zeta(ctx, x, q), dt)
+
+
+@lowers(aten.polygamma.default)
+def _polygamma(ctx, node, n, a):
+    """polygamma(0, x) = digamma(x); polygamma(n, x) = (-1)^(n+1) n! zeta(n + 1, x)."""
+    dt = ctx.out_dtype(node)
+    x = ctx.tensor(a, _compute_dtype(dt, wide=True))
+    if n == 0:
+        return ctx.convert(digamma(ctx, x), dt)
+    z = zeta(ctx, _c(ctx, x, float(n + 1)), x)
+    return ctx.convert(_mul(ctx, _c(ctx, x, (-1.0) ** (n + 1) * math.factorial(n)), z), dt)
+
+
+@lowers(aten.special_spherical_bessel_j0.default)
+def _spherical_j0(ctx, node, a):
+    """sin(x) / x, 1 at 0 (|x| < 0.5: its Taylor series, exact where sin(x)/x cancels)."""
+    dt = ctx.out_dtype(node)
+    cdt = "f32" if dt in ("f16", "bf16") or not T.is_float(dt) else dt
+    x = ctx.tensor(a, cdt)
+    x2 = _mul(ctx, x, x)
+    series = _poly(ctx, x2, [1.0 / 6227020800, -1.0 / 39916800, 1.0 / 362880, -1.0 / 5040, 1.0 / 120, -1.0 / 6, 1.0])
+    direct = _div(ctx, ctx.unary("stablehlo.sine", x), x)
+    small = ctx.compare(ctx.unary("stablehlo.abs", x), _c(ctx, x, 0.5), "LT")
+    return ctx.convert(ctx.select(small, series, direct), dt)
+
+
+@lowers(aten.special_ndtri.default)
+def _ndtri(ctx, node, a):
+    """The standard normal quantile: sqrt(2) erfinv(2p - 1)."""
+    dt = ctx.out_dtype(node)
+    cdt = "f32" if dt in ("f16", "bf16") or not T.is_float(dt) else dt
+    p = ctx.tensor(a, cdt)
+    y = erfinv(ctx, _sub(ctx, _mul(ctx, _c(ctx, p, 2.0), p), _c(ctx, p, 1.0)))
+    return ctx.convert(_mul(ctx, _c(ctx, p, math.sqrt(2.0)), y), dt)
