@@ -67,3 +67,16 @@ def test_a_decomposition_export_cannot_retrace_leaves_the_op_refused_by_name():
     )
     with pytest.raises(LoweringError, match="aten::diagonal_scatter"):
         lower(ep)
+
+
+def test_empty_like_lowers_through_empty_permuted():
+    """``empty_like`` decomposes to ``empty_permuted`` (any values: filled here)."""
+    n = Dim("n", min=2, max=16)
+    ep = torch.export.export(
+        Fn(lambda _, x: torch.empty_like(x).fill_(2.0) * x), (torch.randn(4, 3),), dynamic_shapes={"xs": ({0: n},)}
+    )
+    assert "empty_permuted" in str(ep.run_decompositions().graph)
+    text = lower(ep)
+    x = np.arange(15, dtype=np.float32).reshape(5, 3)
+    (got,) = XlaExecutor().run(text, [x])
+    np.testing.assert_array_equal(got, 2 * x)
