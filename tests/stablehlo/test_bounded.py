@@ -372,3 +372,55 @@ func.func @main(%x: tensor<?xf32, #stablehlo.bounds<8>>, %y: tensor<f32>) -> ten
         (out,) = ex.run(text, [x, np.array(2.5, np.float32)])
         np.testing.assert_array_equal(out, x + 2.5)
     assert ex.compile_count() == 1
+
+
+def test_argmax_and_max_dim_over_a_bounded_dim_compile_once_with_torchs_nan_and_ties():
+    """``max(dim)`` / ``argmin`` over a bounded dim: two single-operand reductions (a
+    two-operand reduce over a dynamic dim is what the padder refused), ties at the
+    first index, a row with a NaN at its first NaN, as torch's."""
+    import torch
+    from torch.export import Dim
+
+    from engines.stablehlo import lower
+
+    from .cases_stablehlo import Fn
+
+    def fn(x):
+        v, i = x.max(1)
+        return v, i, x.argmin(0)
+
+    n = Dim("n", min=2, max=32)
+    ep = torch.export.export(Fn(lambda _, x: fn(x)), (torch.randn(3, 5),), dynamic_shapes={"xs": ({1: n},)})
+    text = lower(ep)
+    ex = XlaExecutor()
+    for k in (5, 12):
+        x = np.round(np.random.default_rng(k).standard_normal((3, k)), 0).astype(np.float32)  # ties
+        x[1, k // 2] = x[1, k - 1] = np.nan
+        got = ex.run(text, [x])
+        for g, w in zip(got, fn(torch.from_numpy(x)), strict=True):
+            np.testing.assert_array_equal(g, w.numpy(), err_msg=f"n={k}")
+    assert ex.compile_count() == 1
+
+
+def test_an_op_on_a_0_element_tensor_with_bounded_dims_lowers_as_its_empty_result():
+    """Circular padding of a ``(0, n, n)`` tensor: XLA's dynamic padder failed an internal
+    check on the update-slices over 0 elements (a crash); a result with a static 0 dim
+    holds nothing and lowers as an empty broadcast, compiled once."""
+    import torch
+    from torch.export import Dim
+
+    from engines.stablehlo import lower
+
+    from .cases_stablehlo import Fn
+
+    def fn(x):
+        return torch.nn.functional.pad(x, (1, 2), mode="circular")
+
+    n = Dim("n", min=3, max=12)
+    ep = torch.export.export(Fn(lambda _, x: fn(x)), (torch.randn(0, 3, 3),), dynamic_shapes={"xs": ({1: n, 2: n},)})
+    text = lower(ep)
+    ex = XlaExecutor()
+    for k in (3, 6):
+        (got,) = ex.run(text, [np.zeros((0, k, k), np.float32)])
+        assert got.shape == (0, k, k + 3)
+    assert ex.compile_count() == 1

@@ -90,3 +90,20 @@ def test_an_op_without_a_lowering_is_lowered_as_torchs_decomposition():
         b, m, v = (torch.randn(*shape) for shape in ((n,), (n, k), (k,)))
         (got,) = execute(text, [b.numpy(), m.numpy(), v.numpy()])
         np.testing.assert_allclose(got, torch.addmv(b, m, v, beta=0.5, alpha=2.0).numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_an_effect_token_input_is_no_lifted_constant():
+    """torch.linalg's error check decomposes to ``with_effects`` on an effect token
+    (``InputKind.TOKEN``, no value in the state dict): the lowering threads the token
+    and refuses the program by the op it lacks, not with a KeyError."""
+    from engines.stablehlo import LoweringError, lower
+
+    class Inv(torch.nn.Module):
+        def forward(self, x):
+            return torch.linalg.inv(x)
+
+    s = Dim("s", min=2, max=16)
+    ep = torch.export.export(Inv(), (torch.randn(4, 4),), dynamic_shapes=({0: s, 1: s},))
+    assert any(sp.kind.name == "TOKEN" for sp in L.decomposed(ep).graph_signature.input_specs)
+    with pytest.raises(LoweringError, match="aten::linalg_inv_ex"):
+        lower(ep)

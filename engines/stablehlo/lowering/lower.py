@@ -21,6 +21,7 @@ from engines import sizes
 from . import ops  # noqa: F401  (fills the registry)
 from . import types as T
 from .builder import LoweringContext, LoweringError, Value
+from .ops.control import EffectToken
 from .registry import LOWERINGS, target_name
 from .symbolic import as_dim
 from .verify import VerificationError
@@ -88,13 +89,15 @@ def lower(
 KEPT_WHOLE = (torch.ops.aten.scaled_dot_product_attention.default,)
 
 
-def decompositions():
+def decompositions(unlowered: bool = True):
     """torch.export's core-ATen table without the ops in :data:`KEPT_WHOLE`, and
-    torch's decomposition of every op it keeps that the registry does not lower
-    (:func:`unlowered_decompositions`)."""
+    (``unlowered``) torch's decomposition of every op it keeps that the registry
+    does not lower (:func:`unlowered_decompositions`)."""
     table = torch.export.default_decompositions()
     for op in KEPT_WHOLE:
         table.pop(op, None)
+    if not unlowered:
+        return table
     # (membership on torch's CustomDecompTable itself would collect every CIA op of
     # every namespace, which :func:`cia_ops_materialized_once` saves; its aten ops are
     # all in ``decomp_table`` from the start)
@@ -137,7 +140,13 @@ def decomposed(ep: torch.export.ExportedProgram) -> torch.export.ExportedProgram
     import torch.fx.experimental._config as fx_config
 
     with fx_config.patch(backed_size_oblivious=bool(getattr(ep, "size_oblivious", False))), cia_ops_materialized_once():
-        return ep.run_decompositions(decompositions())
+        try:
+            return ep.run_decompositions(decompositions())
+        except Exception:
+            # a decomposition of an unlowered op that export's retrace cannot take (torch's
+            # refs for complex, polar, diagonal_scatter write a fresh tensor in place): the
+            # core-ATen graph, whose unlowered op is then refused by name
+            return ep.run_decompositions(decompositions(unlowered=False))
 
 
 @contextlib.contextmanager
@@ -214,7 +223,9 @@ def _call(ctx: LoweringContext, node, env):
     kw = torch.fx.node.map_arg(node.kwargs, lambda n: env[n.name])
     try:
         with ctx.at(node):
-            res = fn(ctx, node, *a, **kw)
+            res = _empty(ctx, node)
+            if res is None:
+                res = fn(ctx, node, *a, **kw)
             val = node.meta.get("val")
             if isinstance(val, (torch.SymInt, torch.SymFloat, torch.SymBool)) and isinstance(res, Value):
                 res = Value(res.name, res.sym_shape, res.dtype, is_sym=True)
@@ -233,6 +244,18 @@ def _call(ctx: LoweringContext, node, env):
     return res
 
 
+def _empty(ctx, node):
+    """An op whose one tensor result has a static 0 dim holds no element: it lowers
+    as a broadcast zero of its shape, whatever the op (XLA's dynamic padder fails
+    its internal checks on some ops over a 0-element tensor with bounded dims)."""
+    val = node.meta.get("val")
+    if not isinstance(val, torch.Tensor) or 0 not in [d for d in val.shape if isinstance(d, int)]:
+        return None
+    if val.dtype.is_complex or val.dtype not in T.TORCH_TO_MLIR:
+        return None
+    return ctx.constant(0, T.mlir_dtype(val.dtype), tuple(as_dim(d) for d in val.shape))
+
+
 def _bind(ctx, val, res) -> None:
     try:
         ctx.sym.bind(val, res)
@@ -244,7 +267,12 @@ def _arguments(ctx: LoweringContext, ep, env, params: str) -> list[tuple[str, Va
     """@main's arguments (user inputs first: their dims are the symbols' sources),
     and the lifted inputs inlined as constants unless ``params == "args"``."""
     lifted = {s.arg.name: s for s in ep.graph_signature.input_specs if s.kind.name != "USER_INPUT"}
+    tokens = {name for name, s in lifted.items() if s.kind.name == "TOKEN"}
     placeholders = [n for n in ep.graph_module.graph.nodes if n.op == "placeholder"]
+    for n in placeholders:
+        if n.name in tokens:  # an effect token (with_effects): no argument, no constant
+            env[n.name] = EffectToken()
+    placeholders = [n for n in placeholders if n.name not in tokens]
     args = []
     for i, n in enumerate([n for n in placeholders if n.name not in lifted] if params == "inline" else placeholders):
         val = n.meta.get("val")
@@ -309,7 +337,7 @@ def param_arrays(ep) -> list[np.ndarray]:
     ep = decomposed(ep)
     out = []
     for s in ep.graph_signature.input_specs:
-        if s.kind.name != "USER_INPUT":
+        if s.kind.name not in ("USER_INPUT", "TOKEN"):
             out.append(_lifted_value(ep, s).detach().cpu().numpy())
     return out
 

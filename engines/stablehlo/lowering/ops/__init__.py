@@ -1,3 +1,21 @@
 """Op lowerings, one module per family; importing this fills the registry."""
 
-from . import attention, control, conv, creation, elementwise, index, linalg, movement, norm, pool, reduce, sort, symint  # noqa: F401
+from . import (  # noqa: F401
+    attention,
+    control,
+    conv,
+    creation,
+    elementwise,
+    index,
+    linalg,
+    movement,
+    norm,
+    pool,
+    reduce,
+    sort,
+    special,
+    symint,
+)
+from .prims import alias_prims
+
+alias_prims()

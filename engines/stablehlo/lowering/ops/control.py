@@ -107,3 +107,41 @@ def _scan(ctx, node, combine_gm, init, xs, additional_inputs=(), *rest):
 
     carries, ys = _loop(ctx, n, init, stacked, step)
     return list(carries) + list(ys)
+
+
+class EffectToken:
+    """The value of an effect-token input (``InputKind.TOKEN``): it orders effectful
+    ops in torch's graph; the lowered module runs in program order and needs none."""
+
+    def __repr__(self):
+        return "EffectToken()"
+
+
+class _Inner:
+    """``with_effects``' node as its inner op's lowering sees it: the inner op's
+    target, arguments and result metadata (the node's, without the leading token)."""
+
+    def __init__(self, node, op, args, kwargs):
+        self.name, self.op, self.target = node.name, "call_function", op
+        self.args, self.kwargs = args, kwargs
+        vals = node.meta.get("val")
+        rest = tuple(vals[1:]) if isinstance(vals, (tuple, list)) else ()
+        self.meta = {**node.meta, "val": rest[0] if len(rest) == 1 else rest}
+
+    def format_node(self):
+        return f"%{self.name} = with_effects({self.target})"
+
+
+@lowers(hop.with_effects)
+def _with_effects(ctx, node, token, op, *args, **kwargs):
+    """An effectful op (``_linalg_check_errors``, ...) threaded on a token: its own
+    lowering, with the token passed through as the first result."""
+    from ..builder import LoweringError
+    from ..registry import LOWERINGS, target_name
+
+    fn = LOWERINGS.get(op)
+    if fn is None:
+        raise LoweringError(f"no StableHLO lowering for aten op {target_name(op)} (inside with_effects %{node.name})")
+    inner = _Inner(node, op, node.args[2:], node.kwargs)
+    out = fn(ctx, inner, *args, **kwargs)
+    return [token, *(out if isinstance(out, (list, tuple)) else [out] if out is not None else [])]

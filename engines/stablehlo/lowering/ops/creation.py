@@ -24,6 +24,8 @@ def _full(ctx, node, *args, **kw):
     aten.new_empty.default,
     aten.empty_like.default,
     aten.empty_strided.default,
+    aten.empty_permuted.default,
+    aten.new_empty_strided.default,
 )
 def _zeros(ctx, node, *args, **kw):
     shape, dt = ctx.out_spec(node)

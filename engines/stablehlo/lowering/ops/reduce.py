@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 
 from engines import sizes
@@ -136,37 +135,26 @@ def _cumsum(ctx, node, x, dim, dtype=None):
 
 
 def arg_reduce(ctx, x, dim, kind, keepdim):
-    """(values, int64 indices) of the max/min along ``dim``: a two-operand
-    ``reduce``; ties pick the first index, as torch does."""
+    """(values, int64 indices) of the max/min along ``dim``: the max/min (NaN where
+    the row has one, as torch's), then the least index holding it (ties pick the
+    first index, a NaN row its first NaN, as torch does). Two single-operand
+    reductions with identity inits: a two-operand ``reduce`` over a dynamic dim is
+    what XLA's dynamic padder cannot serve."""
     dt = x.dtype
     dim = dim % x.rank
-    idx = ctx.iota(x.sym_shape, dim, "i64")
-    worst = (
-        (-math.inf if kind == "max" else math.inf)
-        if T.is_float(dt)
-        else (np.iinfo(T.MLIR_TO_NUMPY[dt]).min if kind == "max" else np.iinfo(T.MLIR_TO_NUMPY[dt]).max)
-    )
-    if dt == "i1":
-        worst = kind != "max"
-
-    def pick(c, va, ia, vb, ib):
-        better = c.compare(vb, va, "GT" if kind == "max" else "LT")
-        tie = c.binary("stablehlo.and", c.compare(vb, va, "EQ"), c.compare(ib, ia, "LT"))
-        take = c.binary("stablehlo.or", better, tie)
-        return [c.select(take, vb, va), c.select(take, ib, ia)]
-
-    out = tuple(d for i, d in enumerate(x.sym_shape) if i != dim)
-    region = ctx.region([((), dt), ((), "i64"), ((), dt), ((), "i64")], pick)
-    vals, inds = ctx.op(
-        "stablehlo.reduce",
-        [x, idx, ctx.constant(worst, dt), ctx.constant(2**63 - 1, "i64")],
-        [(out, dt), (out, "i64")],
-        attrs={"dimensions": f"array<i64: {dim}>"},
-        regions=[region],
-    )
-    if keepdim:
-        kept = tuple(1 if i == dim else d for i, d in enumerate(x.sym_shape))
-        vals, inds = ctx.reshape(vals, kept), ctx.reshape(inds, kept)
+    vals = ctx.reduce(x, [dim], kind, keepdim=True)
+    if T.is_float(dt):  # (XLA's CPU max/min may drop NaNs: the NaN rows are found apart)
+        nan = ctx.compare(x, x, "NE")
+        row_nan = ctx.reduce(nan, [dim], "or", keepdim=True)
+        vals = ctx.select(row_nan, ctx.constant(math.nan, dt, vals.sym_shape), vals)
+    full = ctx.broadcast_to(vals, x.sym_shape)
+    hit = ctx.compare(x, full, "EQ")
+    if T.is_float(dt):
+        hit = ctx.binary("stablehlo.or", hit, ctx.binary("stablehlo.and", nan, ctx.compare(full, full, "NE")))
+    idx = ctx.select(hit, ctx.iota(x.sym_shape, dim, "i64"), ctx.constant(2**63 - 1, "i64", x.sym_shape))
+    inds = ctx.reduce(idx, [dim], "min", keepdim=keepdim)
+    if not keepdim:
+        vals = ctx.reshape(vals, tuple(d for i, d in enumerate(x.sym_shape) if i != dim))
     return vals, inds
 
 

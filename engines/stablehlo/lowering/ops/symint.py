@@ -395,6 +395,13 @@ def _assert_async(ctx, node, cond, msg="assertion on tensor data"):
     )
 
 
+@lowers(aten._linalg_check_errors.default)
+def _linalg_check_errors(ctx, node, info, api_name, *, is_matrix=True):
+    """linalg's check of its ``info`` result (a singular matrix raises in eager): a
+    check on tensor data, refused as :func:`_assert_async` is unless skipped."""
+    return _assert_async(ctx, node, None, f"{api_name}: torch.linalg's check of its info result")
+
+
 @lowers(aten._assert_tensor_metadata.default)
 def _assert_metadata(ctx, node, *args, **kwargs):
     """Trace-time dtype/shape metadata; the executors check argument dtypes and shapes."""
