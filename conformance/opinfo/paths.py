@@ -70,7 +70,7 @@ def compare(got, want, rtol: float, atol: float, values: bool = True) -> None:
 def _torch(a) -> torch.Tensor:
     """A NumPy result as a tensor; bfloat16 (ml_dtypes, which torch.from_numpy rejects)
     through float32, exactly."""
-    a = np.asarray(a)
+    a = np.array(a)  # (a copy: XLA's results are read-only)
     if a.dtype.name == "bfloat16":
         return torch.from_numpy(a.astype(np.float32)).to(torch.bfloat16)
     return torch.from_numpy(a)
