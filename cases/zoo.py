@@ -1,10 +1,15 @@
-"""The generated model zoo: what its families (``cases/zoo_hf.py``, ``zoo_tv.py``, ``zoo_pyg.py``) share.
+"""The generated model zoo: what its families (``cases/zoo_hf.py``, ``zoo_tv.py``, ``zoo_pyg.py``,
+``zoo_timm.py``, ``zoo_diffusers.py``) share.
 
 Each family enumerates the architectures of one model library (transformers'
-auto-model mappings, torchvision's classification builders, torch_geometric's
-conv classes), shrinks each generically to a tiny size, and makes one
+auto-model mappings, torchvision's classification, segmentation and video
+builders, torch_geometric's conv classes, timm's model families, the diffusers
+classes that build tiny from a config), shrinks each generically to a tiny size, and makes one
 :class:`~cases.models_base.ModelCase` of it (names ``zoo_<lib>_<arch>``): the
 float32 model, its float64 copy as the oracle, the family's dynamic dims and sweep.
+A family may define ``resolve(spec)``: what it needs the library for before
+building (timm: the arguments its model class takes), run by the probe, whose
+result is the entry its case is made from.
 
 Enumerating needs the libraries, listing the catalogue must not (models_base.py),
 so the enumeration is a step of its own: ``python -m cases.zoo probe`` walks
@@ -31,15 +36,22 @@ from typing import Any
 
 TABLE = Path(__file__).with_name("zoo.json")
 #: the zoo's families: ``(family module, library)``
-LIBRARIES = (("zoo_hf", "transformers"), ("zoo_tv", "torchvision"), ("zoo_pyg", "torch_geometric"))
+LIBRARIES = (
+    ("zoo_hf", "transformers"),
+    ("zoo_tv", "torchvision"),
+    ("zoo_pyg", "torch_geometric"),
+    ("zoo_timm", "timm"),
+    ("zoo_diffusers", "diffusers"),
+)
 #: past this float32-vs-float64 max abs error (eager, the sweep) an architecture is skipped as unstable
 MAX_ERR = 1e-3
 #: an architecture whose generic shrink leaves more parameters than this is skipped (CPU budget)
 MAX_PARAMS = 3_000_000
 #: seconds one architecture's probe may take (build, eager and float64 runs)
-PROBE_S = 60
+PROBE_S = 30
 #: seconds the probe of one family may take; the candidates past it are listed as not probed
-BUDGET_S = 300
+#: (no limit in practice: every enumerated architecture is probed, each within :data:`PROBE_S`)
+BUDGET_S = 100_000
 
 
 @functools.cache
@@ -114,6 +126,11 @@ def probe_one(module, spec: dict[str, Any]) -> dict[str, Any]:
     old = signal.signal(signal.SIGALRM, alarm)
     signal.alarm(PROBE_S)
     try:
+        resolve = getattr(module, "resolve", None)
+        if resolve is not None:  # the family fills in what needs the library (the class's arguments)
+            entry = resolve(entry)
+            if "skipped" in entry:
+                return entry
         case = module.make(entry)
         entry["params"] = param_count(module.model_of(case).float32())
         limit = getattr(module, "MAX_PARAMS", MAX_PARAMS)
@@ -182,7 +199,7 @@ if __name__ == "__main__":
 
     p = argparse.ArgumentParser(prog="python -m cases.zoo", description="enumerate and probe the model zoo into cases/zoo.json")
     p.add_argument("command", choices=["probe"])
-    p.add_argument("families", nargs="*", help="zoo_hf, zoo_tv, zoo_pyg (default: all)")
+    p.add_argument("families", nargs="*", help="zoo_hf, zoo_tv, zoo_pyg, zoo_timm, zoo_diffusers (default: all)")
     p.add_argument("--budget", type=float, default=BUDGET_S, help=f"seconds per family (default {BUDGET_S})")
     args = p.parse_args()
     probe(args.families or None, budget_s=args.budget)
