@@ -158,8 +158,17 @@ def _one_line(e: BaseException) -> str:
     return text[:200] + ("…" if len(text) > 200 else "")
 
 
-def probe(families: list[str] | None = None, out: Path = TABLE, budget_s: float = BUDGET_S) -> dict[str, dict[str, Any]]:
-    """Enumerate and probe ``families`` (default: all), each for at most ``budget_s``, merge into ``out``."""
+#: the reasons :func:`probe` with ``retry`` probes again (a failure that a fix of the family may change);
+#: a parameter count or an unstable error stands
+RETRY = ("build:", "eager:", "not probed:")
+
+
+def probe(
+    families: list[str] | None = None, out: Path = TABLE, budget_s: float = BUDGET_S, retry: bool = False
+) -> dict[str, dict[str, Any]]:
+    """Enumerate and probe ``families`` (default: all), each for at most ``budget_s``, merge into ``out``.
+    With ``retry``, only the architectures ``out`` has no entry for, or an entry skipped for a
+    reason of :data:`RETRY`; the others keep their entry."""
     data = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
     for fam, _lib in LIBRARIES:
         if families and fam not in families:
@@ -167,7 +176,12 @@ def probe(families: list[str] | None = None, out: Path = TABLE, budget_s: float 
         module = importlib.import_module(f"{__package__}.{fam}")
         found: dict[str, dict[str, Any]] = {}
         start = time.perf_counter()
+        old = data.get(fam, {})
         for spec in module.candidates():
+            kept = old.get(spec["name"])
+            if retry and kept is not None and not kept.get("skipped", "").startswith(RETRY):
+                found[spec["name"]] = kept
+                continue
             t = time.perf_counter()
             if t - start > budget_s:
                 found[spec["name"]] = {**spec, "skipped": f"not probed: the probe's budget of {budget_s:g} s ran out first"}
@@ -201,5 +215,6 @@ if __name__ == "__main__":
     p.add_argument("command", choices=["probe"])
     p.add_argument("families", nargs="*", help="zoo_hf, zoo_tv, zoo_pyg, zoo_timm, zoo_diffusers (default: all)")
     p.add_argument("--budget", type=float, default=BUDGET_S, help=f"seconds per family (default {BUDGET_S})")
+    p.add_argument("--retry", action="store_true", help="probe again only what failed to build or run (or is new)")
     args = p.parse_args()
-    probe(args.families or None, budget_s=args.budget)
+    probe(args.families or None, budget_s=args.budget, retry=args.retry)
