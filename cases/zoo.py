@@ -161,6 +161,8 @@ def _one_line(e: BaseException) -> str:
 #: the reasons :func:`probe` with ``retry`` probes again (a failure that a fix of the family may change);
 #: a parameter count or an unstable error stands
 RETRY = ("build:", "eager:", "not probed:")
+#: the entry of an architecture while it is probed: what the table keeps if probing it kills the process
+CRASHED = "crashed: probing it killed the probe's process (a fatal signal, or out of memory)"
 
 
 def probe(
@@ -177,7 +179,10 @@ def probe(
         found: dict[str, dict[str, Any]] = {}
         start = time.perf_counter()
         old = data.get(fam, {})
-        for spec in module.candidates():
+        specs = module.candidates()
+        if retry:  # the old entries stay in the table while it runs (a crash loses none); dropped ones go at the end
+            found.update(old)
+        for spec in specs:
             kept = old.get(spec["name"])
             if retry and kept is not None and not kept.get("skipped", "").startswith(RETRY):
                 found[spec["name"]] = kept
@@ -186,6 +191,10 @@ def probe(
             if t - start > budget_s:
                 found[spec["name"]] = {**spec, "skipped": f"not probed: the probe's budget of {budget_s:g} s ran out first"}
                 continue
+            # written first: if probing it kills the process, the table says so (and a --retry goes past it)
+            found[spec["name"]] = {**spec, "skipped": CRASHED}
+            data[fam] = found
+            _write(out, data)
             entry = probe_one(module, spec)
             found[entry["name"]] = entry
             data[fam] = found  # written as it goes: an interrupted probe keeps what it found
@@ -195,7 +204,8 @@ def probe(
                 file=sys.stderr,
                 flush=True,
             )
-        data[fam] = found
+        names = [spec["name"] for spec in specs]
+        data[fam] = {name: found[name] for name in names if name in found}
         _write(out, data)
     table.cache_clear()
     return data
