@@ -49,6 +49,10 @@ MAX_ERR = 1e-3
 MAX_PARAMS = 3_000_000
 #: seconds one architecture's probe may take (build, eager and float64 runs)
 PROBE_S = 30
+#: bytes of address space the probe's process may map (``RLIMIT_AS``): a multimodal config whose
+#: sub-models the generic shrink misses allocated 22 GB and was OOM-killed (qwen2_audio), taking
+#: the shared machine's memory with it; past this an allocation fails, recorded as its build error
+MAX_MEMORY = 8 << 30
 #: seconds the probe of one family may take; the candidates past it are listed as not probed
 #: (no limit in practice: every enumerated architecture is probed, each within :data:`PROBE_S`)
 BUDGET_S = 100_000
@@ -171,6 +175,7 @@ def probe(
     """Enumerate and probe ``families`` (default: all), each for at most ``budget_s``, merge into ``out``.
     With ``retry``, only the architectures ``out`` has no entry for, or an entry skipped for a
     reason of :data:`RETRY`; the others keep their entry."""
+    _limit_memory()
     data = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
     for fam, _lib in LIBRARIES:
         if families and fam not in families:
@@ -209,6 +214,16 @@ def probe(
         _write(out, data)
     table.cache_clear()
     return data
+
+
+def _limit_memory() -> None:
+    """Cap this process's address space at :data:`MAX_MEMORY` (not above a lower limit already set)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = MAX_MEMORY if hard == resource.RLIM_INFINITY else min(MAX_MEMORY, hard)
+    if soft == resource.RLIM_INFINITY or soft > cap:
+        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
 
 
 def _write(out: Path, data: dict) -> None:
