@@ -151,10 +151,25 @@ def probe_one(module, spec: dict[str, Any]) -> dict[str, Any]:
             entry["err"] = float(f"{err:.2g}")
     except Exception as e:  # any failure is the finding: recorded, not raised
         entry["skipped"] = f"{stage}: {type(e).__name__}: {_one_line(e)}"
+        if "can't allocate memory" in str(e):  # a sub-model the generic shrink misses (multimodal configs)
+            entry["skipped"] = f"{stage}: over the probe's memory cap of {MAX_MEMORY >> 30} GiB: " + entry["skipped"]
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
+        _release(module, spec["name"])
     return entry
+
+
+def _release(module, name: str) -> None:
+    """Drop the weights the probe built for ``name`` (its :class:`~cases.models_base.Model` caches them
+    per process): a probe walks hundreds of architectures, whose weights otherwise all stay in memory."""
+    import gc
+
+    model = getattr(module, "MODELS", {}).get(name)
+    if model is not None:
+        for cached in ("_f32", "_f64"):
+            model.__dict__.pop(cached, None)
+    gc.collect()
 
 
 def _one_line(e: BaseException) -> str:
