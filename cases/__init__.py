@@ -37,6 +37,8 @@ FAMILIES = (
     "zoo_hf",
     "zoo_tv",
     "zoo_pyg",
+    "zoo_timm",
+    "zoo_diffusers",
 )
 
 _CHECKED: set[int] = set()  # ids of the cases whose oracle ran

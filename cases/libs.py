@@ -1,5 +1,5 @@
 """The model libraries behind the ``models`` cases (transformers, torchvision,
-torch_geometric), imported only through :func:`load`.
+torch_geometric; timm and diffusers for the zoo), imported only through :func:`load`.
 
 torchvision's PyPI wheel for torch 2.13.0 is a CUDA build: next to the CPU
 torch its C extension cannot load (``libc10_cuda.so`` is missing), and
@@ -25,6 +25,8 @@ LIBRARIES = {
     "transformers": "transformers==5.24.0",
     "torchvision": "torchvision==0.28.0",
     "torch_geometric": "torch_geometric==2.8.1",
+    "timm": "timm==1.0.31",
+    "diffusers": "diffusers==0.42.1",
 }
 
 _patched = False
@@ -94,3 +96,11 @@ def preload_torchvision() -> None:
 
 def preload_torch_geometric() -> None:
     load("torch_geometric")
+
+
+def preload_timm() -> None:
+    load("timm")
+
+
+def preload_diffusers() -> None:
+    load("diffusers")

@@ -1,10 +1,15 @@
-"""The generated model zoo: what its families (``cases/zoo_hf.py``, ``zoo_tv.py``, ``zoo_pyg.py``) share.
+"""The generated model zoo: what its families (``cases/zoo_hf.py``, ``zoo_tv.py``, ``zoo_pyg.py``,
+``zoo_timm.py``, ``zoo_diffusers.py``) share.
 
 Each family enumerates the architectures of one model library (transformers'
-auto-model mappings, torchvision's classification builders, torch_geometric's
-conv classes), shrinks each generically to a tiny size, and makes one
+auto-model mappings, torchvision's classification, segmentation and video
+builders, torch_geometric's conv classes, timm's model families, the diffusers
+classes that build tiny from a config), shrinks each generically to a tiny size, and makes one
 :class:`~cases.models_base.ModelCase` of it (names ``zoo_<lib>_<arch>``): the
 float32 model, its float64 copy as the oracle, the family's dynamic dims and sweep.
+A family may define ``resolve(spec)``: what it needs the library for before
+building (timm: the arguments its model class takes), run by the probe, whose
+result is the entry its case is made from.
 
 Enumerating needs the libraries, listing the catalogue must not (models_base.py),
 so the enumeration is a step of its own: ``python -m cases.zoo probe`` walks
@@ -31,15 +36,26 @@ from typing import Any
 
 TABLE = Path(__file__).with_name("zoo.json")
 #: the zoo's families: ``(family module, library)``
-LIBRARIES = (("zoo_hf", "transformers"), ("zoo_tv", "torchvision"), ("zoo_pyg", "torch_geometric"))
+LIBRARIES = (
+    ("zoo_hf", "transformers"),
+    ("zoo_tv", "torchvision"),
+    ("zoo_pyg", "torch_geometric"),
+    ("zoo_timm", "timm"),
+    ("zoo_diffusers", "diffusers"),
+)
 #: past this float32-vs-float64 max abs error (eager, the sweep) an architecture is skipped as unstable
 MAX_ERR = 1e-3
 #: an architecture whose generic shrink leaves more parameters than this is skipped (CPU budget)
 MAX_PARAMS = 3_000_000
 #: seconds one architecture's probe may take (build, eager and float64 runs)
-PROBE_S = 60
+PROBE_S = 30
+#: bytes of address space the probe's process may map (``RLIMIT_AS``): a multimodal config whose
+#: sub-models the generic shrink misses allocated 22 GB and was OOM-killed (qwen2_audio), taking
+#: the shared machine's memory with it; past this an allocation fails, recorded as its build error
+MAX_MEMORY = 8 << 30
 #: seconds the probe of one family may take; the candidates past it are listed as not probed
-BUDGET_S = 300
+#: (no limit in practice: every enumerated architecture is probed, each within :data:`PROBE_S`)
+BUDGET_S = 100_000
 
 
 @functools.cache
@@ -114,6 +130,11 @@ def probe_one(module, spec: dict[str, Any]) -> dict[str, Any]:
     old = signal.signal(signal.SIGALRM, alarm)
     signal.alarm(PROBE_S)
     try:
+        resolve = getattr(module, "resolve", None)
+        if resolve is not None:  # the family fills in what needs the library (the class's arguments)
+            entry = resolve(entry)
+            if "skipped" in entry:
+                return entry
         case = module.make(entry)
         entry["params"] = param_count(module.model_of(case).float32())
         limit = getattr(module, "MAX_PARAMS", MAX_PARAMS)
@@ -130,10 +151,25 @@ def probe_one(module, spec: dict[str, Any]) -> dict[str, Any]:
             entry["err"] = float(f"{err:.2g}")
     except Exception as e:  # any failure is the finding: recorded, not raised
         entry["skipped"] = f"{stage}: {type(e).__name__}: {_one_line(e)}"
+        if "can't allocate memory" in str(e):  # a sub-model the generic shrink misses (multimodal configs)
+            entry["skipped"] = f"{stage}: over the probe's memory cap of {MAX_MEMORY >> 30} GiB: " + entry["skipped"]
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
+        _release(module, spec["name"])
     return entry
+
+
+def _release(module, name: str) -> None:
+    """Drop the weights the probe built for ``name`` (its :class:`~cases.models_base.Model` caches them
+    per process): a probe walks hundreds of architectures, whose weights otherwise all stay in memory."""
+    import gc
+
+    model = getattr(module, "MODELS", {}).get(name)
+    if model is not None:
+        for cached in ("_f32", "_f64"):
+            model.__dict__.pop(cached, None)
+    gc.collect()
 
 
 def _one_line(e: BaseException) -> str:
@@ -141,8 +177,20 @@ def _one_line(e: BaseException) -> str:
     return text[:200] + ("…" if len(text) > 200 else "")
 
 
-def probe(families: list[str] | None = None, out: Path = TABLE, budget_s: float = BUDGET_S) -> dict[str, dict[str, Any]]:
-    """Enumerate and probe ``families`` (default: all), each for at most ``budget_s``, merge into ``out``."""
+#: the reasons :func:`probe` with ``retry`` probes again (a failure that a fix of the family may change);
+#: a parameter count or an unstable error stands
+RETRY = ("build:", "eager:", "not probed:")
+#: the entry of an architecture while it is probed: what the table keeps if probing it kills the process
+CRASHED = "crashed: probing it killed the probe's process (a fatal signal, or out of memory)"
+
+
+def probe(
+    families: list[str] | None = None, out: Path = TABLE, budget_s: float = BUDGET_S, retry: bool = False
+) -> dict[str, dict[str, Any]]:
+    """Enumerate and probe ``families`` (default: all), each for at most ``budget_s``, merge into ``out``.
+    With ``retry``, only the architectures ``out`` has no entry for, or an entry skipped for a
+    reason of :data:`RETRY`; the others keep their entry."""
+    _limit_memory()
     data = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
     for fam, _lib in LIBRARIES:
         if families and fam not in families:
@@ -150,11 +198,23 @@ def probe(families: list[str] | None = None, out: Path = TABLE, budget_s: float 
         module = importlib.import_module(f"{__package__}.{fam}")
         found: dict[str, dict[str, Any]] = {}
         start = time.perf_counter()
-        for spec in module.candidates():
+        old = data.get(fam, {})
+        specs = module.candidates()
+        if retry:  # the old entries stay in the table while it runs (a crash loses none); dropped ones go at the end
+            found.update(old)
+        for spec in specs:
+            kept = old.get(spec["name"])
+            if retry and kept is not None and not kept.get("skipped", "").startswith(RETRY):
+                found[spec["name"]] = kept
+                continue
             t = time.perf_counter()
             if t - start > budget_s:
                 found[spec["name"]] = {**spec, "skipped": f"not probed: the probe's budget of {budget_s:g} s ran out first"}
                 continue
+            # written first: if probing it kills the process, the table says so (and a --retry goes past it)
+            found[spec["name"]] = {**spec, "skipped": CRASHED}
+            data[fam] = found
+            _write(out, data)
             entry = probe_one(module, spec)
             found[entry["name"]] = entry
             data[fam] = found  # written as it goes: an interrupted probe keeps what it found
@@ -164,10 +224,21 @@ def probe(families: list[str] | None = None, out: Path = TABLE, budget_s: float 
                 file=sys.stderr,
                 flush=True,
             )
-        data[fam] = found
+        names = [spec["name"] for spec in specs]
+        data[fam] = {name: found[name] for name in names if name in found}
         _write(out, data)
     table.cache_clear()
     return data
+
+
+def _limit_memory() -> None:
+    """Cap this process's address space at :data:`MAX_MEMORY` (not above a lower limit already set)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = MAX_MEMORY if hard == resource.RLIM_INFINITY else min(MAX_MEMORY, hard)
+    if soft == resource.RLIM_INFINITY or soft > cap:
+        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
 
 
 def _write(out: Path, data: dict) -> None:
@@ -182,7 +253,8 @@ if __name__ == "__main__":
 
     p = argparse.ArgumentParser(prog="python -m cases.zoo", description="enumerate and probe the model zoo into cases/zoo.json")
     p.add_argument("command", choices=["probe"])
-    p.add_argument("families", nargs="*", help="zoo_hf, zoo_tv, zoo_pyg (default: all)")
+    p.add_argument("families", nargs="*", help="zoo_hf, zoo_tv, zoo_pyg, zoo_timm, zoo_diffusers (default: all)")
     p.add_argument("--budget", type=float, default=BUDGET_S, help=f"seconds per family (default {BUDGET_S})")
+    p.add_argument("--retry", action="store_true", help="probe again only what failed to build or run (or is new)")
     args = p.parse_args()
-    probe(args.families or None, budget_s=args.budget)
+    probe(args.families or None, budget_s=args.budget, retry=args.retry)

@@ -60,6 +60,17 @@ GENERIC: dict[str, Any] = dict(
     num_labels=CLASSES,
     use_cache=False,
 )
+#: special token fields, and the id each gets when its default is past the shrunk vocabulary of :data:`VOCAB`
+TOKEN_IDS = dict(
+    pad_token_id=0,
+    bos_token_id=1,
+    eos_token_id=2,
+    mask_token_id=3,
+    cls_token_id=1,
+    sep_token_id=2,
+    decoder_start_token_id=1,
+    unk_token_id=4,
+)
 #: what the audio kind adds (the conv front end of :data:`AUDIO_CONV`)
 AUDIO = dict(
     conv_dim=(32, 32),
@@ -159,7 +170,7 @@ def _fields(cls) -> list[str]:
 def config(model_type: str, kind: str):
     """The tiny config of ``model_type``: :data:`GENERIC` (and :data:`AUDIO` for audio),
     each key translated by the class's ``attribute_map`` and kept if the class has that
-    field, then :data:`OVERRIDES`."""
+    field, special token ids past the vocabulary brought into it (:data:`TOKEN_IDS`), then :data:`OVERRIDES`."""
     _tr()
     cls = _config_class(model_type)
     fields, amap = set(_fields(cls)), getattr(cls, "attribute_map", {}) or {}
@@ -169,6 +180,11 @@ def config(model_type: str, kind: str):
         real = amap.get(k, k)
         if real in fields or k == "num_labels":
             kwargs[real] = v
+    params = inspect.signature(cls.__init__).parameters
+    for k, small in TOKEN_IDS.items():  # a special token past the shrunk vocabulary: an embedding's padding_idx fails
+        default = params[k].default if k in params else None
+        if isinstance(default, int) and not isinstance(default, bool) and default >= VOCAB:
+            kwargs[k] = small
     kwargs.update(OVERRIDES.get(model_type, ({}, ""))[0])
     return cls(**kwargs)
 

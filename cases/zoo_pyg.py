@@ -2,7 +2,10 @@
 ``torch_geometric.nn.conv.__all__``, in two models each.
 
 A conv is built as ``Conv(32, 32, **KWARGS)`` (or ``Conv(32, **KWARGS)`` /
-``Conv(**KWARGS)`` for the classes that keep the width or have none), so that
+``Conv(**KWARGS)`` for the classes that keep the width or have none; :data:`WIDTHS`
+where that binds the wrong argument; the table of ``_kwargs`` names what each class
+needs, its modules and sizes), and called on what its forward takes (:data:`CALLS`:
+edge attributes, an edge type, positions derived from the node states), so that
 one model shape serves them all: ``Linear(16, 32)``, two convs with a ReLU
 between, then
 
@@ -30,11 +33,17 @@ GRAPH_SWEEP = ({"n": 24, "e": 60, "g": 3}, {"n": 40, "e": 150, "g": 5}, {"n": 31
 NOT_A_CONV = {"MessagePassing": "the base class", "HeteroConv": "a wrapper of per-edge-type convs (heterogeneous graphs)"}
 
 
+#: the width of the edge attributes the edge-feature convs get (derived from the node states: :func:`_call`)
+EDGE_DIM = 2
+
+
 def _kwargs(name: str) -> dict[str, Any]:
     """The constructor arguments a conv class needs beyond its widths (built here: some are modules)."""
     import torch
     from torch_geometric.nn import GCNConv
 
+    lin = torch.nn.Linear
+    hetero = (["n"], [("n", "e", "n")])  # one node type, one edge type
     table = {
         "ChebConv": dict(K=2),
         "TAGConv": dict(K=2),
@@ -42,8 +51,9 @@ def _kwargs(name: str) -> dict[str, Any]:
         "SSGConv": dict(alpha=0.1),
         "GCN2Conv": dict(alpha=0.1),
         "GatedGraphConv": dict(num_layers=2),
-        "GINConv": dict(nn=torch.nn.Linear(HIDDEN, HIDDEN)),
-        "EdgeConv": dict(nn=torch.nn.Linear(2 * HIDDEN, HIDDEN)),
+        "GINConv": dict(nn=lin(HIDDEN, HIDDEN)),
+        "GINEConv": dict(nn=lin(HIDDEN, HIDDEN), edge_dim=EDGE_DIM),
+        "EdgeConv": dict(nn=lin(2 * HIDDEN, HIDDEN)),
         "DirGNNConv": dict(conv=GCNConv(HIDDEN, HIDDEN)),
         "AntiSymmetricConv": dict(num_iters=2),
         "ARMAConv": dict(num_stacks=1, num_layers=2),
@@ -54,8 +64,88 @@ def _kwargs(name: str) -> dict[str, Any]:
         "GATv2Conv": dict(heads=1),
         "TransformerConv": dict(heads=1),
         "SuperGATConv": dict(heads=1),
+        "CGConv": dict(dim=EDGE_DIM),
+        "GPSConv": dict(conv=GCNConv(HIDDEN, HIDDEN), heads=2),
+        "MixHopConv": dict(powers=[0, 1]),
+        "FusedGATConv": dict(heads=1, add_self_loops=False),
+        "RGCNConv": dict(num_relations=2),
+        "FastRGCNConv": dict(num_relations=2),
+        "RGATConv": dict(num_relations=2),
+        "CuGraphRGCNConv": dict(num_relations=2),
+        "GMMConv": dict(dim=EDGE_DIM, kernel_size=2),
+        "SplineConv": dict(dim=EDGE_DIM, kernel_size=3),
+        "NNConv": dict(nn=lin(EDGE_DIM, HIDDEN * HIDDEN)),
+        "PDNConv": dict(edge_dim=EDGE_DIM, hidden_channels=8),
+        "PNAConv": dict(aggregators=["mean", "max"], scalers=["identity", "amplification"], deg=torch.tensor([0, 4, 8, 6, 3, 1])),
+        "GravNetConv": dict(space_dimensions=2, propagate_dimensions=4, k=3),
+        "HANConv": dict(metadata=hetero, heads=1),
+        "HGTConv": dict(metadata=hetero, heads=1),
+        "HEATConv": dict(
+            num_node_types=1, num_edge_types=2, edge_type_emb_dim=4, edge_dim=EDGE_DIM, edge_attr_emb_dim=4, heads=1
+        ),
+        "PointGNNConv": dict(mlp_h=lin(HIDDEN, 3), mlp_f=lin(3 + HIDDEN, HIDDEN), mlp_g=lin(HIDDEN, HIDDEN)),
+        "PointNetConv": dict(local_nn=lin(HIDDEN + 3, HIDDEN)),
+        "PPFConv": dict(local_nn=lin(HIDDEN + 4, HIDDEN)),
+        "SignedConv": dict(first_aggr=True),
+        "XConv": dict(dim=3, kernel_size=4),
     }
     return table.get(name, {})
+
+
+#: conv -> its positional width arguments where the generic (32, 32), (32,), () would bind the wrong ones
+WIDTHS: dict[str, tuple[int, ...]] = {
+    "SimpleConv": (),
+    "AntiSymmetricConv": (HIDDEN,),
+    "CGConv": (HIDDEN,),
+    "GCN2Conv": (HIDDEN,),
+    "FAConv": (HIDDEN,),
+    "GPSConv": (HIDDEN,),
+    "MixHopConv": (HIDDEN, HIDDEN // 2),  # two powers, concatenated: 32 wide
+    "SignedConv": (HIDDEN, HIDDEN // 2),  # positive and negative halves: 32 wide
+    "PointGNNConv": (),
+    "PointNetConv": (),
+    "PPFConv": (),
+}
+#: conv -> what its forward takes beyond (x, edge_index): :func:`_call` derives it from the graph
+CALLS: dict[str, str] = {
+    **dict.fromkeys(("GINEConv", "CGConv", "GMMConv", "SplineConv", "NNConv", "PDNConv"), "edge_attr"),
+    **dict.fromkeys(("RGCNConv", "FastRGCNConv", "RGATConv", "CuGraphRGCNConv"), "edge_type"),
+    **dict.fromkeys(("GCN2Conv", "FAConv"), "x0"),
+    **dict.fromkeys(("PointGNNConv", "PointNetConv", "PointTransformerConv"), "pos"),
+    "PPFConv": "ppf",
+    "HEATConv": "heat",
+    "HANConv": "hetero",
+    "HGTConv": "hetero",
+    "SignedConv": "signed",
+}
+
+
+def _call(name: str, conv, h, edge_index, x0):
+    """``conv`` on the node states ``h`` and what its forward needs beyond them (:data:`CALLS`):
+    edge attributes and positions derived from the states (sigmoids of their first columns), an
+    edge type from the edge's ends, the first layer's states as ``x_0``."""
+    how = CALLS.get(name)
+    src, dst = edge_index[0], edge_index[1]
+    if how is None:
+        return conv(h, edge_index)
+    if how == "edge_attr":
+        return conv(h, edge_index, (h[src, :EDGE_DIM] - h[dst, :EDGE_DIM]).sigmoid())
+    if how == "edge_type":
+        return conv(h, edge_index, (src + dst) % 2)
+    if how == "x0":
+        return conv(h, x0, edge_index)
+    if how == "pos":
+        return conv(h, h[:, :3].sigmoid(), edge_index)
+    if how == "ppf":
+        return conv(h, h[:, :3].sigmoid(), h[:, 3:6].tanh(), edge_index)
+    if how == "heat":
+        attr = (h[src, :EDGE_DIM] - h[dst, :EDGE_DIM]).sigmoid()
+        return conv(h, edge_index, (h[:, 0] * 0).long(), (src + dst) % 2, attr)
+    if how == "hetero":
+        return conv({"n": h}, {("n", "e", "n"): edge_index})["n"]
+    if how == "signed":
+        return conv(h, edge_index, edge_index.flip(0))
+    raise ValueError(how)
 
 
 def candidates() -> list[dict[str, Any]]:
@@ -79,7 +169,7 @@ def conv(name: str):
 
     cls, kwargs = getattr(convs, name), _kwargs(name)
     errors = []
-    for args in ((HIDDEN, HIDDEN), (HIDDEN,), ()):
+    for args in [WIDTHS[name]] if name in WIDTHS else ((HIDDEN, HIDDEN), (HIDDEN,), ()):
         try:
             return cls(*args, **kwargs)
         except TypeError as e:
@@ -101,7 +191,8 @@ def build(name: str, kind: str):
             self.lin_out = torch.nn.Linear(HIDDEN, NODE_OUT if kind == "node" else GRAPH_OUT)
 
         def forward(self, x, edge_index, batch=None, graph_sizes=None):
-            h = self.conv2(self.conv1(self.lin_in(x), edge_index).relu(), edge_index)
+            h0 = self.lin_in(x)
+            h = _call(name, self.conv2, _call(name, self.conv1, h0, edge_index, h0).relu(), edge_index, h0)
             if kind == "graph":
                 h = global_mean_pool(h, batch, size=graph_sizes.shape[0])
             return self.lin_out(h)

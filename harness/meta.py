@@ -27,6 +27,8 @@ IMPORTED = {
     "transformers": "transformers",
     "torchvision": "torchvision",
     "torch_geometric": "torch_geometric",
+    "timm": "timm",
+    "diffusers": "diffusers",
     "numpy": "numpy",
 }
 
