@@ -9,9 +9,20 @@ their dtypes are the nodes' dtypes. Each output records one node (``record``) wh
 the torch function itself (the output picked from its result when there are several), so the
 compiled FX module runs the real kernel.
 
-Every guard the meta kernel adds to the ``ShapeEnv`` (``Ne(s0, 1)`` where it broadcast, ``Eq(s0,
-s1)`` where two sizes must agree) becomes a guard of the lazy context (``ctx.guard``): a size that
-breaks one re-traces. A guard the size algebra cannot state specialises the variables in it.
+The meta kernel may add guards to the ``ShapeEnv`` (``Ne(s0, 1)`` where it broadcast, ``Eq(s0,
+s1)`` where two sizes must agree, ``s0 <= 3`` where a backend heuristic chose a kernel). Values
+never depend on them: the compiled graph calls the real function, which decides every branch
+again. Only the predicted output shape (and dtype) does, so in a step that can be traced again
+(``ctx.recovers``: a ``LazyFunction`` call) the call is traced *optimistically*: its guards are
+dropped, and each output node is followed by a ``check_shape`` node, which compares the real
+output's shape and dtype with the predicted ones (the size expressions, materialised to ints) and
+raises :class:`~..symbolic.ShapeGuess` when they differ (a pick of several outputs also checks
+their number). ``LazyFunction`` then *demotes* the function (:func:`demote`: process-wide) and
+traces the step again. A demoted function, a call outside such a step (a plain ``L.tensor``
+leaf: nothing could trace it again), or an output a check cannot see (a size, a scalar, an
+operand returned as is) turns every meta guard into a guard of the lazy context (``ctx.guard``):
+a size that breaks one re-traces. A guard the size algebra cannot state specialises the variables
+in it. A call whose meta kernel added no guard is traced the same either way, without a check.
 
 Refused by name (``UntraceableOp.kind``): an output whose size depends on the values ("data-dependent
 output": ``nonzero``, ``unique``, ``masked_select``, ``.item()``), an in-place or ``out=`` call
@@ -30,7 +41,7 @@ from torch.utils import _pytree as pytree
 from engines import sizes
 from engines.sizes import Expr
 
-from ..symbolic import SymSize
+from ..symbolic import ShapeGuess, SymSize
 from ..tensor import FALLBACK, LazyTensor, UntraceableOp, ctx_of
 from .registry import LOWER, _put, record, replayed
 
@@ -59,15 +70,56 @@ def lower_key(func, name: str) -> str:
 
 
 class _Pick:
-    """The ``i``-th leaf (``pytree`` order) of ``func``'s result: one node's lowering."""
+    """The ``i``-th leaf (``pytree`` order) of ``func``'s result: one node's lowering. ``n``:
+    the number of leaves the trace predicted (a :class:`ShapeGuess` when the result has
+    another), or None (guarded: no check)."""
 
-    def __init__(self, func, i: int, name: str):
-        self.func, self.i = func, i
-        self.__name__ = f"{name}_out{i}"
+    def __init__(self, func, i: int, name: str, n: int | None = None, key: str = ""):
+        self.func, self.i, self.n, self.key = func, i, n, key
+        self.__name__ = f"{name}_out{i}" if n is None else f"{name}_out{i}of{n}"
         self.__qualname__ = self.__name__
 
     def __call__(self, *args, **kwargs):
-        return pytree.tree_leaves(self.func(*args, **kwargs))[self.i]
+        leaves = pytree.tree_leaves(self.func(*args, **kwargs))
+        if self.n is not None and len(leaves) != self.n:
+            raise ShapeGuess(self.key, f"{len(leaves)} outputs", f"{self.n}")
+        return leaves[self.i]
+
+
+def check_shape(t, shape, dtype, key):
+    """The optimistic trace's runtime check (see the module): ``t`` itself when its shape and dtype
+    are the predicted ones (``shape`` materialised to ints), else a :class:`ShapeGuess`."""
+    if t.shape != shape or t.dtype != dtype:
+        raise ShapeGuess(key, f"{t.dtype}{list(t.shape)}", f"{dtype}{list(shape)}")
+    return t
+
+
+_put(LOWER, "check_shape", check_shape, "lowering")
+
+#: the LOWER keys of the functions a runtime shape check caught (:func:`demote`): their meta guards
+#: are lazy guards from now on. Process-wide, as the meta kernels are.
+DEMOTED: set = set()
+
+
+def demote(key: str) -> bool:
+    """``key``'s function takes its meta kernel's guards as lazy guards from now on; False when it
+    did already (a check of a demoted function cannot fail: no caller should retry then)."""
+    if key in DEMOTED:
+        return False
+    DEMOTED.add(key)
+    return True
+
+
+def _checkable(leaves, vals) -> bool:
+    """Whether the output is all that a runtime check sees: tensor leaves the call made (checked
+    by shape and dtype; their number by the pick) or None. A size, a Python scalar or an operand
+    returned as is may have been decided by a guard, with no runtime check to catch it."""
+    for x, v in zip(leaves, vals, strict=True):
+        if x is None:
+            continue
+        if not isinstance(x, torch.Tensor) or v is not None:
+            return False
+    return True
 
 
 class _Getter:
@@ -120,8 +172,11 @@ def _generic(func, name: str):
         fake, out, leaves, spec, vals, seeded = _run_meta(func, name, ctx, args, kwargs)
         if seeded.random:
             raise _refuse("random", f"lazy: {name} draws random numbers (it would run at the sync, not at the call)")
-        fake.guards(name)
         idx = [i for i, x in enumerate(leaves) if isinstance(x, torch.Tensor) and vals[i] is None]
+        optimistic = ctx.recovers and key not in DEMOTED and fake.guarded() and _checkable(leaves, vals)
+        if not optimistic:
+            fake.guards(name)
+        n = len(leaves)
         for i in idx:
             x = leaves[i]
             shape = tuple(fake.expr(s) for s in x.shape)
@@ -129,11 +184,15 @@ def _generic(func, name: str):
                 op = key
                 _put(LOWER, op, func, "lowering")
             else:
-                op = f"{key}[{i}]"
+                # (optimistic: the pick checks the number of leaves too, which a guard may decide)
+                op = f"{key}[{i}/{n}]" if optimistic else f"{key}[{i}]"
                 if op not in picks:
-                    picks[op] = _Pick(func, i, name)
+                    picks[op] = _Pick(func, i, name, n if optimistic else None, key)
                     _put(LOWER, op, picks[op], "lowering")
-            vals[i] = record(ctx, op, args, kwargs, shape, x.dtype)
+            t = record(ctx, op, args, kwargs, shape, x.dtype)
+            if optimistic:  # the real output's shape and dtype, checked against the trace's
+                t = record(ctx, "check_shape", (t, shape, x.dtype, key), {}, shape, x.dtype)
+            vals[i] = t
         return pytree.tree_unflatten(vals, spec)
 
     impl.__name__ = impl.__qualname__ = name
@@ -349,6 +408,10 @@ class _Fake:
                 v = x.rhs if x.lhs.is_number is False else x.lhs
                 n += not (v.is_number and int(v) in (0, 1))
         return n
+
+    def guarded(self) -> bool:
+        """Whether the meta kernel added a guard (else its output sizes hold at every size)."""
+        return len(self.env.guards) > self.n0
 
     def guards(self, name: str) -> None:
         """The meta kernel's guards, as the lazy context's."""
