@@ -10,8 +10,8 @@ import torch
 
 from . import passes
 from .hooks import trace_step
-from .runtime import LazyContext, axes_key
 from .ops import meta
+from .runtime import LazyContext, axes_key
 from .symbolic import NeedsSizedMethods, ShapeGuess
 from .tensor import LazyTensor
 
