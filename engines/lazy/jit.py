@@ -10,7 +10,7 @@ import torch
 
 from . import passes
 from .hooks import trace_step
-from .ops import meta
+from .ops import guess
 from .runtime import LazyContext, axes_key
 from .symbolic import NeedsSizedMethods, ShapeGuess
 from .tensor import LazyTensor
@@ -79,7 +79,7 @@ class LazyFunction:
                 except ShapeGuess as e:
                     # the step's inputs are as they were (the generic rule refuses in-place calls, and
                     # a write-back to an input happens after its sync): traced again, guarded
-                    if not meta.demote(e.key):
+                    if not guess.demote(e.key):
                         raise RuntimeError(f"lazy: a demoted function's check failed: {e}") from None
                     if ctx.wrote:  # (its first trace wrote into a tensor of the caller's: not repeated)
                         raise RuntimeError(

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import engines.lazy as L
-from engines.lazy.ops import OPS, meta
+from engines.lazy.ops import OPS, guess, meta
 
 
 def test_a_function_without_a_registry_entry_traces_symbolically():
@@ -39,7 +39,7 @@ def test_a_guard_of_the_meta_kernel_retraces_at_a_size_that_breaks_it():
         x, y = torch.randn(n, 2), torch.randn(m, 2)
         torch.testing.assert_close(f(x, y), torch.hypot(x, y))
         assert f.ctx.compiles() == compiles, (n, m)
-    assert "check_shape" in f.ctx.last.ir and not meta.DEMOTED & {_HYPOT}
+    assert "check_shape" in f.ctx.last.ir and not guess.DEMOTED & {_HYPOT}
 
 
 def test_outside_a_jit_step_the_meta_guards_are_lazy_guards():
@@ -72,12 +72,12 @@ _HYPOT = "torch_fn:torch._VariableFunctionsClass.hypot"
 def _plant_a_wrong_guess(monkeypatch):
     """The meta rule predicts every symbolic size one too large while ``hypot`` is not demoted
     (a guess its guards would have ruled out), right once it is."""
-    monkeypatch.setattr(meta, "DEMOTED", set())
+    monkeypatch.setattr(guess, "DEMOTED", set())
     expr = meta._Fake.expr
 
     def wrong(self, s):
         e = expr(self, s)
-        return e if e.is_const or _HYPOT in meta.DEMOTED else e + 1
+        return e if e.is_const or _HYPOT in guess.DEMOTED else e + 1
 
     monkeypatch.setattr(meta._Fake, "expr", wrong)
 
@@ -93,7 +93,7 @@ def test_a_wrong_guess_is_caught_at_run_time_demoted_and_traced_again(monkeypatc
     for n in (3, 6):
         x, y = torch.randn(n, 2), torch.randn(n, 2)
         torch.testing.assert_close(f(x, y), _sized(x, y))
-    assert {_HYPOT} == meta.DEMOTED
+    assert {_HYPOT} == guess.DEMOTED
     assert "check_shape" not in f.ctx.last.ir and any("m == n" in g for g in f.guard_log)
 
 
@@ -106,7 +106,7 @@ def test_without_the_check_a_wrong_guess_goes_unseen(monkeypatch):
     x, y = torch.randn(3, 2), torch.randn(3, 2)
     with pytest.raises(AssertionError):
         torch.testing.assert_close(f(x, y), _sized(x, y))
-    assert not meta.DEMOTED
+    assert not guess.DEMOTED
 
 
 def test_several_outputs_keep_their_structure():

@@ -17,7 +17,7 @@ again. Only the predicted output shape (and dtype) does, so in a step that can b
 dropped, and each output node is followed by a ``check_shape`` node, which compares the real
 output's shape and dtype with the predicted ones (the size expressions, materialised to ints) and
 raises :class:`~..symbolic.ShapeGuess` when they differ (a pick of several outputs also checks
-their number). ``LazyFunction`` then *demotes* the function (:func:`demote`: process-wide) and
+their number). ``LazyFunction`` then *demotes* the function (:func:`.guess.demote`: process-wide) and
 traces the step again. A demoted function, a call outside such a step (a plain ``L.tensor``
 leaf: nothing could trace it again), or an output a check cannot see (a size, a scalar, an
 operand returned as is) turns every meta guard into a guard of the lazy context (``ctx.guard``):
@@ -43,6 +43,7 @@ from engines.sizes import Expr
 
 from ..symbolic import ShapeGuess, SymSize
 from ..tensor import FALLBACK, LazyTensor, UntraceableOp, ctx_of
+from . import guess
 from .registry import LOWER, _put, record, replayed
 
 _IMPLS: dict = {}  # torch function -> its implementation (one each: replay keys on it)
@@ -84,30 +85,6 @@ class _Pick:
         if self.n is not None and len(leaves) != self.n:
             raise ShapeGuess(self.key, f"{len(leaves)} outputs", f"{self.n}")
         return leaves[self.i]
-
-
-def check_shape(t, shape, dtype, key):
-    """The optimistic trace's runtime check (see the module): ``t`` itself when its shape and dtype
-    are the predicted ones (``shape`` materialised to ints), else a :class:`ShapeGuess`."""
-    if t.shape != shape or t.dtype != dtype:
-        raise ShapeGuess(key, f"{t.dtype}{list(t.shape)}", f"{dtype}{list(shape)}")
-    return t
-
-
-_put(LOWER, "check_shape", check_shape, "lowering")
-
-#: the LOWER keys of the functions a runtime shape check caught (:func:`demote`): their meta guards
-#: are lazy guards from now on. Process-wide, as the meta kernels are.
-DEMOTED: set = set()
-
-
-def demote(key: str) -> bool:
-    """``key``'s function takes its meta kernel's guards as lazy guards from now on; False when it
-    did already (a check of a demoted function cannot fail: no caller should retry then)."""
-    if key in DEMOTED:
-        return False
-    DEMOTED.add(key)
-    return True
 
 
 def _checkable(leaves, vals) -> bool:
@@ -173,7 +150,7 @@ def _generic(func, name: str):
         if seeded.random:
             raise _refuse("random", f"lazy: {name} draws random numbers (it would run at the sync, not at the call)")
         idx = [i for i, x in enumerate(leaves) if isinstance(x, torch.Tensor) and vals[i] is None]
-        optimistic = ctx.recovers and key not in DEMOTED and fake.guarded() and _checkable(leaves, vals)
+        optimistic = ctx.recovers and key not in guess.DEMOTED and fake.guarded() and _checkable(leaves, vals)
         if not optimistic:
             fake.guards(name)
         n = len(leaves)
