@@ -3,7 +3,9 @@ functions whose guess a check caught (traced with their meta kernel's guards fro
 
 from __future__ import annotations
 
-from ..symbolic import ShapeGuess
+from engines.sizes import const
+
+from ..symbolic import ShapeGuess, compare
 from .registry import LOWER, _put
 
 
@@ -29,3 +31,37 @@ def demote(key: str) -> bool:
         return False
     DEMOTED.add(key)
     return True
+
+
+def decides(fake, name: str) -> bool:
+    """Whether the meta kernel's guards of ``fake`` (a ``meta._Fake``) would add a guard to its lazy
+    context (one the size algebra finds evident, or constant, adds none): only then is a call
+    traced optimistically. Else it is traced as before, and a step may replay it (``replay``)."""
+    if len(fake.env.guards) <= fake.n0:
+        return False
+    ctx = fake.ctx
+    dry = fake.ctx = _Dry(ctx)
+    try:
+        fake.guards(name)
+    finally:
+        fake.ctx = ctx
+    return dry.n > 0
+
+
+class _Dry:
+    """A lazy context's ``guard``/``specialise``, counted, not recorded (see :func:`decides`)."""
+
+    def __init__(self, ctx):
+        self.vars, self.n = ctx.vars, 0
+
+    def guard(self, lhs, op: str, rhs, reason: str) -> bool:
+        if lhs is rhs or lhs == rhs:
+            return op in ("==", "<=", ">=")
+        if not (lhs.is_const and rhs.is_const):
+            self.n += 1
+        return compare(lhs, op, rhs, self.vars.hints)
+
+    def specialise(self, e, reason: str) -> int:
+        v = self.vars.hint(e)
+        self.guard(e, "==", const(v), reason)
+        return v

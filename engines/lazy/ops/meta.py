@@ -22,7 +22,8 @@ traces the step again. A demoted function, a call outside such a step (a plain `
 leaf: nothing could trace it again), or an output a check cannot see (a size, a scalar, an
 operand returned as is) turns every meta guard into a guard of the lazy context (``ctx.guard``):
 a size that breaks one re-traces. A guard the size algebra cannot state specialises the variables
-in it. A call whose meta kernel added no guard is traced the same either way, without a check.
+in it. A call whose meta kernel added no guard (none the lazy context would record) is traced
+the same either way, without a check.
 
 Refused by name (``UntraceableOp.kind``): an output whose size depends on the values ("data-dependent
 output": ``nonzero``, ``unique``, ``masked_select``, ``.item()``), an in-place or ``out=`` call
@@ -150,7 +151,7 @@ def _generic(func, name: str):
         if seeded.random:
             raise _refuse("random", f"lazy: {name} draws random numbers (it would run at the sync, not at the call)")
         idx = [i for i, x in enumerate(leaves) if isinstance(x, torch.Tensor) and vals[i] is None]
-        optimistic = ctx.recovers and key not in guess.DEMOTED and fake.guarded() and _checkable(leaves, vals)
+        optimistic = ctx.recovers and key not in guess.DEMOTED and _checkable(leaves, vals) and guess.decides(fake, name)
         if not optimistic:
             fake.guards(name)
         n = len(leaves)
@@ -385,10 +386,6 @@ class _Fake:
                 v = x.rhs if x.lhs.is_number is False else x.lhs
                 n += not (v.is_number and int(v) in (0, 1))
         return n
-
-    def guarded(self) -> bool:
-        """Whether the meta kernel added a guard (else its output sizes hold at every size)."""
-        return len(self.env.guards) > self.n0
 
     def guards(self, name: str) -> None:
         """The meta kernel's guards, as the lazy context's."""
