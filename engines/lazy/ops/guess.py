@@ -65,3 +65,16 @@ class _Dry:
         v = self.vars.hint(e)
         self.guard(e, "==", const(v), reason)
         return v
+
+
+def keep_symbolic(env) -> None:
+    """``env`` (a ``ShapeEnv``) replaces no symbol by a number: a guard that pins a size (``Eq(s0,
+    3)``, or ``s0 <= 3`` with ``s0 >= 3``) leaves the output sizes over it symbolic, so a guess holds
+    the same expression at every size (the pin is a guard of a demoted call still)."""
+    set_replacement = env._set_replacement
+
+    def _set_replacement(a, tgt, msg):
+        if not getattr(tgt, "is_number", False):
+            set_replacement(a, tgt, msg)
+
+    env._set_replacement = _set_replacement

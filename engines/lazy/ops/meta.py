@@ -147,11 +147,12 @@ def _generic(func, name: str):
         ctx = ctx_of(args, kwargs)
         if ctx is None:
             raise _refuse("unsupported op", f"lazy: {name}: no lazy operand found")
-        fake, out, leaves, spec, vals, seeded = _run_meta(func, name, ctx, args, kwargs)
+        may = ctx.recovers and key not in guess.DEMOTED  # (may guess: sizes the kernel pins kept symbolic)
+        fake, out, leaves, spec, vals, seeded = _run_meta(func, name, ctx, args, kwargs, may)
         if seeded.random:
             raise _refuse("random", f"lazy: {name} draws random numbers (it would run at the sync, not at the call)")
         idx = [i for i, x in enumerate(leaves) if isinstance(x, torch.Tensor) and vals[i] is None]
-        optimistic = ctx.recovers and key not in guess.DEMOTED and _checkable(leaves, vals) and guess.decides(fake, name)
+        optimistic = may and _checkable(leaves, vals) and guess.decides(fake, name)
         if not optimistic:
             fake.guards(name)
         n = len(leaves)
@@ -180,7 +181,7 @@ def _generic(func, name: str):
 _DECOMPOSE: dict = {}  # torch function -> whether its meta run decomposes (see _run_meta)
 
 
-def _run_meta(func, name, ctx, args, kwargs):
+def _run_meta(func, name, ctx, args, kwargs, symbolic=False):
     """``func`` on fake operands: ``(fake world, output, its leaves, their spec, what each leaf is
     lazily (see ``_Fake.out``), the dispatch mode that watched it)``. A run whose guards pin a size
     to a number (a C++ kernel reading ``sizes()``) is tried again with torch's Python decompositions
@@ -190,6 +191,8 @@ def _run_meta(func, name, ctx, args, kwargs):
     best = None
     for decompose in tries:
         fake = _Fake(ctx)
+        if symbolic:
+            guess.keep_symbolic(fake.env)
         try:
             fargs, fkwargs = pytree.tree_map(fake.arg, (args, kwargs))
             fake.start()
