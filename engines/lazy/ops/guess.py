@@ -67,14 +67,19 @@ class _Dry:
         return v
 
 
-def keep_symbolic(env) -> None:
-    """``env`` (a ``ShapeEnv``) replaces no symbol by a number: a guard that pins a size (``Eq(s0,
-    3)``, or ``s0 <= 3`` with ``s0 >= 3``) leaves the output sizes over it symbolic, so a guess holds
-    the same expression at every size (the pin is a guard of a demoted call still)."""
-    set_replacement = env._set_replacement
+def keep_symbolic(env, literals) -> None:
+    """``env`` (a ``ShapeEnv``) replaces by a number no symbol that inequalities narrowed to one
+    value (``s0 <= 3`` with ``s0 >= 3``: a backend heuristic), unless the call was given that
+    number (``fft(x, n=7)`` at ``s0 == 7``: the output is 7 at every size): the output sizes over
+    it stay symbolic, so a guess holds one expression at every size (the bounds are guards of a
+    demoted call still). ``literals``: the ints among the call's arguments."""
+    set_replacement, narrowed = env._set_replacement, set()
 
     def _set_replacement(a, tgt, msg):
-        if not getattr(tgt, "is_number", False):
-            set_replacement(a, tgt, msg)
+        if getattr(tgt, "is_number", False) and tgt not in literals:
+            if msg == "range_refined_to_singleton" or a in narrowed:
+                narrowed.add(a)
+                return
+        set_replacement(a, tgt, msg)
 
     env._set_replacement = _set_replacement

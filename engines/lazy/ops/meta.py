@@ -192,7 +192,7 @@ def _run_meta(func, name, ctx, args, kwargs, symbolic=False):
     for decompose in tries:
         fake = _Fake(ctx)
         if symbolic:
-            guess.keep_symbolic(fake.env)
+            guess.keep_symbolic(fake.env, {a for a in pytree.tree_leaves((args, kwargs)) if type(a) is int})
         try:
             fargs, fkwargs = pytree.tree_map(fake.arg, (args, kwargs))
             fake.start()
