@@ -10,8 +10,9 @@ import torch
 
 from . import passes
 from .hooks import trace_step
+from .ops import guess
 from .runtime import LazyContext, axes_key
-from .symbolic import NeedsSizedMethods
+from .symbolic import NeedsSizedMethods, ShapeGuess
 from .tensor import LazyTensor
 
 _TENSOR = torch.Tensor
@@ -66,9 +67,26 @@ class LazyFunction:
         return out, flat
 
     def __call__(self, *args):
-        out, flat = self._record(args)
         ctx = self.ctx
-        ctx.sync(flat)
+        recovers = ctx.recovers
+        ctx.recovers = True  # (the generic shape rule may guess: a wrong guess traces the step again)
+        try:
+            while True:
+                try:
+                    out, flat = self._record(args)
+                    ctx.sync(flat)
+                    break
+                except ShapeGuess as e:
+                    # the step's inputs are as they were (the generic rule refuses in-place calls, and
+                    # a write-back to an input happens after its sync): traced again, guarded
+                    if not guess.demote(e.key):
+                        raise RuntimeError(f"lazy: a demoted function's check failed: {e}") from None
+                    if ctx.wrote:  # (its first trace wrote into a tensor of the caller's: not repeated)
+                        raise RuntimeError(
+                            f"lazy: {e} after the step wrote into a concrete tensor; it is demoted, call again"
+                        ) from None
+        finally:
+            ctx.recovers = recovers
         guards = self.guards = ctx.guards  # (a new list each step)
         if guards:
             lk = ctx.last_key

@@ -28,7 +28,7 @@ from .ir import NO_KWARGS, IRError, Node
 from .misses import explain_miss
 from .replay import LeafCall
 from .steplog import StepLog, Unlogged
-from .symbolic import _NAMES, SizeVars, Var, _var_expr, check_dim_name, compare, const, hint, rename, shapes_fn
+from .symbolic import _NAMES, ShapeGuess, SizeVars, Var, _var_expr, check_dim_name, compare, const, hint, rename, shapes_fn
 from .tensor import LazyTensor
 
 _TENSOR = torch.Tensor
@@ -115,6 +115,8 @@ class LazyContext:
             raise ValueError(f"unknown lazy mode {mode!r}; valid: {', '.join(MODES)}")
         self.mode, self.check = mode, check
         self.sized_methods_off = False  # a step traced without torch.Tensor's sized methods (LazyFunction)
+        self.recovers = False  # a step that can be traced again on a ShapeGuess (LazyFunction): see ops.meta
+        self.wrote = False  # the step wrote into a concrete tensor (ops.inplace): it cannot be traced again
         self.on_compile = on_compile
         self.compiler = compiler or passes.compile_graph
         self.cache: dict = {}
@@ -139,6 +141,7 @@ class LazyContext:
         if self.log is not None:  # the last step never synced its log (a trace, an error): followed as far as it went
             self._keep(self.log)
         self._named.clear()
+        self.wrote = False
         self.vars.clear()
         self.guards = []  # (a new list: the last step's is handed out)
         self._guard_keys.clear()
@@ -373,7 +376,11 @@ class LazyContext:
                 nodes, inputs = log.nodes, []
                 for p in positions:
                     inputs.append(nodes[p].data)
-                self._run(entry, inputs, roots, shapes)
+                try:
+                    self._run(entry, inputs, roots, shapes)
+                except ShapeGuess:  # (an optimistic trace's check: this key's compile is not reused)
+                    self.fast.pop(lk, None)
+                    raise
                 self._keep(log)
                 return
         g = self.trace(tensors, roots)
@@ -386,7 +393,12 @@ class LazyContext:
                 log.hit = self.fast[lk] = (entry, tuple([log.pos(n) for n in g.inputs]), shapes_fn([n.shape for n in g.outputs]))
             except Unlogged:
                 pass
-        self._run(entry, [n.data for n in g.inputs], g.outputs)
+        try:
+            self._run(entry, [n.data for n in g.inputs], g.outputs)
+        except ShapeGuess:
+            if lk is not None:
+                self.fast.pop(lk, None)
+            raise
         if log is not None:
             self._keep(log)
 

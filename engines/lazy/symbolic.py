@@ -68,6 +68,17 @@ class NeedsSizedMethods(BaseException):
     library's ``except Exception`` cannot take it for its own error."""
 
 
+class ShapeGuess(BaseException):
+    """A compiled step's runtime shape check failed: a torch function the registry lacks, traced
+    optimistically (``ops.meta``: its meta kernel's guards not made lazy guards), ran to another
+    shape than the trace predicted. ``LazyFunction`` demotes ``key`` (its guards are lazy guards
+    from now on) and traces the step again. A ``BaseException``, as :class:`NeedsSizedMethods`."""
+
+    def __init__(self, key: str, got=None, want=None):
+        super().__init__(f"lazy: {key} ran to {got}, its trace predicted {want}")
+        self.key, self.got, self.want = key, got, want
+
+
 class SizeVars:
     """The size variables of a context's current step, by algebra name.
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import engines.lazy as L
-from engines.lazy.ops import OPS, meta
+from engines.lazy.ops import OPS, guess, meta
 
 
 def test_a_function_without_a_registry_entry_traces_symbolically():
@@ -29,19 +29,84 @@ def test_a_function_without_a_registry_entry_traces_symbolically():
 
 
 def test_a_guard_of_the_meta_kernel_retraces_at_a_size_that_breaks_it():
-    """``hypot`` broadcasts: at n == m its meta kernel guards ``m == n``; at m == 1 that guard
-    fails, so the step is traced again (a reused graph would predict the wrong shape)."""
+    """``hypot`` broadcasts: at n == m its meta kernel guards ``m == n`` and predicts ``n``. In a
+    jit step that guard is dropped (optimistic) and the real output's shape checked instead: at
+    m == 1 the prediction ``n`` still holds (one graph, the real kernel broadcasting); at n == 1 the
+    meta kernel predicts ``m``, another graph. Every size: eager's values, no demotion."""
     assert "hypot" not in OPS
     f = L.jit(torch.hypot, dims=[{0: "n"}, {0: "m"}])
+    for (n, m), compiles in (((3, 3), 1), ((5, 1), 1), ((1, 5), 2), ((4, 4), 2)):
+        x, y = torch.randn(n, 2), torch.randn(m, 2)
+        torch.testing.assert_close(f(x, y), torch.hypot(x, y))
+        assert f.ctx.compiles() == compiles, (n, m)
+    assert "check_shape" in f.ctx.last.ir and not guess.DEMOTED & {_HYPOT}
+
+
+def test_outside_a_jit_step_the_meta_guards_are_lazy_guards():
+    """A plain lazy leaf's sync has no step to trace again: the meta kernel's guards stay guards."""
+    ctx = L.LazyContext()
+    x, y = L.tensor(torch.randn(3, 2), ctx=ctx), L.tensor(torch.randn(3, 2), ctx=ctx)
+    z = torch.hypot(x, y)
+    assert "check_shape" not in L.ir_dump(z) and ctx.guards
+    torch.testing.assert_close(z.value(), torch.hypot(x.node.data, y.node.data))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: torch.fft.fft(x, n=8),  # pads or trims: a guard ``s0 <= 8``
+        lambda x: torch.fft.rfft(x, n=6),
+    ],
+)
+def test_a_guard_that_does_not_change_the_output_shape_compiles_once(fn):
+    f = L.jit(fn, dims=[{0: "n"}])
+    for n in (5, 11, 7):
+        x = torch.randn(n)
+        torch.testing.assert_close(f(x), fn(x))
+    assert f.ctx.compiles() == 1
+
+
+_HYPOT = "torch_fn:torch._VariableFunctionsClass.hypot"
+
+
+def _plant_a_wrong_guess(monkeypatch):
+    """The meta rule predicts every symbolic size one too large while ``hypot`` is not demoted
+    (a guess its guards would have ruled out), right once it is."""
+    monkeypatch.setattr(guess, "DEMOTED", set())
+    expr = meta._Fake.expr
+
+    def wrong(self, s):
+        e = expr(self, s)
+        return e if e.is_const or _HYPOT in guess.DEMOTED else e + 1
+
+    monkeypatch.setattr(meta._Fake, "expr", wrong)
+
+
+def _sized(x, y):
+    h = torch.hypot(x, y)
+    return h.sum() * h.shape[0]  # (the guessed size reaches a value)
+
+
+def test_a_wrong_guess_is_caught_at_run_time_demoted_and_traced_again(monkeypatch):
+    _plant_a_wrong_guess(monkeypatch)
+    f = L.jit(_sized, dims=[{0: "n"}, {0: "m"}])
+    for n in (3, 6):
+        x, y = torch.randn(n, 2), torch.randn(n, 2)
+        torch.testing.assert_close(f(x, y), _sized(x, y))
+    assert {_HYPOT} == guess.DEMOTED
+    assert "check_shape" not in f.ctx.last.ir and any("m == n" in g for g in f.guard_log)
+
+
+def test_without_the_check_a_wrong_guess_goes_unseen(monkeypatch):
+    """The planted guess of the test above, its runtime check a no-op: a wrong value (the check is
+    what catches it)."""
+    _plant_a_wrong_guess(monkeypatch)
+    monkeypatch.setitem(meta.LOWER, "check_shape", lambda t, shape, dtype, key: t)
+    f = L.jit(_sized, dims=[{0: "n"}, {0: "m"}])
     x, y = torch.randn(3, 2), torch.randn(3, 2)
-    torch.testing.assert_close(f(x, y), torch.hypot(x, y))
-    assert any("m == n" in g for g in f.guard_log)
-    x, y = torch.randn(5, 2), torch.randn(1, 2)
-    torch.testing.assert_close(f(x, y), torch.hypot(x, y))
-    assert f.ctx.compiles() == 2
-    x, y = torch.randn(4, 2), torch.randn(4, 2)  # the first graph again
-    torch.testing.assert_close(f(x, y), torch.hypot(x, y))
-    assert f.ctx.compiles() == 2
+    with pytest.raises(AssertionError):
+        torch.testing.assert_close(f(x, y), _sized(x, y))
+    assert not guess.DEMOTED
 
 
 def test_several_outputs_keep_their_structure():

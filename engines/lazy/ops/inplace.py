@@ -62,6 +62,7 @@ def _into_concrete(name, base, self, args, kwargs):
     ctx = ctx_of(*args, *kwargs.values())
     out = base(LazyTensor(ctx.constant(self), ctx), *args, **kwargs)
     self.copy_(out.value())
+    ctx.wrote = True  # (a step that wrote a concrete tensor cannot be traced again: see LazyFunction)
     return LazyTensor(ctx.constant(self), ctx)
 
 

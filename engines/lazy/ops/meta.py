@@ -9,9 +9,21 @@ their dtypes are the nodes' dtypes. Each output records one node (``record``) wh
 the torch function itself (the output picked from its result when there are several), so the
 compiled FX module runs the real kernel.
 
-Every guard the meta kernel adds to the ``ShapeEnv`` (``Ne(s0, 1)`` where it broadcast, ``Eq(s0,
-s1)`` where two sizes must agree) becomes a guard of the lazy context (``ctx.guard``): a size that
-breaks one re-traces. A guard the size algebra cannot state specialises the variables in it.
+The meta kernel may add guards to the ``ShapeEnv`` (``Ne(s0, 1)`` where it broadcast, ``Eq(s0,
+s1)`` where two sizes must agree, ``s0 <= 3`` where a backend heuristic chose a kernel). Values
+never depend on them: the compiled graph calls the real function, which decides every branch
+again. Only the predicted output shape (and dtype) does, so in a step that can be traced again
+(``ctx.recovers``: a ``LazyFunction`` call) the call is traced *optimistically*: its guards are
+dropped, and each output node is followed by a ``check_shape`` node, which compares the real
+output's shape and dtype with the predicted ones (the size expressions, materialised to ints) and
+raises :class:`~..symbolic.ShapeGuess` when they differ (a pick of several outputs also checks
+their number). ``LazyFunction`` then *demotes* the function (:func:`.guess.demote`: process-wide) and
+traces the step again. A demoted function, a call outside such a step (a plain ``L.tensor``
+leaf: nothing could trace it again), or an output a check cannot see (a size, a scalar, an
+operand returned as is) turns every meta guard into a guard of the lazy context (``ctx.guard``):
+a size that breaks one re-traces. A guard the size algebra cannot state specialises the variables
+in it. A call whose meta kernel added no guard (none the lazy context would record) is traced
+the same either way, without a check.
 
 Refused by name (``UntraceableOp.kind``): an output whose size depends on the values ("data-dependent
 output": ``nonzero``, ``unique``, ``masked_select``, ``.item()``), an in-place or ``out=`` call
@@ -30,8 +42,9 @@ from torch.utils import _pytree as pytree
 from engines import sizes
 from engines.sizes import Expr
 
-from ..symbolic import SymSize
+from ..symbolic import ShapeGuess, SymSize
 from ..tensor import FALLBACK, LazyTensor, UntraceableOp, ctx_of
+from . import guess
 from .registry import LOWER, _put, record, replayed
 
 _IMPLS: dict = {}  # torch function -> its implementation (one each: replay keys on it)
@@ -59,15 +72,32 @@ def lower_key(func, name: str) -> str:
 
 
 class _Pick:
-    """The ``i``-th leaf (``pytree`` order) of ``func``'s result: one node's lowering."""
+    """The ``i``-th leaf (``pytree`` order) of ``func``'s result: one node's lowering. ``n``:
+    the number of leaves the trace predicted (a :class:`ShapeGuess` when the result has
+    another), or None (guarded: no check)."""
 
-    def __init__(self, func, i: int, name: str):
-        self.func, self.i = func, i
-        self.__name__ = f"{name}_out{i}"
+    def __init__(self, func, i: int, name: str, n: int | None = None, key: str = ""):
+        self.func, self.i, self.n, self.key = func, i, n, key
+        self.__name__ = f"{name}_out{i}" if n is None else f"{name}_out{i}of{n}"
         self.__qualname__ = self.__name__
 
     def __call__(self, *args, **kwargs):
-        return pytree.tree_leaves(self.func(*args, **kwargs))[self.i]
+        leaves = pytree.tree_leaves(self.func(*args, **kwargs))
+        if self.n is not None and len(leaves) != self.n:
+            raise ShapeGuess(self.key, f"{len(leaves)} outputs", f"{self.n}")
+        return leaves[self.i]
+
+
+def _checkable(leaves, vals) -> bool:
+    """Whether the output is all that a runtime check sees: tensor leaves the call made (checked
+    by shape and dtype; their number by the pick) or None. A size, a Python scalar or an operand
+    returned as is may have been decided by a guard, with no runtime check to catch it."""
+    for x, v in zip(leaves, vals, strict=True):
+        if x is None:
+            continue
+        if not isinstance(x, torch.Tensor) or v is not None:
+            return False
+    return True
 
 
 class _Getter:
@@ -117,11 +147,15 @@ def _generic(func, name: str):
         ctx = ctx_of(args, kwargs)
         if ctx is None:
             raise _refuse("unsupported op", f"lazy: {name}: no lazy operand found")
-        fake, out, leaves, spec, vals, seeded = _run_meta(func, name, ctx, args, kwargs)
+        may = ctx.recovers and key not in guess.DEMOTED  # (may guess: sizes the kernel pins kept symbolic)
+        fake, out, leaves, spec, vals, seeded = _run_meta(func, name, ctx, args, kwargs, may)
         if seeded.random:
             raise _refuse("random", f"lazy: {name} draws random numbers (it would run at the sync, not at the call)")
-        fake.guards(name)
         idx = [i for i, x in enumerate(leaves) if isinstance(x, torch.Tensor) and vals[i] is None]
+        optimistic = may and _checkable(leaves, vals) and guess.decides(fake, name)
+        if not optimistic:
+            fake.guards(name)
+        n = len(leaves)
         for i in idx:
             x = leaves[i]
             shape = tuple(fake.expr(s) for s in x.shape)
@@ -129,11 +163,15 @@ def _generic(func, name: str):
                 op = key
                 _put(LOWER, op, func, "lowering")
             else:
-                op = f"{key}[{i}]"
+                # (optimistic: the pick checks the number of leaves too, which a guard may decide)
+                op = f"{key}[{i}/{n}]" if optimistic else f"{key}[{i}]"
                 if op not in picks:
-                    picks[op] = _Pick(func, i, name)
+                    picks[op] = _Pick(func, i, name, n if optimistic else None, key)
                     _put(LOWER, op, picks[op], "lowering")
-            vals[i] = record(ctx, op, args, kwargs, shape, x.dtype)
+            t = record(ctx, op, args, kwargs, shape, x.dtype)
+            if optimistic:  # the real output's shape and dtype, checked against the trace's
+                t = record(ctx, "check_shape", (t, shape, x.dtype, key), {}, shape, x.dtype)
+            vals[i] = t
         return pytree.tree_unflatten(vals, spec)
 
     impl.__name__ = impl.__qualname__ = name
@@ -143,7 +181,7 @@ def _generic(func, name: str):
 _DECOMPOSE: dict = {}  # torch function -> whether its meta run decomposes (see _run_meta)
 
 
-def _run_meta(func, name, ctx, args, kwargs):
+def _run_meta(func, name, ctx, args, kwargs, symbolic=False):
     """``func`` on fake operands: ``(fake world, output, its leaves, their spec, what each leaf is
     lazily (see ``_Fake.out``), the dispatch mode that watched it)``. A run whose guards pin a size
     to a number (a C++ kernel reading ``sizes()``) is tried again with torch's Python decompositions
@@ -153,6 +191,8 @@ def _run_meta(func, name, ctx, args, kwargs):
     best = None
     for decompose in tries:
         fake = _Fake(ctx)
+        if symbolic:
+            guess.keep_symbolic(fake.env, {a for a in pytree.tree_leaves((args, kwargs)) if type(a) is int})
         try:
             fargs, fkwargs = pytree.tree_map(fake.arg, (args, kwargs))
             fake.start()
