@@ -15,7 +15,7 @@ import operator
 import torch
 
 from .memo import Memo
-from .symbolic import UNPATCHED, NeedsSizedMethods, SymSize
+from .symbolic import SIZED_FUNCTIONS, UNPATCHED, NeedsSizedMethods, SymSize
 from .tensor import DISPATCHED, OPS, LazyTensor
 
 _TENSOR = torch.Tensor
@@ -25,6 +25,7 @@ _TENSOR = torch.Tensor
 # creation functions called with symbolic sizes (``torch.zeros(x.shape[0], 4)``)
 # ---------------------------------------------------------------------------
 _CREATION = ("zeros", "ones", "empty", "full", "arange", "eye")
+SIZED_FUNCTIONS.update({getattr(torch, n): OPS["lazy_" + n] for n in _CREATION})
 
 
 def _has_sym(obj) -> bool:

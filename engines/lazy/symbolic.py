@@ -311,6 +311,21 @@ def _cmp(op):
     return method
 
 
+#: torch creation function -> its lazy implementation, for a size reaching it in a list
+#: (``torch.zeros((n, 3))``) through :meth:`SymSize.__torch_function__` (filled by :mod:`.hooks`)
+SIZED_FUNCTIONS: dict = {}
+
+
+def _concrete(v):
+    """``v`` with every size in it read as an int (each a guard), lists and tuples included:
+    torch's argument parser would call ``__torch_function__`` again on a size left in one."""
+    if isinstance(v, SymSize):
+        return int(v)
+    if isinstance(v, (list, tuple)):
+        return type(v)(_concrete(x) for x in v)
+    return v
+
+
 class SymSize:
     """A symbolic size (``x.shape[i]`` and arithmetic on it).
 
@@ -380,8 +395,10 @@ class SymSize:
             plain = all(isinstance(v, SymSize) or (type(v) is int and v >= 0) for v in (a, b))
             if mode in ("floor", "trunc") and plain and (isinstance(b, SymSize) or b > 0):
                 return a // b  # (sizes are >= 0: trunc is floor)
-        concrete = [int(v) if isinstance(v, SymSize) else v for v in args]
-        return func(*concrete, **{k: int(v) if isinstance(v, SymSize) else v for k, v in kwargs.items()})
+        impl = SIZED_FUNCTIONS.get(func)
+        if impl is not None:  # a creation function held from before ``tracing()`` (OpInfo's ``torch.zeros``)
+            return impl(*args, **kwargs)
+        return func(*[_concrete(v) for v in args], **{k: _concrete(v) for k, v in kwargs.items()})
 
     def __int__(self) -> int:
         if UNPATCHED[0]:  # (maybe torch's argument parser, which a tracing() function would have spared)
