@@ -78,9 +78,11 @@ def test_a_wrong_lowering_is_a_stablehlo_mismatch(db, monkeypatch):
 
 
 def test_a_lost_lowering_is_a_refusal_naming_the_op(db, monkeypatch):
+    """sin's lowering gone (aten's and the prims twin a decomposition would reach): refused by name."""
     from engines.stablehlo.lowering import registry
 
-    monkeypatch.delitem(registry.LOWERINGS, torch.ops.aten.sin.default)
+    for op in (torch.ops.aten.sin.default, torch.ops.prims.sin.default):
+        monkeypatch.delitem(registry.LOWERINGS, op, raising=False)
     (v,) = paths.run_stablehlo(_sample(db, "sin"), "unary elementwise", ("bounded",))
     assert (v.verdict, v.refusal) == ("refused", "LoweringError") and "::sin " in v.message
 
