@@ -64,10 +64,6 @@ def compare(got, want, rtol: float, atol: float, values: bool = True) -> None:
             raise Mismatch(f"output {i}: {a!r}, eager {b!r}")
 
 
-#: entries whose result is uninitialised memory in eager (``torch.empty_like``): the
-#: values of two runs need not agree, so only the shapes and dtypes are compared
-
-
 def _torch(a) -> torch.Tensor:
     """A NumPy result as a tensor; bfloat16 (ml_dtypes, which torch.from_numpy rejects)
     through float32, exactly."""
