@@ -131,6 +131,28 @@ def provide(path: str | os.PathLike, found) -> None:
     _FILES[str(Path(path).resolve())] = tuple(found)
 
 
+def add_made(path: str | os.PathLike, made) -> None:
+    """Add cases this process made from the file ``path`` to those it already holds for it
+    (a script's ``dynshape.case`` calls: the workers load the file, this process has them)."""
+    have = _FILES.get(str(Path(path).resolve()), ())
+    known = {c.name for c in have}
+    provide(path, [*have, *(c for c in made if c.name not in known)])
+
+
+def use_files(*paths: str | os.PathLike) -> tuple[Case, ...]:
+    """The step ``run --cases-from`` and ``dynshape.run`` share: name the cases
+    files for this process and its workers (:func:`use`), load them here, and
+    publish the weights of each module they build, so every worker, of every
+    environment, runs these weights and not a draw of its own. Their cases."""
+    from .models_base import publish_weights
+
+    use(*paths)
+    found = tuple(c for p in paths for c in load_file(p))
+    for c in found:
+        publish_weights(c)
+    return found
+
+
 def from_files() -> tuple[Case, ...]:
     """The cases of every file :data:`FILES_ENV` names, each file loaded once per process."""
     return tuple(c for p in os.environ.get(FILES_ENV, "").split(os.pathsep) if p for c in load_file(p))

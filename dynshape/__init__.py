@@ -18,11 +18,11 @@ Nothing here imports a framework until it is called.
 
 from __future__ import annotations
 
+from cases.check import check
 from cases.model import Case, CaseError, Dim, EinxForm, Input, Tolerance, bounded, static, unbounded
 
 from . import _libs
 from ._case import case, einx_call
-from ._check import check
 from ._run import records, report, run, shapes
 
 _libs.install()

@@ -98,8 +98,7 @@ def _sources(given: list) -> tuple[list[str], list[str]]:
         else:
             names.append(str(item))
     for origin, made in by_file.items():
-        known = {c.name for c in packs._FILES.get(str(Path(origin).resolve()), ())}
-        packs.provide(origin, [*packs._FILES.get(str(Path(origin).resolve()), ()), *(c for c in made if c.name not in known)])
+        packs.add_made(origin, made)
         files.append(origin)
     return names, files
 

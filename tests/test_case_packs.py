@@ -274,6 +274,7 @@ def test_packs_install_puts_a_pack_in_every_environment_and_a_missing_one_is_nam
     naming the pack and the command; after, it is planned to run."""
     from backends import envs
     from harness import cli, pack_envs, registry, runner
+    from harness.commands import run as run_command
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=300)
@@ -296,7 +297,7 @@ def test_packs_install_puts_a_pack_in_every_environment_and_a_missing_one_is_nam
         combo = runner.Combo(cases.get("pack_double"), xla, "static")
         if combo.skip_reason() is not None:
             pytest.skip(f"{xla.name} cannot run here: {combo.skip_reason()}")
-        (skipped,) = cli._packs_missing([combo])
+        (skipped,) = run_command.packs_missing([combo])
         assert skipped.skip_reason() == ("skipped", pack_envs.missing_reason("demo", "xla"))
         assert capsys.readouterr().err == (
             f"dynshape: warning: {pack_envs.missing_reason('demo', 'xla')}; its jobs there are skipped\n"

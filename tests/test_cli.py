@@ -213,7 +213,7 @@ def test_check_exits_1_on_unexpected_recompiled_or_unruled_jobs(change, exit_cod
 def _subcommands() -> list[str]:
     import argparse
 
-    sub = next(a for a in cli._parser()._actions if isinstance(a, argparse._SubParsersAction))
+    sub = next(a for a in cli.parser()._actions if isinstance(a, argparse._SubParsersAction))
     return sorted(sub.choices)
 
 
@@ -224,3 +224,18 @@ def test_every_subcommand_prints_its_help(command, capsys):
         cli.main([command, "--help"])
     assert e.value.code == 0
     assert command in capsys.readouterr().out
+
+
+def test_help_names_every_command_and_no_developer_note(capsys):
+    """``--help`` is for users: every verb of :data:`harness.commands.COMMANDS` is
+    named in the description and listed, and no note meant for developers."""
+    from harness.commands import COMMANDS
+
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    out = capsys.readouterr().out
+    description = cli.__doc__ or ""
+    for name in COMMANDS:
+        assert f"`{name}" in description and f"    {name}" in out, name
+    assert "lines" not in out.lower() and "developer" not in out.lower()
+    assert _subcommands() == sorted(COMMANDS)
