@@ -18,8 +18,8 @@ Nothing here imports a framework until it is called.
 
 from __future__ import annotations
 
-from cases.check import check
 from cases.model import Case, CaseError, Dim, EinxForm, Input, Tolerance, bounded, static, unbounded
+from cases.program_check import check
 
 from . import _libs
 from ._case import case, einx_call

@@ -48,6 +48,10 @@ def run(
     that did not run one row with its status and reason. The records go to
     ``out/<run_id>.jsonl`` (``df.attrs["records"]``).
 
+    The defaults are not the command line's: the ``full`` profile (a user's
+    case's whole sweep; ``harness run`` runs ``quick``), 3 repeats after 1
+    warm-up call (``harness run``: 7 after 2), for a quicker answer.
+
     Cases are :func:`dynshape.case` results (their defining file is loaded by
     the workers, of every environment), in-tree or pack case names, or paths of
     cases files. Called while a worker loads that file, it stops the load

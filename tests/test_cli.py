@@ -239,3 +239,22 @@ def test_help_names_every_command_and_no_developer_note(capsys):
         assert f"`{name}" in description and f"    {name}" in out, name
     assert "lines" not in out.lower() and "developer" not in out.lower()
     assert _subcommands() == sorted(COMMANDS)
+
+
+def test_warnings_meant_for_backend_authors_stay_off_the_users_screen(monkeypatch, capsys):
+    """A backend's undeclared import (:class:`LateImportWarning`) is shown with
+    ``DYNSHAPE_AUTHOR_WARNINGS`` set, and not otherwise."""
+    import warnings
+
+    from harness import commands, zygote_policy
+
+    def warns(args) -> int:
+        warnings.warn(zygote_policy.LateImportWarning({"job": "j", "late_imports": ["m"], "backend": "b"}), stacklevel=1)
+        return 0
+
+    monkeypatch.setattr(commands.COMMANDS["merge"], "main", warns)
+    argv = ["merge", "x.jsonl", "--out", "y.jsonl"]
+    monkeypatch.delenv(cli.AUTHOR_WARNINGS, raising=False)
+    assert cli.main(argv) == 0 and "imported m" not in capsys.readouterr().err
+    monkeypatch.setenv(cli.AUTHOR_WARNINGS, "1")
+    assert cli.main(argv) == 0 and "imported m" in capsys.readouterr().err

@@ -14,3 +14,10 @@ def test_every_docs_page_is_in_the_navigation():
     nav = (ROOT / "mkdocs.yml").read_text()
     pages = [p.relative_to(ROOT / "docs").as_posix() for p in (ROOT / "docs").rglob("*.md")]
     assert pages and [p for p in pages if p not in nav] == []
+
+
+def test_every_findings_page_is_in_the_findings_index():
+    """The index is the findings' front page: a dated page it does not list is lost to readers."""
+    index = (ROOT / "docs" / "findings" / "index.md").read_text()
+    pages = sorted(p.name for p in (ROOT / "docs" / "findings").glob("*.md") if p.name != "index.md")
+    assert pages and [p for p in pages if f"({p})" not in index] == []

@@ -147,3 +147,16 @@ def test_every_chart_is_drawn_in_headless_chromium(tmp_path):
         ("einx_symbolic", "unbounded"): ["1/1", "1", "0.25"],
         ("einx", "static"): ["1/1", "0", "1.00"],
     }, rows
+
+
+def test_report_html_without_a_path_goes_beside_the_run(tmp_path, monkeypatch):
+    """``report --html`` alone writes under the results (beside the run), never into the working directory."""
+    with results.Writer(tmp_path / "runs" / "r.jsonl") as w:
+        for rec in _fixture_records().to_dict("records"):
+            w.write(rec)
+    here = tmp_path / "cwd"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    assert cli.main(["report", str(tmp_path / "runs" / "r.jsonl"), "--html"]) == 0
+    assert "<html" in (tmp_path / "runs" / "r.report.html").read_text()[:500].lower()
+    assert list(here.iterdir()) == []

@@ -17,11 +17,11 @@ def add_parser(sub) -> None:
 
 
 def main(args) -> int:
-    """``dynshape check FILE``: :func:`cases.check.check` (``dynshape.check``) on the file's cases; exit 1 if any is refused."""
-    from cases import check, packs
+    """``dynshape check FILE``: :func:`cases.program_check.check` (``dynshape.check``) on the file's cases; exit 1 if any is refused."""
+    from cases import packs, program_check
 
     found = packs.load_file(args.file)
     names = cases.match_globs([c.name for c in found], args.cases, "case")
-    got = check.check([c for c in found if c.name in names])
+    got = program_check.check([c for c in found if c.name in names])
     print(got)
     return 0 if got.ok else 1

@@ -24,7 +24,13 @@ def add_parser(sub) -> None:
         "missing: planned (the run's .plan.json) but never ran, a shape or a cached phase "
         "without its records or samples, or (CI=true) its backend's environment absent",
     )
-    rep.add_argument("--html", metavar="OUT.html", help="also write a self-contained HTML report with plots")
+    rep.add_argument(
+        "--html",
+        nargs="?",
+        const="",
+        metavar="OUT.html",
+        help="also write a self-contained HTML report with plots (default: beside the first run, .report.html)",
+    )
     rep.add_argument(
         "--families",
         action="store_true",
@@ -50,12 +56,14 @@ def main(args) -> int:
             f"kept beside its retry?), e.g. {dups[0]}",
             file=sys.stderr,
         )
-    if args.html:
+    if args.html is not None:
         from harness import html_report as html
 
+        page = Path(args.html) if args.html else files[0].with_suffix(".report.html")
+
         df = common.select_records(df, args)
-        Path(args.html).write_text(html.render(df, title=f"dynshape: {', '.join(f.stem for f in files)}"), encoding="utf-8")
-        print(f"HTML report: {args.html}", file=sys.stderr)
+        page.write_text(html.render(df, title=f"dynshape: {', '.join(f.stem for f in files)}"), encoding="utf-8")
+        print(f"HTML report: {page}", file=sys.stderr)
     if args.families:
         table = report.family_table(common.select_records(df, args))
         print(table.to_markdown())
