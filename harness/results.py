@@ -222,7 +222,10 @@ def read_records(path: str | os.PathLike) -> list[dict]:
     :class:`ResultsError` naming the version.
     """
     out = []
-    with open(path, encoding="utf-8", errors="replace") as f:
+    import gzip
+
+    opener = gzip.open if str(path).endswith(".gz") else open  # a run kept compressed (docs/data/)
+    with opener(path, "rt", encoding="utf-8", errors="replace") as f:
         for n, line in enumerate(f, 1):
             line = line.strip()
             if not line:
