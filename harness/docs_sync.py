@@ -155,7 +155,8 @@ def regenerate(text: str, where: str, made: dict[str, str] | None = None) -> str
 
 def drift(root: Path = ROOT) -> list[str]:
     """Each ``page: block`` whose text differs from what its generator gives now."""
-    out, made = [], {}
+    out: list[str] = []
+    made: dict[str, str] = {}
     for page in PAGES:
         text = (root / page).read_text(encoding="utf-8")
         new = regenerate(text, page, made)
