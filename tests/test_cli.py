@@ -62,7 +62,7 @@ def test_run_writes_records_and_prints_the_report(flags, start, tmp_path, capsys
     assert code == 0  # the job conforms to cases/expectations.toml (else exit 1)
     out = capsys.readouterr().out
     # the terminal gets a summary and where the report is; the table is `report`'s
-    assert "| gnn_edge_divide |" not in out and "1 jobs by status: 1 pass" in out
+    assert "| gnn_edge_divide |" not in out and "1 jobs ran: 1 pass" in out
     (page,) = tmp_path.glob("*.report.html")
     assert f"HTML report: {page}" in out and "<h2 id=gnn_edge_divide>" in page.read_text()
     df = results.load([tmp_path])
@@ -157,7 +157,7 @@ def test_run_exits_1_when_a_job_ends_unexpectedly(fake_backends, monkeypatch, tm
     out, err = capsys.readouterr()
     # a screenful: counts, where the report is, and (on stderr) every unexpected job
     assert len(out.splitlines()) + len(err.splitlines()) <= 40, out + err
-    assert "2 jobs by status: 1 pass, 1 crashed" in out and "1 pass, 1 fail (1 unexpected: listed below)" in out
+    assert "2 jobs ran: 1 pass, 1 crashed" in out and "1 pass, 1 fail (1 unexpected: listed below)" in out
     (csv,) = [
         p
         for p in tmp_path.glob("*.report.csv")
