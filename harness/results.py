@@ -81,7 +81,12 @@ FIELDS = (
     "cached_samples_s",
     "node",
     "cached_check_every",
+    "cases",
 )
+#: ``cases``: a record of planned jobs that did not run (``unsupported``/``skipped``)
+#: stands for every case listed, each a job of its backend, mode and reason
+#: (:func:`read_records` gives one record per case): the quick profile plans
+#: ~40,000 such jobs, which one record each made a run file of 45 MB.
 #: ``process``: which fresh worker of the job measured the record (0, then
 #: 1… for ``harness run --processes N``, which repeats the novel phase);
 #: ``cached_samples_s`` the raw per-repeat seconds behind ``cached_latency_s``;
@@ -107,7 +112,7 @@ TYPES: dict[str, tuple[type, ...]] = {
     **dict.fromkeys(
         ("machine", "versions", "sizes", "compile_stages", "compile_delta", "compile_times", "call_breakdown"), (dict,)
     ),
-    **dict.fromkeys(("shapes", "compile_reasons", "guards", "cached_samples_s"), (list,)),
+    **dict.fromkeys(("shapes", "compile_reasons", "guards", "cached_samples_s", "cases"), (list,)),
     **dict.fromkeys(
         (
             "startup_s",
@@ -123,6 +128,8 @@ TYPES: dict[str, tuple[type, ...]] = {
     ),
     **dict.fromkeys(_INTS, (int,)),
 }
+#: the statuses of a planned job that needed no worker
+IDLE_STATUSES = ("unsupported", "skipped")
 #: fields a record cannot do without: what identifies its job and says how it ended
 REQUIRED = ("run_id", "case", "backend", "mode", "status")
 
@@ -266,9 +273,43 @@ def read_records(path: str | os.PathLike) -> list[dict]:
                 raise ResultsError(
                     f"{path}:{n}: schema {schema!r} is not supported (this harness reads {', '.join(map(str, READABLE))})"
                 )
-            check_record(rec, f"{path}:{n}")
-            out.append(rec)
+            for one in _expanded(rec, f"{path}:{n}"):
+                check_record(one, f"{path}:{n}")
+                out.append(one)
     return out
+
+
+def _expanded(rec: dict, where: str) -> list[dict]:
+    """A record as the records it stands for: one per case of its ``cases`` (a group of jobs not run)."""
+    group = rec.get("cases")
+    if group is None:
+        return [rec]
+    if not isinstance(group, list) or not all(isinstance(c, str) for c in group) or rec.get("status") not in IDLE_STATUSES:
+        raise ResultsError(f"{where}: field 'cases' must list case names of jobs not run (unsupported or skipped)")
+    message = rec.get("message")
+    if isinstance(message, str) and CASE_MARK in message:
+        return [dict(rec, case=c, cases=None, message=message.replace(CASE_MARK, c)) for c in group]
+    return [dict(rec, case=c, cases=None) for c in group]
+
+
+def idle_groups(records: Iterable[dict]) -> list[dict]:
+    """Records of jobs not run, one per (backend, mode, env, status, message) with its
+    ``cases`` listed: what a run file keeps of them (:func:`read_records` expands it)."""
+    groups: dict[tuple, dict] = {}
+    for rec in records:
+        message = rec.get("message")
+        if isinstance(message, str) and rec["case"] in message:  # "... and zoo_x cannot pad": one reason for all
+            message = message.replace(rec["case"], CASE_MARK)
+        key = (rec["backend"], rec["mode"], rec.get("env"), rec["status"], message)
+        if key in groups:
+            groups[key]["cases"].append(rec["case"])
+        else:
+            groups[key] = dict(rec, case=None, cases=[rec["case"]], message=message)
+    return list(groups.values())
+
+
+#: in a group's message, where each case's name goes back (:func:`idle_groups`)
+CASE_MARK = "<case>"
 
 
 def check_record(rec: dict, where: str) -> None:

@@ -205,6 +205,7 @@ class Runner:
         bar = progress.bar(total, self.progress)
         try:
             with results.Writer(self.path) as writer:
+                combos = self.write_idle(combos, writer.write, bar.update)
 
                 def one(combo: Combo) -> None:
                     if self.stop.is_set():
@@ -236,6 +237,22 @@ class Runner:
         finally:
             bar.close()
         return self.path
+
+    def write_idle(self, combos: list[Combo], write: Callable[[dict], None], done=lambda n: None) -> list[Combo]:
+        """Write the records of the jobs that need no worker (no such mode, left
+        out, unavailable), grouped (:func:`harness.results.idle_groups`); the rest."""
+        idle, rest = [], []
+        for combo in combos:
+            skip = combo.skip_reason()
+            if skip is None:
+                rest.append(combo)
+                continue
+            base = dict(self._common, case=combo.case.name, backend=combo.backend.name, mode=combo.mode, env=combo.env_name)
+            idle.append(results.record(**base, process=0, timestamp=meta.now(), status=skip[0], ok=None, message=skip[1]))
+        for rec in results.idle_groups(idle):
+            write(rec)
+        done(len(idle))
+        return rest
 
     def write_plan(self, combos: list[Combo]) -> Path:
         """Write ``<run_id>.plan.json`` (the jobs and settings), unless the run has one."""
