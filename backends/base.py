@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from engines.sizes.modes import MODES, BoundError  # noqa: F401 (re-exported: the modes a backend may offer, the bound error)
-from engines.torch_export_tools import EXPORT_MIN, export_range  # noqa: F401 (re-exported: where an exported dim starts)
+from engines.torch_export_tools import EXPORT_MIN, export_range, interval_text  # noqa: F401 (re-exported: where an exported dim starts)
 
 FORMS = ("einx", "torch", "jax")
 
@@ -107,8 +107,7 @@ class Ledger:
 
 def describe_range(dim) -> str:
     """``"b in [2, 64]"`` (``inf`` for an unbounded dim): a dim's exported range in words."""
-    lo, hi = export_range(dim)
-    return f"{dim.name} in [{lo}, {hi if hi is not None else 'inf'}]"
+    return f"{dim.name} in {interval_text(*export_range(dim))}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -472,24 +471,8 @@ class JaxArrays:
 
 
 def torch_dims(case, mode: str) -> list[dict[int, Any]]:
-    """``torch.export.Dim`` objects per input axis for ``case`` in ``mode``.
+    """``torch.export.Dim`` objects per input axis for ``case`` in ``mode``
+    (:func:`engines.torch_export_tools.torch_dims` of the case's export spec)."""
+    from engines import torch_export_tools
 
-    One ``Dim`` per case dim name, shared by every input that uses it;
-    bounded dims carry their ``max``; ``min`` as :func:`export_range` says.
-    """
-    from torch.export import Dim
-
-    made: dict[str, Any] = {}
-    out = []
-    for axes in case.dynamic_axes(mode):
-        spec = {}
-        for axis, dim in axes.items():
-            if dim.name not in made:
-                lo, hi = export_range(dim)
-                kwargs = {"min": lo}
-                if hi is not None:
-                    kwargs["max"] = hi
-                made[dim.name] = Dim(dim.name, **kwargs)
-            spec[axis] = made[dim.name]
-        out.append(spec)
-    return out
+    return torch_export_tools.torch_dims(torch_export_tools.export_spec(case.dynamic_axes(mode)))

@@ -41,7 +41,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .base import Backend, Counter, Program, Unsupported, export_range, torch_dims
+from .base import Backend, Counter, Program, Unsupported, torch_dims
 
 LOWERING = Counter("ours", "torch.export + our StableHLO lowering of the program")
 XLA = Counter(
@@ -254,13 +254,13 @@ class TorchLowered:
         import torch
 
         from engines.stablehlo import Module
-        from engines.torch_export_tools import export_sample
+        from engines.torch_export_tools import export_sample, export_spec
 
         from .torch_export import export
 
         case, mode = self.case, self.mode
         shapes = ", ".join(str(tuple(a.shape)) for a in args)
-        spec = [{ax: (d.name, *export_range(d)) for ax, d in axes.items()} for axes in case.dynamic_axes(mode)]
+        spec = export_spec(case.dynamic_axes(mode))
         sample = export_sample([torch.from_numpy(np.array(a)) for a in args], spec)
         reason = f"torch.export + StableHLO lowering of {case.name} ({mode}) at argument shapes {shapes}"
         if any(tuple(s.shape) != tuple(a.shape) for s, a in zip(sample, args, strict=False)):

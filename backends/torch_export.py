@@ -24,6 +24,7 @@ from .base import (
     Unsupported,
     describe_range,
     export_range,
+    interval_text,
     torch_dims,
 )
 from .padding import host_padding
@@ -102,7 +103,7 @@ def _range_error(case, mode, args, err: Exception) -> Exception:
             if size < lo or (hi is not None and size > hi):
                 return OutOfRange(
                     f"{case.name}: input {inp.name!r} dim {dim.name!r} (axis {axis}) is {size}, outside the "
-                    f"exported range [{lo}, {hi if hi is not None else 'inf'}] (torch: {err})"
+                    f"exported range {interval_text(lo, hi)} (torch: {err})"
                 )
     return err
 

@@ -13,7 +13,6 @@ axis of ``--versions`` (a job per release of a backend's system) is
 from __future__ import annotations
 
 import collections
-import contextlib
 import dataclasses
 import json
 import os
@@ -35,6 +34,7 @@ from backends import envs
 from backends.base import MODES, Backend
 
 from . import forkserver, job_env, limits, meta, progress, registry, releases, results
+from .worker_process import WorkerTail, kill, looks_oom, pump, tail_text
 
 DEFAULT_REPEATS = 7
 DEFAULT_WARMUP = 2
@@ -352,15 +352,15 @@ class Runner:
             )
         lines: queue.Queue = queue.Queue()
         last: collections.deque[str] = collections.deque(maxlen=60)
-        threading.Thread(target=_pump, args=(proc.stdout, lines.put, True), daemon=True).start()
-        err = threading.Thread(target=_pump, args=(proc.stderr, last.append), daemon=True)
+        threading.Thread(target=pump, args=(proc.stdout, lines.put, True), daemon=True).start()
+        err = threading.Thread(target=pump, args=(proc.stderr, last.append), daemon=True)
         err.start()
         # the tail is read once the worker has ended and its stderr is drained
-        tail = _Tail(last, err)
+        tail = WorkerTail(last, err)
         try:
             self._watch(proc, lines, tail, spawned, timeout, emit, start)
         except BaseException:  # Ctrl-C in this thread: the worker goes too
-            _kill(proc)
+            kill(proc)
             raise
 
     def _watch(self, proc, lines, tail, spawned, timeout, emit, start) -> None:
@@ -372,21 +372,21 @@ class Runner:
         deadline = time.monotonic() + timeout
         while True:
             if self.stop.is_set():
-                _kill(proc)
+                kill(proc)
                 return
             try:
                 line = lines.get(timeout=min(max(deadline - time.monotonic(), 0), 0.25))
             except queue.Empty:
                 if time.monotonic() < deadline:
                     continue
-                _kill(proc)
+                kill(proc)
                 emit(
                     versions=versions,
                     **job_fields,
                     status="timeout",
                     ok=False,
                     message=f"killed (SIGKILL) after no result within {timeout:.0f}s; {measured} records were "
-                    f"measured before; stderr: {_tail(tail)}",
+                    f"measured before; stderr: {tail_text(tail)}",
                 )
                 return
             if line is None:
@@ -419,11 +419,11 @@ class Runner:
         try:
             code = proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            _kill(proc)
+            kill(proc)
             code = proc.wait()
         how = f"signal {signal.Signals(-code).name}" if code and code < 0 else f"exit code {code}"
         limit = f"its memory limit of {limits.fmt(self.max_memory)} (--max-memory)"
-        if oom or (not done and _looks_oom(tail)):
+        if oom or (not done and looks_oom(tail)):
             last = (oom or "").strip().splitlines()[-1:] or ["(no Python error)"]
             emit(
                 versions=versions,
@@ -431,7 +431,7 @@ class Runner:
                 status="oom",
                 ok=False,
                 message=f"worker ran out of memory under {limit} ({how}) after {measured} records: {last[0]}; "
-                f"stderr: {_tail(tail)}",
+                f"stderr: {tail_text(tail)}",
             )
         elif fatal:
             emit(versions=versions, **job_fields, status="error", ok=False, message=f"worker failed: {fatal.strip()[-1500:]}")
@@ -441,29 +441,8 @@ class Runner:
                 **job_fields,
                 status="crashed",
                 ok=False,
-                message=f"worker died ({how}) after {measured} records; stderr: {_tail(tail)}",
+                message=f"worker died ({how}) after {measured} records; stderr: {tail_text(tail)}",
             )
-
-
-class _Tail:
-    """The last lines of a worker's stderr, read after its pump has drained the pipe."""
-
-    def __init__(self, lines: collections.deque, pump: threading.Thread):
-        self.lines, self.pump = lines, pump
-
-    def append(self, line: str) -> None:
-        self.lines.append(line)
-
-    def __iter__(self):
-        self.pump.join(timeout=5)
-        return iter(list(self.lines))
-
-
-def _looks_oom(tail) -> bool:
-    """Whether a dead worker's stderr says an allocation failed (C++ or C): the
-    whole kept tail, since the Python traceback after an abort can run past 20 lines."""
-    text = "\n".join(tail)
-    return any(s in text for s in ("std::bad_alloc", "MemoryError", "Cannot allocate memory", "out of memory"))
 
 
 def plan_path(run_path: Path) -> Path:
@@ -478,31 +457,3 @@ def atomic_write(path: Path, text: str) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-
-
-def _pump(stream, put, eof: bool = False) -> None:
-    """Feed ``stream``'s lines to ``put``; then ``None`` if ``eof``."""
-    for line in stream:
-        put(line.rstrip("\n"))
-    if eof:
-        put(None)
-
-
-def _tail(tail) -> str:
-    """The last lines of a worker's stderr, on one line. After a fatal signal
-    (Python's faulthandler is on in workers): the lines before ``Fatal Python
-    error``, that line, and the two innermost frames of the crashing thread."""
-    lines = [l.strip() for l in tail if l.strip() and not l.startswith("Extension modules:")]
-    fatal = [i for i, l in enumerate(lines) if l.startswith("Fatal Python error")]
-    if fatal:
-        f = fatal[-1]
-        frames = [l for l in lines[f + 1 :] if l.startswith("File ")][:2]
-        lines = lines[max(0, f - 3) : f + 1] + frames
-    return " | ".join(lines[-8:])[-1500:] or "(empty)"
-
-
-def _kill(proc: forkserver.WorkerProcess) -> None:
-    assert proc.pid is not None  # forkserver.start returns a ForkedProcess only once it has its pid
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()

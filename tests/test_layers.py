@@ -269,3 +269,19 @@ def test_backends_keep_no_undeclared_state():
     assert bad == {}
     assert "getattr(self" not in "\n".join(p.read_text() for m, p in MODULES.items() if m.split(".")[0] == "backends")
     assert _getattr_self_private("x = getattr(self, '_job', None)") == [1]
+
+
+def test_the_export_range_rule_is_spelled_once():
+    """Where an exported dim starts (``export_range``) and how its ``Dim`` is made
+    (``export_dim``) live in engines/torch_export_tools.py: no other module builds a
+    ``Dim(...)`` or spells ``max(2, …)``."""
+    home = "engines.torch_export_tools"
+    bad = []
+    for module, path in MODULES.items():
+        if module == home:
+            continue
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("#")[0]
+            if "``" not in code and re.search(r"from torch\.export import .*\bDim\b|torch\.export\.Dim\(|max\(\s*2\s*,", code):
+                bad.append(f"{module}:{n}: {line.strip()}")
+    assert bad == []
