@@ -43,8 +43,31 @@ FORMS = ("einx", "torch", "jax")
 class Unsupported(Exception):
     """Raised by ``prepare`` when a case cannot run on this backend in this mode.
 
-    The runner records status ``unsupported`` with the message.
+    The runner records status ``unsupported`` (:attr:`status`) with the message, the
+    stage it names (else the one :meth:`Program.counting` saw it leave) and the
+    system's parsed ``diagnosis`` (a dict, the record's field), where given.
     """
+
+    status = "unsupported"
+
+    def __init__(self, message: str = "", *, stage: str | None = None, diagnosis: dict | None = None):
+        super().__init__(message)
+        self.diagnosis = diagnosis
+        if stage is not None:
+            self.dynshape_stage = stage
+
+
+class OutsideNarrowed(Unsupported):
+    """A size outside the range the system narrowed the job to (``narrowed``): the
+    job ran, on the sizes torch.export could keep; this one is reported apart."""
+
+    status = "out_of_range"
+
+
+def failed_stage(e: BaseException) -> str | None:
+    """The stage ``e`` was raised in: the one it names, else the innermost
+    :meth:`Program.counting` block it left (``None``: outside every stage, the call)."""
+    return getattr(e, "dynshape_stage", None)
 
 
 #: where a stage's count comes from (``Backend.counters``)
@@ -340,10 +363,23 @@ class Program:
 
     @contextlib.contextmanager
     def counting(self, stage: str, reason: str | None = None) -> Iterator[None]:
-        """Count one ``stage`` compile, timed, when the block completes."""
+        """Count one ``stage`` compile, timed, when the block completes; an
+        exception leaving it is marked with ``stage`` (:func:`failed_stage`)
+        unless an inner block or the refusal itself named one."""
         t0 = time.perf_counter()
-        yield
+        try:
+            yield
+        except Exception as e:
+            if failed_stage(e) is None:
+                with contextlib.suppress(AttributeError):  # an exception type with __slots__
+                    e.dynshape_stage = stage  # type: ignore[attr-defined]
+            raise
         self.count(stage, 1, time.perf_counter() - t0, reason)
+
+    def narrowed(self) -> dict | None:
+        """The range this job runs under where the system narrowed the case's declared
+        one (the record's ``narrowed``: declared, ran, why), else ``None``."""
+        return None
 
     def add_seconds(self, stage: str, seconds: float) -> None:
         """Add compile seconds to ``stage`` with no count: a timed part of a

@@ -282,7 +282,7 @@ class TorchLowered:
         try:
             return lower(ep, bounded=(self.mode == "bounded"))
         except LoweringError as e:
-            raise Unsupported(f"StableHLO lowering: {e}") from e
+            raise Unsupported(f"StableHLO lowering: {e}", stage="lowering") from e
 
 
 class StablehloTorch(XlaRuntime, Backend):

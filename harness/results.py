@@ -6,6 +6,7 @@ refuses others by name.
 
 from __future__ import annotations
 
+import enum
 import json
 import os
 import warnings
@@ -18,11 +19,54 @@ SCHEMA = 2
 #: fields, which load as ``None``
 READABLE = (1, 2)
 
-#: every status, worst first: a job's status is the worst of its records
-SEVERITY = ("crashed", "oom", "timeout", "error", "mismatch", "recompiled", "skipped", "unsupported", "pass")
-STATUSES = SEVERITY
+
+
+class Status(str, enum.Enum):
+    """How a record ended: the one status type. Members are declared worst
+    first (a job's status is the worst of its records) and compare equal to
+    their value, the string a record holds."""
+
+    #: the worker died (a signal, an abort): the system took the process down
+    CRASHED = "crashed"
+    #: our reference implementation (``engines/``) raised an error that is no named refusal: a bug of ours
+    CRASH = "crash"
+    OOM = "oom"
+    TIMEOUT = "timeout"
+    #: the system failed (its own exception)
+    ERROR = "error"
+    MISMATCH = "mismatch"
+    RECOMPILED = "recompiled"
+    #: a sweep size outside the range the system narrowed the job to (the narrowed range in ``narrowed``)
+    OUT_OF_RANGE = "out_of_range"
+    SKIPPED = "skipped"
+    UNSUPPORTED = "unsupported"
+    PASS = "pass"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def worst(cls, statuses: Iterable[str]) -> Status:
+        """The worst of ``statuses`` (strings or members)."""
+        order = list(cls)
+        return min((cls(s) for s in statuses), key=order.index)
+
+    @property
+    def idle(self) -> bool:
+        """A job of this status never measured anything (refused before running, or left out)."""
+        return self in (Status.UNSUPPORTED, Status.SKIPPED)
+
+    @property
+    def no_output(self) -> bool:
+        """A record of this status produced no output (the call failed or the worker went)."""
+        return self in (Status.CRASHED, Status.CRASH, Status.OOM, Status.TIMEOUT, Status.ERROR)
+
+
+#: every status's value, worst first (derived from :class:`Status`, for pandas and messages)
+STATUSES = tuple(s.value for s in Status)
+SEVERITY = STATUSES
 #: status order, best first: ``df["status"].max()`` of a flat frame is the worst
-STATUS_ORDER = list(reversed(SEVERITY))
+STATUS_ORDER = list(reversed(STATUSES))
 _INTS = ("shape_index", "compiles", "cached_repeats", "process", "new_compiles")
 
 #: fields every record has (``None`` where they do not apply). Timing rule,
@@ -81,7 +125,18 @@ FIELDS = (
     "cached_samples_s",
     "node",
     "cached_check_every",
+    "stage",
+    "diagnosis",
+    "narrowed",
 )
+#: ``stage``: where a failure happened, recorded where it happened (the compile stage of
+#: ``Program.counting`` the exception left, or the stage a refusal names; ``None`` for a
+#: failure outside every stage: the call). ``diagnosis``: the system's own account of a
+#: refusal, parsed (torch.export's broken guards, inferred ranges, suggested ``Dim``
+#: fixes: :class:`engines.torch_export_diagnosis.Diagnosis`), with ``words``, the line
+#: reports show. ``narrowed``: the range the job ran under where the system narrowed the
+#: case's declared one (``{"declared": {dim: [lo, hi]}, "ran": {...}, "why": words}``).
+#: ``message`` holds the system's message whole (reports show its first lines).
 #: ``process``: which fresh worker of the job measured the record (0, then
 #: 1… for ``harness run --processes N``, which repeats the novel phase);
 #: ``cached_samples_s`` the raw per-repeat seconds behind ``cached_latency_s``;
@@ -102,10 +157,21 @@ FIELDS = (
 #: table does not name is not checked: newer harnesses add fields)
 _NUM = (int, float)
 TYPES: dict[str, tuple[type, ...]] = {
-    **dict.fromkeys(("run_id", "commit", "timestamp", "profile", "env", "message", "node"), (str,)),
+    **dict.fromkeys(("run_id", "commit", "timestamp", "profile", "env", "message", "node", "stage"), (str,)),
     **dict.fromkeys(("dirty", "novel", "ok"), (bool,)),
     **dict.fromkeys(
-        ("machine", "versions", "sizes", "compile_stages", "compile_delta", "compile_times", "call_breakdown"), (dict,)
+        (
+            "machine",
+            "versions",
+            "sizes",
+            "compile_stages",
+            "compile_delta",
+            "compile_times",
+            "call_breakdown",
+            "diagnosis",
+            "narrowed",
+        ),
+        (dict,),
     ),
     **dict.fromkeys(("shapes", "compile_reasons", "guards", "cached_samples_s"), (list,)),
     **dict.fromkeys(
@@ -143,6 +209,8 @@ def record(**fields) -> dict:
     if fields.get("status") is not None and fields["status"] not in STATUSES:
         raise ResultsError(f"unknown status {fields['status']!r}; valid: {', '.join(STATUSES)}")
     out = {k: fields.get(k) for k in FIELDS}
+    if out["status"] is not None:
+        out["status"] = Status(out["status"]).value  # a plain string in the record, whichever was given
     out["schema"] = SCHEMA
     return out
 
