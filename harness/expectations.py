@@ -22,7 +22,8 @@ a pass: a job the backend refuses once it runs (an adapter's ``Unsupported``,
 which is what ``LoweringError``, jax.export errors and dynamo's ``UserError``
 become) fails it. ``env_optional`` (why) lets the job's backend be missing
 from its environment in CI (``CI=true``), where a missing environment
-otherwise fails the job; outside CI it is only listed as skipped. For a job, the most specific
+otherwise fails the job. A ``crash`` (an internal error of our engines) fails
+whatever the rule says: no rule can expect one; outside CI it is only listed as skipped. For a job, the most specific
 matching rule wins (the one naming the most fields exactly); among equally
 specific ones the later. Counts are exact both ways: more compiles than
 expected fail, and so do fewer, so the file stays true.
@@ -313,6 +314,24 @@ def _eval(formula: str, names: dict) -> int:
 # -- judging a job -------------------------------------------------------------
 
 
+class Problem(str):
+    """One way a job contradicts its rule, in words, carrying the index of the shape it
+    is about (``shape_index``; ``None`` for the job as a whole): readers need not parse it back."""
+
+    shape_index: int | None
+
+    def __new__(cls, text: str, shape_index: int | None = None) -> Problem:
+        made = super().__new__(cls, text)
+        made.shape_index = shape_index
+        return made
+
+
+def _at(r: dict) -> int | None:
+    """A record's shape index, or ``None`` for a record of the whole job."""
+    i = r.get("shape_index")
+    return int(i) if _given(i) else None
+
+
 @dataclasses.dataclass
 class Verdict:
     """A job's records judged against its rule.
@@ -389,6 +408,9 @@ def verdict(records: list[dict], rule: Rule | None, ci: bool | None = None) -> V
         if rule is not None and rule.xfail and all(rule.expects(str(r.get("message"))) for r in records):
             return Verdict("xfail", [], rule)
         return _unrun(records, rule, in_ci() if ci is None else ci)
+    crashed = [r for r in records if r.get("status") == "crash"]
+    if crashed:  # a bug of our engines is never a system's expected failure: every new one fails the gate
+        return Verdict("fail", [Problem(f"our engine crashed: {_describe(r)}", _at(r)) for r in crashed], rule)
     if rule is None:
         return Verdict("norule", ["no rule in cases/expectations.toml names this job"], None)
     counts = count_problems(records, rule)
@@ -430,11 +452,11 @@ def _where(r: dict) -> str:
     return f"shape {int(r['shape_index'])}" + (f" {sizes}" if isinstance(sizes, dict) else "")
 
 
-def _describe(r: dict) -> str:
+def _describe(r: dict) -> Problem:
     if r.get("novel") is None:
-        return f"job {r['status']}: {r.get('message')}"
+        return Problem(f"job {r['status']}: {r.get('message')}")
     phase = "novel" if r["novel"] else "cached"
-    return f"{_where(r)} ({phase}): {r['status']}: {r.get('message')}"
+    return Problem(f"{_where(r)} ({phase}): {r['status']}: {r.get('message')}", _at(r))
 
 
 def count_problems(records: list[dict], rule: Rule) -> list[str]:
@@ -449,19 +471,22 @@ def count_problems(records: list[dict], rule: Rule) -> list[str]:
         for r in novel:
             i, delta = int(r["shape_index"]), r.get("compile_delta")
             if not isinstance(delta, dict):
-                out.append(f"{_where(r)}: no per-call compile count recorded")
+                out.append(Problem(f"{_where(r)}: no per-call compile count recorded", i))
                 continue
             nb = flags.get(i)
             want = evaluate_shape(rule.per_shape, i, n, nb, n_buckets)
             got = int(sum(delta.values()))
             if got != want:
                 out.append(
-                    f"{_where(r)}: {got} compile(s) {_stages(delta)}, expected {rule.per_shape} = {want} ({rule.describe()})"
+                    Problem(
+                        f"{_where(r)}: {got} compile(s) {_stages(delta)}, expected {rule.per_shape} = {want} ({rule.describe()})",
+                        i,
+                    )
                 )
             for stage, formula in rule.shape_stages:
                 want_s = evaluate_shape(formula, i, n, nb, n_buckets)
                 if delta.get(stage, 0) != want_s:
-                    out.append(f"{_where(r)}: stage {stage}: {delta.get(stage, 0)}, expected {formula} = {want_s}")
+                    out.append(Problem(f"{_where(r)}: stage {stage}: {delta.get(stage, 0)}, expected {formula} = {want_s}", i))
     if rule.compiles is not None and novel:
         last = novel[-1]
         want = evaluate(rule.compiles, n, n_buckets)
