@@ -48,7 +48,11 @@ class ExportProgram(TorchArrays, Program):
 
     def narrowed(self) -> dict | None:
         n = self.narrowing
-        return n.record() if n is not None and n.ran else None
+        if n is None or not n.ran:
+            return None
+        # the case's declared range is the question (the Dim's started at EXPORT_MIN), the narrowed one the answer
+        declared = {d.name: [d.min, d.max] for axes in self.case.dynamic_axes(self.mode) for d in axes.values()}
+        return {**n.record(), "declared": declared}
 
     def run(self, *args):
         from torch.fx.experimental.symbolic_shapes import ConstraintViolationError

@@ -44,3 +44,18 @@ def failure_class(message: str, case: str) -> str:
     names and numbers blanked, so two cases failing alike share it."""
     named = re.sub(r"\[[0-9a-f]{8,}\]", "[…]", message.replace(case, "CASE"))
     return re.sub(r"\d+", "N", re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", named))[:140]
+
+
+def narrowed_words(narrowed: dict) -> str:
+    """``ran on p in [4, inf] (declared [1, inf]): torch.export needs p ≥ 4: …``: the range a
+    job ran under beside the case's declared one, and why (a record's ``narrowed``)."""
+
+    def rng(lo_hi) -> str:
+        lo, hi = lo_hi
+        return f"[{lo}, {hi if hi is not None else 'inf'}]"
+
+    ran, declared = narrowed.get("ran") or {}, narrowed.get("declared") or {}
+    parts = [f"{d} in {rng(r)}" + (f" (declared {rng(declared[d])})" if d in declared else "") for d, r in ran.items()]
+    parts += [f"{d} = {e}" for d, e in (narrowed.get("relations") or {}).items()]
+    why = narrowed.get("why")
+    return "ran on " + ", ".join(parts) + (f": {why}" if why else "")
