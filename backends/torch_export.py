@@ -202,10 +202,16 @@ class Narrowing:
         # the whole message fails refine_...: it splits every line after "Suggested fixes:"
         refined = refine_dynamic_shapes_from_suggested_fixes(found.fixes_text, (tuple(dims),))[0]
         self.declared = _ranges(dims)
-        self.ran = _ranges(refined)
-        self.relations = {f.name: f.expr for f in found.fixes if f.kind == "relation"}
+        # by the case's dim names: a relation's derived dim is named by its expression ("2*_t")
+        names = {getattr(d, "__name__", ""): d for spec in dims for d in (spec or {}).values()}
+        self.dims = {}
+        for spec, new in zip(dims, refined, strict=False):
+            for ax, d in (spec or {}).items():
+                if not isinstance(new[ax], int):
+                    self.dims[d.__name__] = new[ax]
+        self.ran = {name: list(_bounds(d)) for name, d in self.dims.items() if name in names}
+        self.relations = {name: str(d.__name__) for name, d in self.dims.items() if hasattr(d, "root")}
         self.diagnosis = found.as_record()
-        self.dims = {getattr(d, "__name__", ""): d for spec in refined for d in (spec or {}).values() if not isinstance(d, int)}
         spec = [{ax: (name, lo, hi) for ax, (name, lo, hi) in _axes(a).items()} for a in refined]
         sample = export_sample(list(args), spec)
         try:
