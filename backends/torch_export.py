@@ -44,6 +44,8 @@ class ExportProgram(TorchArrays, Program):
         self.why = f"first call: one export with dynamic dims {', '.join(ranges.values())}"
         #: the narrowed retry (Dim ranges): what the export ran under where torch.export narrowed it
         self.narrowing = Narrowing() if mode != "static" else None
+        #: torch.export's refusal of the one export (Dim ranges), raised again for every later shape
+        self.refused: Unsupported | None = None
         super().__init__(backend, case, mode)
 
     def narrowed(self) -> dict | None:
@@ -60,10 +62,19 @@ class ExportProgram(TorchArrays, Program):
         case, mode = self.case, self.mode
         key = tuple(tuple(a.shape) for a in args) if mode == "static" else None
         mod = self.modules.get(key)
+        if self.refused is not None:  # the one export (Dim ranges) was refused: so is every shape
+            r = self.refused
+            raise Unsupported(str(r), stage=STAGE, diagnosis=r.diagnosis)
         try:
             if mod is None:
                 with self.counting(STAGE, f"new input shapes {key}" if mode == "static" else self.why):
-                    mod = self.modules[key] = export(self.fn, args, self.dynamic, case.name, narrow=self.narrowing).module()
+                    try:
+                        ep = export(self.fn, args, self.dynamic, case.name, narrow=self.narrowing)
+                    except Unsupported as e:
+                        if mode != "static":
+                            self.refused = e
+                        raise
+                    mod = self.modules[key] = ep.module()
             self._check_narrowed(args)
             return mod(*args)
         except (AssertionError, ConstraintViolationError, ExportError) as e:  # ep.module()'s guards; export out of range
@@ -167,16 +178,18 @@ def export(fn, args, dynamic_shapes, case_name: str = "?", oblivious_retry: bool
     except torch._dynamo.exc.UserError as e:  # constraint violations: the dim is not dynamic as declared
         found = parse(str(e))
         if narrow is not None and found is not None and found.narrowable:
-            return narrow.retry(run, found, args, dynamic_shapes, case_name)
+            return narrow.retry(run, found, args, dynamic_shapes, case_name, e)
         raise refusal(case_name, e, found) from e
     except Exception as e:  # any other failure of the capture is torch.export's (not re-caught: the Unsupported above)
         raise ExportError(f"torch.export failed on {case_name}: {type(e).__name__}: {e}", stage=STAGE) from e
 
 
-def refusal(case_name: str, e: Exception, found) -> Unsupported:
-    """torch.export's refusal to keep ``case_name``'s dims dynamic: its message whole, the diagnosis parsed."""
+def refusal(case_name: str, e: Exception, found, retry: Exception | None = None) -> Unsupported:
+    """torch.export's refusal to keep ``case_name``'s dims dynamic: its message whole, the
+    diagnosis parsed, and why the narrowed retry failed where one was tried."""
+    tried = f"\nThe narrowed retry failed too: {type(retry).__name__}: {retry}" if retry is not None else ""
     return Unsupported(
-        f"torch.export could not keep {case_name}'s dims dynamic: {e}",
+        f"torch.export could not keep {case_name}'s dims dynamic: {e}{tried}",
         stage=STAGE,
         diagnosis=found.as_record() if found is not None else None,
     )
@@ -194,13 +207,23 @@ class Narrowing:
         self.dims: dict = {}
         self.oblivious = False
 
-    def retry(self, run, found, args, dims, case_name: str):
-        """Export once more under ``found``'s fixes; a second refusal raises, naming both."""
-        import torch
+    def retry(self, run, found, args, dims, case_name: str, refused: Exception):
+        """Export once more under ``found``'s fixes; where that fails too (torch cannot apply
+        its own fix: a relation such as ``t = 2*_t + 1`` read off the sample's parity has
+        no valid range), the first refusal raises, saying so."""
         from torch.export.dynamic_shapes import refine_dynamic_shapes_from_suggested_fixes
 
-        # the whole message fails refine_...: it splits every line after "Suggested fixes:"
-        refined = refine_dynamic_shapes_from_suggested_fixes(found.fixes_text, (tuple(dims),))[0]
+        try:
+            # the whole message fails refine_...: it splits every line after "Suggested fixes:"
+            refined = refine_dynamic_shapes_from_suggested_fixes(found.fixes_text, (tuple(dims),))[0]
+            ep = self._export(run, refined, args, dims)
+        except Exception as e:
+            self.ran, self.dims, self.relations = {}, {}, {}
+            raise refusal(case_name, refused, found, e) from e
+        self.diagnosis = found.as_record()
+        return ep
+
+    def _export(self, run, refined, args, dims):
         self.declared = _ranges(dims)
         # by the case's dim names: a relation's derived dim is named by its expression ("2*_t")
         names = {getattr(d, "__name__", ""): d for spec in dims for d in (spec or {}).values()}
@@ -211,15 +234,11 @@ class Narrowing:
                     self.dims[d.__name__] = new[ax]
         self.ran = {name: list(_bounds(d)) for name, d in self.dims.items() if name in names}
         self.relations = {name: str(d.__name__) for name, d in self.dims.items() if hasattr(d, "root")}
-        self.diagnosis = found.as_record()
         spec = [{ax: (name, lo, hi) for ax, (name, lo, hi) in _axes(a).items()} for a in refined]
         sample = export_sample(list(args), spec)
-        try:
-            # a range torch.export suggested can still break a 0/1 guard it did not suggest
-            # ((p // 4) != 1 for a stride-4 conv from p = 4): then once more size-obliviously
-            ep = export_oblivious_retry(lambda **options: run(dims=refined, sample=sample, **options))
-        except torch._dynamo.exc.UserError as e:
-            raise refusal(case_name, e, found) from e
+        # a range torch.export suggested can still break a 0/1 guard it did not suggest
+        # ((p // 4) != 1 for a stride-4 conv from p = 4): then once more size-obliviously
+        ep = export_oblivious_retry(lambda **options: run(dims=refined, sample=sample, **options))
         self.oblivious = bool(getattr(ep, "size_oblivious", False))
         return ep
 

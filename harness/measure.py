@@ -131,7 +131,9 @@ def run(job: dict, backend, emit: Callable[[dict], None]) -> None:
     fills them, with its defaults; ``novel_only``: stop after the novel phase) on ``backend``,
     calling ``emit(fields)`` once per measured call (and once for a job that
     cannot start): ``prepare``, then the novel phase, then the cached phase."""
-    case = cases.get(job["case"], checked=False)  # the runner checked every oracle when it planned the job
+    # the runner checked every oracle when it planned the job; ``source`` is where the plan
+    # found the case (a pack that breaks later fails its own cases' jobs, no other)
+    case = cases.get(job["case"], checked=False, source=job.get("source"))
     made = _prepare(case, job["mode"], backend, emit)
     if made is None:
         return
