@@ -12,7 +12,7 @@ export covers. :func:`export` itself counts nothing, so other backends
 
 from __future__ import annotations
 
-from engines.torch_export_tools import export_oblivious_retry, export_sample  # noqa: F401 (re-exported)
+from engines.torch_export_tools import export_oblivious_retry, export_sample
 
 from .base import (
     MODEL_COST,
@@ -85,7 +85,11 @@ class ExportProgram(TorchArrays, Program):
         n = self.narrowing
         if n is None or not n.ran:
             return
-        sizes = {d.name: int(a.shape[ax]) for a, axes in zip(args, self.case.dynamic_axes(self.mode), strict=False) for ax, d in axes.items()}
+        sizes = {
+            d.name: int(a.shape[ax])
+            for a, axes in zip(args, self.case.dynamic_axes(self.mode), strict=False)
+            for ax, d in axes.items()
+        }
         out = n.outside(sizes)
         if out is not None:
             raise OutsideNarrowed(

@@ -22,7 +22,7 @@ import dataclasses
 import re
 
 _FIX = re.compile(r"^(?P<name>\w+) = (?P<rhs>.+)$")
-_DIM = re.compile(r"^Dim\('(?P<dim>\w+)'(?:, min=(?P<min>\d+))?(?:, max=(?P<max>\d+))?\)$")
+_DIM = re.compile(r"^Dim\('(?P<dim>\w+)'(?:, min=(?P<min>\d+))?(?:, max=(?P<max>\d+|oo))?\)$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,7 +71,9 @@ class Diagnosis:
         or, with no fix to suggest, the first guard that broke."""
         if self.fixes:
             needs = ", ".join(f.words() for f in self.fixes)
-            return f"torch.export needs {needs}: suggested " + "; ".join(f.line.split(" = ", 1)[1] if f.kind == "range" else f.line for f in self.fixes)
+            return f"torch.export needs {needs}: suggested " + "; ".join(
+                f.line.split(" = ", 1)[1] if f.kind == "range" else f.line for f in self.fixes
+            )
         if self.guards:
             return f"torch.export cannot keep the dims dynamic: {self.guards[0]}"
         return f"torch.export: {self.headline}"
@@ -130,4 +132,4 @@ def _fix(line: str) -> Fix | None:
 
 
 def _int(v: str | None) -> int | None:
-    return int(v) if v is not None else None
+    return int(v) if v is not None and v != "oo" else None  # oo: sympy's infinity, no bound

@@ -329,7 +329,7 @@ class Problem(str):
 def _at(r: dict) -> int | None:
     """A record's shape index, or ``None`` for a record of the whole job."""
     i = r.get("shape_index")
-    return int(i) if _given(i) else None
+    return int(i) if i is not None and _given(i) else None
 
 
 @dataclasses.dataclass
@@ -464,7 +464,7 @@ def count_problems(records: list[dict], rule: Rule) -> list[str]:
     (``per_shape``) and in total (``compiles``). (A compile in the cached
     phase is already a failure: the record's status is ``recompiled``.)"""
     novel = [r for r in records if r.get("novel") is True]
-    out = []
+    out: list[str] = []
     n = len({r["shape_index"] for r in novel})
     flags, n_buckets = bucket_flags(novel)
     if rule.per_shape is not None:

@@ -198,7 +198,10 @@ def _messages(df: pd.DataFrame, keys: list[str], out: pd.DataFrame) -> list[str]
         nar = df[df["narrowed"].map(lambda v: isinstance(v, dict))]
         ran = nar.groupby(keys, dropna=False, observed=True)["narrowed"].first().map(narrowed_words)
         ran = ran.reindex(pd.MultiIndex.from_frame(out[keys])).to_numpy()
-        msgs = ["; ".join(x for x in (r if isinstance(r, str) else "", m if isinstance(m, str) else "") if x) for r, m in zip(ran, msgs, strict=False)]
+        msgs = [
+            "; ".join(x for x in (r if isinstance(r, str) else "", m if isinstance(m, str) else "") if x)
+            for r, m in zip(ran, msgs, strict=False)
+        ]
     labels = [mode_note(b, m) for b, m in zip(out["backend"], out["mode"], strict=False)]
     return ["; ".join(x for x in (label, m if isinstance(m, str) else "") if x) for label, m in zip(labels, msgs, strict=False)]
 

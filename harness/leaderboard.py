@@ -139,7 +139,16 @@ def _cells(r: dict) -> list[str]:
     ]
 
 
-HEADERS = ["backend", "mode", "passed / run", "compiled once", "our crashes", "compiles / shape", "novel sweep ×eager", "cached call ×eager"]
+HEADERS = [
+    "backend",
+    "mode",
+    "passed / run",
+    "compiled once",
+    "our crashes",
+    "compiles / shape",
+    "novel sweep ×eager",
+    "cached call ×eager",
+]
 LEGEND = (
     "passed / run: jobs oracle-equal without error, of those that ran; compiled once: passing jobs that compiled "
     "nothing after their first novel shape; our crashes: jobs where our engines raised an internal error "

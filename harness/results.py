@@ -20,8 +20,7 @@ SCHEMA = 2
 READABLE = (1, 2)
 
 
-
-class Status(str, enum.Enum):
+class Status(enum.StrEnum):
     """How a record ended: the one status type. Members are declared worst
     first (a job's status is the worst of its records) and compare equal to
     their value, the string a record holds."""
@@ -41,9 +40,6 @@ class Status(str, enum.Enum):
     SKIPPED = "skipped"
     UNSUPPORTED = "unsupported"
     PASS = "pass"
-
-    def __str__(self) -> str:
-        return self.value
 
     @classmethod
     def worst(cls, statuses: Iterable[str]) -> Status:

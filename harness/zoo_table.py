@@ -123,7 +123,9 @@ def jobs(df) -> list[dict[str, Any]]:
     zoo = latest_complete(df[df["case"].astype(str).str.startswith(PREFIX)])
     for (case, backend, mode), g in zoo.groupby(["case", "backend", "mode"], sort=True):
         status = _worst(list(g["status"]))
-        bad = [r for r in g.to_dict("records") if str(r["status"]) != "pass" and isinstance(r.get("message"), str) and r["message"]]
+        bad = [
+            r for r in g.to_dict("records") if str(r["status"]) != "pass" and isinstance(r.get("message"), str) and r["message"]
+        ]
         first = bad[0] if bad else {}
         novel = g[g["novel"].map(lambda v: v is True)]
         cached = g[g["novel"].map(lambda v: v is False)]

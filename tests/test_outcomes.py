@@ -37,6 +37,9 @@ def test_torch_exports_refusal_is_parsed_into_its_parts():
     constant = diagnosis.parse("Constraints violated (n)!\n  - n was specialized\nSuggested fixes:\n  n = 6\n")
     assert constant is not None and not constant.narrowable and "n = 6 (a constant: not dynamic)" in constant.words()
     assert diagnosis.parse("RuntimeError: something else") is None
+    related = diagnosis.parse("Constraints violated (t)!\nSuggested fixes:\n  _t = Dim('_t', max=oo)\n  t = 2*_t - 1\n")
+    assert related is not None and [f.kind for f in related.fixes] == ["range", "relation"]
+    assert related.words() == "torch.export needs _t in its default range, t = 2*_t - 1: suggested Dim('_t', max=oo); t = 2*_t - 1"
 
 
 def test_refine_takes_the_fixes_part_not_the_whole_message():
@@ -143,7 +146,9 @@ def test_a_case_torch_export_cannot_keep_dynamic_shows_the_guard(tmp_path):
 
 def test_blame_is_ours_only_for_a_bug_raised_in_engines(tmp_path):
     planted = ROOT / "engines" / f"_planted_{uuid.uuid4().hex[:8]}.py"
-    planted.write_text("def boom(x):\n    return x.node\n\ndef refuse():\n    raise NotImplementedError('no lowering for aten.x')\n")
+    planted.write_text(
+        "def boom(x):\n    return x.node\n\ndef refuse():\n    raise NotImplementedError('no lowering for aten.x')\n"
+    )
     try:
         import importlib
 
