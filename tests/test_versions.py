@@ -278,3 +278,28 @@ def test_jax_export_runs_where_there_is_no_torch(mode):
     recs = [m["record"] for m in lines if "record" in m]
     assert got.returncode == 0 and recs, got.stderr[-2000:]
     assert {r["status"] for r in recs} == {"pass"} and all("torch" not in r["versions"] for r in recs)
+
+
+def _jax012() -> str | None:
+    """Why jax 0.12.0.1's environment is not here (``make versions-env``), else ``None``."""
+    try:
+        envs.python_for("jax-0.12.0.1")
+    except envs.EnvError as e:
+        return str(e)
+    return None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(_jax012() is not None, reason=str(_jax012()))
+def test_versions_jax_runs_jax_export_in_both_releases(tmp_path):
+    """``--versions jax=0.10.2,0.12.0.1`` runs jax_export in both releases, each job
+    oracle-equal and importing its own jax (and no torch)."""
+    argv = ["run", "--cases", "gnn_edge_divide", "--backends", "jax_export", "--modes", "bounded,unbounded"]
+    code = cli.main([*argv, "--out", str(tmp_path), "--repeats", "2", "--no-progress", "--versions", "jax=0.10.2,0.12.0.1"])
+    assert code == 0
+    df = results.load([tmp_path])
+    novel = df[df["novel"] == True]  # noqa: E712
+    assert sorted(set(novel["env"])) == ["jax-0.10.2", "jax-0.12.0.1"] and set(novel["status"]) == {"pass"}
+    by_env = {e: {v["jax"] for v in g["versions"]} for e, g in novel.groupby("env")}
+    assert by_env == {"jax-0.10.2": {"0.10.2"}, "jax-0.12.0.1": {"0.12.0.1"}}
+    assert all("torch" not in v for v in novel["versions"])
