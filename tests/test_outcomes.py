@@ -39,7 +39,9 @@ def test_torch_exports_refusal_is_parsed_into_its_parts():
     assert diagnosis.parse("RuntimeError: something else") is None
     related = diagnosis.parse("Constraints violated (t)!\nSuggested fixes:\n  _t = Dim('_t', max=oo)\n  t = 2*_t - 1\n")
     assert related is not None and [f.kind for f in related.fixes] == ["range", "relation"]
-    assert related.words() == "torch.export needs _t in its default range, t = 2*_t - 1: suggested Dim('_t', max=oo); t = 2*_t - 1"
+    assert (
+        related.words() == "torch.export needs _t in its default range, t = 2*_t - 1: suggested Dim('_t', max=oo); t = 2*_t - 1"
+    )
 
 
 def test_refine_takes_the_fixes_part_not_the_whole_message():
@@ -223,3 +225,33 @@ def test_messages_show_the_first_lines_and_the_diagnosis():
     msg = "torch.export could not keep c's dims dynamic: Constraints violated (p)!\n  - guard one\n  - guard two\n  - three"
     shown = messages.shown(msg, {"words": "torch.export needs p ≥ 4: suggested Dim('p', min=4)"})
     assert shown.startswith("torch.export needs p ≥ 4") and "guard two" in shown and "three" not in shown
+
+
+@pytest.mark.slow
+def test_leaderboard_and_zoo_table_agree_on_a_recorded_run(tmp_path):
+    """A small zoo run, recorded by real workers: for every job, the leaderboard's
+    "compiled once" and the zoo table's are the same answer."""
+    from harness import frames
+
+    path = _write_case(
+        tmp_path,
+        """
+        dynshape.case(lambda: torch.nn.Linear(4, 3), name="zoo_linear", inputs={"x": ("b", 4)}, sweep={"b": [2, 3, 5]},
+                      out_shape=("b", 3))
+
+        def halve(x):
+            return x[: x.shape[0] // 2] * 2
+
+        dynshape.case(halve, name="zoo_halve", inputs={"x": ("n",)}, sweep={"n": [4, 6, 9]}, out_shape=("n // 2",))
+        """,
+    )
+    frame = dynshape.run(
+        str(path), backends="torch_eager,torch_export,lazy", modes="static,unbounded", out=tmp_path, progress=False, repeats=2
+    )
+    df = results.load([frame.attrs["records"]])
+    board = leaderboard.once_per_job(frames.flat(df), frames.RUN + frames.JOB)
+    board_once = {(k[2], k[3], k[4]): bool(v) for k, v in board.items()}
+    zoo_once = {(j["case"], j["backend"], j["mode"]): zoo_table.compiled_once(j) for j in zoo_table.jobs(df)}
+    ran = {k for k in zoo_once if k[2] in ("static", "unbounded")}
+    assert ran and {k: board_once[k] for k in ran} == {k: zoo_once[k] for k in ran}
+    assert zoo_once[("zoo_linear", "torch_export", "unbounded")] and not zoo_once[("zoo_linear", "torch_export", "static")]
