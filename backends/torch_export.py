@@ -4,6 +4,12 @@ export with ``torch.export.Dim`` (``Dim(max=)`` when bounded), run through
 the host (``backends.padding``). An input outside the exported range raises torch's own
 guard error, naming the input and the bound.
 
+Where torch.export refuses the declared range and suggests a narrower one or a relation,
+the export is retried once with its fix (:class:`Narrowing`); the job's records carry
+the range it ran under (``narrowed``) and a size outside it is ``out_of_range``. A
+refusal keeps torch.export's message whole, its parts parsed
+(:mod:`engines.torch_export_diagnosis`).
+
 Counts: the backend counts its own calls of :func:`export` (one
 ``torch.export.export`` each), timed, with the reason: the new input shapes
 (static: the program cache is keyed by them) or the dynamic dims the one

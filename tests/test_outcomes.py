@@ -255,3 +255,13 @@ def test_leaderboard_and_zoo_table_agree_on_a_recorded_run(tmp_path):
     ran = {k for k in zoo_once if k[2] in ("static", "unbounded")}
     assert ran and {k: board_once[k] for k in ran} == {k: zoo_once[k] for k in ran}
     assert zoo_once[("zoo_linear", "torch_export", "unbounded")] and not zoo_once[("zoo_linear", "torch_export", "static")]
+
+
+def test_the_plugin_reads_the_shape_off_the_verdict_not_its_text():
+    """``dynshape_expect`` names the reason the system gave at the shape a problem is about,
+    from the problem's ``shape_index`` (its text may say anything)."""
+    from dynshape.pytest_plugin import _reason
+
+    recs = [{"novel": True, "shape_index": i, "compile_reasons": [f"why {i}"]} for i in range(3)]
+    assert _reason(expectations.Problem("whatever the words", 2), recs) == "; reason: why 2"
+    assert _reason("shape 2: a plain string names no shape", recs) == ""
