@@ -280,7 +280,7 @@ class Narrowing:
 
 
 def _axes(spec) -> dict:
-    """``{axis: (name, min, max or None)}`` of one input's Dim spec (derived dims: their root's name)."""
+    """``{axis: (name, min, max or None)}`` of one input's Dim spec (a derived dim is named by its expression)."""
     out = {}
     for ax, d in (spec or {}).items():
         if isinstance(d, int):
