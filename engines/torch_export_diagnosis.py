@@ -67,8 +67,13 @@ class Diagnosis:
         return bool(self.fixes) and all(f.kind != "constant" for f in self.fixes)
 
     def words(self) -> str:
-        """The line a report shows: ``torch.export needs p ≥ 4: suggested Dim('p', min=4, max=96)``,
-        or, with no fix to suggest, the first guard that broke."""
+        """The line a report shows: ``torch.export needs p ≥ 4: suggested Dim('p', min=4, max=96)``
+        where a fix narrows; else the first guard that broke (its first sentence), with the
+        fix that makes a dim a constant where torch suggests one."""
+        if self.fixes and not self.narrowable:
+            fixed = ", ".join(f.name for f in self.fixes if f.kind == "constant")
+            guard = f": {_sentence(self.guards[0])}" if self.guards else ""
+            return f"torch.export cannot keep {fixed} dynamic{guard}; suggested " + "; ".join(f.line for f in self.fixes)
         if self.fixes:
             needs = ", ".join(f.words() for f in self.fixes)
             return f"torch.export needs {needs}: suggested " + "; ".join(
@@ -116,6 +121,11 @@ def _guard(text: str) -> str:
     """A guard line in words: torch's ``Not all values of p = L['x'].size()[2] in the specified
     range p <= 96 satisfy the generated guard G.`` kept whole but for the final period."""
     return text.rstrip(".")
+
+
+def _sentence(text: str) -> str:
+    """The first sentence of a guard's text (torch's advice on mark_dynamic follows it)."""
+    return text.split(". ", 1)[0]
 
 
 def _fix(line: str) -> Fix | None:
