@@ -214,6 +214,9 @@ def test_a_planted_engine_error_is_a_crash_in_its_own_column(tmp_path):
     assert int(zoo_table.table(df)["crash"].iloc[0]) == 1
     rows = report.summary(df)
     assert "1 crash" in report.run_summary(rows, {}, "r", {})
+    assert "Our engines crashed (1; a bug of ours, not the system's):\n- zoo_planted_crash[torch_eager-unbounded]" in (
+        report.markdown(rows)
+    )
     anything = expectations.Rule(case="zoo_planted_crash", xfail="any failure", match=".*")
     v = expectations.verdict(recs, anything)
     assert v.outcome == "fail" and v.problems[0].startswith("our engine crashed") and v.problems[0].shape_index == 0
