@@ -90,7 +90,7 @@ def xla_executor(program, module, check=None):
     try:
         return xla_program(module, program.mode, on_compile=report, stats=stats, on_check=on_check, check=check)
     except DataDependentSize as e:  # refused before any compile: the job is unsupported, not an error
-        raise Unsupported(str(e)) from e
+        raise Unsupported(str(e), stage="xla") from e  # a module we built that XLA's executor cannot run
 
 
 PARSE = Counter("ours", "the interpreter worker parses/specialises the module for a new concrete argument shape")
@@ -282,7 +282,7 @@ class TorchLowered:
         try:
             return lower(ep, bounded=(self.mode == "bounded"))
         except LoweringError as e:
-            raise Unsupported(f"StableHLO lowering: {e}") from e
+            raise Unsupported(f"StableHLO lowering: {e}", stage="lowering") from e
 
 
 class StablehloTorch(XlaRuntime, Backend):

@@ -68,6 +68,19 @@ def packs() -> tuple[Pack, ...]:
     return tuple(out)
 
 
+def pack(name: str) -> Pack:
+    """The installed pack ``name`` alone (a worker's: the other packs are not imported, so one
+    that broke since the run was planned fails only its own cases' jobs)."""
+    if packs.cache_info().currsize:  # this process resolved every pack already (the run's planner)
+        for p in packs():
+            if p.name == name:
+                return p
+    found = [ep for ep in metadata.entry_points(group=GROUP) if ep.name == name]
+    if not found:
+        raise CaseError(f"case pack {name!r} ({GROUP} entry point): no longer installed in this environment")
+    return _load(name, found[0].value)
+
+
 def _load(name: str, spec: str) -> Pack:
     where = f"case pack {name!r} ({GROUP} entry point {spec!r})"
     module_name, _, attr = spec.partition(":")

@@ -30,7 +30,9 @@ COLOURS = {
     "mismatch": "#ffab91",
     "error": "#ef9a9a",
     "timeout": "#ce93d8",
+    "crash": "#ff7043",  # our engines' bug: apart from the system's error
     "crashed": "#e57373",
+    "out_of_range": "#fff59d",
 }
 OUTCOME_MARK = {"pass": "", "xfail": " (xfail)", "fail": " ≠", "xpass": " (xpass)", "norule": " (no rule)", "idle": ""}
 

@@ -91,6 +91,10 @@ def markdown(rows: pd.DataFrame, counters: bool = True) -> str:
     cols = columns.shown(ran)
     cols = [c for c in cols if c.name != "message"] + [c for c in cols if c.name == "message"]
     lines = [table(ran, cols), "", "Columns: " + columns.legend(cols) + "."] if len(ran) else ["(no measured jobs)"]
+    ours = ran[ran["status"].astype(str) == "crash"]
+    if len(ours):  # bugs of our engines, apart from the systems' failures
+        lines += ["", f"Our engines crashed ({len(ours)}; a bug of ours, not the system's):"]
+        lines += [f"- {r['case']}[{r['backend']}-{r['mode']}]: {r['message']}" for _, r in ours.iterrows()]
     idle = rows[rows["status"].isin(columns.IDLE)]
     if len(idle):
         lines += ["", f"Not run ({len(idle)}):"]

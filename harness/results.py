@@ -13,16 +13,18 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
 
+from .status import Status as Status  # the one status type, re-exported where records are
+
 SCHEMA = 2
 #: older schemas this harness still reads: their records lack the newer
 #: fields, which load as ``None``
 READABLE = (1, 2)
 
-#: every status, worst first: a job's status is the worst of its records
-SEVERITY = ("crashed", "oom", "timeout", "error", "mismatch", "recompiled", "skipped", "unsupported", "pass")
-STATUSES = SEVERITY
+#: every status's value, worst first (derived from :class:`Status`, for pandas and messages)
+STATUSES = tuple(s.value for s in Status)
+SEVERITY = STATUSES
 #: status order, best first: ``df["status"].max()`` of a flat frame is the worst
-STATUS_ORDER = list(reversed(SEVERITY))
+STATUS_ORDER = list(reversed(STATUSES))
 _INTS = ("shape_index", "compiles", "cached_repeats", "process", "new_compiles")
 
 #: fields every record has (``None`` where they do not apply). Timing rule,
@@ -81,12 +83,23 @@ FIELDS = (
     "cached_samples_s",
     "node",
     "cached_check_every",
+    "stage",
+    "diagnosis",
+    "narrowed",
     "cases",
 )
 #: ``cases``: a record of planned jobs that did not run (``unsupported``/``skipped``)
 #: stands for every case listed, each a job of its backend, mode and reason
 #: (:func:`read_records` gives one record per case): the quick profile plans
 #: ~40,000 such jobs, which one record each made a run file of 45 MB.
+#: ``stage``: where a failure happened, recorded where it happened (the compile stage of
+#: ``Program.counting`` the exception left, or the stage a refusal names; ``None`` for a
+#: failure outside every stage: the call). ``diagnosis``: the system's own account of a
+#: refusal, parsed (torch.export's broken guards, inferred ranges, suggested ``Dim``
+#: fixes: :class:`engines.torch_export_diagnosis.Diagnosis`), with ``words``, the line
+#: reports show. ``narrowed``: the range the job ran under where the system narrowed the
+#: case's declared one (``{"declared": {dim: [lo, hi]}, "ran": {...}, "why": words}``).
+#: ``message`` holds the system's message whole (reports show its first lines).
 #: ``process``: which fresh worker of the job measured the record (0, then
 #: 1… for ``harness run --processes N``, which repeats the novel phase);
 #: ``cached_samples_s`` the raw per-repeat seconds behind ``cached_latency_s``;
@@ -107,10 +120,21 @@ FIELDS = (
 #: table does not name is not checked: newer harnesses add fields)
 _NUM = (int, float)
 TYPES: dict[str, tuple[type, ...]] = {
-    **dict.fromkeys(("run_id", "commit", "timestamp", "profile", "env", "message", "node"), (str,)),
+    **dict.fromkeys(("run_id", "commit", "timestamp", "profile", "env", "message", "node", "stage"), (str,)),
     **dict.fromkeys(("dirty", "novel", "ok"), (bool,)),
     **dict.fromkeys(
-        ("machine", "versions", "sizes", "compile_stages", "compile_delta", "compile_times", "call_breakdown"), (dict,)
+        (
+            "machine",
+            "versions",
+            "sizes",
+            "compile_stages",
+            "compile_delta",
+            "compile_times",
+            "call_breakdown",
+            "diagnosis",
+            "narrowed",
+        ),
+        (dict,),
     ),
     **dict.fromkeys(("shapes", "compile_reasons", "guards", "cached_samples_s", "cases"), (list,)),
     **dict.fromkeys(
@@ -128,8 +152,8 @@ TYPES: dict[str, tuple[type, ...]] = {
     ),
     **dict.fromkeys(_INTS, (int,)),
 }
-#: the statuses of a planned job that needed no worker
-IDLE_STATUSES = ("unsupported", "skipped")
+#: the statuses of a planned job that needed no worker (:attr:`Status.idle`)
+IDLE_STATUSES = tuple(s.value for s in Status if s.idle)
 #: fields a record cannot do without: what identifies its job and says how it ended
 REQUIRED = ("run_id", "case", "backend", "mode", "status")
 
@@ -150,6 +174,8 @@ def record(**fields) -> dict:
     if fields.get("status") is not None and fields["status"] not in STATUSES:
         raise ResultsError(f"unknown status {fields['status']!r}; valid: {', '.join(STATUSES)}")
     out = {k: fields.get(k) for k in FIELDS}
+    if out["status"] is not None:
+        out["status"] = Status(out["status"]).value  # a plain string in the record, whichever was given
     out["schema"] = SCHEMA
     return out
 

@@ -57,6 +57,9 @@ class Combo:
     #: the environment of a release of the backend's system to run in instead of
     #: ``backend.env`` (``harness run --versions``: :func:`harness.releases.with_versions`), or ``None``
     env: str | None = None
+    #: where the plan found the case (:func:`cases.families`: a family, ``pack:<name>``, ``file``):
+    #: the worker loads that source alone, so a pack that breaks fails only its own cases' jobs
+    source: str | None = None
 
     @property
     def env_name(self) -> str:
@@ -114,6 +117,7 @@ def plan(
     :class:`cases.CaseError` listing the valid ones.
     """
     catalogue = {c.name: c for c in cases.catalogue()}
+    source = cases.families()  # the packs resolved once, here: the run's workers load these
     all_backends = registry.backends()
     case_names = cases.match_globs(list(catalogue), case_globs, "case")
     backend_names = cases.match_globs(list(all_backends), backend_globs, "backend")
@@ -128,6 +132,7 @@ def plan(
             m,
             named=b in named,
             left_out=None if whole else left_out(c, all_backends[b], m, profile),
+            source=source.get(c),
         )
         for c in case_names
         for b in backend_names
@@ -285,6 +290,8 @@ class Runner:
             return got
         job = {
             "case": combo.case.name,
+            # where the plan found the case: the worker loads that source alone
+            "source": combo.source or cases.families().get(combo.case.name),
             "mode": combo.mode,
             "profile": self.profile,
             "repeats": self.repeats,

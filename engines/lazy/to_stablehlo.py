@@ -96,9 +96,12 @@ def export(g: Graph, gm: torch.fx.GraphModule, bounded: bool, minima: dict | Non
             )
         )
     except torch._dynamo.exc.UserError as e:  # a constraint violation: the program fixes a size
-        raise UntraceableOp(
-            f"lazy_stablehlo: torch.export could not keep the graph's sizes symbolic: {str(e).splitlines()[0]}"
-        ) from e
+        from engines.torch_export_diagnosis import parse
+
+        refused = UntraceableOp(f"lazy_stablehlo: torch.export could not keep the graph's sizes symbolic: {e}")
+        found = parse(str(e))
+        refused.diagnosis = found.as_record() if found is not None else None  # type: ignore[attr-defined]
+        raise refused from e
 
 
 def executor(module, on_compile, mode):
