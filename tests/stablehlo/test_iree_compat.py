@@ -1,0 +1,146 @@
+"""The rewrite of our StableHLO for IREE's ``stablehlo`` input
+(``engines/stablehlo/iree_compat.py``): each refused op form becomes the
+``tensor``/``linalg`` form, the module then compiles once under ``iree-compile``
+and matches NumPy at several sizes. Skips where IREE's wheels are missing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("iree.compiler", reason="IREE's compiler wheel (the peers extra: make setup)")
+pytest.importorskip("iree.runtime", reason="IREE's runtime wheel (the peers extra: make setup)")
+
+from engines.stablehlo.iree_compat import IreeCompatError, rewrite
+
+#: the seed program (gnn_edge_divide: d / c[:, None]) as our lowering writes it, unbounded
+SEED = """module @dynshape {
+  func.func public @main(%arg0: tensor<?x8xf32>, %arg1: tensor<?xf32>) -> tensor<?x8xf32> {
+    %0 = stablehlo.get_dimension_size %arg0, dim = 0 : (tensor<?x8xf32>) -> tensor<i32>
+    %1 = stablehlo.reshape %0 : (tensor<i32>) -> tensor<1xi32>
+    %c = stablehlo.constant dense<1> : tensor<i32>
+    %2 = stablehlo.reshape %c : (tensor<i32>) -> tensor<1xi32>
+    %3 = stablehlo.concatenate %1, %2, dim = 0 : (tensor<1xi32>, tensor<1xi32>) -> tensor<2xi32>
+    %4 = stablehlo.dynamic_reshape %arg1, %3 : (tensor<?xf32>, tensor<2xi32>) -> tensor<?x1xf32>
+    %c_0 = stablehlo.constant dense<8> : tensor<i32>
+    %5 = stablehlo.reshape %c_0 : (tensor<i32>) -> tensor<1xi32>
+    %6 = stablehlo.concatenate %1, %5, dim = 0 : (tensor<1xi32>, tensor<1xi32>) -> tensor<2xi32>
+    %7 = stablehlo.dynamic_broadcast_in_dim %4, %6, dims = [0, 1] : (tensor<?x1xf32>, tensor<2xi32>) -> tensor<?x8xf32>
+    %8 = stablehlo.divide %arg0, %7 : tensor<?x8xf32>
+    return %8 : tensor<?x8xf32>
+  }
+}"""
+
+#: the same, bounded (as ``lower(ep, bounded=True)`` writes it)
+SEED_BOUNDED = (
+    SEED.replace("tensor<?x8xf32>", "tensor<?x8xf32, #stablehlo.bounds<2048, ?>>")
+    .replace("tensor<?xf32>", "tensor<?xf32, #stablehlo.bounds<2048>>")
+    .replace("tensor<?x1xf32>", "tensor<?x1xf32, #stablehlo.bounds<2048, ?>>")
+)
+
+#: a broadcast that permutes (dims = [1, 0]) and expands a static 1, then a transposed reshape
+PERMUTED = """module @dynshape {
+  func.func public @main(%arg0: tensor<3x?xf32>, %arg1: tensor<?x3x2xf32>) -> tensor<?x3x2xf32> {
+    %n = stablehlo.get_dimension_size %arg0, dim = 1 : (tensor<3x?xf32>) -> tensor<i32>
+    %n1 = stablehlo.reshape %n : (tensor<i32>) -> tensor<1xi32>
+    %one = stablehlo.constant dense<[1]> : tensor<1xi32>
+    %three = stablehlo.constant dense<[3]> : tensor<1xi32>
+    %two = stablehlo.constant dense<[2]> : tensor<1xi32>
+    %s = stablehlo.concatenate %one, %three, %n1, dim = 0 : (tensor<1xi32>, tensor<1xi32>, tensor<1xi32>) -> tensor<3xi32>
+    %r = stablehlo.dynamic_reshape %arg0, %s : (tensor<3x?xf32>, tensor<3xi32>) -> tensor<1x3x?xf32>
+    %o = stablehlo.concatenate %n1, %three, %two, dim = 0 : (tensor<1xi32>, tensor<1xi32>, tensor<1xi32>) -> tensor<3xi32>
+    %b = stablehlo.dynamic_broadcast_in_dim %r, %o, dims = [2, 1, 0] : (tensor<1x3x?xf32>, tensor<3xi32>) -> tensor<?x3x2xf32>
+    %y = stablehlo.add %b, %arg1 : tensor<?x3x2xf32>
+    return %y : tensor<?x3x2xf32>
+  }
+}"""
+
+#: F.pad by a width that is a dynamic size: dynamic_pad with operand widths
+PAD = """module @dynshape {
+  func.func public @main(%arg0: tensor<?x4xf32>) -> tensor<?x4xf32> {
+    %n = stablehlo.get_dimension_size %arg0, dim = 0 : (tensor<?x4xf32>) -> tensor<i32>
+    %n1 = stablehlo.reshape %n : (tensor<i32>) -> tensor<1xi32>
+    %z1 = stablehlo.constant dense<[0]> : tensor<1xi32>
+    %two = stablehlo.constant dense<[2]> : tensor<1xi32>
+    %lo = stablehlo.concatenate %two, %z1, dim = 0 : (tensor<1xi32>, tensor<1xi32>) -> tensor<2xi32>
+    %hi = stablehlo.concatenate %n1, %z1, dim = 0 : (tensor<1xi32>, tensor<1xi32>) -> tensor<2xi32>
+    %in = stablehlo.constant dense<0> : tensor<2xi32>
+    %v = stablehlo.constant dense<-1.0> : tensor<f32>
+    %p = stablehlo.dynamic_pad %arg0, %v, %lo, %hi, %in : (tensor<?x4xf32>, tensor<f32>, tensor<2xi32>, tensor<2xi32>, tensor<2xi32>) -> tensor<?x4xf32>
+    return %p : tensor<?x4xf32>
+  }
+}"""
+
+
+def _run(text: str, *calls):
+    """Compile ``text`` once (our rewrite first) and run it on each argument list of ``calls``."""
+    import iree.runtime as rt
+
+    from engines.stablehlo.execution.iree_executor import compile_module
+
+    vmfb = compile_module(text, hints="#stablehlo.bounds" in text)
+    ctx = rt.SystemContext(config=rt.Config("local-task"))
+    vm = rt.VmModule.copy_buffer(ctx.instance, vmfb)
+    ctx.add_vm_module(vm)
+    main = ctx.modules[vm.name]["main"]
+    return [np.asarray(main(*args).to_host()) for args in calls]
+
+
+def _seed_calls():
+    rng = np.random.default_rng(0)
+    return [(rng.random((e, 8), dtype=np.float32), rng.uniform(0.5, 1.5, e).astype(np.float32)) for e in (7, 1000, 1013, 1049)]
+
+
+def test_the_refused_forms_become_tensor_and_linalg_ops():
+    out = rewrite(SEED)
+    assert "stablehlo.dynamic_reshape" not in out and "stablehlo.dynamic_broadcast_in_dim" not in out
+    assert "tensor.reshape %arg1" in out
+    # the expanding static 1 is collapsed away, then broadcast over the result's `?` size
+    assert "tensor.collapse_shape" in out and "tensor.empty(" in out
+    assert "linalg.broadcast" in out and "dimensions = [1]" in out
+    assert "stablehlo.divide" in out  # everything IREE takes stays StableHLO
+
+
+def test_the_seed_compiles_once_and_matches_numpy_at_every_size():
+    """The refusal this rewrite removes (tests/test_peers.py pins it on the raw module)."""
+    calls = _seed_calls()
+    for (d, c), got in zip(calls, _run(SEED, *calls), strict=True):
+        np.testing.assert_allclose(got, d / c[:, None], rtol=1e-6)
+
+
+def test_a_permuting_expanding_broadcast_matches_numpy():
+    out = rewrite(PERMUTED)
+    assert "stablehlo.transpose" in out and "linalg.broadcast" in out
+    rng = np.random.default_rng(1)
+    calls = []
+    for n in (1, 5, 17):
+        calls.append((rng.random((3, n), dtype=np.float32), rng.random((n, 3, 2), dtype=np.float32)))
+    for (a, b), got in zip(calls, _run(PERMUTED, *calls), strict=True):
+        want = np.broadcast_to(a.reshape(1, 3, n := a.shape[1]).transpose(2, 1, 0), (n, 3, 2)) + b
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_a_dynamic_pad_becomes_tensor_pad_and_matches_numpy():
+    out = rewrite(PAD)
+    assert "stablehlo.dynamic_pad" not in out and "tensor.pad" in out
+    calls = [(np.arange(4 * n, dtype=np.float32).reshape(n, 4),) for n in (1, 3, 9)]
+    for (a,), got in zip(calls, _run(PAD, *calls), strict=True):
+        np.testing.assert_array_equal(got, np.pad(a, ((2, a.shape[0]), (0, 0)), constant_values=-1.0))
+
+
+def test_interior_padding_is_refused_naming_the_op():
+    text = PAD.replace("%in = stablehlo.constant dense<0>", "%in = stablehlo.constant dense<1>")
+    with pytest.raises(IreeCompatError, match=r"stablehlo\.dynamic_pad with interior padding"):
+        rewrite(text)
+
+
+def test_bounds_are_dropped_or_given_as_range_hints():
+    plain = rewrite(SEED_BOUNDED)
+    assert "#stablehlo.bounds" not in plain and "util.assume.int" not in plain
+    hinted = rewrite(SEED_BOUNDED, hints=True)
+    assert "#stablehlo.bounds" not in hinted
+    assert hinted.count("umax = 2048") == 2  # one per argument's `?` dim
+    assert "flow.tensor.tie_shape %arg0" in hinted and "flow.tensor.tie_shape %arg1" in hinted
+    calls = _seed_calls()
+    for (d, c), got in zip(calls, _run(SEED_BOUNDED, *calls), strict=True):
+        np.testing.assert_allclose(got, d / c[:, None], rtol=1e-6)
