@@ -279,6 +279,7 @@ def _parser() -> argparse.ArgumentParser:
         _compare_args,
         _zoo_parser,
         _check_parser,
+        _minify_parser,
     ):
         add(sub)
     return p
@@ -299,6 +300,7 @@ def main(argv=None) -> int:
                 "packs": _packs,
                 "zoo-table": _zoo_table,
                 "check": _check_cases,
+                "minify": lambda a: __import__("harness.minify", fromlist=["main"]).main(a),
             }[args.command](args)
         except cases.CaseError as e:
             print(f"dynshape: {e}", file=sys.stderr)
@@ -641,6 +643,13 @@ def _report(args) -> int:
         print(f"dynshape: --check fails: {len(dups)} duplicated record keys", file=sys.stderr)
         return EXIT_UNEXPECTED
     return _unexpected(verdicts) if args.check else EXIT_OK
+
+
+def _minify_parser(sub) -> None:
+    """``minify``: a failing job cut down to a minimal script (harness/minify/)."""
+    from .minify import add_parser
+
+    add_parser(sub)
 
 
 # -- the model zoo's pass-rate table (harness/zoo_table.py): one self-contained block
