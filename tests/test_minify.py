@@ -4,6 +4,7 @@ to at most 5 graph nodes and its script reproduces it; bad input exits 2."""
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 
 import pytest
@@ -81,7 +82,7 @@ def test_a_planted_wrong_result_reduces_to_at_most_5_nodes(monkeypatch, tmp_path
     spec.loader.exec_module(mod)  # not __main__: defines Program and DATA only
     from harness.minify.repro import check
 
-    spec_json = __import__("json").loads(py.read_text().split("spec = ", 1)[1].split("\n", 1)[0])
+    spec_json = ast.literal_eval(py.read_text().split("spec = ", 1)[1].split("\n", 1)[0])
     inputs = [[mod.DATA[f"input_{k}_{n}"] for n in result.inputs] for k in range(len(spec_json["sizes"]))]
     assert check(mod.Program(), inputs, spec_json) == 1  # still fails with the broken rule
     monkeypatch.undo()

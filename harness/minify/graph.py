@@ -141,20 +141,38 @@ class Source:
     # -- the reduced program -----------------------------------------------------
     def program(self, cut: Cut):
         """``cut``'s program as a ``GraphModule`` (its inputs: :meth:`slice`'s, in order)."""
+        import torch
         import torch.fx as fx
 
         inputs, body = self.slice(cut)
         graph = fx.Graph()
         env: dict[Any, Any] = {}
+        writes = self.written(body)
         for name in inputs:
-            env[self.nodes[name]] = graph.placeholder(name)
-            env[self.nodes[name]].meta = dict(self.nodes[name].meta)
+            ph = graph.placeholder(name)
+            ph.meta = dict(self.nodes[name].meta)
+            # an input an in-place op (scatter_add_) writes is cloned first: a program that
+            # mutates its input returns it as an output of its own, which is another program
+            env[self.nodes[name]] = graph.call_function(torch.ops.aten.clone.default, (ph,)) if name in writes else ph
         for name in body:
             node = self.nodes[name]
             env[node] = graph.node_copy(node, lambda n: env[n])
         graph.output(env[self.nodes[cut.output]])
         graph.eliminate_dead_code()
         return fx.GraphModule(self.gm, graph)
+
+    def written(self, body: list[str]) -> set[str]:
+        """The nodes an in-place op among ``body`` writes (its schema's mutable arguments)."""
+        out: set[str] = set()
+        for name in body:
+            node = self.nodes[name]
+            schema = getattr(node.target, "_schema", None)
+            if schema is None:
+                continue
+            for arg, value in zip(schema.arguments, node.args, strict=False):
+                if arg.alias_info is not None and arg.alias_info.is_write and hasattr(value, "name"):
+                    out.add(value.name)
+        return out
 
     def values(self, arrays: list[np.ndarray], names: list[str]) -> list[np.ndarray]:
         """The values of nodes ``names`` when the original program runs on ``arrays``."""
@@ -167,8 +185,8 @@ class Source:
         class Capture(fx.Interpreter):
             def run_node(self, n):
                 out = super().run_node(n)
-                if n.name in want:
-                    got[n.name] = out
+                if n.name in want:  # a copy: a later in-place op (scatter_add_) would change it
+                    got[n.name] = out.clone() if isinstance(out, torch.Tensor) else out
                 return out
 
         with torch.no_grad():

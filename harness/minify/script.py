@@ -10,7 +10,6 @@ and exits 1 while the failure reproduces.
 
 from __future__ import annotations
 
-import json
 import textwrap
 from pathlib import Path
 
@@ -85,7 +84,7 @@ def write(path: Path, source, cut, failure, backend: str, mode: str, sizes: list
         attrs="\n".join(attrs) or "        pass",
         forward=forward,
         names=list(inputs),
-        spec=json.dumps(spec),
+        spec=repr(spec),
     )
     path.write_text(text)
     np.savez(path.with_suffix(".npz"), **data)
