@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import BoundsChecked, Counter
+from .base import BoundsChecked, Counter, Unsupported
 from .stablehlo_base import LOWERING, ModuleProgram, StablehloTorch, TorchLowered, single
 
 IREE_COMPILE = Counter(
@@ -44,6 +44,14 @@ class StablehloIreeProgram(BoundsChecked, TorchLowered, IreeArrays):
     """Lowered at the first call (from its arrays, copied back to the host), compiled once by IREE."""
 
     def executor_for(self, module):
+        from engines.stablehlo.iree_compat import IreeCompatError
+
+        try:
+            return self.iree_executable(module)
+        except IreeCompatError as e:  # a form IREE refuses or computes wrong: refused, not run
+            raise Unsupported(f"IREE input: {e}") from e
+
+    def iree_executable(self, module):
         from engines.stablehlo.execution.iree_executor import IreeExecutable
 
         return IreeExecutable(

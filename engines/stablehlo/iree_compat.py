@@ -28,6 +28,14 @@ argument's bound as an IREE hint (``util.assume.int`` on its ``tensor.dim``,
 ``hints=True``) so IREE knows the dims' ranges.
 
 Anything else IREE refuses is left as it is: ``iree-compile`` names it.
+
+One form IREE 3.13 accepts but computes wrong is refused instead
+(:class:`IreeCompatError`, :func:`shared_scatter_inits`): two or more
+``stablehlo.scatter`` ops whose operands are the same splat broadcast to a
+``?`` shape (every ``new_zeros(...).scatter_add_`` aggregation of a
+torch_geometric model). IREE merges the equal splats into one buffer and
+each scatter updates it in place, so every result is the sum of all of them
+(docs/findings/2026-12-05-iree.md, tests/test_iree_causes.py).
 The rewrite runs on IREE's own MLIR bindings (``iree.compiler.ir``), whose
 context registers the ``stablehlo``, ``tensor``, ``linalg`` and ``util``
 dialects of the very ``iree-compile`` that reads the result.
@@ -55,7 +63,36 @@ def rewrite(text: str, hints: bool = False) -> str:
         module = ir.Module.parse(text)
         _Rewriter(ir).run(module, hints)
         module.operation.verify()
+        shared = shared_scatter_inits(module, ir)
+        if shared:
+            raise IreeCompatError(
+                f"IREE 3.13 computes {shared[0]} scatters into one splat of a ? shape wrong ({shared[1]}): "
+                "it merges the equal splats into one buffer that every scatter updates in place"
+            )
         return str(module)
+
+
+def shared_scatter_inits(module, ir) -> tuple[int, str] | None:
+    """``(count, what)`` of the largest group (two or more) of ``stablehlo.scatter`` ops
+    whose operands are equal splats (``linalg.broadcast`` of one scalar constant) of the
+    same ``?`` shape, or None."""
+    groups: dict[str, int] = {}
+
+    def visit(op):
+        if op.name == "stablehlo.scatter":
+            init = op.operands[0]
+            owner = init.owner
+            typ = ir.RankedTensorType(init.type)
+            if getattr(owner, "name", "") == "linalg.broadcast" and not typ.has_static_shape:
+                scalar = owner.operands[0].owner
+                if getattr(scalar, "name", "") == "stablehlo.constant":
+                    key = f"{scalar.attributes['value']} to {typ}"
+                    groups[key] = groups.get(key, 0) + 1
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    worst = max(groups.items(), key=lambda kv: kv[1], default=None)
+    return (worst[1], worst[0]) if worst and worst[1] >= 2 else None
 
 
 class _Rewriter:

@@ -13,6 +13,10 @@ candidate run on the backend (:func:`harness.minify.failure.observe`):
    ``d = 1, 2, ...``: the first ``d`` that still fails keeps the fewest ops.
    A value that cannot be an input (a size expression no dim names) is kept
    and its own operands cut instead.
+3. **one op at a time**: each op left (the farthest from the output first)
+   becomes an input if the program still fails without it, within
+   ``budget`` candidates in all (phase 2 cuts whole levels; a cause that
+   needs two ops far apart keeps the levels between them until this phase).
 """
 
 from __future__ import annotations
@@ -26,8 +30,10 @@ class Search:
     """``fails(cut)``: whether ``cut``'s program fails the same way (memoised here);
     ``log``: one line per candidate tried."""
 
-    def __init__(self, source: Source, fails: Callable[[Cut], bool], log: Callable[[str], None] = lambda s: None):
-        self.source, self._fails, self.log = source, fails, log
+    def __init__(
+        self, source: Source, fails: Callable[[Cut], bool], log: Callable[[str], None] = lambda s: None, budget: int = 60
+    ):
+        self.source, self._fails, self.log, self.budget = source, fails, log, budget
         self.seen: dict[Cut, bool] = {}
 
     def fails(self, cut: Cut) -> bool:
@@ -38,7 +44,23 @@ class Search:
         return self.seen[cut]
 
     def run(self, start: Cut) -> Cut:
-        return self.cut_inputs(self.move_output(start.output))
+        return self.one_by_one(self.cut_inputs(self.move_output(start.output)))
+
+    def one_by_one(self, cut: Cut) -> Cut:
+        """Phase 3: cut each remaining op that the failure does not need."""
+        _, body = self.source.slice(cut)
+        for name in body:  # graph order: the farthest from the output first
+            if len(self.seen) >= self.budget:
+                break
+            if name == cut.output or name in cut.cuts or not self.source.cuttable(name):
+                continue
+            _, now = self.source.slice(cut)
+            if name not in now:  # an earlier cut removed it already
+                continue
+            trial = Cut(cut.output, cut.cuts | {name})
+            if self.fails(trial):
+                cut = trial
+        return cut
 
     def move_output(self, output: str) -> str:
         """Phase 1: the earliest output found whose program still fails."""

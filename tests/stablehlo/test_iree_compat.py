@@ -144,3 +144,13 @@ def test_bounds_are_dropped_or_given_as_range_hints():
     calls = _seed_calls()
     for (d, c), got in zip(calls, _run(SEED_BOUNDED, *calls), strict=True):
         np.testing.assert_allclose(got, d / c[:, None], rtol=1e-6)
+
+
+def test_scatters_into_one_dynamic_splat_are_refused():
+    """IREE 3.13 merges equal `?` splats and scatters into the merged buffer in place
+    (tests/test_iree_causes.py pins the wrong result): refused, never run."""
+    from pathlib import Path
+
+    text = (Path(__file__).parent / "fixtures_two_scatters.mlir").read_text()
+    with pytest.raises(IreeCompatError, match=r"computes 2 scatters into one splat of a \? shape wrong"):
+        rewrite(text)
