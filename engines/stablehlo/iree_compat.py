@@ -29,13 +29,16 @@ argument's bound as an IREE hint (``util.assume.int`` on its ``tensor.dim``,
 
 Anything else IREE refuses is left as it is: ``iree-compile`` names it.
 
-One form IREE 3.13 accepts but computes wrong is refused instead
-(:class:`IreeCompatError`, :func:`shared_scatter_inits`): two or more
-``stablehlo.scatter`` ops whose operands are the same splat broadcast to a
-``?`` shape (every ``new_zeros(...).scatter_add_`` aggregation of a
-torch_geometric model). IREE merges the equal splats into one buffer and
-each scatter updates it in place, so every result is the sum of all of them
-(docs/findings/2026-12-05-iree.md, tests/test_iree_causes.py).
+One form IREE 3.13 accepts but computes wrong is rewritten too: two or more
+``stablehlo.scatter`` ops whose operands are equal splats of a ``?`` shape
+(every ``new_zeros(...).scatter_add_`` aggregation of a torch_geometric
+model). IREE merges the equal splats into one buffer and each scatter updates
+it in place, so every result is the sum of all of them
+(docs/findings/2026-12-05-iree.md, tests/test_iree_causes.py). Each such
+scatter gets a splat of its own whose sizes pass through a
+``util.optimization_barrier`` of their own, so no two are equal
+(:meth:`_Rewriter.separate_scatter_inits`); :func:`shared_scatter_inits`
+finds what is left of the form, and :func:`rewrite` refuses it.
 The rewrite runs on IREE's own MLIR bindings (``iree.compiler.ir``), whose
 context registers the ``stablehlo``, ``tensor``, ``linalg`` and ``util``
 dialects of the very ``iree-compile`` that reads the result.
@@ -85,8 +88,13 @@ def shared_scatter_inits(module, ir) -> tuple[int, str] | None:
             typ = ir.RankedTensorType(init.type)
             if getattr(owner, "name", "") == "linalg.broadcast" and not typ.has_static_shape:
                 scalar = owner.operands[0].owner
+                empty = owner.operands[1].owner
                 if getattr(scalar, "name", "") == "stablehlo.constant":
-                    key = f"{scalar.attributes['value']} to {typ}"
+                    # sizes read through a barrier of their own make the splat unlike any other
+                    sizes = [str(d.get_name()) for d in empty.operands] if getattr(empty, "name", "") == "tensor.empty" else []
+                    if any(getattr(d.owner, "name", "") == "util.optimization_barrier" for d in empty.operands):
+                        return ir.WalkResult.ADVANCE
+                    key = f"{scalar.attributes['value']} to {typ} of {sizes}"
                     groups[key] = groups.get(key, 0) + 1
         return ir.WalkResult.ADVANCE
 
@@ -138,7 +146,45 @@ class _Rewriter:
                 new = getattr(self, op.name.split(".", 1)[1])(op)
             op.result.replace_all_uses_with(new)
             op.erase()
+        self.separate_scatter_inits(module)
         self.drop_bounds(module, hints)
+
+    def separate_scatter_inits(self, module) -> None:
+        """Give every ``stablehlo.scatter`` whose input is a splat of a ``?`` shape a splat
+        of its own, its dynamic sizes behind a ``util.optimization_barrier`` each: equal
+        splats would be merged by IREE into one buffer that the scatters update in place."""
+        scatters: list = []
+
+        def visit(op):
+            if op.name == "stablehlo.scatter":
+                scatters.append(op)
+            return self.ir.WalkResult.ADVANCE
+
+        module.operation.walk(visit)
+        for scatter in scatters:
+            for init in list(scatter.operands)[: len(scatter.results)]:  # the inputs, then indices and updates
+                splat = self.splat(init)
+                if splat is None:
+                    continue
+                scalar, empty, dims = splat
+                with self.ir.InsertionPoint(scatter), scatter.location:
+                    sizes = [self.op("util.optimization_barrier", [d], [self.index]).result for d in empty.operands]
+                    fresh = self.op("tensor.empty", sizes, [init.type]).result
+                    from iree.compiler.dialects import linalg
+
+                    own = linalg.broadcast(scalar, outs=[fresh], dimensions=dims).results[0]
+                scatter.replace_uses_of_with(init, own)
+
+    def splat(self, value):
+        """``(scalar, tensor.empty, dimensions)`` where ``value`` is a ``linalg.broadcast`` of a
+        rank-0 ``stablehlo.constant`` into a ``tensor.empty`` of a ``?`` shape, else None."""
+        owner = value.owner
+        if getattr(owner, "name", "") != "linalg.broadcast" or self.ir.RankedTensorType(value.type).has_static_shape:
+            return None
+        scalar, init = owner.operands[0], owner.operands[1]
+        if getattr(scalar.owner, "name", "") != "stablehlo.constant" or getattr(init.owner, "name", "") != "tensor.empty":
+            return None
+        return scalar, init.owner, list(self.ir.DenseI64ArrayAttr(owner.attributes["dimensions"]))
 
     def dynamic_reshape(self, op):
         x, shape = op.operands

@@ -146,11 +146,28 @@ def test_bounds_are_dropped_or_given_as_range_hints():
         np.testing.assert_allclose(got, d / c[:, None], rtol=1e-6)
 
 
-def test_scatters_into_one_dynamic_splat_are_refused():
+def test_scatters_into_equal_dynamic_splats_get_a_splat_each():
     """IREE 3.13 merges equal `?` splats and scatters into the merged buffer in place
-    (tests/test_iree_causes.py pins the wrong result): refused, never run."""
+    (tests/test_iree_causes.py pins the wrong result): each scatter gets its own splat,
+    its sizes behind barriers, and the two scatter-adds then match NumPy."""
     from pathlib import Path
 
+    from iree.compiler import ir
+
+    from engines.stablehlo.iree_compat import shared_scatter_inits
+
     text = (Path(__file__).parent / "fixtures_two_scatters.mlir").read_text()
-    with pytest.raises(IreeCompatError, match=r"computes 2 scatters into one splat of a \? shape wrong"):
-        rewrite(text)
+    out = rewrite(text)
+    assert out.count("util.optimization_barrier") == 2  # one size (n) per scatter
+    with ir.Context():
+        assert shared_scatter_inits(ir.Module.parse(out), ir) is None
+    rng = np.random.default_rng(0)
+    calls = []
+    for n, e in ((24, 60), (40, 150)):
+        calls.append(
+            (rng.standard_normal((e, 4)).astype(np.float32), rng.integers(0, n, e).astype(np.int64), np.zeros((n, 4), np.float32))
+        )
+    for (x, idx, y), got in zip(calls, _run(text, *calls), strict=True):
+        a = np.zeros(y.shape)
+        np.add.at(a, idx, x)
+        np.testing.assert_allclose(got, 3 * a, rtol=1e-5, atol=1e-5)  # a + 2a, not 2a + 4a
