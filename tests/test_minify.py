@@ -101,3 +101,15 @@ def test_bad_input_is_one_line_naming_the_culprit_exit_2(argv, culprit, capsys):
     assert cli.main(["minify", *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and culprit in err, err
+
+
+def test_badness_counts_equal_infinities_as_equal_and_nan_as_wrong():
+    import numpy as np
+
+    from harness.minify.failure import badness
+
+    inf = np.array([-np.inf, 1.0])
+    assert badness(inf, inf.copy(), 1e-4, 1e-5) == 0.0
+    assert badness(np.array([np.inf, 1.0]), inf, 1e-4, 1e-5) == float("inf")
+    assert badness(np.array([np.nan, 1.0]), inf, 1e-4, 1e-5) == float("inf")
+    assert badness(np.array([-np.inf, 1.1]), inf, 1e-4, 1e-5) > 100
