@@ -49,7 +49,7 @@ from __future__ import annotations
 from typing import Any
 
 #: the ops rewritten, by name (the functions below)
-REWRITTEN = ("stablehlo.dynamic_reshape", "stablehlo.dynamic_broadcast_in_dim", "stablehlo.dynamic_pad")
+REWRITTEN = ("stablehlo.dynamic_reshape", "stablehlo.dynamic_broadcast_in_dim", "stablehlo.dynamic_pad", "stablehlo.convolution")
 
 
 class IreeCompatError(ValueError):
@@ -136,7 +136,7 @@ class _Rewriter:
         found: list = []
 
         def visit(op):
-            if op.name in REWRITTEN:
+            if op.name in REWRITTEN and (op.name != "stablehlo.convolution" or self.conv_form(op) is not None):
                 found.append(op)
             return self.ir.WalkResult.ADVANCE
 
@@ -253,6 +253,103 @@ class _Rewriter:
             scalar = self.op("tensor.extract", [value], [elem]).result
             self.op("tensor.yield", [scalar], [])
         return pad.result
+
+    #: our lowering's layout (NCHW input, OIHW filter), per number of spatial dims: the named linalg op
+    CONV_OPS = {1: "conv_1d_ncw_fcw", 2: "conv_2d_nchw_fchw", 3: "conv_3d_ncdhw_fcdhw"}
+
+    def conv_form(self, op) -> int | None:
+        """The spatial rank of a convolution IREE refuses and this rewrite serves: our
+        layout, ungrouped, no input dilation, a `?` dim in its result (upstream's linalg
+        patterns require static spatial result dims); else None (left to IREE)."""
+        attrs = op.attributes
+        out = self.ir.RankedTensorType(op.result.type)
+        nsp = out.rank - 2
+        sp = ", ".join(str(i) for i in range(nsp))
+        if out.has_static_shape or nsp not in self.CONV_OPS:
+            return None
+        if str(attrs["dimension_numbers"]) != f"#stablehlo.conv<[b, f, {sp}]x[o, i, {sp}]->[b, f, {sp}]>":
+            return None
+        if (
+            self.ir.IntegerAttr(attrs["feature_group_count"]).value != 1
+            or self.ir.IntegerAttr(attrs["batch_group_count"]).value != 1
+        ):
+            return None
+        if "lhs_dilation" in attrs and any(d != 1 for d in self.ir.DenseI64ArrayAttr(attrs["lhs_dilation"])):
+            return None
+        return nsp
+
+    def convolution(self, op):
+        """``stablehlo.pad`` by the static padding + ``linalg.fill`` of a ``tensor.empty``
+        whose `?` sizes are computed at run time + the named ``linalg`` convolution."""
+        from iree.compiler.dialects import linalg
+
+        nsp = self.conv_form(op)
+        assert nsp is not None
+        x, w = op.operands
+        attrs = op.attributes
+        xt, wt = self.ir.RankedTensorType(x.type), self.ir.RankedTensorType(w.type)
+        out = self.plain(op.result.type)
+        ones = [1] * nsp
+        strides = list(self.ir.DenseI64ArrayAttr(attrs["window_strides"])) if "window_strides" in attrs else ones
+        dilations = list(self.ir.DenseI64ArrayAttr(attrs["rhs_dilation"])) if "rhs_dilation" in attrs else ones
+        pads = [[0, 0]] * nsp
+        if "padding" in attrs:
+            flat = [int(v) for v in self.ir.DenseIntElementsAttr(attrs["padding"])]
+            pads = [flat[2 * i : 2 * i + 2] for i in range(nsp)]
+        if any(p != [0, 0] for p in pads):
+            i64 = self.ir.DenseI64ArrayAttr.get
+            padded_shape = [xt.shape[0], xt.shape[1]] + [
+                s if s < 0 or xt.is_dynamic_dim(2 + i) else s + sum(pads[i]) for i, s in enumerate(xt.shape[2:])
+            ]
+            padded_shape = [
+                self.ir.ShapedType.get_dynamic_size() if xt.is_dynamic_dim(i) else d for i, d in enumerate(padded_shape)
+            ]
+            scalar = self.ir.RankedTensorType.get([], xt.element_type)
+            splat = self.ir.DenseElementsAttr.get_splat(scalar, self.zero_attr(xt.element_type))
+            zero = self.op("stablehlo.constant", [], [scalar], {"value": splat}).result
+            x = self.op(
+                "stablehlo.pad",
+                [x, zero],
+                [self.ir.RankedTensorType.get(padded_shape, xt.element_type)],
+                {
+                    "edge_padding_low": i64([0, 0] + [p[0] for p in pads]),
+                    "edge_padding_high": i64([0, 0] + [p[1] for p in pads]),
+                    "interior_padding": i64([0] * (nsp + 2)),
+                },
+            ).result
+        sizes = []
+        for j in range(out.rank):
+            if not out.is_dynamic_dim(j):
+                continue
+            if j == 0:
+                sizes.append(self.op("tensor.dim", [x, self.index_const(0)], [self.index]).result)
+                continue
+            if j == 1:
+                sizes.append(self.op("tensor.dim", [w, self.index_const(0)], [self.index]).result)
+                continue
+            i = j - 2
+            size = self.op("tensor.dim", [x, self.index_const(j)], [self.index]).result
+            k = self.op("tensor.dim", [w, self.index_const(j)], [self.index]).result
+            # (size - dilation * (k - 1) - 1) // stride + 1, all non-negative
+            span = self.arith("arith.muli", self.arith("arith.subi", k, self.index_const(1)), self.index_const(dilations[i]))
+            rest = self.arith("arith.subi", self.arith("arith.subi", size, span), self.index_const(1))
+            sizes.append(
+                self.arith("arith.addi", self.arith("arith.divui", rest, self.index_const(strides[i])), self.index_const(1))
+            )
+        init = self.op("tensor.empty", sizes, [out]).result
+        zero = self.op("arith.constant", [], [out.element_type], {"value": self.zero_attr(out.element_type)}).result
+        filled = linalg.fill(zero, outs=[init])
+        conv = getattr(linalg, self.CONV_OPS[nsp])
+        del wt
+        return conv(x, w, outs=[filled], strides=strides, dilations=dilations)
+
+    def arith(self, name, a, b):
+        return self.op(name, [a, b], [self.index]).result
+
+    def zero_attr(self, elem):
+        if isinstance(elem, self.ir.IntegerType):
+            return self.ir.IntegerAttr.get(elem, 0)
+        return self.ir.FloatAttr.get(elem, 0.0)
 
     def zeros(self, value) -> bool:
         """Whether ``value`` is a ``stablehlo.constant`` of zeros."""

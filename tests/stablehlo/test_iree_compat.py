@@ -171,3 +171,41 @@ def test_scatters_into_equal_dynamic_splats_get_a_splat_each():
         a = np.zeros(y.shape)
         np.add.at(a, idx, x)
         np.testing.assert_allclose(got, 3 * a, rtol=1e-5, atol=1e-5)  # a + 2a, not 2a + 4a
+
+
+def test_a_convolution_over_dynamic_spatial_dims_becomes_a_named_linalg_conv():
+    """Upstream's linalg patterns refuse `?` spatial result dims: our rewrite pads with
+    stablehlo.pad, sizes the result at run time and runs linalg.conv_{1d,2d}_*; one
+    compile serves every batch and length, equal to torch."""
+    import torch
+
+    from backends.torch_export import export
+    from engines.stablehlo import lower
+
+    torch.manual_seed(0)
+    c1, c2 = torch.nn.Conv1d(3, 8, 5, stride=2, padding=1), torch.nn.Conv2d(3, 4, 3, padding=1, dilation=2)
+
+    def program(x, y):
+        return c1(x).sum(dim=1), c2(y)
+
+    b, t, h = torch.export.Dim("b", min=2), torch.export.Dim("t", min=8), torch.export.Dim("h", min=6)
+    ep = export(program, [torch.randn(2, 3, 20), torch.randn(2, 3, 9, 9)], ({0: b, 2: t}, {0: b, 2: h, 3: h}), "conv")
+    text = lower(ep)
+    out = rewrite(text)
+    assert "stablehlo.convolution" not in out
+    assert "linalg.conv_1d_ncw_fcw" in out and "linalg.conv_2d_nchw_fchw" in out
+    import iree.runtime as rt
+
+    from engines.stablehlo.execution.iree_executor import compile_module
+
+    ctx = rt.SystemContext(config=rt.Config("local-task"))
+    vm = rt.VmModule.copy_buffer(ctx.instance, compile_module(text))
+    ctx.add_vm_module(vm)
+    main = ctx.modules[vm.name]["main"]
+    for n, length, side in ((2, 20, 9), (3, 33, 14), (5, 9, 6)):
+        x, y = torch.randn(n, 3, length), torch.randn(n, 3, side, side)
+        got = main(x.numpy(), y.numpy())
+        with torch.no_grad():
+            want = program(x, y)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(np.asarray(g.to_host()), w.numpy(), rtol=1e-4, atol=1e-5)
