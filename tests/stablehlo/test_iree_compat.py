@@ -209,3 +209,35 @@ def test_a_convolution_over_dynamic_spatial_dims_becomes_a_named_linalg_conv():
             want = program(x, y)
         for g, w in zip(got, want, strict=True):
             np.testing.assert_allclose(np.asarray(g.to_host()), w.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_a_grouped_convolution_becomes_conv_2d_ngchw_gfchw():
+    """Grouped and depthwise convolutions (MobileNet, ConvNeXt, wav2vec2's positional conv)
+    with `?` dims: reshaped to (N, G, C, ...) and run by linalg.conv_2d_ngchw_gfchw (a 1-d
+    one with a unit height), equal to torch at every size from one compile."""
+    import iree.runtime as rt
+    import torch
+
+    from backends.torch_export import export
+    from engines.stablehlo import lower
+    from engines.stablehlo.execution.iree_executor import compile_module
+
+    torch.manual_seed(0)
+    c1, c2 = torch.nn.Conv1d(8, 8, 5, padding=2, groups=4), torch.nn.Conv2d(6, 6, 3, stride=2, padding=1, groups=6)
+
+    def program(x, y):
+        return c1(x), c2(y)
+
+    b, t, h = torch.export.Dim("b", min=2), torch.export.Dim("t", min=8), torch.export.Dim("h", min=4)
+    text = lower(export(program, [torch.randn(2, 8, 20), torch.randn(2, 6, 9, 9)], ({0: b, 2: t}, {0: b, 2: h, 3: h}), "g"))
+    assert rewrite(text).count("linalg.conv_2d_ngchw_gfchw") == 2
+    ctx = rt.SystemContext(config=rt.Config("local-task"))
+    vm = rt.VmModule.copy_buffer(ctx.instance, compile_module(text))
+    ctx.add_vm_module(vm)
+    main = ctx.modules[vm.name]["main"]
+    for n, length, side in ((2, 20, 9), (3, 33, 12), (5, 9, 5)):
+        x, y = torch.randn(n, 8, length), torch.randn(n, 6, side, side)
+        with torch.no_grad():
+            want = program(x, y)
+        for g, w in zip(main(x.numpy(), y.numpy()), want, strict=True):
+            np.testing.assert_allclose(np.asarray(g.to_host()), w.numpy(), rtol=1e-4, atol=1e-5)
