@@ -2,7 +2,7 @@
 
 Benchmark and check dynamic-shape programs: `list` the catalogue, `run` jobs,
 then `report`, `compare`, `history`, `merge` and `zoo-table` their records;
-`check` a cases file; `packs install` a case pack.
+`check` a cases file; `minify` a failing job to a script; `packs install` a case pack.
 """
 
 from __future__ import annotations

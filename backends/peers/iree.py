@@ -8,7 +8,9 @@ torch releases below 2.13; torch-mlir's importer is the same FX importer.)
 Our own unbounded StableHLO (``engines.stablehlo.lower``) is refused by IREE's
 StableHLO input pipeline: IREE 3.13 marks ``stablehlo.dynamic_reshape`` and
 ``stablehlo.dynamic_broadcast_in_dim`` illegal whatever form their shape
-operand takes (:func:`compile_stablehlo` and tests/test_peers.py pin it).
+operand takes (:func:`compile_stablehlo` and tests/test_peers.py pin it);
+``stablehlo_iree`` (:mod:`backends.stablehlo_iree`) rewrites them first
+(:mod:`engines.stablehlo.iree_compat`) and compiles our module once.
 
 Underneath: IREE compiles its dispatches with dynamic dims ahead of time; the
 runtime at a new shape computes sizes and allocates, and compiles nothing."""

@@ -8,8 +8,10 @@ order. A new verb is a new module and a line here.
 
 from __future__ import annotations
 
+from harness import minify
+
 from . import check, compare, history, merge, packs, report, run, zoo_table
 from . import list as list_
 
 #: verb name -> its module, in the order ``--help`` lists them
-COMMANDS = {m.NAME: m for m in (list_, run, report, compare, history, merge, zoo_table, check, packs)}
+COMMANDS = {m.NAME: m for m in (list_, run, report, compare, history, merge, zoo_table, check, minify, packs)}

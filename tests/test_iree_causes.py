@@ -1,0 +1,95 @@
+"""The causes behind IREE's wrong results on the zoo, each minimised by
+``dynshape minify`` and pinned as a small program (docs/findings/2026-12-05-iree.md).
+Each test asserts the wrong result **still reproduces** on IREE 3.13: when one
+starts failing, IREE fixed the cause; update the findings page and the zoo's
+expectations. Skips where IREE's wheels are missing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.slow
+
+#: two dims, as the PyG zoo cases have them: nodes n, edges e
+DIMS = [
+    {"name": "n", "kind": "unbounded", "size": None, "min": 2, "max": None},
+    {"name": "e", "kind": "unbounded", "size": None, "min": 2, "max": None},
+]
+SIZES = [{"n": 24, "e": 60}, {"n": 40, "e": 150}]
+
+
+def _backend(name):
+    from harness import registry
+
+    backend = registry.get(name)
+    ok, why = backend.available()
+    if not ok:
+        pytest.skip(f"{name}: {why} (the peers extra: make setup)")
+    backend.startup()
+    return backend
+
+
+def _two_scatters():
+    import torch
+
+    class TwoScatterAdds(torch.nn.Module):
+        """GraphConv's aggregation twice (two layers): each a scatter-add of edge
+        messages into a fresh zeros tensor of the nodes' (dynamic) shape."""
+
+        def forward(self, x, index, nodes):
+            i = index.unsqueeze(1).expand_as(x)
+            a = nodes.new_zeros(nodes.shape).scatter_add_(0, i, x)
+            b = nodes.new_zeros(nodes.shape).scatter_add_(0, i, x * 2.0)
+            return a + b
+
+    rng = np.random.default_rng(0)
+    data = [
+        [
+            rng.standard_normal((s["e"], 4)).astype(np.float32),
+            rng.integers(0, s["n"], s["e"]).astype(np.int64),
+            np.zeros((s["n"], 4), np.float32),
+        ]
+        for s in SIZES
+    ]
+    return TwoScatterAdds(), data
+
+
+def _case():
+    from harness.minify.repro import case_of
+
+    program, data = _two_scatters()
+    spec = {"dims": DIMS, "shapes": [["e", 4], ["e"], ["n", 4]], "sizes": SIZES, "tolerance": [1e-4, 1e-5]}
+    return case_of(program, data, spec), data
+
+
+def test_two_scatter_adds_into_dynamic_zeros_share_one_buffer():
+    """Cause 1 (every torch_geometric wrong result minimised so far): two scatter-adds
+    into zeros tensors of the same `?` shape in one program both return the sum of
+    both (2a + 2b instead of a + b) on torch-mlir -> IREE; one scatter-add is right,
+    and so are static shapes. Our StableHLO hit it too until iree_compat gave each
+    scatter a splat of its own (the next test)."""
+    import torch
+
+    from harness.minify.failure import observe
+
+    b = _backend("iree")
+    case, data = _case()
+    got = observe(case, b, "unbounded", SIZES)
+    assert got is not None and got.kind == "wrong", got
+    # the shape of the bug: each result reads the one buffer both scatters accumulated into
+    job = b.prepare(case, "unbounded")
+    x, index, _ = data[0]
+    out = job.to_numpy(job(*job.convert(data[0])))
+    i = torch.from_numpy(index).unsqueeze(1).expand(-1, 4)
+    a = torch.zeros(24, 4).scatter_add_(0, i, torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(out, 2 * a + 2 * (2 * a), rtol=1e-5, atol=1e-5)
+    assert observe(case, b, "static", SIZES[:1]) is None  # static shapes (one compile at one size): right
+
+
+def test_our_route_gives_each_scatter_its_own_splat_and_is_right():
+    """The same program on stablehlo_iree: one lowering, one IREE compile, right at every size."""
+    from harness.minify.failure import observe
+
+    case, _ = _case()
+    assert observe(case, _backend("stablehlo_iree"), "unbounded", SIZES) is None

@@ -1,0 +1,115 @@
+"""``dynshape minify`` (harness/minify/): the search cuts a program down to the op
+that fails; a planted wrong result (a deliberately broken lowering rule) reduces
+to at most 5 graph nodes and its script reproduces it; bad input exits 2."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+
+import pytest
+
+import cases
+from harness import cli
+from harness.minify import Cut, Source, minify
+from harness.minify.search import Search
+
+CASE = "gnn_segment_softmax"  # 14 aten ops: gathers, a scatter max, exp, index_add, div
+
+
+@pytest.fixture(scope="module")
+def source():
+    case = cases.get(CASE)
+    return Source(case, "unbounded", case.sizes_for("quick")[0])
+
+
+def test_the_search_finds_the_one_op_a_predicate_blames(source):
+    """No backend: a candidate 'fails' while its program computes aten.exp. The search
+    must end at exp alone, its operand cut to an input."""
+
+    def fails(cut):
+        _, body = source.slice(cut)
+        return any(str(source.nodes[n].target) == "aten.exp.default" for n in body)
+
+    cut = Search(source, fails).run(Cut(source.final_output()))
+    inputs, body = source.slice(cut)
+    assert [str(source.nodes[n].target) for n in body] == ["aten.exp.default"]
+    assert inputs == ["sub"]  # the value exp reads, fed as an input of its own
+
+
+def test_a_reduced_program_is_a_case_fed_with_the_original_values(source):
+    """The reduced case's inputs are the original program's values at the cut, so its
+    oracle (torch eager on the reduced program) sees the original program's data."""
+    import numpy as np
+
+    cut = Cut("div", frozenset({"exp", "index_3"}))
+    case = source.reduced_case(cut)
+    assert [i.name for i in case.inputs] == ["exp", "index_3"]
+    sizes = case.sizes_for("quick")[0]
+    exp, denom = case.make_inputs(sizes, seed=0)
+    assert exp.shape == (sizes["e"], 4) and np.all(denom >= exp)  # a softmax's denominator
+    np.testing.assert_allclose(case.expected([exp, denom]), exp / denom, rtol=1e-6)
+
+
+@pytest.mark.slow
+def test_a_planted_wrong_result_reduces_to_at_most_5_nodes(monkeypatch, tmp_path):
+    """aten.exp lowered as expm1 (a broken rule of our StableHLO lowering): stablehlo_xla's
+    result is wrong; minify ends at the exp, and its script reproduces it until the rule is fixed."""
+    import torch
+
+    from engines.stablehlo.lowering import lower as _  # noqa: F401  (registers the rules)
+    from engines.stablehlo.lowering.registry import LOWERINGS
+    from harness import registry
+    from harness.minify import script
+
+    aten = torch.ops.aten
+    monkeypatch.setitem(LOWERINGS, aten.exp.default, LOWERINGS[aten.expm1.default])
+    backend = registry.get("stablehlo_xla")
+    backend.startup()
+    result = minify(cases.get(CASE), backend, "unbounded")
+    assert result.failure.kind == "wrong"
+    nodes = [n for n in result.program().graph.nodes]
+    assert len(nodes) <= 5, [n.format_node() for n in nodes]  # placeholders and output included
+    assert "aten.exp.default" in result.targets()
+
+    py, npz = script.write(
+        tmp_path / "min", result.source, result.cut, result.failure, "stablehlo_xla", "unbounded", result.sizes
+    )
+    assert npz.exists() and "torch.ops.aten.exp.default" in py.read_text()
+    spec = importlib.util.spec_from_file_location("minified_script", py)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # not __main__: defines Program and DATA only
+    from harness.minify.repro import check
+
+    spec_json = ast.literal_eval(py.read_text().split("spec = ", 1)[1].split("\n", 1)[0])
+    inputs = [[mod.DATA[f"input_{k}_{n}"] for n in result.inputs] for k in range(len(spec_json["sizes"]))]
+    assert check(mod.Program(), inputs, spec_json) == 1  # still fails with the broken rule
+    monkeypatch.undo()
+    assert check(mod.Program(), inputs, spec_json) == 0  # and passes once the rule is right
+
+
+@pytest.mark.parametrize(
+    "argv, culprit",
+    [
+        (["--case", "nope", "--backend", "torch_eager", "--mode", "unbounded"], "--case"),
+        (["--case", CASE, "--backend", "nope", "--mode", "unbounded"], "--backend 'nope'"),
+        (["--case", CASE, "--backend", "torch_eager", "--mode", "sideways"], "no mode 'sideways'"),
+    ],
+)
+def test_bad_input_is_one_line_naming_the_culprit_exit_2(argv, culprit, capsys):
+    assert cli.main(["minify", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and culprit in err, err
+
+
+def test_badness_counts_equal_infinities_as_equal_and_nan_as_wrong():
+    import numpy as np
+
+    from harness.minify.failure import badness
+
+    inf = np.array([-np.inf, 1.0])
+    assert badness(inf, inf.copy(), 1e-4, 1e-5) == 0.0
+    assert badness(np.array([np.inf, 1.0]), inf, 1e-4, 1e-5) == float("inf")
+    assert badness(np.array([np.nan, 1.0]), inf, 1e-4, 1e-5) == float("inf")
+    assert badness(np.array([-np.inf, 1.1]), inf, 1e-4, 1e-5) > 100
