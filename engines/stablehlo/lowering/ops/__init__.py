@@ -10,6 +10,7 @@ from . import (  # noqa: F401
     linalg,
     movement,
     norm,
+    polynomials,
     pool,
     reduce,
     sort,
