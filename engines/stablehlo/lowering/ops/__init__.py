@@ -13,6 +13,7 @@ from . import (  # noqa: F401
     polynomials,
     pool,
     reduce,
+    selection,
     sort,
     special,
     symint,
