@@ -33,6 +33,8 @@ FUNCTIONS = {
     "spherical_bessel_j0": (torch.special.spherical_bessel_j0, [0.0, 1e-4, -0.3, 0.7, 5.0, -40.0]),
     "ndtri": (torch.special.ndtri, [0.5, 0.01, 0.975, 0.3, 0.0, 1.0]),
     "cumprod": (lambda x: torch.cumprod(x, 0), [1.5, -0.5, 2.0, 0.25, 3.0]),  # via prims.prod
+    "hypot": (lambda x: torch.hypot(x, x.flip(0)), [3.0, -4.0, 0.0, 1e30, np.inf, np.nan, -1e-30]),
+    "angle": (torch.angle, [-1.0, 0.0, 2.0, np.nan, -np.inf, np.inf]),
 }
 
 
