@@ -35,6 +35,10 @@ FUNCTIONS = {
     "cumprod": (lambda x: torch.cumprod(x, 0), [1.5, -0.5, 2.0, 0.25, 3.0]),  # via prims.prod
     "hypot": (lambda x: torch.hypot(x, x.flip(0)), [3.0, -4.0, 0.0, 1e30, np.inf, np.nan, -1e-30]),
     "angle": (torch.angle, [-1.0, 0.0, 2.0, np.nan, -np.inf, np.inf]),
+    "i0": (torch.i0, [0.0, -0.5, 3.0, 8.0, 8.5, -20.0, 80.0]),
+    "i0e": (torch.special.i0e, [0.0, -0.5, 3.0, 8.0, 8.5, -20.0, 1e4]),
+    "i1": (torch.special.i1, [0.0, -0.5, 3.0, 8.0, 8.5, -20.0, 80.0]),
+    "i1e": (torch.special.i1e, [0.0, -0.5, 3.0, 8.0, 8.5, -20.0, 1e4]),
 }
 
 
