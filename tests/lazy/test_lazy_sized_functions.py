@@ -10,6 +10,18 @@ import engines.lazy as L
 ZEROS, FULL = torch.zeros, torch.full  # held before any step patches torch
 
 
+def test_tracing_puts_each_replacement_under_its_own_name():
+    """``tracing()`` reads its targets a namespace at a time and pairs what it found with them in
+    order (first here: a misaligned tracing() also restores the wrong functions): a target
+    added out of its namespace's run once swapped ``handle_torch_function`` for
+    another function (every lazy op through torch's Python wrappers then failed)."""
+    from engines.lazy import hooks
+
+    for _, new, old in hooks._patch_set(hooks._found(), hooks._TARGETS):
+        for name, f in new.items():
+            assert getattr(f, "__wrapped__", f).__name__ == name == old[name].__name__, name
+
+
 def test_a_size_in_a_tuple_reaches_the_lazy_creation_function():
     f = L.LazyFunction(lambda z: ZEROS((z.shape[0], 3)) + FULL((z.shape[0], 1), 2.0), dims=[{0: "s0"}])
     for n in (4, 6):
