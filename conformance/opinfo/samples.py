@@ -5,7 +5,9 @@ A sample of ``op_db`` (``op.sample_inputs``) is flattened to its tensor leaves; 
 size variable (``s0``, ``s1``, ...), and the second sample doubles every dynamic
 dim by tiling the leaf along it. Tiling keeps values in the op's domain (``acosh``
 stays >= 1) and indices in range (a doubled dim only grows); doubling keeps the
-relations between sizes (a dim twice another, one divisible by a window).
+relations between sizes (a dim twice another, one divisible by a window). Where torch
+leaves tied values' order unspecified (``sort``, ``argsort``, ``topk``, ``median``: ``TIE_FREE``),
+the copies are shifted apart instead, so tiling makes no tie.
 
 Strategies, most demanding first; the first one torch eager accepts (the doubled
 sample runs, deterministically, and its outputs keep their structure) is the sample's:
@@ -141,9 +143,25 @@ def _pick(tensors: list, strategy: str) -> dict[tuple[int, int], int]:
     return picked
 
 
-def _tile(t: torch.Tensor, axes) -> torch.Tensor:
+#: entries whose result at tied values torch leaves unspecified: ``sort``/``argsort`` are unstable
+#: unless asked (which of two equal elements comes first), and ``topk``, ``kthvalue``, ``median``
+#: name any index of a tied value. Tiling gives every value a twin, so two correct
+#: implementations may differ there; these entries' doubled samples are tiled apart (:func:`_tile`).
+#: (Ops that define their ties -- ``argmax`` the first, ``cummax`` the last -- keep the twins: they test it.)
+TIE_FREE = frozenset({"sort", "argsort", "topk", "kthvalue", "median", "nanmedian"})
+
+
+def _tile(t: torch.Tensor, axes, apart: bool = False) -> torch.Tensor:
+    """``t`` tiled ``GROWTH`` times along each of ``axes``. ``apart``: copy ``k`` shifted by ``k``
+    times (the span of the finite values + 1), so every copy's values lie above the last's and
+    tiling makes no tie (order is all these ops read: no domain to leave); bool as it is."""
     for a in axes:
-        t = torch.cat([t] * GROWTH, dim=a)
+        if apart and t.dtype != torch.bool and t.numel():
+            finite = t[torch.isfinite(t)] if t.is_floating_point() else t
+            step = (finite.max() - finite.min() + 1) if finite.numel() else 0
+            t = torch.cat([t + k * step for k in range(GROWTH)], dim=a)
+        else:
+            t = torch.cat([t] * GROWTH, dim=a)
     return t
 
 
@@ -193,7 +211,8 @@ def dynamic(op, index: int, sample) -> DynSample | None:
         tried.add(key)
         names = {n: f"s{k}" for k, n in enumerate(sorted(set(picked.values())))}
         dims = [{a: names[n] for (j, a), n in picked.items() if j == i} for i in range(len(tensors))]
-        grown = [_tile(t, sorted(d)) for t, d in zip(tensors, dims, strict=True)]
+        apart = base.entry.split(".")[0] in TIE_FREE
+        grown = [_tile(t, sorted(d), apart) for t, d in zip(tensors, dims, strict=True)]
         try:
             out = run_eager(base.call, grown)
             if _structure(out) != want:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import operator
 
 import torch
+import torch._refs
 
 from .memo import Memo
 from .symbolic import SIZED_FUNCTIONS, UNPATCHED, NeedsSizedMethods, SymSize
@@ -46,6 +47,22 @@ def _patched(name, orig):
         return orig(*args, **kwargs)
 
     fn.__name__, fn.__wrapped__, fn.lazy_tracing = name, orig, True
+    return fn
+
+
+def _broadcast_ints(orig):
+    """``torch._refs._broadcast_shapes`` while tracing: with symbolic sizes among the shapes, the
+    lazy rule's result read as ints (its caller, ``torch.broadcast_shapes``, makes a ``torch.Size``
+    of it, which would read them so anyway)."""
+    impl = OPS["lazy_broadcast_shapes"]
+
+    def fn(*shapes):
+        if _has_sym(shapes):
+            PATCH_CALLS[0] += 1
+            return [int(d) for d in impl(*shapes)]
+        return orig(*shapes)
+
+    fn.__name__, fn.__wrapped__, fn.lazy_tracing = orig.__name__, orig, True
     return fn
 
 
@@ -128,13 +145,23 @@ def _targets() -> list:
     building the replacement of the function found there."""
     out = [(torch.__dict__, n, lambda f, n=n: _patched(n, f)) for n in _CREATION]
     out += [(torch.__dict__, n, lambda f, n=n: _direct(n, f)) for n in _DIRECT]
+    # broadcast_shapes of symbolic sizes: torch's asks guard_or_false of each comparison, which takes torch's
+    # SymBool only (an AssertionError on ours). torch.broadcast_shapes itself: symbolic sizes, as x.shape
+    out += [(torch.__dict__, "broadcast_shapes", lambda f: _patched("broadcast_shapes", f))]
     out += [(ns, "handle_torch_function", _handler) for ns in (torch.nn.functional.__dict__, torch.functional.__dict__)]
+    # a torch.broadcast_shapes held from before the step (OpInfo's) looks torch._refs._broadcast_shapes up at
+    # call time, then makes a torch.Size of its result, which reads each size as an int (a guard each)
+    out += [(torch._refs.__dict__, "_broadcast_shapes", _broadcast_ints)]
     return out
 
 
 def _finders(targets) -> tuple:
     """``(namespace dict, getter)`` per namespace of ``targets``, the getter reading its names in
-    one C call; the functions found are the getters' results in turn (``_found``)."""
+    one C call; the functions found are the getters' results in turn (``_found``), which
+    ``_patch_set`` pairs with ``targets`` in order: each namespace's targets must be consecutive."""
+    runs = [id(ns) for i, (ns, _, _) in enumerate(targets) if i == 0 or targets[i - 1][0] is not ns]
+    if len(runs) != len(set(runs)):
+        raise AssertionError("tracing targets: a namespace's names are not consecutive")
     by_ns: dict = {}
     for ns, name, _ in targets:
         by_ns.setdefault(id(ns), (ns, []))[1].append(name)

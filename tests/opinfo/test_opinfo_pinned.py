@@ -42,14 +42,7 @@ def test_pinned_verdict(db, entry, path):
 
 #: the crashes and mismatches the pin still holds, each with its cause (issue 48 asks for
 #: none): a new one fails here, and so does one fixed without its line removed
-KNOWN = {
-    # torch.broadcast_shapes (Python) asserts its `==` gives a bool; the lazy path's SymBool is not one
-    "lazy:broadcast_shapes crash",
-    # the doubled sample tiles its values, so sort has exact ties: torch's unstable sort orders
-    # their indices otherwise than our (stable) lowering; the sorted values agree
-    "stablehlo:argsort mismatch",
-    "stablehlo:sort mismatch",
-}
+KNOWN: set[str] = set()  # (the last two, sort and argsort, were the doubled sample's ties: samples.TIE_FREE)
 
 
 def test_the_pin_has_no_crash_or_mismatch_but_the_known_ones():

@@ -42,6 +42,22 @@ def test_index_values_stay_in_range_when_their_tensor_grows(db):
     assert idx and all(int(t.max()) < src.shape[0] for t in idx)
 
 
+@pytest.mark.parametrize("name", ["sort", "argsort", "kthvalue"])
+def test_an_unstable_sorts_doubled_sample_has_no_tie_tiling_made(db, name):
+    """torch leaves the order of tied values to its (unstable) sort: a doubled sample whose
+    copies were tied could tell two correct implementations apart."""
+    s = _sample(db, name)
+    small, big = s.leaves[0][0], s.leaves[1][0]
+    assert small.unique().numel() == small.numel()  # (OpInfo's own samples have none)
+    assert big.unique().numel() == big.numel()
+
+
+def test_an_op_that_defines_its_ties_keeps_them(db):
+    s = _sample(db, "argmax")
+    small, big = s.leaves[0][0], s.leaves[1][0]
+    assert big.unique().numel() == small.unique().numel()  # (argmax names the first: twins test it)
+
+
 def test_lazy_pass_and_its_route(db):
     s = _sample(db, "sin")
     v = paths.run_lazy(s, "unbounded", family(db["sin"]))

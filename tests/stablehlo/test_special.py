@@ -10,6 +10,7 @@ import torch
 from torch.export import Dim
 
 from engines.stablehlo import LoweringError, XlaExecutor, lower
+from engines.stablehlo.lowering.ops.polynomials import RECURRENCES
 
 from .cases_stablehlo import Fn
 
@@ -32,6 +33,12 @@ FUNCTIONS = {
     "spherical_bessel_j0": (torch.special.spherical_bessel_j0, [0.0, 1e-4, -0.3, 0.7, 5.0, -40.0]),
     "ndtri": (torch.special.ndtri, [0.5, 0.01, 0.975, 0.3, 0.0, 1.0]),
     "cumprod": (lambda x: torch.cumprod(x, 0), [1.5, -0.5, 2.0, 0.25, 3.0]),  # via prims.prod
+    "hypot": (lambda x: torch.hypot(x, x.flip(0)), [3.0, -4.0, 0.0, 1e30, np.inf, np.nan, -1e-30]),
+    "angle": (torch.angle, [-1.0, 0.0, 2.0, np.nan, -np.inf, np.inf]),
+    "i0": (torch.i0, [0.0, -0.5, 3.0, 8.0, 8.5, -20.0, 80.0]),
+    "i0e": (torch.special.i0e, [0.0, -0.5, 3.0, 8.0, 8.5, -20.0, 1e4]),
+    "i1": (torch.special.i1, [0.0, -0.5, 3.0, 8.0, 8.5, -20.0, 80.0]),
+    "i1e": (torch.special.i1e, [0.0, -0.5, 3.0, 8.0, 8.5, -20.0, 1e4]),
 }
 
 
@@ -80,3 +87,30 @@ def test_empty_like_lowers_through_empty_permuted():
     x = np.arange(15, dtype=np.float32).reshape(5, 3)
     (got,) = XlaExecutor().run(text, [x])
     np.testing.assert_array_equal(got, 2 * x)
+
+
+#: degrees: negative, 0, 1, the recurrence, past the closed-form thresholds (4, 6, 8), fractional
+#: (truncated), past Hermite's limit; x: inside, at and beyond the ends (+-1, 0 for the shifted and Laguerre)
+POLY_N = [-1.0, 0.0, 1.0, 2.0, 3.0, 5.0, 7.0, 9.5, 12.0, 130.0]
+POLY_X = [-1.0, -0.7, 0.0, 0.3, 1.0, 1.5, -2.0, 0.5, 0.9, 0.1]
+
+
+@pytest.mark.parametrize("name", sorted(RECURRENCES))
+def test_orthogonal_polynomials_match_torch(name):
+    """One lowering for the family (``ops/polynomials.py``): a while loop to the largest degree,
+    each element stopping at its own; bounded (one compile) and unbounded, at two sizes."""
+    fn = getattr(torch.special, name)
+    x = torch.tensor(POLY_X).repeat_interleave(len(POLY_N))
+    n = torch.tensor(POLY_N).repeat(len(POLY_X))
+    d = Dim("d", min=2, max=1024)
+    ep = torch.export.export(Fn(lambda _, a, b: fn(a, b)), (x, n), dynamic_shapes={"xs": ({0: d}, {0: d})})
+    for bounded in (True, False):
+        text = lower(ep, bounded=bounded)
+        ex = XlaExecutor()
+        for k in (1, 2):
+            a, b = x.repeat(k), n.flip(0).repeat(k) if k == 2 else n
+            (got,) = ex.run(text, [a.numpy(), b.numpy()])
+            want = fn(a, b).numpy()
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=f"{name} bounded={bounded}")
+        if bounded:
+            assert ex.compile_count() == 1

@@ -8,10 +8,10 @@ import torch.nn.functional as F
 
 from engines.sizes import Expr
 
-from ..symbolic import as_expr, const
+from ..symbolic import SymSize, as_expr, const, is_size
 from ..tensor import LazyTensor, UntraceableOp
 from .registry import ShapeError, ctx_for, lazy_op, record
-from .rules import ONE, ZERO, assume_eq, hint, norm_dim, numel, promote, shape_of, size_list
+from .rules import ONE, ZERO, assume_eq, broadcast, hint, norm_dim, numel, promote, shape_of, size_list
 
 T = torch.Tensor
 MINUS_ONE = const(-1)
@@ -285,3 +285,22 @@ def repeat_interleave(x, repeats, dim=None, *, output_size=None):
     d = norm_dim(dim, len(s))
     s[d] = s[d] * as_expr(repeats)
     return record(x.ctx, "repeat_interleave", (x, repeats, d), {}, s, x.dtype)
+
+
+@lazy_op("lazy_broadcast_shapes", method=False)
+def lazy_broadcast_shapes(*shapes):
+    """``torch.broadcast_shapes`` of shapes holding symbolic sizes (reached through
+    ``hooks.tracing()``): the broadcast rule of every other op here (:func:`.rules.broadcast`,
+    a guard only where a size may be 1 or not), the result a tuple of sizes as ``x.shape`` is.
+    torch's own (``torch._refs._broadcast_shapes``) asks ``guard_or_false`` of each comparison,
+    which accepts torch's ``SymBool`` only."""
+    shapes = tuple((s,) if not isinstance(s, (list, tuple)) else tuple(s) for s in shapes if s is not None)
+    if not shapes:
+        return ()
+    ctx = ctx_for(shapes)
+    for s in shapes:
+        for d in s:
+            if is_size(d) and as_expr(d).is_const and as_expr(d).value < 0:
+                raise ValueError("Attempting to broadcast a dimension with negative length!")
+    out = broadcast(ctx, *(tuple(as_expr(d) for d in s) for s in shapes))
+    return tuple(SymSize.wrap(e, ctx) for e in out)

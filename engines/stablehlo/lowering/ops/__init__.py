@@ -2,6 +2,7 @@
 
 from . import (  # noqa: F401
     attention,
+    bessel,
     control,
     conv,
     creation,
@@ -10,8 +11,10 @@ from . import (  # noqa: F401
     linalg,
     movement,
     norm,
+    polynomials,
     pool,
     reduce,
+    selection,
     sort,
     special,
     symint,

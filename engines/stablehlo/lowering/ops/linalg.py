@@ -59,3 +59,19 @@ def _linear(ctx, node, x, w, bias=None):
     if bias is not None:
         p = ctx.binary("stablehlo.add", p, ctx.tensor(bias, dt, shape))
     return p
+
+
+@lowers(aten.addbmm.default)
+def _addbmm(ctx, node, bias, b1, b2, beta=1, alpha=1):
+    """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``: one ``dot_general`` contracting
+    the batch dim with ``k`` (beta 0 ignores ``input``, NaNs too, as torch)."""
+    shape, dt = ctx.out_spec(node)
+    p = dot(ctx, b1, b2, dt, lhs_contract=(0, 2), rhs_contract=(0, 1))
+    if alpha != 1:
+        p = ctx.binary("stablehlo.multiply", p, ctx.constant(alpha, dt, shape))
+    if beta == 0:
+        return p
+    c = ctx.tensor(bias, dt, shape)
+    if beta != 1:
+        c = ctx.binary("stablehlo.multiply", c, ctx.constant(beta, dt, shape))
+    return ctx.binary("stablehlo.add", p, c)

@@ -401,3 +401,33 @@ def _ndtri(ctx, node, a):
     p = ctx.tensor(a, cdt)
     y = erfinv(ctx, _sub(ctx, _mul(ctx, _c(ctx, p, 2.0), p), _c(ctx, p, 1.0)))
     return ctx.convert(_mul(ctx, _c(ctx, p, math.sqrt(2.0)), y), dt)
+
+
+@lowers(aten.hypot.default)
+def _hypot(ctx, node, a, b):
+    """sqrt(a^2 + b^2) as ``std::hypot`` computes it: scaled by the larger magnitude (no
+    overflow of the squares), 0 where both are, inf where either is (a NaN beside it too)."""
+    dt = ctx.out_dtype(node)
+    cdt = _compute_dtype(dt)
+    shape = ctx.out_shape(node)
+    x = ctx.unary("stablehlo.abs", ctx.tensor(a, cdt, shape))
+    y = ctx.unary("stablehlo.abs", ctx.tensor(b, cdt, shape))
+    big, small = ctx.binary("stablehlo.maximum", x, y), ctx.binary("stablehlo.minimum", x, y)
+    zero = _c(ctx, x, 0.0)
+    r = _div(ctx, small, ctx.select(ctx.compare(big, zero, "EQ"), _c(ctx, x, 1.0), big))
+    out = _mul(ctx, big, ctx.unary("stablehlo.sqrt", _add(ctx, _c(ctx, x, 1.0), _mul(ctx, r, r))))
+    a_nan = ctx.binary("stablehlo.or", ctx.compare(x, x, "NE"), ctx.compare(y, y, "NE"))
+    out = ctx.select(a_nan, _c(ctx, x, math.nan), out)  # (XLA's maximum may drop a NaN)
+    inf = _c(ctx, x, math.inf)
+    either_inf = ctx.binary("stablehlo.or", ctx.compare(x, inf, "EQ"), ctx.compare(y, inf, "EQ"))
+    return ctx.convert(ctx.select(either_inf, inf, out), dt)
+
+
+@lowers(aten.angle.default)
+def _angle(ctx, node, a):
+    """The argument of a real number: pi below 0, else 0; NaN stays NaN (complex inputs are
+    refused before they get here: no complex dtype lowers)."""
+    dt = ctx.out_dtype(node)
+    x = ctx.tensor(a, dt)
+    out = ctx.select(ctx.compare(x, _c(ctx, x, 0.0), "LT"), _c(ctx, x, math.pi), _c(ctx, x, 0.0))
+    return ctx.select(ctx.compare(x, x, "EQ"), out, x)
