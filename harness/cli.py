@@ -128,6 +128,12 @@ def _run_args(sub) -> None:
         f"{limits.fmt(limits.default_bytes())})",
     )
     run.add_argument(
+        "--fresh",
+        action="store_true",
+        help="run every job, even those whose case, backend, engine code, versions and settings are unchanged "
+        "since a run in --out (by default those are taken from it: harness/incremental.py)",
+    )
+    run.add_argument(
         "--resume", metavar="RUN_ID", help="finish an interrupted run: run its missing and incomplete jobs, appending to it"
     )
     run.add_argument(
@@ -469,8 +475,14 @@ def _run(args) -> int:
 
     # a typo'd rule must stop the run before its jobs, not after them (the report judges by these rules)
     expectations.load()
+    if not args.resume:
+        from . import incremental
+
+        combos = incremental.apply(r, combos, fresh=args.fresh, say=lambda m: print(m, file=sys.stderr))
     try:
-        if args.scheduler:
+        if args.scheduler and not combos:
+            path = r.path  # every job was taken from an earlier run: no cluster to start
+        elif args.scheduler:
             from . import cluster
 
             path = cluster.run(r, combos, None if args.scheduler == "local" else args.scheduler, jobs=args.jobs)

@@ -81,6 +81,9 @@ FIELDS = (
     "cached_samples_s",
     "node",
     "cached_check_every",
+    "fingerprint",
+    "reused_from",
+    "started",
 )
 #: ``process``: which fresh worker of the job measured the record (0, then
 #: 1… for ``harness run --processes N``, which repeats the novel phase);
@@ -102,7 +105,10 @@ FIELDS = (
 #: table does not name is not checked: newer harnesses add fields)
 _NUM = (int, float)
 TYPES: dict[str, tuple[type, ...]] = {
-    **dict.fromkeys(("run_id", "commit", "timestamp", "profile", "env", "message", "node"), (str,)),
+    **dict.fromkeys(
+        ("run_id", "commit", "timestamp", "profile", "env", "message", "node", "fingerprint", "reused_from", "started"),
+        (str,),
+    ),
     **dict.fromkeys(("dirty", "novel", "ok"), (bool,)),
     **dict.fromkeys(
         ("machine", "versions", "sizes", "compile_stages", "compile_delta", "compile_times", "call_breakdown"), (dict,)
