@@ -218,6 +218,9 @@ def _history_args(sub) -> None:
     _results(his, "where runs (and asv/, asv's results) are")
     his.add_argument("--asv", metavar="DIR", help="asv's results directory (default: RESULTS/asv)")
     his.add_argument("--csv", help="also write the table as CSV")
+    his.add_argument(
+        "--rows", action="store_true", help="per backend and mode: jobs passed, compiled once, compiles, by commit, with changes"
+    )
     _selection(his)
 
 
@@ -662,6 +665,19 @@ def _zoo_parser(sub) -> None:
     zt.add_argument("--results", default="results", help="where the latest run is looked for")
     zt.add_argument("--failures", action="store_true", help="also the failure classes: per path and stage, message and cases")
     zt.add_argument("--skipped", action="store_true", help="only the enumerated architectures the zoo leaves out, and why")
+    zt.add_argument(
+        "--by-library",
+        action="store_true",
+        help="also the table and the leaderboard per library (transformers, … diffusers) and overall",
+    )
+    zt.add_argument(
+        "--cost",
+        type=int,
+        nargs="?",
+        const=2,
+        metavar="JOBS",
+        help="also the wall time per backend and mode (at --jobs JOBS, default 2)",
+    )
 
 
 def _zoo_table(args) -> int:
@@ -677,6 +693,14 @@ def _zoo_table(args) -> int:
     print("\n" + zoo_table.goals_markdown(zoo_table.goals(df)))
     if args.failures:
         print("\n" + zoo_table.failures_markdown(zoo_table.failures(df)))
+    if args.by_library:
+        from . import zoo_reports
+
+        print("\n" + zoo_reports.by_library_markdown(df))
+    if args.cost:
+        from . import row_cost
+
+        print("\n" + row_cost.markdown(row_cost.costs(df), jobs=args.cost))
     return EXIT_OK
 
 
@@ -685,7 +709,11 @@ def _history(args) -> int:
 
     df = history.history(args.paths, args.results, since=args.since, asv_dir=args.asv)
     df = report.select(df, args.cases, args.backends, args.modes)
-    print(history.markdown(df))
+    if args.rows:
+        from . import row_history
+
+        df = row_history.rows(df)
+    print(row_history.markdown(df) if args.rows else history.markdown(df))
     if args.csv:
         df.to_csv(args.csv, index=False)
         print(f"\nhistory CSV: {args.csv}", file=sys.stderr)
