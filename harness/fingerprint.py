@@ -202,6 +202,8 @@ class Fingerprints:
     def job(self, combo, settings: dict, machine: dict) -> str:
         """The fingerprint of ``combo`` run with ``settings`` (:data:`SETTINGS`) on ``machine``."""
         parts = {
+            # the names too: two backends of one module (a variant class) are two jobs
+            "job": [combo.case.name, combo.backend.name],
             "case": self.case(combo.case),
             "backend": self.backend(combo.backend),
             "harness": self.harness(),
