@@ -204,6 +204,10 @@ def probe(
     if pool is None:
         _limit_memory()
     data = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
+    unknown = sorted(set(families or ()) - {fam for fam, _ in LIBRARIES})
+    if unknown:
+        raise ProbeError(f"unknown zoo family {', '.join(unknown)}; valid: {', '.join(fam for fam, _ in LIBRARIES)}")
+    matched = 0
     for fam, _lib in LIBRARIES:
         if families and fam not in families:
             continue
@@ -222,6 +226,7 @@ def probe(
             if only and not _selected(spec["name"], only):
                 continue
             todo.append(spec)
+        matched += len(todo)
         if pool is not None:
             for entry in pool(fam, todo):
                 found[entry["name"]] = entry
@@ -250,7 +255,13 @@ def probe(
         data[fam] = {name: found[name] for name in names if name in found}
         _write(out, data)
     table.cache_clear()
+    if only and not matched:
+        raise ProbeError(f"--only {only!r} names no architecture of {', '.join(families or [f for f, _ in LIBRARIES])}")
     return data
+
+
+class ProbeError(ValueError):
+    """A probe asked for what the zoo does not have (a usage error: exit 2)."""
 
 
 def _selected(name: str, globs: str) -> bool:
@@ -376,14 +387,15 @@ if __name__ == "__main__":
     args = p.parse_args()
     if args.command == "probe-serve":
         _serve()
-    elif args.scheduler:
-        from harness import results, zoo_cluster
-
+    else:
         try:
-            with zoo_cluster.Pool(None if args.scheduler == "local" else args.scheduler, args.jobs) as pool:
-                probe(args.families or None, budget_s=args.budget, retry=args.retry, only=args.only, pool=pool)
-        except results.ResultsError as e:
+            if args.scheduler:
+                from harness import zoo_cluster
+
+                with zoo_cluster.Pool(None if args.scheduler == "local" else args.scheduler, args.jobs) as pool:
+                    probe(args.families or None, budget_s=args.budget, retry=args.retry, only=args.only, pool=pool)
+            else:
+                probe(args.families or None, budget_s=args.budget, retry=args.retry, only=args.only)
+        except ValueError as e:  # ProbeError, or harness.results.ResultsError: no scheduler at the address
             print(f"python -m cases.zoo: {e}", file=sys.stderr)
             sys.exit(2)
-    else:
-        probe(args.families or None, budget_s=args.budget, retry=args.retry, only=args.only)

@@ -424,6 +424,7 @@ def _run(args) -> int:
                 ("--shard", args.shard),
                 ("--scheduler", args.scheduler),
                 ("--versions", args.versions),
+                ("--fresh", args.fresh),
             )
             if v
         ]
@@ -672,7 +673,7 @@ def _zoo_parser(sub) -> None:
     )
     zt.add_argument(
         "--cost",
-        type=int,
+        type=_in_range("jobs"),
         nargs="?",
         const=2,
         metavar="JOBS",

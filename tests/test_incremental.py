@@ -155,3 +155,19 @@ def test_split_with_fresh_reuses_nothing(tmp_path):
         path = tmp_path / "x.jsonl"
 
     assert incremental.split(R(), ["a", "b"], fresh=True).run == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["run", "--resume", "r1", "--fresh"], "--resume runs the jobs the run planned; drop --fresh"),
+        (["zoo-table", "--cost", "0"], "--cost: must be an integer in [1, 64], got '0'"),
+    ],
+)
+def test_bad_flags_are_usage_errors(argv, says, capsys):
+    try:
+        rc = cli.main(argv)
+    except SystemExit as e:  # argparse's own usage error
+        rc = e.code
+    assert rc == 2
+    assert says in capsys.readouterr().err

@@ -54,3 +54,22 @@ def test_an_architecture_that_kills_its_process_is_recorded_as_crashed(monkeypat
     monkeypatch.setattr(server, "_start", start_then_die)
     assert server.probe("zoo_pyg", spec) == {**spec, "skipped": zoo.CRASHED}
     assert server.proc is None
+
+
+def test_a_probe_of_nothing_is_a_usage_error(tmp_path):
+    """An unknown family, or ``--only`` globs naming no architecture: one line naming it, exit 2."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    out = tmp_path / "zoo.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "cases.zoo", "probe", "zoo_nope"], cwd=root, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        "python -m cases.zoo: unknown zoo family zoo_nope; valid: zoo_hf, zoo_tv, zoo_pyg, zoo_timm, zoo_diffusers"
+    ]
+    pytest.importorskip("torch_geometric", reason="the models extra is not installed")
+    with pytest.raises(zoo.ProbeError, match="'zoo_pyg_nope\\*' names no architecture of zoo_pyg"):
+        zoo.probe(["zoo_pyg"], out=out, only="zoo_pyg_nope*", pool=lambda fam, specs: iter(()))
