@@ -171,3 +171,39 @@ def test_bad_flags_are_usage_errors(argv, says, capsys):
         rc = e.code
     assert rc == 2
     assert says in capsys.readouterr().err
+
+
+def test_a_fingerprint_is_the_same_in_another_process():
+    """Nothing of one process (an object's address in a repr, a set's order) reaches a digest."""
+    import subprocess
+    import sys
+
+    script = (
+        "import cases; from harness import fingerprint, registry, runner\n"
+        "fp = fingerprint.Fingerprints()\n"
+        "(c,) = runner.plan('gnn_edge_divide', 'lazy', 'unbounded')\n"
+        "z = [x for x in cases.catalogue() if x.name.startswith('zoo_')][:3]\n"
+        "print(fp.job(c, {'profile': 'zoo'}, {'host': 'h'}), *(fp.case(x) for x in z))\n"
+    )
+    root = Path(__file__).resolve().parent.parent
+    outs = {
+        subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, check=True).stdout
+        for _ in range(2)
+    }
+    assert len(outs) == 1 and len(outs.pop().split()) == 4
+
+
+def test_a_zoo_entry_is_part_of_its_cases_digest(monkeypatch):
+    """A reprobe that changes one architecture's entry reruns that architecture's jobs, not its family's."""
+    import cases
+    from cases import zoo
+
+    a, b = [c for c in cases.catalogue() if c.name.startswith("zoo_pyg_")][:2]
+    before = fingerprint.Fingerprints()
+    digests = before.case(a), before.case(b)
+    table = zoo.table()
+    family = next(f for f, entries in table.items() if a.name in entries)
+    changed = {**table, family: {**table[family], a.name: {**table[family][a.name], "err": 1.0}}}
+    monkeypatch.setattr(zoo, "table", lambda: changed)
+    after = fingerprint.Fingerprints()
+    assert after.case(a) != digests[0] and after.case(b) == digests[1]
