@@ -9,8 +9,9 @@ directory are indexed by (job, fingerprint); a job found there whose run
 recorded it to the end (:func:`harness.resume.complete_jobs`) has those
 records copied into the new run, each marked ``reused_from`` (the run that
 measured it), with the new run's id and commit. Only jobs that ran a worker
-are reused: a skipped or unsupported job costs nothing to decide again, and
-whether a backend is available is not in the fingerprint. A record without a
+(a record names the versions it imported) are reused: a job skipped or found
+unsupported up front costs nothing to decide again, and whether a backend is
+available is not in the fingerprint. A record without a
 fingerprint (from a harness before this one) is never reused: nothing says
 what it was measured with.
 """
@@ -28,8 +29,6 @@ from backends import envs
 from . import results
 from .resume import complete_jobs, job_key
 
-#: statuses of a job that needs no worker: decided again each run, never reused
-NO_WORKER = ("skipped", "unsupported")
 #: how a record line holding a fingerprint starts it (``json.dumps``' separators):
 #: lines without one are not parsed (most of an old results directory)
 _MARK = '"fingerprint": "'
@@ -67,7 +66,7 @@ def index(out_dir: str | os.PathLike, skip: Path | None = None) -> dict[tuple, l
         for profile in filter(None, profiles):
             done |= complete_jobs([r for r in recs if r.get("profile") == profile], profile)
         for (key, fp), job_recs in by_job.items():
-            if key in done and not all(r.get("status") in NO_WORKER for r in job_recs):
+            if key in done and any(r.get("versions") is not None for r in job_recs):
                 found[(key, fp)] = job_recs  # a later run's records replace an earlier's
     return found
 

@@ -24,14 +24,13 @@ import pandas as pd
 from . import results
 
 COLUMNS = ("backend", "mode", "jobs", "measured", "reused", "job_s", "span_s", "estimated")
-#: statuses of jobs that ran no worker: no cost to speak of
-IDLE = ("skipped", "unsupported")
 
 
 def job_walls(df: pd.DataFrame) -> pd.DataFrame:
     """One row per job of ``df`` (raw records, :func:`harness.results.load`): run, backend,
     mode, case, its start and end, ``wall_s``, whether it was ``reused`` and whether its
-    start was ``estimated``. Jobs that ran no worker are left out."""
+    start was ``estimated``. Jobs that ran no worker (no record names the versions a
+    worker imported) are left out; an export refused in the worker is a job that ran."""
     if not len(df):
         return pd.DataFrame(columns=["run_id", "backend", "mode", "case", "start", "end", "wall_s", "reused", "estimated"])
     d = df.assign(
@@ -41,7 +40,7 @@ def job_walls(df: pd.DataFrame) -> pd.DataFrame:
     )
     rows: list[dict[str, Any]] = []
     for (run, backend, mode, case, env), g in d.groupby(["run_id", "backend", "mode", "case", "env"], dropna=False, sort=False):
-        if set(g["status"].astype(str)) <= set(IDLE):
+        if not g["versions"].notna().any():  # decided without a worker (skipped, unsupported up front)
             continue
         rows.append(
             {

@@ -11,9 +11,16 @@ from harness import cli, history, results, row_cost, row_history, zoo_reports, z
 
 
 def _timed(recs, started: str | None, seconds: list[float], **extra) -> list[dict]:
-    """``recs`` with their job's ``started`` and each record's timestamp ``seconds`` after 00:00."""
+    """``recs`` with their job's ``started``, each record's timestamp ``seconds`` after 00:00,
+    and the versions a worker reports (a job that ran one)."""
     return [
-        dict(r, started=started, timestamp=f"2026-12-05T00:{int(s) // 60:02d}:{s % 60:06.3f}+00:00", **extra)
+        dict(
+            r,
+            started=started,
+            versions={"python": "3.11"},
+            timestamp=f"2026-12-05T00:{int(s) // 60:02d}:{s % 60:06.3f}+00:00",
+            **extra,
+        )
         for r, s in zip(recs, seconds, strict=True)
     ]
 
@@ -36,6 +43,15 @@ def test_a_rows_cost_is_the_sum_of_its_jobs_wall_times():
     # a reused job's cost is the earlier run's; this run spent nothing on the row
     assert (eager["reused"], eager["job_s"]) == (1, 5.0) and pd.isna(eager["span_s"])
     assert "0:00:08" in row_cost.markdown(frame, jobs=2)  # 16 s of lazy jobs at --jobs 2
+
+
+def test_a_job_decided_without_a_worker_costs_nothing():
+    recs = _timed(_job("zoo_a", "lazy"), None, [1, 2, 3, 4, 5, 10])
+    skipped = [dict(recs[0], status="unsupported", versions=None, shape_index=None, novel=None)]
+    walls = row_cost.job_walls(
+        pd.DataFrame.from_records(recs + [dict(r, case="zoo_b") for r in skipped], columns=list(results.FIELDS))
+    )
+    assert list(walls["case"]) == ["zoo_a"]
 
 
 def test_without_started_a_job_starts_when_the_one_before_it_ended():
