@@ -115,6 +115,7 @@ browser-check: $(STAMP)
 # the documentation site (mkdocs.yml, docs/) into results/site; --strict fails on
 # a broken link or anchor. mkdocs comes with the `docs` extra of pyproject.toml
 docs: $(STAMP)
+	$(PY) -m harness.docs_sync --check
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict -q -d results/site
 
 # the commit-msg hook (mk/hooks/): a subject over 72 characters is refused at commit time

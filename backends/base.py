@@ -35,7 +35,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from engines.sizes.modes import MODES, BoundError  # noqa: F401 (re-exported: the modes a backend may offer, the bound error)
-from engines.torch_export_tools import EXPORT_MIN, export_range  # noqa: F401 (re-exported: where an exported dim starts)
+from engines.torch_export_tools import EXPORT_MIN, export_range, interval_text  # noqa: F401 (re-exported: where an exported dim starts)
+
+from .arrays import JaxArrays as JaxArrays  # re-exported: the mixins were here
+from .arrays import TorchArrays as TorchArrays
 
 FORMS = ("einx", "torch", "jax")
 
@@ -43,8 +46,31 @@ FORMS = ("einx", "torch", "jax")
 class Unsupported(Exception):
     """Raised by ``prepare`` when a case cannot run on this backend in this mode.
 
-    The runner records status ``unsupported`` with the message.
+    The runner records status ``unsupported`` (:attr:`status`) with the message, the
+    stage it names (else the one :meth:`Program.counting` saw it leave) and the
+    system's parsed ``diagnosis`` (a dict, the record's field), where given.
     """
+
+    status = "unsupported"
+
+    def __init__(self, message: str = "", *, stage: str | None = None, diagnosis: dict | None = None):
+        super().__init__(message)
+        self.diagnosis = diagnosis
+        if stage is not None:
+            self.dynshape_stage = stage
+
+
+class OutsideNarrowed(Unsupported):
+    """A size outside the range the system narrowed the job to (``narrowed``): the
+    job ran, on the sizes torch.export could keep; this one is reported apart."""
+
+    status = "out_of_range"
+
+
+def failed_stage(e: BaseException) -> str | None:
+    """The stage ``e`` was raised in: the one it names, else the innermost
+    :meth:`Program.counting` block it left (``None``: outside every stage, the call)."""
+    return getattr(e, "dynshape_stage", None)
 
 
 #: where a stage's count comes from (``Backend.counters``)
@@ -107,8 +133,7 @@ class Ledger:
 
 def describe_range(dim) -> str:
     """``"b in [2, 64]"`` (``inf`` for an unbounded dim): a dim's exported range in words."""
-    lo, hi = export_range(dim)
-    return f"{dim.name} in [{lo}, {hi if hi is not None else 'inf'}]"
+    return f"{dim.name} in {interval_text(*export_range(dim))}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -340,10 +365,23 @@ class Program:
 
     @contextlib.contextmanager
     def counting(self, stage: str, reason: str | None = None) -> Iterator[None]:
-        """Count one ``stage`` compile, timed, when the block completes."""
+        """Count one ``stage`` compile, timed, when the block completes; an
+        exception leaving it is marked with ``stage`` (:func:`failed_stage`)
+        unless an inner block or the refusal itself named one."""
         t0 = time.perf_counter()
-        yield
+        try:
+            yield
+        except Exception as e:
+            if failed_stage(e) is None:
+                with contextlib.suppress(AttributeError):  # an exception type with __slots__
+                    e.dynshape_stage = stage  # type: ignore[attr-defined]
+            raise
         self.count(stage, 1, time.perf_counter() - t0, reason)
+
+    def narrowed(self) -> dict | None:
+        """The range this job runs under where the system narrowed the case's declared
+        one (the record's ``narrowed``: declared, ran, why), else ``None``."""
+        return None
 
     def add_seconds(self, stage: str, seconds: float) -> None:
         """Add compile seconds to ``stage`` with no count: a timed part of a
@@ -444,52 +482,9 @@ class BoundsChecked:
         return super().convert(arrays)  # type: ignore[misc]
 
 
-class TorchArrays:
-    """Program mixin: inputs and outputs are CPU torch tensors."""
-
-    def convert(self, arrays):
-        import torch
-
-        return [torch.from_numpy(np.ascontiguousarray(a)) for a in arrays]
-
-    def to_numpy(self, out):
-        return out.detach().cpu().numpy()
-
-
-class JaxArrays:
-    """Program mixin: inputs and outputs are jax arrays on the default (CPU) device."""
-
-    def convert(self, arrays):
-        import jax
-
-        return [jax.device_put(a) for a in arrays]
-
-    def sync(self, out):
-        out.block_until_ready()
-
-    def to_numpy(self, out):
-        return np.asarray(out)
-
-
 def torch_dims(case, mode: str) -> list[dict[int, Any]]:
-    """``torch.export.Dim`` objects per input axis for ``case`` in ``mode``.
+    """``torch.export.Dim`` objects per input axis for ``case`` in ``mode``
+    (:func:`engines.torch_export_tools.torch_dims` of the case's export spec)."""
+    from engines import torch_export_tools
 
-    One ``Dim`` per case dim name, shared by every input that uses it;
-    bounded dims carry their ``max``; ``min`` as :func:`export_range` says.
-    """
-    from torch.export import Dim
-
-    made: dict[str, Any] = {}
-    out = []
-    for axes in case.dynamic_axes(mode):
-        spec = {}
-        for axis, dim in axes.items():
-            if dim.name not in made:
-                lo, hi = export_range(dim)
-                kwargs = {"min": lo}
-                if hi is not None:
-                    kwargs["max"] = hi
-                made[dim.name] = Dim(dim.name, **kwargs)
-            spec[axis] = made[dim.name]
-        out.append(spec)
-    return out
+    return torch_export_tools.torch_dims(torch_export_tools.export_spec(case.dynamic_axes(mode)))

@@ -43,7 +43,7 @@ class LazyProgram(TorchArrays, Program):
         try:
             return self.fn(*args)
         except self.refused as e:
-            raise Unsupported(str(e)) from e
+            raise Unsupported(str(e), diagnosis=getattr(e, "diagnosis", None)) from e
 
     def guards(self):
         return list(self.fn.guard_log)

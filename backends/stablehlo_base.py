@@ -41,7 +41,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .base import Backend, Counter, Program, Unsupported, export_range, torch_dims
+from .base import Backend, Counter, Program, Unsupported, torch_dims
 
 LOWERING = Counter("ours", "torch.export + our StableHLO lowering of the program")
 XLA = Counter(
@@ -90,7 +90,7 @@ def xla_executor(program, module, check=None):
     try:
         return xla_program(module, program.mode, on_compile=report, stats=stats, on_check=on_check, check=check)
     except DataDependentSize as e:  # refused before any compile: the job is unsupported, not an error
-        raise Unsupported(str(e)) from e
+        raise Unsupported(str(e), stage="xla") from e  # a module we built that XLA's executor cannot run
 
 
 PARSE = Counter("ours", "the interpreter worker parses/specialises the module for a new concrete argument shape")
@@ -254,13 +254,13 @@ class TorchLowered:
         import torch
 
         from engines.stablehlo import Module
-        from engines.torch_export_tools import export_sample
+        from engines.torch_export_tools import export_sample, export_spec
 
         from .torch_export import export
 
         case, mode = self.case, self.mode
         shapes = ", ".join(str(tuple(a.shape)) for a in args)
-        spec = [{ax: (d.name, *export_range(d)) for ax, d in axes.items()} for axes in case.dynamic_axes(mode)]
+        spec = export_spec(case.dynamic_axes(mode))
         sample = export_sample([torch.from_numpy(np.array(a)) for a in args], spec)
         reason = f"torch.export + StableHLO lowering of {case.name} ({mode}) at argument shapes {shapes}"
         if any(tuple(s.shape) != tuple(a.shape) for s, a in zip(sample, args, strict=False)):
@@ -282,7 +282,7 @@ class TorchLowered:
         try:
             return lower(ep, bounded=(self.mode == "bounded"))
         except LoweringError as e:
-            raise Unsupported(f"StableHLO lowering: {e}") from e
+            raise Unsupported(f"StableHLO lowering: {e}", stage="lowering") from e
 
 
 class StablehloTorch(XlaRuntime, Backend):

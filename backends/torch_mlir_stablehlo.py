@@ -49,17 +49,17 @@ class TorchMlirProgram(StablehloXlaProgram):
     host_modes = ("bucketed",)
 
     def stablehlo(self, ep) -> str:
+        from torch_mlir.compiler_utils import TorchMlirCompilerError
+
         from engines.stablehlo.shape_dialect import ShapeDialectError
 
         try:
             return lower_with_torch_mlir(ep)
         except (ShapeDialectError, NotImplementedError, ValueError) as e:
-            raise Unsupported(f"torch-mlir lowering: {type(e).__name__}: {str(e).splitlines()[0]}") from e
-        except Exception as e:  # torch-mlir's own compiler errors (TorchMlirCompilerError) name their pass
-            if type(e).__name__ != "TorchMlirCompilerError":
-                raise
-            detail = next((line.strip() for line in str(e).splitlines() if "error:" in line), str(e).splitlines()[0])
-            raise Unsupported(f"torch-mlir lowering: {detail}") from e
+            raise Unsupported(f"torch-mlir lowering: {type(e).__name__}: {e}", stage="lowering") from e
+        except TorchMlirCompilerError as e:  # torch-mlir's own compiler errors name their pass on an "error:" line
+            detail = next((line.strip() for line in str(e).splitlines() if "error:" in line), "")
+            raise Unsupported(f"torch-mlir lowering: {detail + chr(10) if detail else ''}{e}", stage="lowering") from e
 
 
 class TorchMlirStablehlo(StablehloTorch):

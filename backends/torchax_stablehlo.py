@@ -117,14 +117,18 @@ class TorchaxProgram(StablehloXlaProgram):
         try:
             return export_oblivious_retry(run)
         except torch._dynamo.exc.UserError as e:  # constraint violations: the dim is not dynamic
-            raise Unsupported(f"torch.export could not keep {self.case.name}'s dims dynamic: {str(e).splitlines()[0]}") from e
+            from engines.torch_export_diagnosis import parse
+
+            from .torch_export import refusal
+
+            raise refusal(self.case.name, e, parse(str(e))) from e
 
     def stablehlo(self, ep) -> str:
         try:
             text, self.host_weights = lower_with_torchax(ep)
         except (NotImplementedError, TypeError, ValueError, AssertionError) as e:
             # an aten op torchax has no jax function for, or a jax.export shape-polymorphism refusal
-            raise Unsupported(f"torchax lowering: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
+            raise Unsupported(f"torchax lowering: {type(e).__name__}: {e}", stage="lowering") from e
         return text
 
 

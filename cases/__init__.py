@@ -86,12 +86,32 @@ def families() -> dict[str, str]:
     return out
 
 
-def get(name: str, checked: bool = True) -> Case:
-    """The case called ``name`` (``checked``: as :func:`catalogue`)."""
-    for case in catalogue(checked):
+def get(name: str, checked: bool = True, source: str | None = None) -> Case:
+    """The case called ``name`` (``checked``: as :func:`catalogue`). ``source`` (its
+    :func:`families` entry, which the run's plan resolved): look in that source alone, so
+    a worker loads its own case's family, pack or files, and a pack that cannot load
+    fails only its own cases' jobs (:class:`CaseError` naming the pack)."""
+    found = catalogue(checked) if source is None else from_source(source)
+    for case in found:
         if case.name == name:
             return case
-    raise CaseError(f"unknown case {name!r}; valid: {', '.join(c.name for c in catalogue(checked))}")
+    raise CaseError(f"unknown case {name!r}; valid: {', '.join(c.name for c in found)}")
+
+
+def from_source(source: str) -> tuple[Case, ...]:
+    """The cases of one :func:`families` entry: an in-tree family, ``pack:<entry point>``
+    (that pack alone) or ``file`` (the cases files of ``$DYNSHAPE_CASES_FROM``)."""
+    import importlib
+
+    from . import packs
+
+    if source.startswith("pack:"):
+        return packs.pack(source[len("pack:") :]).cases
+    if source == "file":
+        return packs.from_files()
+    if source not in FAMILIES:
+        raise CaseError(f"unknown case source {source!r}; valid: {', '.join(FAMILIES)}, pack:<entry point>, file")
+    return tuple(importlib.import_module(f"{__name__}.{source}").CASES)
 
 
 __all__ = [
@@ -107,6 +127,7 @@ __all__ = [
     "catalogue",
     "check",
     "families",
+    "from_source",
     "get",
     "match_globs",
     "static",

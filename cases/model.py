@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -142,6 +143,24 @@ class Tolerance:
     rtol: float
     atol: float
     reason: str = ""
+
+    @classmethod
+    def from_error(cls, err: float) -> Tolerance:
+        """The project's one tolerance rule (``dynshape check``'s proposal and
+        the zoo's cases alike): :data:`TOLERANCE_MARGIN` times the measured
+        float32-vs-float64 max abs error, at least :data:`TOLERANCE_FLOOR`,
+        rounded up to one significant digit, as an absolute bound (outputs O(1))."""
+        x = TOLERANCE_MARGIN * max(float(err), TOLERANCE_FLOOR)
+        if not math.isfinite(x):
+            return cls(0.0, x)
+        e = math.floor(math.log10(x))
+        return cls(0.0, math.ceil(round(x / 10**e, 9)) * 10**e)
+
+
+#: the tolerance is this many times the measured float32-vs-float64 error ...
+TOLERANCE_MARGIN = 10
+#: ... of at least this much (an exact program still gets 1e-6: float32 kernels differ by the ulp)
+TOLERANCE_FLOOR = 1e-7
 
 
 DEFAULT_TOLERANCES: dict[str, Tolerance] = {

@@ -84,8 +84,11 @@ class Model:
     float64 (same weights), for the oracle.
     """
 
-    def __init__(self, name: str, build: Callable[[], Any], forward: Callable[..., Any]):
+    def __init__(self, name: str, build: Callable[[], Any], forward: Callable[..., Any], published: bool = True):
         self.name, self.build, self.forward = name, build, forward
+        #: whether a run saves its weights for every worker (:func:`publish_weights`); a
+        #: factory's seeded build (``dynshape.case``) draws the same ones in every worker
+        self.published = published
 
     @functools.cached_property
     def _f32(self):
@@ -164,7 +167,7 @@ def publish_weights(case):
     from . import weights
 
     model = model_of(case)
-    return weights.save(model.name, model.build()) if model else None
+    return weights.save(model.name, model.build()) if model and model.published else None
 
 
 #: per program name, the ops that still gave a lower-precision float tensor in

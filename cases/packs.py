@@ -68,6 +68,19 @@ def packs() -> tuple[Pack, ...]:
     return tuple(out)
 
 
+def pack(name: str) -> Pack:
+    """The installed pack ``name`` alone (a worker's: the other packs are not imported, so one
+    that broke since the run was planned fails only its own cases' jobs)."""
+    if packs.cache_info().currsize:  # this process resolved every pack already (the run's planner)
+        for p in packs():
+            if p.name == name:
+                return p
+    found = [ep for ep in metadata.entry_points(group=GROUP) if ep.name == name]
+    if not found:
+        raise CaseError(f"case pack {name!r} ({GROUP} entry point): no longer installed in this environment")
+    return _load(name, found[0].value)
+
+
 def _load(name: str, spec: str) -> Pack:
     where = f"case pack {name!r} ({GROUP} entry point {spec!r})"
     module_name, _, attr = spec.partition(":")
@@ -129,6 +142,28 @@ def use(*paths: str | os.PathLike) -> None:
 def provide(path: str | os.PathLike, found) -> None:
     """Give the cases of ``path`` without loading it (the process that made them: a script's own)."""
     _FILES[str(Path(path).resolve())] = tuple(found)
+
+
+def add_made(path: str | os.PathLike, made) -> None:
+    """Add cases this process made from the file ``path`` to those it already holds for it
+    (a script's ``dynshape.case`` calls: the workers load the file, this process has them)."""
+    have = _FILES.get(str(Path(path).resolve()), ())
+    known = {c.name for c in have}
+    provide(path, [*have, *(c for c in made if c.name not in known)])
+
+
+def use_files(*paths: str | os.PathLike) -> tuple[Case, ...]:
+    """The step ``run --cases-from`` and ``dynshape.run`` share: name the cases
+    files for this process and its workers (:func:`use`), load them here, and
+    publish the weights of each module they build, so every worker, of every
+    environment, runs these weights and not a draw of its own. Their cases."""
+    from .models_base import publish_weights
+
+    use(*paths)
+    found = tuple(c for p in paths for c in load_file(p))
+    for c in found:
+        publish_weights(c)
+    return found
 
 
 def from_files() -> tuple[Case, ...]:

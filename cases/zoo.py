@@ -27,7 +27,6 @@ from __future__ import annotations
 import functools
 import importlib
 import json
-import math
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -82,12 +81,10 @@ def skipped() -> dict[str, str]:
 
 
 def tolerance_of(entry: dict[str, Any]):
-    """10x the probed float32-vs-float64 max abs error, one significant digit up (at least 1e-6)."""
+    """The probed float32-vs-float64 max abs error's tolerance (:meth:`cases.model.Tolerance.from_error`)."""
     from .model import Tolerance
 
-    err = max(float(entry.get("err", 0.0)), 1e-7) * 10
-    exp = math.floor(math.log10(err))
-    return Tolerance(0.0, math.ceil(err / 10**exp) * 10**exp)
+    return Tolerance.from_error(float(entry.get("err", 0.0)))
 
 
 def param_count(model) -> int:

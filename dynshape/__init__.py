@@ -19,10 +19,10 @@ Nothing here imports a framework until it is called.
 from __future__ import annotations
 
 from cases.model import Case, CaseError, Dim, EinxForm, Input, Tolerance, bounded, static, unbounded
+from cases.program_check import check
 
 from . import _libs
 from ._case import case, einx_call
-from ._check import check
 from ._run import records, report, run, shapes
 
 _libs.install()

@@ -11,7 +11,7 @@ import numpy as np
 
 from cases import packs
 from cases.model import Case, CaseError, Dim, EinxForm, Input, Tolerance, bounded, static, unbounded
-from cases.models_base import Model, float64_eager
+from cases.models_base import Model, ModelCase, float64_eager, seeded
 
 #: case name -> the file that made it (what a worker loads to get it back)
 ORIGINS: dict[str, str] = {}
@@ -42,8 +42,14 @@ def case(
     exact: bool = False,
     description: str = "",
 ) -> Case:
-    """A case for ``program``: a torch ``nn.Module`` or function, a jax function
-    (``framework="jax"``) or an einx call (:func:`einx_call`).
+    """A case for ``program``: a torch ``nn.Module`` or function, a factory (a
+    zero-argument callable that builds the module: ``lambda: timm.create_model(...)``,
+    or the module's class), a jax function (``framework="jax"``) or an einx call
+    (:func:`einx_call`).
+
+    A factory's module is built only where a job of the case runs (in its worker, seeded:
+    every worker builds the same weights), never where the file is loaded to plan the run:
+    give ``out_shape`` (the planner does not run the model to infer it).
 
     ``inputs``: ``{name: shape}`` (shape entries dim names or ints) or
     :class:`cases.Input` objects. ``sweep``: a list of ``{dim: size}`` (one
@@ -65,7 +71,15 @@ def case(
     sweep_ = _sweep(sweep)
     dims_ = _dims(dims or {}, inputs_, sweep_)
     fields: dict[str, Any] = {}
-    if kind == "torch":
+    factory = kind == "torch" and _is_factory(program)
+    if factory:
+        if out_shape is None:
+            raise CaseError(
+                f"case {name!r}, field 'out_shape': missing; a factory's module is built only in the workers "
+                "that run its jobs, so give out_shape (size expressions such as 's // 2')"
+            )
+        fields["torch_fn"], default = _factory(program, forward, name)
+    elif kind == "torch":
         fields["torch_fn"], default = _torch(program, forward, name)
     elif kind == "jax":
         fields["jax_fn"], default = (lambda: program), _jax_oracle(program)
@@ -76,7 +90,7 @@ def case(
     oracle = oracle or default
     if isinstance(tolerance, tuple):
         tolerance = Tolerance(*tolerance)
-    made = Case(
+    made = (ModelCase if factory else Case)(  # a ModelCase's catalogue check runs no model
         name=name,
         tags=tuple(tags) or ("user",),
         dims=dims_,
@@ -188,6 +202,31 @@ def _torch(program, forward, name):
         return float64_eager(program, arrays, name)
 
     return torch_fn, oracle
+
+
+def _is_factory(program: Any) -> bool:
+    """A zero-argument callable that is no module (a program takes its inputs): a factory."""
+    import inspect
+
+    if not callable(program) or _is_module(program) or isinstance(program, EinxForm):
+        return False
+    try:
+        params = inspect.signature(program).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: a program
+        return False
+    required = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
+    return not any(p.kind in required and p.default is p.empty for p in params)
+
+
+def _factory(factory, forward, name):
+    """``(torch_fn, oracle)`` of a module ``factory()`` builds on first use, seeded (the same
+    weights in every worker: none are published), in eval mode with frozen parameters."""
+
+    def call(module, *args):
+        return _first_tensor(forward(module, *args) if forward else module(*args))
+
+    model = Model(name, lambda: seeded(factory), call, published=False)
+    return model.torch_fn, model.oracle
 
 
 def _jax_oracle(fn):

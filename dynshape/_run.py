@@ -48,6 +48,10 @@ def run(
     that did not run one row with its status and reason. The records go to
     ``out/<run_id>.jsonl`` (``df.attrs["records"]``).
 
+    The defaults are not the command line's: the ``full`` profile (a user's
+    case's whole sweep; ``harness run`` runs ``quick``), 3 repeats after 1
+    warm-up call (``harness run``: 7 after 2), for a quicker answer.
+
     Cases are :func:`dynshape.case` results (their defining file is loaded by
     the workers, of every environment), in-tree or pack case names, or paths of
     cases files. Called while a worker loads that file, it stops the load
@@ -98,8 +102,7 @@ def _sources(given: list) -> tuple[list[str], list[str]]:
         else:
             names.append(str(item))
     for origin, made in by_file.items():
-        known = {c.name for c in packs._FILES.get(str(Path(origin).resolve()), ())}
-        packs.provide(origin, [*packs._FILES.get(str(Path(origin).resolve()), ()), *(c for c in made if c.name not in known)])
+        packs.add_made(origin, made)
         files.append(origin)
     return names, files
 

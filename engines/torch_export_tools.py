@@ -15,6 +15,41 @@ def export_range(dim) -> tuple[int, int | None]:
     return max(EXPORT_MIN, dim.min), dim.max
 
 
+def export_spec(dynamic_axes) -> list[dict[int, tuple[str, int, int | None]]]:
+    """The one export spec: per input ``{axis: (dim name, least exported size, bound or None)}``
+    of ``dynamic_axes`` (a case's ``dynamic_axes(mode)``: per input ``{axis: dim}``, each
+    dim with ``name``, ``min`` and ``max``), by :func:`export_range`. Every system that
+    exports a case (our StableHLO backends, the peers, torch.export itself) starts here."""
+    return [{axis: (d.name, *export_range(d)) for axis, d in axes.items()} for axes in dynamic_axes]
+
+
+def interval_text(lo: int, hi: int | None) -> str:
+    """``"[2, 64]"``, ``"[2, inf]"``: an exported range in words (reports, refusals)."""
+    return f"[{lo}, {hi if hi is not None else 'inf'}]"
+
+
+def export_dim(name: str, least: int, bound: int | None):
+    """A ``torch.export.Dim`` from ``least`` up to ``bound`` (``None``: unbounded)."""
+    from torch.export import Dim
+
+    return Dim(name, min=least, **({"max": bound} if bound is not None else {}))
+
+
+def torch_dims(spec, namer=str) -> list[dict]:
+    """``torch.export.Dim`` objects per input axis for an :func:`export_spec`: one ``Dim``
+    per dim name (``namer(name)`` its name for torch), shared by every input that uses it."""
+    made: dict = {}
+    out = []
+    for axes in spec:
+        dims = {}
+        for axis, (name, least, bound) in axes.items():
+            if name not in made:
+                made[name] = export_dim(namer(name), least, bound)
+            dims[axis] = made[name]
+        out.append(dims)
+    return out
+
+
 def export_sample(args, spec):
     """The arguments to export from: ``args`` (torch tensors) unless a dynamic dim is
     below the least size its Dim allows, then zeros of the same dtypes with every

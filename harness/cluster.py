@@ -125,6 +125,8 @@ def run(runner, combos, address: str | None = None, jobs: int = 1) -> Path:
         q = Queue(name, client=client)
         # every node's zygote preloads what the whole run's backends name, as a local run's does
         settings = {k: getattr(runner, k) for k in SETTINGS} | {"zygote_preload": preload_of(combos)}
+        with results.Writer(runner.path) as writer:  # the jobs that need no worker, grouped, as a local run writes them
+            combos = runner.write_idle(list(combos), writer.write)
         futures = {
             client.submit(
                 run_job,

@@ -24,8 +24,10 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from .results import Status
+
 #: statuses of a job that never measured anything (a value of theirs does not apply)
-IDLE = ("unsupported", "skipped")
+IDLE = tuple(s.value for s in Status if s.idle)
 
 
 @dataclasses.dataclass

@@ -22,7 +22,8 @@ a pass: a job the backend refuses once it runs (an adapter's ``Unsupported``,
 which is what ``LoweringError``, jax.export errors and dynamo's ``UserError``
 become) fails it. ``env_optional`` (why) lets the job's backend be missing
 from its environment in CI (``CI=true``), where a missing environment
-otherwise fails the job; outside CI it is only listed as skipped. For a job, the most specific
+otherwise fails the job. A ``crash`` (an internal error of our engines) fails
+whatever the rule says: no rule can expect one; outside CI it is only listed as skipped. For a job, the most specific
 matching rule wins (the one naming the most fields exactly); among equally
 specific ones the later. Counts are exact both ways: more compiles than
 expected fail, and so do fewer, so the file stays true.
@@ -41,6 +42,9 @@ import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
+
+from .buckets import bucket_flags as bucket_flags
+from .buckets import bucket_policy as bucket_policy
 
 DEFAULT = Path(__file__).resolve().parent.parent / "cases" / "expectations.toml"
 
@@ -254,53 +258,6 @@ def evaluate_shape(formula: str, i: int, n_shapes: int, new_bucket: int | None =
     )
 
 
-def bucket_flags(records: list[dict]) -> tuple[dict[int, int], int]:
-    """Per shape index of the novel ``records``, 1 where its bucket is new
-    (in sweep order); and the number of distinct buckets (the bucket as the
-    job's backend serves it: :func:`bucket_policy`)."""
-    from engines.sizes.buckets import new_buckets
-
-    by_index: dict[int, dict[str, int]] = {}
-    for r in records:
-        if isinstance(r.get("sizes"), dict):
-            by_index.setdefault(int(r["shape_index"]), r["sizes"])
-    order = sorted(by_index)
-    key = bucket_policy(records[0] if records else {})
-    flags = new_buckets((by_index[i] for i in order), key=key)
-    return dict(zip(order, flags, strict=False)), len({key(by_index[i]) for i in order})
-
-
-def bucket_policy(record: dict):
-    """The bucket key of a shape's sizes for the job of ``record``: where its
-    backend pads that mode's inputs on the host (``Backend.host_padded``,
-    ``backends.padding``), the case's own policy (``buckets.case_buckets``: one
-    slot of room in a dim a dummy index points into, capped at the dim's
-    bound); else (our executors, which bucket `?` dims and mask the padding,
-    or a record whose case or backend is not known here) each size's bucket."""
-    from engines.sizes import buckets
-
-    backend, mode = record.get("backend"), record.get("mode")
-    if backend and mode == "bucketed":  # the one mode whose counts follow buckets
-        from . import registry
-
-        try:
-            b = registry.backends().get(backend)
-            padded = b is not None and mode in b.host_padded
-        except registry.RegistryError:
-            padded = False
-        if padded:
-            import cases
-
-            name = record.get("case")
-            try:
-                case = cases.get(name) if isinstance(name, str) else None
-            except cases.CaseError:
-                case = None
-            if case is not None:
-                return lambda sizes: tuple(sorted(buckets.case_buckets(case, sizes).items()))
-    return buckets.bucket_key
-
-
 def _eval(formula: str, names: dict) -> int:
     from engines import sizes
 
@@ -311,6 +268,24 @@ def _eval(formula: str, names: dict) -> int:
 
 
 # -- judging a job -------------------------------------------------------------
+
+
+class Problem(str):
+    """One way a job contradicts its rule, in words, carrying the index of the shape it
+    is about (``shape_index``; ``None`` for the job as a whole): readers need not parse it back."""
+
+    shape_index: int | None
+
+    def __new__(cls, text: str, shape_index: int | None = None) -> Problem:
+        made = super().__new__(cls, text)
+        made.shape_index = shape_index
+        return made
+
+
+def _at(r: dict) -> int | None:
+    """A record's shape index, or ``None`` for a record of the whole job."""
+    i = r.get("shape_index")
+    return int(i) if i is not None and _given(i) else None
 
 
 @dataclasses.dataclass
@@ -389,6 +364,9 @@ def verdict(records: list[dict], rule: Rule | None, ci: bool | None = None) -> V
         if rule is not None and rule.xfail and all(rule.expects(str(r.get("message"))) for r in records):
             return Verdict("xfail", [], rule)
         return _unrun(records, rule, in_ci() if ci is None else ci)
+    crashed = [r for r in records if r.get("status") == "crash"]
+    if crashed:  # a bug of our engines is never a system's expected failure: every new one fails the gate
+        return Verdict("fail", [Problem(f"our engine crashed: {_describe(r)}", _at(r)) for r in crashed], rule)
     if rule is None:
         return Verdict("norule", ["no rule in cases/expectations.toml names this job"], None)
     counts = count_problems(records, rule)
@@ -430,11 +408,11 @@ def _where(r: dict) -> str:
     return f"shape {int(r['shape_index'])}" + (f" {sizes}" if isinstance(sizes, dict) else "")
 
 
-def _describe(r: dict) -> str:
+def _describe(r: dict) -> Problem:
     if r.get("novel") is None:
-        return f"job {r['status']}: {r.get('message')}"
+        return Problem(f"job {r['status']}: {r.get('message')}")
     phase = "novel" if r["novel"] else "cached"
-    return f"{_where(r)} ({phase}): {r['status']}: {r.get('message')}"
+    return Problem(f"{_where(r)} ({phase}): {r['status']}: {r.get('message')}", _at(r))
 
 
 def count_problems(records: list[dict], rule: Rule) -> list[str]:
@@ -442,26 +420,29 @@ def count_problems(records: list[dict], rule: Rule) -> list[str]:
     (``per_shape``) and in total (``compiles``). (A compile in the cached
     phase is already a failure: the record's status is ``recompiled``.)"""
     novel = [r for r in records if r.get("novel") is True]
-    out = []
+    out: list[str] = []
     n = len({r["shape_index"] for r in novel})
     flags, n_buckets = bucket_flags(novel)
     if rule.per_shape is not None:
         for r in novel:
             i, delta = int(r["shape_index"]), r.get("compile_delta")
             if not isinstance(delta, dict):
-                out.append(f"{_where(r)}: no per-call compile count recorded")
+                out.append(Problem(f"{_where(r)}: no per-call compile count recorded", i))
                 continue
             nb = flags.get(i)
             want = evaluate_shape(rule.per_shape, i, n, nb, n_buckets)
             got = int(sum(delta.values()))
             if got != want:
                 out.append(
-                    f"{_where(r)}: {got} compile(s) {_stages(delta)}, expected {rule.per_shape} = {want} ({rule.describe()})"
+                    Problem(
+                        f"{_where(r)}: {got} compile(s) {_stages(delta)}, expected {rule.per_shape} = {want} ({rule.describe()})",
+                        i,
+                    )
                 )
             for stage, formula in rule.shape_stages:
                 want_s = evaluate_shape(formula, i, n, nb, n_buckets)
                 if delta.get(stage, 0) != want_s:
-                    out.append(f"{_where(r)}: stage {stage}: {delta.get(stage, 0)}, expected {formula} = {want_s}")
+                    out.append(Problem(f"{_where(r)}: stage {stage}: {delta.get(stage, 0)}, expected {formula} = {want_s}", i))
     if rule.compiles is not None and novel:
         last = novel[-1]
         want = evaluate(rule.compiles, n, n_buckets)

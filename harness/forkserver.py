@@ -1,7 +1,5 @@
 """A fork server ("zygote") per environment: import once, fork one worker per job.
 
-(Over 500 lines: the server and its client speak one protocol, kept side by side.)
-
 A worker spawned with ``python -m harness.worker`` spends most of a small job
 importing torch (about 2 s). The zygote is a process of the job's environment
 that imports the heavy, thread-free modules once (:data:`PRELOAD`: import
@@ -12,39 +10,8 @@ of its own (its own dynamo caches and counters, memory limit, session,
 redirects its standard streams to the pipes the parent passed over the socket
 (``SCM_RIGHTS``) and runs ``-m harness.worker JOB`` as the interpreter would.
 
-Environment. The zygote starts with the job's environment minus
-:data:`PER_JOB` (variables that change from job to job and that nothing in
-:data:`PRELOAD` reads at import; the child sets them), so everything a module
-reads at import (``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, ``JAX_*``,
-``XLA_FLAGS``, ``PYTHONPATH``…) is what spawn would give; jobs whose other
-variables differ get another zygote. ``TORCH_TRACE`` is read by
-``import torch``, so a traced run spawns (:func:`usable`). Modules that read a
-per-job variable at import stay out of :data:`PRELOAD`: ``einx`` (it imports
-``torch._dynamo``, whose ``DynamoCache`` resolves ``TORCHINDUCTOR_CACHE_DIR``
-at import), ``torch._dynamo``, ``torch._inductor``. The zygote refuses to
-serve (and the harness spawns, with one warning) when a preloaded module left
-a thread running or set a :data:`PER_JOB` variable. After :data:`PRELOAD`,
-a second stage (:mod:`harness.zygote_warm`) imports ``torch._dynamo`` and
-inductor and runs inductor's vector-ISA probe with the :data:`PER_JOB`
-variables pointing into a scratch directory, then checks that no module kept it.
-
-What a zygote imports depends on its run: :data:`PRELOAD` always, and what
-the run's backends declare: their ``Backend.preload`` modules (jax) and their
-``Backend.warmup`` steps (dynamo, torch.export, inductor's probe), so that a
-run of torch's eager backend starts in ~2 s instead of ~8. The harness names
-none of them: it reads them off the registered backends' descriptors.
-A zygote that preloads more serves a job that wants less. The worker imports
-its backend's ``preload`` and ``warmup`` modules itself before ``startup``, so
-where the zygote did not, the import is in ``startup_s``; a job that imports a
-module of :func:`catalogue` later, undeclared, is named in a :class:`LateImportWarning`.
-
-Only environments listed in :data:`PRELOAD` get a zygote. ``xla``'s imports
-``torch_xla`` (~5 CPU-s), which reads ``PJRT_DEVICE`` and ``XLA_FLAGS`` (the
-same for every job) and appends to ``XLA_FLAGS``; it starts no thread and no
-PJRT client (the job's ``torch_xla.device()`` does). What the imports set in the
-environment is applied over each child's job environment, as a spawned worker's
-own imports would. A backend opts out with ``Backend.forkable = False``. ``--no-fork-server`` or
-``DYNSHAPE_FORK_SERVER=0`` spawns every worker.
+The policy (what a zygote imports, which jobs it serves) is
+:mod:`harness.zygote_policy`; the zygote's own loop is :mod:`harness.zygote`.
 """
 
 from __future__ import annotations
@@ -53,115 +20,35 @@ import atexit
 import contextlib
 import json
 import os
-import selectors
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 import warnings
-from collections.abc import Collection, Iterable
+from collections.abc import Collection
 from typing import IO, Protocol
 
-from cases import FAMILIES, libs
-
-from . import zygote_warm
-
-#: the catalogue's in-tree families (``cases.FAMILIES``): every job looks its case up
-#: in the catalogue, which imports them all (77 ms a job when each worker did it)
-_CASE_FAMILIES = tuple(f"cases.{f}" for f in FAMILIES)
-#: what every environment's worker imports for any job, after its array libraries
-_HARNESS = (
-    "cases",
-    *_CASE_FAMILIES,
-    "backends.base",
-    "harness.worker",
-    "harness.measure",
-    "harness.meta",
-    "harness.registry",
-    "harness.threads",
+from .zygote import MSG_BYTES
+from .zygote_policy import (  # re-exported: the runner, worker and tests ask the fork server
+    ENV_SWITCH as ENV_SWITCH,
 )
-#: modules the zygote of each environment imports before forking (optional:
-#: one missing from the environment is skipped)
-PRELOAD = {
-    "main": ("numpy", "torch", *_HARNESS),
-    # import only: the PJRT client starts in the job (``torch_xla.device()`` in startup)
-    "xla": ("numpy", "torch", "torch_xla", *_HARNESS),
-}
-#: variables the child sets per job: nothing in :data:`PRELOAD` reads them at import
-#: (pytest sets ``PYTEST_CURRENT_TEST`` per test: the gate's jobs share a zygote)
-#: (and the address of the run's torch_xla export zygote, which only some backends' jobs get)
-PER_JOB = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "PYTEST_CURRENT_TEST", "DYNSHAPE_XLA_EXPORT_SOCKET")
-#: variables read at import by a preloaded module, which a zygote cannot vary per job
-READ_AT_IMPORT = ("TORCH_TRACE",)
-#: seconds the zygote may take to import :data:`PRELOAD` (a loaded 2-core machine)
+from .zygote_policy import PER_JOB as PER_JOB
+from .zygote_policy import PRELOAD as PRELOAD
+from .zygote_policy import LateImportWarning as LateImportWarning
+from .zygote_policy import catalogue as catalogue
+from .zygote_policy import declared as declared
+from .zygote_policy import enabled as enabled
+from .zygote_policy import preload_of as preload_of
+from .zygote_policy import selection as selection
+from .zygote_policy import usable as usable
+
+#: seconds the zygote may take to import its preload (a loaded 2-core machine)
 START_TIMEOUT_S = 180.0
-#: the switch: ``0`` spawns every worker
-ENV_SWITCH = "DYNSHAPE_FORK_SERVER"
-_MSG = 1 << 20  # largest message (a job's environment and argv)
 
 
 class ForkServerWarning(UserWarning):
     """The fork server could not be used; workers are spawned instead."""
-
-
-class LateImportWarning(UserWarning):
-    """A job imported a module of :func:`catalogue` after its startup that its
-    backend's ``preload`` does not name (the worker's ``late_imports`` message)."""
-
-    def __init__(self, msg: dict):
-        super().__init__(
-            f"{msg['job']}: imported {', '.join(msg['late_imports'])} after its backend's startup; name "
-            f"{'them' if len(msg['late_imports']) > 1 else 'it'} in {msg['backend']}.preload (or .warmup), or the import is timed "
-            "where the fork server did not preload it"
-        )
-
-
-def enabled() -> bool:
-    """Whether ``DYNSHAPE_FORK_SERVER`` leaves the fork server on (the default)."""
-    return os.environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "false", "no", "off")
-
-
-def declared(env_name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """``(preload, warmup)``: every ``Backend.preload`` module and ``Backend.warmup``
-    step the registered backends of ``env_name`` declare, in the registry's order
-    (a step that imports a module before one that calls a function). A zygote
-    imports a module only for a run with a backend that declares it: a run of
-    torch's eager backend alone need not wait for jax (~1.4 s) or inductor (~5 s)."""
-    from . import registry
-
-    found = [b for b in registry.backends().values() if b.env == env_name]
-    preload = tuple(dict.fromkeys(m for b in found for m in b.preload))
-    steps = list(dict.fromkeys(s for b in found for s in b.warmup))
-    if found:  # the model libraries' imports, for runs whose cases need them (cases.libs.PRELOAD_STEPS)
-        steps += [s for s in libs.PRELOAD_STEPS.values() if s not in steps]
-    return preload, tuple(sorted(steps, key=lambda s: ":" in s))
-
-
-def selection(env_name: str, wanted: Collection[str] | None = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """``(modules, steps)`` a zygote of ``env_name`` runs for jobs whose backends
-    want ``wanted`` (their ``Backend.preload`` and ``warmup`` entries; ``None``:
-    every one): :data:`PRELOAD`, then the entries of :func:`declared` that are
-    wanted, in their order there."""
-    optional, steps = declared(env_name)
-    if wanted is not None:
-        optional, steps = tuple(m for m in optional if m in wanted), tuple(s for s in steps if s in wanted)
-    return (*PRELOAD.get(env_name, ()), *optional), steps
-
-
-def catalogue(env_name: str) -> tuple[str, ...]:
-    """The modules a zygote of ``env_name`` imports for some runs and not others
-    (:func:`declared`): a job that imports one after its startup, undeclared by
-    its backend, would have its import time in a timed call where its zygote
-    did not preload it."""
-    optional, steps = declared(env_name)
-    return tuple(dict.fromkeys([*optional, *(s.partition(":")[0] for s in steps)]))
-
-
-def usable(env_name: str, env: dict) -> bool:
-    """Whether a job of environment ``env_name`` with variables ``env`` can be forked."""
-    return env_name in PRELOAD and not any(k in env for k in READ_AT_IMPORT)
 
 
 # -- the parent's side ----------------------------------------------------------
@@ -245,7 +132,7 @@ class Zygote:
                     [
                         python,
                         "-m",
-                        "harness.forkserver",
+                        "harness.zygote",
                         json.dumps({"preload": self.preload, "steps": self.steps}),
                         str(theirs.fileno()),
                     ],
@@ -277,7 +164,7 @@ class Zygote:
         self.proc = started[0]
         self._sock.settimeout(START_TIMEOUT_S)
         try:
-            hello = json.loads(self._sock.recv(_MSG) or b"null")
+            hello = json.loads(self._sock.recv(MSG_BYTES) or b"null")
         except (OSError, ValueError) as e:
             hello = None
             self.dead = f"no answer within {START_TIMEOUT_S:.0f}s ({e})"
@@ -324,7 +211,7 @@ class Zygote:
     def _read(self) -> None:
         while True:
             try:
-                data = self._sock.recv(_MSG)
+                data = self._sock.recv(MSG_BYTES)
             except OSError:
                 data = b""
             if not data:
@@ -435,238 +322,3 @@ def close_all() -> None:
             for rest in zs[i:]:
                 rest.close(wait=0)
             return
-
-
-# -- the zygote's side ---------------------------------------------------------
-
-
-def _threads() -> list[str]:
-    names = []
-    for t in sorted(os.listdir("/proc/self/task")):
-        try:
-            with open(f"/proc/self/task/{t}/comm") as f:
-                names.append(f.read().strip())
-        except OSError:
-            names.append("?")
-    return names
-
-
-def serve(what: dict, fd: int) -> int:
-    """The zygote's main loop: preload (``what["preload"]``), check, run the
-    steps that need a scratch per-job environment (``what["steps"]``), check
-    again (:func:`_preload`), then fork a child per request until the parent
-    closes the socket (:func:`_fork_loop`)."""
-    from . import limits
-
-    limits.die_with_parent()
-    sock = socket.socket(fileno=fd)
-    env = _preload(what, sock)
-    if env is None:
-        return 1
-    _fork_loop(sock, *env)
-    return 0
-
-
-def _preload(what: dict, sock: socket.socket) -> tuple[dict, list] | None:
-    """Import and warm what the zygote's jobs share, then tell the parent ``ready`` (or
-    ``unsafe``, returning None: a thread started, a per-job variable set). Returns what
-    the imports set in and removed from the environment, for each child to apply."""
-    t0 = time.perf_counter()
-    started_env = dict(os.environ)
-    loaded, missing, stage = [], [], {}
-    for name in what["preload"]:
-        try:
-            __import__(name)
-            loaded.append(name)
-        except ImportError:
-            missing.append(name)
-    leaked = [k for k in PER_JOB if k in os.environ]
-    if not leaked:
-        try:
-            stage = zygote_warm.run(what.get("steps", ()), PER_JOB)
-        except Exception as e:
-            sock.send(json.dumps({"unsafe": f"{type(e).__name__}: {e}"[:2000]}).encode())
-            return None
-    preload_s = time.perf_counter() - t0
-    threads = _threads()
-    if len(threads) != 1 or leaked:
-        done = ", ".join([*loaded, *stage.get("steps", [])])
-        why = (
-            f"{len(threads)} threads after importing {done} ({', '.join(threads)})"
-            if len(threads) != 1
-            else f"importing {', '.join(loaded)} set {', '.join(leaked)}, which each job sets itself"
-        )
-        sock.send(json.dumps({"unsafe": why}).encode())
-        return None
-    # what the imports set in the environment (jax: TF_CPP_MIN_LOG_LEVEL; torch_xla:
-    # XLA_FLAGS += --xla_cpu_enable_fast_math=false), which a spawned worker would see
-    # after its own imports: each child applies it over its job's environment
-    set_by_imports = {k: v for k, v in os.environ.items() if started_env.get(k) != v and k not in PER_JOB}
-    unset_by_imports = [k for k in started_env if k not in os.environ]
-    import gc
-
-    gc.collect()
-    gc.freeze()  # the preloaded objects stay out of the children's collections (fewer copied pages)
-    sock.send(
-        json.dumps(
-            {
-                "ready": {
-                    "preload_s": preload_s,
-                    "preloaded": loaded,
-                    "missing": missing,
-                    "steps": stage.get("steps", []),
-                    "steps_missing": stage.get("missing", []),
-                    "steps_s": stage.get("seconds"),
-                    "steps_scratch": stage.get("scratch"),
-                    "set_by_imports": set_by_imports,
-                    "pid": os.getpid(),
-                }
-            }
-        ).encode()
-    )
-    return set_by_imports, unset_by_imports
-
-
-def _fork_loop(sock: socket.socket, set_by_imports: dict, unset_by_imports: list) -> None:
-    """Fork a child per request on ``sock`` and report each one's exit, until the
-    parent closes the socket and the last child has ended."""
-    children: dict[int, int] = {}
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_w, False)
-    signal.signal(signal.SIGCHLD, lambda *a: None)
-    signal.set_wakeup_fd(wake_w)
-    sel = selectors.DefaultSelector()
-    sel.register(sock, selectors.EVENT_READ)
-    sel.register(wake_r, selectors.EVENT_READ)
-    closing = False
-    while not closing or children:
-        for key, _ in sel.select():
-            if key.fileobj is sock:
-                try:
-                    data, fds, _, _ = socket.recv_fds(sock, _MSG, 2)
-                except OSError:
-                    data, fds = b"", []
-                if not data:
-                    closing = True  # the parent is done: wait for the children, then go
-                    sel.unregister(sock)
-                    continue
-                head, _, body = data.partition(b"\n")
-                job_id = json.loads(head)["id"]
-                if len(_threads()) != 1:
-                    sock.send(json.dumps({"id": job_id, "error": f"a thread appeared: {', '.join(_threads())}"}).encode())
-                    for f in fds:
-                        os.close(f)
-                    continue
-                ack_r, ack_w = os.pipe()
-                pid = os.fork()
-                if pid == 0:
-                    os.close(ack_r)
-                    req = json.loads(body)
-                    req["env"] = {**{k: v for k, v in req["env"].items() if k not in unset_by_imports}, **set_by_imports}
-                    _child(req, fds, ack_w, [sock.fileno(), wake_r, wake_w, sel])
-                os.close(ack_w)
-                os.read(ack_r, 1)  # the child has its own session: the parent may kill its group
-                os.close(ack_r)
-                for f in fds:
-                    os.close(f)
-                children[pid] = job_id
-                sock.send(json.dumps({"id": job_id, "pid": pid}).encode())
-            else:
-                while os.read(wake_r, 4096) == 4096:
-                    pass
-        _reap(sock, children, closing)
-
-
-def _reap(sock: socket.socket, children: dict[int, int], closing: bool) -> None:
-    """Collect the children that ended; tell the parent each one's exit code (unless it is gone)."""
-    while children:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            break
-        if pid == 0:
-            break
-        job_id = children.pop(pid, None)
-        if job_id is not None and not closing:
-            sock.send(json.dumps({"id": job_id, "exit": os.waitstatus_to_exitcode(status)}).encode())
-
-
-def _child(req: dict, fds: list[int], ack: int, close: list) -> None:
-    """In the forked child: become the job's process and run ``argv``; never returns."""
-    code = 1
-    try:
-        signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        sel = close.pop()
-        sel.close()
-        for f in close:
-            os.close(f)
-        os.setsid()  # its own session and process group, as start_new_session gives
-        from . import limits
-
-        limits.die_with_parent()  # fork clears it: the child dies with the zygote (which dies with the harness)
-        os.write(ack, b"1")
-        os.close(ack)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.dup2(fds[0], 1)
-        os.dup2(fds[1], 2)
-        for f in (null, *fds):
-            os.close(f)
-        os.chdir(req["cwd"])
-        os.environ.clear()
-        os.environ.update(req["env"])
-        code = _run(req["argv"])
-    except BaseException:
-        import traceback
-
-        traceback.print_exc()
-    finally:
-        try:
-            import atexit as _atexit
-
-            _atexit._run_exitfuncs()
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
-
-
-def _run(argv: list[str]) -> int:
-    """Run ``python *argv`` (``-m module …`` or ``-c code …``) in this process; its exit code."""
-    import runpy
-
-    # the module was preloaded: runpy's warning about it would land in the job's stderr
-    warnings.filterwarnings("ignore", message=".* found in sys.modules after import of package", category=RuntimeWarning)
-    flag, target, *rest = argv
-    try:
-        if flag == "-m":
-            sys.argv = [target, *rest]
-            runpy.run_module(target, run_name="__main__", alter_sys=True)
-        elif flag == "-c":
-            sys.argv = ["-c", *rest]
-            exec(compile(target, "<string>", "exec"), {"__name__": "__main__"})
-        else:
-            raise ValueError(f"fork server runs '-m module' or '-c code', not {flag!r}")
-    except SystemExit as e:
-        if e.code is None or isinstance(e.code, int):
-            return e.code or 0
-        print(e.code, file=sys.stderr)
-        return 1
-    return 0
-
-
-def preload_of(combos: Iterable) -> dict[str, set[str]]:
-    """Per environment, the ``Backend.preload`` and ``Backend.warmup`` entries of the combos' backends,
-    and the warm-up steps of the model libraries their cases need (``cases.libs.PRELOAD_STEPS``)."""
-    out: dict[str, set[str]] = {}
-    for c in combos:
-        out.setdefault(c.env_name, set()).update(c.backend.preload, c.backend.warmup)
-        out[c.env_name].update(
-            libs.PRELOAD_STEPS[name] for name in getattr(c.case, "libraries", ()) if name in libs.PRELOAD_STEPS
-        )
-    return out
-
-
-if __name__ == "__main__":
-    sys.exit(serve(json.loads(sys.argv[1]), int(sys.argv[2])))

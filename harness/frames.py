@@ -184,10 +184,24 @@ def _why(df: pd.DataFrame, keys: list[str]) -> pd.Series:
 
 
 def _messages(df: pd.DataFrame, keys: list[str], out: pd.DataFrame) -> list[str]:
-    """The mode's label (``Backend.mode_notes``) and the first failure's message, per row of ``out``."""
+    """The mode's label (``Backend.mode_notes``), the range the system narrowed the job to
+    and the first failure's message as tables show it (:func:`harness.messages.shown`: the
+    system's diagnosis in words, then the message's first lines), per row of ``out``."""
+    from .messages import narrowed_words, shown
+
     bad = df[(df["status"] != "pass") & df["message"].notna()]
-    first = bad.groupby(keys, dropna=False, observed=True)["message"].first()
+    diag = bad["diagnosis"] if "diagnosis" in bad.columns else pd.Series(None, index=bad.index, dtype=object)
+    told = pd.Series([shown(m, d) for m, d in zip(bad["message"], diag, strict=False)], index=bad.index, dtype=object)
+    first = told.groupby([bad[k] for k in keys], dropna=False, observed=True).first()
     msgs = first.reindex(pd.MultiIndex.from_frame(out[keys])).to_numpy()
+    if "narrowed" in df.columns:
+        nar = df[df["narrowed"].map(lambda v: isinstance(v, dict))]
+        ran = nar.groupby(keys, dropna=False, observed=True)["narrowed"].first().map(narrowed_words)
+        ran = ran.reindex(pd.MultiIndex.from_frame(out[keys])).to_numpy()
+        msgs = [
+            "; ".join(x for x in (r if isinstance(r, str) else "", m if isinstance(m, str) else "") if x)
+            for r, m in zip(ran, msgs, strict=False)
+        ]
     labels = [mode_note(b, m) for b, m in zip(out["backend"], out["mode"], strict=False)]
     return ["; ".join(x for x in (label, m if isinstance(m, str) else "") if x) for label, m in zip(labels, msgs, strict=False)]
 

@@ -20,7 +20,7 @@ import html
 
 import pandas as pd
 
-from . import columns, frames, leaderboard, svg
+from . import columns, frames, html_answer, leaderboard, svg
 
 COLOURS = {
     "pass": "#c8e6c9",
@@ -30,7 +30,9 @@ COLOURS = {
     "mismatch": "#ffab91",
     "error": "#ef9a9a",
     "timeout": "#ce93d8",
+    "crash": "#ff7043",  # our engines' bug: apart from the system's error
     "crashed": "#e57373",
+    "out_of_range": "#fff59d",
 }
 OUTCOME_MARK = {"pass": "", "xfail": " (xfail)", "fail": " ≠", "xpass": " (xpass)", "norule": " (no rule)", "idle": ""}
 
@@ -315,15 +317,17 @@ def render(df: pd.DataFrame, title: str = "dynshape report", rules=None, judged:
     shapes = frames.per_shape(df)
     many = jobs[frames.RUN].drop_duplicates().shape[0] > 1
     runs = ", ".join(f"{r} on {m}" for r, m in jobs[frames.RUN].drop_duplicates().itertuples(index=False))
+    board = leaderboard.leaderboard(df, jobs)
     parts = [
         f"<!doctype html><html><head><meta charset=utf-8><title>{html.escape(title)}</title>"
-        f"<style>{STYLE}{svg.STYLE}</style></head><body><h1>{html.escape(title)}</h1>",
-        f"<p>Runs: {html.escape(runs)}. Commits: "
+        f"<style>{STYLE}{html_answer.STYLE}{svg.STYLE}</style></head><body><h1>{html.escape(title)}</h1>",
+        html_answer.ran_line(jobs),
+        html_answer.answer_html(board, jobs),
+        f"<p class=legend>Runs: {html.escape(runs)}. Commits: "
         f"{html.escape(', '.join(str(c)[:10] for c in jobs['commit'].dropna().unique()))}. "
-        f"Jobs by status: {html.escape(_counts(jobs['status']))}; by expectation: "
-        f"{html.escape(_counts(jobs['outcome']))}.</p>",
+        f"Jobs by expectation: {html.escape(_counts(jobs['outcome']))}.</p>",
         "<h2>Leaderboard</h2>",
-        leaderboard.to_html(leaderboard.leaderboard(df, jobs)),
+        leaderboard.to_html(board),
         "<h2>Conformance matrix</h2>",
         matrix_html(jobs),
     ]

@@ -8,8 +8,11 @@ and its compiles per novel shape. Its columns, per (backend, mode):
 
 - ``passed`` / ``run``: jobs that ended ``pass`` (every output oracle-equal, no
   error) among the jobs that ran (``unsupported``/``skipped`` are not run);
-- ``once``: passing jobs of two or more novel shapes that compiled nothing
-  after their first novel shape (the cached phase included);
+- ``once``: jobs that compiled once (:func:`harness.sweep.compiled_once`: passing,
+  two or more novel shapes, nothing compiled after the first, the cached phase
+  included), the zoo table's definition too;
+- ``crash``: jobs where our own engines crashed (status ``crash``), apart from the
+  system's failures;
 - ``compiles/shape``: the run's compiles over its novel shapes, jobs that ran
   without an error or timeout;
 - ``novel ×eager`` and ``cached ×eager``: the geometric mean over passing jobs
@@ -27,17 +30,19 @@ import math
 
 import pandas as pd
 
-from . import frames
+from . import frames, sweep
 from .columns import IDLE
+from .results import Status
 
 #: statuses of jobs whose compile counts say nothing about the sweep
-BROKEN = ("error", "timeout", "oom", "crashed")
+BROKEN = tuple(s.value for s in Status if s.no_output)
 COLUMNS = [
     "backend",
     "mode",
     "passed",
     "run",
     "once",
+    "crash",
     "compiles_per_shape",
     "novel_vs_eager",
     "novel_q25",
@@ -48,12 +53,12 @@ COLUMNS = [
 ]
 
 
-def _first_shape_compiles(df: pd.DataFrame) -> pd.Series:
-    """Per job, the cumulative compile count at its first novel shape (process 0)."""
-    keys = frames.RUN + frames.JOB
-    novel = df[df["novel"].fillna(False) & (df["process"] == 0)]
-    first = novel.sort_values("shape_index").groupby(keys, dropna=False, observed=True)["compiles"].first()
-    return first
+def once_per_job(df: pd.DataFrame, keys: list[str]) -> pd.Series:
+    """Per job (``keys``), whether it compiled once (:func:`harness.sweep.compiled_once`)."""
+    if not len(df):
+        return pd.Series(dtype=bool, name="once")
+    g = df.groupby(keys, dropna=False, observed=True)
+    return g[list(df.columns)].apply(lambda j: sweep.compiled_once(j.to_dict("records"))).rename("once")
 
 
 def _geomean(ratios: pd.Series) -> tuple[float | None, float | None, float | None]:
@@ -71,16 +76,14 @@ def leaderboard(df: pd.DataFrame, jobs: pd.DataFrame | None = None) -> pd.DataFr
     :func:`frames.summary` (or :func:`frames.jobs`) when the caller has it."""
     df = frames.flat(df)
     jobs = frames.summary(df) if jobs is None else jobs
-    keys = frames.RUN + frames.JOB
-    first = _first_shape_compiles(df).rename("first_compiles")
-    j = jobs.join(first, on=keys)
+    keys = frames.RUN + frames.JOB + frames.releases(df)
+    j = jobs.join(once_per_job(df, keys), on=keys)
     j = j[~j["status"].astype(str).isin(IDLE)]
     rows = []
     for (backend, mode), g in j.groupby(["backend", "mode"], sort=True, observed=True):
         status = g["status"].astype(str)
         passed = g[status == "pass"]
-        later = (passed["compiles"].astype("Float64") - passed["first_compiles"].astype("Float64")).fillna(1)
-        once = int(((passed["shapes"] >= 2) & (later == 0)).sum())
+        once = int(g["once"].fillna(False).astype(bool).sum())
         counted = g[~status.isin(BROKEN)]
         shapes = int(counted["shapes"].fillna(0).sum())
         compiles = float(counted["compiles"].fillna(0).sum())
@@ -93,6 +96,7 @@ def leaderboard(df: pd.DataFrame, jobs: pd.DataFrame | None = None) -> pd.DataFr
                 "passed": len(passed),
                 "run": len(g),
                 "once": once,
+                "crash": int((status == Status.CRASH.value).sum()),
                 "compiles_per_shape": compiles / shapes if shapes else None,
                 "novel_vs_eager": novel[0],
                 "novel_q25": novel[1],
@@ -128,16 +132,27 @@ def _cells(r: dict) -> list[str]:
         str(r["mode"]),
         f"{r['passed']}/{r['run']}",
         str(r["once"]),
+        str(r["crash"]),
         "–" if cps is None or pd.isna(cps) else f"{cps:.2f}",
         _ratio(r["novel_vs_eager"], r["novel_q25"], r["novel_q75"]),
         _ratio(r["cached_vs_eager"], r["cached_q25"], r["cached_q75"]),
     ]
 
 
-HEADERS = ["backend", "mode", "passed / run", "compiled once", "compiles / shape", "novel sweep ×eager", "cached call ×eager"]
+HEADERS = [
+    "backend",
+    "mode",
+    "passed / run",
+    "compiled once",
+    "our crashes",
+    "compiles / shape",
+    "novel sweep ×eager",
+    "cached call ×eager",
+]
 LEGEND = (
     "passed / run: jobs oracle-equal without error, of those that ran; compiled once: passing jobs that compiled "
-    "nothing after their first novel shape; compiles / shape: compiles over novel shapes; ×eager: geometric mean "
+    "nothing after their first novel shape; our crashes: jobs where our engines raised an internal error "
+    "(status crash); compiles / shape: compiles over novel shapes; ×eager: geometric mean "
     "over passing jobs of the ratio to torch eager on the same case (>1 slower), with the interquartile range "
     "across cases"
 )
@@ -147,7 +162,7 @@ def markdown(board: pd.DataFrame) -> str:
     """The leaderboard as a Markdown table with its legend."""
     if not len(board):
         return "(no job ran)"
-    lines = ["| " + " | ".join(HEADERS) + " |", "|---|---|---:|---:|---:|---:|---:|"]
+    lines = ["| " + " | ".join(HEADERS) + " |", "|---|---|---:|---:|---:|---:|---:|---:|"]
     lines += ["| " + " | ".join(_cells(r)) + " |" for r in board.to_dict("records")]
     return "\n".join(lines) + "\n\n" + LEGEND + "."
 

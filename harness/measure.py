@@ -41,7 +41,7 @@ import traceback
 from collections.abc import Callable
 
 import cases
-from backends.base import Program, Unsupported, check_bounds
+from backends.base import Program, Unsupported, check_bounds, failed_stage
 
 from . import oracle
 
@@ -53,9 +53,32 @@ MIN_SAMPLES = 3
 IO_SAMPLES = 5
 
 
+#: characters of a failure message a record keeps (the system's message whole, but not a megabyte)
+MESSAGE_MAX = 20000
+
+
 def _error(e: BaseException) -> str:
     text = f"{type(e).__name__}: {e}".strip()
-    return text if len(text) < 2000 else text[:2000] + " …"
+    return text if len(text) < MESSAGE_MAX else text[:MESSAGE_MAX] + " …"
+
+
+def failure(e: Exception, prefix: str = "") -> dict:
+    """The record fields of a failure: ``status`` (the refusal's own, ``unsupported`` or
+    ``out_of_range``; ``crash`` for an internal error of our engines, :func:`harness.blame.ours`;
+    else ``error``), the message whole, the stage it was raised in and the system's diagnosis."""
+    from . import blame
+
+    if isinstance(e, Unsupported):
+        status, ok, message = e.status, None, str(e)
+    else:
+        status, ok, message = ("crash" if blame.ours(e) else "error"), False, _error(e)
+    return dict(
+        status=status,
+        ok=ok,
+        message=prefix + message,
+        stage=failed_stage(e),
+        diagnosis=getattr(e, "diagnosis", None),
+    )
 
 
 def _delta(after: dict, before: dict) -> dict:
@@ -99,6 +122,7 @@ class _Meter:
             compile_reasons=p.compile_reasons() or None,
             guards=p.guards() or None,
             call_breakdown=p.call_breakdown(),
+            narrowed=p.narrowed(),
         )
 
 
@@ -107,7 +131,9 @@ def run(job: dict, backend, emit: Callable[[dict], None]) -> None:
     fills them, with its defaults; ``novel_only``: stop after the novel phase) on ``backend``,
     calling ``emit(fields)`` once per measured call (and once for a job that
     cannot start): ``prepare``, then the novel phase, then the cached phase."""
-    case = cases.get(job["case"], checked=False)  # the runner checked every oracle when it planned the job
+    # the runner checked every oracle when it planned the job; ``source`` is where the plan
+    # found the case (a pack that breaks later fails its own cases' jobs, no other)
+    case = cases.get(job["case"], checked=False, source=job.get("source"))
     made = _prepare(case, job["mode"], backend, emit)
     if made is None:
         return
@@ -125,14 +151,11 @@ def _prepare(case, mode: str, backend, emit) -> tuple | None:
     t0 = time.perf_counter()
     try:
         program = backend.prepare(case, mode)
-    except Unsupported as e:
-        emit(dict(base, **_Meter.unmade(backend, case, mode), status="unsupported", ok=None, message=str(e)))
-        return None
     except MemoryError:
         raise  # the worker reports it as ``oom``: the process may not recover
     except Exception as e:
-        fields = _Meter.unmade(backend, case, mode)
-        emit(dict(base, **fields, status="error", ok=False, message=f"prepare failed: {_error(e)}"))
+        prefix = "" if isinstance(e, Unsupported) else "prepare failed: "
+        emit(dict(base, **_Meter.unmade(backend, case, mode), **failure(e, prefix)))
         return None
     base["prepare_s"] = time.perf_counter() - t0
     return program, base, _Meter(program, since_made=True)
@@ -157,13 +180,10 @@ def _novel_phase(case, job: dict, program: Program, base: dict, meter: _Meter, e
             t0 = time.perf_counter()
             got = program.to_numpy(out)
             io["d2h_s"] = time.perf_counter() - t0
-        except Unsupported as e:
-            emit(dict(shape, **meter.take(), status="unsupported", ok=None, message=str(e)))
-            continue
         except MemoryError:
             raise
         except Exception as e:
-            emit(dict(shape, **meter.take(), status="error", ok=False, message=_error(e)))
+            emit(dict(shape, **meter.take(), **failure(e)))
             continue
         verdict = oracle.compare(got, expected, case.out_dtype, tol.rtol, tol.atol)
         emit(
@@ -203,7 +223,7 @@ def _cached_phase(case, job: dict, program: Program, runnable: list, meter: _Met
         except MemoryError:
             raise
         except Exception as e:
-            emit(dict(shape, **meter.take(), status="error", ok=False, message=f"cached call failed: {_error(e)}"))
+            emit(dict(shape, **meter.take(), **failure(e, "cached call failed: ")))
             continue
         emit(_cached_record(shape, meter.take(), samples, every, verdict, io))
 

@@ -91,6 +91,10 @@ def markdown(rows: pd.DataFrame, counters: bool = True) -> str:
     cols = columns.shown(ran)
     cols = [c for c in cols if c.name != "message"] + [c for c in cols if c.name == "message"]
     lines = [table(ran, cols), "", "Columns: " + columns.legend(cols) + "."] if len(ran) else ["(no measured jobs)"]
+    ours = ran[ran["status"].astype(str) == "crash"]
+    if len(ours):  # bugs of our engines, apart from the systems' failures
+        lines += ["", f"Our engines crashed ({len(ours)}; a bug of ours, not the system's):"]
+        lines += [f"- {r['case']}[{r['backend']}-{r['mode']}]: {r['message']}" for _, r in ours.iterrows()]
     idle = rows[rows["status"].isin(columns.IDLE)]
     if len(idle):
         lines += ["", f"Not run ({len(idle)}):"]
@@ -118,24 +122,45 @@ def run_summary(rows: pd.DataFrame, verdicts: dict, run: str, files: dict[str, o
     listed after it, one line each, by the CLI's gate (``cli._unexpected``)."""
     from . import results
 
-    status = rows["status"].astype(str).value_counts()
-    order = [s for s in reversed(results.SEVERITY) if s in status.index]
-    outcome = pd.Series([v.outcome for v in verdicts.values()], dtype=object).value_counts()
     idle = rows[rows["status"].isin(columns.IDLE)]
+    ran = rows[~rows["status"].isin(columns.IDLE)]
+    status = ran["status"].astype(str).value_counts()
+    order = [s for s in reversed(results.SEVERITY) if s in status.index]
+    outcome = pd.Series([v.outcome for v in verdicts.values() if v.outcome != "idle"], dtype=object).value_counts()
     bad = int(sum(outcome.get(o, 0) for o in ("fail", "xpass", "norule")))
     lines = [
-        f"{len(rows)} jobs by status: " + ", ".join(f"{int(status[s])} {s}" for s in order),
+        f"{len(ran)} jobs ran: " + (", ".join(f"{int(status[s])} {s}" for s in order) or "none"),
         "by expectation: "
         + ", ".join(f"{int(outcome[o])} {o}" for o in OUTCOMES if o in outcome.index)
         + (f" ({bad} unexpected: listed below)" if bad else " (none unexpected)"),
     ]
     if len(idle):
-        by = idle.groupby("backend")["status"].size().sort_values(ascending=False)
-        top = ", ".join(f"{b} {int(n)}" for b, n in by.head(4).items()) + (", …" if len(by) > 4 else "")
-        lines.append(f"not run: {len(idle)} ({top}); the reasons: dynshape report {run}")
+        lines.append(f"planned, not run: {len(idle)} ({_not_run_reasons(idle)}); the reasons: dynshape report {run}")
     lines.append(f"the full table: dynshape report {run}")
     lines += [f"{label}: {path}" for label, path in files.items()]
     return "\n".join(lines)
+
+
+#: the classes of a planned job that did not run, by the start of its reason (the profile's,
+#: the registry's, the environment's); anything else is counted by its status
+_NOT_RUN = (
+    ("left out by the profile", ("left out of the",)),  # harness.profiles.left_out's words
+    ("opt-in backend", ("is opt-in",)),
+    ("model libraries missing", ("needs its model libraries",)),
+)
+
+
+def _not_run_reasons(idle: pd.DataFrame) -> str:
+    """``"20 no such mode, 15 left out by the profile, …"``: planned jobs that did not run, by reason class."""
+    counts: dict[str, int] = {}
+    for status, message in zip(idle["status"].astype(str), idle["message"].astype(str), strict=True):
+        label = (
+            "no such mode"
+            if status == "unsupported"
+            else next((name for name, marks in _NOT_RUN if any(m in message for m in marks)), "unavailable here")
+        )
+        counts[label] = counts.get(label, 0) + 1
+    return ", ".join(f"{n:,} {label}" for label, n in sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
 def csv_frame(rows: pd.DataFrame) -> pd.DataFrame:

@@ -13,16 +13,18 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
 
+from .status import Status as Status  # the one status type, re-exported where records are
+
 SCHEMA = 2
 #: older schemas this harness still reads: their records lack the newer
 #: fields, which load as ``None``
 READABLE = (1, 2)
 
-#: every status, worst first: a job's status is the worst of its records
-SEVERITY = ("crashed", "oom", "timeout", "error", "mismatch", "recompiled", "skipped", "unsupported", "pass")
-STATUSES = SEVERITY
+#: every status's value, worst first (derived from :class:`Status`, for pandas and messages)
+STATUSES = tuple(s.value for s in Status)
+SEVERITY = STATUSES
 #: status order, best first: ``df["status"].max()`` of a flat frame is the worst
-STATUS_ORDER = list(reversed(SEVERITY))
+STATUS_ORDER = list(reversed(STATUSES))
 _INTS = ("shape_index", "compiles", "cached_repeats", "process", "new_compiles")
 
 #: fields every record has (``None`` where they do not apply). Timing rule,
@@ -81,10 +83,26 @@ FIELDS = (
     "cached_samples_s",
     "node",
     "cached_check_every",
+    "stage",
+    "diagnosis",
+    "narrowed",
+    "cases",
     "fingerprint",
     "reused_from",
     "started",
 )
+#: ``cases``: a record of planned jobs that did not run (``unsupported``/``skipped``)
+#: stands for every case listed, each a job of its backend, mode and reason
+#: (:func:`read_records` gives one record per case): the quick profile plans
+#: ~40,000 such jobs, which one record each made a run file of 45 MB.
+#: ``stage``: where a failure happened, recorded where it happened (the compile stage of
+#: ``Program.counting`` the exception left, or the stage a refusal names; ``None`` for a
+#: failure outside every stage: the call). ``diagnosis``: the system's own account of a
+#: refusal, parsed (torch.export's broken guards, inferred ranges, suggested ``Dim``
+#: fixes: :class:`engines.torch_export_diagnosis.Diagnosis`), with ``words``, the line
+#: reports show. ``narrowed``: the range the job ran under where the system narrowed the
+#: case's declared one (``{"declared": {dim: [lo, hi]}, "ran": {...}, "why": words}``).
+#: ``message`` holds the system's message whole (reports show its first lines).
 #: ``process``: which fresh worker of the job measured the record (0, then
 #: 1… for ``harness run --processes N``, which repeats the novel phase);
 #: ``cached_samples_s`` the raw per-repeat seconds behind ``cached_latency_s``;
@@ -106,14 +124,37 @@ FIELDS = (
 _NUM = (int, float)
 TYPES: dict[str, tuple[type, ...]] = {
     **dict.fromkeys(
-        ("run_id", "commit", "timestamp", "profile", "env", "message", "node", "fingerprint", "reused_from", "started"),
+        (
+            "run_id",
+            "commit",
+            "timestamp",
+            "profile",
+            "env",
+            "message",
+            "node",
+            "stage",
+            "fingerprint",
+            "reused_from",
+            "started",
+        ),
         (str,),
     ),
     **dict.fromkeys(("dirty", "novel", "ok"), (bool,)),
     **dict.fromkeys(
-        ("machine", "versions", "sizes", "compile_stages", "compile_delta", "compile_times", "call_breakdown"), (dict,)
+        (
+            "machine",
+            "versions",
+            "sizes",
+            "compile_stages",
+            "compile_delta",
+            "compile_times",
+            "call_breakdown",
+            "diagnosis",
+            "narrowed",
+        ),
+        (dict,),
     ),
-    **dict.fromkeys(("shapes", "compile_reasons", "guards", "cached_samples_s"), (list,)),
+    **dict.fromkeys(("shapes", "compile_reasons", "guards", "cached_samples_s", "cases"), (list,)),
     **dict.fromkeys(
         (
             "startup_s",
@@ -129,6 +170,8 @@ TYPES: dict[str, tuple[type, ...]] = {
     ),
     **dict.fromkeys(_INTS, (int,)),
 }
+#: the statuses of a planned job that needed no worker (:attr:`Status.idle`)
+IDLE_STATUSES = tuple(s.value for s in Status if s.idle)
 #: fields a record cannot do without: what identifies its job and says how it ended
 REQUIRED = ("run_id", "case", "backend", "mode", "status")
 
@@ -149,6 +192,8 @@ def record(**fields) -> dict:
     if fields.get("status") is not None and fields["status"] not in STATUSES:
         raise ResultsError(f"unknown status {fields['status']!r}; valid: {', '.join(STATUSES)}")
     out = {k: fields.get(k) for k in FIELDS}
+    if out["status"] is not None:
+        out["status"] = Status(out["status"]).value  # a plain string in the record, whichever was given
     out["schema"] = SCHEMA
     return out
 
@@ -228,7 +273,10 @@ def read_records(path: str | os.PathLike) -> list[dict]:
     :class:`ResultsError` naming the version.
     """
     out = []
-    with open(path, encoding="utf-8", errors="replace") as f:
+    import gzip
+
+    opener = gzip.open if str(path).endswith(".gz") else open  # a run kept compressed (docs/data/)
+    with opener(path, "rt", encoding="utf-8", errors="replace") as f:
         for n, line in enumerate(f, 1):
             line = line.strip()
             if not line:
@@ -269,9 +317,43 @@ def read_records(path: str | os.PathLike) -> list[dict]:
                 raise ResultsError(
                     f"{path}:{n}: schema {schema!r} is not supported (this harness reads {', '.join(map(str, READABLE))})"
                 )
-            check_record(rec, f"{path}:{n}")
-            out.append(rec)
+            for one in _expanded(rec, f"{path}:{n}"):
+                check_record(one, f"{path}:{n}")
+                out.append(one)
     return out
+
+
+def _expanded(rec: dict, where: str) -> list[dict]:
+    """A record as the records it stands for: one per case of its ``cases`` (a group of jobs not run)."""
+    group = rec.get("cases")
+    if group is None:
+        return [rec]
+    if not isinstance(group, list) or not all(isinstance(c, str) for c in group) or rec.get("status") not in IDLE_STATUSES:
+        raise ResultsError(f"{where}: field 'cases' must list case names of jobs not run (unsupported or skipped)")
+    message = rec.get("message")
+    if isinstance(message, str) and CASE_MARK in message:
+        return [dict(rec, case=c, cases=None, message=message.replace(CASE_MARK, c)) for c in group]
+    return [dict(rec, case=c, cases=None) for c in group]
+
+
+def idle_groups(records: Iterable[dict]) -> list[dict]:
+    """Records of jobs not run, one per (backend, mode, env, status, message) with its
+    ``cases`` listed: what a run file keeps of them (:func:`read_records` expands it)."""
+    groups: dict[tuple, dict] = {}
+    for rec in records:
+        message = rec.get("message")
+        if isinstance(message, str) and rec["case"] in message:  # "... and zoo_x cannot pad": one reason for all
+            message = message.replace(rec["case"], CASE_MARK)
+        key = (rec["backend"], rec["mode"], rec.get("env"), rec["status"], message)
+        if key in groups:
+            groups[key]["cases"].append(rec["case"])
+        else:
+            groups[key] = dict(rec, case=None, cases=[rec["case"]], message=message)
+    return list(groups.values())
+
+
+#: in a group's message, where each case's name goes back (:func:`idle_groups`)
+CASE_MARK = "<case>"
 
 
 def check_record(rec: dict, where: str) -> None:

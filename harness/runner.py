@@ -13,7 +13,6 @@ axis of ``--versions`` (a job per release of a backend's system) is
 from __future__ import annotations
 
 import collections
-import contextlib
 import dataclasses
 import json
 import os
@@ -35,6 +34,7 @@ from backends import envs
 from backends.base import MODES, Backend
 
 from . import fingerprint, forkserver, job_env, limits, meta, progress, registry, releases, results
+from .worker_process import WorkerTail, kill, looks_oom, pump, tail_text
 
 DEFAULT_REPEATS = 7
 DEFAULT_WARMUP = 2
@@ -57,6 +57,9 @@ class Combo:
     #: the environment of a release of the backend's system to run in instead of
     #: ``backend.env`` (``harness run --versions``: :func:`harness.releases.with_versions`), or ``None``
     env: str | None = None
+    #: where the plan found the case (:func:`cases.families`: a family, ``pack:<name>``, ``file``):
+    #: the worker loads that source alone, so a pack that breaks fails only its own cases' jobs
+    source: str | None = None
 
     @property
     def env_name(self) -> str:
@@ -114,6 +117,7 @@ def plan(
     :class:`cases.CaseError` listing the valid ones.
     """
     catalogue = {c.name: c for c in cases.catalogue()}
+    source = cases.families()  # the packs resolved once, here: the run's workers load these
     all_backends = registry.backends()
     case_names = cases.match_globs(list(catalogue), case_globs, "case")
     backend_names = cases.match_globs(list(all_backends), backend_globs, "backend")
@@ -128,6 +132,7 @@ def plan(
             m,
             named=b in named,
             left_out=None if whole else left_out(c, all_backends[b], m, profile),
+            source=source.get(c),
         )
         for c in case_names
         for b in backend_names
@@ -207,6 +212,7 @@ class Runner:
         bar = progress.bar(total, self.progress)
         try:
             with results.Writer(self.path) as writer:
+                combos = self.write_idle(combos, writer.write, bar.update)
 
                 def one(combo: Combo) -> None:
                     if self.stop.is_set():
@@ -238,6 +244,22 @@ class Runner:
         finally:
             bar.close()
         return self.path
+
+    def write_idle(self, combos: list[Combo], write: Callable[[dict], None], done=lambda n: None) -> list[Combo]:
+        """Write the records of the jobs that need no worker (no such mode, left
+        out, unavailable), grouped (:func:`harness.results.idle_groups`); the rest."""
+        idle, rest = [], []
+        for combo in combos:
+            skip = combo.skip_reason()
+            if skip is None:
+                rest.append(combo)
+                continue
+            base = dict(self._common, case=combo.case.name, backend=combo.backend.name, mode=combo.mode, env=combo.env_name)
+            idle.append(results.record(**base, process=0, timestamp=meta.now(), status=skip[0], ok=None, message=skip[1]))
+        for rec in results.idle_groups(idle):
+            write(rec)
+        done(len(idle))
+        return rest
 
     def write_plan(self, combos: list[Combo]) -> Path:
         """Write ``<run_id>.plan.json`` (the jobs and settings), unless the run has one."""
@@ -283,6 +305,8 @@ class Runner:
             return got
         job = {
             "case": combo.case.name,
+            # where the plan found the case: the worker loads that source alone
+            "source": combo.source or cases.families().get(combo.case.name),
             "mode": combo.mode,
             "profile": self.profile,
             "repeats": self.repeats,
@@ -350,15 +374,15 @@ class Runner:
             )
         lines: queue.Queue = queue.Queue()
         last: collections.deque[str] = collections.deque(maxlen=60)
-        threading.Thread(target=_pump, args=(proc.stdout, lines.put, True), daemon=True).start()
-        err = threading.Thread(target=_pump, args=(proc.stderr, last.append), daemon=True)
+        threading.Thread(target=pump, args=(proc.stdout, lines.put, True), daemon=True).start()
+        err = threading.Thread(target=pump, args=(proc.stderr, last.append), daemon=True)
         err.start()
         # the tail is read once the worker has ended and its stderr is drained
-        tail = _Tail(last, err)
+        tail = WorkerTail(last, err)
         try:
             self._watch(proc, lines, tail, spawned, timeout, emit, start)
         except BaseException:  # Ctrl-C in this thread: the worker goes too
-            _kill(proc)
+            kill(proc)
             raise
 
     def _watch(self, proc, lines, tail, spawned, timeout, emit, start) -> None:
@@ -370,21 +394,21 @@ class Runner:
         deadline = time.monotonic() + timeout
         while True:
             if self.stop.is_set():
-                _kill(proc)
+                kill(proc)
                 return
             try:
                 line = lines.get(timeout=min(max(deadline - time.monotonic(), 0), 0.25))
             except queue.Empty:
                 if time.monotonic() < deadline:
                     continue
-                _kill(proc)
+                kill(proc)
                 emit(
                     versions=versions,
                     **job_fields,
                     status="timeout",
                     ok=False,
                     message=f"killed (SIGKILL) after no result within {timeout:.0f}s; {measured} records were "
-                    f"measured before; stderr: {_tail(tail)}",
+                    f"measured before; stderr: {tail_text(tail)}",
                 )
                 return
             if line is None:
@@ -417,11 +441,11 @@ class Runner:
         try:
             code = proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            _kill(proc)
+            kill(proc)
             code = proc.wait()
         how = f"signal {signal.Signals(-code).name}" if code and code < 0 else f"exit code {code}"
         limit = f"its memory limit of {limits.fmt(self.max_memory)} (--max-memory)"
-        if oom or (not done and _looks_oom(tail)):
+        if oom or (not done and looks_oom(tail)):
             last = (oom or "").strip().splitlines()[-1:] or ["(no Python error)"]
             emit(
                 versions=versions,
@@ -429,7 +453,7 @@ class Runner:
                 status="oom",
                 ok=False,
                 message=f"worker ran out of memory under {limit} ({how}) after {measured} records: {last[0]}; "
-                f"stderr: {_tail(tail)}",
+                f"stderr: {tail_text(tail)}",
             )
         elif fatal:
             emit(versions=versions, **job_fields, status="error", ok=False, message=f"worker failed: {fatal.strip()[-1500:]}")
@@ -439,29 +463,8 @@ class Runner:
                 **job_fields,
                 status="crashed",
                 ok=False,
-                message=f"worker died ({how}) after {measured} records; stderr: {_tail(tail)}",
+                message=f"worker died ({how}) after {measured} records; stderr: {tail_text(tail)}",
             )
-
-
-class _Tail:
-    """The last lines of a worker's stderr, read after its pump has drained the pipe."""
-
-    def __init__(self, lines: collections.deque, pump: threading.Thread):
-        self.lines, self.pump = lines, pump
-
-    def append(self, line: str) -> None:
-        self.lines.append(line)
-
-    def __iter__(self):
-        self.pump.join(timeout=5)
-        return iter(list(self.lines))
-
-
-def _looks_oom(tail) -> bool:
-    """Whether a dead worker's stderr says an allocation failed (C++ or C): the
-    whole kept tail, since the Python traceback after an abort can run past 20 lines."""
-    text = "\n".join(tail)
-    return any(s in text for s in ("std::bad_alloc", "MemoryError", "Cannot allocate memory", "out of memory"))
 
 
 def plan_path(run_path: Path) -> Path:
@@ -476,31 +479,3 @@ def atomic_write(path: Path, text: str) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-
-
-def _pump(stream, put, eof: bool = False) -> None:
-    """Feed ``stream``'s lines to ``put``; then ``None`` if ``eof``."""
-    for line in stream:
-        put(line.rstrip("\n"))
-    if eof:
-        put(None)
-
-
-def _tail(tail) -> str:
-    """The last lines of a worker's stderr, on one line. After a fatal signal
-    (Python's faulthandler is on in workers): the lines before ``Fatal Python
-    error``, that line, and the two innermost frames of the crashing thread."""
-    lines = [l.strip() for l in tail if l.strip() and not l.startswith("Extension modules:")]
-    fatal = [i for i, l in enumerate(lines) if l.startswith("Fatal Python error")]
-    if fatal:
-        f = fatal[-1]
-        frames = [l for l in lines[f + 1 :] if l.startswith("File ")][:2]
-        lines = lines[max(0, f - 3) : f + 1] + frames
-    return " | ".join(lines[-8:])[-1500:] or "(empty)"
-
-
-def _kill(proc: forkserver.WorkerProcess) -> None:
-    assert proc.pid is not None  # forkserver.start returns a ForkedProcess only once it has its pid
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()

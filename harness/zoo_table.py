@@ -2,14 +2,15 @@
 got how far, from a run's records (:func:`harness.results.load`).
 
 A job (case, backend, mode) is one architecture on one path. Its fate is read
-off its records: the worst status (:data:`harness.results.SEVERITY`), the
-first failure message, the cumulative compile count per stage. The columns,
-each a count of architectures (zoo cases: names starting ``zoo_``):
+off its records: the worst status (:class:`harness.results.Status`), the first
+failure (its message, diagnosis and the ``stage`` it was recorded in), the
+cumulative compile count per stage. The columns, each a count of architectures
+(zoo cases: names starting ``zoo_``):
 
 ``archs``
     jobs that ran (not skipped by the profile or unsupported by the mode's dims);
 ``exported``
-    those not stopped at capture (torch.export / dynamo / a trace: :data:`STAGES`);
+    those not stopped at capture (a failure recorded in a capture stage: :data:`PHASES`);
 ``lowered``
     those not stopped by a missing lowering or implementation either;
 ``ran``
@@ -17,56 +18,76 @@ each a count of architectures (zoo cases: names starting ``zoo_``):
 ``oracle_equal``
     those whose every output matched the float64 oracle;
 ``compiled_once``
-    oracle-equal jobs where no compile stage ran more than once over the sweep;
+    jobs that compiled once (:func:`harness.sweep.compiled_once`, the leaderboard's too);
 ``per_size``
     jobs where some stage compiled on every novel shape (at least two shapes);
+``crash``
+    jobs where our own engines crashed (status ``crash``: a bug of ours, not the system's);
 ``first_x`` / ``cached_x``
     the geometric mean over oracle-equal architectures of the first-call
     (summed over the novel shapes) and the cached (median) latency, as a ratio
     to torch_eager's on the same case and mode, from the same run where it ran there
     (timings of two runs differ with the machine's load: run the baseline beside the
     backend for ratios to lean on), else from another run (any mode when that is missing).
+
+Runs recorded before records carried ``stage`` read as stopped at ``run`` (an error) or
+not attempted (a refusal).
 """
 
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
-from . import results
+from . import messages, sweep
+from .results import Status
 
 PREFIX = "zoo_"
-COLUMNS = ("archs", "exported", "lowered", "ran", "oracle_equal", "compiled_once", "per_size", "first_x", "cached_x")
-#: failure stage -> what a failure message of that stage matches (first match wins, in this order)
-STAGES = (
-    ("run", re.compile(re.escape("refused by XLA's per-shape executor"))),  # a module we built it cannot run
-    ("lowering", re.compile(r"lowering|no lowering|not implemented|no implementation|unsupported op|lazy: ", re.I)),
-    ("export", re.compile(r"torch\.export|export|dynamo|constraint|guard|data-dependent|trace", re.I)),
+COLUMNS = (
+    "archs",
+    "exported",
+    "lowered",
+    "ran",
+    "oracle_equal",
+    "compiled_once",
+    "per_size",
+    "crash",
+    "first_x",
+    "cached_x",
 )
-#: statuses of a job that produced no output on some shape
-NO_OUTPUT = ("crashed", "oom", "timeout", "error")
+#: the compile stage a failure was recorded in (``Program.counting``, a refusal's own) ->
+#: the table's phase; any other stage, or none (the call), is ``run``
+PHASES = {
+    "export": "export",
+    "onnx_export": "export",
+    "trace": "export",
+    "lowering": "lowering",
+    "aoti": "lowering",
+    "compile_model": "lowering",
+    "relax_build": "lowering",
+    "iree_compile": "lowering",
+}
 
 
 def _worst(statuses) -> str:
-    order = {s: i for i, s in enumerate(results.SEVERITY)}
-    return min(statuses, key=lambda s: order.get(s, -1))
+    return Status.worst(statuses).value
 
 
-def stage_of(status: str, message: str | None) -> str | None:
+def stage_of(status: str, stage: str | None) -> str | None:
     """Where a job stopped: ``export``, ``lowering``, ``run`` (no output), ``oracle``
-    (a mismatch), ``idle`` (unsupported for another reason: not an attempt), or
-    ``None`` (it passed, or only recompiled)."""
-    if status in ("pass", "recompiled"):
+    (a mismatch), ``idle`` (refused outside every stage: the mode's dims rule it out,
+    not an attempt), or ``None`` (it passed, or only recompiled), from its worst status
+    and the ``stage`` its failure was recorded in."""
+    st = Status(status)
+    if st in (Status.PASS, Status.RECOMPILED):
         return None
-    if status == "mismatch":
+    if st is Status.MISMATCH:
         return "oracle"
-    for stage, pattern in STAGES:
-        if message and pattern.search(message):
-            return stage
-    if status == "unsupported":  # a mode the dims rule out, not a missing lowering
+    if stage:
+        return PHASES.get(stage, "run")
+    if st is Status.UNSUPPORTED:
         return "idle"
-    return "run" if status in NO_OUTPUT else None
+    return "run" if st.no_output or st is Status.OUT_OF_RANGE else None
 
 
 def complete(g) -> bool:
@@ -102,7 +123,10 @@ def jobs(df) -> list[dict[str, Any]]:
     zoo = latest_complete(df[df["case"].astype(str).str.startswith(PREFIX)])
     for (case, backend, mode), g in zoo.groupby(["case", "backend", "mode"], sort=True):
         status = _worst(list(g["status"]))
-        msgs = [m for m, s in zip(g["message"], g["status"], strict=False) if isinstance(m, str) and m and s not in ("pass",)]
+        bad = [
+            r for r in g.to_dict("records") if str(r["status"]) != "pass" and isinstance(r.get("message"), str) and r["message"]
+        ]
+        first = bad[0] if bad else {}
         novel = g[g["novel"].map(lambda v: v is True)]
         cached = g[g["novel"].map(lambda v: v is False)]
         stages = [v for d in g["compile_stages"] if isinstance(d, dict) for v in d.values()]
@@ -114,8 +138,10 @@ def jobs(df) -> list[dict[str, Any]]:
                 "mode": mode,
                 "run_id": str(g["run_id"].iloc[0]) if "run_id" in g else None,
                 "status": status,
-                "stage": stage_of(status, msgs[0] if msgs else None),
-                "message": msgs[0] if msgs else None,
+                "stage": stage_of(status, _stage(first.get("stage"))),
+                "message": first.get("message"),
+                "diagnosis": first.get("diagnosis") if isinstance(first.get("diagnosis"), dict) else None,
+                "once": sweep.compiled_once(g.to_dict("records")),
                 "max_stage": max(stages, default=0),
                 "shapes": len(novel),
                 "compiled_shapes": sum(1 for d in deltas if isinstance(d, dict) and sum(d.values()) > 0),
@@ -126,9 +152,13 @@ def jobs(df) -> list[dict[str, Any]]:
     return out
 
 
+def _stage(v) -> str | None:
+    return v if isinstance(v, str) and v else None
+
+
 def compiled_once(j: dict[str, Any]) -> bool:
-    """No compile stage of job ``j`` (:func:`jobs`) ran more than once over its sweep."""
-    return j["max_stage"] <= 1
+    """Job ``j`` (:func:`jobs`) compiled once (:func:`harness.sweep.compiled_once`)."""
+    return bool(j["once"])
 
 
 def per_size(j: dict[str, Any]) -> bool:
@@ -195,6 +225,7 @@ def table(df, baseline: str = "torch_eager"):
             "oracle_equal": len(equal),
             "compiled_once": sum(1 for j in equal if compiled_once(j)),
             "per_size": sum(1 for j in mine if per_size(j)),
+            "crash": sum(1 for j in mine if j["status"] == Status.CRASH),
             "first_x": _geomean(ratios["first_s"]),
             "cached_x": _geomean(ratios["cached_s"]),
         }
@@ -273,32 +304,16 @@ def goals_markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-_RAISED = re.compile(r"^\s*[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b")
-
-
-def _headline(message: str) -> str:
-    """The line of a failure message that names it: a traceback's (a worker's failure)
-    last exception line, else the first line."""
-    lines = message.strip().splitlines()
-    if len(lines) > 1 and any(line.lstrip().startswith('File "') for line in lines):
-        raised = [line.strip() for line in lines if _RAISED.match(line)]
-        if raised:
-            return raised[-1]
-    return lines[0]
-
-
 def failures(df) -> list[dict[str, Any]]:
     """The zoo's failure classes: per (backend, mode, stage) and message class (its
-    :func:`_headline` with the case's name, module hashes, numbers and quoted names blanked),
-    the count and the cases."""
+    :func:`harness.messages.headline`, the system's diagnosis in words where it gave one,
+    classed by :func:`harness.messages.failure_class`), the count and the cases."""
     classes: dict[tuple, dict[str, Any]] = {}
     for j in jobs(df):
         if j["stage"] in (None, "idle"):
             continue
-        msg = _headline(j["message"] or j["status"])
-        # (the job's own name and a module's hash blanked: two cases failing alike share a class)
-        named = re.sub(r"\[[0-9a-f]{8,}\]", "[…]", msg.replace(j["case"], "CASE"))
-        cls = re.sub(r"\d+", "N", re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", named))[:140]
+        msg = messages.headline(j["message"] or j["status"], j.get("diagnosis"))
+        cls = messages.failure_class(msg, j["case"])
         c = classes.setdefault((j["backend"], j["mode"], j["stage"], cls), {"n": 0, "cases": [], "example": msg[:300]})
         c["n"] += 1
         c["cases"].append(j["case"])

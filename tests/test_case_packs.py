@@ -274,6 +274,7 @@ def test_packs_install_puts_a_pack_in_every_environment_and_a_missing_one_is_nam
     naming the pack and the command; after, it is planned to run."""
     from backends import envs
     from harness import cli, pack_envs, registry, runner
+    from harness.commands import run as run_command
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=300)
@@ -296,7 +297,7 @@ def test_packs_install_puts_a_pack_in_every_environment_and_a_missing_one_is_nam
         combo = runner.Combo(cases.get("pack_double"), xla, "static")
         if combo.skip_reason() is not None:
             pytest.skip(f"{xla.name} cannot run here: {combo.skip_reason()}")
-        (skipped,) = cli._packs_missing([combo])
+        (skipped,) = run_command.packs_missing([combo])
         assert skipped.skip_reason() == ("skipped", pack_envs.missing_reason("demo", "xla"))
         assert capsys.readouterr().err == (
             f"dynshape: warning: {pack_envs.missing_reason('demo', 'xla')}; its jobs there are skipped\n"
@@ -329,3 +330,26 @@ def test_packs_install_of_a_directory_that_is_no_pack_exits_2(tmp_path, capsys):
     assert capsys.readouterr().err == (
         f'dynshape: {tmp_path}: no pyproject.toml (a case pack declares its [project.entry-points."dynshape.cases"])\n'
     )
+
+
+@pytest.mark.slow
+def test_a_pack_that_breaks_after_planning_fails_only_its_own_jobs(tmp_path, on_path):
+    """The run plans with the pack loading; then its module goes missing and another pack whose
+    module is missing is installed (as happened mid-run): the pack's own jobs fail, naming
+    it, and every other job of the catalogue's selection runs."""
+    from harness import runner
+
+    site = _install(tmp_path / "site")
+    on_path(site)
+    combos = runner.plan("pack_double,gnn_edge_divide", "torch_eager", "static")
+    assert {c.source for c in combos} == {"pack:demo", "gnn"}
+    (site / "dynshape_pack_demo" / "__init__.py").write_text("import not_a_module_here\n")
+    _install(site, "dynshape_pack_late", "import not_a_module_either\n", name="late")
+    got: list[dict] = []
+    runner.Runner(tmp_path / "out", profile="quick", repeats=1, warmup=1, progress=False).run(combos)
+    for f in (tmp_path / "out").glob("*.jsonl"):
+        got += [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+    by_case = {c: {r["status"] for r in got if r["case"] == c} for c in ("pack_double", "gnn_edge_divide")}
+    assert by_case == {"pack_double": {"error"}, "gnn_edge_divide": {"pass"}}
+    (bad,) = [r for r in got if r["case"] == "pack_double"]
+    assert "case pack 'demo'" in bad["message"] and "ModuleNotFoundError" in bad["message"]

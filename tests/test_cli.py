@@ -62,7 +62,7 @@ def test_run_writes_records_and_prints_the_report(flags, start, tmp_path, capsys
     assert code == 0  # the job conforms to cases/expectations.toml (else exit 1)
     out = capsys.readouterr().out
     # the terminal gets a summary and where the report is; the table is `report`'s
-    assert "| gnn_edge_divide |" not in out and "1 jobs by status: 1 pass" in out
+    assert "| gnn_edge_divide |" not in out and "1 jobs ran: 1 pass" in out
     (page,) = tmp_path.glob("*.report.html")
     assert f"HTML report: {page}" in out and "<h2 id=gnn_edge_divide>" in page.read_text()
     df = results.load([tmp_path])
@@ -157,7 +157,7 @@ def test_run_exits_1_when_a_job_ends_unexpectedly(fake_backends, monkeypatch, tm
     out, err = capsys.readouterr()
     # a screenful: counts, where the report is, and (on stderr) every unexpected job
     assert len(out.splitlines()) + len(err.splitlines()) <= 40, out + err
-    assert "2 jobs by status: 1 pass, 1 crashed" in out and "1 pass, 1 fail (1 unexpected: listed below)" in out
+    assert "2 jobs ran: 1 pass, 1 crashed" in out and "1 pass, 1 fail (1 unexpected: listed below)" in out
     (csv,) = [
         p
         for p in tmp_path.glob("*.report.csv")
@@ -213,7 +213,7 @@ def test_check_exits_1_on_unexpected_recompiled_or_unruled_jobs(change, exit_cod
 def _subcommands() -> list[str]:
     import argparse
 
-    sub = next(a for a in cli._parser()._actions if isinstance(a, argparse._SubParsersAction))
+    sub = next(a for a in cli.parser()._actions if isinstance(a, argparse._SubParsersAction))
     return sorted(sub.choices)
 
 
@@ -224,3 +224,37 @@ def test_every_subcommand_prints_its_help(command, capsys):
         cli.main([command, "--help"])
     assert e.value.code == 0
     assert command in capsys.readouterr().out
+
+
+def test_help_names_every_command_and_no_developer_note(capsys):
+    """``--help`` is for users: every verb of :data:`harness.commands.COMMANDS` is
+    named in the description and listed, and no note meant for developers."""
+    from harness.commands import COMMANDS
+
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    out = capsys.readouterr().out
+    description = cli.__doc__ or ""
+    for name in COMMANDS:
+        assert f"`{name}" in description and f"    {name}" in out, name
+    assert "lines" not in out.lower() and "developer" not in out.lower()
+    assert _subcommands() == sorted(COMMANDS)
+
+
+def test_warnings_meant_for_backend_authors_stay_off_the_users_screen(monkeypatch, capsys):
+    """A backend's undeclared import (:class:`LateImportWarning`) is shown with
+    ``DYNSHAPE_AUTHOR_WARNINGS`` set, and not otherwise."""
+    import warnings
+
+    from harness import commands, zygote_policy
+
+    def warns(args) -> int:
+        warnings.warn(zygote_policy.LateImportWarning({"job": "j", "late_imports": ["m"], "backend": "b"}), stacklevel=1)
+        return 0
+
+    monkeypatch.setattr(commands.COMMANDS["merge"], "main", warns)
+    argv = ["merge", "x.jsonl", "--out", "y.jsonl"]
+    monkeypatch.delenv(cli.AUTHOR_WARNINGS, raising=False)
+    assert cli.main(argv) == 0 and "imported m" not in capsys.readouterr().err
+    monkeypatch.setenv(cli.AUTHOR_WARNINGS, "1")
+    assert cli.main(argv) == 0 and "imported m" in capsys.readouterr().err

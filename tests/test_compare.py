@@ -169,7 +169,7 @@ def test_the_advice_names_the_samples_the_test_needs(capsys):
     assert f"--processes {stats.MIN_SAMPLES}" in compare.markdown(_default_runs(1.0, 0).to_frame().T)
     from harness import cli
 
-    helps = {a.dest: a.help for a in cli._parser()._subparsers._group_actions[0].choices["run"]._actions}
+    helps = {a.dest: a.help for a in cli.parser()._subparsers._group_actions[0].choices["run"]._actions}
     assert f"compare needs {stats.MIN_SAMPLES}" in helps["processes"]
 
 

@@ -30,7 +30,7 @@ def options() -> list[tuple[str, str]]:
     """``(command, --option)`` for every long option of every command."""
     return [
         (" ".join(path), opt)
-        for path, sub in commands(cli._parser())
+        for path, sub in commands(cli.parser())
         for a in sub._actions
         for opt in a.option_strings
         if opt.startswith("--") and opt != "--help"
@@ -50,7 +50,7 @@ def undocumented_options(docs: str) -> list[str]:
 
 def test_every_command_is_in_the_docs():
     docs = USING.read_text()
-    named = [" ".join(p) for p, _ in commands(cli._parser())]
+    named = [" ".join(p) for p, _ in commands(cli.parser())]
     missing = [c for c in named if not re.search(r"(harness|dynshape) " + re.escape(c) + r"\b", docs)]
     assert missing == [], f"docs/using.md names no `harness <command>` for: {missing}"
 

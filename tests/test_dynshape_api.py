@@ -383,3 +383,42 @@ def test_pytest_plugin_in_a_user_project(tmp_path):
     assert "test_recompiles_per_shape" in out and "test_compiles_once" not in out.split("short test summary")[0]
     assert "scaled on lazy (unbounded): shape 1 {'n': 5}: 1 compile(s)" in out, out[-3000:]
     assert "reason: lazy_fx: new arguments of op" in out and "new guards" in out, out[-3000:]
+
+
+FACTORY_SCRIPT = """
+import os
+from pathlib import Path
+
+import dynshape
+import torch
+
+BUILDS = Path(os.environ["BUILDS"])
+
+
+def tiny_net():
+    (BUILDS / str(os.getpid())).write_text("built")
+    return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
+
+
+net = dynshape.case(tiny_net, inputs={"x": ("b", 4)}, sweep={"b": [2, 3]}, out_shape=("b", 3))
+df = dynshape.run(net, backends="torch_eager,torch_export", modes="unbounded", progress=False, repeats=2)
+print("PARENT", os.getpid())
+print(sorted(set(df["status"])))
+"""
+
+
+@pytest.mark.slow
+def test_a_factory_is_built_only_in_the_workers_that_run_its_jobs(tmp_path):
+    """``dynshape.case(factory, ...)`` from a script outside the checkout: the script's own
+    process (which plans the run) never builds the module; each job's worker does."""
+    builds = tmp_path / "builds"
+    builds.mkdir()
+    script = tmp_path / "mine.py"
+    script.write_text(FACTORY_SCRIPT)
+    env = _clean_env(BUILDS=str(builds), PYTHONPATH=str(ROOT))  # this checkout's dynshape, run from elsewhere
+    got = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert got.returncode == 0, got.stderr[-3000:]
+    parent = next(line.split()[1] for line in got.stdout.splitlines() if line.startswith("PARENT"))
+    assert "['pass']" in got.stdout, got.stdout
+    built = {p.name for p in builds.iterdir()}
+    assert parent not in built and len(built) == 2, (parent, built)  # one worker per job

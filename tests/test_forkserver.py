@@ -12,7 +12,7 @@ import pytest
 
 import cases
 from backends import envs
-from harness import forkserver, runner, zygote_warm
+from harness import forkserver, runner, zygote_policy, zygote_warm
 
 CASE = "gnn_edge_divide"
 #: what must not depend on how the worker started
@@ -132,7 +132,7 @@ def test_a_traced_run_or_another_environment_spawns():
 )
 def test_an_unsafe_zygote_is_refused_with_one_warning(module, step, why, fake_backends, monkeypatch, tmp_path):
     monkeypatch.setitem(forkserver.PRELOAD, "main", (module,))
-    monkeypatch.setattr(forkserver, "declared", lambda env: ((), (step,) if step else ()))
+    monkeypatch.setattr(zygote_policy, "declared", lambda env: ((), (step,) if step else ()))
     monkeypatch.setattr(forkserver, "_ZYGOTES", {})
     monkeypatch.setattr(forkserver, "_WARNED", set())
     with warnings.catch_warnings(record=True) as caught:
@@ -325,8 +325,8 @@ def test_close_ends_the_zygote_without_waiting_out_its_timeout(monkeypatch):
     """``close`` must reach the zygote although the reader thread is blocked in
     ``recv``: the zygote exits by itself (code 0) rather than being killed at the
     end of ``wait`` (each run waited 10 s at exit while it was not)."""
-    monkeypatch.setattr(forkserver, "PRELOAD", {"main": ("json",)})
-    monkeypatch.setattr(forkserver, "declared", lambda env: ((), ()))
+    monkeypatch.setattr(zygote_policy, "PRELOAD", {"main": ("json",)})
+    monkeypatch.setattr(zygote_policy, "declared", lambda env: ((), ()))
     base = {k: v for k, v in _env().items() if k not in forkserver.PER_JOB}
     z = forkserver.Zygote(sys.executable, "main", base, str(envs.ROOT))
     assert not z.dead, z.dead

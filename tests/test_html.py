@@ -22,6 +22,16 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 #: injected ahead of everything: records resources that fail to load, then on
 #: load decodes every image and writes the verdict into the DOM
+#: one window size for every probe and screenshot: a laptop's first screen
+WINDOW = (1280, 800)
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--hide-scrollbars",
+    f"--window-size={WINDOW[0]},{WINDOW[1]}",
+    "--virtual-time-budget=20000",
+)
 PROBE = """<script>
 window.__failed = [];
 window.addEventListener('error', e => { __failed.push((e.target && (e.target.src || e.target.href)) || String(e.message)); }, true);
@@ -39,10 +49,16 @@ window.addEventListener('load', () => {
   const board = [...document.querySelectorAll('table.leaderboard tr')].map(tr => [...tr.cells].map(c => c.innerText));
   const lb = document.querySelector('table.leaderboard');
   const boardShown = !!lb && lb.getBoundingClientRect().width > 100 && lb.getBoundingClientRect().height > 20;
+  // the first screen: each mode's answer table, where it lies and what it says
+  const answer = [...document.querySelectorAll('table.answer')].map(t => ({
+    mode: t.parentElement.querySelector('h3').innerText, bottom: t.getBoundingClientRect().bottom,
+    rows: [...t.rows].map(tr => [...tr.cells].map(c => c.innerText)),
+    colours: [...t.rows].slice(1).map(tr => getComputedStyle(tr.cells[1]).backgroundColor)}));
   const out = document.createElement('pre');
   out.id = 'probe';
   out.textContent = 'PROBE ' + JSON.stringify({images: imgs.length, undecoded: bad, charts: charts.length,
-                                                blank: blank, failed: __failed, board: board, boardShown: boardShown});
+                                                blank: blank, failed: __failed, board: board, boardShown: boardShown,
+                                                answer: answer, height: window.innerHeight});
   document.body.appendChild(out);
 });
 </script>"""
@@ -116,7 +132,7 @@ def _probe(path, tmp_path):
     text = open(path, encoding="utf-8").read()
     probed.write_text(text.replace("<head>", "<head>" + PROBE, 1), encoding="utf-8")
     out = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=20000", "--dump-dom", probed.as_uri()],
+        [CHROMIUM, *CHROMIUM_FLAGS, "--dump-dom", probed.as_uri()],
         capture_output=True,
         text=True,
         timeout=180,
@@ -141,9 +157,54 @@ def test_every_chart_is_drawn_in_headless_chromium(tmp_path):
         assert got["charts"] >= 4 and got["blank"] == [] and got["undecoded"] == [] and got["failed"] == [], (path, got)
         assert got["boardShown"] and got["board"][0][:3] == ["backend", "mode", "passed / run"], (path, got)
     # the fixture's leaderboard as drawn: eager and einx_symbolic pass without a compile after the first shape
-    rows = {(r[0], r[1]): r[2:5] for r in probed[out]["board"][1:]}
+    head = probed[out]["board"][0]
+    at = [head.index(h) for h in ("passed / run", "compiled once", "compiles / shape")]
+    rows = {(r[0], r[1]): [r[i] for i in at] for r in probed[out]["board"][1:]}
     assert rows == {
         ("torch_eager", "unbounded"): ["1/1", "1", "0.00"],
         ("einx_symbolic", "unbounded"): ["1/1", "1", "0.25"],
         ("einx", "static"): ["1/1", "0", "1.00"],
     }, rows
+
+
+def test_report_html_without_a_path_goes_beside_the_run(tmp_path, monkeypatch):
+    """``report --html`` alone writes under the results (beside the run), never into the working directory."""
+    with results.Writer(tmp_path / "runs" / "r.jsonl") as w:
+        for rec in _fixture_records().to_dict("records"):
+            w.write(rec)
+    here = tmp_path / "cwd"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    assert cli.main(["report", str(tmp_path / "runs" / "r.jsonl"), "--html"]) == 0
+    assert "<html" in (tmp_path / "runs" / "r.report.html").read_text()[:500].lower()
+    assert list(here.iterdir()) == []
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is absent: run `make browser-check` (apt-get install chromium)")
+def test_the_first_screen_answers_per_mode_who_compiles_once(tmp_path):
+    """At 1280x800, before any scroll: one table per mode that ran, its backends
+    with passed / run coloured as the matrix colours, compiled once, the cost
+    against eager; a failing row links to its jobs. A screenshot is kept
+    (``$DYNSHAPE_SCREENSHOT``: where to copy it, for a note)."""
+    recs = _fixture_records()
+    broken = recs[(recs["backend"] == "einx")].assign(backend="einx_broken", status="mismatch", ok=False)
+    page = tmp_path / "report.html"
+    page.write_text(html.render(pd.concat([recs, broken], ignore_index=True), rules=[]), encoding="utf-8")
+    got = _probe(page, tmp_path)
+    modes = {a["mode"]: a for a in got["answer"]}
+    assert set(modes) == {"unbounded", "static"}, modes
+    assert all(a["bottom"] <= got["height"] for a in got["answer"]), (got["height"], [a["bottom"] for a in got["answer"]])
+    static = {r[0]: r[1:] for r in modes["static"]["rows"][1:]}
+    assert static["einx"][:2] == ["1/1", "0/1"] and static["einx_broken"][0] == "0/1" and "1 failed" in static["einx_broken"][-1]
+    unbounded = {r[0]: r[1:3] for r in modes["unbounded"]["rows"][1:]}
+    assert unbounded == {"torch_eager": ["1/1", "1/1"], "einx_symbolic": ["1/1", "1/1"]}, unbounded
+    # coloured: the passing row green, the failing one red
+    assert sorted(modes["static"]["colours"]) == ["rgb(200, 230, 201)", "rgb(239, 154, 154)"], modes["static"]["colours"]
+    assert 'id="fail-einx_broken-static"' in page.read_text()
+    shot = tmp_path / "first-screen.png"
+    subprocess.run([CHROMIUM, *CHROMIUM_FLAGS, f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=180)
+    assert shot.stat().st_size > 10_000
+    if os.environ.get("DYNSHAPE_SCREENSHOT"):
+        import shutil
+
+        shutil.copy(shot, os.environ["DYNSHAPE_SCREENSHOT"])

@@ -56,7 +56,7 @@ def test_a_row_changes_when_a_backend_compiles_again():
     assert after["compiles_per_shape"] == pytest.approx(4 / 8) != before["compiles_per_shape"]
     # so does its Markdown row
     line = [r for r in leaderboard.markdown(leaderboard.leaderboard(_records((1, 1, 2, 3)))).splitlines() if "einx_symbolic" in r]
-    assert line == ["| einx_symbolic | unbounded | 2/2 | 1 | 0.50 | 1.27× (1.27–1.27) | 4.00× (3.50–6.50) |"]
+    assert line == ["| einx_symbolic | unbounded | 2/2 | 1 | 0 | 0.50 | 1.27× (1.27–1.27) | 4.00× (3.50–6.50) |"]
 
 
 def test_harness_report_prints_the_leaderboard_above_the_jobs(tmp_path, capsys):
@@ -67,4 +67,37 @@ def test_harness_report_prints_the_leaderboard_above_the_jobs(tmp_path, capsys):
     assert cli.main(["report", str(path), "--csv", str(tmp_path / "r.csv")]) in (0, 1)
     out = capsys.readouterr().out
     head = out.index("| backend | mode | passed / run | compiled once |")
-    assert head < out.index("| case |") and "| einx | static | 1/2 | 0 | 1.00 |" in out
+    assert head < out.index("| case |") and "| einx | static | 1/2 | 0 | 0 | 1.00 |" in out
+
+
+def test_our_crashes_have_their_own_column():
+    """A job where our engines raised an internal error (status ``crash``) counts in
+    ``crash``, not among the passes, and not as the system's failure."""
+    crashed = job("c", "einx_symbolic", "unbounded", [6e-4], [], [1], status="crash")
+    board = _rows(leaderboard.leaderboard(frame(*[_records().to_dict("records")], crashed)))
+    sym = board[("einx_symbolic", "unbounded")]
+    assert (sym["passed"], sym["run"], sym["crash"]) == (2, 3, 1)
+    assert board[("einx", "static")]["crash"] == 0
+
+
+def test_leaderboard_and_zoo_table_agree_on_compiled_once():
+    """Over a zoo run's every job, the leaderboard's ``once`` and the zoo table's
+    ``compiled_once`` are the one definition (:func:`harness.sweep.compiled_once`)."""
+    from harness import frames, zoo_table
+
+    jobs = [
+        job("zoo_a", "lazy", "unbounded", [0.02] * 3, [0.004] * 3, [2, 2, 2]),  # two graphs on shape 0, then none
+        job("zoo_b", "lazy", "unbounded", [0.02] * 3, [0.004] * 3, [1, 2, 3]),  # a trace per size
+        job("zoo_c", "stablehlo_xla", "bounded", [0.1] * 3, [0.01] * 3, [2, 2, 2], stages={"lowering": 1, "xla": 1}),
+        job("zoo_d", "stablehlo_xla", "bounded", [0.1] * 3, [0.01] * 3, [2, 2, 2], status="mismatch"),
+        job("zoo_e", "jax_export", "unbounded", [0.1] * 3, [0.01] * 3, [2, 3, 4], stages={"export": 1, "xla": 3}),
+        job("zoo_f", "torch_export", "unbounded", [0.1], [0.01], [1]),  # one shape: not a sweep
+    ]
+    df = frame(*jobs)
+    flat = frames.flat(df)
+    keys = frames.RUN + frames.JOB
+    board = leaderboard.once_per_job(flat, keys)
+    board_once = {(k[2], k[3], k[4]): bool(v) for k, v in board.items()}
+    zoo_once = {(j["case"], j["backend"], j["mode"]): zoo_table.compiled_once(j) for j in zoo_table.jobs(df)}
+    assert board_once == zoo_once
+    assert [k[0] for k, v in sorted(zoo_once.items()) if v] == ["zoo_a", "zoo_c"]

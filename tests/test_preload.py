@@ -16,7 +16,7 @@ import cases
 from backends import envs
 from backends.base import Backend
 from cases import libs
-from harness import expectations, forkserver, job_env, registry, runner
+from harness import expectations, forkserver, job_env, registry, runner, zygote_policy
 
 CASE = "gnn_edge_divide"
 
@@ -86,8 +86,8 @@ def test_what_a_registered_backend_declares_is_its_zygotes_to_run(monkeypatch):
 
 
 def test_a_zygote_that_preloads_more_serves_a_job_that_wants_less_and_replaces_one_that_preloads_less(monkeypatch):
-    monkeypatch.setattr(forkserver, "PRELOAD", {"main": ("json",)})
-    monkeypatch.setattr(forkserver, "declared", lambda env: (("csv",), ()))
+    monkeypatch.setattr(zygote_policy, "PRELOAD", {"main": ("json",)})
+    monkeypatch.setattr(zygote_policy, "declared", lambda env: (("csv",), ()))
     monkeypatch.setattr(forkserver, "_ZYGOTES", {})
     env = dict(os.environ, **envs.env_vars("main"), OMP_NUM_THREADS="1")
 

@@ -58,7 +58,7 @@ def test_run_records_and_reports_what_the_profile_left_out(leave_out, tmp_path, 
     assert cli.main(argv) == 0
     out = capsys.readouterr().out
     # the run's summary counts it; the full list, with each reason, is the report's
-    assert "not run: 1 (torch_eager 1)" in out
+    assert "planned, not run: 1 (1 left out by the profile)" in out
     df = results.load([tmp_path / "q"])
     assert list(df["status"]) == ["skipped"]
     assert cli.main(argv[:-5] + ["--out", str(tmp_path / "w"), "--repeats", "1", "--no-progress", "--whole-matrix"]) == 0

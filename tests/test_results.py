@@ -139,3 +139,50 @@ def test_a_record_missing_a_field_or_of_a_wrong_type_is_refused_naming_it(line, 
     with pytest.raises(results.ResultsError) as e:
         results.load([path])
     assert str(e.value).startswith(f"{tmp_path}/{message}")
+
+
+def test_jobs_not_run_are_kept_grouped_and_read_back_one_by_one(tmp_path):
+    """A run file keeps one record per (backend, mode, env, status, reason) of the
+    jobs that did not run, listing their cases; reading it gives one per job."""
+    from harness import results as res
+
+    def idle(case, backend="b", why="no such mode"):
+        return res.record(run_id="r", case=case, backend=backend, mode="static", env="main", status="unsupported", message=why)
+
+    recs = [idle("c1"), idle("c2"), idle("c3", why="other"), idle("c4", backend="b2"), idle("c5")]
+    recs += [idle(c, why=f"b pads on the host, and {c} cannot pad") for c in ("c6", "c7")]
+    groups = res.idle_groups(recs)
+    assert [g["cases"] for g in groups] == [["c1", "c2", "c5"], ["c3"], ["c4"], ["c6", "c7"]]
+    with res.Writer(tmp_path / "r.jsonl") as w:
+        for g in groups:
+            w.write(g)
+    back = res.read_records(tmp_path / "r.jsonl")
+    key = lambda r: (r["case"], r["backend"], r["message"])  # noqa: E731
+    assert sorted(map(key, back)) == sorted(map(key, recs)) and all(r["cases"] is None for r in back)
+    # a group of jobs that ran is not a record of a run
+    with res.Writer(tmp_path / "bad.jsonl") as w:
+        w.write(dict(groups[0], status="pass"))
+    with pytest.raises(res.ResultsError, match="field 'cases'"):
+        res.read_records(tmp_path / "bad.jsonl")
+
+
+def test_the_quick_profiles_jobs_not_run_fit_in_a_small_file(tmp_path):
+    """The quick profile plans every zoo job and runs few: their records stay under 5 MB
+    (one record each came to 45 MB), and read back as one per job."""
+    import json
+
+    from harness import results as res
+    from harness import runner
+
+    combos = runner.plan(profile="quick")
+    r = runner.Runner(tmp_path, profile="quick", progress=False)
+    written: list[dict] = []
+    rest = r.write_idle(combos, written.append)
+    size = sum(len(json.dumps(rec, default=str)) + 1 for rec in written)
+    assert size < 5_000_000, size
+    idle = len(combos) - len(rest)
+    assert idle > 10_000 and len(written) < idle / 10
+    with res.Writer(tmp_path / "q.jsonl") as w:
+        for rec in written:
+            w.write(rec)
+    assert len(res.read_records(tmp_path / "q.jsonl")) == idle

@@ -87,3 +87,30 @@ def test_an_op_it_cannot_rewrite_is_named():
         )
         with pytest.raises(ShapeDialectError, match=r"no StableHLO form for foo\.mystery"):
             legalize(module, ir)
+
+
+def test_its_compiler_error_is_caught_by_type_and_named(monkeypatch):
+    """torch-mlir's own compiler error is a refusal of its lowering (caught by its class, not
+    by its name): the line naming the failed pass first, the message whole, stage lowering."""
+    from torch_mlir.compiler_utils import TorchMlirCompilerError
+
+    from backends import torch_mlir_stablehlo as tm
+    from backends.base import Unsupported, failed_stage
+
+    def fails(ep):
+        raise TorchMlirCompilerError("Lowering failed\n<stdin>:3:5: error: failed to legalize operation 'torch.aten.x'\nmore")
+
+    monkeypatch.setattr(tm, "lower_with_torch_mlir", fails)
+    program = object.__new__(tm.TorchMlirProgram)
+    with pytest.raises(Unsupported) as e:
+        program.stablehlo(None)
+    text = str(e.value)
+    assert text.startswith("torch-mlir lowering: <stdin>:3:5: error: failed to legalize") and text.endswith("more")
+    assert failed_stage(e.value) == "lowering"
+
+    class Other(Exception):  # any other exception is not torch-mlir's refusal: it propagates
+        pass
+
+    monkeypatch.setattr(tm, "lower_with_torch_mlir", lambda ep: (_ for _ in ()).throw(Other("x")))
+    with pytest.raises(Other):
+        program.stablehlo(None)

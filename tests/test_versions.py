@@ -3,6 +3,7 @@ environments per release, one job per release, the ``versions`` each record
 carries, and ``compare --by version`` on planted records."""
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -236,3 +237,69 @@ def test_history_keys_asv_results_of_the_release_matrix_by_release(tmp_path):
         ("jax_jit", "jax-0.10.2"): 2,
         ("jax_jit", "jax-0.12.0.1"): 4,
     }
+
+
+#: a worker whose interpreter has no torch (as jax 0.12.0.1's environment): every import of it fails
+_NO_TORCH = """
+import importlib.abc, sys
+
+class NoTorch(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch" or name.startswith("torch."):
+            raise ModuleNotFoundError(f"No module named {name!r}")
+
+sys.meta_path.insert(0, NoTorch())
+from harness import worker
+sys.exit(worker.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["unbounded", "bounded", "bucketed"])
+def test_jax_export_runs_where_there_is_no_torch(mode):
+    """jax_export's worker needs no torch (jax 0.12.0.1's environment has none): its job runs,
+    oracle-equal, in an interpreter where importing torch fails."""
+    import subprocess
+
+    from backends.jax_export import JaxExport
+
+    assert "torch" not in JaxExport.requires
+    job = {"case": "gnn_edge_divide", "source": "gnn", "mode": mode, "profile": "quick", "repeats": 2, "warmup": 1}
+    job["spec"] = "backends.jax_export:JaxExport"
+    got = subprocess.run(
+        [sys.executable, "-c", _NO_TORCH, json.dumps(job)],
+        cwd=envs.ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+    )
+    lines = [json.loads(line) for line in got.stdout.splitlines() if line.startswith("{")]
+    recs = [m["record"] for m in lines if "record" in m]
+    assert got.returncode == 0 and recs, got.stderr[-2000:]
+    assert {r["status"] for r in recs} == {"pass"} and all("torch" not in r["versions"] for r in recs)
+
+
+def _jax012() -> str | None:
+    """Why jax 0.12.0.1's environment is not here (``make versions-env``), else ``None``."""
+    try:
+        envs.python_for("jax-0.12.0.1")
+    except envs.EnvError as e:
+        return str(e)
+    return None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(_jax012() is not None, reason=str(_jax012()))
+def test_versions_jax_runs_jax_export_in_both_releases(tmp_path):
+    """``--versions jax=0.10.2,0.12.0.1`` runs jax_export in both releases, each job
+    oracle-equal and importing its own jax (and no torch)."""
+    argv = ["run", "--cases", "gnn_edge_divide", "--backends", "jax_export", "--modes", "bounded,unbounded"]
+    code = cli.main([*argv, "--out", str(tmp_path), "--repeats", "2", "--no-progress", "--versions", "jax=0.10.2,0.12.0.1"])
+    assert code == 0
+    df = results.load([tmp_path])
+    novel = df[df["novel"] == True]  # noqa: E712
+    assert sorted(set(novel["env"])) == ["jax-0.10.2", "jax-0.12.0.1"] and set(novel["status"]) == {"pass"}
+    by_env = {e: {v["jax"] for v in g["versions"]} for e, g in novel.groupby("env")}
+    assert by_env == {"jax-0.10.2": {"0.10.2"}, "jax-0.12.0.1": {"0.12.0.1"}}
+    assert all("torch" not in v for v in novel["versions"])

@@ -10,10 +10,10 @@ from tests import synthetic
 ONCE = {"lowering": 1, "xla": 1}
 
 
-def _failed(case, backend, mode, status, message):
+def _failed(case, backend, mode, status, message, stage=None):
     recs = synthetic.job(case, backend, mode, [0.5], [], [1], status=status)
     for r in recs:
-        r["message"] = message
+        r["message"], r["stage"] = message, stage
     return recs
 
 
@@ -22,8 +22,10 @@ def _records(**change) -> list[dict]:
     eager = [synthetic.job(f"zoo_{c}", "torch_eager", "bounded", [0.01] * 3, [0.001] * 3, [0, 0, 0]) for c in "abcdef"]
     shlo = {
         "a": synthetic.job("zoo_a", "stablehlo_xla", "bounded", [0.04, 0.01, 0.01], [0.002] * 3, [2, 2, 2], stages=ONCE),
-        "b": _failed("zoo_b", "stablehlo_xla", "bounded", "unsupported", "StableHLO lowering: no lowering for aten::as_strided"),
-        "c": _failed("zoo_c", "stablehlo_xla", "bounded", "error", "torch.export: Constraint violation for s18"),
+        "b": _failed(
+            "zoo_b", "stablehlo_xla", "bounded", "unsupported", "StableHLO lowering: no lowering for aten::as_strided", "lowering"
+        ),
+        "c": _failed("zoo_c", "stablehlo_xla", "bounded", "error", "torch.export: Constraint violation for s18", "export"),
         "d": _failed(
             "zoo_d", "stablehlo_xla", "bounded", "error", "XlaRuntimeError: Reshape operation has mismatched element counts"
         ),
@@ -81,29 +83,57 @@ def test_failure_classes_group_by_stage_and_message():
 
 def test_a_module_the_per_shape_executor_refuses_stops_at_run():
     """A data-dependent size refused by XLA's per-shape program (``status`` unsupported) is a
-    module we built that did not run: stage ``run``, not ``idle`` (left out of the table) nor
-    ``export`` (its message says data)."""
+    module we built that did not run: its refusal is recorded in stage ``xla``, which the
+    table reads as ``run``, not ``idle`` (left out of the table) nor ``export``."""
     from types import SimpleNamespace
 
-    from engines.stablehlo.execution.xla import DataDependentSize, refuse_data_dependent_sizes
+    from backends.base import Program, Unsupported, failed_stage
+    from backends.stablehlo_base import xla_executor
 
     module = SimpleNamespace(text="%y = stablehlo.set_dimension_size %x, %n, dim = 0", label="zoo_pyg_x (unbounded)")
-    with pytest.raises(DataDependentSize) as e:
-        refuse_data_dependent_sizes(module)
-    assert zoo_table.stage_of("unsupported", str(e.value)) == "run"
-    assert zoo_table.stage_of("unsupported", "mode bounded: the case has no bounded dims") == "idle"
+    program = Program(SimpleNamespace(counters={}), None, "unbounded", call=lambda: None)
+    with pytest.raises(Unsupported) as e:
+        xla_executor(program, module)
+    assert zoo_table.stage_of("unsupported", failed_stage(e.value)) == "run"
+    assert zoo_table.stage_of("unsupported", None) == "idle"  # refused outside every stage: the mode's dims
+
+
+def test_the_stage_is_the_one_a_failure_left():
+    """An exception leaving ``Program.counting(stage)`` carries that stage; a refusal naming
+    its own (torch.export's, inside a lowering's stage) keeps it."""
+    from types import SimpleNamespace
+
+    from backends.base import Program, Unsupported, failed_stage
+
+    program = Program(SimpleNamespace(counters={}), None, "unbounded", call=lambda: None)
+    for raised, want in ((KeyError("x"), "lowering"), (Unsupported("no", stage="export"), "export")):
+        with pytest.raises(type(raised)) as e, program.counting("lowering"):
+            raise raised
+        assert failed_stage(e.value) == want
+    assert zoo_table.stage_of("error", "lowering") == "lowering" and zoo_table.stage_of("error", None) == "run"
+
+
+def test_zoo_table_holds_no_regex_over_messages():
+    """Stages are recorded where they happen, never guessed from a message's words."""
+    import inspect
+
+    src = inspect.getsource(zoo_table)
+    assert "import re" not in src and "re.compile" not in src
 
 
 def test_a_worker_traceback_is_classed_by_its_exception_line():
     """A worker's failure message is the tail of a traceback: its class is the exception it
     raised, so two models failing the same way share one class (not the cut-off first line)."""
+    from harness import messages
+
     tb = 'worker failed: rness/worker.py", line 74, in main\n    measure.run(job)\n  File "cases/m.py", line {n}, in f\n'
     tb += "    return model(x)\nRuntimeError: The size of tensor a ({a}) must match the size of tensor b ({b})"
     assert (
-        zoo_table._headline(tb.format(n=1, a=38, b=37))
+        messages.headline(tb.format(n=1, a=38, b=37))
         == "RuntimeError: The size of tensor a (38) must match the size of tensor b (37)"
     )
-    assert zoo_table._headline("Unsupported: no lowering\nfor aten.nonzero") == "Unsupported: no lowering"
+    assert messages.headline("Unsupported: no lowering\nfor aten.nonzero") == "Unsupported: no lowering"
+    assert messages.headline("Constraints violated (p)!", {"words": "torch.export needs p ≥ 4"}) == "torch.export needs p ≥ 4"
 
 
 def test_two_cases_failing_alike_share_one_class(monkeypatch):
@@ -126,7 +156,7 @@ def test_zoo_table_command_prints_markdown(tmp_path, capsys):
     writer.close()
     assert cli.main(["zoo-table", str(path), "--failures"]) == 0
     out = capsys.readouterr().out
-    assert "| stablehlo_xla | bounded | 5 | 4 | 3 | 2 | 1 | 1 | 0 | 2.00x | 2.00x |" in out
+    assert "| stablehlo_xla | bounded | 5 | 4 | 3 | 2 | 1 | 1 | 0 | 0 | 2.00x | 2.00x |" in out
     assert "| stablehlo_xla | bounded | lowering | 1 |" in out
 
 
@@ -137,7 +167,9 @@ def _goal_records(**change) -> list[dict]:
         "ex_a": synthetic.job("zoo_a", "torch_export", "bounded", [0.1] * 3, [0.01] * 3, [1, 1, 1]),
         "ex_b": synthetic.job("zoo_b", "torch_export", "bounded", [0.1] * 3, [0.01] * 3, [1, 1, 1]),
         "ex_c": synthetic.job("zoo_c", "torch_export", "bounded", [0.1] * 3, [0.01] * 3, [1, 1, 1], status="mismatch"),
-        "ex_d": _failed("zoo_d", "torch_export", "bounded", "unsupported", "torch.export could not keep zoo_d's dims dynamic"),
+        "ex_d": _failed(
+            "zoo_d", "torch_export", "bounded", "unsupported", "torch.export could not keep zoo_d's dims dynamic", "export"
+        ),
         "sh_a": synthetic.job("zoo_a", "stablehlo_xla", "bounded", [0.1] * 3, [0.01] * 3, [2, 2, 2], stages=ONCE),
         "sh_b": synthetic.job("zoo_b", "stablehlo_xla", "bounded", [0.1] * 3, [0.01] * 3, [2, 4, 6], stages={"xla": 3}),
         "sh_c": synthetic.job(

@@ -29,7 +29,9 @@ def threads() -> int | None:
 
 def dim_spec(case, mode: str) -> list[dict[int, tuple[str, int, int | None]]]:
     """Per input ``{axis: (dim name, least exported size, bound or None)}`` of ``case`` in ``mode``."""
-    return [{ax: (d.name, max(2, d.min), d.max) for ax, d in axes.items()} for axes in case.dynamic_axes(mode)]
+    from engines.torch_export_tools import export_spec
+
+    return export_spec(case.dynamic_axes(mode))
 
 
 def shapes_of(args) -> tuple[tuple[int, ...], ...]:
@@ -59,9 +61,9 @@ def export_reason(case, mode: str, host) -> str:
     """Why the export ran, in words: the shapes (static) or the dims it keeps symbolic."""
     if mode == "static":
         return f"new input shapes {shapes_of(host)}"
-    ranges = sorted(
-        {f"{n} in [{lo}, {hi if hi is not None else 'inf'}]" for s in dim_spec(case, mode) for n, lo, hi in s.values()}
-    )
+    from engines.torch_export_tools import interval_text
+
+    ranges = sorted({f"{n} in {interval_text(lo, hi)}" for s in dim_spec(case, mode) for n, lo, hi in s.values()})
     return f"first call at {shapes_of(host)}: one export with dynamic dims {', '.join(ranges)}"
 
 

@@ -20,23 +20,18 @@ def onnx_export(fn, host, spec):
     """An ONNX model (bytes) of ``fn`` exported at the NumPy inputs ``host``
     with the dims of ``spec`` (:func:`dim_spec`; ``None``: static)."""
     import torch
-    from torch.export import Dim
 
-    from engines.torch_export_tools import export_sample
+    from engines.torch_export_tools import export_sample, torch_dims
 
     class Program(torch.nn.Module):
         def forward(self, *xs):
             return fn(*xs)
 
     args = [torch.from_numpy(a) for a in host]
-    dims: dict = {}
     shapes = None
     if spec is not None:
         args = export_sample(args, spec)
-        for axes in spec:
-            for name, lo, hi in axes.values():
-                dims.setdefault(name, Dim(name, min=lo, **({"max": hi} if hi is not None else {})))
-        shapes = (tuple({ax: dims[name] for ax, (name, _, _) in axes.items()} for axes in spec),)
+        shapes = (tuple(torch_dims(spec)),)
     program = torch.onnx.export(Program().eval(), tuple(args), dynamic_shapes=shapes, dynamo=True, verbose=False)
     return program.model_proto.SerializeToString()
 

@@ -167,11 +167,10 @@ class _Module(torch.nn.Module):
 
 def export(s: DynSample):
     """torch.export of the sample with its dims (bounded at twice the larger size)."""
-    from torch.export import Dim
 
-    from engines.torch_export_tools import EXPORT_MIN, export_oblivious_retry
+    from engines.torch_export_tools import EXPORT_MIN, export_dim, export_oblivious_retry
 
-    made = {v: Dim(v, min=EXPORT_MIN, max=2 * b) for v, (_, b) in s.sizes.items()}
+    made = {v: export_dim(v, EXPORT_MIN, 2 * b) for v, (_, b) in s.sizes.items()}
     shapes = {"xs": tuple({a: made[n] for a, n in d.items()} or None for d in s.dims)}
     mod = _Module(s)
     args = tuple(s.leaves[0])

@@ -18,6 +18,7 @@ from engines import sizes as sz
 
 from . import closure
 from . import codegen as cg
+from . import codegen_index as cg_index
 from .adapters import ADAPTERS, namespace
 from .errors import NotSupportedError, OpValueError
 from .recipe import Recipe, recipe
@@ -111,11 +112,11 @@ def source(r):
     elif fam == "preserve":
         res = cg.gen_preserve(g, op, e_in, e_out, dict(sig.static).get("shift"))
     elif fam == "argfind":
-        res = cg.gen_argfind(g, op, e_in, e_out)
+        res = cg_index.gen_argfind(g, op, e_in, e_out)
     elif fam == "get_at":
-        res = cg.gen_get_at(g, e_in, e_out)
+        res = cg_index.gen_get_at(g, e_in, e_out)
     else:
-        res = cg.gen_update_at(g, op, e_in, e_out)
+        res = cg_index.gen_update_at(g, op, e_in, e_out)
 
     # -- assemble source -----------------------------------------------------
     args = [f"t{i}" for i in range(len(ranks))]

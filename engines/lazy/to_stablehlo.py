@@ -37,7 +37,7 @@ import time
 import numpy as np
 import torch
 
-from engines.torch_export_tools import EXPORT_MIN
+from engines.torch_export_tools import EXPORT_MIN, export_dim
 
 from . import passes
 from .ir import Graph
@@ -51,7 +51,6 @@ def dynamic_shapes(g: Graph, bounded: bool, minima: dict | None = None) -> tuple
     ``minima``: the least size of a user dim name (the case's ``min``: a conv1d
     over T needs T >= its kernel, and torch.export refuses a Dim whose range
     starts below what the program allows); at least :data:`engines.torch_export_tools.EXPORT_MIN`."""
-    from torch.export import Dim
 
     made: dict = {}
     out = []
@@ -65,10 +64,8 @@ def dynamic_shapes(g: Graph, bounded: bool, minima: dict | None = None) -> tuple
                 raise UntraceableOp(f"lazy_stablehlo: input dim {axis} is the size expression {g.fmt_expr(e)}")
             if name not in made:
                 v = g.vars[name]
-                kwargs = {"min": max(EXPORT_MIN, (minima or {}).get(v.name, 0))}
-                if bounded and v.bound is not None:
-                    kwargs["max"] = v.bound
-                made[name] = Dim(g.namer(name), **kwargs)
+                least = max(EXPORT_MIN, (minima or {}).get(v.name, 0))
+                made[name] = export_dim(g.namer(name), least, v.bound if bounded else None)
             spec[axis] = made[name]
         out.append(spec or None)
     return tuple(out)
@@ -99,9 +96,12 @@ def export(g: Graph, gm: torch.fx.GraphModule, bounded: bool, minima: dict | Non
             )
         )
     except torch._dynamo.exc.UserError as e:  # a constraint violation: the program fixes a size
-        raise UntraceableOp(
-            f"lazy_stablehlo: torch.export could not keep the graph's sizes symbolic: {str(e).splitlines()[0]}"
-        ) from e
+        from engines.torch_export_diagnosis import parse
+
+        refused = UntraceableOp(f"lazy_stablehlo: torch.export could not keep the graph's sizes symbolic: {e}")
+        found = parse(str(e))
+        refused.diagnosis = found.as_record() if found is not None else None  # type: ignore[attr-defined]
+        raise refused from e
 
 
 def executor(module, on_compile, mode):

@@ -33,11 +33,10 @@ from .expr import (
     const,
     floordiv,
     mod,
-    smax,
-    smin,
     var,
 )
 from .facts import bounds, compare, evident_divisible, evident_nonneg, evident_positive
+from .minmax import smax, smin
 from .parse import from_sympy, missing, parse
 from .rational import Ratio, ceildiv, rounddiv, truncdiv
 

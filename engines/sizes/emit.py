@@ -26,8 +26,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .expr import Expr, SizeError, SizeZeroDivisionError, _atom, _make, _mono_key, as_expr, smax, smin
+from .expr import Expr, SizeError, SizeZeroDivisionError, _atom, _make, _mono_key, as_expr
 from .expr import var as _var
+from .minmax import smax, smin
 from .parse import missing, parse
 
 

@@ -1,8 +1,8 @@
 """The normal form: sums of monomials over atoms (variables, ``//``, ``%``, max, min).
 
-(Over 500 lines: the normal form, its normalising constructors and their
-memo/fast paths are one invariant -- every way to build an Expr must give the
-same terms, key and hash -- kept in one module.)
+The normal form, its normalising constructors and their memo/fast paths are
+one invariant -- every way to build an Expr must give the same terms, key and
+hash -- kept in this module; its text is :mod:`engines.sizes.text`.
 
 An :class:`Expr` is a polynomial with integer coefficients whose atoms are
 named size variables or opaque operations (``floordiv``, ``mod``, ``max``,
@@ -47,6 +47,11 @@ from __future__ import annotations
 
 import keyword
 
+from .text import fmt as _fmt
+from .text import fmt_atom as _fmt_atom
+from .text import fmt_operand as _fmt_operand
+from .text import mono_key as _mono_key
+
 KINDS = ("floordiv", "mod", "max", "min")
 
 
@@ -89,10 +94,6 @@ class Atom:
 
     def __reduce__(self):  # rebuilt, so the (per-process) string hash is recomputed
         return Atom, (self.kind, self.name, self.args)
-
-
-def _mono_key(m) -> tuple:
-    return tuple([(a.key, p) for a, p in m]) if m else ()
 
 
 class Expr:
@@ -463,89 +464,3 @@ def _mod(n: Expr, d: Expr) -> Expr:
     elif _exact_div(n, d) is not None:
         return ZERO
     return _atom("mod", (n, d))
-
-
-def _undominated(kind: str, args: list) -> list:
-    """``args`` less those another argument beats by a constant (no duplicates)."""
-    args = list(dict.fromkeys(args))
-    keep = []
-    for x in args:
-        for y in args:
-            if y is not x:
-                diff = x - y
-                if diff.is_const and (diff.value < 0 if kind == "max" else diff.value > 0):
-                    break
-        else:
-            keep.append(x)
-    return keep
-
-
-def _minmax(kind: str, xs) -> Expr:
-    args = _undominated(kind, [as_expr(x) for x in xs])
-    if not args:
-        raise SizeError(f"{kind}() of no sizes")
-    flat: list = []
-    for x in args:
-        a = x.single_atom()
-        flat.extend(a.args if a is not None and a.kind == kind else (x,))
-    consts = [x.value for x in flat if x.is_const]
-    flat = [x for x in flat if not x.is_const]
-    if consts:
-        flat.append(const((max if kind == "max" else min)(consts)))
-    keep = _undominated(kind, flat)
-    if len(keep) == 1:
-        return keep[0]
-    return _atom(kind, tuple(sorted(keep, key=lambda e: e.key)))
-
-
-def smax(*xs) -> Expr:
-    """``max(*xs)`` of sizes, normalised."""
-    return _minmax("max", xs)
-
-
-def smin(*xs) -> Expr:
-    """``min(*xs)`` of sizes, normalised."""
-    return _minmax("min", xs)
-
-
-# -- text (parsed back by parse.parse to an equal normal form) ---------------------
-def _fmt_operand(e: Expr, tight: bool) -> str:
-    s = _fmt(e)
-    if len(e.terms) > 1:
-        return f"({s})"
-    if tight:  # a divisor: only a name, call or non-negative constant stays bare
-        a = e.single_atom()
-        if not ((a is not None and a.kind in ("var", "max", "min")) or (e.is_const and e.value >= 0)):
-            return f"({s})"
-    return s
-
-
-def _fmt_atom(a: Atom) -> str:
-    if a.kind == "var":
-        return str(a.name)
-    if a.kind in ("max", "min"):
-        return f"{a.kind}({', '.join(_fmt(x) for x in a.args)})"
-    n, d = a.args
-    return f"{_fmt_operand(n, False)} {'//' if a.kind == 'floordiv' else '%'} {_fmt_operand(d, True)}"
-
-
-def _fmt_term(m, c: int) -> str:
-    """``|c| * m`` (the caller writes the sign); an operation factor is
-    bracketed unless it is the whole term (``a // 2``, ``-(a // 2)``)."""
-    mag = abs(c)
-    if not m:
-        return str(mag)
-    bare = c == 1 and len(m) == 1 and m[0][1] == 1
-    factors = [_fmt_atom(a) if bare or a.kind not in ("floordiv", "mod") else f"({_fmt_atom(a)})" for a, p in m for _ in range(p)]
-    return "*".join(([str(mag)] if mag != 1 else []) + factors)
-
-
-def _fmt(e: Expr) -> str:
-    if not e.terms:
-        return "0"
-    terms = sorted(e.terms, key=lambda mc: (not mc[0], mc[1] < 0, _mono_key(mc[0])))
-    out = ""
-    for m, c in terms:
-        s = _fmt_term(m, c)
-        out += (" - " if c < 0 else " + ") + s if out else ("-" if c < 0 else "") + s
-    return out

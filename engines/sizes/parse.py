@@ -17,7 +17,8 @@ from collections.abc import Callable
 from fractions import Fraction
 from functools import lru_cache
 
-from .expr import Expr, SizeError, as_expr, const, floordiv, mod, smax, smin, var
+from .expr import Expr, SizeError, as_expr, const, floordiv, mod, var
+from .minmax import smax, smin
 from .rational import ROUNDINGS, Ratio, fraction
 
 GRAMMAR = "integers, names, + - * // %, unary -, parentheses, min(...), max(...), round/floor/ceil/trunc(a / b)"

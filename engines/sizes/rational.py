@@ -30,7 +30,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from .expr import Expr, SizeError, as_expr, const, floordiv, mod, smax, smin
+from .expr import Expr, SizeError, as_expr, const, floordiv, mod
+from .minmax import smax, smin
 
 #: the largest denominator of a float constant taken (a power of two: the float is exact)
 MAX_DENOMINATOR = 2**10

@@ -32,8 +32,26 @@ from .execution.executors import (
     xla_program,
     xla_stats,
 )
-from .lowering.builder import LoweringError
-from .lowering.lower import covered_ops, lower, param_arrays
+
+#: the lowering's names, imported on first use: it imports torch, and the executors
+#: serve jax_export where there is none (a jax release's environment)
+_LOWERING = {
+    "LoweringError": ".lowering.builder",
+    "covered_ops": ".lowering.lower",
+    "lower": ".lowering.lower",
+    "param_arrays": ".lowering.lower",
+}
+
+
+def __getattr__(name: str):
+    if name in _LOWERING:
+        import importlib
+
+        value = getattr(importlib.import_module(_LOWERING[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "BoundedXlaProgram",

@@ -1,7 +1,9 @@
 """The bounded entry: one XLA executable for every size up to a module's bounds.
 
-(Over 500 lines: the bounded-entry rewrite is one pass over a module, its steps
-sharing the walk's state; padder_bounds.py and padder_reshape.py hold what stands alone.)
+The rewrite is one pass over a module, its steps sharing the walk's state;
+what stands alone is beside it: :mod:`.padder_bounds` (bounds and walks),
+:mod:`.padder_shapes` (where a size comes from, uniform broadcasts),
+:mod:`.padder_reshape` and :mod:`.padder_window`.
 
 XLA's CPU compiler takes a module whose entry parameters are *static at the
 bound*, marks each live size with ``stablehlo.set_dimension_size(param, n,
@@ -59,6 +61,7 @@ from .padder_bounds import (
 )
 from .padder_bounds import const_values as _const
 from .padder_reshape import needs_gather, split_reshape
+from .padder_shapes import at_bound, check_shape_source, uniform_into_sized
 from .padder_window import rewrite_windows
 
 DYN_OPS = (
@@ -69,38 +72,6 @@ DYN_OPS = (
     "stablehlo.dynamic_gather",
     "stablehlo.dynamic_pad",
 )
-#: ops a shape operand may be computed with (sizes from get_dimension_size and constants)
-SHAPE_OPS = {
-    "stablehlo.get_dimension_size",
-    "stablehlo.constant",
-    "stablehlo.reshape",
-    "stablehlo.concatenate",
-    "stablehlo.slice",
-    "stablehlo.convert",
-    "stablehlo.add",
-    "stablehlo.subtract",
-    "stablehlo.multiply",
-    "stablehlo.divide",
-    "stablehlo.remainder",
-    "stablehlo.maximum",
-    "stablehlo.minimum",
-    "stablehlo.negate",
-    "stablehlo.select",
-    "stablehlo.compare",
-    "stablehlo.clamp",
-    "stablehlo.abs",
-    "stablehlo.sign",
-    "stablehlo.and",
-    "stablehlo.or",
-    "stablehlo.not",
-    "stablehlo.broadcast_in_dim",
-    "stablehlo.shift_right_arithmetic",
-    "stablehlo.shift_left",
-    "stablehlo.power",
-    "shape.shape_of",
-    "arith.constant",
-    "arith.index_cast",
-}
 
 
 @dataclass
@@ -141,125 +112,6 @@ class BoundedEntry:
         return len(self.size_groups) if self.size_groups is not None else sum(len(d) for _, d in self.args)
 
 
-def _at_bound(t, where: str, op: str):
-    """(static type at the bound, dynamic dims) of a ranked tensor type."""
-    from jaxlib.mlir import ir
-
-    rt = ir.RankedTensorType(t)
-    shape, bounds = info(t)
-    full, dyn = [], []
-    for d, s in enumerate(shape):
-        if s is None:
-            b = bounds[d] if bounds is not None else None
-            if b is None:
-                raise PadderUnsupported(
-                    f"{where}: dim {d} of {t} has no bound (an unbounded or data-dependent size): the dynamic padder needs one",
-                    op,
-                )
-            full.append(b)
-            dyn.append(d)
-        else:
-            full.append(s)
-    return ir.RankedTensorType.get(full, rt.element_type), tuple(dyn), tuple(full)
-
-
-def _check_shape_source(value, op_name: str, where: str, size_args) -> None:
-    """The shape operand must be computed from sizes and constants."""
-    from jaxlib.mlir import ir
-
-    seen, todo = set(), [value]
-    while todo:
-        v = todo.pop()
-        owner = v.owner
-        if isinstance(owner, ir.Block):
-            if any(v == a for a in size_args):
-                continue
-            raise PadderUnsupported(
-                f"{where}: the shape operand of {op_name} derives from a function argument "
-                f"(a data-dependent size): the dynamic padder cannot bound it",
-                op_name,
-            )
-        name = owner.name
-        if id(owner) in seen:
-            continue
-        seen.add(id(owner))
-        if name not in SHAPE_OPS:
-            raise PadderUnsupported(
-                f"{where}: the shape operand of {op_name} is computed by {name} "
-                f"(a data-dependent size): the dynamic padder cannot bound it",
-                op_name,
-            )
-        if name == "stablehlo.get_dimension_size":
-            continue
-        todo.extend(owner.operands)
-
-
-#: elementwise ops: XLA's padder gives the result the live sizes of any operand that has them
-ELEMENTWISE = frozenset(
-    "stablehlo." + n
-    for n in [
-        "add",
-        "subtract",
-        "multiply",
-        "divide",
-        "remainder",
-        "maximum",
-        "minimum",
-        "power",
-        "atan2",
-        "compare",
-        "select",
-        "clamp",
-        "and",
-        "or",
-        "xor",
-    ]
-)
-
-
-def _dynamic_dims(t) -> set:
-    return {d for d, s in enumerate(info(t)[0]) if s is None}
-
-
-def _has_dynamic_dims(t) -> bool:
-    return bool(_dynamic_dims(t))
-
-
-def _uniform(value) -> bool:
-    """A value that is a broadcast of an operand without dynamic dims: the same along each dynamic dim."""
-    from jaxlib.mlir import ir
-
-    owner = value.owner
-    if isinstance(owner, ir.Block):
-        return False
-    if owner.name == "stablehlo.broadcast_in_dim":
-        return True
-    return owner.name == "stablehlo.dynamic_broadcast_in_dim" and not _has_dynamic_dims(owner.operands[0].type)
-
-
-def _uniform_into_sized(op) -> bool:
-    """Whether the ``dynamic_broadcast_in_dim`` ``op`` may stay static at the bound without live
-    sizes: its operand has no dynamic dims (so its padding rows equal its live ones) and every
-    use is an elementwise op with another operand that carries live sizes on those dims (XLA's padder takes
-    the result's sizes from it). A scalar times a dynamic tensor then costs the padder nothing:
-    data2vec-audio's 503 such broadcasts were ~1,000 ``set_dimension_size`` ops that its compile
-    stalled on."""
-    if _has_dynamic_dims(op.operands[0].type):
-        return False
-    result = op.results[0]
-    dyn = _dynamic_dims(result.type)
-    uses = list(result.uses)
-    if not uses:
-        return False
-    for use in uses:
-        user = use.owner
-        if user.name not in ELEMENTWISE:
-            return False
-        if not any(v != result and dyn <= _dynamic_dims(v.type) and not _uniform(v) for v in user.operands):
-            return False
-    return True
-
-
 class _Rewriter:
     def __init__(self, label: str, size_args):
         self.label = label
@@ -296,15 +148,15 @@ class _Rewriter:
         where = f"{self.label}: {name}"
         result = op.results[0]
         rtype = result.type
-        static_t, dyn, full = _at_bound(rtype, where, name)
+        static_t, dyn, full = at_bound(rtype, where, name)
         ip = ir.InsertionPoint(op)
         ops = list(op.operands)
         if name == "stablehlo.dynamic_broadcast_in_dim":
             shape_vec = ops[1]
             dims = list(ir.DenseI64ArrayAttr(op.attributes["broadcast_dimensions"]))
             new = stablehlo.BroadcastInDimOp(static_t, ops[0], dims, ip=ip).result
-            if _uniform_into_sized(op):
-                _check_shape_source(shape_vec, name, self.label, self.size_args)
+            if uniform_into_sized(op):
+                check_shape_source(shape_vec, name, self.label, self.size_args)
                 result.replace_all_uses_with(new)
                 op.erase()
                 self.counts[name] = self.counts.get(name, 0) + 1
@@ -312,7 +164,7 @@ class _Rewriter:
         elif name == "stablehlo.dynamic_reshape":
             shape_vec = ops[1]
             if needs_gather(ops[0].type, rtype):  # a split of a dynamic dim: see padder_reshape
-                _check_shape_source(shape_vec, name, self.label, self.size_args)
+                check_shape_source(shape_vec, name, self.label, self.size_args)
                 every = {d: self.scalar(shape_vec, d, ip) for d in range(len(full))}
                 new = split_reshape(ops[0], static_t, dyn, every, ip)
                 result.replace_all_uses_with(self.set_sizes(new, dyn, every, rtype, ip))
@@ -333,7 +185,7 @@ class _Rewriter:
             raise PadderUnsupported(
                 f"{where}: not rewritten by the bounded executor (no static form on bounded types here)", name
             )
-        _check_shape_source(shape_vec, name, self.label, self.size_args)
+        check_shape_source(shape_vec, name, self.label, self.size_args)
         sizes = {d: self.scalar(shape_vec, d, ip) for d in dyn}
         out = self.set_sizes(new, dyn, sizes, rtype, ip)
         result.replace_all_uses_with(out)
@@ -360,7 +212,7 @@ class _Rewriter:
                 )
             consts.append(np.array(ir.DenseIntElementsAttr(owner.attributes["value"]), dtype=np.int64).reshape(-1))
         st, sd = consts
-        _check_shape_source(limit, name, self.label, self.size_args)
+        check_shape_source(limit, name, self.label, self.size_args)
         oshape, obounds = info(operand.type)
         ofull = [s if s is not None else obounds[d] for d, s in enumerate(oshape)]
         lim = []
@@ -391,8 +243,8 @@ class _Rewriter:
 
         name = op.name
         operand, indices, slice_sizes = op.operands
-        _check_shape_source(slice_sizes, name, self.label, self.size_args)
-        _, _, ofull = _at_bound(operand.type, f"{self.label}: {name}", name)
+        check_shape_source(slice_sizes, name, self.label, self.size_args)
+        _, _, ofull = at_bound(operand.type, f"{self.label}: {name}", name)
         dn = str(op.attributes["dimension_numbers"])
 
         def field(k):
@@ -459,8 +311,8 @@ class _Rewriter:
             raise PadderUnsupported(
                 f"{self.label}: {name} with non-constant low or interior padding: no static form on bounded types here", name
             )
-        _check_shape_source(high, name, self.label, self.size_args)
-        ostatic, odyn, ofull = _at_bound(operand.type, f"{self.label}: {name}", name)
+        check_shape_source(high, name, self.label, self.size_args)
+        ostatic, odyn, ofull = at_bound(operand.type, f"{self.label}: {name}", name)
         c = lambda x: stablehlo.ConstantOp(ir.DenseElementsAttr.get(np.array(x, np.int32)), ip=ip).result  # noqa
         i32 = ir.RankedTensorType.get([], ir.IntegerType.get_signless(32))
         live = {d: stablehlo.GetDimensionSizeOp(operand, d, ip=ip).result for d in odyn}
@@ -501,9 +353,9 @@ class _Rewriter:
 
         name = op.name
         operand, start, limit, _ = op.operands
-        _check_shape_source(start, name, self.label, self.size_args)
-        _check_shape_source(limit, name, self.label, self.size_args)
-        ostatic, odyn, ofull = _at_bound(operand.type, f"{self.label}: {name}", name)
+        check_shape_source(start, name, self.label, self.size_args)
+        check_shape_source(limit, name, self.label, self.size_args)
+        ostatic, odyn, ofull = at_bound(operand.type, f"{self.label}: {name}", name)
         c = lambda x: stablehlo.ConstantOp(ir.DenseElementsAttr.get(np.array(x, np.int32)), ip=ip).result  # noqa
         o = operand
         for d in odyn:
@@ -550,7 +402,7 @@ def bound_entry(text: str, label: str = "module", arg_bounds: Sequence | None = 
         # -- arguments: static at the bound + i32 live sizes
         args_info, new_inputs, size_args = [], [], []
         for i, t in enumerate(ft.inputs):
-            static_t, dyn, full = _at_bound(t, f"{label}: argument {i}", "func.func @main")
+            static_t, dyn, full = at_bound(t, f"{label}: argument {i}", "func.func @main")
             args_info.append((full, dyn))
             new_inputs.append(static_t)
         rw = _Rewriter(label, size_args)
@@ -592,7 +444,7 @@ def bound_entry(text: str, label: str = "module", arg_bounds: Sequence | None = 
         ip = ir.InsertionPoint(ret)
         outs, sizes_out, res_info = [], [], []
         for j, v in enumerate(ret.operands):
-            static_t, dyn, full = _at_bound(v.type, f"{label}: result {j}", "func.return")
+            static_t, dyn, full = at_bound(v.type, f"{label}: result {j}", "func.return")
             res_info.append((full, dyn))
             for d in dyn:
                 sizes_out.append(stablehlo.GetDimensionSizeOp(v, d, ip=ip).result)

@@ -205,11 +205,20 @@ def result_handlers(refined: bytes, label: str) -> list:
         if None in shape or dt not in T.MLIR_TO_NUMPY:
             raise ExecutionError(f"{label}: result {i} is {dt}{list(shape)} after refinement: not static / unknown dtype")
         aval = core.ShapedArray(shape, T.MLIR_TO_NUMPY[dt])
-        handlers.append(xc.array_result_handler(aval, sharding, committed=True, _skip_checks=True))
+        handlers.append(_array_result_handler(xc, aval, sharding))
     return handlers
 
 
-#: how :class:`DataDependentSize` starts (``harness.zoo_table`` files it under "run")
+def _array_result_handler(xc, aval, sharding):
+    """``xc.array_result_handler``, skipping its checks where this jaxlib can (0.10's takes
+    ``_skip_checks``; 0.12's has no such keyword, and checks)."""
+    try:
+        return xc.array_result_handler(aval, sharding, committed=True, _skip_checks=True)
+    except TypeError:
+        return xc.array_result_handler(aval, sharding, committed=True)
+
+
+#: how :class:`DataDependentSize` starts (recorded in stage ``xla``, ``harness.zoo_table``'s "run")
 REFUSED = "refused by XLA's per-shape executor before any compile"
 
 

@@ -12,22 +12,39 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
-TORCH_TO_MLIR = {
-    torch.float32: "f32",
-    torch.float64: "f64",
-    torch.float16: "f16",
-    torch.bfloat16: "bf16",
-    torch.int64: "i64",
-    torch.int32: "i32",
-    torch.int16: "i16",
-    torch.int8: "i8",
-    torch.uint8: "ui8",
-    torch.bool: "i1",
-}
+if TYPE_CHECKING:
+    import torch
+
+
+def _torch_to_mlir() -> dict:
+    import torch
+
+    return {
+        torch.float32: "f32",
+        torch.float64: "f64",
+        torch.float16: "f16",
+        torch.bfloat16: "bf16",
+        torch.int64: "i64",
+        torch.int32: "i32",
+        torch.int16: "i16",
+        torch.int8: "i8",
+        torch.uint8: "ui8",
+        torch.bool: "i1",
+    }
+
+
+def __getattr__(name: str) -> Any:
+    """``TORCH_TO_MLIR``, made on first use: the executors read this module's MLIR types
+    in environments without torch (jax_export's, under a jax release with no torch)."""
+    if name == "TORCH_TO_MLIR":
+        table = globals()[name] = _torch_to_mlir()
+        return table
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 MLIR_TO_NUMPY = {
     "f32": np.dtype(np.float32),
@@ -59,7 +76,7 @@ SHAPE_DTYPE = "i32"
 
 def mlir_dtype(dt: torch.dtype) -> str:
     try:
-        return TORCH_TO_MLIR[dt]
+        return __getattr__("TORCH_TO_MLIR")[dt]
     except KeyError:
         raise TypeError(f"dtype {dt} has no StableHLO mapping") from None
 

@@ -1,9 +1,9 @@
 """``dynshape.check``: does a case's program agree with its oracle, and what
 tolerance does the float32-vs-float64 error call for?
 
-The in-tree rule (``cases/models_*.py``): the tolerance is 10x the largest
-float32-vs-float64 error over the sweep, rounded up to one significant digit
-(outputs O(1): an absolute bound). A check refuses an oracle that ignores its
+The proposal is the project's one tolerance rule,
+:meth:`cases.model.Tolerance.from_error`, of the largest float32-vs-float64
+error over the sweep. A check refuses an oracle that ignores its
 inputs and a stated tolerance over :data:`WIDE` times the measured error
 without a ``Tolerance.reason``.
 """
@@ -11,18 +11,16 @@ without a ``Tolerance.reason``.
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 from collections.abc import Iterable
 
 import numpy as np
 
-from cases import packs
-from cases.model import Case, CaseError, Tolerance
-from cases.models_base import PARTLY_FLOAT32
+from . import packs
+from .model import TOLERANCE_MARGIN as MARGIN
+from .model import Case, CaseError, Tolerance
+from .models_base import PARTLY_FLOAT32
 
-#: the proposed tolerance is this many times the measured error
-MARGIN = 10
 #: a stated tolerance wider than this many times the measured error needs a reason
 WIDE = 100
 
@@ -101,7 +99,7 @@ def check_case(case: Case, seed: int = 0) -> CaseCheck:
             problems.append(f"on {sizes} program and oracle differ by {a:.3g} (tolerance rtol={tol.rtol}, atol={tol.atol})")
         problems += _ignored(case, program, sizes, inputs, want, got)
     measured = max((a for _, a, _ in errors), default=0.0)
-    proposed = Tolerance(0.0, _round_up(MARGIN * measured))
+    proposed = Tolerance.from_error(measured)
     problems += _too_wide(case, measured)
     partly = PARTLY_FLOAT32.get(case.name)
     if partly:
@@ -172,11 +170,3 @@ def _call(case: Case, program, inputs) -> np.ndarray:
             out = fn(*(torch.from_numpy(a.copy()) for a in inputs))
         return out.detach().numpy()
     return np.asarray(fn(*inputs))
-
-
-def _round_up(x: float) -> float:
-    """``x`` rounded up to one significant digit (1.5e-6 -> 2e-6); 0 stays 0."""
-    if x <= 0 or not math.isfinite(x):
-        return x
-    e = math.floor(math.log10(x))
-    return math.ceil(round(x / 10**e, 9)) * 10**e
