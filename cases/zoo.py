@@ -29,7 +29,7 @@ import importlib
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -182,13 +182,29 @@ CRASHED = "crashed: probing it killed the probe's process (a fatal signal, or ou
 
 
 def probe(
-    families: list[str] | None = None, out: Path = TABLE, budget_s: float = BUDGET_S, retry: bool = False
+    families: list[str] | None = None,
+    out: Path = TABLE,
+    budget_s: float = BUDGET_S,
+    retry: bool = False,
+    only: str | None = None,
+    pool: Callable[[str, list[dict[str, Any]]], Iterable[dict[str, Any]]] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Enumerate and probe ``families`` (default: all), each for at most ``budget_s``, merge into ``out``.
     With ``retry``, only the architectures ``out`` has no entry for, or an entry skipped for a
-    reason of :data:`RETRY`; the others keep their entry."""
-    _limit_memory()
+    reason of :data:`RETRY`; with ``only`` (comma-separated globs of case names), only those;
+    the others keep their entry.
+
+    ``pool`` probes a family's architectures elsewhere (``harness.zoo_cluster``: on a Dask
+    cluster, each in a process of its own per worker, :func:`probe_isolated`), yielding their entries as
+    they finish; the table is the same as this process's sequential probe makes. The budget
+    applies to the sequential probe only (a pool's architectures are probed at once)."""
+    if pool is None:
+        _limit_memory()
     data = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
+    unknown = sorted(set(families or ()) - {fam for fam, _ in LIBRARIES})
+    if unknown:
+        raise ProbeError(f"unknown zoo family {', '.join(unknown)}; valid: {', '.join(fam for fam, _ in LIBRARIES)}")
+    matched = 0
     for fam, _lib in LIBRARIES:
         if families and fam not in families:
             continue
@@ -197,13 +213,24 @@ def probe(
         start = time.perf_counter()
         old = data.get(fam, {})
         specs = module.candidates()
-        if retry:  # the old entries stay in the table while it runs (a crash loses none); dropped ones go at the end
+        if retry or only:  # the old entries stay in the table while it runs (a crash loses none); dropped ones go at the end
             found.update(old)
+        todo = []
         for spec in specs:
             kept = old.get(spec["name"])
             if retry and kept is not None and not kept.get("skipped", "").startswith(RETRY):
-                found[spec["name"]] = kept
                 continue
+            if only and not _selected(spec["name"], only):
+                continue
+            todo.append(spec)
+        matched += len(todo)
+        if pool is not None:
+            for entry in pool(fam, todo):
+                found[entry["name"]] = entry
+                data[fam] = found  # written as it goes: an interrupted probe keeps what it found
+                _write(out, data)
+                print(f"{fam} {entry['name']}: {entry.get('skipped', 'ok')}", file=sys.stderr, flush=True)
+        for spec in todo if pool is None else ():
             t = time.perf_counter()
             if t - start > budget_s:
                 found[spec["name"]] = {**spec, "skipped": f"not probed: the probe's budget of {budget_s:g} s ran out first"}
@@ -225,7 +252,97 @@ def probe(
         data[fam] = {name: found[name] for name in names if name in found}
         _write(out, data)
     table.cache_clear()
+    if only and not matched:
+        raise ProbeError(f"--only {only!r} names no architecture of {', '.join(families or [f for f, _ in LIBRARIES])}")
     return data
+
+
+class ProbeError(ValueError):
+    """A probe asked for what the zoo does not have (a usage error: exit 2)."""
+
+
+def _selected(name: str, globs: str) -> bool:
+    import fnmatch
+
+    return any(fnmatch.fnmatchcase(name, g.strip()) for g in globs.split(",") if g.strip())
+
+
+#: seconds :func:`probe_isolated` waits for an entry beyond the probe's own alarm (the family's imports)
+ISOLATED_SLACK_S = 120
+
+
+class _Server:
+    """A process that probes one architecture per request (``python -m cases.zoo probe-serve``:
+    a spec on a stdin line, its entry on a stdout line), kept for the next one: the family's
+    imports are paid once, and the probe's alarm and memory cap are that process's own (an
+    alarm needs a main thread, which a Dask task has not). If probing kills it, or it answers
+    nothing in time, the entry says so and the next request starts a new one."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.proc: Any = None
+        self.lock = threading.Lock()
+
+    def _start(self) -> None:
+        import os
+        import subprocess
+
+        root = Path(__file__).resolve().parent.parent
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH", "")])))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "cases.zoo", "probe-serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            cwd=root,
+            env=env,
+        )
+
+    def probe(self, family: str, spec: dict[str, Any]) -> dict[str, Any]:
+        import select
+
+        with self.lock:
+            if self.proc is None or self.proc.poll() is not None:
+                self._start()
+            try:
+                self.proc.stdin.write(json.dumps({"family": family, "spec": spec}) + "\n")
+                self.proc.stdin.flush()
+                ready, _, _ = select.select([self.proc.stdout], [], [], PROBE_S + ISOLATED_SLACK_S)
+                line = self.proc.stdout.readline() if ready else None
+            except (BrokenPipeError, OSError):
+                line = ""
+            if line:
+                return json.loads(line)
+            why = CRASHED
+            if line is None:  # no answer in time: its alarm did not fire (stuck in native code)
+                why = f"build: TimeoutError: no entry within {PROBE_S + ISOLATED_SLACK_S} s (its process killed)"
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+            return {**spec, "skipped": why}
+
+
+_SERVER = _Server()
+
+
+def probe_isolated(family: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """:func:`probe_one` of ``spec`` in this process's probe server (:class:`_Server`):
+    the entry the sequential probe makes, or :data:`CRASHED` if probing killed the server."""
+    return _SERVER.probe(family, spec)
+
+
+def _serve() -> None:
+    """``python -m cases.zoo probe-serve``: :func:`probe_one` per request line, entries on stdout."""
+    _limit_memory()
+    libraries = dict(LIBRARIES)
+    for line in sys.stdin:
+        msg = json.loads(line)
+        # the library is imported before the probe's alarm starts: not the architecture's time
+        importlib.import_module(libraries[msg["family"]])
+        entry = probe_one(importlib.import_module(f"cases.{msg['family']}"), msg["spec"])
+        print(json.dumps(entry, sort_keys=True), flush=True)
 
 
 def _limit_memory() -> None:
@@ -245,13 +362,31 @@ def _write(out: Path, data: dict) -> None:
     tmp.replace(out)
 
 
-if __name__ == "__main__":
-    import argparse
-
-    p = argparse.ArgumentParser(prog="python -m cases.zoo", description="enumerate and probe the model zoo into cases/zoo.json")
-    p.add_argument("command", choices=["probe"])
+def add_probe_args(p) -> None:
+    """The probe's arguments: ``python -m cases.zoo probe`` here, ``dynshape zoo-probe`` (on Dask too)."""
     p.add_argument("families", nargs="*", help="zoo_hf, zoo_tv, zoo_pyg, zoo_timm, zoo_diffusers (default: all)")
     p.add_argument("--budget", type=float, default=BUDGET_S, help=f"seconds per family (default {BUDGET_S})")
     p.add_argument("--retry", action="store_true", help="probe again only what failed to build or run (or is new)")
+    p.add_argument(
+        "--only", metavar="GLOBS", help="probe only these case names (comma-separated globs); the rest keep their entry"
+    )
+
+
+if __name__ == "__main__":
+    import argparse
+
+    p = argparse.ArgumentParser(
+        prog="python -m cases.zoo",
+        description="enumerate and probe the model zoo into cases/zoo.json (on a Dask cluster: dynshape zoo-probe --scheduler)",
+    )
+    p.add_argument("command", choices=["probe", "probe-serve"])
+    add_probe_args(p)
     args = p.parse_args()
-    probe(args.families or None, budget_s=args.budget, retry=args.retry)
+    if args.command == "probe-serve":
+        _serve()
+    else:
+        try:
+            probe(args.families or None, budget_s=args.budget, retry=args.retry, only=args.only)
+        except ValueError as e:  # ProbeError
+            print(f"python -m cases.zoo: {e}", file=sys.stderr)
+            sys.exit(2)

@@ -2,6 +2,7 @@
 
 Benchmark and check dynamic-shape programs: `list` the catalogue, `run` jobs,
 then `report`, `compare`, `history`, `merge` and `zoo-table` their records;
+`zoo-probe` the model zoo's architectures;
 `check` a cases file; `minify` a failing job to a script; `packs install` a case pack.
 """
 

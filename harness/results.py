@@ -87,6 +87,9 @@ FIELDS = (
     "diagnosis",
     "narrowed",
     "cases",
+    "fingerprint",
+    "reused_from",
+    "started",
 )
 #: ``cases``: a record of planned jobs that did not run (``unsupported``/``skipped``)
 #: stands for every case listed, each a job of its backend, mode and reason
@@ -120,7 +123,22 @@ FIELDS = (
 #: table does not name is not checked: newer harnesses add fields)
 _NUM = (int, float)
 TYPES: dict[str, tuple[type, ...]] = {
-    **dict.fromkeys(("run_id", "commit", "timestamp", "profile", "env", "message", "node", "stage"), (str,)),
+    **dict.fromkeys(
+        (
+            "run_id",
+            "commit",
+            "timestamp",
+            "profile",
+            "env",
+            "message",
+            "node",
+            "stage",
+            "fingerprint",
+            "reused_from",
+            "started",
+        ),
+        (str,),
+    ),
     **dict.fromkeys(("dirty", "novel", "ok"), (bool,)),
     **dict.fromkeys(
         (

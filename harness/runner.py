@@ -33,7 +33,7 @@ import cases
 from backends import envs
 from backends.base import MODES, Backend
 
-from . import forkserver, job_env, limits, meta, progress, registry, releases, results
+from . import fingerprint, forkserver, job_env, limits, meta, progress, registry, releases, results
 from .worker_process import WorkerTail, kill, looks_oom, pump, tail_text
 
 DEFAULT_REPEATS = 7
@@ -195,6 +195,8 @@ class Runner:
             "machine": dict(meta.machine(), threads=threads),
         }
         self._lock = threading.Lock()
+        #: content hashes of this run's jobs (``fingerprint`` of each record), files read once a run
+        self.fingerprints = fingerprint.Fingerprints()
 
     def run(self, combos: Iterable[Combo], jobs: int = 1) -> Path:
         """Run every combo (``jobs`` workers at a time) and return the JSONL path.
@@ -272,11 +274,24 @@ class Runner:
             atomic_write(path, json.dumps(data, indent=1) + "\n")
         return path
 
+    def fingerprint(self, combo: Combo) -> str:
+        """``combo``'s content hash under this run's settings and machine (:mod:`harness.fingerprint`)."""
+        settings = {k: getattr(self, k) for k in fingerprint.SETTINGS}
+        with self._lock:  # jobs of a --jobs N run share the file cache
+            return self.fingerprints.job(combo, settings, self._common["machine"])
+
     def run_one(self, combo: Combo, sink: Callable[[dict], None]) -> list[dict]:
         """Run one combo in a worker; each record goes to ``sink`` as it arrives."""
         got: list[dict] = []
         base = dict(
-            self._common, case=combo.case.name, backend=combo.backend.name, mode=combo.mode, env=combo.env_name, process=0
+            self._common,
+            case=combo.case.name,
+            backend=combo.backend.name,
+            mode=combo.mode,
+            env=combo.env_name,
+            process=0,
+            fingerprint=self.fingerprint(combo),
+            started=meta.now(),
         )
 
         def emit(**fields) -> None:

@@ -348,3 +348,27 @@ def skipped_markdown(skipped: dict[str, str]) -> str:
     lines = ["| architecture | why it is not a case |", "|---|---|"]
     lines += [f"| {name} | {why.replace('|', '/')} |" for name, why in sorted(skipped.items())]
     return "\n".join(lines)
+
+
+#: the zoo's libraries, in the order the reports list them (``cases.zoo.LIBRARIES``' names)
+LIBRARY_ORDER = ("transformers", "torchvision", "timm", "torch_geometric", "diffusers")
+
+
+def library_of(case: str) -> str:
+    """The model library of zoo case ``case`` (from the probed table, ``cases/zoo.json``), or ``other``."""
+    from cases import zoo
+
+    libraries = dict(zoo.LIBRARIES)
+    for family, entries in zoo.table().items():
+        if case in entries:
+            return libraries.get(family, "other")
+    return "other"
+
+
+def by_library(df) -> dict[str, Any]:
+    """``df``'s zoo records split by library (:data:`LIBRARY_ORDER`, then any other),
+    then ``all`` of them: each part gives the zoo table and the leaderboard of one library."""
+    zoo = df[df["case"].astype(str).str.startswith(PREFIX)]
+    lib = zoo["case"].map(library_of)
+    names = [n for n in LIBRARY_ORDER if (lib == n).any()] + sorted(set(lib) - set(LIBRARY_ORDER))
+    return {**{n: zoo[lib == n] for n in names}, "all": zoo}

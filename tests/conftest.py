@@ -88,6 +88,12 @@ SLOW = (
     "tests/test_wheel.py::*",  # builds and installs the wheel, runs a job (~1.5 min)
     "tests/test_asv_publish.py::*",  # asv run + publish + Chromium (~5 min)
     "tests/test_dask_cluster.py::*",  # a real scheduler and two workers (~4.5 min)
+    "tests/test_zoo_cluster.py::test_a_two_worker_cluster_probes_as_the_local_probe",
+    # two to four runs of four fake jobs each (~15 s a test)
+    "tests/test_incremental.py::test_unchanged_jobs_are_reused_*",
+    "tests/test_incremental.py::test_a_changed_setting_reruns",
+    "tests/test_incremental.py::test_records_without_a_fingerprint_are_never_reused",
+    "tests/test_incremental.py::test_an_incomplete_job_is_not_reused",  # a LocalCluster, two probes (~2.5 min)
     "tests/test_models.py::*",  # the model cases against their float64 oracles (~2.5 min)
     "tests/lazy/test_lazy_models.py::*",  # ten models over four sizes
     "tests/stablehlo/test_models.py::*",  # four bounded model sweeps (40-100 s each)

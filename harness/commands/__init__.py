@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from harness import minify
 
-from . import check, compare, history, merge, packs, report, run, zoo_table
+from . import check, compare, history, merge, packs, report, run, zoo_probe, zoo_table
 from . import list as list_
 
 #: verb name -> its module, in the order ``--help`` lists them
-COMMANDS = {m.NAME: m for m in (list_, run, report, compare, history, merge, zoo_table, check, minify, packs)}
+COMMANDS = {m.NAME: m for m in (list_, run, report, compare, history, merge, zoo_table, zoo_probe, check, minify, packs)}

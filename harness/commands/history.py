@@ -17,6 +17,9 @@ def add_parser(sub) -> None:
     common.results_dir(his, "where runs (and asv/, asv's results) are")
     his.add_argument("--asv", metavar="DIR", help="asv's results directory (default: RESULTS/asv)")
     his.add_argument("--csv", help="also write the table as CSV")
+    his.add_argument(
+        "--rows", action="store_true", help="per backend and mode: jobs passed, compiled once, compiles, by commit, with changes"
+    )
     common.selection(his)
 
 
@@ -25,7 +28,13 @@ def main(args) -> int:
 
     df = history.history(args.paths, args.results, since=args.since, asv_dir=args.asv)
     df = report.select(df, args.cases, args.backends, args.modes)
-    print(history.markdown(df))
+    if args.rows:
+        from harness import row_history
+
+        df = row_history.rows(df)
+        print(row_history.markdown(df))
+    else:
+        print(history.markdown(df))
     if args.csv:
         df.to_csv(args.csv, index=False)
         print(f"\nhistory CSV: {args.csv}", file=sys.stderr)

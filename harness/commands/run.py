@@ -64,6 +64,12 @@ def add_parser(sub) -> None:
         f"{limits.fmt(limits.default_bytes())})",
     )
     run.add_argument(
+        "--fresh",
+        action="store_true",
+        help="run every job, even those whose case, backend, engine code, versions and settings are unchanged "
+        "since a run in --out (by default those are taken from it: harness/incremental.py)",
+    )
+    run.add_argument(
         "--resume", metavar="RUN_ID", help="finish an interrupted run: run its missing and incomplete jobs, appending to it"
     )
     run.add_argument(
@@ -125,8 +131,14 @@ def main(args) -> int:
 
     # a typo'd rule must stop the run before its jobs, not after them (the report judges by these rules)
     expectations.load()
+    if not args.resume:
+        from harness import incremental
+
+        combos = incremental.apply(r, combos, fresh=args.fresh, say=lambda m: print(m, file=sys.stderr))
     try:
-        if args.scheduler:
+        if args.scheduler and not combos:
+            path = r.path  # every job was taken from an earlier run: no cluster to start
+        elif args.scheduler:
             from harness import cluster
 
             path = cluster.run(r, combos, None if args.scheduler == "local" else args.scheduler, jobs=args.jobs)
@@ -155,6 +167,7 @@ def _resumed(args):
             ("--shard", args.shard),
             ("--scheduler", args.scheduler),
             ("--versions", args.versions),
+            ("--fresh", args.fresh),
         )
         if v
     ]

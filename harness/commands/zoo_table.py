@@ -15,6 +15,19 @@ def add_parser(sub) -> None:
     zt.add_argument("--results", default="results", help="where the latest run is looked for")
     zt.add_argument("--failures", action="store_true", help="also the failure classes: per path and stage, message and cases")
     zt.add_argument("--skipped", action="store_true", help="only the enumerated architectures the zoo leaves out, and why")
+    zt.add_argument(
+        "--by-library",
+        action="store_true",
+        help="also the table and the leaderboard per library (transformers, … diffusers) and overall",
+    )
+    zt.add_argument(
+        "--cost",
+        type=common.in_range("jobs"),
+        nargs="?",
+        const=2,
+        metavar="JOBS",
+        help="also the wall time per backend and mode (at --jobs JOBS, default 2)",
+    )
 
 
 def main(args) -> int:
@@ -30,4 +43,12 @@ def main(args) -> int:
     print("\n" + zoo_table.goals_markdown(zoo_table.goals(df)))
     if args.failures:
         print("\n" + zoo_table.failures_markdown(zoo_table.failures(df)))
+    if args.by_library:
+        from harness import zoo_reports
+
+        print("\n" + zoo_reports.by_library_markdown(df))
+    if args.cost:
+        from harness import row_cost
+
+        print("\n" + row_cost.markdown(row_cost.costs(df), jobs=args.cost))
     return common.EXIT_OK
