@@ -116,19 +116,27 @@ def latest_complete(df):
 
 def jobs(df) -> list[dict[str, Any]]:
     """One dict per zoo job of ``df`` (records, :func:`harness.results.load`'s frame), from
-    its newest complete run (:func:`latest_complete`): case, backend, mode, status, stage
-    (:func:`stage_of`), message, the largest stage count, the novel shapes, the shapes that
-    compiled, first-call and cached seconds."""
-    out = []
+    its newest complete run (:func:`latest_complete`). The per-job figures are the report's
+    (:func:`harness.frames.summary`: status, novel shapes, the novel sweep, the cached
+    call), the one per-job frame every output reads; this adds where the job stopped
+    (:func:`stage_of`), its first failure's message and diagnosis, whether it compiled
+    once (:func:`harness.sweep.compiled_once`), its largest stage count and the shapes
+    that compiled."""
+    from . import frames
+
+    out: list[dict[str, Any]] = []
     zoo = latest_complete(df[df["case"].astype(str).str.startswith(PREFIX)])
+    if not len(zoo):
+        return out
+    summary = {(r["case"], r["backend"], r["mode"]): r for r in frames.summary(zoo).to_dict("records")}
     for (case, backend, mode), g in zoo.groupby(["case", "backend", "mode"], sort=True):
-        status = _worst(list(g["status"]))
+        row = summary[(case, backend, mode)]
+        status = str(row["status"])
         bad = [
             r for r in g.to_dict("records") if str(r["status"]) != "pass" and isinstance(r.get("message"), str) and r["message"]
         ]
         first = bad[0] if bad else {}
         novel = g[g["novel"].map(lambda v: v is True)]
-        cached = g[g["novel"].map(lambda v: v is False)]
         stages = [v for d in g["compile_stages"] if isinstance(d, dict) for v in d.values()]
         deltas = [d for d in novel.sort_values("shape_index")["compile_delta"]]
         out.append(
@@ -143,10 +151,10 @@ def jobs(df) -> list[dict[str, Any]]:
                 "diagnosis": first.get("diagnosis") if isinstance(first.get("diagnosis"), dict) else None,
                 "once": sweep.compiled_once(g.to_dict("records")),
                 "max_stage": max(stages, default=0),
-                "shapes": len(novel),
+                "shapes": int(row["shapes"]),
                 "compiled_shapes": sum(1 for d in deltas if isinstance(d, dict) and sum(d.values()) > 0),
-                "first_s": _sum(novel["latency_s"]),
-                "cached_s": _median(cached["cached_latency_s"]),
+                "first_s": _num(row.get("novel_sweep_s")),
+                "cached_s": _num(row.get("cached_median_s")),
             }
         )
     return out
@@ -168,16 +176,6 @@ def per_size(j: dict[str, Any]) -> bool:
 
 def _num(v) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v else None
-
-
-def _sum(series) -> float | None:
-    vals = [_num(v) for v in series]
-    return sum(v for v in vals if v is not None) if vals and all(v is not None for v in vals) else None
-
-
-def _median(series) -> float | None:
-    vals = sorted(v for v in (_num(x) for x in series) if v is not None)
-    return vals[len(vals) // 2] if vals else None
 
 
 def _geomean(xs: list[float]) -> float | None:

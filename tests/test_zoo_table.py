@@ -242,3 +242,21 @@ def test_a_latency_ratio_pairs_the_job_with_the_baseline_of_its_own_run():
     assert row["first_x"] == pytest.approx(2.0) and row["cached_x"] == pytest.approx(2.0)
     alone = zoo_table.table(synthetic.frame(elsewhere + mine)).loc[("lazy", "bounded")]
     assert alone["cached_x"] == pytest.approx(4.0)  # no eager beside it: the other run's
+
+
+def test_the_zoo_table_reads_the_reports_per_job_frame():
+    """One per-job frame: every zoo job's status, novel shapes, novel sweep and cached
+    call are :func:`harness.frames.summary`'s, as the report and the leaderboard show them."""
+    from harness import frames
+
+    df = _jobs()
+    zoo = df[df["case"].str.startswith("zoo_")]
+    summary = {(r["case"], r["backend"], r["mode"]): r for r in frames.summary(zoo).to_dict("records")}
+    js = zoo_table.jobs(df)
+    assert len(js) == len(summary) > 5
+    for j in js:
+        row = summary[(j["case"], j["backend"], j["mode"])]
+        assert (j["status"], j["shapes"]) == (str(row["status"]), int(row["shapes"])), j
+        for mine, theirs in (("first_s", "novel_sweep_s"), ("cached_s", "cached_median_s")):
+            want = row[theirs]
+            assert (j[mine] is None and (want is None or want != want)) or j[mine] == pytest.approx(float(want)), (j, theirs)
