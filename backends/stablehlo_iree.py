@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import BoundsChecked, Counter, Unsupported
+from .iree_runtime import IreeRuntime
 from .stablehlo_base import LOWERING, ModuleProgram, StablehloTorch, TorchLowered, single
 
 IREE_COMPILE = Counter(
@@ -68,7 +69,7 @@ class StablehloIreeProgram(BoundsChecked, TorchLowered, IreeArrays):
         return single(self.executor(*args))
 
 
-class StablehloIree(StablehloTorch):
+class StablehloIree(IreeRuntime, StablehloTorch):
     name = "stablehlo_iree"
     modes = ("bounded", "unbounded")
     requires = ("torch", "jax", "jaxlib", "iree.compiler", "iree.runtime")
@@ -80,20 +81,3 @@ class StablehloIree(StablehloTorch):
     program = StablehloIreeProgram
     # each job lowers (seconds on a model) and runs iree-compile (seconds): minutes over the quick profile
     opt_in = "our lowering + an iree-compile per job (seconds each): minutes over the quick profile"
-
-    def __init__(self):
-        super().__init__()
-        #: the worker's one ``local-task`` runtime config (its device holds every job's arrays)
-        self.config = None
-
-    def startup(self):
-        super().startup()
-        self.runtime_config()
-
-    def runtime_config(self):
-        """The worker's ``iree.runtime.Config`` (made on first use)."""
-        import iree.runtime as rt
-
-        if self.config is None:
-            self.config = rt.Config("local-task")
-        return self.config

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import Counter
+from ..iree_runtime import IreeRuntime
 from .common import EXPORT, Peer, PeerProgram, export_program, export_reason
 
 #: the host CPU's features: without it IREE warns and targets a generic CPU
@@ -79,7 +80,7 @@ class IreeProgram(PeerProgram):
         return np.array(out.to_host())
 
 
-class Iree(Peer):
+class Iree(IreeRuntime, Peer):
     name = "iree"
     modes = ("static", "unbounded")
     requires = ("torch", "torch_mlir", "iree.compiler", "iree.runtime")
@@ -92,19 +93,3 @@ class Iree(Peer):
         "? dims, per input shape in static mode; the runtime compiles nothing at a call"
     )
     program = IreeProgram
-
-    def __init__(self):
-        #: the worker's one ``local-task`` runtime config (its device holds every job's arrays)
-        self.config = None
-
-    def startup(self):
-        super().startup()
-        self.runtime_config()
-
-    def runtime_config(self):
-        """The worker's ``iree.runtime.Config`` (made on first use)."""
-        import iree.runtime as rt
-
-        if self.config is None:
-            self.config = rt.Config("local-task")
-        return self.config
