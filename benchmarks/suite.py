@@ -67,6 +67,7 @@ import cases  # noqa: E402
 from backends import envs  # noqa: E402
 from cases import MODES  # noqa: E402
 from harness import asv_select, stats  # noqa: E402
+from harness.profiles import ZOO_PREFIX  # noqa: E402
 
 #: the on-disk compile caches (inductor's, dynamo's) of every timed sample: named
 #: by the process that imports this module (asv's fork server), emptied by each
@@ -112,7 +113,10 @@ def _cold_caches() -> None:
 
 _preimport()
 
-CASES = [c.name for c in cases.catalogue()]
+#: every case but the generated model zoo's: its ~440 architectures are hours of
+#: compiles a commit (and a 30,000-combination grid asv enumerates per process);
+#: ``harness run --profile zoo`` and ``harness history --rows`` follow the zoo instead
+CASES = [c.name for c in cases.catalogue() if not c.name.startswith(ZOO_PREFIX)]
 
 #: the cases the timed benchmarks run (comma-separated globs)
 TIMED = os.environ.get("DYNSHAPE_ASV_TIMED", "gnn_edge_divide,expand_over_batch,seq_softmax,batch_linear")
