@@ -28,7 +28,9 @@ def test_grid_is_the_catalogue_times_backends_times_modes():
     import cases
 
     cases_, backends, modes = suite.Compiles.params
-    assert cases_ == [c.name for c in cases.catalogue()] and "einx" in backends and "torch_xla_lazy" in backends
+    # every case but the model zoo's (its own profile follows it)
+    assert cases_ == [c.name for c in cases.catalogue() if not c.name.startswith("zoo_")]
+    assert len(cases_) < len(cases.catalogue()) and "einx" in backends and "torch_xla_lazy" in backends
     assert modes == ["static", "bounded", "unbounded", "bucketed"]
     # the timed benchmarks: the timed cases in the modes where systems differ (asv starts a
     # process per combination and round, skipped or not)
