@@ -56,6 +56,23 @@ def selection(p: argparse.ArgumentParser) -> None:
         p.add_argument(f"--{what}", help=f"only these {what} (comma-separated globs; default: all)")
 
 
+def scheduler(p: argparse.ArgumentParser, what: str) -> None:
+    """``--scheduler [ADDRESS]``: ``what`` on a Dask cluster at ADDRESS, without one on a LocalCluster."""
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        nargs="?",
+        const="local",
+        help=f"{what} on a Dask distributed cluster at ADDRESS (tcp://host:8786); "
+        "without an address, on a LocalCluster (needs the 'distributed' extra)",
+    )
+
+
+def scheduler_address(args) -> str | None:
+    """The cluster ``--scheduler`` names: its address, or ``None`` for a LocalCluster."""
+    return None if args.scheduler == "local" else args.scheduler
+
+
 def results_dir(p: argparse.ArgumentParser, what: str) -> None:
     """``--results``: where a command looks for runs."""
     p.add_argument("--results", default="results", help=f"{what} (default: results/)")

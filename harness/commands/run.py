@@ -90,14 +90,7 @@ def add_parser(sub) -> None:
     run.add_argument(
         "--shard", metavar="i/n", help="run only shard i of n of the selected jobs (every n-th by id; `merge` joins the shards)"
     )
-    run.add_argument(
-        "--scheduler",
-        metavar="ADDRESS",
-        nargs="?",
-        const="local",
-        help="run each job's worker on a Dask distributed cluster at ADDRESS (tcp://host:8786); "
-        "without an address, on a LocalCluster (needs the 'distributed' extra)",
-    )
+    common.scheduler(run, "run each job's worker")
     run.add_argument(
         "--processes",
         type=int,
@@ -141,7 +134,7 @@ def main(args) -> int:
         elif args.scheduler:
             from harness import cluster
 
-            path = cluster.run(r, combos, None if args.scheduler == "local" else args.scheduler, jobs=args.jobs)
+            path = cluster.run(r, combos, common.scheduler_address(args), jobs=args.jobs)
         else:
             path = r.run(combos, jobs=args.jobs)
     except KeyboardInterrupt:

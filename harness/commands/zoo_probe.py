@@ -15,13 +15,7 @@ def add_parser(sub) -> None:
 
     p = sub.add_parser(NAME, help="probe the model zoo's architectures into cases/zoo.json (here, or on a Dask cluster)")
     zoo.add_probe_args(p)
-    p.add_argument(
-        "--scheduler",
-        metavar="ADDRESS",
-        nargs="?",
-        const="local",
-        help="probe each architecture as a task on a Dask cluster at ADDRESS (without one: a LocalCluster of --jobs workers)",
-    )
+    common.scheduler(p, "probe each architecture as a task")
     p.add_argument("--jobs", type=int, default=2, help="workers of the LocalCluster --scheduler starts (default 2)")
 
 
@@ -32,7 +26,7 @@ def main(args) -> int:
         if args.scheduler:
             from harness import zoo_cluster
 
-            with zoo_cluster.Pool(None if args.scheduler == "local" else args.scheduler, args.jobs) as pool:
+            with zoo_cluster.Pool(common.scheduler_address(args), args.jobs) as pool:
                 zoo.probe(args.families or None, budget_s=args.budget, retry=args.retry, only=args.only, pool=pool)
         else:
             zoo.probe(args.families or None, budget_s=args.budget, retry=args.retry, only=args.only)
