@@ -11,6 +11,7 @@ the block, so a count the docs quote changes with the code or the test fails.
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import sys
 from collections.abc import Callable
@@ -22,6 +23,7 @@ PAGES = ("README.md", "docs/index.md", "docs/gate.md", "docs/asv.md", "docs/repo
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end generated -->)", re.S)
 
 
+@functools.cache
 def _plan_counts() -> dict[str, int]:
     """The catalogue's jobs by what becomes of them, on the whole matrix and in the quick profile."""
     import cases
@@ -32,8 +34,7 @@ def _plan_counts() -> dict[str, int]:
     whole = runner.plan(profile=None)
 
     def runs(combo) -> bool:
-        why = combo.skip_reason()
-        return why is None
+        return combo.skip_reason() is None
 
     opt_in = [c for c in whole if c.backend.opt_in and c.backend.unsupported_reason(c.case, c.mode) is None]
     zoo = [c for c in catalogue if c.name.startswith("zoo_")]
@@ -93,6 +94,7 @@ README_ROWS = (
 README_COLUMNS = ("backend", "mode", "status", "expected", "compiles", "novel sweep", "cached call")
 
 
+@functools.cache
 def _example_summary():
     from harness import check, report, results
 
