@@ -3,7 +3,8 @@
 python -m conformance.opinfo run [--paths lazy,stablehlo] [--entries GLOB] [--limit 3] [--dtype float32] [--jobs 2]
                                [--stablehlo-modes bounded,unbounded,interpreter]
 python -m conformance.opinfo table [--paths ...] [--failures]
-python -m conformance.opinfo pin   (writes tests/opinfo/pinned.tsv from the last run)
+python -m conformance.opinfo pin [--update]   (writes tests/opinfo/pinned.tsv from the last run;
+                               --update re-pins only the entries that run swept)
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ def main(argv=None) -> int:
     p = sub.add_parser("pin", help="write the pinned table from the last run")
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--write", type=Path, default=pin_mod.PIN)
+    p.add_argument("--update", action="store_true", help="re-pin only the entries of the run in --out")
     a = ap.parse_args(argv)
     if a.cmd == "run":
         from .samples import entry_name, family, op_db
@@ -96,7 +98,7 @@ def main(argv=None) -> int:
                     print(f"{path} vs {a.against}: {k}: {len(names)}" + (f" ({shown})" if k != "both pass" else ""))
                 print()
     if a.cmd == "pin":
-        n = pin_mod.write(a.out, a.write)
+        n = pin_mod.write(a.out, a.write, update=a.update)
         print(f"pinned {n} rows -> {a.write}")
     return 0
 

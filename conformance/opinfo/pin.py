@@ -24,13 +24,16 @@ HEADER = (
 )
 
 
-def write(out: Path, dest: Path = PIN) -> int:
-    rows = []
+def write(out: Path, dest: Path = PIN, update: bool = False) -> int:
+    """Pin the rows of the run in ``out``; with ``update``, only its entries' rows change and
+    the rest of ``dest`` stays (a sweep over some ``--entries`` re-pins those alone)."""
+    pinned: dict[tuple[str, str], tuple[str, str]] = read(dest) if update and dest.exists() else {}
     for path in ("lazy", "stablehlo"):  # (not make_fx: torch's, for comparison)
         f = out / f"{path}.jsonl"
         if f.exists():
             all_rows = load(f)
-            rows += [(e, path, r["verdict"], route(all_rows, e)) for e, r in sorted(entries(all_rows).items())]
+            pinned.update({(e, path): (r["verdict"], route(all_rows, e)) for e, r in entries(all_rows).items()})
+    rows = [(e, p, v, r) for (e, p), (v, r) in sorted(pinned.items(), key=lambda kv: (kv[0][1], kv[0][0]))]
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text(HEADER + "".join("\t".join(r) + "\n" for r in rows), encoding="utf-8")
     return len(rows)
