@@ -20,7 +20,7 @@ import html
 
 import pandas as pd
 
-from . import columns, frames, html_answer, leaderboard, svg
+from . import columns, executors, frames, html_answer, leaderboard, svg
 
 COLOURS = {
     "pass": "#c8e6c9",
@@ -328,6 +328,10 @@ def render(df: pd.DataFrame, title: str = "dynshape report", rules=None, judged:
         f"Jobs by expectation: {html.escape(_counts(jobs['outcome']))}.</p>",
         "<h2>Leaderboard</h2>",
         leaderboard.to_html(board),
+    ]
+    if by_executor := executors.to_html(board):
+        parts += ["<h2 id=executors>Our StableHLO module, per executor</h2>", by_executor]
+    parts += [
         "<h2>Conformance matrix</h2>",
         matrix_html(jobs),
     ]

@@ -45,7 +45,7 @@ def add_parser(sub) -> None:
 
 
 def main(args) -> int:
-    from harness import check, leaderboard, report, results
+    from harness import check, executors, leaderboard, report, results
 
     files = results.run_files(args.paths, args.results)
     df = results.load(files)
@@ -82,7 +82,10 @@ def main(args) -> int:
     verdicts = check.verdicts(df, files, by=report.job_by(summary), warn=args.check)
     summary = report.annotate(summary, df, judged=verdicts)
     summary = report.select(summary, args.cases, args.backends, args.modes)
-    print(leaderboard.markdown(leaderboard.leaderboard(common.select_records(df, args), summary)) + "\n")
+    board = leaderboard.leaderboard(common.select_records(df, args), summary)
+    print(leaderboard.markdown(board) + "\n")
+    if by_executor := executors.markdown(board):
+        print("Our StableHLO module, bounded against unbounded, per executor:\n\n" + by_executor + "\n")
     print(report.markdown(summary))
     csv = Path(args.csv) if args.csv else files[0].with_suffix(".report.csv")
     report.csv_frame(summary).to_csv(csv, index=False)
