@@ -16,7 +16,7 @@ PYTEST_FLAGS ?= -n 2 --durations=15
 # ~28,000 files of both environments, most never imported.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup hooks run test check lint opinfo gate gate-left-out asv-quick asv-publish browser-check chromium docs clean
+.PHONY: setup hooks run test test-extended check lint opinfo gate gate-left-out asv-quick asv-publish browser-check chromium docs clean
 
 setup: $(STAMP)
 
@@ -44,17 +44,23 @@ RUN_FLAGS ?= --quick --jobs 2 --backends '*,onnxruntime'
 run: $(STAMP) xla-env
 	$(PY) -m harness run $(RUN_FLAGS)
 
+# the tests and the gate but the extended tier (tests/conftest.py's EXTENDED: asv, a
+# Dask cluster, a wheel install, whole-model sweeps), within 15 minutes of a fresh
+# clone on the idle 2-core machine; CI (.ci/run) runs `make test-extended` after it
+test: $(STAMP) xla-env lint docs chromium
+	$(PY) -m pytest tests/ cases/ -m "not extended" --ignore=$(GRAMMAR) $(PYTEST_FLAGS)
+
 # the einx grammar suite compares with einx 0.4.3, whose process-wide caches other
 # tests patch (backends.einx's build counter): it runs in processes of its own
 GRAMMAR := tests/einx_symbolic/test_grammar.py
-test: $(STAMP) xla-env lint docs chromium
-	$(PY) -m pytest tests/ cases/ --ignore=$(GRAMMAR) $(PYTEST_FLAGS)
+test-extended: $(STAMP) xla-env chromium
+	$(PY) -m pytest tests/ -m extended --ignore=$(GRAMMAR) $(PYTEST_FLAGS)
 	$(PY) -m pytest $(GRAMMAR) $(PYTEST_FLAGS)
 
-# the edit loop's tier (<= 3 min on the idle 2-core machine): lint, the tests not
+# the edit loop's tier (<= 2 min on the idle 2-core machine): lint, the tests not
 # marked slow (tests/conftest.py's SLOW: workers, subprocesses, compilers) with
 # Hypothesis at its dev profile, and the gate on a handful of jobs (CHECK_GATE,
-# a -k expression; its records are not kept). `make test` is the whole check.
+# a -k expression; its records are not kept). `make test` is the check, `make test-extended` the rest.
 CHECK_GATE ?= test_backend_loads or (gnn_edge_divide and unbounded and (torch_eager or jax_jit or einx_symbolic))
 check: $(STAMP) lint
 	HYPOTHESIS_PROFILE=dev $(PY) -m pytest tests/ -m "not slow" $(PYTEST_FLAGS)

@@ -47,3 +47,20 @@ def pytest_configure(config):
         config.addinivalue_line("markers", f"{name}: gate items of the {name} backend")
     for env in (e for e, spec in envs.ENVS.items() if "system" not in spec):  # a release's env is no backend's
         config.addinivalue_line("markers", f"{env}: gate items whose backend runs (or starts helpers) in the {env} env")
+
+
+def pytest_runtest_logreport(report):
+    """With ``DYNSHAPE_TEST_TIMES=FILE``, each test's seconds (setup + call + teardown)
+    appended to FILE as it ends, from every xdist worker: what the test tiers
+    (tests/conftest.py) are drawn from, kept when a run is cut short."""
+    path = os.environ.get("DYNSHAPE_TEST_TIMES")
+    if not path or getattr(report, "node", None) is not None:  # (xdist's controller: its worker wrote it)
+        return
+    times = _TEST_TIMES.setdefault(report.nodeid, [])
+    times.append(report.duration)
+    if report.when == "teardown":
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(f"{sum(_TEST_TIMES.pop(report.nodeid)):.3f}\t{report.nodeid}\n")
+
+
+_TEST_TIMES: dict[str, list[float]] = {}

@@ -68,7 +68,6 @@ SLOW = (
     "tests/test_profiles.py::test_run_records_and_reports_what_the_profile_left_out",
     "tests/test_cli.py::test_run_exits_1_when_a_job_ends_unexpectedly",
     "tests/test_cli.py::test_run_writes_records_and_prints_the_report*",
-    "tests/einx_symbolic/test_grammar.py::*",
     "tests/test_asv_suite.py::*",
     "tests/test_case_packs.py::*",
     "tests/test_faults.py::*",
@@ -84,30 +83,42 @@ SLOW = (
     "tests/test_peers.py::*",  # an export and a system compile per job: ~30 s of CPU
     "tests/test_worker_isolation.py::*",
     "tests/test_worker_exit.py::test_a_jobs_worker_*",  # a fork server, a spawned worker
-    # merged after the tiers were drawn: each builds, installs, publishes or starts a cluster
-    "tests/test_wheel.py::*",  # builds and installs the wheel, runs a job (~1.5 min)
-    "tests/test_asv_publish.py::*",  # asv run + publish + Chromium (~5 min)
-    "tests/test_dask_cluster.py::*",  # a real scheduler and two workers (~4.5 min)
-    "tests/test_zoo_cluster.py::test_a_two_worker_cluster_probes_as_the_local_probe",
     # two to four runs of four fake jobs each (~15 s a test)
     "tests/test_incremental.py::test_unchanged_jobs_are_reused_*",
     "tests/test_incremental.py::test_a_changed_setting_reruns",
     "tests/test_incremental.py::test_records_without_a_fingerprint_are_never_reused",
-    "tests/test_incremental.py::test_an_incomplete_job_is_not_reused",  # a LocalCluster, two probes (~2.5 min)
-    "tests/test_models.py::*",  # the model cases against their float64 oracles (~2.5 min)
     "tests/lazy/test_lazy_models.py::*",  # ten models over four sizes
-    "tests/stablehlo/test_models.py::*",  # four bounded model sweeps (40-100 s each)
     "tests/stablehlo/test_size_classes.py::*",  # an XLA compile per size class
     "tests/test_timed_region.py::*",  # starts backends and XLA programs
     "tests/opinfo/*",  # op_db's import (~10-20 s a process) and an export + XLA compile per entry
 )
 
 
+#: the tests ``make test`` leaves to ``make test-extended``, which CI runs after it
+#: (``.ci/run``): whole systems set up around a test (asv, a Dask cluster, a wheel
+#: install) and sweeps of whole models, ~1,100 worker-seconds of the ~2,300 that
+#: kept ``make test`` over its 15 minutes (per-test seconds: ``DYNSHAPE_TEST_TIMES``,
+#: conftest.py). Each is also ``slow``.
+EXTENDED = (
+    "tests/test_asv_publish.py::*",  # asv run + publish + Chromium (~5 min)
+    "tests/test_dask_cluster.py::*",  # a real scheduler and two workers (~4.5 min)
+    "tests/test_wheel.py::*",  # builds and installs the wheel, runs a job (~1.5 min)
+    "tests/test_incremental.py::test_an_incomplete_job_is_not_reused",  # a LocalCluster, two probes (~2.5 min)
+    "tests/test_zoo_cluster.py::test_a_two_worker_cluster_probes_as_the_local_probe",
+    "tests/test_models.py::*",  # the model cases against their float64 oracles (~2.5 min)
+    "tests/stablehlo/test_models.py::*",  # four bounded model sweeps (40-100 s each)
+    "tests/einx_symbolic/test_grammar.py::*",  # einx 0.4.3 side by side, in processes of its own
+)
+
+
 def pytest_collection_modifyitems(config, items):
-    """Mark the :data:`SLOW` tests ``slow``."""
+    """Mark the :data:`SLOW` tests ``slow``, the :data:`EXTENDED` ones ``extended`` (and slow)."""
     import fnmatch
 
-    slow = pytest.mark.slow
+    slow, extended = pytest.mark.slow, pytest.mark.extended
     for item in items:
-        if any(fnmatch.fnmatchcase(item.nodeid, p) for p in SLOW):
+        if any(fnmatch.fnmatchcase(item.nodeid, p) for p in EXTENDED):
+            item.add_marker(extended)
+            item.add_marker(slow)
+        elif any(fnmatch.fnmatchcase(item.nodeid, p) for p in SLOW):
             item.add_marker(slow)
