@@ -49,6 +49,7 @@ def fake_backends(monkeypatch):
 SLOW = (
     "tests/xla_peers/*",
     "tests/stablehlo/test_breadth.py::*",  # XLA compiles per op: ~50 s of CPU
+    "tests/op_samples/test_lazy_hlo.py::*",  # an export, a lowering and an XLA compile per lazy graph and size
     "tests/stablehlo/test_bounded.py::*",  # ~40 s
     "tests/stablehlo/test_bounded_windows.py::*",  # a whole-grid module per family: ~30 s each
     "tests/stablehlo/test_upsample.py::*",  # ~30 s a mode

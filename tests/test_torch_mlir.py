@@ -1,6 +1,6 @@
 """torch-mlir's StableHLO, rewritten by ``engines.stablehlo.shape_dialect``, on our XLA executor.
 
-The programs are the StableHLO tests' own op table (``tests/stablehlo``): each
+The programs are the op-sample table's (``conformance/op_samples``): each
 is exported once, lowered by torch-mlir, rewritten, and run as one XLA
 program at every size of its sweep against torch eager. What torch-mlir gets
 wrong is pinned here as a finding: a rewrite of ours that broke a module would
@@ -17,8 +17,7 @@ pytest.importorskip("torch_mlir", reason="torch-mlir is not installed (the `peer
 
 from backends.torch_mlir_stablehlo import lower_with_torch_mlir
 from benchmarks.scripts import lowerings
-from tests.stablehlo.cases_breadth import PROGRAMS
-from tests.stablehlo.cases_stablehlo import CASES
+from conformance.op_samples import BY_NAME
 
 #: torch-mlir 20261001's wrong results, each a finding (docs/findings/2026-12-02-peers.md)
 WRONG = {
@@ -33,7 +32,7 @@ PROGRAMS_USED = ("add_sub_mul_div", "broadcast_binary", "view_arith", "select", 
 
 
 def _program(name):
-    return next(p for p in [*CASES, *PROGRAMS] if p.name == name)
+    return BY_NAME[name]
 
 
 @pytest.mark.parametrize("name", PROGRAMS_USED)

@@ -1,8 +1,8 @@
 """Three torch.export → StableHLO lowerings side by side: ours, torch-mlir's, torchax's.
 
-Programs: the StableHLO tests' (``tests/stablehlo``: the per-op table and the
-breadth table, each exported with its ``Dim``s, checked against torch eager at
-its sizes), or with ``--catalogue`` the catalogue's torch-form cases (exported
+Programs: the op-sample table's that claim the lowering (``conformance/op_samples``:
+the per-op samples and the breadth programs, each exported with its dims, checked
+against torch eager at its sizes), or with ``--catalogue`` the catalogue's torch-form cases (exported
 unbounded as the backends export them, checked against the case's oracle at
 its quick sizes; ``model_*`` cases left out). Per program and lowering: whether
 it lowered, whether ``@main`` keeps ``?`` dims in its arguments (``?in``) and
@@ -82,36 +82,38 @@ def _positional(fn, n: int):
     return named_module(fn, [f"x{i}" for i in range(n)])
 
 
-def _export_test_program(p, positional: bool):
+def _export_test_program(s, positional: bool):
     import torch
     import torch.fx.experimental._config as fx_config
 
-    sample = tuple(_torch(a) for a in p.make(p.export_n, np.random.default_rng(0)))
-    dyn = tuple(p.dyn.values()) if isinstance(p.dyn, dict) else tuple(p.dyn)  # the per-op table names its inputs
-    module, shapes = (_positional(p.module, len(sample)), dyn) if positional else (p.module, {"xs": dyn})
-    with fx_config.patch(backed_size_oblivious=p.oblivious):
-        return torch.export.export(module, sample, dynamic_shapes=shapes, **getattr(p, "export_kw", {}))
+    from conformance.op_samples import export_shapes
+
+    sample = tuple(_torch(a) for a in s.inputs(s.lowered.export_n, seed=0))
+    dyn = export_shapes(s.dims)
+    module, shapes = (_positional(s.module(), len(sample)), dyn) if positional else (s.module(), {"xs": dyn})
+    with fx_config.patch(backed_size_oblivious=s.lowered.oblivious):
+        return torch.export.export(module, sample, dynamic_shapes=shapes, **s.lowered.export_kw)
 
 
-def test_target(p, table: str = "op") -> Target:
-    """The target of one program of ``tests/stablehlo`` (checked against torch eager at ``p.sizes``)."""
+def test_target(s, table: str = "op") -> Target:
+    """The target of one sample of the op-sample table (``conformance/op_samples``), checked
+    against torch eager at ``s.sizes``."""
     return Target(
-        p.name,
+        s.name,
         table,
-        lambda positional: _export_test_program(p, positional),
-        lambda: ((f"n={n}", p.make(n, np.random.default_rng(n))) for n in p.sizes),
-        lambda inputs: _flat(p.module(*[_torch(a) for a in inputs])),
-        p.rtol,
-        p.atol,
+        lambda positional: _export_test_program(s, positional),
+        lambda: ((f"n={n}", s.inputs(n)) for n in s.sizes),
+        lambda inputs: _flat(s.module()(*[_torch(a) for a in inputs])),
+        s.rtol,
+        s.atol,
     )
 
 
 def _test_targets() -> list[Target]:
-    sys.path.insert(0, ".")
-    from tests.stablehlo.cases_breadth import PROGRAMS
-    from tests.stablehlo.cases_stablehlo import CASES
+    from conformance.op_samples import SAMPLES
 
-    return [test_target(c, "op") for c in CASES] + [test_target(p, "breadth") for p in PROGRAMS]
+    # (the table names of the two StableHLO tables the samples came from)
+    return [test_target(s, "op" if s.origin == "lowering" else s.origin) for s in SAMPLES if s.lowered is not None]
 
 
 def _catalogue_targets() -> list[Target]:

@@ -3,8 +3,9 @@
 python -m conformance.opinfo run [--paths lazy,stablehlo] [--entries GLOB] [--limit 3] [--dtype float32] [--jobs 2]
                                [--stablehlo-modes bounded,unbounded,interpreter]
 python -m conformance.opinfo table [--paths ...] [--failures]
-python -m conformance.opinfo pin [--update]   (writes tests/opinfo/pinned.tsv from the last run;
-                               --update re-pins only the entries that run swept)
+python -m conformance.opinfo pin [--update] [--targets]   (writes tests/opinfo/pinned.tsv and
+                               pinned_targets.tsv from the last run; --update re-pins only the entries
+                               that run swept; --targets writes pinned_targets.tsv alone)
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--write", type=Path, default=pin_mod.PIN)
     p.add_argument("--update", action="store_true", help="re-pin only the entries of the run in --out")
+    p.add_argument("--targets", action="store_true", help="write only pinned_targets.tsv (updating it)")
     a = ap.parse_args(argv)
     if a.cmd == "run":
         from .samples import entry_name, family, op_db
@@ -98,8 +100,12 @@ def main(argv=None) -> int:
                     print(f"{path} vs {a.against}: {k}: {len(names)}" + (f" ({shown})" if k != "both pass" else ""))
                 print()
     if a.cmd == "pin":
-        n = pin_mod.write(a.out, a.write, update=a.update)
-        print(f"pinned {n} rows -> {a.write}")
+        if not a.targets:
+            n = pin_mod.write(a.out, a.write, update=a.update)
+            print(f"pinned {n} rows -> {a.write}")
+        dest = a.write.with_name(pin_mod.TARGETS.name)
+        n = pin_mod.write_targets(a.out, dest, update=a.update or a.targets)
+        print(f"pinned the lowering targets of {n} entries -> {dest}")
     return 0
 
 

@@ -201,6 +201,7 @@ def run_stablehlo(s: DynSample, family: str, modes=STABLEHLO_MODES) -> list[Verd
         return [verdict(m, verdict="export-refused", refusal=type(e).__name__, message=first_line(e)) for m in modes]
     rtol, atol = tolerance(s.leaves[0][0].dtype, "stablehlo")
     texts: dict = {}
+    targets: dict = {}  # the registry targets each lowering reached
     out = []
     for mode in modes:
         v = verdict(mode, verdict="pass")
@@ -208,10 +209,12 @@ def run_stablehlo(s: DynSample, family: str, modes=STABLEHLO_MODES) -> list[Verd
         bounded = mode == "bounded"
         try:
             if bounded not in texts:
-                with warnings.catch_warnings():
+                with warnings.catch_warnings(), H.reaching() as reached:
                     warnings.simplefilter("ignore")
                     texts[bounded] = H.lower(ep, bounded=bounded)
+                targets[bounded] = ",".join(sorted(reached))
             text = texts[bounded]
+            v.targets = targets[bounded]
             before = H.compile_count()
             for leaves in s.leaves:
                 want = run_eager(s.call, leaves)

@@ -26,6 +26,7 @@ class Verdict:
     message: str = ""  # the first line the path said
     sample: str = ""  # DynSample.describe() of the sample it is about
     route: str = ""  # what served a pass: the lazy graph's IR ops (a pin notices a lost implementation)
+    targets: str = ""  # the StableHLO lowering's registry targets a pass reached (the op-sample coverage test)
 
     def row(self) -> dict:
         return asdict(self)

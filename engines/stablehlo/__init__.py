@@ -40,6 +40,7 @@ _LOWERING = {
     "covered_ops": ".lowering.lower",
     "lower": ".lowering.lower",
     "param_arrays": ".lowering.lower",
+    "reaching": ".lowering.registry",
 }
 
 
@@ -73,6 +74,7 @@ __all__ = [
     "interpreter_executor",
     "lower",
     "param_arrays",
+    "reaching",
     "xla_executor",
     "xla_program",
     "xla_stats",

@@ -11,9 +11,8 @@ import pytest
 import torch
 from torch.export import Dim
 
+from conformance.op_samples import Fn  # the module wrapper of the op-sample table
 from engines.stablehlo import LoweringError, XlaExecutor, lower
-
-from .cases_stablehlo import Fn
 
 SIZES = (3, 7, 16)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from conformance.op_samples import BY_NAME, SAMPLES
 from engines.sizes import buckets
 from engines.stablehlo import (
     BoundedXlaProgram,
@@ -17,20 +18,13 @@ from engines.stablehlo import (
     execute,
 )
 from engines.stablehlo.execution.padder_rewrite import bound_entry
+from tests.op_samples.runs import check as _check
+from tests.op_samples.runs import lowered
 
-from .cases_stablehlo import CASES
-from .test_ops import _check, lowered
-
-#: the per-op cases checked here: every bounded one, and the unbounded ones whose
-#: rewrites differ (size-derived slice starts, dynamic_gather, dynamic_iota,
-#: reshapes of several `?` dims, convolutions over a dynamic spatial dim); the rest run in test_ops
-#: (every case passed here too when last checked in full; the test budget keeps this subset)
-CHECKED = [
-    c
-    for c in CASES
-    if "#stablehlo.bounds" in "".join(c.expect)
-    or c.name in ("slice", "select", "index_select", "cumsum", "view_arith", "unsqueeze", "conv1d", "conv1d_strided", "conv2d")
-]
+#: the op samples the table marks ``bounded_once``: every bounded one, and the unbounded ones
+#: whose rewrites differ (conformance/op_samples/lowering.py's BOUNDED_ONCE); every sample
+#: runs on both executors in tests/op_samples/test_lowered.py
+CHECKED = [s for s in SAMPLES if s.lowered is not None and s.lowered.bounded_once]
 
 
 @pytest.mark.parametrize("case", CHECKED, ids=[c.name for c in CHECKED])
@@ -38,7 +32,7 @@ def test_per_op_cases_compile_once_padding_masked(case):
     """Every size of a per-op case from one executable per bucket of its
     unbounded dims (one in all where every dim is bounded), padding filled with
     NaN: any value the padder fails to mask shows up in the result."""
-    _, text = lowered(case)
+    text, _ = lowered(case)
     module = Module(text, case.name)
     kinds = {
         "bounded" if b is not None and b[d] is not None else "unbounded"
@@ -49,10 +43,9 @@ def test_per_op_cases_compile_once_padding_masked(case):
     cls = BoundedXlaProgram if kinds == {"bounded"} else BucketedXlaProgram
     compiles = []
     prog = cls(module, on_compile=lambda s, why: compiles.append(why), pad_value=np.nan)
-    params = case.params()
     for n in case.sizes:
-        args = case.make(n, np.random.default_rng(n))
-        _check(prog(*prog.convert(args)), case.oracle(params, *args), case, f"{case.name} {cls.__name__} n={n}")
+        args = case.inputs(n)
+        _check(prog(*prog.convert(args)), case.expected(args), case, f"{case.name} {cls.__name__} n={n}")
     assert prog.how == ("bounded" if cls is BoundedXlaProgram else "bucketed")
     if cls is BoundedXlaProgram:
         assert len(compiles) == 1 and compiles[0].startswith("bounded entry of"), compiles
@@ -60,16 +53,16 @@ def test_per_op_cases_compile_once_padding_masked(case):
         assert 1 <= len(compiles) < len(case.sizes) and all(c.startswith("new bucket") for c in compiles), compiles
 
 
-SOFTMAX = next(c for c in CASES if c.name == "softmax")
+SOFTMAX = BY_NAME["softmax"]
 
 
 def test_bound_error_and_sizes_at_the_bound():
-    _, text = lowered(SOFTMAX)
+    text, _ = lowered(SOFTMAX)
     ex = XlaExecutor()
     bound = Module(text).inputs[0][2][0]
     for n in (bound, 1, bound - 1):
-        args = SOFTMAX.make(n, np.random.default_rng(n))
-        _check(ex.run(text, args), SOFTMAX.oracle(SOFTMAX.params(), *args), SOFTMAX, f"n={n}")
+        args = SOFTMAX.inputs(n)
+        _check(ex.run(text, args), SOFTMAX.expected(args), SOFTMAX, f"n={n}")
     assert ex.compile_count() == 1 and ex.stats.cache_hits == 2
     with pytest.raises(ExecutionError, match=f"dim 0 is {bound + 1}, above its bound {bound}"):
         ex.run(text, SOFTMAX.make(bound + 1, np.random.default_rng(0)))
@@ -78,7 +71,7 @@ def test_bound_error_and_sizes_at_the_bound():
 
 def test_bucketed_unbounded_module_once_per_bucket():
     """A `?` module: sizes 1..16 share bucket 16, 17..32 bucket 32 -- with NaN padding."""
-    _, text = lowered(SOFTMAX)
+    text, _ = lowered(SOFTMAX)
     from engines.stablehlo.lowering.types import strip_bounds
 
     text = strip_bounds(text)
@@ -87,7 +80,7 @@ def test_bucketed_unbounded_module_once_per_bucket():
     sizes = (1, 16, 17, 5, 32, 30)
     for n in sizes:
         args = SOFTMAX.make(n, np.random.default_rng(n))
-        _check(prog(*prog.convert(args)), SOFTMAX.oracle(SOFTMAX.params(), *args), SOFTMAX, f"n={n}")
+        _check(prog(*prog.convert(args)), SOFTMAX.expected(args), SOFTMAX, f"n={n}")
     assert len(compiles) == 2 == len({buckets.bucket(n) for n in sizes}), compiles
     assert "new bucket (16," in compiles[0] and "new bucket (32," in compiles[1]
     before = execute.__globals__["_XLA"].stats.compiles
@@ -381,9 +374,8 @@ def test_argmax_and_max_dim_over_a_bounded_dim_compile_once_with_torchs_nan_and_
     import torch
     from torch.export import Dim
 
+    from conformance.op_samples import Fn
     from engines.stablehlo import lower
-
-    from .cases_stablehlo import Fn
 
     def fn(x):
         v, i = x.max(1)
@@ -409,9 +401,8 @@ def test_an_op_on_a_0_element_tensor_with_bounded_dims_lowers_as_its_empty_resul
     import torch
     from torch.export import Dim
 
+    from conformance.op_samples import Fn
     from engines.stablehlo import lower
-
-    from .cases_stablehlo import Fn
 
     def fn(x):
         return torch.nn.functional.pad(x, (1, 2), mode="circular")

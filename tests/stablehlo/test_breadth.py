@@ -1,7 +1,6 @@
-"""Lowering breadth: export (torch.export Dims) -> lower -> `?` types ->
-both executors vs torch eager at n = 0/1, small and large; runtime
-assertions fail the run with their message on both executors; the
-interpreter's own limits are named."""
+"""Lowering breadth beyond the op-sample table (``tests/op_samples/test_lowered.py`` runs
+its programs): runtime assertions fail the run with their message on both executors; a
+data assertion is a lowering error; the interpreter's own limits are named."""
 
 from __future__ import annotations
 
@@ -11,73 +10,17 @@ import torch
 import torch.fx.experimental._config as fx_config
 from torch.export import Dim
 
+from conformance.op_samples import BY_NAME
 from engines.stablehlo import InterpreterLimitation, execute, lower
 from engines.stablehlo.execution.module import ExecutionError
-
-from .cases_breadth import PROGRAMS
+from tests.op_samples.runs import lowered
 
 EXECUTORS = ("xla", "interpreter")
-_LOWERED = {}
-
-
-def _torch(a):
-    return torch.from_numpy(a) if isinstance(a, np.ndarray) else a
-
-
-def lowered(p):
-    if p.name not in _LOWERED:
-        sample = tuple(_torch(a) for a in p.make(p.export_n, np.random.default_rng(0)))
-        with fx_config.patch(backed_size_oblivious=p.oblivious):
-            ep = torch.export.export(p.module, sample, dynamic_shapes={"xs": p.dyn}, **p.export_kw)
-        _LOWERED[p.name] = lower(ep)
-    return _LOWERED[p.name]
-
-
-def _flat(out):
-    if isinstance(out, torch.Tensor):
-        return [out]
-    res = []
-    for o in out:
-        res += _flat(o)
-    return res
-
-
-def _check(got, want, p, where):
-    assert len(got) == len(want), where
-    for i, (a, b) in enumerate(zip(got, want, strict=False)):
-        b = b.detach().numpy()
-        assert a.shape == b.shape, f"{where} out{i}: shape {a.shape} != {b.shape}"
-        if b.dtype == np.bool_ or np.issubdtype(b.dtype, np.integer):
-            np.testing.assert_array_equal(a, b, err_msg=f"{where} out{i}")
-        else:
-            np.testing.assert_allclose(a, b, rtol=p.rtol, atol=p.atol, err_msg=f"{where} out{i}")
-
-
-@pytest.mark.parametrize("p", PROGRAMS, ids=[p.name for p in PROGRAMS])
-def test_lowered_types(p):
-    text = lowered(p)
-    sig = text.split("func.func public @main(", 1)[1].split("{", 1)[0]
-    assert "?" in sig, sig
-    for s in p.expect:
-        assert s in text, f"{s!r} not in lowered text:\n{text}"
-
-
-@pytest.mark.parametrize("p", PROGRAMS, ids=[p.name for p in PROGRAMS])
-def test_executors_match_torch(p):
-    text = lowered(p)
-    for n in p.sizes:
-        args = p.make(n, np.random.default_rng(n))
-        with torch.no_grad():
-            want = _flat(p.module(*(_torch(a) for a in args)))
-        arrays = [np.asarray(a) for a in args]
-        for ex in EXECUTORS:
-            _check(execute(text, arrays, executor=ex), want, p, f"{p.name} {ex} n={n}")
 
 
 @pytest.mark.parametrize("ex", EXECUTORS)
 def test_failed_runtime_assertion_fails_the_run_with_its_message(ex):
-    p = next(p for p in PROGRAMS if p.name == "runtime_asserts")
-    text = lowered(p)
+    text, _ = lowered(BY_NAME["runtime_asserts"])
     for rows, expr in [(3, r"Eq\(Mod\(s\d+, 2\), 0\)"), (10, r"Ne\(s\d+, 10\)")]:
         with pytest.raises(ExecutionError, match=rf"Runtime assertion failed for expression {expr}.*\(s\d+ = {rows}\)"):
             execute(text, [np.zeros((rows, 3), f32)], executor=ex)

@@ -14,10 +14,9 @@ import torch
 import torch.nn.functional as F
 from torch.export import Dim
 
+from conformance.op_samples import Fn  # the module wrapper of the op-sample table
 from engines.stablehlo import LoweringError, XlaExecutor, lower
 from engines.torch_export_tools import export_oblivious_retry
-
-from .cases_stablehlo import Fn
 
 
 def _div4_view(x):

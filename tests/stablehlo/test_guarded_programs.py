@@ -17,10 +17,9 @@ import pytest
 import torch
 from torch.export import Dim
 
+from conformance.op_samples import Fn  # the module wrapper of the op-sample table
 from engines.stablehlo import ExecutionError, LoweringError, XlaExecutor, lower
 from engines.torch_export_tools import ExportSpecialized, export_oblivious_retry
-
-from .cases_stablehlo import Fn  # the module wrapper the case tables use
 
 
 def _check_then(pred, body):

@@ -12,9 +12,8 @@ import torch
 import torch.fx.experimental._config as fx_config
 from torch.export import Dim
 
+from conformance.op_samples import Fn  # the module wrapper of the op-sample table
 from engines.stablehlo import InterpreterExecutor, InterpreterLimitation, lower
-
-from .cases_stablehlo import Fn  # the module wrapper the case tables use
 
 W = torch.randn(4, 3, 3, 3)
 

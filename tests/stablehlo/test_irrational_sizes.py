@@ -11,10 +11,9 @@ import pytest
 import torch
 from torch.export import Dim
 
+from conformance.op_samples import Fn  # the module wrapper of the op-sample table
 from engines.stablehlo import LoweringError, lower
 from engines.torch_export_tools import export_oblivious_retry
-
-from .cases_stablehlo import Fn
 
 F = torch.nn.functional
 

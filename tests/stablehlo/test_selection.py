@@ -8,9 +8,8 @@ import pytest
 import torch
 from torch.export import Dim
 
+from conformance.op_samples import Fn  # the module wrapper of the op-sample table
 from engines.stablehlo import XlaExecutor, lower
-
-from .cases_stablehlo import Fn
 
 NAN = float("nan")
 #: name -> (fn of x and a sorted sequence s, x's rows at the first size); the second size doubles

@@ -17,10 +17,9 @@ import pytest
 import torch
 from torch.export import Dim
 
+from conformance.op_samples import Fn  # the module wrapper of the op-sample table
 from engines.stablehlo import PadderUnsupported, XlaExecutor, lower
 from engines.torch_export_tools import export_oblivious_retry
-
-from .cases_stablehlo import Fn  # the module wrapper the case tables use
 
 BOUND = 64
 SIZES = (5, 9, 20, 33)

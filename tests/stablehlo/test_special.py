@@ -9,10 +9,9 @@ import pytest
 import torch
 from torch.export import Dim
 
+from conformance.op_samples import Fn  # the module wrapper of the op-sample table
 from engines.stablehlo import LoweringError, XlaExecutor, lower
 from engines.stablehlo.lowering.ops.polynomials import RECURRENCES
-
-from .cases_stablehlo import Fn
 
 #: name -> (torch fn of x, values the input is drawn from)
 FUNCTIONS = {

@@ -22,7 +22,7 @@ from . import ops  # noqa: F401  (fills the registry)
 from . import types as T
 from .builder import LoweringContext, LoweringError, Value
 from .ops.control import EffectToken
-from .registry import LOWERINGS, target_name
+from .registry import LOWERINGS, label, reached, target_name
 from .symbolic import as_dim
 from .verify import VerificationError
 from .verify import verify as _verify
@@ -30,15 +30,7 @@ from .verify import verify as _verify
 
 def covered_ops():
     """Sorted names of every op the lowering handles (the registry is the coverage list)."""
-    out = set()
-    for t in LOWERINGS:
-        s = str(t)
-        if s.startswith("<built-in function"):
-            s = "operator." + s[len("<built-in function ") : -1]
-        elif s.startswith("<function"):
-            s = f"{t.__module__}.{t.__name__}"
-        out.add(s)
-    return sorted(out)
+    return sorted({label(t) for t in LOWERINGS})
 
 
 def lower(
@@ -225,6 +217,7 @@ def _call(ctx: LoweringContext, node, env):
         with ctx.at(node):
             res = _empty(ctx, node)
             if res is None:
+                reached(node.target)
                 res = fn(ctx, node, *a, **kw)
             val = node.meta.get("val")
             if isinstance(val, (torch.SymInt, torch.SymFloat, torch.SymBool)) and isinstance(res, Value):

@@ -14,9 +14,12 @@ are passed as keyword arguments.  It returns a Value, a list/tuple of Values
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 
 LOWERINGS: dict[object, Callable] = {}
+#: the sets of :func:`reaching` blocks open now: each lowering function that runs adds its target
+_REACHING: list[set[str]] = []
 
 
 def lowers(*targets):
@@ -38,3 +41,33 @@ def target_name(target) -> str:
             pass
     mod = getattr(target, "__module__", None) or ""
     return f"{mod}.{getattr(target, '__name__', str(target))}".lstrip(".")
+
+
+def label(target) -> str:
+    """The coverage list's name of a registry key: ``aten.add.Tensor``, ``operator.mul``,
+    ``torch.sym_min`` (what :func:`.lower.covered_ops` lists)."""
+    s = str(target)
+    if s.startswith("<built-in function"):
+        return "operator." + s[len("<built-in function ") : -1]
+    if s.startswith("<function"):
+        return f"{target.__module__}.{target.__name__}"
+    return s
+
+
+@contextlib.contextmanager
+def reaching() -> Iterator[set[str]]:
+    """The :func:`label` of every registry target whose lowering function runs inside the
+    block (an op lowered as a zero of its shape reaches none): what a program exercises
+    of the registry, for the coverage tests."""
+    seen: set[str] = set()
+    _REACHING.append(seen)
+    try:
+        yield seen
+    finally:
+        _REACHING.remove(seen)
+
+
+def reached(target) -> None:
+    """Note that ``target``'s lowering ran (cheap when no :func:`reaching` block is open)."""
+    for seen in _REACHING:
+        seen.add(label(target))

@@ -1,107 +1,87 @@
-"""Per-op cases for the StableHLO lowering tests.
+"""The per-op samples of the StableHLO lowering (once ``tests/stablehlo/cases_stablehlo.py``).
 
-Each case: a small torch module, an input maker ``make(n, rng)`` (every
-dynamic dim scales with ``n``), ``dynamic_shapes`` built from ``torch.export.Dim``,
-an independent NumPy float64 oracle (plain numpy on the same inputs and the
-module's parameters as arrays -- torch is never run), and substrings the
-lowered text must contain (``?`` dims / ``#stablehlo.bounds``).
+Each: a small torch module, inputs at size ``n`` (every dynamic dim scales with ``n``), its
+dims, an independent NumPy float64 oracle (plain NumPy on the same inputs and the module's
+parameters as arrays: torch is never run), and substrings the lowered text must contain
+(``?`` dims / ``#stablehlo.bounds``).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch.export import Dim
 
-f32 = np.float32
+from .oracles import d, erf, f32, np_conv, np_softmax, var
+from .sample import Fn, Lazy, LazyHlo, Lowered, Sample
 
-
-@dataclass
-class Case:
-    name: str
-    module: torch.nn.Module
-    make: Callable  # (n, rng) -> list[np.ndarray]
-    dyn: object
-    oracle: Callable  # (params: dict[str, np.ndarray], *inputs) -> list[np.ndarray]
-    expect: Sequence[str] = ()
-    sizes: Sequence[int] = (1, 2, 5, 64)
-    export_n: int = 3
-    oblivious: bool = False  # export under backed_size_oblivious (no 0/1 guards on derived sizes)
-    rtol: float = 2e-4
-    atol: float = 2e-5
-
-    def params(self) -> dict[str, np.ndarray]:
-        return {k: v.detach().numpy().astype(np.float64) for k, v in self.module.state_dict().items()}
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn, **mods):
-        super().__init__()
-        self.fn = fn
-        for k, m in mods.items():
-            setattr(self, k, m)
-
-    def forward(self, *xs):
-        return self.fn(self, *xs)
+#: the samples the compile-once executors pin (``tests/stablehlo/test_bounded.py``): every
+#: bounded one, and the unbounded ones whose rewrites differ (size-derived slice starts,
+#: dynamic_gather, dynamic_iota, reshapes of several ``?`` dims, convolutions over a dynamic
+#: spatial dim); the rest passed there too when last checked in full (the test budget keeps this subset)
+BOUNDED_ONCE = ("slice", "select", "index_select", "cumsum", "view_arith", "unsqueeze", "conv1d", "conv1d_strided", "conv2d")
+#: the lazy path on these samples, with their dims: one compile over the sweep, but ``slice``'s
+#: two (``x[1:]`` of one row is empty: its size-0/1 guard flips once)
+LAZY: dict[str, Lazy] = dict.fromkeys(
+    [
+        "expand_symint", "add_sub_mul_div", "broadcast_binary", "ne", "gelu", "cumsum", "cumsum_bounded", "mean",
+        "var", "softmax", "addmm_linear", "mm", "bmm", "cat", "split_with_sizes", "select", "permute_transpose",
+        "unsqueeze", "view_arith", "embedding", "conv1d", "conv1d_strided", "conv2d", "layer_norm", "group_norm",
+        "index_select", "index_add_scatter_add",
+    ],
+    Lazy(every_axis=False),
+) | {"slice": Lazy(compiles=2, every_axis=False)}  # fmt: skip
+#: the lazy trace lowered to StableHLO on these samples (a few: an XLA compile a size), and a
+#: failure it has today with its reason
+LAZY_HLO: dict[str, LazyHlo] = {
+    **dict.fromkeys(["mm", "cat", "index_select"], LazyHlo()),
+    # a module's parameters (requires_grad) reach torch.export as constants of the lazy graph
+    "addmm_linear": LazyHlo(fails=r"Can't export tensors that require gradient"),
+}
 
 
 def _b(name="b", max=64):  # bounded
-    return Dim(name, min=1, max=max)
+    return (name, 1, max)
 
 
 def _u(name="n"):  # unbounded
-    return Dim(name, min=1)
+    return (name, 1, None)
 
 
 def r(rng, *shape):
     return rng.standard_normal(shape).astype(f32)
 
 
-def d(x):
-    return np.asarray(x, dtype=np.float64)
+def case(
+    name, module, make, dyn: dict, oracle, expect=(), sizes=(1, 2, 5, 64), export_n=3, oblivious=False, rtol=2e-4, atol=2e-5
+):
+    """One sample: ``dyn`` names each input's spec (dict order = input order)."""
+    bounded = any("#stablehlo.bounds" in s for s in expect) or name in BOUNDED_ONCE
+    return Sample(
+        name,
+        module,
+        make,
+        tuple(dyn.values()),
+        oracle,
+        tuple(sizes),
+        rtol,
+        atol,
+        lazy=LAZY.get(name),
+        lowered=Lowered(tuple(expect), export_n, oblivious, per_shape=True, bounded_once=bounded),
+        lazy_hlo=LAZY_HLO.get(name),
+        origin="lowering",
+    )
 
 
-def np_softmax(x, axis):
-    z = x - x.max(axis=axis, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=axis, keepdims=True)
-
-
-_erf = np.vectorize(math.erf)
-
-
-def _var(x, axis, ddof):
-    with np.errstate(divide="ignore", invalid="ignore"):  # n == ddof -> nan, as torch
-        m = x.mean(axis, keepdims=True)
-        return ((x - m) ** 2).sum(axis) / (x.shape[axis] - ddof)
-
-
-def np_conv(x, w, b, stride=1, pad=0):
-    """N-d cross-correlation, NC* layout, groups=1 (loops over kernel taps)."""
-    nsp = x.ndim - 2
-    x = np.pad(x, [(0, 0), (0, 0)] + [(pad, pad)] * nsp)
-    k = w.shape[2:]
-    out_sp = [(x.shape[2 + i] - k[i]) // stride + 1 for i in range(nsp)]
-    y = np.zeros((x.shape[0], w.shape[0], *out_sp))
-    for tap in np.ndindex(*k):
-        sl = tuple(slice(tap[i], tap[i] + stride * (out_sp[i] - 1) + 1, stride) for i in range(nsp))
-        patch = x[(slice(None), slice(None)) + sl]  # (N, C, *out)
-        y += np.einsum("nc...,oc->no...", patch, w[(slice(None), slice(None)) + tap])
-    return y + b.reshape((1, -1) + (1,) * nsp)
-
-
-def build_cases() -> list[Case]:
-    C: list[Case] = []
+def build() -> list[Sample]:
+    C: list[Sample] = []
     add = C.append
 
     # expand with size arithmetic: x.expand(y.shape[0] * 2, -1, -1)
     add(
-        Case(
+        case(
             "expand_symint",
             Fn(lambda s, x, y: x.expand(y.shape[0] * 2, -1, -1) + 1.0),
             lambda n, g: [r(g, 1, n, 4), r(g, n, 4)],
@@ -120,7 +100,7 @@ def build_cases() -> list[Case]:
     # elementwise tensor/scalar forms; one Dim shared by both inputs
     b = _b()
     add(
-        Case(
+        case(
             "add_sub_mul_div",
             Fn(lambda s, x, y: (x + y, x - y, x * y, x / (y.abs() + 1), x + 2, x * 3.0, x / 2, x - 1.5, 2.0 - x)),
             lambda n, g: [r(g, n, 4), r(g, n, 4)],
@@ -140,7 +120,7 @@ def build_cases() -> list[Case]:
         )
     )
     add(
-        Case(
+        case(
             "broadcast_binary",
             Fn(lambda s, x, v, c: (x * v, x + c, x.sum(1, keepdim=True) * x)),
             lambda n, g: [r(g, n, n + 1), r(g, n + 1), r(g, n, 1)],
@@ -150,7 +130,7 @@ def build_cases() -> list[Case]:
         )
     )
     add(
-        Case(
+        case(
             "ne",
             Fn(lambda s, x, y: (x != 2, x != y, (x.float() != 0.0))),
             lambda n, g: [g.integers(0, 4, (n, 3)).astype(np.int64), g.integers(0, 4, (n, 3)).astype(np.int64)],
@@ -160,20 +140,20 @@ def build_cases() -> list[Case]:
         )
     )
     add(
-        Case(
+        case(
             "gelu",
             Fn(lambda s, x: (F.gelu(x), F.gelu(x, approximate="tanh"))),
             lambda n, g: [r(g, n, 5) * 3],
             {"x": {0: _b()}},
             lambda p, x: [
-                0.5 * d(x) * (1 + _erf(d(x) / math.sqrt(2))),
+                0.5 * d(x) * (1 + erf(d(x) / math.sqrt(2))),
                 0.5 * d(x) * (1 + np.tanh(math.sqrt(2 / math.pi) * (d(x) + 0.044715 * d(x) ** 3))),
             ],
             expect=["#stablehlo.bounds<64, ?>"],
         )
     )
     add(
-        Case(
+        case(
             "cumsum",
             Fn(lambda s, x, i: (torch.cumsum(x, 0), torch.cumsum(x, 1), torch.cumsum(i, 0))),
             lambda n, g: [r(g, n, 4), g.integers(-5, 5, (n,)).astype(np.int64)],
@@ -184,7 +164,7 @@ def build_cases() -> list[Case]:
     )
     # bounded: ceil(log2 64) = 6 unrolled scan steps, no while: the dynamic padder serves it
     add(
-        Case(
+        case(
             "cumsum_bounded",
             Fn(lambda s, x: torch.cumsum(x, 0)),
             lambda n, g: [r(g, n, 3)],
@@ -194,7 +174,7 @@ def build_cases() -> list[Case]:
         )
     )
     add(
-        Case(
+        case(
             "mean",
             Fn(lambda s, x: (x.mean(0), x.mean(1), x.mean(), x.mean((0, 2), keepdim=True))),
             lambda n, g: [r(g, n, 3, n + 1)],
@@ -204,17 +184,17 @@ def build_cases() -> list[Case]:
         )
     )
     add(
-        Case(
+        case(
             "var",
             Fn(lambda s, x: (x.var(0), x.var(1, unbiased=False), x.var(0, correction=0, keepdim=True))),
             lambda n, g: [r(g, n, 4)],
             {"x": {0: _u()}},
-            lambda p, x: [_var(d(x), 0, 1), d(x).var(1), d(x).var(0, keepdims=True)],
+            lambda p, x: [var(d(x), 0, 1), d(x).var(1), d(x).var(0, keepdims=True)],
             expect=["tensor<?x4xf32>"],
         )
     )
     add(
-        Case(
+        case(
             "softmax",
             Fn(lambda s, x: (torch.softmax(x, 0), torch.softmax(x, -1), F.log_softmax(x, 0))),
             lambda n, g: [r(g, n, 6)],
@@ -224,7 +204,7 @@ def build_cases() -> list[Case]:
         )
     )
     add(
-        Case(
+        case(
             "addmm_linear",
             Fn(lambda s, x: s.lin(x), lin=torch.nn.Linear(4, 3)),
             lambda n, g: [r(g, n, 4)],
@@ -235,7 +215,7 @@ def build_cases() -> list[Case]:
     )
     k = _u("k")
     add(
-        Case(
+        case(
             "mm",
             Fn(lambda s, a, c: torch.mm(a, c)),
             lambda n, g: [r(g, n, n + 1), r(g, n + 1, n + 2)],
@@ -246,7 +226,7 @@ def build_cases() -> list[Case]:
     )
     B, k2 = _u("B"), _u("k")
     add(
-        Case(
+        case(
             "bmm",
             Fn(lambda s, a, c: torch.bmm(a, c)),
             lambda n, g: [r(g, n, n + 1, n + 2), r(g, n, n + 2, 3)],
@@ -257,7 +237,7 @@ def build_cases() -> list[Case]:
         )
     )
     add(
-        Case(
+        case(
             "cat",
             Fn(lambda s, x, y: (torch.cat([x, y], 0), torch.cat([x, x], 1))),
             lambda n, g: [r(g, n, 3), r(g, n + 2, 3)],
@@ -267,7 +247,7 @@ def build_cases() -> list[Case]:
         )
     )
     add(
-        Case(
+        case(
             "split_with_sizes",
             Fn(lambda s, x: (*torch.split(x, [1, 2, 3], 1), *x.split(4, 1))),
             lambda n, g: [r(g, n, 6)],
@@ -277,7 +257,7 @@ def build_cases() -> list[Case]:
         )
     )
     add(
-        Case(
+        case(
             "slice",
             Fn(lambda s, x: (x[1:], x[:, ::2], x[x.shape[0] // 2 :], x[:-1, 1:3], x.narrow(0, 1, x.shape[0] - 1))),
             lambda n, g: [r(g, n, 5)],
@@ -288,7 +268,7 @@ def build_cases() -> list[Case]:
         )
     )
     add(
-        Case(
+        case(
             "select",
             Fn(lambda s, x: (x[:, 1], x[-1], x.select(0, 0), x[:, :, -1])),
             lambda n, g: [r(g, n, 4, 3)],
@@ -298,7 +278,7 @@ def build_cases() -> list[Case]:
         )
     )
     add(
-        Case(
+        case(
             "permute_transpose",
             Fn(lambda s, x: (x.permute(2, 0, 1), x.transpose(0, 1), x.t() if False else x.mT)),
             lambda n, g: [r(g, n, n + 1, 4)],
@@ -308,7 +288,7 @@ def build_cases() -> list[Case]:
         )
     )
     add(
-        Case(
+        case(
             "unsqueeze",
             Fn(lambda s, x: (x.unsqueeze(0), x.unsqueeze(-1), x[:, None, :])),
             lambda n, g: [r(g, n, 3)],
@@ -318,7 +298,7 @@ def build_cases() -> list[Case]:
         )
     )
     add(
-        Case(
+        case(
             "view_arith",
             Fn(
                 lambda s, x, y: (
@@ -336,7 +316,7 @@ def build_cases() -> list[Case]:
         )
     )
     add(
-        Case(
+        case(
             "embedding",
             Fn(lambda s, i, j: (s.emb(i), s.emb(j)), emb=torch.nn.Embedding(10, 4)),
             lambda n, g: [g.integers(0, 10, (n,)).astype(np.int64), g.integers(0, 10, (n, 2)).astype(np.int64)],
@@ -346,7 +326,7 @@ def build_cases() -> list[Case]:
         )
     )
     add(
-        Case(
+        case(
             "conv1d",
             Fn(lambda s, x: (s.c(x), s.c2(x)), c=torch.nn.Conv1d(3, 4, 3, padding=1), c2=torch.nn.Conv1d(3, 2, 2)),
             lambda n, g: [r(g, n, 3, n + 2)],
@@ -358,7 +338,7 @@ def build_cases() -> list[Case]:
     )
     # a static batch, a bounded length, stride 2, padding 1 (the bounded executor masks the padding)
     add(
-        Case(
+        case(
             "conv1d_strided",
             Fn(lambda s, x: s.c(x), c=torch.nn.Conv1d(3, 4, 3, stride=2, padding=1)),
             lambda n, g: [r(g, 2, 3, n + 2)],
@@ -369,7 +349,7 @@ def build_cases() -> list[Case]:
         )
     )
     add(
-        Case(
+        case(
             "conv2d",
             Fn(lambda s, x: s.c(x), c=torch.nn.Conv2d(2, 3, 3, padding=1)),
             lambda n, g: [r(g, n, 2, n + 1, n + 2)],
@@ -380,7 +360,7 @@ def build_cases() -> list[Case]:
         )
     )
     add(
-        Case(
+        case(
             "layer_norm",
             Fn(lambda s, x: s.ln(x), ln=torch.nn.LayerNorm(4)),
             lambda n, g: [r(g, n, n + 1, 4)],
@@ -402,7 +382,7 @@ def build_cases() -> list[Case]:
         return [y * p["gn.weight"].reshape(sh) + p["gn.bias"].reshape(sh)]
 
     add(
-        Case(
+        case(
             "group_norm",
             Fn(lambda s, x: s.gn(x), gn=torch.nn.GroupNorm(2, 4)),
             lambda n, g: [r(g, n, 4, n + 1)],
@@ -412,7 +392,7 @@ def build_cases() -> list[Case]:
         )
     )
     add(
-        Case(
+        case(
             "index_select",
             Fn(lambda s, x, i: (torch.index_select(x, 0, i), torch.index_select(x, 1, i % 3), x[i])),
             lambda n, g: [r(g, n + 2, 3), g.integers(0, 3, (n,)).astype(np.int64)],
@@ -436,7 +416,7 @@ def build_cases() -> list[Case]:
         return [out, out]
 
     add(
-        Case(
+        case(
             "index_add_scatter_add",
             Fn(gnn),
             lambda n, g: [
@@ -450,6 +430,3 @@ def build_cases() -> list[Case]:
         )
     )
     return C
-
-
-CASES = build_cases()

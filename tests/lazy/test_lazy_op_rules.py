@@ -1,0 +1,72 @@
+"""The lazy op rules the op-sample table (``conformance/op_samples``, run by
+``tests/op_samples/test_lazy.py``) cannot say as a sample: shape errors and refusals by
+name, a symbolic ``k``, writes into a concrete tensor, the ceil-mode pools' whole grid."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import engines.lazy as L
+
+
+def test_topk_past_the_size_is_a_shape_error():
+    with pytest.raises(L.ShapeError, match="topk"):
+        torch.topk(L.tensor(torch.randn(3)), 4)
+
+
+def test_symbolic_k():
+    f = L.jit(lambda x: x.topk(x.shape[0] // 2).values)
+    for n in (4, 6, 10):
+        x = torch.randn(n)
+        torch.testing.assert_close(f(x), x.topk(n // 2).values)
+    assert f.ctx.compiles() == 1
+
+
+@pytest.mark.parametrize("mode", ["static", "unbounded"])
+def test_inplace_into_a_concrete_tensor_with_lazy_operands(mode):
+    """torch_geometric's ``scatter``: ``src.new_zeros(n).scatter_add_(0, index, src)`` where ``src``
+    is a tensor torch made from constant sizes (static mode). The concrete tensor cannot name a lazy
+    value: the result is computed (a split: 2 graphs) and written into it, as torch writes it."""
+
+    def program(x, i):
+        acc = torch.zeros(5)  # constant sizes: a concrete tensor, in every mode
+        out = acc.index_add_(0, i, x * 2)
+        return out + 1, acc * 3
+
+    f = L.jit(program, mode=mode)
+    for n in (4, 7, 11):
+        x, i = torch.randn(n), torch.randint(0, 5, (n,))
+        for got, want in zip(f(x, i), program(x, i), strict=True):
+            torch.testing.assert_close(got, want)
+    # static: the graph up to the write per shape, the rest (over the 5 written values) once
+    assert f.ctx.compiles() == (3 + 1 if mode == "static" else 2)
+
+
+@pytest.mark.parametrize("pool", ["max", "avg"])
+def test_ceil_mode_pools_keep_sizes_symbolic_where_no_window_starts_in_the_padding(pool):
+    """Every (kernel, stride, padding) of a small grid: where padding + stride fits the window
+    the rounded-up size is symbolic (one compile, equal to eager at every size); past it the
+    registry refuses and the generic rule of torch's meta kernel traces it (equal to eager)."""
+    fn = F.max_pool2d if pool == "max" else F.avg_pool2d
+    for k in (2, 3):
+        for s in (1, 2, 3):
+            for p in range(k // 2 + 1):
+
+                def program(x, k=k, s=s, p=p):
+                    return fn(x, k, stride=s, padding=p, ceil_mode=True)
+
+                f = L.jit(program)
+                if p + s > k:  # the registry's rule refuses: the generic one (torch's meta kernel) traces it
+                    for n in (7, 8):
+                        x = torch.randn(1, 2, n, n)
+                        torch.testing.assert_close(f(x), program(x))
+                    continue
+                for n in range(k + 1, k + 9):
+                    x = torch.randn(1, 2, n, n + 1)
+                    torch.testing.assert_close(f(x), program(x))
+                assert f.ctx.compiles() == 1, (k, s, p)
+
+
+def test_a_tensor_of_repeats_is_refused_by_name():
+    with pytest.raises(L.UntraceableOp, match="tensor of repeats"):
+        L.jit(lambda x: x.repeat_interleave(torch.tensor([1, 2]), dim=0))(torch.randn(2, 3))
