@@ -119,7 +119,7 @@ def test_killed_run_resumes_to_the_job_set_of_an_uninterrupted_run(sleepy, tmp_p
     after = results.read_records(path)
     assert after[:6] == before[:6]  # the finished job's records are kept, untouched
     assert {r["run_id"] for r in after} == {run_id} and len(list(out.glob("*.jsonl"))) == 1
-    partial = [json.loads(l) for l in (out / f"{run_id}.incomplete").read_text().splitlines()]
+    partial = results.read_records(out / f"{run_id}.incomplete")
     assert partial == before[6:] and partial  # the cut-short job's records are set aside, not lost
 
     ref = runner.Runner(tmp_path / "whole", profile="quick", repeats=1, warmup=0, progress=False)
