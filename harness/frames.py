@@ -191,7 +191,13 @@ def _messages(df: pd.DataFrame, keys: list[str], out: pd.DataFrame) -> list[str]
 
     bad = df[(df["status"] != "pass") & df["message"].notna()]
     diag = bad["diagnosis"] if "diagnosis" in bad.columns else pd.Series(None, index=bad.index, dtype=object)
-    told = pd.Series([shown(m, d) for m, d in zip(bad["message"], diag, strict=False)], index=bad.index, dtype=object)
+    # a quick run's ~43,000 jobs not run share a few hundred messages, and no diagnosis
+    plain = {m: shown(m) for m in set(bad["message"][diag.map(lambda d: not isinstance(d, dict))])}
+    told = pd.Series(
+        [shown(m, d) if isinstance(d, dict) else plain[m] for m, d in zip(bad["message"], diag, strict=False)],
+        index=bad.index,
+        dtype=object,
+    )
     first = told.groupby([bad[k] for k in keys], dropna=False, observed=True).first()
     msgs = first.reindex(pd.MultiIndex.from_frame(out[keys])).to_numpy()
     if "narrowed" in df.columns:
@@ -202,7 +208,8 @@ def _messages(df: pd.DataFrame, keys: list[str], out: pd.DataFrame) -> list[str]
             "; ".join(x for x in (r if isinstance(r, str) else "", m if isinstance(m, str) else "") if x)
             for r, m in zip(ran, msgs, strict=False)
         ]
-    labels = [mode_note(b, m) for b, m in zip(out["backend"], out["mode"], strict=False)]
+    notes = {bm: mode_note(*bm) for bm in set(zip(out["backend"], out["mode"], strict=True))}
+    labels = [notes[bm] for bm in zip(out["backend"], out["mode"], strict=True)]
     return ["; ".join(x for x in (label, m if isinstance(m, str) else "") if x) for label, m in zip(labels, msgs, strict=False)]
 
 
@@ -277,13 +284,24 @@ def _host(m):
     return m.get("host", "?") if isinstance(m, dict) else m
 
 
-def _records(g: pd.DataFrame) -> list[dict]:
-    """One job's records as :func:`harness.expectations.verdict` reads them: plain
-    values (no categories), ``novel`` None where it is missing."""
-    g = g.assign(**{c: g[c].astype(object) for c in g.columns if isinstance(g[c].dtype, pd.CategoricalDtype)})
-    if "novel" in g:
-        g = g.assign(novel=g["novel"].astype(object).where(g["novel"].notna(), None))
-    return g.to_dict("records")
+def _records(df: pd.DataFrame, keys: list[str]) -> dict[tuple, list[dict]]:
+    """The records of ``df`` as :func:`harness.expectations.verdict` reads them (plain
+    values: no categories, ``novel`` None where it is missing), by job (``keys``), in
+    the order of each job's first record. The frame is made plain once, column by
+    column: a ``to_dict`` per job took ~287 s over a quick run's 43,000 planned jobs."""
+    groups = df.groupby(keys, sort=False, dropna=False, observed=True).indices
+    names = list(df.columns)
+    cols = []
+    for c in names:
+        v = df[c]
+        if isinstance(v.dtype, pd.CategoricalDtype):
+            v = v.astype(object)
+        elif c == "novel":
+            v = v.astype(object).where(v.notna(), None)
+        cols.append(v.tolist())
+    rows = [dict(zip(names, row, strict=True)) for row in zip(*cols, strict=True)]
+    ordered = sorted(groups.items(), key=lambda kv: kv[1][0])
+    return {k if isinstance(k, tuple) else (k,): [rows[i] for i in ix] for k, ix in ordered}
 
 
 def verdicts(df: pd.DataFrame, rules=None, by=None, ci: bool | None = None, then=None) -> dict:
@@ -295,26 +313,26 @@ def verdicts(df: pd.DataFrame, rules=None, by=None, ci: bool | None = None, then
     from . import expectations
 
     rules = expectations.load() if rules is None else rules
+    find = expectations.Finder(rules)
     by = (["run_id"] if df["run_id"].nunique() > 1 else []) if by is None else list(by)
     if "machine" in df:
         df = df.assign(**{k: df["machine"].map(_host) for k in ("machine", "host") if k in by})
     out = {}
-    for k, g in df.groupby(JOB + by, sort=False, dropna=False, observed=True):
-        k = k if isinstance(k, tuple) else (k,)
-        recs = _records(g)
-        v = expectations.verdict(recs, expectations.lookup(rules, *k[:3]), ci=ci)
+    for k, recs in _records(df, JOB + by).items():
+        v = expectations.verdict(recs, find(*k[:3]), ci=ci)
         out[k] = v if then is None else then(recs, v)
     return out
 
 
-def jobs(df: pd.DataFrame, rules=None, judged: dict | None = None) -> pd.DataFrame:
+def jobs(df: pd.DataFrame, rules=None, judged: dict | None = None, summarised: pd.DataFrame | None = None) -> pd.DataFrame:
     """:func:`summary` with ``expected`` (the gate's verdict against
     ``cases/expectations.toml``) and ``outcome`` (pass, fail, xfail, xpass,
     norule, idle). ``judged``: the verdicts already reached for a run of one
     machine (:func:`verdicts`, keyed by case, backend and mode), so
-    that a run's HTML report does not judge every job a second time."""
+    that a run's HTML report does not judge every job a second time;
+    ``summarised``: :func:`summary` of ``df``, where the caller has it."""
     df = flat(df)
-    s = summary(df)
+    s = summary(df) if summarised is None else summarised
     one_run = s[RUN].drop_duplicates().shape[0] == 1
     given = judged if judged is not None and one_run and all(len(k) == 3 for k in judged) else {}
     got = [given.get(tuple(k)) for k in s[JOB].itertuples(index=False)]
@@ -364,18 +382,21 @@ def history(df: pd.DataFrame) -> pd.DataFrame:
 PATTERNS = ("none", "once", "per bucket", "mixed", "per shape")
 
 
-def compile_patterns(df: pd.DataFrame) -> pd.DataFrame:
+def compile_patterns(
+    df: pd.DataFrame, summarised: pd.DataFrame | None = None, shapes: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """One row per job of :func:`summary` with ``pattern``: ``none`` (no
     compile), ``once`` (compiles on the first novel shape only), ``per shape``
     (on every novel shape, two or more), ``per bucket`` (a ``bucketed`` job
     that compiled again on some later shapes but not all), ``mixed`` (any
     other job), from the new compiles shape by shape of its first process;
     ``recompiled_shapes`` counts the later shapes that compiled. Only a job
-    whose every record passed gets a pattern; the others keep their status."""
+    whose every record passed gets a pattern; the others keep their status.
+    ``summarised``, ``shapes``: :func:`summary` and :func:`per_shape` of ``df``, where the caller has them."""
     df = flat(df)
     keys = _jobs(df)
-    s = summary(df)
-    shapes = per_shape(df)
+    s = summary(df) if summarised is None else summarised
+    shapes = (per_shape(df) if shapes is None else shapes).copy()
     shapes["compiled"] = shapes["new_compiles"].fillna(0) > 0
     first = shapes["shape_index"] == shapes.groupby(keys, dropna=False)["shape_index"].transform("min")
     shapes["later"] = shapes["compiled"] & ~first
@@ -399,18 +420,19 @@ def compile_patterns(df: pd.DataFrame) -> pd.DataFrame:
     return out.drop(columns=["any_compiled", "all_compiled", "novel_shapes"])
 
 
-def family_table(df: pd.DataFrame, families: dict[str, str] | None = None) -> pd.DataFrame:
+def family_table(df: pd.DataFrame, families: dict[str, str] | None = None, **given) -> pd.DataFrame:
     """``backend/mode`` × family: how many of the family's jobs follow each
     compile pattern (:func:`compile_patterns`), e.g. ``once 6, per shape 1``;
     a job that did not pass counts under its status, and a row whose every
     job was ``unsupported`` (a mode no case offers) is left out. ``families`` maps case
     names to families (default: :func:`cases.families`, the module that
-    defines each case); a case it does not name is its own family."""
+    defines each case); a case it does not name is its own family. ``given``: as
+    :func:`compile_patterns` takes them."""
     if families is None:
         import cases
 
         families = cases.families()
-    p = compile_patterns(df)
+    p = compile_patterns(df, **given)
     p["family"] = p["case"].map(lambda c: families.get(c, c))
     p["job"] = p["backend"] + "/" + p["mode"]
     offered = p.groupby("job")["pattern"].transform(lambda v: (v != "unsupported").any())

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import frames, results
+from . import frames, results, run_file
 
 #: asv benchmark (the last two parts of its name) → history column
 ASV_METRICS = {
@@ -58,6 +58,19 @@ def commits_since(rev: str, root: str | Path = ".") -> list[str]:
     return git("rev-parse", "--verify", f"{rev}^{{commit}}") + git("rev-list", f"{rev}..HEAD")
 
 
+def _first_commit(path: Path) -> str | None:
+    """The commit of a run file's first record (past the lines defining shared values: harness.run_file)."""
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            try:
+                obj = json.loads(line) if line.strip() else None
+            except json.JSONDecodeError:
+                return None
+            if isinstance(obj, dict) and run_file.definitions(obj) is None:
+                return obj.get("commit")
+    return None
+
+
 def run_paths(paths=None, results_dir: str | Path = "results", commits: list[str] | None = None) -> list[Path]:
     """The runs given (files or directories), else every run in ``results_dir``;
     with ``commits``, only runs recorded at one of them."""
@@ -67,13 +80,7 @@ def run_paths(paths=None, results_dir: str | Path = "results", commits: list[str
     wanted = set(commits)
     keep = []
     for f in files:
-        with open(f, encoding="utf-8") as fh:
-            first = fh.readline()
-        try:
-            commit = json.loads(first).get("commit") if first.strip() else None
-        except json.JSONDecodeError:
-            commit = None
-        if commit in wanted:
+        if _first_commit(f) in wanted:
             keep.append(f)
     return keep
 

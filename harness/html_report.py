@@ -220,21 +220,26 @@ def matrix_html(jobs: pd.DataFrame) -> str:
     j["col"] = j["backend"] + "/" + j["mode"] + _release(j)
     # a (backend, mode) column that no case of the run supports says nothing per case:
     # the leaderboard and the "not run" lines say why
-    ran = j.loc[~j["status"].astype(str).isin(columns.IDLE), "col"]
-    j = j[j["col"].isin(set(ran))] if len(ran) else j
+    ran = ~j["status"].astype(str).isin(columns.IDLE)
+    j = j[j["col"].isin(set(j.loc[ran, "col"]))] if ran.any() else j
     many = j[frames.RUN].drop_duplicates().shape[0] > 1
     j["row"] = j["case"] + (" @" + j["machine"] + " " + j["run_id"].str[-6:] if many else "")
+    # likewise a case none of whose jobs ran (a quick run plans ~470 cases and runs ~40):
+    # a row of grey cells; the count says it is left out, `dynshape report` says why
+    rows = set(j.loc[ran.reindex(j.index), "row"])
+    idle_rows = len(set(j["row"]) - rows) if rows else 0
+    j = j[j["row"].isin(rows)] if rows else j
     cols = sorted(j["col"].unique())
     head = "<tr><th>case</th>" + "".join(f"<th class=rot><div>{html.escape(c)}</div></th>" for c in cols) + "</tr>"
-    cells = j.set_index(["row", "col"])
+    cells = {(r["row"], r["col"]): r for r in j.to_dict("records")}
     body = []
     for row in sorted(j["row"].unique()):
         tds = []
         for c in cols:
-            if (row, c) not in cells.index:
+            r = cells.get((row, c))
+            if r is None:
                 tds.append("<td class=none></td>")
                 continue
-            r = cells.loc[(row, c)]
             status = str(r["status"])
             note = "; ".join(x for x in (r["expected"], r["why"]) if x)
             tip = html.escape(f"{c} on {r['case']}: {status}" + (f" — {note}" if note else ""), quote=True)
@@ -248,7 +253,9 @@ def matrix_html(jobs: pd.DataFrame) -> str:
             )
         body.append(f"<tr><th>{html.escape(row)}</th>{''.join(tds)}</tr>")
     legend = " ".join(f'<span class=key style="background:{v}">{k}</span>' for k, v in COLOURS.items())
-    return f"<p>{legend}</p><table class=matrix>{head}{''.join(body)}</table>"
+    cases = f"{idle_rows} case" + ("s" if idle_rows > 1 else "")
+    left = f"<p class=legend>Left out: {cases} none of whose jobs ran (planned, not run).</p>" if idle_rows else ""
+    return f"<p>{legend}</p><table class=matrix>{head}{''.join(body)}</table>{left}"
 
 
 #: the per-case table leaves out what its heading and the matrix already say
@@ -309,11 +316,12 @@ p.legend{font-size:11px;color:#444;max-width:1100px}
 """
 
 
-def render(df: pd.DataFrame, title: str = "dynshape report", rules=None, judged: dict | None = None) -> str:
+def render(df: pd.DataFrame, title: str = "dynshape report", rules=None, judged: dict | None = None, summarised=None) -> str:
     """The HTML report of the records in ``df`` (raw or :func:`frames.flat`);
-    ``judged``: the gate's verdicts when the caller has them (:func:`frames.jobs`)."""
+    ``judged``: the gate's verdicts, ``summarised``: :func:`frames.summary` of ``df``,
+    when the caller has them (:func:`frames.jobs`)."""
     df = frames.flat(df)
-    jobs = frames.jobs(df, rules, judged)
+    jobs = frames.jobs(df, rules, judged, summarised)
     shapes = frames.per_shape(df)
     many = jobs[frames.RUN].drop_duplicates().shape[0] > 1
     runs = ", ".join(f"{r} on {m}" for r, m in jobs[frames.RUN].drop_duplicates().itertuples(index=False))
@@ -336,15 +344,15 @@ def render(df: pd.DataFrame, title: str = "dynshape report", rules=None, judged:
         matrix_html(jobs),
     ]
     if not many:
-        parts += ["<h2>Compile patterns by case family</h2>", frames.family_table(df).to_html(classes="summary", escape=True)]
+        table = frames.family_table(df, summarised=jobs, shapes=shapes)
+        parts += ["<h2>Compile patterns by case family</h2>", table.to_html(classes="summary", escape=True)]
     if frames.releases(df):
         from . import compare
 
         parts += ["<h2 id=releases>Across releases</h2>", compare.versions_html(df)]
-    hist = frames.history(df)
-    if hist["commit"].nunique() > 1:
+    if jobs["commit"].nunique() > 1:  # the history's commits are its jobs'
         parts.append("<h2>History by commit</h2>")
-        parts += [chart for _, chart in history_plots(hist)]
+        parts += [chart for _, chart in history_plots(frames.history(df))]
     ran = jobs[jobs["shapes"] > 0]
     if len(ran):
         cols = [c for c in columns.shown(ran) if c.name not in _CASE_TABLE_DROPS]

@@ -26,12 +26,14 @@ from pathlib import Path
 
 from backends import envs
 
-from . import results
+from . import results, run_file
 from .resume import complete_jobs, job_key
 
 #: how a record line holding a fingerprint starts it (``json.dumps``' separators):
 #: lines without one are not parsed (most of an old results directory)
 _MARK = '"fingerprint": "'
+#: how a line defining shared values starts its key (:mod:`harness.run_file`)
+_DEFINES = f'"{run_file.BLOCKS}": {{'
 
 
 @dataclass
@@ -74,12 +76,20 @@ def index(out_dir: str | os.PathLike, skip: Path | None = None) -> dict[tuple, l
 def _fingerprinted(path: Path) -> list[dict]:
     """The records of ``path`` that carry a fingerprint (a torn or corrupt line is skipped, as ``read_records`` does)."""
     out = []
+    blocks: dict[str, object] = {}  # the file's shared values by id (harness.run_file)
     with open(path, encoding="utf-8", errors="replace") as f:
         for n, line in enumerate(f, 1):
-            if _MARK not in line:
+            if _MARK not in line and _DEFINES not in line:
                 continue
             try:
                 rec = json.loads(line)
+                if not isinstance(rec, dict):
+                    continue
+                defined = run_file.definitions(rec)
+                if defined is not None:
+                    blocks.update(defined)
+                    continue
+                rec, _lost = run_file.whole(rec, results.FIELDS, blocks)
                 results.check_record(rec, f"{path}:{n}")
             except (json.JSONDecodeError, results.ResultsError) as e:
                 warnings.warn(results.ResultsWarning(f"{path}:{n}: not reused, not a readable record ({e})"), stacklevel=2)

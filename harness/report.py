@@ -74,7 +74,7 @@ def annotate(rows: pd.DataFrame, df: pd.DataFrame, rules=None, judged=None) -> p
     judged = verdicts(df, rules, by) if judged is None else judged
     keys = KEYS + by
     out = rows.copy()
-    out["expected"] = [judged[tuple(r[k] for k in keys)].note for _, r in out.iterrows()]
+    out["expected"] = [judged[k].note for k in zip(*(out[k] for k in keys), strict=True)]
     return out[frames.order(out.columns)]
 
 

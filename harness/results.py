@@ -11,14 +11,16 @@ import os
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
-from typing import IO
 
+from . import run_file
+from .run_file import SCHEMA as SCHEMA
+from .run_file import SharedWriter as SharedWriter  # the writers, re-exported where records are
+from .run_file import Writer as Writer
 from .status import Status as Status  # the one status type, re-exported where records are
 
-SCHEMA = 2
-#: older schemas this harness still reads: their records lack the newer
-#: fields, which load as ``None``
-READABLE = (1, 2)
+#: the schemas this harness reads: 1 and 2 lack the newer fields, which load as
+#: ``None``, as do the fields a line of schema 3 leaves out (:mod:`harness.run_file`)
+READABLE = (1, 2, 3)
 
 #: every status's value, worst first (derived from :class:`Status`, for pandas and messages)
 STATUSES = tuple(s.value for s in Status)
@@ -27,7 +29,8 @@ SEVERITY = STATUSES
 STATUS_ORDER = list(reversed(STATUSES))
 _INTS = ("shape_index", "compiles", "cached_repeats", "process", "new_compiles")
 
-#: fields every record has (``None`` where they do not apply). Timing rule,
+#: fields every record has (``None`` where they do not apply: a run file leaves
+#: those out, :func:`read_records` puts them back, :mod:`harness.run_file`). Timing rule,
 #: the same for every backend: ``startup_s`` is the worker's start (interpreter,
 #: framework import, helper processes: ``Backend.startup``; for a worker forked
 #: from the fork server, from the fork on: ``machine["worker_start"]``); ``prepare_s`` the
@@ -198,45 +201,6 @@ def record(**fields) -> dict:
     return out
 
 
-class Writer:
-    """Appends records to a JSONL file, flushing (and fsyncing) each one, so an
-    interrupted run keeps everything it measured."""
-
-    def __init__(self, path: Path):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._f: IO[str] = open(self.path, "a", encoding="utf-8")
-
-    def write(self, rec: dict) -> None:
-        self._f.write(json.dumps(rec, sort_keys=False, default=str) + "\n")
-        self._f.flush()
-        os.fsync(self._f.fileno())
-
-    def close(self) -> None:
-        self._f.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
-class SharedWriter(Writer):
-    """A :class:`Writer` that several processes may append to at once (each
-    record written under an exclusive ``flock``): the gate's xdist workers
-    share one run file."""
-
-    def write(self, rec: dict) -> None:
-        import fcntl
-
-        fcntl.flock(self._f.fileno(), fcntl.LOCK_EX)
-        try:
-            super().write(rec)
-        finally:
-            fcntl.flock(self._f.fileno(), fcntl.LOCK_UN)
-
-
 def run_files(paths: Iterable[str | os.PathLike] | None = None, default_dir: str | os.PathLike = "results") -> list[Path]:
     """Expand files and directories to JSONL files; none given: the latest run in ``default_dir``."""
     paths = list(paths or [])
@@ -273,6 +237,8 @@ def read_records(path: str | os.PathLike) -> list[dict]:
     :class:`ResultsError` naming the version.
     """
     out = []
+    blocks: dict[str, object] = {}  # the file's shared values by id (harness.run_file)
+    unknown: set[str] = set()  # ids no line defined
     import gzip
 
     opener = gzip.open if str(path).endswith(".gz") else open  # a run kept compressed (docs/data/)
@@ -317,9 +283,18 @@ def read_records(path: str | os.PathLike) -> list[dict]:
                 raise ResultsError(
                     f"{path}:{n}: schema {schema!r} is not supported (this harness reads {', '.join(map(str, READABLE))})"
                 )
-            for one in _expanded(rec, f"{path}:{n}"):
-                check_record(one, f"{path}:{n}")
-                out.append(one)
+            defined = run_file.definitions(rec)
+            if defined is not None:
+                blocks.update(defined)
+                continue
+            rec, lost = run_file.whole(rec, FIELDS, blocks)
+            if set(lost) - unknown:  # once per value: every record after names it too
+                unknown.update(lost)
+                warnings.warn(ResultsWarning(f"{path}:{n}: no line of the file defines {', '.join(lost)}"), stacklevel=2)
+            ones = _expanded(rec, f"{path}:{n}")
+            if ones:  # a group's records differ in their case (each a string) and message alone: one check
+                check_record(ones[0], f"{path}:{n}")
+            out += ones
     return out
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import cases
 from backends import envs
 
-from . import registry, results
+from . import registry, results, run_file
 from .runner import PLAN_SUFFIX, SETTINGS, Combo, Runner, atomic_write, plan_path
 
 
@@ -143,7 +143,7 @@ def _set_aside(path: Path, records: list[dict], done: set) -> None:
     drop = [r for r in records if job_key(r) not in done]
     if drop:
         with open(path.with_suffix(".incomplete"), "a", encoding="utf-8") as f:
-            f.writelines(json.dumps(r, default=str) + "\n" for r in drop)
+            f.write(run_file.text(drop))
             f.flush()
             os.fsync(f.fileno())
-    atomic_write(path, "".join(json.dumps(r, default=str) + "\n" for r in keep))
+    atomic_write(path, run_file.text(keep))

@@ -22,6 +22,10 @@ def _novel(v) -> bool:
         return False
 
 
+#: the fields of a record :func:`compiled_once` reads
+READS = ("process", "status", "novel", "shape_index", "compiles")
+
+
 def compiled_once(records: Iterable[dict]) -> bool:
     """One job's records (dicts, as written or as a frame's rows) compiled once: every
     record passed, the first process measured two novel shapes or more, and its compile

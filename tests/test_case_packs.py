@@ -4,7 +4,6 @@ gate run them, in worker processes, without this repository knowing them."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -15,7 +14,7 @@ import pytest
 
 import cases
 from cases import packs
-from harness import expectations
+from harness import expectations, results
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -185,7 +184,7 @@ def test_harness_run_and_the_gate_run_an_out_of_tree_pack(tmp_path):
         root,
     )
     assert run.returncode == 0, run.stdout + run.stderr
-    recs = [json.loads(line) for f in out.glob("*.jsonl") for line in f.read_text().splitlines() if line.strip()]
+    recs = [r for f in out.glob("*.jsonl") for r in results.read_records(f)]
     assert {r["status"] for r in recs if r["backend"] == "jax_jit" and r["mode"] == "unbounded"} == {"unsupported"}
     recs = [r for r in recs if r["status"] != "unsupported"]
     jobs = {(r["backend"], r["mode"]) for r in recs}
@@ -348,7 +347,7 @@ def test_a_pack_that_breaks_after_planning_fails_only_its_own_jobs(tmp_path, on_
     got: list[dict] = []
     runner.Runner(tmp_path / "out", profile="quick", repeats=1, warmup=1, progress=False).run(combos)
     for f in (tmp_path / "out").glob("*.jsonl"):
-        got += [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+        got += results.read_records(f)
     by_case = {c: {r["status"] for r in got if r["case"] == c} for c in ("pack_double", "gnn_edge_divide")}
     assert by_case == {"pack_double": {"error"}, "gnn_edge_divide": {"pass"}}
     (bad,) = [r for r in got if r["case"] == "pack_double"]

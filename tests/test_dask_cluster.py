@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import cases
+from harness import results
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -62,7 +63,7 @@ def _env(tmp_path: Path) -> dict:
 
 
 def _records(out: Path) -> list[dict]:
-    return [json.loads(line) for f in out.glob("*.jsonl") for line in f.read_text().splitlines() if line.strip()]
+    return [r for f in out.glob("*.jsonl") for r in results.read_records(f)]
 
 
 def _keys(out: Path) -> collections.Counter:

@@ -4,7 +4,6 @@ and the pytest plugin (issue 34)."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -17,7 +16,7 @@ import pytest
 import dynshape
 from cases import models_base, packs, weights
 from cases.model import Case, CaseError, Input, Tolerance, unbounded
-from harness import cli
+from harness import cli, results
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -166,7 +165,7 @@ def test_cases_from_runs_a_file_case_with_its_own_inputs(tmp_path):
         text=True,
         timeout=300,
     )
-    recs = [json.loads(line) for p in out.glob("*.jsonl") for line in p.read_text().splitlines()]
+    recs = [r for p in out.glob("*.jsonl") for r in results.read_records(p)]
     assert recs, got.stderr[-2000:]
     assert {r["case"] for r in recs} == {"file_segment_sum"}
     assert {r["status"] for r in recs} == {"pass"}, [r["message"] for r in recs]

@@ -42,6 +42,41 @@ def test_most_specific_rule_wins(tmp_path):
     assert ex.lookup(rules, "c2", "other", "static").compiles == "0"
 
 
+def test_the_finder_picks_the_rule_lookup_picks(tmp_path):
+    """:class:`expectations.Finder` (rules indexed by exact case and backend) gives the
+    rule :func:`expectations.lookup` (a scan of every rule) gives: globs in each field,
+    a pack's scope, the most specific winning and the later among equals."""
+    rules = _load(
+        tmp_path,
+        '[[expect]]\nper_shape = "0"\n'
+        '[[expect]]\nbackend = "b*"\nper_shape = "1"\n'
+        '[[expect]]\ncase = "c[12]"\nmode = "static"\nper_shape = "2"\n'
+        '[[expect]]\ncase = "c1"\nper_shape = "3"\n'
+        '[[expect]]\ncase = "c1"\nbackend = "b1"\nmode = "s*"\nper_shape = "4"\n'
+        '[[expect]]\ncase = "c1"\nbackend = "b1"\nmode = "s*"\nper_shape = "5"\n'
+        '[[expect]]\ncase = "c?"\nbackend = "b2"\nmode = "unbounded"\nper_shape = "6"\n'
+        '[[expect]]\nbackend = "b2"\nper_shape = "7"\n',
+    )
+    rules.append(ex.Rule(case="c3", backend="b2", per_shape="8", index=len(rules), scope=frozenset({"c3"})))
+    rules.append(ex.Rule(case="c*", backend="b3", per_shape="9", index=len(rules), scope=frozenset({"c2"})))
+    find = ex.Finder(rules)
+    jobs = [(c, b, m) for c in ("c1", "c2", "c3", "d") for b in ("b1", "b2", "b3", "x") for m in ("static", "unbounded")]
+    got = {j: find(*j) for j in jobs}
+    assert got == {j: ex.lookup(rules, *j) for j in jobs}
+    assert {r.per_shape for r in got.values()} == set("0123456789") - {"4"}  # "5": the later of two equals
+    assert ex.Finder([])("c1", "b1", "static") is None
+
+
+def test_the_finder_agrees_with_lookup_on_the_projects_rules():
+    rules = ex.load()
+    names = ex._known()
+    named = {r.case for r in rules if not any(ch in r.case for ch in "*?[")}
+    some = sorted(named | set(names["case"][::25]))  # every case a rule names, and a spread of the others
+    jobs = [(c, b, m) for c in some for b in names["backend"] for m in names["mode"]]
+    find = ex.Finder(rules)
+    assert [find(*j) for j in jobs] == [ex.lookup(rules, *j) for j in jobs]
+
+
 GOOD = '[[expect]]\nbackend = "torch_eager"\nper_shape = "0"\n'
 
 

@@ -164,3 +164,31 @@ def test_report_families_prints_the_table(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "| einx/static" in out and "per shape 1" in out and "none 1" in out
     assert (tmp_path / "f.csv").read_text().startswith("backend/mode,")
+
+
+def test_verdicts_judge_each_jobs_records_together_whatever_their_order():
+    """:func:`frames.verdicts` makes the frame plain once and groups it by job: each job's
+    records, in file order, judged as the job alone would be; jobs in order of first record."""
+    from harness import frames
+
+    rules = [expectations.Rule(backend="einx", per_shape="1", index=0), expectations.Rule(per_shape="0", index=1)]
+    eager = job("c", "torch_eager", "static", [1e-3] * 3, [1e-5] * 3, [0, 0, 0])
+    einx = job("c", "einx", "static", [1e-2] * 3, [2e-5] * 3, [1, 2, 4])  # shape 2 compiled twice
+    idle = [
+        results.record(run_id="r", case=f"z{i}", backend="einx", mode="static", status="skipped", message="m") for i in range(3)
+    ]
+    mixed = [r for pair in zip(eager, einx, strict=True) for r in pair] + idle  # interleaved, as --jobs 2 writes them
+    df = pd.DataFrame.from_records(mixed, columns=list(results.FIELDS))
+    got = frames.verdicts(df, rules)
+    assert list(got) == [("c", "torch_eager", "static"), ("c", "einx", "static")] + [
+        (f"z{i}", "einx", "static") for i in range(3)
+    ]
+    for (case, backend, mode), v in got.items():
+        alone = [r for r in mixed if (r["case"], r["backend"], r["mode"]) == (case, backend, mode)]
+        want = expectations.verdict(alone, expectations.lookup(rules, case, backend, mode))
+        assert (v.outcome, v.problems, v.rule) == (want.outcome, want.problems, want.rule)
+    assert got[("c", "einx", "static")].outcome == "fail" and got[("c", "torch_eager", "static")].outcome == "pass"
+    assert got[("z0", "einx", "static")].outcome == "idle"
+    # by a column some records lack (env: None), the jobs keep apart
+    by_env = frames.verdicts(df.assign(env=["main"] * len(eager + einx) + [None] * 3), rules, by=["env"])
+    assert len(by_env) == 5 and by_env[("c", "einx", "static", "main")].outcome == "fail"

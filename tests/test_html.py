@@ -208,3 +208,17 @@ def test_the_first_screen_answers_per_mode_who_compiles_once(tmp_path):
         import shutil
 
         shutil.copy(shot, os.environ["DYNSHAPE_SCREENSHOT"])
+
+
+def test_the_matrix_leaves_out_the_cases_none_of_whose_jobs_ran():
+    """A quick run plans ~470 cases and runs ~40: a row per case none of whose jobs ran
+    would be ~430 rows of grey cells; the matrix counts them instead."""
+    idle = [
+        results.record(run_id="r", case=c, backend="torch_eager", mode="unbounded", status="skipped", message="left out")
+        for c in ("zoo_a", "zoo_b")
+    ]
+    page = html.render(pd.concat([_fixture_records(), frame(idle)], ignore_index=True), rules=[])
+    matrix = page.split("<h2>Conformance matrix</h2>", 1)[1].split("<h2", 1)[0]
+    assert "<th>gnn_edge_divide</th>" in matrix and "zoo_a" not in matrix and "zoo_b" not in matrix
+    assert "Left out: 2 cases none of whose jobs ran (planned, not run)." in matrix
+    assert "Left out" not in html.render(_fixture_records(), rules=[])

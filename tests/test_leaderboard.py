@@ -101,3 +101,14 @@ def test_leaderboard_and_zoo_table_agree_on_compiled_once():
     zoo_once = {(j["case"], j["backend"], j["mode"]): zoo_table.compiled_once(j) for j in zoo_table.jobs(df)}
     assert board_once == zoo_once
     assert [k[0] for k, v in sorted(zoo_once.items()) if v] == ["zoo_a", "zoo_c"]
+
+
+def test_compiled_once_is_judged_for_every_job_and_false_where_none_passed():
+    from harness import frames
+
+    flat = frames.flat(_records())
+    once = leaderboard.once_per_job(flat, frames.JOB)
+    assert len(once) == 7 and once.dtype == bool
+    assert {k for k, v in once.items() if v} == {(c, b, "unbounded") for c in "ab" for b in ("torch_eager", "einx_symbolic")}
+    assert not once[("b", "jax_jit", "unbounded")] and not once[("b", "einx", "static")]  # unsupported; mismatch
+    assert not leaderboard.once_per_job(flat[flat["status"] != "pass"], frames.JOB).any()

@@ -5,7 +5,6 @@ eager backend alone does not wait for jax and inductor; a job that imports such
 a module after its startup without naming it is warned about, since its import
 would then be timed wherever the zygote did not preload it."""
 
-import json
 import os
 import sys
 import warnings
@@ -16,7 +15,7 @@ import cases
 from backends import envs
 from backends.base import Backend
 from cases import libs
-from harness import expectations, forkserver, job_env, registry, runner, zygote_policy
+from harness import expectations, forkserver, job_env, registry, results, runner, zygote_policy
 
 CASE = "gnn_edge_divide"
 
@@ -122,7 +121,7 @@ def _run(combos, tmp_path, preload, monkeypatch):
             path = r.run(combos)
     finally:
         forkserver.close_all()
-    records = [json.loads(line) for line in path.read_text().splitlines()]
+    records = results.read_records(path)
     for rec in records:  # the zygote preloaded what was asked, no more
         steps = rec["machine"]["worker_start"]["zygote_steps"]
         assert set(steps) == set(forkserver.selection("main", preload["main"])[1]), (rec["backend"], steps)
@@ -139,7 +138,7 @@ def test_a_run_of_the_eager_backend_alone_preloads_no_jax_and_no_inductor(how, t
     combo = runner.Combo(cases.get(CASE), registry.backends()["torch_eager"], "static")
     try:
         if how == "run":
-            rec = json.loads(r.run([combo]).read_text().splitlines()[0])
+            rec = results.read_records(r.run([combo]))[0]
         else:
             rec = r.run_one(combo, lambda rec: None)[0]
         (zygote,) = forkserver._ZYGOTES.values()

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from backends import envs
-from harness import registry
+from harness import registry, results
 
 
 def _pyproject_entry_points() -> dict[str, str]:
@@ -148,7 +148,7 @@ def test_out_of_tree_backend_runs_a_job(tmp_path):
     assert "| gnn_edge_divide | acme | unbounded | pass | no rule | 3 | 3 |" in report.stdout, report.stdout + report.stderr
     # its program's own count, per call: one compile on each of the three novel shapes, none cached
     (path,) = (tmp_path / "res").glob("*.jsonl")
-    records = [json.loads(line) for line in path.read_text().splitlines()]
+    records = results.read_records(path)
     novel = [r for r in records if r.get("novel")]
     assert [r["compile_delta"] for r in novel] == [{"acme": 1}] * 3 and novel[-1]["compiles"] == 3
     assert all(r["compile_delta"] == {"acme": 0} for r in records if r.get("novel") is False)

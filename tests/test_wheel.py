@@ -10,7 +10,6 @@ from the installed wheel, and the test checks that they are.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import sysconfig
@@ -19,6 +18,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
+from harness import results
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -112,5 +113,5 @@ def test_the_installed_wheel_lists_and_runs_a_job_outside_the_checkout(installed
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     (records,) = out.glob("*.jsonl")
-    statuses = {json.loads(line)["status"] for line in records.read_text().splitlines() if line.strip()}
+    statuses = {r["status"] for r in results.read_records(records)}
     assert statuses == {"pass"}, statuses

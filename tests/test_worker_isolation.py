@@ -1,8 +1,6 @@
 """A crash, an abort, a hang or an exception in a worker becomes a status; the
 run goes on and keeps what was measured before."""
 
-import json
-
 import pytest
 
 import cases
@@ -53,7 +51,7 @@ def test_run_streams_every_record_to_disk(fake_backends, tmp_path):
         runner.Combo(cases.get("gnn_rbf_subtract"), fake_backends("Raiser"), "static"),
     ]
     path = runner.Runner(tmp_path, profile="quick", repeats=1, warmup=1, progress=False).run(combos)
-    lines = [json.loads(l) for l in path.read_text().splitlines()]
+    lines = results.read_records(path)
     assert [(l["case"], l["novel"], l["status"]) for l in lines] == [
         ("gnn_edge_divide", True, "pass"),
         ("gnn_edge_divide", None, "crashed"),

@@ -231,7 +231,8 @@ def _reported(path) -> int:
         csv = path.with_suffix(".report.csv")
         report.csv_frame(summary).to_csv(csv, index=False)
         page = path.with_suffix(".report.html")
-        page.write_text(html_report.render(df, title=f"dynshape: {path.stem}", judged=verdicts), encoding="utf-8")
+        html = html_report.render(df, title=f"dynshape: {path.stem}", judged=verdicts, summarised=summary)
+        page.write_text(html, encoding="utf-8")
     except KeyboardInterrupt:  # the run is complete: only its report was cut short
         print(
             f"\ndynshape: interrupted while reporting; the run is complete in {path}; its report:\n  dynshape report {path}",
