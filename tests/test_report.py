@@ -5,7 +5,7 @@ import pytest
 from synthetic import frame, job
 
 import cases
-from harness import report, results
+from harness import columns, report, results
 
 
 def _frame():
@@ -194,3 +194,11 @@ def test_host_padding_and_copies_show_as_their_own_columns_where_recorded():
     text = report.markdown(s.reset_index())
     assert "| cached call | pad | host→device | device→host | end to end |" in text
     assert "| 10.0 µs (9.50–10.5) | 5.00 µs | 3.00 µs | 2.00 µs | 20.0 µs |" in text
+
+
+def test_the_csv_keeps_the_jobs_that_ran_not_the_planned_ones():
+    rows = report.summary(_frame())
+    idle = rows.iloc[:1].assign(status="skipped", case="never_ran")
+    kept = report.csv_frame(pd.concat([rows, idle], ignore_index=True))
+    ran = rows[~rows["status"].astype(str).isin(columns.IDLE)]
+    assert 0 < len(ran) == len(kept) and "never_ran" not in set(kept["case"])
