@@ -2,7 +2,7 @@
 
 python -m conformance.opinfo run [--paths lazy,stablehlo] [--entries GLOB] [--limit 3] [--dtype float32] [--jobs 2]
                                [--stablehlo-modes bounded,unbounded,interpreter]
-python -m conformance.opinfo table [--paths ...] [--failures]
+python -m conformance.opinfo table [--paths ...] [--failures] [--pin]
 python -m conformance.opinfo pin [--update] [--targets]   (writes tests/opinfo/pinned.tsv and
                                pinned_targets.tsv from the last run; --update re-pins only the entries
                                that run swept; --targets writes pinned_targets.tsv alone)
@@ -37,6 +37,20 @@ def _paths(text: str) -> list[str]:
     return paths
 
 
+def _pinned_rows() -> dict[str, list[dict]]:
+    """The pinned table as a run's rows, per path (its family from op_db; no message: the
+    pin keeps verdicts and routes alone)."""
+    from .samples import entry_name, family, op_db
+
+    fams = {entry_name(o): family(o) for o in op_db()}
+    out: dict[str, list[dict]] = {p: [] for p in PATHS}
+    for (entry, path), (verdict, route) in pin_mod.read(pin_mod.PIN).items():
+        out.setdefault(path, []).append(
+            {"entry": entry, "verdict": verdict, "family": fams.get(entry, "other"), "route": route, "message": "", "refusal": ""}
+        )
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m conformance.opinfo", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -57,6 +71,11 @@ def main(argv=None) -> int:
     t.add_argument("--out", type=Path, default=OUT)
     t.add_argument("--failures", action="store_true", help="list every entry that does not pass")
     t.add_argument("--against", help="a path to compare each path with, entry by entry (make_fx: torch's own tracer)")
+    t.add_argument(
+        "--pin",
+        action="store_true",
+        help="the tables of the pinned table (tests/opinfo/pinned.tsv, what make test checks) instead of a run's rows",
+    )
     p = sub.add_parser("pin", help="write the pinned table from the last run")
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--write", type=Path, default=pin_mod.PIN)
@@ -83,11 +102,15 @@ def main(argv=None) -> int:
         sweep(paths, names, fams, a.out, Options(a.limit, a.dtype, modes), a.jobs)
         print(f"{len(names)} entries in {time.monotonic() - t0:.0f} s -> {a.out}/", file=sys.stderr)
     if a.cmd in ("run", "table"):
+        pinned = _pinned_rows() if getattr(a, "pin", False) else None
         for path in _paths(a.paths):
             f = a.out / f"{path}.jsonl"
-            if not f.exists():
+            if pinned is not None:
+                worst = entries(pinned[path])
+            elif not f.exists():
                 raise _usage(f"{f}: no rows (run `python -m conformance.opinfo run --paths {path}` first)")
-            worst = entries(load(f))
+            else:
+                worst = entries(load(f))
             print(markdown(path, worst) + "\n")
             passed, den = rate(totals(worst), path)
             print(f"{path}: {passed}/{den} entries pass ({100 * passed / max(den, 1):.1f}%); {dict(totals(worst))}\n")
