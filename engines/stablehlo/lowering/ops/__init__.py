@@ -15,9 +15,11 @@ from . import (  # noqa: F401
     norm,
     polynomials,
     pool,
+    qr,
     reduce,
     selection,
     sort,
+    spectral,
     special,
     symint,
 )

@@ -143,6 +143,8 @@ def enter(ctx, x: Value, diag=1.0) -> Value:
 def leave(ctx, v: Value, sym_shape: Sequence) -> Value:
     """The live corner ``sym_shape`` of a value :func:`enter` made static (``v`` itself when it has that shape)."""
     sym_shape = tuple(as_dim(d) for d in sym_shape)
+    if 0 in sym_shape:  # nothing live (a 0 batch): no slice of the padded kernel's result
+        return ctx.constant(0, v.dtype, sym_shape)
     if ctx.same_shape(v.sym_shape, sym_shape):
         return v
     return ctx.slice(v, [0] * v.rank, list(sym_shape), [1] * v.rank, out_shape=sym_shape)
