@@ -100,6 +100,8 @@ class DynSample:
     _flat: list = field(default_factory=list, repr=False)
     #: ``size_args``: flat position of an int argument -> index of its carrier leaf
     carried: dict = field(default_factory=dict, repr=False)
+    #: :data:`UP_TO_SIGN` entries: the sample's map of an output to its defined part
+    canonical: object = field(default=None, repr=False)
 
     def call(self, leaves):
         inp, args, kwargs = pytree.tree_unflatten(self._with(leaves), self.treedef)
@@ -170,6 +172,11 @@ def _tile(t: torch.Tensor, axes, apart: bool = False) -> torch.Tensor:
 #: two correct LAPACKs compute differently (LU's trailing rows, an inverse, a condition number, the
 #: singular vectors of a repeated singular value). Tiling makes every doubled matrix singular
 #: (``[[A, A], [A, A]]``), so these entries' doubled matrices are shifted on their diagonal (:func:`_well_posed`).
+#: entries whose outputs torch defines only up to sign (eigen- and singular vectors): two correct
+#: LAPACKs (torch's MKL, jaxlib's) pick other signs. Their samples name the part that is defined
+#: (OpInfo's ``output_process_fn_grad``: ``abs`` of the vectors, ``U @ Vh``), which is compared.
+UP_TO_SIGN = frozenset({"linalg.eigh", "linalg.svd", "svd"})
+
 LINALG = frozenset({"cholesky", "cholesky_inverse", "cholesky_solve", "det", "inverse", "logdet", "lu", "lu_solve"})
 LINALG |= frozenset({"lu_unpack", "matrix_exp", "ormqr", "pinverse", "qr", "svd", "triangular_solve", "geqrf"})
 
@@ -227,6 +234,8 @@ def dynamic(op, index: int, sample) -> DynSample | None:
     if any(t.is_sparse or t.layout != torch.strided or t.is_complex() for t in tensors):
         return None
     base = DynSample(entry_name(op), index, "", ([], []), [], {}, treedef, op, flat)
+    if base.entry in UP_TO_SIGN:
+        base.canonical = sample.output_process_fn_grad
     try:
         want = _structure(run_eager(base.call, tensors))
     except Exception:
@@ -253,7 +262,9 @@ def dynamic(op, index: int, sample) -> DynSample | None:
         except Exception:
             continue
         sizes = {v: (n, n * GROWTH) for n, v in names.items()}
-        return DynSample(base.entry, index, strategy, (list(tensors), grown), dims, sizes, treedef, op, flat)
+        return DynSample(
+            base.entry, index, strategy, (list(tensors), grown), dims, sizes, treedef, op, flat, canonical=base.canonical
+        )
     return _size_args(base, tensors, want)
 
 

@@ -19,8 +19,8 @@ from . import (  # noqa: F401
     reduce,
     selection,
     sort,
-    spectral,
     special,
+    spectral,
     symint,
 )
 from .prims import alias_prims

@@ -22,7 +22,9 @@ aten = torch.ops.aten
 def potrf(ctx, a, upper=False):
     """(the triangle of ``A = L L^T`` or ``U^T U``, LAPACK's info) of a static or `?` ``a``."""
     batch = tuple(a.sym_shape[:-2])
-    f, info = custom_call(ctx, "potrf", [a], [(a.sym_shape, a.dtype, True), (batch, "i32", False)], {"uplo": char("U" if upper else "L")})
+    f, info = custom_call(
+        ctx, "potrf", [a], [(a.sym_shape, a.dtype, True), (batch, "i32", False)], {"uplo": char("U" if upper else "L")}
+    )
     return triangle(ctx, f, not upper), info
 
 
@@ -82,4 +84,3 @@ def _triangular_solve(ctx, node, b, a, upper=True, transpose=False, unitriangula
     pa = enter(ctx, a)
     x = tri_solve(ctx, pa, enter(ctx, broadcast_batch(ctx, b, batch), 0.0), lower=not upper, unit=unitriangular, trans=transpose)
     return [leave(ctx, x, shape), leave(ctx, a, ctx.out_shape(node, 1))]
-

@@ -116,7 +116,9 @@ def eye_like(ctx, full: Sequence[int], dtype: str, diag) -> Value:
     r = len(full)
     on = ctx.compare(ctx.iota(tuple(full), r - 2, "i32"), ctx.iota(tuple(full), r - 1, "i32"), "EQ")
     d = diag if isinstance(diag, Value) else ctx.constant(diag, dtype)
-    return ctx.select(on, ctx.broadcast_to(d, tuple(full), [] if d.rank == 0 else list(range(d.rank))), ctx.constant(0, dtype, tuple(full)))
+    return ctx.select(
+        on, ctx.broadcast_to(d, tuple(full), [] if d.rank == 0 else list(range(d.rank))), ctx.constant(0, dtype, tuple(full))
+    )
 
 
 def enter(ctx, x: Value, diag=1.0) -> Value:

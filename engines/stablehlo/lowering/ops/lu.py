@@ -15,6 +15,7 @@ import torch
 
 from engines import sizes
 
+from ..builder import LoweringError
 from ..registry import lowers
 from ..symbolic import as_dim
 from .lapack import custom_call, enter, leave
@@ -72,21 +73,19 @@ def lu_solve(ctx, lu, piv, b, *, left=True, adjoint=False):
     return tri_solve(ctx, lu, y, lower=False, left=False, trans=True)
 
 
-def _sizes_of(ctx, node, i):
-    return ctx.out_shape(node, i)
-
-
 @lowers(aten.linalg_lu_factor_ex.default)
 def _lu_factor_ex(ctx, node, a, *, pivot=True, check_errors=False):
     if not pivot:
-        from ..builder import LoweringError
-
         raise LoweringError("linalg_lu_factor_ex(pivot=False): LAPACK's getrf always pivots (torch's CPU kernel refuses it too)")
     lu, piv, info = factor(ctx, a)
-    return [leave(ctx, lu, _sizes_of(ctx, node, 0)), leave(ctx, piv, _sizes_of(ctx, node, 1)), leave(ctx, info, _sizes_of(ctx, node, 2))]
+    return [
+        leave(ctx, lu, ctx.out_shape(node, 0)),
+        leave(ctx, piv, ctx.out_shape(node, 1)),
+        leave(ctx, info, ctx.out_shape(node, 2)),
+    ]
 
 
-def _unpack(ctx, lu, piv, m, n):
+def _unpack(ctx, lu, piv):
     """(P, L, U) of a (padded or live) LU: ``P`` ``[..., m, m]``, L unit lower ``[..., m, k]``, U ``[..., k, n]``."""
     *batch, mm, nn = lu.sym_shape
     k = as_dim(sizes.smin(sizes.as_expr(mm), sizes.as_expr(nn)))
@@ -103,23 +102,18 @@ def _unpack(ctx, lu, piv, m, n):
 @lowers(aten.linalg_lu.default)
 def _linalg_lu(ctx, node, a, *, pivot=True):
     if not pivot:
-        from ..builder import LoweringError
-
         raise LoweringError("linalg_lu(pivot=False): LAPACK's getrf always pivots (torch's CPU kernel refuses it too)")
     lu, piv, _ = factor(ctx, a)
-    *_, m, n = a.sym_shape
-    outs = _unpack(ctx, lu, piv, m, n)
-    return [leave(ctx, v, _sizes_of(ctx, node, i)) for i, v in enumerate(outs)]
+    outs = _unpack(ctx, lu, piv)
+    return [leave(ctx, v, ctx.out_shape(node, i)) for i, v in enumerate(outs)]
 
 
 @lowers(aten.lu_unpack.default)
 def _lu_unpack(ctx, node, lu, piv, unpack_data=True, unpack_pivots=True):
     """P, L, U of a given LU: entered at the bound like a matrix to factor (the
     padding's pivots are its own rows), so P's live corner is the live P."""
-    *_, m, n = lu.sym_shape
     plu = enter(ctx, lu)
-    ppiv = _enter_pivots(ctx, piv, plu)
-    p, low, up = _unpack(ctx, plu, ppiv, m, n)
+    p, low, up = _unpack(ctx, plu, _enter_pivots(ctx, piv, plu))
     outs = [p if unpack_pivots else None, low if unpack_data else None, up if unpack_data else None]
     res = []
     for i, v in enumerate(outs):
@@ -185,7 +179,9 @@ def _det_parts(ctx, lu, piv):
     r = piv.rank
     own = ctx.binary("stablehlo.add", ctx.iota(piv.sym_shape, r - 1, "i32"), ctx.constant(1, "i32", piv.sym_shape))
     swaps = ctx.reduce(ctx.convert(ctx.compare(piv, own, "NE"), "i32"), [r - 1], "add")
-    odd = ctx.compare(ctx.binary("stablehlo.and", swaps, ctx.constant(1, "i32", swaps.sym_shape)), ctx.constant(1, "i32", swaps.sym_shape), "EQ")
+    odd = ctx.compare(
+        ctx.binary("stablehlo.and", swaps, ctx.constant(1, "i32", swaps.sym_shape)), ctx.constant(1, "i32", swaps.sym_shape), "EQ"
+    )
     return d, odd
 
 

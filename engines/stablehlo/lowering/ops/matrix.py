@@ -103,7 +103,9 @@ def pivots_to_permutation(ctx, piv: Value, m) -> Value:
         ks = piv.sym_shape
         at_i = c.compare(c.iota(ks, r - 1, "i32"), c.broadcast_to(i, ks, []), "EQ")
         j = c.binary(
-            "stablehlo.subtract", c.reduce(c.select(at_i, piv, c.constant(0, "i32", ks)), [r - 1], "add"), c.constant(1, "i32", batch)
+            "stablehlo.subtract",
+            c.reduce(c.select(at_i, piv, c.constant(0, "i32", ks)), [r - 1], "add"),
+            c.constant(1, "i32", batch),
         )
         col = c.iota(shape, r - 1, "i32")
         is_i = c.compare(col, c.broadcast_to(i, shape, []), "EQ")

@@ -96,5 +96,7 @@ def _householder_product(ctx, node, a, tau):
 def _ormqr(ctx, node, a, tau, c, left=True, transpose=False):
     """``op(Q) C`` or ``C op(Q)`` with ``Q`` from ``a``'s reflectors: LAPACK's ``ormqr``."""
     pa, ptau, pc = enter(ctx, a, 0.0), enter(ctx, tau, 0.0), enter(ctx, c, 0.0)
-    (out,) = custom_call(ctx, "ormqr", [pa, ptau, pc], [(pc.sym_shape, pc.dtype, True)], {"left": bool(left), "transpose": bool(transpose)})
+    (out,) = custom_call(
+        ctx, "ormqr", [pa, ptau, pc], [(pc.sym_shape, pc.dtype, True)], {"left": bool(left), "transpose": bool(transpose)}
+    )
     return leave(ctx, out, ctx.out_shape(node))

@@ -102,12 +102,14 @@ def eigh(ctx, a, lower=True, vectors=True):
     """:func:`syevd` of ``a`` entered at its bound, the padding's eigenvalue above A's."""
     if bound_shape(ctx, a.sym_shape) is None:
         return syevd(ctx, a, lower, vectors)
-    big = ctx.binary("stablehlo.add", ctx.reduce(ctx.unary("stablehlo.abs", a), list(range(a.rank)), "add"), ctx.constant(1, a.dtype))
+    big = ctx.binary(
+        "stablehlo.add", ctx.reduce(ctx.unary("stablehlo.abs", a), list(range(a.rank)), "add"), ctx.constant(1, a.dtype)
+    )
     return syevd(ctx, enter(ctx, a, big), lower, vectors)
 
 
 @lowers(aten._linalg_eigh.default)
-def _linalg_eigh(ctx, node, a, UPLO="L", compute_v=True):  # noqa: N803  (torch's argument name)
+def _linalg_eigh(ctx, node, a, UPLO="L", compute_v=True):
     w, v = eigh(ctx, a, UPLO == "L", compute_v)
     return [_out(ctx, node, 0, w), _out(ctx, node, 1, v if compute_v else None)]
 
@@ -130,9 +132,17 @@ def _pinv(ctx, node, a, *, atol=None, rtol=None, hermitian=False):
     r = s.rank - 1
     largest = ctx.reduce(s, [r], "max", keepdim=True)
     tol = _tolerance(ctx, atol, rtol, m, n, dt, batch)
-    tol = ctx.binary("stablehlo.maximum", ctx.broadcast_to(tol[0], s.sym_shape), ctx.binary("stablehlo.multiply", ctx.broadcast_to(tol[1], s.sym_shape), ctx.broadcast_to(largest, s.sym_shape)))
+    tol = ctx.binary(
+        "stablehlo.maximum",
+        ctx.broadcast_to(tol[0], s.sym_shape),
+        ctx.binary("stablehlo.multiply", ctx.broadcast_to(tol[1], s.sym_shape), ctx.broadcast_to(largest, s.sym_shape)),
+    )
     keep = ctx.compare(s, tol, "GT")
-    inv = ctx.select(keep, ctx.binary("stablehlo.divide", ctx.constant(1, dt, s.sym_shape), w if hermitian else s), ctx.constant(0, dt, s.sym_shape))
+    inv = ctx.select(
+        keep,
+        ctx.binary("stablehlo.divide", ctx.constant(1, dt, s.sym_shape), w if hermitian else s),
+        ctx.constant(0, dt, s.sym_shape),
+    )
     # (V * s^-1) @ U^T: scale V's columns
     left = u if hermitian else mT(ctx, vt)
     scaled = ctx.binary("stablehlo.multiply", left, ctx.broadcast_to(inv, left.sym_shape, list(range(r)) + [r + 1]))
