@@ -178,7 +178,7 @@ def _tile(t: torch.Tensor, axes, apart: bool = False) -> torch.Tensor:
 UP_TO_SIGN = frozenset({"linalg.eigh", "linalg.svd", "svd"})
 
 LINALG = frozenset({"cholesky", "cholesky_inverse", "cholesky_solve", "det", "inverse", "logdet", "lu", "lu_solve"})
-LINALG |= frozenset({"lu_unpack", "matrix_exp", "ormqr", "pinverse", "qr", "svd", "triangular_solve", "geqrf"})
+LINALG |= frozenset({"lu_unpack", "ormqr", "pinverse", "qr", "svd", "triangular_solve", "geqrf"})
 
 
 def well_posed(entry: str) -> bool:
