@@ -195,3 +195,12 @@ def test_an_empty_matrix_svd_is_torchs_identities():
         u, s, vh = XlaExecutor().run(lower(ep, bounded=bounded), [np.zeros((0, 5), np.float32)])
         assert u.shape == (0, 0) and s.shape == (0,)
         np.testing.assert_array_equal(vh, np.eye(5, dtype=np.float32))
+
+
+def test_the_interpreter_refuses_a_lapack_kernel_by_name_before_running():
+    """jaxlib's reference interpreter has no LAPACK kernel (it would abort the worker)."""
+    from engines.stablehlo import InterpreterLimitation, execute
+
+    text, _ = _run("det", bounded=False)
+    with pytest.raises(InterpreterLimitation, match="lapack_sgetrf_ffi: a kernel of XLA's CPU runtime"):
+        execute(text, [np.eye(4, dtype=np.float32)], executor="interpreter")
