@@ -204,3 +204,28 @@ def test_the_interpreter_refuses_a_lapack_kernel_by_name_before_running():
     text, _ = _run("det", bounded=False)
     with pytest.raises(InterpreterLimitation, match="lapack_sgetrf_ffi: a kernel of XLA's CPU runtime"):
         execute(text, [np.eye(4, dtype=np.float32)], executor="interpreter")
+
+
+def test_a_vector_norm_of_a_symbolic_order_is_the_p_norm_at_run_time():
+    """OpInfo's ``size_args`` sample reads ``ord`` from a size: ``ord`` is a SymInt."""
+    half = Dim("half", min=1, max=8)  # (torch guards the parity of ord: an even one here)
+    ep = torch.export.export(
+        Fn(lambda _, x, z: torch.linalg.vector_norm(x, ord=z.shape[0])),
+        (torch.randn(5), torch.zeros(4)),
+        dynamic_shapes={"xs": (None, {0: 2 * half})},
+    )
+    x = np.linspace(-2, 3, 5, dtype=np.float32)
+    for bounded in (True, False):
+        text, ex = lower(ep, bounded=bounded), XlaExecutor()
+        for p in (4, 8):
+            (got,) = ex.run(text, [x, np.zeros(p, np.float32)])
+            np.testing.assert_allclose(got, torch.linalg.vector_norm(torch.from_numpy(x), ord=p).numpy(), rtol=1e-5)
+
+
+def test_a_float_constant_in_exponent_form_parses():
+    """``repr(1e-15)`` has no dot, which MLIR's float literal needs (torch.pinverse's rcond)."""
+    n = Dim("n", min=2, max=16)
+    x = torch.ones(3, dtype=torch.float64)  # (an f32 constant's repr has digits after a dot)
+    ep = torch.export.export(Fn(lambda _, x: x * 1e-15 + 2e20), (x,), dynamic_shapes={"xs": ({0: n},)})
+    (got,) = XlaExecutor().run(lower(ep), [np.full(4, 3e15)])
+    np.testing.assert_allclose(got, np.full(4, 3.0 + 2e20), rtol=1e-12)
