@@ -41,6 +41,15 @@ def _flat(out) -> list:
     return pytree.tree_flatten(out)[0]
 
 
+def canonical(s: DynSample, got, want):
+    """(got, want) as compared: for a :data:`~.samples.UP_TO_SIGN` entry, the part of each that
+    its sample defines (``got``, flat or not, in eager's structure first)."""
+    if s.canonical is None:
+        return got, want
+    got = pytree.tree_unflatten(_flat(got), pytree.tree_flatten(want)[1])
+    return s.canonical(got), s.canonical(want)
+
+
 def compare(got, want, rtol: float, atol: float, values: bool = True) -> None:
     """Raise :class:`Mismatch` naming the output that differs (shape, dtype, values unless not
     ``values``; NaN equal to NaN, infinities with their sign)."""
@@ -99,7 +108,7 @@ def run_lazy(s: DynSample, mode: str, family: str) -> Verdict:
                 warnings.simplefilter("ignore")
                 got = f(*[t.clone() for t in leaves])
             compiles.append(f.ctx.compiles())
-            compare(got, want, rtol, atol, values)
+            compare(*canonical(s, got, want), rtol, atol, values)
     except Mismatch as e:
         v.verdict, v.message = "mismatch", str(e)
         return v
@@ -140,7 +149,7 @@ def run_make_fx(s: DynSample, family: str) -> Verdict:
             for leaves in s.leaves:
                 want = run_eager(s.call, leaves)
                 torch.manual_seed(0)
-                compare(gm(*[t.clone() for t in leaves]), want, rtol, atol, compares_values(s))
+                compare(*canonical(s, gm(*[t.clone() for t in leaves]), want), rtol, atol, compares_values(s))
     except Mismatch as e:
         v.verdict, v.message = "mismatch", str(e)
     except Exception as e:
@@ -220,7 +229,7 @@ def run_stablehlo(s: DynSample, family: str, modes=STABLEHLO_MODES) -> list[Verd
                 want = run_eager(s.call, leaves)
                 arrays = [t.numpy() for t in leaves]
                 got = H.execute(text, arrays, executor="interpreter" if mode == "interpreter" else "xla")
-                got = [_torch(g) for g in got]
+                got, want = canonical(s, [_torch(g) for g in got], want)
                 compare(got, _flat(want), rtol, atol, compares_values(s))
             # 0 compiles: an earlier sample lowered to the same text, its executable served both sizes
             if bounded and H.compile_count() - before > 1:

@@ -7,7 +7,8 @@ dim by tiling the leaf along it. Tiling keeps values in the op's domain (``acosh
 stays >= 1) and indices in range (a doubled dim only grows); doubling keeps the
 relations between sizes (a dim twice another, one divisible by a window). Where torch
 leaves tied values' order unspecified (``sort``, ``argsort``, ``topk``, ``median``: ``TIE_FREE``),
-the copies are shifted apart instead, so tiling makes no tie.
+the copies are shifted apart instead, so tiling makes no tie. A linear-algebra entry's doubled
+matrix is shifted on its diagonal (``LINALG``): tiled, it would be singular.
 
 Strategies, most demanding first; the first one torch eager accepts (the doubled
 sample runs, deterministically, and its outputs keep their structure) is the sample's:
@@ -99,6 +100,8 @@ class DynSample:
     _flat: list = field(default_factory=list, repr=False)
     #: ``size_args``: flat position of an int argument -> index of its carrier leaf
     carried: dict = field(default_factory=dict, repr=False)
+    #: :data:`UP_TO_SIGN` entries: the sample's map of an output to its defined part
+    canonical: object = field(default=None, repr=False)
 
     def call(self, leaves):
         inp, args, kwargs = pytree.tree_unflatten(self._with(leaves), self.treedef)
@@ -165,6 +168,39 @@ def _tile(t: torch.Tensor, axes, apart: bool = False) -> torch.Tensor:
     return t
 
 
+#: entries of linear algebra, whose results past a singular matrix's rank are rounding noise that
+#: two correct LAPACKs compute differently (LU's trailing rows, an inverse, a condition number, the
+#: singular vectors of a repeated singular value). Tiling makes every doubled matrix singular
+#: (``[[A, A], [A, A]]``), so these entries' doubled matrices are shifted on their diagonal (:func:`_well_posed`).
+#: entries whose outputs torch defines only up to sign (eigen- and singular vectors): two correct
+#: LAPACKs (torch's MKL, jaxlib's) pick other signs. Their samples name the part that is defined
+#: (OpInfo's ``output_process_fn_grad``: ``abs`` of the vectors, ``U @ Vh``), which is compared.
+UP_TO_SIGN = frozenset({"linalg.eigh", "linalg.svd", "svd"})
+
+LINALG = frozenset({"cholesky", "cholesky_inverse", "cholesky_solve", "det", "inverse", "logdet", "lu", "lu_solve"})
+LINALG |= frozenset({"lu_unpack", "ormqr", "pinverse", "qr", "svd", "triangular_solve", "geqrf"})
+
+
+def well_posed(entry: str) -> bool:
+    """Whether ``entry``'s doubled matrices are shifted apart from singular (:data:`LINALG`, ``linalg.*``)."""
+    return entry.startswith("linalg.") or entry.split(".")[0] in LINALG
+
+
+def _well_posed(t: torch.Tensor, axes) -> torch.Tensor:
+    """A tiled matrix (a float leaf with a tiled axis among its last two) plus ``c * (1 + i/n)`` on
+    its ``i``-th diagonal entry, ``c`` one more than its largest absolute row sum: strictly
+    diagonally dominant (nonsingular) with diagonal entries apart, and as triangular,
+    symmetric or positive definite as it was."""
+    if t.ndim < 2 or not t.is_floating_point() or not t.numel() or not {t.ndim - 2, t.ndim - 1} & set(axes):
+        return t
+    n = min(t.shape[-2:])
+    c = t.abs().sum(-1).max() + 1
+    shift = c * (1 + torch.arange(n, dtype=t.dtype) / n)
+    out = t.clone()
+    out.diagonal(dim1=-2, dim2=-1).add_(shift)
+    return out
+
+
 def _structure(out) -> list:
     leaves, spec = pytree.tree_flatten(out)
     return [str(spec)] + [(x.ndim, x.dtype) if isinstance(x, torch.Tensor) else type(x).__name__ for x in leaves]
@@ -198,6 +234,8 @@ def dynamic(op, index: int, sample) -> DynSample | None:
     if any(t.is_sparse or t.layout != torch.strided or t.is_complex() for t in tensors):
         return None
     base = DynSample(entry_name(op), index, "", ([], []), [], {}, treedef, op, flat)
+    if base.entry in UP_TO_SIGN:
+        base.canonical = sample.output_process_fn_grad
     try:
         want = _structure(run_eager(base.call, tensors))
     except Exception:
@@ -213,6 +251,8 @@ def dynamic(op, index: int, sample) -> DynSample | None:
         dims = [{a: names[n] for (j, a), n in picked.items() if j == i} for i in range(len(tensors))]
         apart = base.entry.split(".")[0] in TIE_FREE
         grown = [_tile(t, sorted(d), apart) for t, d in zip(tensors, dims, strict=True)]
+        if well_posed(base.entry):
+            grown = [_well_posed(t, d) for t, d in zip(grown, dims, strict=True)]
         try:
             out = run_eager(base.call, grown)
             if _structure(out) != want:
@@ -222,7 +262,9 @@ def dynamic(op, index: int, sample) -> DynSample | None:
         except Exception:
             continue
         sizes = {v: (n, n * GROWTH) for n, v in names.items()}
-        return DynSample(base.entry, index, strategy, (list(tensors), grown), dims, sizes, treedef, op, flat)
+        return DynSample(
+            base.entry, index, strategy, (list(tensors), grown), dims, sizes, treedef, op, flat, canonical=base.canonical
+        )
     return _size_args(base, tensors, want)
 
 

@@ -58,6 +58,29 @@ def test_an_op_that_defines_its_ties_keeps_them(db):
     assert big.unique().numel() == small.unique().numel()  # (argmax names the first: twins test it)
 
 
+@pytest.mark.parametrize("name", ["linalg.inv_ex", "lu", "linalg.eigh", "linalg.cholesky"])
+def test_a_linalg_doubled_matrix_is_not_singular(db, name):
+    """Tiled, ``[[A, A], [A, A]]`` is singular, and a factorization past its rank is rounding
+    noise two correct LAPACKs compute differently: the doubled matrix is shifted on its diagonal."""
+    s = _sample(db, name)
+    small, big = s.leaves[0][0], s.leaves[1][0]
+    assert s.sizes and big.ndim >= 2
+    tiled = torch.cat([torch.cat([small] * GROWTH, -1)] * GROWTH, -2)
+    assert torch.linalg.matrix_rank(tiled).max() < min(big.shape[-2:])
+    assert torch.linalg.matrix_rank(big).min() == min(big.shape[-2:])
+
+
+def test_an_up_to_sign_output_compares_its_defined_part(db):
+    """eigh's eigenvectors are defined up to sign: a flipped vector passes, a wrong eigenvalue does not."""
+    s = _sample(db, "linalg.eigh")
+    w, v = s.call(s.leaves[0])
+    got, want = paths.canonical(s, [w, -v], (w, v))
+    paths.compare(got, want, 1e-4, 1e-4)
+    with pytest.raises(paths.Mismatch, match="output 0"):
+        paths.compare(*paths.canonical(s, [w + 1, v], (w, v)), 1e-4, 1e-4)
+    assert _sample(db, "linalg.inv").canonical is None  # (a unique result compares whole)
+
+
 def test_lazy_pass_and_its_route(db):
     s = _sample(db, "sin")
     v = paths.run_lazy(s, "unbounded", family(db["sin"]))

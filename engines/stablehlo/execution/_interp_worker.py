@@ -20,7 +20,7 @@ copy of its operand (the interpreter updates the operand in place).
 Frames, parent -> worker: ``("register", module_id, text)`` (no answer) and
 ``("run", module_id, args)``, answered by ``("ok", outputs, info)``,
 ``("error", message)`` or ``("limitation", message)`` (a module the interpreter
-is known to abort on, refused before running: :func:`check_contractions`); the worker says ``("ready", None)`` once it has
+is known to abort on, refused before running: :func:`check_contractions`, :func:`check_kernel_calls`); the worker says ``("ready", None)`` once it has
 imported jaxlib and made its MLIR context.
 """
 
@@ -173,6 +173,23 @@ class DynamicResult(Refused):
     ``eval_module`` aborts ("dynamic result types are not supported")."""
 
 
+class KernelCall(Refused):
+    """The module calls an XLA runtime kernel (``custom_call @lapack_*``, the linalg
+    lowering's), which ``eval_module`` has no implementation of (it aborts)."""
+
+
+def check_kernel_calls(module) -> None:
+    """Raise :class:`KernelCall` naming the first ``custom_call`` of jaxlib's LAPACK kernels
+    (``@lapack_*``; any other target aborts as it did)."""
+    for op in _ops_named(module.operation, ("stablehlo.custom_call",)):
+        name = str(op.operation.attributes["call_target_name"])
+        if name.startswith('"lapack_'):
+            raise KernelCall(
+                f"stablehlo.custom_call @{name.strip(chr(34))}: a kernel of XLA's CPU runtime, which jaxlib's "
+                f"reference interpreter has none of; refused before running (the xla executor runs it)"
+            )
+
+
 _CONTRACTING_RE = re.compile(r"lhs_contracting_dimensions = \[([0-9, ]*)\]")
 
 
@@ -270,6 +287,7 @@ class Evaluator:
                 copy_scatter_operands(module)
                 check_contractions(module, self.texts[module_id], key[1])
                 check_dynamic_results(module, self.texts[module_id], key[1])
+                check_kernel_calls(module)
                 asserts = _assertions(module.operation, [])
                 if asserts:
                     check_assertions(self.texts[module_id], key[1])

@@ -30,11 +30,23 @@ from .module import ExecutionError, Module, Report, format_shapes, main_types
 
 @functools.cache
 def cpu():
-    """(PJRT CPU client, its first device)."""
+    """(PJRT CPU client, its first device), jaxlib's LAPACK kernels ready."""
     import jax.extend.backend as jb
 
     client = jb.get_backend("cpu")
+    _lapack_ready()
     return client, client.devices()[0]
+
+
+def _lapack_ready() -> None:
+    """Point jaxlib's LAPACK custom-call kernels (the linalg lowering's
+    ``@lapack_*_ffi``) at scipy's LAPACK: until then their function pointers are
+    unset and a call segfaults the process (jax does this when it lowers one)."""
+    try:
+        from jaxlib.cpu import _lapack
+    except ImportError:  # a jaxlib without them: such a call fails as an unknown target
+        return
+    _lapack.initialize()
 
 
 def load_runtime() -> None:

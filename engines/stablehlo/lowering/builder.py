@@ -58,7 +58,9 @@ Spec = tuple[tuple, str]  # (sym_shape, dtype)
 
 def _fmt_float(x: float, dtype: str) -> str:
     if np.isfinite(x):
-        return repr(float(x)).replace("inf", "0x7F800000")
+        s = repr(float(x))
+        # MLIR's float literal needs a dot: repr's "1e-15" is "1.0e-15" there
+        return s.replace("e", ".0e", 1) if "e" in s and "." not in s else s
     bits = {"f32": np.float32, "f64": np.float64, "f16": np.float16}
     if dtype in bits:
         return "0x" + np.array(x, dtype=bits[dtype]).tobytes()[::-1].hex().upper()

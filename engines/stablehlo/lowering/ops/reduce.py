@@ -17,6 +17,7 @@ import torch
 from engines import sizes
 
 from .. import types as T
+from ..builder import Value
 from ..registry import lowers
 from ..symbolic import as_dim
 from .scan import cumsum_along
@@ -205,7 +206,12 @@ def _vector_norm(ctx, node, x, ord=2, dim=None, keepdim=False, *, dtype=None):
     dt = ctx.out_dtype(node)
     a = ctx.unary("stablehlo.abs", ctx.convert(x, dt))
     d = _dims(x, dim)
-    if ord == math.inf or ord == -math.inf:
+    if isinstance(ord, Value):  # a symbolic ord (a size, so >= 2 here): the p-norm at run time
+        p = ctx.broadcast_to(ctx.convert(ord, dt), a.sym_shape)
+        s = ctx.reduce(ctx.binary("stablehlo.power", a, p), d, "add", keepdim=keepdim)
+        inv = ctx.binary("stablehlo.divide", ctx.constant(1.0, dt), ctx.convert(ord, dt))
+        r = ctx.binary("stablehlo.power", s, ctx.broadcast_to(inv, s.sym_shape))
+    elif ord == math.inf or ord == -math.inf:
         r = ctx.reduce(a, d, "max" if ord > 0 else "min", keepdim=keepdim)
     elif ord == 0:
         r = ctx.reduce(ctx.convert(ctx.compare(a, ctx.constant(0, dt, a.sym_shape), "NE"), dt), d, "add", keepdim=keepdim)
