@@ -1,0 +1,62 @@
+"""Single ops OpInfo found unlowered or refused (scans with an index, scatters with a
+reduction, attention with a dynamic head dim, ...): torch's values at two sizes of a
+dynamic dim, bounded (one XLA compile for both) and unbounded."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch.export import Dim
+
+from engines.stablehlo import XlaExecutor, lower
+
+from .cases_stablehlo import Fn
+
+
+def _randn(*shape, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed + sum(shape)))
+
+
+def _index(n, hi, seed=0):
+    return torch.randint(0, hi, (n,), generator=torch.Generator().manual_seed(seed + n))
+
+
+#: name -> (fn, inputs at size n, {input position: {dim: "n"}}); every dim named "n" is one Dim
+CASES = {
+    "sdpa_dynamic_head_dim": (
+        lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v),
+        lambda n: (_randn(2, 3, n), _randn(2, 5, n, seed=1), _randn(2, 5, n, seed=2)),
+        {0: {2: "n"}, 1: {2: "n"}, 2: {2: "n"}},
+    ),
+    "sdpa_causal_other_lengths": (
+        lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True),
+        lambda n: (_randn(2, 3, n), _randn(2, n, n, seed=1), _randn(2, n, 4, seed=2)),
+        {0: {2: "n"}, 1: {1: "n", 2: "n"}, 2: {1: "n"}},
+    ),
+}
+
+
+def _check(name, fn, make, dims, sizes=(5, 10)):
+    n = Dim("n", min=2, max=4 * sizes[-1])
+    shapes = {"xs": tuple({d: n for d in dims.get(i, {})} or None for i in range(len(make(sizes[0]))))}
+    ep = torch.export.export(Fn(lambda _, *xs: fn(*xs)), make(sizes[0]), dynamic_shapes=shapes)
+    for bounded in (True, False):
+        text = lower(ep, bounded=bounded)
+        ex = XlaExecutor()
+        for size in sizes:
+            xs = make(size)
+            got = ex.run(text, [x.numpy() for x in xs])
+            want = fn(*xs)
+            want = [want] if isinstance(want, torch.Tensor) else list(want)
+            assert len(got) == len(want), name
+            for g, w in zip(got, want, strict=True):
+                assert g.dtype == w.numpy().dtype, name
+                np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-5, err_msg=f"{name} bounded={bounded} {size=}")
+        if bounded:
+            assert ex.compile_count() == 1, name
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_single_op_matches_torch(name):
+    _check(name, *CASES[name])
