@@ -34,6 +34,17 @@ CASES = {
         lambda n: (_randn(2, 3, n), _randn(2, n, n, seed=1), _randn(2, n, 4, seed=2)),
         {0: {2: "n"}, 1: {1: "n", 2: "n"}, 2: {1: "n"}},
     ),
+    "cummax_ties_and_nan": (
+        lambda x: torch.cummax(torch.where(x > 1.5, float("nan"), x.round()), dim=1),
+        lambda n: (_randn(3, n),),
+        {0: {1: "n"}},
+    ),
+    "cummin_ties": (lambda x: torch.cummin(x.round(), dim=1), lambda n: (_randn(3, n),), {0: {1: "n"}}),
+    "logcumsumexp_infinities": (
+        lambda x: torch.logcumsumexp(torch.where(x > 1.0, float("inf"), torch.where(x < -1.0, -float("inf"), x)), 1),
+        lambda n: (_randn(3, n),),
+        {0: {1: "n"}},
+    ),
 }
 
 

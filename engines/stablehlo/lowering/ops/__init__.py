@@ -14,6 +14,7 @@ from . import (  # noqa: F401
     polynomials,
     pool,
     reduce,
+    scan,
     selection,
     sort,
     special,
