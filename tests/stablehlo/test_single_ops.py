@@ -45,6 +45,16 @@ CASES = {
         lambda n: (_randn(3, n),),
         {0: {1: "n"}},
     ),
+    "index_reduce_mean_no_self": (
+        lambda x, i, s: x.index_reduce(1, i, s, "mean", include_self=False),
+        lambda n: (_randn(3, 4), _index(n, 4), _randn(3, n, seed=1)),
+        {1: {0: "n"}, 2: {1: "n"}},
+    ),
+    "index_reduce_amax": (
+        lambda x, i, s: x.index_reduce(0, i, s, "amax"),
+        lambda n: (_randn(4, 3), _index(n, 4), _randn(n, 3, seed=1)),
+        {1: {0: "n"}, 2: {0: "n"}},
+    ),
 }
 
 
