@@ -55,12 +55,35 @@ CASES = {
         lambda n: (_randn(4, 3), _index(n, 4), _randn(n, 3, seed=1)),
         {1: {0: "n"}, 2: {0: "n"}},
     ),
+    "put_accumulate_negative": (
+        lambda x, i, s: x.put(i, s, accumulate=True),
+        lambda n: (_randn(n, 3), _index(n, 3 * n) - n, _randn(n, seed=1)),
+        {0: {0: "n"}, 1: {0: "n"}, 2: {0: "n"}},
+    ),
+    "diagonal_scatter_below": (
+        lambda x, s: torch.diagonal_scatter(x, s, -2, 1, 2),
+        lambda n: (_randn(2, n, 4), _randn(2, 4, seed=1)),
+        {0: {1: "n"}},
+    ),
+    "histc_data_range": (lambda x: torch.histc(x, bins=7), lambda n: (_randn(n, 3),), {0: {0: "n"}}),
+    "histc_given_range": (lambda x: torch.histc(x, bins=5, min=-1, max=1), lambda n: (_randn(n),), {0: {0: "n"}}),
+    "segment_mean_lengths": (
+        lambda d, ln: torch.segment_reduce(d, "mean", lengths=ln),
+        lambda n: (_randn(2 * n, 3), torch.tensor([0, 3, 3] * (n // 3))),
+        {0: {0: "m"}, 1: {0: "n"}},
+    ),
+    "segment_max_offsets_initial": (
+        lambda d, off: torch.segment_reduce(d, "max", offsets=off, initial=0.5),
+        lambda n: (_randn(n, 2), torch.tensor([1, 1, 3, n - 1])),
+        {0: {0: "n"}},
+    ),
 }
 
 
-def _check(name, fn, make, dims, sizes=(5, 10)):
-    n = Dim("n", min=2, max=4 * sizes[-1])
-    shapes = {"xs": tuple({d: n for d in dims.get(i, {})} or None for i in range(len(make(sizes[0]))))}
+def _check(name, fn, make, dims, sizes=(6, 12)):
+    names = {v for d in dims.values() for v in d.values()}
+    made = {v: Dim(v, min=2, max=8 * sizes[-1]) for v in sorted(names)}
+    shapes = {"xs": tuple({d: made[v] for d, v in dims.get(i, {}).items()} or None for i in range(len(make(sizes[0]))))}
     ep = torch.export.export(Fn(lambda _, *xs: fn(*xs)), make(sizes[0]), dynamic_shapes=shapes)
     for bounded in (True, False):
         text = lower(ep, bounded=bounded)

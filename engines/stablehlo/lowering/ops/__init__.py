@@ -15,6 +15,7 @@ from . import (  # noqa: F401
     pool,
     reduce,
     scan,
+    scatter,
     selection,
     sort,
     special,
