@@ -77,12 +77,25 @@ CASES = {
         lambda n: (_randn(n, 2), torch.tensor([1, 1, 3, n - 1])),
         {0: {0: "n"}},
     ),
+    "mode_ties": (lambda x: torch.mode((x * 1.5).round(), 1, keepdim=True), lambda n: (_randn(3, n),), {0: {1: "n"}}),
+    "cdist_p1_batched": (
+        lambda a, b: torch.cdist(a, b, p=1.0),
+        lambda n: (_randn(2, n, 3), _randn(2, 4, 3, seed=1)),
+        {0: {1: "n"}},
+    ),
+    "cdist_pinf": (
+        lambda a, b: torch.cdist(a, b, p=float("inf")),
+        lambda n: (_randn(n, 3), _randn(n, 3, seed=1)),
+        {0: {0: "n"}, 1: {0: "n"}},
+    ),
+    "pdist_p2": (lambda x: torch.nn.functional.pdist(x), lambda n: (_randn(n, 3),), {0: {0: "n"}}),
+    "pdist_p0": (lambda x: torch.nn.functional.pdist(x.round(), p=0), lambda n: (_randn(n, 2),), {0: {0: "n"}}),
 }
 
 
 def _check(name, fn, make, dims, sizes=(6, 12)):
     names = {v for d in dims.values() for v in d.values()}
-    made = {v: Dim(v, min=2, max=8 * sizes[-1]) for v in sorted(names)}
+    made = {v: Dim(v, min=3, max=8 * sizes[-1]) for v in sorted(names)}
     shapes = {"xs": tuple({d: made[v] for d, v in dims.get(i, {}).items()} or None for i in range(len(make(sizes[0]))))}
     ep = torch.export.export(Fn(lambda _, *xs: fn(*xs)), make(sizes[0]), dynamic_shapes=shapes)
     for bounded in (True, False):

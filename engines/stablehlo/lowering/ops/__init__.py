@@ -6,6 +6,7 @@ from . import (  # noqa: F401
     control,
     conv,
     creation,
+    distance,
     elementwise,
     index,
     linalg,
