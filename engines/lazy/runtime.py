@@ -28,7 +28,20 @@ from .ir import NO_KWARGS, IRError, Node
 from .misses import explain_miss
 from .replay import LeafCall
 from .steplog import StepLog, Unlogged
-from .symbolic import _NAMES, ShapeGuess, SizeVars, Var, _var_expr, check_dim_name, compare, const, hint, rename, shapes_fn
+from .symbolic import (
+    _NAMES,
+    PROBES,
+    ShapeGuess,
+    SizeVars,
+    Var,
+    _var_expr,
+    check_dim_name,
+    compare,
+    const,
+    hint,
+    rename,
+    shapes_fn,
+)
 from .tensor import LazyTensor
 
 _TENSOR = torch.Tensor
@@ -145,6 +158,7 @@ class LazyContext:
         self.vars.clear()
         self.guards = []  # (a new list: the last step's is handed out)
         self._guard_keys.clear()
+        PROBES.clear()  # (the frames of the last step's calls)
         self.log, self.last_key = StepLog(self.tape), None
         self._made = []  # (a step never released: its tensors are not reused)
 
@@ -318,6 +332,13 @@ class LazyContext:
                 log.follow_guard(len(self.guards), g)
             self.guards.append(g)
         return result
+
+    def retract(self, g: Guard) -> None:
+        """Forget ``g``, the newest guard (recorded for a size that was not read after all:
+        ``symbolic.retract_probes``). ``decided`` keeps its count: the step stays unreplayable."""
+        assert self.guards and self.guards[-1] is g
+        self.guards.pop()
+        self._guard_keys.discard((g.lhs, g.op, g.rhs))
 
     def specialise(self, e: Expr, reason: str) -> int:
         """The concrete value of ``e``, guarded."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import operator
+import sys
 
 from engines import sizes
 from engines.sizes import Expr
@@ -316,6 +317,34 @@ def _cmp(op):
 SIZED_FUNCTIONS: dict = {}
 
 
+#: guards recorded by ``__index__`` called from C, the newest last: ``(frame, instruction, ctx, guard)``.
+#: torch's argument parser asks an int-list element for ``__index__`` to learn whether it is an int
+#: (a probe, its answer dropped), then calls ``__torch_function__`` on it: :func:`retract_probes`.
+PROBES: list = []
+
+
+def note_probe(ctx, before: int) -> None:
+    """After ``__index__`` specialised a size: remember the guard it added (if it added one) with the
+    frame that called the C function asking (``__index__``'s caller's caller is C, no frame)."""
+    if len(ctx.guards) == before + 1:
+        f = sys._getframe(2)
+        if PROBES and (PROBES[-1][0] is not f or PROBES[-1][1] != f.f_lasti):
+            PROBES.clear()  # (another call site: its probes were real reads, kept)
+        PROBES.append((f, f.f_lasti, ctx, ctx.guards[-1]))
+
+
+def retract_probes(frame) -> None:
+    """Drop the guards ``__index__`` recorded for the C call now dispatching to a
+    ``__torch_function__`` (called from ``frame``, at the same instruction): the parser
+    only probed the sizes, which reach the lazy implementation symbolic. A guard that is
+    no longer the context's newest stays (something after it may have read it)."""
+    for f, lasti, ctx, g in reversed(PROBES):
+        if f is not frame or f.f_lasti != lasti or not ctx.guards or ctx.guards[-1] is not g:
+            break
+        ctx.retract(g)
+    PROBES.clear()
+
+
 def _concrete(v):
     """``v`` with every size in it read as an int (each a guard), lists and tuples included:
     torch's argument parser would call ``__torch_function__`` again on a size left in one."""
@@ -387,6 +416,8 @@ class SymSize:
         """A size handed to a torch function (``torch.div(seq_len, w, rounding_mode="floor")``,
         LED's and Longformer's window counts): a floor or trunc division of non-negative sizes
         by a positive divisor stays symbolic; anything else reads the sizes (guards) and runs."""
+        if PROBES:
+            retract_probes(sys._getframe(1))
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
         if name in ("div", "divide", "floor_divide") and len(args) == 2:
@@ -406,9 +437,13 @@ class SymSize:
         return self.ctx.specialise(self.live(), reason="int")
 
     def __index__(self) -> int:
-        if self.ctx.sized_methods_off:  # torch's own Tensor.__getitem__/expand reading a size: see LazyFunction
+        ctx = self.ctx
+        if ctx.sized_methods_off:  # torch's own Tensor.__getitem__/expand reading a size: see LazyFunction
             raise NeedsSizedMethods(self)
-        return self.ctx.specialise(self.live(), reason="index")
+        n = len(ctx.guards)
+        v = ctx.specialise(self.live(), reason="index")
+        note_probe(ctx, n)
+        return v
 
     def __float__(self) -> float:
         if UNPATCHED[0]:

@@ -15,13 +15,14 @@ methods are the registry's (:func:`install_methods`, called once by
 from __future__ import annotations
 
 import math
+import sys
 
 import torch
 
 from engines import sizes
 
 from .ir import Node
-from .symbolic import UNPATCHED, FinishedStep, NeedsSizedMethods, SymSize
+from .symbolic import PROBES, UNPATCHED, FinishedStep, NeedsSizedMethods, SymSize, retract_probes
 
 OPS: dict = {}  # torch function / method name -> implementation (filled by .ops)
 F_OPS: dict = {}  # torch.nn.functional name -> implementation (filled by .ops)
@@ -227,6 +228,8 @@ class LazyTensor(torch.Tensor):
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         DISPATCHED[0] += 1
+        if PROBES:  # torch's argument parser probed a size of this call: not a read (see symbolic.PROBES)
+            retract_probes(sys._getframe(1))
         if UNPATCHED[0]:  # a step traced without tracing()'s functions met one: traced again with them
             raise NeedsSizedMethods(func)
         hit = _DISPATCH.get(func)

@@ -50,3 +50,33 @@ def test_a_held_broadcast_shapes_reads_ints():
     f = L.LazyFunction(lambda x: BROADCAST_SHAPES((x.shape[0],), (1,), (2, 1)), dims=[{0: "s0"}])
     for n in (4, 6):
         assert f(torch.ones(n)) == torch.Size([2, n])
+
+
+BROADCAST_TO, EYE = torch.broadcast_to, torch.eye  # held before any step patches torch
+
+
+def test_a_held_creation_function_compiles_once():
+    """torch's argument parser asks the first size of an int list for ``__index__`` (is it an
+    int?) before it calls ``__torch_function__``: that probe is no read of the size, and its
+    guard is dropped (``symbolic.retract_probes``), so the step compiles once for both sizes."""
+    f = L.LazyFunction(lambda z: ZEROS((z.shape[0], 3)) + FULL((z.shape[0], 1), 2.0), dims=[{0: "s0"}])
+    for n in (4, 6):
+        assert torch.equal(f(torch.zeros(n)), torch.full((n, 3), 2.0))
+    assert f.ctx.compiles() == 1 and not f.guard_log
+
+
+def test_a_held_broadcast_to_of_a_lazy_tensor_compiles_once():
+    f = L.LazyFunction(lambda x, z: BROADCAST_TO(x, (z.shape[0], 2)) * 2, dims=[{}, {0: "s0"}])
+    for n in (4, 6):
+        assert torch.equal(f(torch.ones(1), torch.zeros(n)), torch.full((n, 2), 2.0))
+    assert f.ctx.compiles() == 1 and not f.guard_log
+
+
+def test_a_size_a_c_function_reads_as_an_int_stays_guarded():
+    """``torch.eye(n)`` held from before the step takes ``n`` as an int (no
+    ``__torch_function__`` for an int argument): a real read, its guard kept, so the
+    second size is traced again rather than served the first size's graph."""
+    f = L.LazyFunction(lambda z: EYE(z.shape[0]) + z, dims=[{0: "s0"}])
+    for n in (4, 6):
+        assert torch.equal(f(torch.zeros(n)), torch.eye(n))
+    assert any("(index)" in g for g in f.guard_log)

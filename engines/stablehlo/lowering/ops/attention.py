@@ -40,16 +40,18 @@ def _sdpa(ctx, node, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, sc
     dt = ctx.out_dtype(node)
     r = q.rank
     e = q.sym_shape[-1]
-    if scale is None:
-        if not isinstance(e, int):
-            raise NotImplementedError("scaled_dot_product_attention with a dynamic head dim and no scale")
+    if scale is None and isinstance(e, int):
         scale = 1.0 / math.sqrt(e)
     if enable_gqa and r >= 3 and q.sym_shape[-3] != k.sym_shape[-3]:
         groups = q.sym_shape[-3] // k.sym_shape[-3]
         k, v = _repeat_heads(ctx, k, groups), _repeat_heads(ctx, v, groups)
     batch = tuple(range(r - 2))
     s = dot(ctx, q, k, dt, batch, batch, (r - 1,), (r - 1,))  # (..., L, S)
-    s = ctx.binary("stablehlo.multiply", s, ctx.constant(float(scale), dt, s.sym_shape))
+    if scale is None:  # a dynamic head dim: torch's default 1/sqrt(E), of the runtime E
+        factor = ctx.unary("stablehlo.rsqrt", ctx.convert(ctx.dim(e), dt))
+        s = ctx.binary("stablehlo.multiply", s, ctx.broadcast_to(factor, s.sym_shape))
+    else:
+        s = ctx.binary("stablehlo.multiply", s, ctx.constant(float(scale), dt, s.sym_shape))
     neg = ctx.constant(-np.inf, dt, s.sym_shape)
     if is_causal:
         rows = ctx.iota(s.sym_shape, r - 2, "i32")

@@ -321,7 +321,24 @@ def _scatter_reduce(ctx, node, x, dim, index, src, reduce, include_self=True):
     """sum / prod / amax / amin / mean; without ``include_self`` the targets
     start from the reduction's identity (mean: divide by the count of updates,
     plus one when ``x`` is included; untouched elements keep ``x``)."""
-    dt = ctx.out_dtype(node)
+    return scatter_reduce(ctx, ctx.out_dtype(node), x, dim, index, src, reduce, include_self)
+
+
+@lowers(aten.index_reduce.default)
+def _index_reduce(ctx, node, x, dim, index, source, reduce, include_self=True):
+    """``x``'s slices ``index[i]`` along ``dim`` reduced with ``source``'s slices ``i``: the
+    scatter-reduce of ``index`` broadcast along ``dim`` to ``source``'s shape."""
+    if index.rank == 0:
+        index = ctx.reshape(index, (1,))
+    if source.rank == 0:
+        source = ctx.reshape(source, (1,))
+    d = dim % max(source.rank, 1)
+    index = ctx.broadcast_to(index, source.sym_shape, dims=[d])
+    return scatter_reduce(ctx, ctx.out_dtype(node), x, d, index, source, reduce, include_self)
+
+
+def scatter_reduce(ctx, dt, x, dim, index, src, reduce, include_self):
+    """``x.scatter_reduce(dim, index, src, reduce, include_self)`` in ``dt`` (see :func:`_scatter_reduce`)."""
     x = ctx.convert(x, dt)
     upd, coords, dn = _scatter_operands(ctx, x, dim, index, src)
     kind = "sum" if reduce == "mean" else reduce

@@ -135,3 +135,36 @@ def _bucketize(ctx, node, values, boundaries, *, out_int32=False, right=False):
     dt = ctx.out_dtype(node)
     values = ctx.convert(values, boundaries.dtype) if values.dtype != boundaries.dtype else values
     return insertion_points(ctx, boundaries, values, right, dt)
+
+
+@lowers(aten.mode.default)
+def _mode(ctx, node, x, dim=-1, keepdim=False):
+    """torch's ``mode``: the most frequent value along ``dim`` (of tied counts the least value)
+    and the last index holding it. Counts from one broadcast compare of the row with itself:
+    O(n²) per row, no sort, so the dynamic padder serves it."""
+    if x.rank == 0:
+        return x, ctx.constant(0, "i64")
+    dim %= x.rank
+    perm = [i for i in range(x.rank) if i != dim] + [dim]
+    y = ctx.transpose(x, perm)  # (..., n)
+    *rest, n = y.sym_shape
+    pair = tuple(rest) + (n, n)
+    r = len(rest)
+    a = ctx.broadcast_to(y, pair, dims=list(range(r)) + [r])  # a[..., i, j] = y[..., i]
+    b = ctx.broadcast_to(y, pair, dims=list(range(r)) + [r + 1])  # b[..., i, j] = y[..., j]
+    eq = ctx.compare(a, b, "EQ")
+    count = ctx.reduce(ctx.convert(eq, "i64"), [r + 1], "add")  # (..., n): how often y[i] occurs
+    top = ctx.broadcast_to(ctx.reduce(count, [r], "max"), count.sym_shape, dims=list(range(r)))
+    inf = float("inf") if T.is_float(y.dtype) else None
+    worst = (
+        ctx.constant(inf, y.dtype, y.sym_shape)
+        if inf is not None
+        else ctx.broadcast_to(ctx.reduce(y, [r], "max"), y.sym_shape, dims=list(range(r)))
+    )
+    value = ctx.reduce(ctx.select(ctx.compare(count, top, "EQ"), y, worst), [r], "min")  # (...)
+    hit = ctx.compare(y, ctx.broadcast_to(value, y.sym_shape, dims=list(range(r))), "EQ")
+    index = ctx.reduce(ctx.select(hit, ctx.iota(y.sym_shape, r, "i64"), ctx.constant(-1, "i64", y.sym_shape)), [r], "max")
+    if keepdim:
+        shape = ctx.out_shape(node, 0)
+        value, index = ctx.reshape(value, shape), ctx.reshape(index, shape)
+    return value, index
