@@ -222,6 +222,5 @@ UNREACHED_LOWERING: dict[str, str] = {
     ),
     "aten._assert_async.default": "a data assertion: lowered only with data_asserts='skip' (tests/stablehlo/test_breadth.py pins the refusal)",
     "aten._assert_async.msg": "a data assertion: lowered only with data_asserts='skip' (tests/stablehlo/test_breadth.py pins the refusal)",
-    "aten.scaled_dot_product_attention.default": "kept whole (lower.KEPT_WHOLE); OpInfo's attention entries do not pass, no sample calls it yet",
     "with_effects": "an effectful op's wrapper: no sample or passing OpInfo entry has a side effect",
 }
