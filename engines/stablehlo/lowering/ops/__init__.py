@@ -1,12 +1,18 @@
 """Op lowerings, one module per family; importing this fills the registry."""
 
 from . import (  # noqa: F401
+    airy,
     attention,
     bessel,
+    bessel_jy,
+    bessel_k,
     control,
     conv,
     creation,
     elementwise,
+    erfcx,
+    floatbits,
+    igamma,
     index,
     linalg,
     movement,
