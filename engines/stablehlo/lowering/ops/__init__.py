@@ -6,6 +6,7 @@ from . import (  # noqa: F401
     bessel,
     bessel_jy,
     bessel_k,
+    complex,
     control,
     conv,
     creation,
