@@ -16,6 +16,7 @@ from . import (  # noqa: F401
     igamma,
     index,
     linalg,
+    masked,
     movement,
     norm,
     polynomials,
