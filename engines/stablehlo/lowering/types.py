@@ -57,6 +57,8 @@ MLIR_TO_NUMPY = {
     "i16": np.dtype(np.int16),
     "i8": np.dtype(np.int8),
     "ui8": np.dtype(np.uint8),
+    "ui32": np.dtype(np.uint32),  # (the random generator's bits and state)
+    "ui64": np.dtype(np.uint64),
     "i1": np.dtype(np.bool_),
     "complex<f32>": np.dtype(np.complex64),
     "complex<f64>": np.dtype(np.complex128),

@@ -21,6 +21,7 @@ from . import (  # noqa: F401
     norm,
     polynomials,
     pool,
+    random,
     reduce,
     selection,
     sort,
