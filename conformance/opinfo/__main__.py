@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import pin as pin_mod
 from .sweep import DTYPES, PATHS, Options, stablehlo_modes, sweep
-from .table import crosstab, entries, failures, load, markdown, rate, totals
+from .table import crosstab, entries, failures, in_distribution, load, markdown, rate, totals
 
 OUT = Path("results/opinfo")
 
@@ -106,14 +106,19 @@ def main(argv=None) -> int:
         for path in _paths(a.paths):
             f = a.out / f"{path}.jsonl"
             if pinned is not None:
-                worst = entries(pinned[path])
+                rows = pinned[path]
             elif not f.exists():
                 raise _usage(f"{f}: no rows (run `python -m conformance.opinfo run --paths {path}` first)")
             else:
-                worst = entries(load(f))
+                rows = load(f)
+            worst = entries(rows)
             print(markdown(path, worst) + "\n")
             passed, den = rate(totals(worst), path)
-            print(f"{path}: {passed}/{den} entries pass ({100 * passed / max(den, 1):.1f}%); {dict(totals(worst))}\n")
+            print(f"{path}: {passed}/{den} entries pass ({100 * passed / max(den, 1):.1f}%); {dict(totals(worst))}")
+            judged = in_distribution(rows)
+            if judged:
+                print(f"  of them in distribution, not by value (random draws): {len(judged)} ({', '.join(judged)})")
+            print()
             if getattr(a, "failures", False):
                 print(failures(worst) + "\n")
             if getattr(a, "against", None) and a.against != path:

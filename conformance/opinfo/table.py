@@ -27,6 +27,14 @@ def entries(rows: list[dict]) -> dict[str, dict]:
     return out
 
 
+def in_distribution(rows: list[dict]) -> list[str]:
+    """The passing entries whose passes the distribution oracle judged (random draws: right in
+    distribution, not equal to eager's values), sorted."""
+    worst = entries(rows)
+    judged = {r["entry"] for r in rows if r.get("route") == "distribution"}
+    return sorted(e for e in judged if worst[e]["verdict"] == "pass")
+
+
 def totals(worst: dict[str, dict]) -> Counter:
     return Counter(r["verdict"] for r in worst.values())
 

@@ -73,10 +73,16 @@ def test_bound_is_enforced(text):
         execute(text, [np.ones((1, 2, 3)), np.zeros((2, 3), np.float32)])
 
 
-def test_unsupported_op_names_aten_op_and_node():
+def test_unsupported_op_names_aten_op_and_node(monkeypatch):
+    import engines.stablehlo.lowering.lower  # noqa: F401  (fills the registry)
+    from engines.stablehlo.lowering import registry
+
+    # an op with no torch decomposition, its lowering taken away
+    monkeypatch.delitem(registry.LOWERINGS, torch.ops.aten.special_airy_ai.default)
+
     class M(torch.nn.Module):
         def forward(self, x):
-            return torch.special.airy_ai(x) + 1  # no lowering, no torch decomposition
+            return torch.special.airy_ai(x) + 1
 
     ep = torch.export.export(M(), (torch.rand(4, 3),), dynamic_shapes={"x": {0: Dim("n", min=1)}})
     with pytest.raises(LoweringError) as ei:

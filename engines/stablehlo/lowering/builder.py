@@ -76,6 +76,9 @@ def _dense_literal(arr: np.ndarray, dtype: str) -> str:
             return "true" if bool(v) else "false"
         if T.is_float(dtype):
             return _fmt_float(float(v), dtype)
+        if dtype in T.COMPLEX_PARTS:  # (re, im)
+            part = T.COMPLEX_PARTS[dtype]
+            return f"({_fmt_float(complex(v).real, part)}, {_fmt_float(complex(v).imag, part)})"
         return str(int(v))
     if dtype == "i1":
         return "[" + ", ".join("true" if b else "false" for b in arr.reshape(-1)) + "]" if arr.ndim == 1 else _nested_bool(arr)

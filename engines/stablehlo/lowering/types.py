@@ -34,6 +34,8 @@ def _torch_to_mlir() -> dict:
         torch.int8: "i8",
         torch.uint8: "ui8",
         torch.bool: "i1",
+        torch.complex64: "complex<f32>",
+        torch.complex128: "complex<f64>",
     }
 
 
@@ -55,7 +57,11 @@ MLIR_TO_NUMPY = {
     "i16": np.dtype(np.int16),
     "i8": np.dtype(np.int8),
     "ui8": np.dtype(np.uint8),
+    "ui32": np.dtype(np.uint32),  # (the random generator's bits and state)
+    "ui64": np.dtype(np.uint64),
     "i1": np.dtype(np.bool_),
+    "complex<f32>": np.dtype(np.complex64),
+    "complex<f64>": np.dtype(np.complex128),
 }
 try:  # bf16 through ml_dtypes (a jax dependency)
     import ml_dtypes
@@ -68,6 +74,8 @@ NUMPY_TO_MLIR = {v: k for k, v in MLIR_TO_NUMPY.items()}
 
 FLOAT_TYPES = {"f32", "f64", "f16", "bf16"}
 INT_TYPES = {"i64", "i32", "i16", "i8", "ui8"}
+#: each complex type's component type
+COMPLEX_PARTS = {"complex<f32>": "f32", "complex<f64>": "f64"}
 
 # Shape arithmetic (get_dimension_size results, shape operands) uses i32, like
 # torch_xla's lowering; SymInt *outputs* are widened to i64.
@@ -144,10 +152,12 @@ def parse_tensor_type(s: str) -> tuple[tuple[int | None, ...], str, tuple[int | 
         m = re.search(r"#stablehlo\.bounds<([^>]*)>", enc)
         if m:
             bounds = tuple(None if b.strip() == "?" else int(b) for b in m.group(1).split(","))
-    parts = body.split("x")
-    dtype = parts[-1]
-    shape = tuple(None if p == "?" else int(p) for p in parts[:-1])
+    dims, dtype = _DIMS_RE.match(body).groups()  # (not split on "x": "complex<f32>" has one)
+    shape = tuple(None if p == "?" else int(p) for p in dims.split("x")[:-1])
     return shape, dtype, bounds
+
+
+_DIMS_RE = re.compile(r"((?:(?:\?|\d+)x)*)(.*)")
 
 
 def signature_types(text: str) -> tuple[list, list]:
