@@ -107,7 +107,7 @@ def test_an_exception_of_ours_is_a_crash_and_a_refusal_is_named(db, monkeypatch)
 
 
 def test_a_wrong_lowering_is_a_stablehlo_mismatch(db, monkeypatch):
-    from engines.stablehlo.lowering import registry
+    from engines.stablehlo.lowering import lower, registry  # noqa: F401 (lower's import fills the registry)
 
     sin = torch.ops.aten.sin.default
     cos = registry.LOWERINGS[torch.ops.aten.cos.default]
@@ -118,7 +118,7 @@ def test_a_wrong_lowering_is_a_stablehlo_mismatch(db, monkeypatch):
 
 def test_a_lost_lowering_is_a_refusal_naming_the_op(db, monkeypatch):
     """sin's lowering gone (aten's and the prims twin a decomposition would reach): refused by name."""
-    from engines.stablehlo.lowering import registry
+    from engines.stablehlo.lowering import lower, registry  # noqa: F401 (lower's import fills the registry)
 
     for op in (torch.ops.aten.sin.default, torch.ops.prims.sin.default):
         monkeypatch.delitem(registry.LOWERINGS, op, raising=False)
