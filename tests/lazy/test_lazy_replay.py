@@ -41,6 +41,10 @@ OPS = {
     "view rows": ((1,), lambda y, v: y[: (y.shape[0] // 2) * 2].view(-1, 2)),
     "branch": ((1, 2), lambda y, v: y * 2 if y.shape[0] > 3 else y - 1),
     "softmax": ((1, 2), lambda y, v: torch.softmax(y, dim=-1)),
+    # syncs midway (the step goes on logging and following): a value read, a branch on one, a sync
+    "value read": ((1, 2), lambda y, v: y * float(y.abs().sum() > 2)),
+    "value branch": ((1, 2), lambda y, v: y + 1 if bool(y.sum() > 0) else y * 3),
+    "sync": ((1, 2), lambda y, v: (y.numpy(), y)[1] + 0.5),
 }
 
 
@@ -198,7 +202,7 @@ def test_calls_that_are_not_replayed():
         y = x.clone()
         y.mul_(2.0)
         s = torch.stack([x.sum(), x.amax()]).sum()
-        z = y[y > 0]  # nonzero count: data-dependent (the step log ends here: no later call is kept)
+        z = y[y > 0]  # nonzero count: data-dependent (a sync; the step log goes on)
         return torch.cat([z, z]) + s
 
     f = L.jit(prog)
