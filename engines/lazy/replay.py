@@ -70,7 +70,26 @@ class Sym:
 
 
 class Seq:
-    """A tuple or list argument of ints and symbolic sizes (``view((b, -1))``), item by item."""
+    """A tuple or list argument of ints, symbolic sizes (``view((b, -1))``) and lazy tensors
+    (``cat([x, y])``: each a :class:`Ref`), item by item."""
+
+    __slots__ = ("items", "kind")
+
+    def __init__(self, kind: type, items: tuple):
+        self.kind, self.items = kind, items
+
+
+class Bits:
+    """A float that ``==`` cannot match: a zero (whose sign it ignores) or nan; by its text."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, x: float):
+        self.text = repr(x)
+
+
+class Refs:
+    """A node argument that is a list or tuple of operands (``cat``'s): a :class:`Ref` per node."""
 
     __slots__ = ("items", "kind")
 
@@ -96,7 +115,7 @@ def spec(a, nodes: list):
     if t is LazyTensor:
         return template(a.node, nodes, len(nodes))
     if t in _PLAIN:
-        return a if t is not float or (a == a and a != 0.0) else NotImplemented
+        return a if t is not float or (a == a and a != 0.0) else Bits(a)
     if t is SymSize:
         return Sym(a.expr)
     if t is _TENSOR or t is _PARAMETER:
@@ -109,15 +128,24 @@ def spec(a, nodes: list):
                 items.append(x)
             elif tx is SymSize:
                 items.append(Sym(x.expr))
+            elif tx is LazyTensor:
+                r = template(x.node, nodes, len(nodes))
+                if r is NotImplemented:
+                    return r
+                items.append(r)
             else:
                 return NotImplemented
         return Seq(t, tuple(items))
     return NotImplemented
 
 
-def _same(a, s, step: int) -> bool:
+def _same(a, s, step: int, nodes: list) -> bool:
     """``a`` matches the argument spec ``s`` (what the inline checks of :meth:`OpCall.match` leave)."""
     ts = type(s)
+    if ts is Ref:  # (an operand in a list)
+        return type(a) is LazyTensor and a.node.pos == s and nodes[s] is a.node
+    if ts is Bits:
+        return type(a) is float and repr(a) == s.text
     if ts is Held:
         return a is s.t and a._version == s.version and a.shape == s.shape
     if ts is Sym:
@@ -129,10 +157,17 @@ def _same(a, s, step: int) -> bool:
             if type(y) is int:
                 if type(x) is not int or x != y:
                     return False
-            elif not _same(x, y, step):
+            elif not _same(x, y, step, nodes):
                 return False
         return True
     return False  # (a Ref met by something not a lazy tensor; a plain value of another type or value)
+
+
+def _changed(s, k: int) -> bool:
+    """The spec ``s`` names an operand at position ``k`` or later: one the call changed (in place)."""
+    if type(s) is Ref:
+        return s >= k
+    return type(s) is Seq and any(type(x) is Ref and x >= k for x in s.items)
 
 
 def template(obj, nodes: list, k: int):
@@ -142,6 +177,9 @@ def template(obj, nodes: list, k: int):
     if type(obj) is Node:
         p = obj.pos
         return Ref(p) if p is not None and p < k and nodes[p] is obj else NotImplemented
+    if (type(obj) is list or type(obj) is tuple) and obj and type(obj[0]) is Node:
+        refs = tuple([template(x, nodes, k) for x in obj])
+        return NotImplemented if NotImplemented in refs else Refs(type(obj), refs)
     if type(obj) is dict:
         out = {}
         for name, v in obj.items():
@@ -218,7 +256,7 @@ class OpCall:
         held = []
         for a in args:
             s = spec(a, nodes)
-            if s is NotImplemented or (type(s) is Ref and s >= k):  # (an operand the call changed: in place)
+            if s is NotImplemented or _changed(s, k):
                 return None
             if type(s) is Held:
                 held.append(s.t)
@@ -228,7 +266,7 @@ class OpCall:
             kw = []
             for name, v in kwargs.items():
                 s = spec(v, nodes)
-                if s is NotImplemented or type(s) is Ref:  # (an operand by keyword: rare, not matched)
+                if s is NotImplemented or type(s) is Ref or _changed(s, k):  # (an operand by keyword: rare)
                     return None
                 if type(s) is Held:
                     held.append(s.t)
@@ -260,7 +298,7 @@ class OpCall:
                 n = a.node
                 if type(s) is not Ref or n.pos != s or nodes[s] is not n:
                     return None
-            elif not ((t is type(s) and (a is s or a == s)) or _same(a, s, step)):
+            elif not ((t is type(s) and (a is s or a == s)) or _same(a, s, step, nodes)):
                 return None
         kw = self.kwspec
         if kw is None:
@@ -274,13 +312,16 @@ class OpCall:
                     return None
                 a = kwargs[name]
                 t = type(a)
-                if not ((t is type(s) and (a is s or a == s)) or _same(a, s, step)):
+                if not ((t is type(s) and (a is s or a == s)) or _same(a, s, step, nodes)):
                     return None
         for t, shape, entry in self.consts:
             ctx.constant(t, shape, entry)
         out = []
         for a in self.args:
-            out.append(nodes[a] if type(a) is Ref else a)
+            ta = type(a)
+            out.append(
+                nodes[a] if ta is Ref else a if ta is not Refs else a.kind([nodes[r] if type(r) is Ref else r for r in a.items])
+            )
         if self.kwrefs:
             return tuple(out), {name: nodes[v] if type(v) is Ref else v for name, v in self.kwargs.items()}
         return tuple(out), self.kwargs

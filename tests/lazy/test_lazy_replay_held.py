@@ -111,3 +111,19 @@ def test_the_constants_of_a_replayed_call_are_logged_as_its_rule_logs_them():
     log = followed.ctx.log
     assert len(g.inputs) == 3 and all(log.nodes[n.pos] is n for n in g.inputs)
     assert followed.ctx.compiles() == fresh.ctx.compiles() == 1
+
+
+def test_a_list_of_operands_is_matched_item_by_item():
+    """``cat([x, y])`` and ``cat([y, x])`` (operands by position), or over a float zero of
+    either sign: a replayed call takes the last step's node only when each item is its own."""
+
+    def prog(x, y, swap, k):
+        return torch.cat([y, x * k] if swap else [x * k, y]) * 2.0
+
+    f = L.jit(prog, dims=[{0: "n"}, {0: "n"}, None, None])
+    for n, swap, k in ((3, False, 1.0), (4, False, 1.0), (4, True, 1.0), (5, True, -0.0), (6, True, 0.0), (6, False, 0.0)):
+        x, y = torch.randn(n), torch.randn(n)
+        out = f(x, y, swap, k)
+        torch.testing.assert_close(out, prog(x, y, swap, k))
+        assert torch.equal(torch.signbit(out), torch.signbit(prog(x, y, swap, k)))
+    assert any(type(c) is OpCall and c.op == "cat" for c in f.ctx.tape.calls)

@@ -153,8 +153,11 @@ def replayed(impl):
     def op(*args, **kwargs):
         if args:
             a = args[0]
-            if type(a) is not LazyTensor and len(args) > 1:  # (``2 - x``: the reflected operand)
-                a = args[1]
+            if type(a) is not LazyTensor:
+                if type(a) is list and a:  # (``cat([x, y])``)
+                    a = a[0]
+                elif len(args) > 1:  # (``2 - x``: the reflected operand)
+                    a = args[1]
             if type(a) is LazyTensor:
                 ctx = a.ctx
                 log = ctx.log
