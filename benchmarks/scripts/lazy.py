@@ -38,7 +38,9 @@ steps (:func:`make_step`) are the asv benchmarks in
 to process variation: import order, allocator state, address layout) and pools their
 samples; ``--markdown`` prints the median, the interquartile range (IQR) of the pooled
 samples and the ratio to eager per case and path, as a Markdown table (the findings
-pages' form; ``docs/findings/2026-12-02-lazy.md``).
+pages' form; ``docs/findings/2026-12-02-lazy.md``), then per path the geometric mean of
+those ratios over the zoo's cases and over the others (:func:`geomeans`: the zoo table's
+``cached_x``, ``docs/findings/2026-12-05-lazy-step.md``).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -283,6 +286,7 @@ def main(argv=None) -> None:
     times = {n: {p: statistics.median(v) if v else None for p, v in by.items()} for n, by in pooled.items()}
     if opts.markdown:
         print(markdown(names, pooled))
+        print("\n".join(geomeans(names, pooled)))
     elif opts.json:
         print(json.dumps(times))
         return
@@ -377,6 +381,23 @@ def markdown(names, pooled: dict) -> str:
             ratio = f"{med / base:.2f}" if base else "-"
             lines.append(f"| {n} | {p} | {med * 1e6:.1f} | {(q3 - q1) * 1e6:.1f} | {ratio} | {len(v)} |")
     return "\n".join(lines)
+
+
+def geomeans(names, pooled: dict) -> list:
+    """Per group of cases (the zoo's, ``zoo_*``; the others) and path, the geometric mean of
+    median / eager's median over the cases where every path measured ran."""
+    lines = []
+    for group, mine in (("zoo", True), ("catalogue", False)):
+        ran = [n for n in names if n.startswith("zoo_") == mine and pooled[n] and all(pooled[n].values())]
+        if not ran or not all(pooled[n].get("eager") for n in ran):
+            continue
+        for p in pooled[ran[0]]:
+            if p != "eager":
+                logs = [math.log(quartiles(pooled[n][p])[1] / quartiles(pooled[n]["eager"])[1]) for n in ran]
+                lines.append(
+                    f"# {group}: {p} x eager, geometric mean over {len(ran)} cases: {math.exp(sum(logs) / len(logs)):.2f}"
+                )
+    return lines
 
 
 def table(names, paths, times: dict, baseline: bool) -> str:

@@ -89,11 +89,12 @@ class LazyFunction:
             ctx.recovers = recovers
         guards = self.guards = ctx.guards  # (a new list each step)
         if guards:
-            lk = ctx.last_key
-            if lk is None or lk not in self._logged:
+            lk, log = ctx.last_key, ctx.log
+            whole = lk is not None and log is not None and log.nguards == len(guards)  # (its key holds every guard)
+            if not whole or lk not in self._logged:
                 for g in guards:
                     self.guard_log.setdefault(str(g))
-                if lk is not None and all(len(g.names) == len(g.vars) for g in guards):
+                if whole and all(len(g.names) == len(g.vars) for g in guards):
                     self._logged.add(lk)  # every variable user-named: a step with this key logs the same texts
         if type(out) is LazyTensor:
             res = out.node.data

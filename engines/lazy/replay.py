@@ -20,17 +20,21 @@ arguments -- gives the node it gave then. Only calls whose rule decided nothing 
 (no guard asked, not even one already recorded) are kept: a rule that asks one chooses which
 by the sizes (``bcast_dim`` asks ``a == b`` or ``b == 1`` by the sizes it meets), so it runs
 every step, and a step records exactly the guards, entries and key a fresh trace would. A
-step that followed to its first sync has the last step's key (``StepLog.key``: not built
-again). What a replay skips is a rule's size checks that decide nothing (``view`` of a size
-that does not divide): the kernel refuses such a step instead.
+step that followed to a sync, syncing what the last step synced there, has the last step's
+key for it (``StepLog.key``: not built again). The log goes on past a sync (a data-dependent
+count, a value read): a sync turns its roots into leaves, so a step that syncs otherwise
+than the last one did at that point follows it no further. What a replay skips is a rule's
+size checks that decide nothing (``view`` of a size that does not divide): the kernel
+refuses such a step instead.
 
-What a call may not do to be kept (:func:`.ops.registry.capture` checks it): make more or
-fewer than one node (a data-dependent size is a leaf, after a sync that ends the step log),
-return anything but that node's tensor, change an operand (an in-place op names a new node),
-decide a guard, or take
-an argument other than a lazy tensor of this step, a plain scalar (not a float zero, whose
-sign ``==`` ignores, nor nan), a dtype, a string, a symbolic size, or a tuple or list of ints
-and symbolic sizes.
+What a call may not do to be kept (:func:`.ops.registry.capture` checks it): make any node
+but the one it returns, after a constant leaf for each of its concrete tensor arguments its
+rule lifts (a data-dependent size is a leaf of its own, made after a sync), sync, change an
+operand (an in-place op names a new node), decide a guard, or take an argument other than
+a lazy tensor of this step, a concrete tensor (:class:`Held`: the same tensor, unchanged,
+next step: a module's parameters and buffers), a plain scalar (not a float zero, whose sign
+``==`` ignores, nor nan), a dtype, a string, a symbolic size, or a tuple or list of ints and
+symbolic sizes.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from .tensor import LazyTensor
 
 # arguments matched by type and value (a float: not 0.0, whose sign ``==`` ignores, nor nan)
 _PLAIN = frozenset({int, bool, str, type(None), torch.dtype, float})
+_TENSOR, _PARAMETER = torch.Tensor, torch.nn.Parameter
 
 
 class Ref(int):
@@ -65,12 +70,43 @@ class Sym:
 
 
 class Seq:
-    """A tuple or list argument of ints and symbolic sizes (``view((b, -1))``), item by item."""
+    """A tuple or list argument of ints, symbolic sizes (``view((b, -1))``) and lazy tensors
+    (``cat([x, y])``: each a :class:`Ref`), item by item."""
 
     __slots__ = ("items", "kind")
 
     def __init__(self, kind: type, items: tuple):
         self.kind, self.items = kind, items
+
+
+class Bits:
+    """A float that ``==`` cannot match: a zero (whose sign it ignores) or nan; by its text."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, x: float):
+        self.text = repr(x)
+
+
+class Refs:
+    """A node argument that is a list or tuple of operands (``cat``'s): a :class:`Ref` per node."""
+
+    __slots__ = ("items", "kind")
+
+    def __init__(self, kind: type, items: tuple):
+        self.kind, self.items = kind, items
+
+
+class Held:
+    """A concrete tensor argument (a parameter, a buffer), matched by identity and version: the
+    same tensor with the same values (``_version`` counts its in-place changes), so a rule that
+    read its values would read the same ones. The call's rule made it a constant leaf; a replay
+    makes that leaf again."""
+
+    __slots__ = ("shape", "t", "version")
+
+    def __init__(self, t: torch.Tensor):
+        self.t, self.version, self.shape = t, t._version, t.shape
 
 
 def spec(a, nodes: list):
@@ -79,9 +115,11 @@ def spec(a, nodes: list):
     if t is LazyTensor:
         return template(a.node, nodes, len(nodes))
     if t in _PLAIN:
-        return a if t is not float or (a == a and a != 0.0) else NotImplemented
+        return a if t is not float or (a == a and a != 0.0) else Bits(a)
     if t is SymSize:
         return Sym(a.expr)
+    if t is _TENSOR or t is _PARAMETER:
+        return Held(a)
     if t is tuple or t is list:
         items = []
         for x in a:
@@ -90,15 +128,26 @@ def spec(a, nodes: list):
                 items.append(x)
             elif tx is SymSize:
                 items.append(Sym(x.expr))
+            elif tx is LazyTensor:
+                r = template(x.node, nodes, len(nodes))
+                if r is NotImplemented:
+                    return r
+                items.append(r)
             else:
                 return NotImplemented
         return Seq(t, tuple(items))
     return NotImplemented
 
 
-def _same(a, s, step: int) -> bool:
+def _same(a, s, step: int, nodes: list) -> bool:
     """``a`` matches the argument spec ``s`` (what the inline checks of :meth:`OpCall.match` leave)."""
     ts = type(s)
+    if ts is Ref:  # (an operand in a list)
+        return type(a) is LazyTensor and a.node.pos == s and nodes[s] is a.node
+    if ts is Bits:
+        return type(a) is float and repr(a) == s.text
+    if ts is Held:
+        return a is s.t and a._version == s.version and a.shape == s.shape
     if ts is Sym:
         return type(a) is SymSize and a.step == step and (a.expr is s.expr or a.expr == s.expr)
     if ts is Seq:
@@ -108,18 +157,36 @@ def _same(a, s, step: int) -> bool:
             if type(y) is int:
                 if type(x) is not int or x != y:
                     return False
-            elif not _same(x, y, step):
+            elif not _same(x, y, step, nodes):
                 return False
         return True
     return False  # (a Ref met by something not a lazy tensor; a plain value of another type or value)
 
 
+def _changed(s, k: int) -> bool:
+    """The spec ``s`` names an operand at position ``k`` or later: one the call changed (in place)."""
+    if type(s) is Ref:
+        return s >= k
+    return type(s) is Seq and any(type(x) is Ref and x >= k for x in s.items)
+
+
 def template(obj, nodes: list, k: int):
     """A node's argument with an operand node as its :class:`Ref` (``NotImplemented`` for an
-    operand nested in it, or one not logged before position ``k``)."""
+    operand nested in it, or one not logged before position ``k``); a dict (the node's
+    keyword arguments) item by item."""
     if type(obj) is Node:
         p = obj.pos
         return Ref(p) if p is not None and p < k and nodes[p] is obj else NotImplemented
+    if (type(obj) is list or type(obj) is tuple) and obj and type(obj[0]) is Node:
+        refs = tuple([template(x, nodes, k) for x in obj])
+        return NotImplemented if NotImplemented in refs else Refs(type(obj), refs)
+    if type(obj) is dict:
+        out = {}
+        for name, v in obj.items():
+            out[name] = template(v, nodes, k)
+            if out[name] is NotImplemented:
+                return NotImplemented
+        return out
     for x in walk(obj):
         if type(x) is Node:
             return NotImplemented
@@ -161,46 +228,66 @@ def direct_matcher(operands: tuple):
 class OpCall:
     """One op call of a step, as the next step replays it: the implementation called
     (``impl``), its arguments as specs (``spec``: per positional argument; ``kwspec``:
-    ``((name, spec), ...)`` or None), and what it recorded: the node's ``op``, its ``args``
-    (operands as :class:`Ref`) and ``kwargs``, ``shape``, ``dtype`` and log ``entry``.
-    ``direct``: :func:`direct_matcher`'s matcher when the node's arguments are the call's."""
+    ``((name, spec), ...)`` or None), and what it recorded: the constant leaves its rule made
+    of its :class:`Held` arguments (``consts``: ``(tensor, shape, entry)`` each, logged from
+    the call's position on), then the node's ``op``, its ``args`` and ``kwargs`` (operands as
+    :class:`Ref`; ``kwrefs``: whether the kwargs hold one), ``shape``, ``dtype`` and log
+    ``entry``. ``direct``: :func:`direct_matcher`'s matcher when the node's arguments are the call's."""
 
-    __slots__ = ("args", "direct", "dtype", "entry", "impl", "kwargs", "kwspec", "op", "shape", "spec")
+    __slots__ = ("args", "consts", "direct", "dtype", "entry", "impl", "kwargs", "kwrefs", "kwspec", "op", "shape", "spec")
 
-    def __init__(self, impl, spec: tuple, kwspec, node: Node, entry, args: tuple):
-        self.impl, self.spec, self.kwspec, self.args, self.kwargs = impl, spec, kwspec, args, node.kwargs
+    def __init__(self, impl, spec: tuple, kwspec, node: Node, entry, args: tuple, kwargs=None, consts: tuple = ()):
+        self.impl, self.spec, self.kwspec, self.args, self.consts = impl, spec, kwspec, args, consts
+        self.kwrefs = kwargs is not None and any(type(v) is Ref for v in kwargs.values())
+        self.kwargs = kwargs if self.kwrefs else node.kwargs
         self.op, self.shape, self.dtype, self.entry = node.op, node.shape, node.dtype, entry
         plain = all(type(s) is Ref or type(s) in _PLAIN for s in spec)
         same = args == spec and all(type(a) is type(s) for a, s in zip(args, spec, strict=True))
-        self.direct = direct_matcher(tuple([type(s) is Ref for s in spec])) if kwspec is None and plain and same else None
+        self.direct = (
+            direct_matcher(tuple([type(s) is Ref for s in spec])) if kwspec is None and plain and same and not consts else None
+        )
 
     @staticmethod
-    def of(impl, args, kwargs, node: Node, entry, nodes: list, k: int) -> OpCall | None:
-        """The call ``impl(*args, **kwargs)`` that made ``node`` at position ``k``, or None
-        when its arguments or the node's cannot be matched next step."""
+    def of(impl, args, kwargs, node: Node, entry, nodes: list, k: int, entries=()) -> OpCall | None:
+        """The call ``impl(*args, **kwargs)`` that made ``node``, from position ``k`` on (the
+        constant leaves its rule made of its concrete tensor arguments first: their log
+        ``entries``), or None when its arguments or the node's cannot be matched next step."""
         sp = []
+        held = []
         for a in args:
             s = spec(a, nodes)
-            if s is NotImplemented or (type(s) is Ref and s >= k):  # (an operand the call changed: in place)
+            if s is NotImplemented or _changed(s, k):
                 return None
+            if type(s) is Held:
+                held.append(s.t)
             sp.append(s)
         kw = None
         if kwargs:
             kw = []
             for name, v in kwargs.items():
                 s = spec(v, nodes)
-                if s is NotImplemented or type(s) is Ref:  # (an operand by keyword: rare, not matched)
+                if s is NotImplemented or type(s) is Ref or _changed(s, k):  # (an operand by keyword: rare)
                     return None
+                if type(s) is Held:
+                    held.append(s.t)
                 kw.append((name, s))
             kw = tuple(kw)
-        nargs = tuple([template(a, nodes, k) for a in node.args])
-        if NotImplemented in nargs or template(node.kwargs, nodes, k) is NotImplemented:
+        consts = []
+        for p in range(k, node.pos):  # (each made of an argument, so the same tensor when the call matches)
+            c = nodes[p]
+            if not any(c.data is t for t in held):
+                return None
+            consts.append((c.data, c.shape, entries[p - k]))
+        nargs = tuple([template(a, nodes, node.pos) for a in node.args])
+        nkwargs = template(node.kwargs, nodes, node.pos)
+        if NotImplemented in nargs or nkwargs is NotImplemented:
             return None
-        return OpCall(impl, tuple(sp), kw, node, entry, nargs)
+        return OpCall(impl, tuple(sp), kw, node, entry, nargs, nkwargs, tuple(consts))
 
     def match(self, ctx, nodes: list, args, kwargs):
-        """The node arguments this call records on ``args`` (operands: this step's nodes), or
-        None when ``args``/``kwargs`` are not the last step's."""
+        """The node arguments and kwargs this call records on ``args`` (operands: this step's
+        nodes), or None when ``args``/``kwargs`` are not the last step's. A call that matches
+        makes the constant leaves its rule made (``consts``), as its rule would have."""
         sp = self.spec
         if len(args) != len(sp):
             return None
@@ -211,7 +298,7 @@ class OpCall:
                 n = a.node
                 if type(s) is not Ref or n.pos != s or nodes[s] is not n:
                     return None
-            elif not ((t is type(s) and (a is s or a == s)) or _same(a, s, step)):
+            elif not ((t is type(s) and (a is s or a == s)) or _same(a, s, step, nodes)):
                 return None
         kw = self.kwspec
         if kw is None:
@@ -225,12 +312,19 @@ class OpCall:
                     return None
                 a = kwargs[name]
                 t = type(a)
-                if not ((t is type(s) and (a is s or a == s)) or _same(a, s, step)):
+                if not ((t is type(s) and (a is s or a == s)) or _same(a, s, step, nodes)):
                     return None
+        for t, shape, entry in self.consts:
+            ctx.constant(t, shape, entry)
         out = []
         for a in self.args:
-            out.append(nodes[a] if type(a) is Ref else a)
-        return tuple(out)
+            ta = type(a)
+            out.append(
+                nodes[a] if ta is Ref else a if ta is not Refs else a.kind([nodes[r] if type(r) is Ref else r for r in a.items])
+            )
+        if self.kwrefs:
+            return tuple(out), {name: nodes[v] if type(v) is Ref else v for name, v in self.kwargs.items()}
+        return tuple(out), self.kwargs
 
 
 class LeafCall:

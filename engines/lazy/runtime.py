@@ -143,7 +143,7 @@ class LazyContext:
         self.last: passes.Compiled | None = None
         self.log: StepLog | None = None  # the step log while a step records (see .steplog)
         self.fast: dict = {}  # step-log key -> (Compiled, input positions): the cached steps
-        self.last_key = None  # the step-log key of the step's first sync (None: none, or unlogged)
+        self.last_key = None  # the step-log key of the step's last sync (None: none, or unlogged)
         self.tape: StepLog | None = None  # the log of the last step that synced: the next step follows it (.replay)
         self._made: list = []  # the lazy tensors made while the step log records
         self._pool: list = []  # lazy tensors of finished steps no one holds (see release)
@@ -151,7 +151,7 @@ class LazyContext:
     # -- leaves ------------------------------------------------------------
     def new_step(self) -> None:
         """Forget the size variables and guards of the previous step."""
-        if self.log is not None:  # the last step never synced its log (a trace, an error): followed as far as it went
+        if self.log is not None:  # the last step was not released (a trace, an error): followed as far as it went
             self._keep(self.log)
         self._named.clear()
         self.wrote = False
@@ -163,11 +163,9 @@ class LazyContext:
         self._made = []  # (a step never released: its tensors are not reused)
 
     def _keep(self, log: StepLog) -> None:
-        """``log``, recorded, is the one the next step follows (:mod:`.replay`), and follows no
-        log itself (no chain of them); one a sync did not key (no output to sync, unlogged)
-        with the step's guards so far."""
-        if log.keyed is None:
-            log.guards, log.nguards = self.guards, len(self.guards)
+        """``log``, recorded, is the one the next step follows (:mod:`.replay`), with the step's
+        guards (those after its last sync too), and follows no log itself (no chain of them)."""
+        log.guards, log.nguards = self.guards, len(self.guards)
         log.follows = None
         self.tape = log
 
@@ -176,7 +174,7 @@ class LazyContext:
         refcounting frees the step at once (they can no longer be read by a later
         graph), and the step's lazy tensors no one else holds (or watches: a weak
         reference) are kept for the next step's :meth:`tensor`, without their nodes."""
-        if self.log is not None:  # (a step with no output to sync)
+        if self.log is not None:  # (the step's log: it goes on after a sync, to the end of the step)
             self._keep(self.log)
             self.log = None
         if self.tape is not None:
@@ -306,11 +304,16 @@ class LazyContext:
             self._made.append(t)
         return t
 
-    def constant(self, t: torch.Tensor) -> Node:
-        """A leaf for a concrete tensor met during tracing (all axes constant)."""
-        node = Node("input", shape=tuple(const(s) for s in t.shape), dtype=t.dtype, data=t)
-        if self.log is not None:
-            self.log.constant(node)
+    def constant(self, t: torch.Tensor, shape=None, entry=None) -> Node:
+        """A leaf for a concrete tensor met during tracing (all axes constant); ``shape`` and
+        its log ``entry``: a replayed call's (:class:`~.replay.OpCall`), made of this tensor."""
+        node = Node("input", shape=shape or tuple([const(s) for s in t.shape]), dtype=t.dtype, data=t)
+        log = self.log
+        if log is not None:
+            if entry is None:
+                log.constant(node)
+            else:
+                log.add(node, entry)
         return node
 
     # -- guards ------------------------------------------------------------
@@ -376,52 +379,59 @@ class LazyContext:
         if not roots:
             return
         log, lk = self.log, None
-        if log is not None:  # the step's first sync: its log names the graph
-            self.log = None
+        if log is not None:  # the step log names the graph (and goes on after the sync)
             try:
                 lk = log.key(roots, self.guards)
-            except Unlogged:
-                lk = None
+            except Unlogged:  # (a root it cannot name: the log ends here, the rest of the step unlogged)
+                self.log = log = None
             self.last_key = lk
-            hit = None
             if lk is not None:
                 hit = log.hit  # (a step that followed the last one to here: the last one's)
                 if hit is None:
-                    hit = log.hit = self.fast.get(lk)
-            if hit is not None:
-                entry, positions, shapes = hit
-                stats = self.stats
-                stats["trace"] += 1
-                stats["hit"] += 1
-                self.last = entry
-                nodes, inputs = log.nodes, []
-                for p in positions:
-                    inputs.append(nodes[p].data)
-                try:
-                    self._run(entry, inputs, roots, shapes)
-                except ShapeGuess:  # (an optimistic trace's check: this key's compile is not reused)
-                    self.fast.pop(lk, None)
-                    raise
-                self._keep(log)
-                return
-        g = self.trace(tensors, roots)
-        self.stats["trace"] += 1
-        entry = self.last = self._compiled(g)
-        if lk is not None:
-            try:
-                # the step's variables are named canonically (p<leaf>_<axis>), so every step with this
-                # key predicts its outputs' shapes by the same size expressions: compiled once
-                log.hit = self.fast[lk] = (entry, tuple([log.pos(n) for n in g.inputs]), shapes_fn([n.shape for n in g.outputs]))
-            except Unlogged:
-                pass
+                    hit = self.fast.get(lk)
+                    if hit is not None:
+                        log.found(hit)
+                if hit is not None:
+                    entry, positions, shapes = hit
+                    stats = self.stats
+                    stats["trace"] += 1
+                    stats["hit"] += 1
+                    self.last = entry
+                    nodes, inputs = log.nodes, []
+                    for p in positions:
+                        inputs.append(nodes[p].data)
+                    try:
+                        self._run(entry, inputs, roots, shapes)
+                    except BaseException as e:
+                        self._failed(lk, e)
+                        raise
+                    return
         try:
-            self._run(entry, [n.data for n in g.inputs], g.outputs)
-        except ShapeGuess:
+            g = self.trace(tensors, roots)
+            self.stats["trace"] += 1
+            entry = self.last = self._compiled(g)
             if lk is not None:
-                self.fast.pop(lk, None)
+                try:
+                    # the step's variables are named canonically (p<leaf>_<axis>), so every step with this
+                    # key predicts its outputs' shapes by the same size expressions: compiled once
+                    hit = (entry, tuple([log.pos(n) for n in g.inputs]), shapes_fn([n.shape for n in g.outputs]))
+                    self.fast[lk] = hit
+                    log.found(hit)
+                except Unlogged:
+                    pass
+            self._run(entry, [n.data for n in g.inputs], g.outputs)
+        except BaseException as e:
+            if log is not None:
+                self._failed(lk, e)
             raise
-        if log is not None:
-            self._keep(log)
+
+    def _failed(self, lk, e: BaseException) -> None:
+        """A logged sync's run raised ``e``: the step log ends there (the step is refused, or traced
+        again), and on a :class:`ShapeGuess` the key's compile is not reused (nor followed to)."""
+        self.log = None
+        if isinstance(e, ShapeGuess):  # (an optimistic trace's check failed)
+            self.fast.pop(lk, None)
+            self.tape = None
 
     def _compiled(self, g: passes.Graph) -> passes.Compiled:
         """The compile of the traced graph ``g``, from the cache keyed by its structure

@@ -9,9 +9,10 @@ and the step's guards determine the traced graph and its cache key
 compile without walking the graph (:func:`.passes.trace`) or building its
 key: the fast path of a cached step. A node or size the log cannot name (one
 from another step) raises :class:`Unlogged`, and that step's sync takes the
-full path. The log also keeps the call that made each node, and the next step
-follows it while it records the same (see :mod:`.replay`): then it has this
-step's key without building it.
+full path. The log goes on past a sync to the end of the step: a later sync's
+key holds the positions every earlier sync made leaves. The log also keeps the
+call that made each node, and the next step follows it while it records the same
+(see :mod:`.replay`): then it has this step's keys without building them.
 """
 
 from __future__ import annotations
@@ -45,11 +46,27 @@ class StepLog:
     position: the :mod:`.replay` call that made the node, or None), ``canon`` (size
     variable -> canonical name), and ``follows``: the last step's log while this step
     equals it so far (None once it differs, or from the start under another default dtype;
-    see :mod:`.replay`). Its first sync fills
-    ``keyed`` (its key), ``hit`` (the cached compile the key found), ``roots`` (the positions synced)
-    and ``guards`` (the step's, ``nguards`` of them at the sync): what the next step follows."""
+    see :mod:`.replay`). Each sync of the step appends to ``syncs`` its record ``[entries
+    logged, positions synced, guards, key, hit]`` and fills ``keyed`` (its key), ``hit`` (the
+    cached compile the key found), ``roots`` (the positions synced) and ``guards`` (the step's,
+    ``nguards`` of them at the sync): what the next step follows. The log goes on after a sync
+    (a data-dependent size, a value read mid-step): the rest of the step is logged, keyed and
+    followed too."""
 
-    __slots__ = ("calls", "canon", "default_dtype", "entries", "follows", "guards", "hit", "keyed", "nguards", "nodes", "roots")
+    __slots__ = (
+        "calls",
+        "canon",
+        "default_dtype",
+        "entries",
+        "follows",
+        "guards",
+        "hit",
+        "keyed",
+        "nguards",
+        "nodes",
+        "roots",
+        "syncs",
+    )
 
     def __init__(self, follows: StepLog | None = None):
         self.entries: list = []
@@ -62,6 +79,7 @@ class StepLog:
         self.keyed = self.hit = self.roots = None
         self.guards: list = []
         self.nguards = 0
+        self.syncs: list = []
 
     def add(self, node: Node, entry: tuple, call=None) -> None:
         """Log ``node`` as ``entry`` (its operands signed by the caller, as :meth:`op` does);
@@ -205,25 +223,36 @@ class StepLog:
         return (t, a)
 
     def key(self, roots, guards) -> tuple:
-        """The step's key: the log, the synced positions, and every guard of the step
-        (the one key of a logged step: ``LazyContext.sync`` looks its compile up by it). A
-        step that followed the last one to here, syncing the same positions, has its key:
-        taken, not built (and ``hit``, what it found)."""
+        """The key of the step's sync of ``roots``: the log so far, the positions synced by
+        this sync and the earlier ones (their nodes are leaves now), and every guard of the
+        step so far (the one key of a logged step: ``LazyContext.sync`` looks its compile up
+        by it). A step that followed the last one to here, syncing as it did, has its key:
+        taken, not built (and ``hit``, what it found); one that syncs otherwise than the last
+        step did here follows it no further (its nodes are leaves where the last step's were not)."""
         outs = (self.pos(roots[0]),) if len(roots) == 1 else tuple([self.pos(r) for r in roots])
-        self.roots, self.guards, self.nguards = outs, guards, len(guards)
+        syncs, n, ng = self.syncs, len(self.nodes), len(guards)
+        self.roots, self.guards, self.nguards = outs, guards, ng
         last = self.follows
-        if (
-            last is not None
-            and outs == last.roots
-            and last.keyed is not None
-            and len(self.nodes) == len(last.entries)
-            and len(guards) == last.nguards
-        ):
-            self.keyed, self.hit = last.keyed, last.hit
-            return self.keyed
+        if last is not None:
+            j = len(syncs)
+            if j < len(last.syncs):
+                rec = last.syncs[j]
+                if rec[0] == n and rec[1] == outs and rec[2] == ng:
+                    syncs.append(rec)  # (shared: its hit is only ever set to the compile its key found)
+                    self.keyed, self.hit = rec[3], rec[4]
+                    return self.keyed
+            self.follows = None
+        if syncs:  # (a later sync of the step: the earlier ones' roots are leaves of its graph)
+            outs = tuple([r[1] for r in syncs]) + (outs,)
         if not guards:
             k = (tuple(self.entries), outs, ())
         else:
             k = (tuple(self.entries), outs, tuple([(self.expr(g.lhs), g.op, self.expr(g.rhs), g.result) for g in guards]))
-        self.keyed = k
+        syncs.append([n, self.roots, ng, k, None])
+        self.keyed, self.hit = k, None
         return k
+
+    def found(self, hit) -> None:
+        """The compile the last sync's key found (or made): the next step following this one takes it."""
+        self.hit = hit
+        self.syncs[-1][4] = hit

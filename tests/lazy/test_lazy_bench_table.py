@@ -20,6 +20,21 @@ def test_the_markdown_table_has_median_iqr_and_ratio_to_eager():
     ]
 
 
+def test_geometric_means_over_the_zoo_and_the_rest_count_cases_every_path_ran():
+    pooled = {
+        "zoo_a": {"eager": [1.0], "lazy": [2.0], "lazy_before": [4.0]},
+        "zoo_b": {"eager": [1.0], "lazy": [8.0], "lazy_before": [4.0]},
+        "zoo_c": {"eager": [1.0], "lazy": [], "lazy_before": [3.0]},  # (lazy failed: left out)
+        "seed": {"eager": [2.0], "lazy": [3.0], "lazy_before": [5.0]},
+    }
+    assert bench.geomeans(list(pooled), pooled) == [
+        "# zoo: lazy x eager, geometric mean over 2 cases: 4.00",
+        "# zoo: lazy_before x eager, geometric mean over 2 cases: 4.00",
+        "# catalogue: lazy x eager, geometric mean over 1 cases: 1.50",
+        "# catalogue: lazy_before x eager, geometric mean over 1 cases: 2.50",
+    ]
+
+
 def test_record_and_kernel_split_a_step():
     """``record`` (the recording alone) runs step after step without compiling again, and
     ``kernel`` is the step's compiled kernel: eager's values."""

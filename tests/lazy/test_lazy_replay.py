@@ -41,6 +41,10 @@ OPS = {
     "view rows": ((1,), lambda y, v: y[: (y.shape[0] // 2) * 2].view(-1, 2)),
     "branch": ((1, 2), lambda y, v: y * 2 if y.shape[0] > 3 else y - 1),
     "softmax": ((1, 2), lambda y, v: torch.softmax(y, dim=-1)),
+    # syncs midway (the step goes on logging and following): a value read, a branch on one, a sync
+    "value read": ((1, 2), lambda y, v: y * float(y.abs().sum() > 2)),
+    "value branch": ((1, 2), lambda y, v: y + 1 if bool(y.sum() > 0) else y * 3),
+    "sync": ((1, 2), lambda y, v: (y.numpy(), y)[1] + 0.5),
 }
 
 
@@ -191,14 +195,15 @@ def test_a_step_that_leaves_the_last_one_traces_the_rest():
 
 
 def test_calls_that_are_not_replayed():
-    """An in-place op (it renames its operand), a data-dependent size (a new variable each step)
-    and a call of several nodes are traced every step, and still equal torch."""
+    """An in-place op (it renames its operand) and a data-dependent size (a new variable each
+    step) are traced every step, and still equal torch; the calls over a list of operands
+    (``cat``, ``stack``) are kept."""
 
     def prog(x):
         y = x.clone()
         y.mul_(2.0)
         s = torch.stack([x.sum(), x.amax()]).sum()
-        z = y[y > 0]  # nonzero count: data-dependent (the step log ends here: no later call is kept)
+        z = y[y > 0]  # nonzero count: data-dependent (a sync; the step log goes on)
         return torch.cat([z, z]) + s
 
     f = L.jit(prog)
@@ -206,8 +211,8 @@ def test_calls_that_are_not_replayed():
         x = torch.randn(n, generator=torch.Generator().manual_seed(i))
         torch.testing.assert_close(f(x), prog(x))
     kept = {c.impl.__name__ for c in f.ctx.tape.calls if type(c) is OpCall}
-    assert {"mul", "gt", "sum", "amax"} <= kept  # (mul_'s out-of-place mul is a call of its own)
-    assert not kept & {"mul_", "getitem", "cat", "stack"}, kept
+    assert {"mul", "gt", "sum", "amax", "cat", "stack"} <= kept  # (mul_'s out-of-place mul is a call of its own)
+    assert not kept & {"mul_", "getitem"}, kept
 
 
 def test_a_step_that_syncs_another_of_its_tensors_has_another_key():

@@ -153,8 +153,11 @@ def replayed(impl):
     def op(*args, **kwargs):
         if args:
             a = args[0]
-            if type(a) is not LazyTensor and len(args) > 1:  # (``2 - x``: the reflected operand)
-                a = args[1]
+            if type(a) is not LazyTensor:
+                if type(a) is list and a:  # (``cat([x, y])``)
+                    a = a[0]
+                elif len(args) > 1:  # (``2 - x``: the reflected operand)
+                    a = args[1]
             if type(a) is LazyTensor:
                 ctx = a.ctx
                 log = ctx.log
@@ -168,11 +171,16 @@ def replayed(impl):
                         c = calls[k]
                         if type(c) is OpCall and c.impl is impl:
                             match = c.direct
-                            largs = (
-                                c.match(ctx, log.nodes, args, kwargs) if match is None else match(args, kwargs, log.nodes, c.spec)
-                            )
-                            if largs is not None:
-                                return record(ctx, c.op, largs, c.kwargs, c.shape, c.dtype, c)
+                            if match is not None:
+                                largs = match(args, kwargs, log.nodes, c.spec)
+                                if largs is not None:
+                                    return record(ctx, c.op, largs, c.kwargs, c.shape, c.dtype, c)
+                            else:
+                                m = c.match(ctx, log.nodes, args, kwargs)  # (makes the call's constant leaves)
+                                if m is not None:
+                                    out = record(ctx, c.op, m[0], m[1], c.shape, c.dtype, c)
+                                    log.calls[k] = c  # (the call starts at its first constant leaf, if any)
+                                    return out
                             return capture(impl, ctx, log, k, args, kwargs)
         return impl(*args, **kwargs)
 
@@ -181,16 +189,20 @@ def replayed(impl):
 
 def capture(impl, ctx, log, k: int, args, kwargs):
     """``impl(*args, **kwargs)``, kept in ``log`` as the :class:`OpCall` at position ``k``
-    when the call made exactly the node it returned and decided nothing on the sizes (see
+    when the call made exactly the node it returned (after constant leaves of its concrete
+    tensor arguments, if any), synced nothing and decided nothing on the sizes (see
     :mod:`..replay` for what else it must not do)."""
-    decided = ctx.decided
+    decided, syncs = ctx.decided, len(log.syncs)
     out = impl(*args, **kwargs)
-    # (one node and no leaf: no new size variable, which only a leaf makes)
-    if ctx.log is log and type(out) is LazyTensor and len(log.nodes) == k + 1 and ctx.decided == decided:
-        nodes = log.nodes
-        node = out.node
-        if node is nodes[k] and node.op != "input":  # (a leaf: a data-dependent size's, made by a sync)
-            call = OpCall.of(impl, args, kwargs, node, log.entries[k], nodes, k)
+    # (one node and no other leaf: no new size variable, which only a leaf makes)
+    if ctx.log is log and type(out) is LazyTensor and ctx.decided == decided and len(log.syncs) == syncs:
+        nodes, entries = log.nodes, log.entries
+        node, last = out.node, len(nodes) - 1
+        if last >= k and node is nodes[last] and node.op != "input":  # (a leaf: a data-dependent size's, made by a sync)
+            for p in range(k, last):  # (constant leaves: OpCall.of checks they are the call's arguments)
+                if entries[p][0] != "const" or nodes[p].op != "input" or log.calls[p] is not None:
+                    return out
+            call = OpCall.of(impl, args, kwargs, node, entries[last], nodes, k, entries[k:last])
             if call is not None:
                 log.calls[k] = call
     return out
