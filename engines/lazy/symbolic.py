@@ -326,7 +326,8 @@ PROBES: list = []
 def note_probe(ctx, before: int) -> None:
     """After ``__index__`` specialised a size: remember the guard it added (if it added one) with the
     frame that called the C function asking (``__index__``'s caller's caller is C, no frame)."""
-    if len(ctx.guards) == before + 1:
+    added = len(ctx.guards) - before
+    if added == 1:
         f = sys._getframe(2)
         if PROBES and (PROBES[-1][0] is not f or PROBES[-1][1] != f.f_lasti):
             PROBES.clear()  # (another call site: its probes were real reads, kept)
