@@ -9,10 +9,9 @@ import pytest
 import torch
 from torch.export import Dim
 
+from conformance.op_samples import Fn
 from engines.stablehlo import XlaExecutor, lower
 from engines.stablehlo.lowering.types import parse_tensor_type
-
-from .cases_stablehlo import Fn
 
 X = np.array([0.5, -1.25, 3.0, 0.0, -7.5, 2.0], np.float32)
 Y = np.array([1.0, 0.25, -2.0, -0.0, 4.0, -3.5], np.float32)

@@ -10,9 +10,8 @@ import pytest
 import torch
 from torch.export import Dim
 
+from conformance.op_samples import Fn
 from engines.stablehlo import LoweringError, XlaExecutor, lower
-
-from .cases_stablehlo import Fn
 
 SIZES = (4, 7)  # the live sizes each program runs at; bounds are 16
 

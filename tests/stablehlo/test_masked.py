@@ -10,10 +10,9 @@ import pytest
 import torch
 from torch.export import Dim
 
+from conformance.op_samples import Fn
 from engines.stablehlo import XlaExecutor, lower
 from engines.stablehlo.execution.xla import DataDependentSize
-
-from .cases_stablehlo import Fn
 
 SMALL = np.array([3.0, 1.0, 2.0, 3.0, 1.0, 5.0, 5.0, 0.0], np.float32)
 BIG = np.array([4.0, 4.0, -1.0, 2.5, 0.0, 0.0, 7.0, 2.5, 2.5, 9.0, -3.0, 4.0, 1.0, 1.0, 8.0, 0.0], np.float32)

@@ -10,10 +10,9 @@ import pytest
 import torch
 from torch.export import Dim
 
+from conformance.op_samples import Fn
 from conformance.opinfo import distribution as D
 from engines.stablehlo import LoweringError, XlaExecutor, lower
-
-from .cases_stablehlo import Fn
 
 X = np.linspace(-1.0, 1.0, 400).astype(np.float32)
 

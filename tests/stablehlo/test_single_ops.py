@@ -9,9 +9,8 @@ import pytest
 import torch
 from torch.export import Dim
 
+from conformance.op_samples import Fn
 from engines.stablehlo import XlaExecutor, lower
-
-from .cases_stablehlo import Fn
 
 
 def _randn(*shape, seed=0):

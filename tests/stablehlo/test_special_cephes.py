@@ -12,9 +12,8 @@ import pytest
 import torch
 from torch.export import Dim
 
+from conformance.op_samples import Fn
 from engines.stablehlo import XlaExecutor, lower
-
-from .cases_stablehlo import Fn
 
 S = torch.special
 #: every branch of the Bessel forms: near 0, the switch at 5 (J, Y) or 2 (K), far, off-domain
