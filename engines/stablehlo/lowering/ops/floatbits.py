@@ -7,6 +7,7 @@ from __future__ import annotations
 import torch
 
 from ..registry import lowers
+from .special import _c
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -18,10 +19,6 @@ LAYOUT = {"f64": ("i64", 64, 52, 1023), "f32": ("i32", 32, 23, 127), "f16": ("i1
 def _bits(ctx, x):
     it = LAYOUT[x.dtype][0]
     return ctx.op("stablehlo.bitcast_convert", [x], (x.sym_shape, it))
-
-
-def _int(ctx, v, like):
-    return ctx.constant(v, like.dtype, like.sym_shape)
 
 
 def _and(ctx, a, b):
@@ -38,28 +35,28 @@ def frexp(ctx, x):
     their own mantissa, with exponent 0."""
     _, width, nm, bias = LAYOUT[x.dtype]
     b = _bits(ctx, x)
-    sign = _and(ctx, b, _int(ctx, -(1 << (width - 1)), b))
-    field = _and(ctx, ctx.binary("stablehlo.shift_right_logical", b, _int(ctx, nm, b)), _int(ctx, (1 << (width - 1 - nm)) - 1, b))
-    frac = _and(ctx, b, _int(ctx, (1 << nm) - 1, b))
-    half = _or(ctx, sign, _int(ctx, (bias - 1) << nm, b))  # 0.5 with x's sign
+    sign = _and(ctx, b, _c(ctx, b, -(1 << (width - 1))))
+    field = _and(ctx, ctx.binary("stablehlo.shift_right_logical", b, _c(ctx, b, nm)), _c(ctx, b, (1 << (width - 1 - nm)) - 1))
+    frac = _and(ctx, b, _c(ctx, b, (1 << nm) - 1))
+    half = _or(ctx, sign, _c(ctx, b, (bias - 1) << nm))  # 0.5 with x's sign
     # subnormal: the leading bit of frac at position p
-    p = ctx.binary("stablehlo.subtract", _int(ctx, width - 1, b), ctx.unary("stablehlo.count_leading_zeros", frac))
+    p = ctx.binary("stablehlo.subtract", _c(ctx, b, width - 1), ctx.unary("stablehlo.count_leading_zeros", frac))
     shifted = _and(
         ctx,
-        ctx.binary("stablehlo.shift_left", frac, ctx.binary("stablehlo.subtract", _int(ctx, nm, b), p)),
-        _int(ctx, (1 << nm) - 1, b),
+        ctx.binary("stablehlo.shift_left", frac, ctx.binary("stablehlo.subtract", _c(ctx, b, nm), p)),
+        _c(ctx, b, (1 << nm) - 1),
     )
-    zero = _int(ctx, 0, b)
+    zero = _c(ctx, b, 0)
     sub = ctx.compare(field, zero, "EQ")
     mant = ctx.select(sub, _or(ctx, half, shifted), _or(ctx, half, frac))
     exp = ctx.select(
         sub,
-        ctx.binary("stablehlo.subtract", p, _int(ctx, bias - 2 + nm, b)),
-        ctx.binary("stablehlo.subtract", field, _int(ctx, bias - 1, b)),
+        ctx.binary("stablehlo.subtract", p, _c(ctx, b, bias - 2 + nm)),
+        ctx.binary("stablehlo.subtract", field, _c(ctx, b, bias - 1)),
     )
     special = ctx.binary(
         "stablehlo.or",
-        ctx.compare(field, _int(ctx, (1 << (width - 1 - nm)) - 1, b), "EQ"),
+        ctx.compare(field, _c(ctx, b, (1 << (width - 1 - nm)) - 1), "EQ"),
         ctx.binary("stablehlo.and", sub, ctx.compare(frac, zero, "EQ")),
     )
     mant = ctx.select(special, x, ctx.op("stablehlo.bitcast_convert", [mant], (x.sym_shape, x.dtype)))
@@ -77,8 +74,8 @@ def _frexp(ctx, node, a):
 def _order_key(ctx, b, width):
     """An integer whose order is the float's (sign-magnitude bits to two's complement; -0 = +0):
     comparisons of the floats themselves would see subnormals as 0 where the backend flushes."""
-    mag = _and(ctx, b, _int(ctx, (1 << (width - 1)) - 1, b))
-    return ctx.select(ctx.compare(b, _int(ctx, 0, b), "LT"), ctx.unary("stablehlo.negate", mag), mag)
+    mag = _and(ctx, b, _c(ctx, b, (1 << (width - 1)) - 1))
+    return ctx.select(ctx.compare(b, _c(ctx, b, 0), "LT"), ctx.unary("stablehlo.negate", mag), mag)
 
 
 def nextafter(ctx, x, y):
@@ -87,10 +84,10 @@ def nextafter(ctx, x, y):
     b, by = _bits(ctx, x), _bits(ctx, y)
     width = LAYOUT[x.dtype][1]
     kx, ky = _order_key(ctx, b, width), _order_key(ctx, by, width)
-    zero = _int(ctx, 0, b)
+    zero = _c(ctx, b, 0)
     away = ctx.compare(ctx.compare(ky, kx, "GT"), ctx.compare(kx, zero, "GT"), "EQ")
-    step = ctx.binary("stablehlo.add", b, ctx.select(away, _int(ctx, 1, b), _int(ctx, -1, b)))
-    tiny = _or(ctx, _and(ctx, by, _int(ctx, -(1 << (width - 1)), b)), _int(ctx, 1, b))
+    step = ctx.binary("stablehlo.add", b, ctx.select(away, _c(ctx, b, 1), _c(ctx, b, -1)))
+    tiny = _or(ctx, _and(ctx, by, _c(ctx, b, -(1 << (width - 1)))), _c(ctx, b, 1))
     out = ctx.select(ctx.compare(kx, zero, "EQ"), tiny, step)
     out = ctx.select(ctx.compare(kx, ky, "EQ"), by, out)
     out = ctx.op("stablehlo.bitcast_convert", [out], (x.sym_shape, x.dtype))
