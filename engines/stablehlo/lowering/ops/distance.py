@@ -56,6 +56,14 @@ def _cdist(ctx, node, x1, x2, p, compute_mode=None):
     return ctx.reshape(out, ctx.out_shape(node))
 
 
+def _first_pair(ctx, r, n, shape):
+    """``r n - r (r + 1) / 2`` (i64, of ``shape``): the index of row ``r``'s first pair of ``n`` rows."""
+    nn = ctx.convert(ctx.broadcast_to(ctx.dim(n), shape), "i64")
+    r_plus_1 = ctx.binary("stablehlo.add", r, ctx.constant(1, "i64", shape))
+    half = ctx.binary("stablehlo.divide", ctx.binary("stablehlo.multiply", r, r_plus_1), ctx.constant(2, "i64", shape))
+    return ctx.binary("stablehlo.subtract", ctx.binary("stablehlo.multiply", r, nn), half)
+
+
 @lowers(aten._pdist_forward.default)
 def _pdist(ctx, node, x, p=2.0):
     """Row pair k of n rows is (i, j): i the rows r in 1..n-1 whose first pair, ``r n -
@@ -66,31 +74,13 @@ def _pdist(ctx, node, x, p=2.0):
     full = _norm_last(ctx, _differences(ctx, x, x), float(p))  # (n, n)
     k = as_dim(ctx.out_shape(node)[0])
     rows = ctx.iota((k, n), 1, "i64")
-    nn = ctx.convert(ctx.broadcast_to(ctx.dim(n), (k, n)), "i64")
-    one = ctx.constant(1, "i64", (k, n))
-    first = ctx.binary(
-        "stablehlo.subtract",
-        ctx.binary("stablehlo.multiply", rows, nn),
-        ctx.binary(
-            "stablehlo.divide",
-            ctx.binary("stablehlo.multiply", rows, ctx.binary("stablehlo.add", rows, one)),
-            ctx.constant(2, "i64", (k, n)),
-        ),
-    )
+    first = _first_pair(ctx, rows, n, (k, n))
     kk = ctx.iota((k, n), 0, "i64")
     counted = ctx.binary("stablehlo.and", ctx.compare(first, kk, "LE"), ctx.compare(rows, ctx.constant(1, "i64", (k, n)), "GE"))
     i = ctx.reduce(ctx.convert(counted, "i64"), [1], "add")  # (k,)
     ni = ctx.convert(ctx.broadcast_to(ctx.dim(n), (k,)), "i64")
     one_k = ctx.constant(1, "i64", (k,))
-    first_i = ctx.binary(
-        "stablehlo.subtract",
-        ctx.binary("stablehlo.multiply", i, ni),
-        ctx.binary(
-            "stablehlo.divide",
-            ctx.binary("stablehlo.multiply", i, ctx.binary("stablehlo.add", i, one_k)),
-            ctx.constant(2, "i64", (k,)),
-        ),
-    )
+    first_i = _first_pair(ctx, i, n, (k,))
     j = ctx.binary(
         "stablehlo.add",
         ctx.binary("stablehlo.subtract", ctx.iota((k,), 0, "i64"), first_i),
