@@ -179,16 +179,17 @@ def test_verdicts_judge_each_jobs_records_together_whatever_their_order():
     ]
     mixed = [r for pair in zip(eager, einx, strict=True) for r in pair] + idle  # interleaved, as --jobs 2 writes them
     df = pd.DataFrame.from_records(mixed, columns=list(results.FIELDS))
-    got = frames.verdicts(df, rules)
+    got = frames.verdicts(df, rules, ci=False)  # CI=true in the environment would judge the skips "missing"
     assert list(got) == [("c", "torch_eager", "static"), ("c", "einx", "static")] + [
         (f"z{i}", "einx", "static") for i in range(3)
     ]
     for (case, backend, mode), v in got.items():
         alone = [r for r in mixed if (r["case"], r["backend"], r["mode"]) == (case, backend, mode)]
-        want = expectations.verdict(alone, expectations.lookup(rules, case, backend, mode))
+        want = expectations.verdict(alone, expectations.lookup(rules, case, backend, mode), ci=False)
         assert (v.outcome, v.problems, v.rule) == (want.outcome, want.problems, want.rule)
     assert got[("c", "einx", "static")].outcome == "fail" and got[("c", "torch_eager", "static")].outcome == "pass"
     assert got[("z0", "einx", "static")].outcome == "idle"
+    assert frames.verdicts(df, rules, ci=True)[("z0", "einx", "static")].outcome == "missing"
     # by a column some records lack (env: None), the jobs keep apart
-    by_env = frames.verdicts(df.assign(env=["main"] * len(eager + einx) + [None] * 3), rules, by=["env"])
+    by_env = frames.verdicts(df.assign(env=["main"] * len(eager + einx) + [None] * 3), rules, by=["env"], ci=False)
     assert len(by_env) == 5 and by_env[("c", "einx", "static", "main")].outcome == "fail"
