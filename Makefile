@@ -54,7 +54,7 @@ test: $(STAMP) xla-env lint docs chromium
 # tests patch (backends.einx's build counter): it runs in processes of its own
 GRAMMAR := tests/einx_symbolic/test_grammar.py
 test-extended: $(STAMP) xla-env chromium
-	$(PY) -m pytest tests/ -m extended --ignore=$(GRAMMAR) $(PYTEST_FLAGS)
+	$(PY) -m pytest tests/ cases/ -m extended --ignore=$(GRAMMAR) $(PYTEST_FLAGS)
 	$(PY) -m pytest $(GRAMMAR) $(PYTEST_FLAGS)
 
 # the edit loop's tier (<= 2 min on the idle 2-core machine): lint, the tests not

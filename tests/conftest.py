@@ -60,7 +60,6 @@ SLOW = (
     "tests/stablehlo/test_api.py::test_xla_compiles_once_bounded_per_shape_unbounded_interpreter_never",
     "tests/einx_symbolic/test_fast_paths.py::test_closure_graph_matches_generated_graph*",  # ~28 s
     "tests/lazy/test_lazy_modes.py::test_catalogue_quick_profile_all_modes",
-    "tests/test_backends.py::test_torch_compile_inductor_static_one_graph_per_shape_with_dynamo_reasons",  # ~27 s
     "tests/test_registry.py::test_out_of_tree_backend_runs_a_job",  # ~22 s
     "tests/test_check.py::test_a_broken_backend_fails_run_check_and_gate",  # starts a fork server
     "tests/test_check.py::test_the_gate_fails_a_job_with_a_hole",
@@ -69,7 +68,6 @@ SLOW = (
     "tests/test_profiles.py::test_run_records_and_reports_what_the_profile_left_out",
     "tests/test_cli.py::test_run_exits_1_when_a_job_ends_unexpectedly",
     "tests/test_cli.py::test_run_writes_records_and_prints_the_report*",
-    "tests/test_asv_suite.py::*",
     "tests/test_case_packs.py::*",
     "tests/test_faults.py::*",
     "tests/test_forkserver.py::*",
@@ -97,9 +95,10 @@ SLOW = (
 
 #: the tests ``make test`` leaves to ``make test-extended``, which CI runs after it
 #: (``.ci/run``): whole systems set up around a test (asv, a Dask cluster, a wheel
-#: install) and sweeps of whole models, ~1,100 worker-seconds of the ~2,300 that
-#: kept ``make test`` over its 15 minutes (per-test seconds: ``DYNSHAPE_TEST_TIMES``,
-#: conftest.py). Each is also ``slow``.
+#: install) and sweeps of whole models: ~1,100 worker-seconds of the ~3,400 that kept
+#: ``make test`` over its 15 minutes, then ~700 more of the ~2,300 left (the last
+#: three and :data:`EXTENDED_ROWS`: a fresh clone's ``make test`` took 1,207 s with
+#: them). Per-test seconds: ``DYNSHAPE_TEST_TIMES`` (conftest.py). Each is also ``slow``.
 EXTENDED = (
     "tests/test_asv_publish.py::*",  # asv run + publish + Chromium (~5 min)
     "tests/test_dask_cluster.py::*",  # a real scheduler and two workers (~4.5 min)
@@ -109,17 +108,46 @@ EXTENDED = (
     "tests/test_models.py::*",  # the model cases against their float64 oracles (~2.5 min)
     "tests/stablehlo/test_models.py::*",  # four bounded model sweeps (40-100 s each)
     "tests/einx_symbolic/test_grammar.py::*",  # einx 0.4.3 side by side, in processes of its own
+    "tests/test_preload.py::*",  # a fork server per backend, each job's imports listed (~45 s)
+    "tests/test_asv_suite.py::*",  # asv's discovery and each benchmark module in a process (~55 s)
+    "tests/test_backends.py::test_torch_compile_inductor_static_one_graph_per_shape_with_dynamo_reasons",  # gcc
 )
+
+#: the conformance gate's rows (``cases/test_conformance.py``'s jobs, by backend) that
+#: ``make test`` leaves to the extended tier with :data:`EXTENDED`: peers whose row
+#: repeats a path the kept rows gate (lazy → StableHLO is the lazy and StableHLO rows
+#: composed; the interpreter, torch-mlir and the canonicalised torch_xla export
+#: re-run the StableHLO row's programs; jax.export is jax.jit's programs exported)
+#: and torch.compile's, whose inductor builds cost ~2 s a job. ~570 worker-seconds
+#: of the gate's ~1,070 (fresh clone of 0a648dc, junit). ``pytest cases/`` alone
+#: (tests/conftest.py unread) and ``make test-extended`` run them.
+EXTENDED_ROWS = (
+    "lazy_stablehlo",
+    "jax_export",
+    "torch_mlir_stablehlo",
+    "stablehlo_interp",
+    "torch_xla_stablehlo_canon",
+    "torch_compile",
+)
+GATE = "cases/test_conformance.py::test_conformance["
+
+
+def extended(item) -> bool:
+    """Whether ``make test`` leaves ``item`` to ``make test-extended``."""
+    import fnmatch
+
+    if item.nodeid.startswith(GATE):
+        return any(item.get_closest_marker(b) for b in EXTENDED_ROWS)
+    return any(fnmatch.fnmatchcase(item.nodeid, p) for p in EXTENDED)
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark the :data:`SLOW` tests ``slow``, the :data:`EXTENDED` ones ``extended`` (and slow)."""
+    """Mark the :data:`SLOW` tests ``slow``, the :func:`extended` ones ``extended`` (and slow)."""
     import fnmatch
 
-    slow, extended = pytest.mark.slow, pytest.mark.extended
     for item in items:
-        if any(fnmatch.fnmatchcase(item.nodeid, p) for p in EXTENDED):
-            item.add_marker(extended)
-            item.add_marker(slow)
+        if extended(item):
+            item.add_marker(pytest.mark.extended)
+            item.add_marker(pytest.mark.slow)
         elif any(fnmatch.fnmatchcase(item.nodeid, p) for p in SLOW):
-            item.add_marker(slow)
+            item.add_marker(pytest.mark.slow)

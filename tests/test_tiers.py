@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXTENDED, SLOW
+from tests.conftest import EXTENDED, EXTENDED_ROWS, SLOW
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,4 +38,30 @@ def test_ci_runs_make_test_and_the_extended_tier():
     assert "make test" in ci and "make test-extended" in ci
     make = (ROOT / "Makefile").read_text(encoding="utf-8")
     assert re.search(r'^test:.*\n\t.*-m "not extended"', make, flags=re.M), "make test no longer leaves out the tier"
-    assert re.search(r"^test-extended:.*\n\t.*-m extended", make, flags=re.M)
+    assert re.search(r"^test-extended:.*\n\t.*pytest tests/ cases/ -m extended", make, flags=re.M)
+
+
+def test_each_extended_row_is_a_backend_with_gate_jobs():
+    """A renamed backend would move its row back into ``make test`` silently."""
+    from cases.test_conformance import COMBOS
+
+    gated = {c.backend.name for c in COMBOS}
+    assert set(EXTENDED_ROWS) <= gated, f"no gate jobs for {sorted(set(EXTENDED_ROWS) - gated)}"
+    assert gated - set(EXTENDED_ROWS) >= {"lazy", "stablehlo_xla", "torch_eager", "einx_symbolic"}
+
+
+def test_extended_picks_gate_jobs_by_their_backend_marker_and_tests_by_pattern():
+    from tests.conftest import GATE, extended
+
+    class Item:
+        def __init__(self, nodeid, backend=None):
+            self.nodeid, self.backend = nodeid, backend
+
+        def get_closest_marker(self, name):
+            return name if name == self.backend else None
+
+    row = EXTENDED_ROWS[0]
+    assert extended(Item(f"{GATE}c[{row}-bounded]]", row))
+    assert not extended(Item(f"{GATE}c[lazy-bounded]]", "lazy"))
+    assert extended(Item("tests/test_wheel.py::test_x"))
+    assert not extended(Item("tests/test_frames.py::test_x"))
