@@ -57,6 +57,16 @@ def _collected(items) -> list:
 
 
 @pytest.fixture(scope="session")
+def gate_fingerprints():
+    """The session's job fingerprints (each record's ``fingerprint``), its files read
+    once, as one run's are: a Runner of its own per job would read and parse every
+    backend's import closure again (~1-2 s a job)."""
+    from harness import fingerprint
+
+    return fingerprint.Fingerprints()
+
+
+@pytest.fixture(scope="session")
 def gate_preload(request):
     """What the session's zygotes preload: every ``Backend.preload``/``warmup`` entry of the jobs
     it collected, so that one zygote per environment serves all of them (a job run

@@ -73,7 +73,7 @@ def test_jobs_the_gate_leaves_out():
 
 
 @pytest.mark.parametrize("combo", [pytest.param(c, marks=_marks(c.backend), id=c.id) for c in COMBOS])
-def test_conformance(combo, rules, gate_run, gate_preload, tmp_path):
+def test_conformance(combo, rules, gate_run, gate_preload, gate_fingerprints, tmp_path):
     rule = expectations.lookup(rules, combo.case.name, combo.backend.name, combo.mode)
     skip = combo.skip_reason()  # unavailable here (left-out and opt-in jobs are not collected)
     if skip is not None:
@@ -84,7 +84,14 @@ def test_conformance(combo, rules, gate_run, gate_preload, tmp_path):
         pytest.skip(reason)
     run_id, writer = gate_run
     run = runner.Runner(
-        tmp_path, run_id=run_id, profile="quick", repeats=REPEATS, warmup=1, progress=False, zygote_preload=gate_preload
+        tmp_path,
+        run_id=run_id,
+        profile="quick",
+        repeats=REPEATS,
+        warmup=1,
+        progress=False,
+        zygote_preload=gate_preload,
+        fingerprints=gate_fingerprints,
     )
     records: list[dict] = []
 

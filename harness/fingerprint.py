@@ -62,6 +62,7 @@ class Fingerprints:
         self.root = Path(root).resolve()
         self._digest: dict[Path, str] = {}
         self._imports: dict[Path, set[Path]] = {}
+        self._modules: dict[str, frozenset[Path]] = {}
         self._backends: dict[str, str] = {}
         self._cases: dict[str, str] = {}
 
@@ -129,9 +130,18 @@ class Fingerprints:
             parts.pop()
         return ".".join(parts)
 
-    def _files_of(self, module: str) -> set[Path]:
+    def _files_of(self, module: str) -> frozenset[Path]:
         """The files of ``module`` if it is tracked: a whole ``engines.X``
-        package, or one module of ``backends``/``cases``."""
+        package, or one module of ``backends``/``cases``. Kept per name: every
+        module of an engine imports its siblings, and each name of them is the
+        whole package (a walk of its tree and a ``resolve`` per file)."""
+        parts = module.split(".")
+        key = ".".join(parts[:2]) if parts[0] == "engines" else module  # (an engine is one unit)
+        if key not in self._modules:
+            self._modules[key] = frozenset(self._find_files_of(key))
+        return self._modules[key]
+
+    def _find_files_of(self, module: str) -> set[Path]:
         parts = module.split(".")
         if not parts or parts[0] not in TRACKED:
             return set()

@@ -160,6 +160,7 @@ class Runner:
         processes: int = 1,
         fork_server: bool | None = None,
         zygote_preload: dict[str, set[str]] | None = None,
+        fingerprints: fingerprint.Fingerprints | None = None,
     ):
         if profile not in cases.PROFILES:
             raise cases.CaseError(f"unknown profile {profile!r}; valid: {', '.join(cases.PROFILES)}")
@@ -195,8 +196,9 @@ class Runner:
             "machine": dict(meta.machine(), threads=threads),
         }
         self._lock = threading.Lock()
-        #: content hashes of this run's jobs (``fingerprint`` of each record), files read once a run
-        self.fingerprints = fingerprint.Fingerprints()
+        #: content hashes of this run's jobs (``fingerprint`` of each record), files read once a run;
+        #: the gate's Runners (one a job) share the session's, as one run's jobs do
+        self.fingerprints = fingerprint.Fingerprints() if fingerprints is None else fingerprints
 
     def run(self, combos: Iterable[Combo], jobs: int = 1) -> Path:
         """Run every combo (``jobs`` workers at a time) and return the JSONL path.

@@ -5,6 +5,8 @@ it; ``--fresh`` reruns everything; a record without a fingerprint is never reuse
 
 from __future__ import annotations
 
+import collections
+
 import json
 from pathlib import Path
 
@@ -148,6 +150,20 @@ def test_the_real_backends_depend_on_their_engines():
     rel = {n: {str(p.relative_to(fp.root)) for p in fp.backend_files(back[n])} for n in ("lazy", "torch_eager")}
     assert "engines/lazy/jit.py" in rel["lazy"] and "backends/lazy.py" in rel["lazy"]
     assert not any(p.startswith("engines/lazy/") for p in rel["torch_eager"])
+
+
+def test_an_engine_package_is_walked_once_whatever_its_modules_import(monkeypatch):
+    """Every module of an engine imports its siblings by name, and each name is the whole
+    package: walked once per instance (it was walked per name, ~2 s a gate job)."""
+    fp = fingerprint.Fingerprints()
+    walked = collections.Counter()
+    find = fp._find_files_of
+    monkeypatch.setattr(fp, "_find_files_of", lambda m: walked.update([m]) or find(m))
+    back = registry.backends()
+    files = fp.backend_files(back["lazy_stablehlo"])
+    assert walked["engines.lazy"] == 1 and walked["engines.stablehlo"] == 1
+    assert max(walked.values()) == 1
+    assert {p.name for p in files} >= {"to_stablehlo.py", "lower.py"}  # both engines, whole
 
 
 def test_split_with_fresh_reuses_nothing(tmp_path):
