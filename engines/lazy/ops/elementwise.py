@@ -121,6 +121,23 @@ def where(cond, a=None, b=None):
 
 # unary: name -> (runtime target, dtype rule)
 _SAME, _FLOAT, _BOOL = "same", "float", "bool"
+#: the activations of ``torch.nn.functional`` (float results), traced as ``F.<name>``
+_ACTIVATIONS = (
+    "gelu",
+    "silu",
+    "softplus",
+    "elu",
+    "leaky_relu",
+    "relu6",
+    "hardtanh",
+    "mish",
+    "logsigmoid",
+    "selu",
+    "celu",
+    "softsign",
+    "hardswish",
+    "hardsigmoid",
+)
 UNARY = {
     **{
         n: (getattr(torch, n), _SAME)
@@ -166,25 +183,7 @@ UNARY = {
     },
     **{n: (getattr(torch, n), _BOOL) for n in ("isnan", "isinf", "isfinite", "logical_not")},
     "square": (torch.square, "square"),
-    **{
-        n: (getattr(F, n), _FLOAT)
-        for n in (
-            "gelu",
-            "silu",
-            "softplus",
-            "elu",
-            "leaky_relu",
-            "relu6",
-            "hardtanh",
-            "mish",
-            "logsigmoid",
-            "selu",
-            "celu",
-            "softsign",
-            "hardswish",
-            "hardsigmoid",
-        )
-    },
+    **{n: (getattr(F, n), _FLOAT) for n in _ACTIVATIONS},
     "contiguous": (torch.Tensor.contiguous, _SAME),
     "detach": (torch.Tensor.detach, _SAME),
     "nan_to_num": (torch.nan_to_num, _SAME),
@@ -205,20 +204,7 @@ UNARY = {
 # those torch.nn.functional also has: ``F.relu(x, inplace=False)`` records ``F.relu``
 _UNARY_F = (
     "relu",
-    "gelu",
-    "silu",
-    "softplus",
-    "elu",
-    "leaky_relu",
-    "relu6",
-    "hardtanh",
-    "mish",
-    "logsigmoid",
-    "selu",
-    "celu",
-    "softsign",
-    "hardswish",
-    "hardsigmoid",
+    *_ACTIVATIONS,
     "sigmoid",
     "tanh",
     "layer_norm",
