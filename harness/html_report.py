@@ -79,38 +79,36 @@ def case_plots(case: str, shapes: pd.DataFrame, jobs: pd.DataFrame, many: bool) 
     s["label"] = _label(s, many)
     x, xlabel = _axis(s)
     integer = x == "shape_index" or x.startswith("size_")
-    if s["first_call_s"].notna().any():
-        alt = f"{case}: first-call latency per novel shape"
-        out.append(
-            (
-                alt,
-                svg.lines(
-                    _series(s, x, "first_call_s", ("first_call_min_s", "first_call_max_s")),
-                    title=f"{case}: first call on each novel shape (compiles included)",
-                    xlabel=xlabel,
-                    ylabel="first call (log; band: min–max over processes)",
-                    alt=alt,
-                    yfmt=columns.fmt_seconds,
-                    integer_x=integer,
-                ),
+
+    def latency(column: str, band: tuple[str, str], what: str, title: str, ylabel: str) -> None:
+        if s[column].notna().any():
+            alt = f"{case}: {what}"
+            series = _series(s, x, column, band)
+            chart = svg.lines(
+                series,
+                title=f"{case}: {title}",
+                xlabel=xlabel,
+                ylabel=ylabel,
+                alt=alt,
+                yfmt=columns.fmt_seconds,
+                integer_x=integer,
             )
-        )
-    if s["cached_s"].notna().any():
-        alt = f"{case}: cached latency per shape with its IQR"
-        out.append(
-            (
-                alt,
-                svg.lines(
-                    _series(s, x, "cached_s", ("cached_q25_s", "cached_q75_s")),
-                    title=f"{case}: cached call on each shape",
-                    xlabel=xlabel,
-                    ylabel="cached call (log; band: IQR)",
-                    alt=alt,
-                    yfmt=columns.fmt_seconds,
-                    integer_x=integer,
-                ),
-            )
-        )
+            out.append((alt, chart))
+
+    latency(
+        "first_call_s",
+        ("first_call_min_s", "first_call_max_s"),
+        "first-call latency per novel shape",
+        "first call on each novel shape (compiles included)",
+        "first call (log; band: min–max over processes)",
+    )
+    latency(
+        "cached_s",
+        ("cached_q25_s", "cached_q75_s"),
+        "cached latency per shape with its IQR",
+        "cached call on each shape",
+        "cached call (log; band: IQR)",
+    )
     if s["new_compiles"].notna().any():
         # jobs with the same steps share a line (else they hide each other): one per pattern
         steps: dict = {}
