@@ -48,6 +48,12 @@ _OPS = {
     "_max_pool2d": (lambda x: F.max_pool2d(x, 2), lambda n: (1, 2, n, 6), 1),
     "avg_pool2d": (lambda x: F.avg_pool2d(x, (2, 3), stride=1), lambda n: (2, n, n + 3), 1),
     "adaptive_avg_pool2d": (lambda x: F.adaptive_avg_pool2d(x, (1, None)), lambda n: (n, 2, 5, n), 1),
+    "adaptive_max_pool3d": (lambda x: F.adaptive_max_pool3d(x, (2, None, 1), return_indices=True), lambda n: (2, n, n + 1, 3), 1),
+    "adaptive_max_pool3d_with_indices": (
+        lambda x: F.adaptive_max_pool3d_with_indices(x, (None, 2, None)),
+        lambda n: (1, 2, n, 5, n + 2),
+        1,
+    ),
     # data-dependent: the mask's graph, then the rest (each once, not per size)
     "nonzero": (lambda x: torch.nonzero(x > 0).float().sum(0) * 2, lambda n: (n, 3), 2),
     "argwhere": (lambda x: (torch.argwhere(x > 0) + 1) * x.shape[0], lambda n: (n,), 2),

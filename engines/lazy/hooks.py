@@ -335,13 +335,15 @@ def trace_step(owner, leaves):
     as ``owner.sized_methods`` says. Patching ``__getitem__`` and restoring it costs a step ~20 us
     (CPython updates the slot in every subclass of ``torch.Tensor``), so the first step patches
     and learns whether ``fn`` needs them (``None`` -> ``False``: it never indexed a plain tensor by
-    a symbolic size; ``True``: it did, for good). A later unpatched step that meets one after all
-    raises ``NeedsSizedMethods`` from the size's ``__index__`` and is traced again, patched
-    (``LazyFunction._record``). Likewise ``owner.patches``: whether a step needs ``tracing``'s
-    functions in torch's namespaces (~2 us a step to swap in and out); a step of a program that
-    never called one nor reached ``__torch_function__`` runs without them, and one that reaches
-    ``__torch_function__``, converts a size to a number or raises after all is traced again with
-    them (``NeedsSizedMethods``; a program's own error is raised by that second trace)."""
+    a symbolic size; ``True``: it did, for good). A size's ``__index__`` in a step not yet known to
+    need them (an unpatched step, or the first) raises ``NeedsSizedMethods`` (torch's argument
+    parser then calls ``__torch_function__``; a program's own read is traced again, patched, the
+    size then read as an int: ``LazyFunction._record``). Likewise ``owner.patches``: whether a
+    step needs ``tracing``'s functions in torch's namespaces (~2 us a step to swap in and out);
+    a step of a program that never called one nor reached ``__torch_function__`` runs without
+    them, and one that reaches ``__torch_function__``, converts a size to a number or raises
+    after all is traced again with them (``NeedsSizedMethods``; a program's own error is raised
+    by that second trace)."""
     if owner.sized_methods is None:
         calls, patched, dispatched = SIZED_CALLS[0], PATCH_CALLS[0], DISPATCHED[0]
         with tracing():

@@ -35,8 +35,11 @@ class LazyFunction:
 
     def _record(self, args):
         """Trace ``fn`` on fresh lazy leaves over ``args``: (output, flat outputs). A step that
-        needs ``torch.Tensor``'s sized methods after all (see ``hooks.trace_step``) is traced again."""
-        if self.sized_methods is not False:
+        needs ``torch.Tensor``'s sized methods after all (see ``hooks.trace_step``) is traced again.
+        The first step (which learns ``sized_methods``) reads sizes as the later ones do: a size's
+        ``__index__`` refused, so a creation function held from before the step (``torch.eye(n)``:
+        torch's parser then calls ``__torch_function__``) records the same graph at every step."""
+        if self.sized_methods is True:
             return self._trace_step(args)
         ctx = self.ctx
         ctx.sized_methods_off = True

@@ -72,11 +72,25 @@ def test_a_held_broadcast_to_of_a_lazy_tensor_compiles_once():
     assert f.ctx.compiles() == 1 and not f.guard_log
 
 
-def test_a_size_a_c_function_reads_as_an_int_stays_guarded():
-    """``torch.eye(n)`` held from before the step takes ``n`` as an int (no
-    ``__torch_function__`` for an int argument): a real read, its guard kept, so the
-    second size is traced again rather than served the first size's graph."""
+def test_a_held_eye_compiles_once_from_the_first_step():
+    """``torch.eye(n)`` held from before the step: torch's parser asks ``n`` for ``__index__``,
+    which every step refuses (the first, which learns whether the step patches torch, too), so the
+    parser calls ``__torch_function__`` and the lazy ``eye`` records ``n`` symbolic. The first step
+    once read it as an int (a guard, its graph constant), the later ones not: a compile per size."""
     f = L.LazyFunction(lambda z: EYE(z.shape[0]) + z, dims=[{0: "s0"}])
     for n in (4, 6):
         assert torch.equal(f(torch.zeros(n)), torch.eye(n))
-    assert any("(index)" in g for g in f.guard_log)
+    assert f.ctx.compiles() == 1 and not f.guard_log
+
+
+TRIL_INDICES = torch.tril_indices  # held, and with no lazy rule
+
+
+def test_a_size_a_c_function_reads_as_an_int_stays_guarded():
+    """A held C function the lazy path has no rule for reads the size as an int (``int`` guard):
+    the second size is traced again rather than served the first size's graph, and a size met
+    before is served from the cache."""
+    f = L.LazyFunction(lambda z: TRIL_INDICES(z.shape[0], z.shape[0]).sum() + z, dims=[{0: "s0"}])
+    for n in (4, 6, 4):
+        assert torch.equal(f(torch.zeros(n)), torch.tril_indices(n, n).sum() + torch.zeros(n))
+    assert f.ctx.compiles() == 2 and any("(int)" in g for g in f.guard_log)

@@ -1,6 +1,6 @@
 """Creation ops whose sizes may be symbolic: ``torch.zeros(x.shape[0], 4)``
 (reached through ``hooks.tracing()`` as ``lazy_zeros``), ``*_like``,
-``new_*``, ``arange``, ``eye``."""
+``new_*``, ``arange``, ``eye``, and ``linspace``/``logspace`` of ``steps`` a size."""
 
 from __future__ import annotations
 
@@ -114,3 +114,33 @@ def lazy_eye(n, m=None, dtype=None, **kwargs):
     m = n if m is None else m
     dt = dtype or torch.get_default_dtype()
     return record(ctx, "eye", (n, m), {"dtype": dt}, (as_expr(n), as_expr(m)), dt)
+
+
+def _complex(v) -> bool:
+    return isinstance(v, complex) or (isinstance(v, torch.Tensor) and v.dtype.is_complex)
+
+
+def _spaced(name: str):
+    def impl(start, end, steps, *args, dtype=None, **kwargs):
+        for k in _DROP:
+            kwargs.pop(k, None)
+        base = (args[0] if args else kwargs.pop("base", 10.0),) if name == "logspace" else ()
+        if kwargs or len(args) > len(base) or not is_size(steps):
+            raise UntraceableOp(f"lazy: {name} with {sorted(kwargs) or 'these arguments'}")
+        if _complex(start) or _complex(end):
+            raise UntraceableOp(f"lazy: {name} of complex bounds")
+        n = as_expr(steps)
+        if n.is_const and n.value < 0:
+            raise ValueError(f"{name}: number of steps must be non-negative")
+        dt = dtype or torch.get_default_dtype()
+        return record(ctx_for(start, end, steps), name, (start, end, steps, *base), {"dtype": dt}, (n,), dt)
+
+    impl.__name__ = name
+    impl.__doc__ = f"``torch.{name}``: ``steps`` points (a size: symbolic), its bounds scalars or 0-d tensors."
+    return impl
+
+
+# (reached with lazy 0-d bounds, the tensor overload: torch's meta kernel reads ``steps`` as an int,
+# which bakes the first size into the shape)
+lazy_linspace = lazy_op("linspace", method=False, lowers=torch.linspace)(_spaced("linspace"))
+lazy_logspace = lazy_op("logspace", method=False, lowers=torch.logspace)(_spaced("logspace"))

@@ -191,18 +191,42 @@ def _avg_pool(name: str, nd: int):
     return impl
 
 
+def _adaptive_shape(name: str, nd: int, input, output_size) -> tuple:
+    """``(output_size as an nd-tuple, the output shape)`` of an adaptive pool: ``None`` keeps a size."""
+    sx = _pool_input(name, input, nd)
+    o = _tuple(output_size, nd, "output_size", name)
+    return o, list(sx[:-nd]) + [sx[-nd + i] if o[i] is None else as_expr(o[i]) for i in range(nd)]
+
+
 def _adaptive(name: str, nd: int):
     def impl(input, output_size, *rest):
         if rest and rest[0]:
             raise UntraceableOp(f"lazy: {name} with return_indices=True")
-        sx = _pool_input(name, input, nd)
-        o = _tuple(output_size, nd, "output_size", name)
-        spatial = [sx[-nd + i] if o[i] is None else as_expr(o[i]) for i in range(nd)]
-        return record(input.ctx, name, (input, o if nd > 1 else o[0]), {}, list(sx[:-nd]) + spatial, input.dtype)
+        o, shape = _adaptive_shape(name, nd, input, output_size)
+        return record(input.ctx, name, (input, o if nd > 1 else o[0]), {}, shape, input.dtype)
 
     impl.__name__ = name
     impl.__doc__ = f"Pooling over the last {nd} dim(s) to ``output_size`` (an int or an {nd}-tuple, ``None`` keeping a size)."
     return impl
+
+
+def _adaptive_max3d_values(input, output_size):
+    return F.adaptive_max_pool3d_with_indices(input, output_size)[0]
+
+
+def _adaptive_max3d_indices(input, output_size):
+    return F.adaptive_max_pool3d_with_indices(input, output_size)[1]
+
+
+def _adaptive_max3d(input, output_size, return_indices=False):
+    """``adaptive_max_pool3d``: the values (and their int64 indices), each of the shape
+    :func:`_adaptive` gives. torch's meta kernel reads the sizes as ints, so a ``None`` in
+    ``output_size`` baked the input's size into the shape."""
+    o, shape = _adaptive_shape("adaptive_max_pool3d", 3, input, output_size)
+    out = record(input.ctx, "adaptive_max3d_values", (input, o), {}, shape, input.dtype)
+    if not return_indices:
+        return out
+    return out, record(input.ctx, "adaptive_max3d_indices", (input, o), {}, shape, torch.int64)
 
 
 # fnames: torch.nn.functional's public names and the private ones its wrappers call (boolean_dispatch)
@@ -220,6 +244,14 @@ adaptive_avg_pool1d = lazy_op("adaptive_avg_pool1d", fnames=("adaptive_avg_pool1
 adaptive_avg_pool2d = lazy_op("adaptive_avg_pool2d", fnames=("adaptive_avg_pool2d",), method=False, lowers=F.adaptive_avg_pool2d)(
     _adaptive("adaptive_avg_pool2d", 2)
 )
+_MAX3D = {"adaptive_max3d_values": _adaptive_max3d_values, "adaptive_max3d_indices": _adaptive_max3d_indices}
+lazy_op(fnames=("adaptive_max_pool3d",), lowers=_MAX3D)(_adaptive_max3d)
+
+
+@lazy_op(fnames=("adaptive_max_pool3d_with_indices",))
+def _adaptive_max3d_with_indices(input, output_size, return_indices=False):
+    """``adaptive_max_pool3d``'s twin that returns the indices whatever ``return_indices`` says."""
+    return _adaptive_max3d(input, output_size, True)
 
 
 @lazy_op(fnames=("unfold",), lowers={"F.unfold": F.unfold})

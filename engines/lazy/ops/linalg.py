@@ -1,13 +1,16 @@
-"""Contractions: matmul (and mm/bmm), addmm, linear, einsum."""
+"""Contractions: matmul (and mm/bmm), addmm, linear, einsum, attention; ``linalg.vander``."""
 
 from __future__ import annotations
+
+import functools
 
 import torch
 import torch.nn.functional as F
 
+from ..symbolic import as_expr, const
 from ..tensor import UntraceableOp
 from .registry import ShapeError, ctx_for, lazy_op, record
-from .rules import ONE, assume_eq, bcast_dim, broadcast, hint, promote, shape_of
+from .rules import ONE, assume_eq, bcast_dim, broadcast, hint, le, promote, shape_of
 
 
 @lazy_op("matmul", lowers=torch.matmul)
@@ -148,3 +151,22 @@ def _gqa_heads(ctx, sq: tuple, s: tuple, what: str) -> tuple:
         raise ShapeError(f"scaled_dot_product_attention: {n} {what} heads do not divide {nq} query heads")
     assume_eq(ctx, hq, h * (nq // n), f"scaled_dot_product_attention (GQA {what} heads)")
     return s[:-3] + (hq,) + s[-2:]
+
+
+@functools.cache
+def _vander_dtype(dt: torch.dtype) -> torch.dtype:
+    """torch's result dtype of ``linalg.vander`` (integers as int64, cumprod's; bool refused), read off
+    a one-element call."""
+    return torch.linalg.vander(torch.zeros(1, dtype=dt), N=2).dtype
+
+
+@lazy_op("linalg_vander", method=False, lowers=torch.linalg.vander)
+def vander(x, N=None):
+    """``linalg.vander``: ``x`` (a 0-d one as ``[1]``) with a last dim of ``N`` powers, ``N`` its last
+    size by default. torch's meta kernel broadcasts a size of ``N - 1`` (a literal 1 at ``N == 2``)."""
+    ctx = ctx_for(x, N)
+    s = shape_of(x) or (ONE,)
+    n = s[-1] if N is None else as_expr(N)
+    if not le(ctx, const(2), n):
+        raise ShapeError(f"linalg.vander: N must be greater than 1, got {ctx.vars.text(n)}")
+    return record(ctx, "linalg_vander", (x,), {} if N is None else {"N": N}, (*s, n), _vander_dtype(x.dtype))

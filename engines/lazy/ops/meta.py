@@ -115,6 +115,8 @@ class _Getter:
 
 def fallback(func, name: str):
     """The implementation ``__torch_function__`` uses for ``func`` (no registry entry): see the module."""
+    if getattr(func, "lazy_tracing", False):  # (a step's patch of a torch method: keyed as the method itself,
+        func = func.__wrapped__  # or the step that patched and the steps that did not record different graphs)
     impl = _IMPLS.get(func)
     if impl is None:
         if name == "__get__":  # a tensor attribute

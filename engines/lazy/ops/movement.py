@@ -63,6 +63,8 @@ def _view(name):
 
 view = lazy_op("view", lowers=T.view)(_view("view"))
 reshape = lazy_op("reshape", lowers=T.reshape)(_view("reshape"))
+# (torch's meta kernel for view_copy branches on a size equal to a literal of the shape: a formula per size)
+view_copy = lazy_op("view_copy", method=False, lowers=torch.view_copy)(_view("view_copy"))
 
 
 @lazy_op("view_as")
@@ -228,6 +230,27 @@ def cat(tensors, dim=0):
         for i in range(len(s)):
             out[i] = out[i] + s[i] if i == d else assume_eq(ctx, out[i], s[i], "cat")
     return record(ctx, "cat", (tensors, d), {}, out, promote(*tensors))
+
+
+@lazy_op("_chunk_cat", method=False, lowers=torch._chunk_cat)
+def chunk_cat(tensors, dim, num_chunks):
+    """``torch._chunk_cat``: each tensor padded along ``dim`` to a multiple of ``num_chunks``, viewed
+    as ``[*lead, num_chunks, -1]`` and concatenated along ``dim + 1`` (torch's decomposition);
+    the last size ``sum(ceil(size[dim] / num_chunks) * prod(size[dim + 1:]))`` stays symbolic."""
+    tensors = list(tensors)
+    ctx = ctx_for(tensors)
+    shapes = [shape_of(t) for t in tensors]
+    if dim < 0 and len({len(s) for s in shapes}) > 1:
+        raise ShapeError("_chunk_cat: a negative dim with tensors of different rank")
+    d = norm_dim(dim, len(shapes[0]))
+    k = as_expr(num_chunks)
+    lead, last = list(shapes[0][:d]), ZERO
+    for s in shapes:
+        if len(s) <= d:
+            raise ShapeError(f"_chunk_cat: dim {dim} past a {len(s)}-d tensor")
+        lead = [assume_eq(ctx, a, b, "_chunk_cat") for a, b in zip(lead, s[:d], strict=True)]
+        last = last + (s[d] + k - ONE) // k * numel(s[d + 1 :])
+    return record(ctx, "_chunk_cat", (tensors, d, num_chunks), {}, [*lead, k, last], promote(*tensors))
 
 
 def _legacy_empty(t) -> bool:
