@@ -1,5 +1,6 @@
 """Pooling and resampling over the trailing spatial dims (static or dynamic):
-max pooling with indices (a two-operand ``reduce_window``), average pooling,
+max pooling (a max ``reduce_window``; with its indices, when they are read, a
+two-operand one), average pooling,
 nearest and (bi/tri)linear upsampling (gathers along each spatial dim).
 
 ``ceil_mode`` pads ``stride - 1`` more on the high side and slices the
@@ -9,6 +10,7 @@ result to torch's output size (the node's symbolic shape).
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 import torch
@@ -77,11 +79,18 @@ def _flat_spatial_index(ctx, x, lead):
     return acc
 
 
-def _max_pool(ctx, node, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
+def _max_pool(ctx, node, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False, indices=True):
+    """Values and (``indices``) their flat spatial indices; without indices a
+    single-result max window, the form every executor (IREE's too) converts."""
     dt = x.dtype
     attrs, raw, _, lead = _window(x, kernel, stride, padding, dilation, ceil_mode)
-    idx = _flat_spatial_index(ctx, x, lead)
     lowest = -math.inf if T.is_float(dt) else int(np.iinfo(T.MLIR_TO_NUMPY[dt]).min)
+    shape = ctx.out_shape(node, 0)
+    if not indices:
+        region = ctx.scalar_region(dt, "stablehlo.maximum")
+        vals = ctx.op("stablehlo.reduce_window", [x, ctx.constant(lowest, dt)], (raw, dt), attrs=attrs, regions=[region])
+        return [_fit(ctx, vals, shape), None]
+    idx = _flat_spatial_index(ctx, x, lead)
 
     def pick(c, va, ia, vb, ib):  # the larger value; on ties the first (smallest) index
         gt = c.compare(vb, va, "GT")
@@ -97,18 +106,23 @@ def _max_pool(ctx, node, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=
         attrs=attrs,
         regions=[region],
     )
-    shape = ctx.out_shape(node, 0)
     return [_fit(ctx, vals, shape), _fit(ctx, inds, shape)]
 
 
-for _op in (aten.max_pool2d_with_indices.default, aten.max_pool3d_with_indices.default):
-    lowers(_op)(_max_pool)
+def _indices_used(node) -> bool:
+    """Whether anything reads result 1 of ``node`` (a ``getitem(node, 1)`` with users)."""
+    return any(user.target is not operator.getitem or (user.args[1] != 0 and bool(user.users)) for user in node.users)
+
+
+@lowers(aten.max_pool2d_with_indices.default, aten.max_pool3d_with_indices.default)
+def _max_pool_with_indices(ctx, node, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
+    return _max_pool(ctx, node, x, kernel, stride, padding, dilation, ceil_mode, indices=_indices_used(node))
 
 
 @lowers(aten.max_pool2d.default, aten.max_pool1d.default, aten.max_pool3d.default)
 def _max_pool_values(ctx, node, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
     node_meta = node.meta["val"]
-    vals, _ = _max_pool(ctx, _Single(node, node_meta), x, kernel, stride, padding, dilation, ceil_mode)
+    vals, _ = _max_pool(ctx, _Single(node, node_meta), x, kernel, stride, padding, dilation, ceil_mode, indices=False)
     return vals
 
 
