@@ -98,3 +98,28 @@ def test_max_pooling_whose_indices_are_read_is_refused_by_name():
     text = lower(_export(program), bounded=False)
     with pytest.raises(IreeCompatError, match=r"stablehlo\.reduce_window with 2 results \(max pooling with its indices\)"):
         rewrite(text)
+
+
+def test_resnets_stem_compiles_once_and_matches_torch():
+    """conv 7x7/2 -> batch norm -> relu -> max pool 3x3/2 -> conv 3x3: torch's size
+    expression of the pool's result differs in form from the window's own, and the
+    no-op slice between them (`?` sizes) made IREE's codegen of the next conv's pad fail
+    ("failed to resolve workgroup count hint"); the pool now takes torch's expression."""
+    torch.manual_seed(0)
+    conv, bn, pool = torch.nn.Conv2d(3, 16, 7, 2, 3, bias=False), torch.nn.BatchNorm2d(16).eval(), torch.nn.MaxPool2d(3, 2, 1)
+    conv2 = torch.nn.Conv2d(16, 16, 3, 1, 1)
+
+    def stem(x):
+        return conv2(pool(torch.relu(bn(conv(x)))))
+
+    b, h = torch.export.Dim("b", min=2, max=64), torch.export.Dim("h", min=16, max=512)
+    with torch.no_grad():
+        text = lower(export(stem, [torch.randn(2, 3, 32, 32)], ({0: b, 2: h, 3: h},), "stem"), bounded=False)
+    assert "real_dynamic_slice" not in text
+    main = _main(text)
+    for n, side in ((2, 32), (3, 45), (2, 64)):
+        x = torch.randn(n, 3, side, side)
+        with torch.no_grad():
+            want = stem(x)
+        got = np.asarray(main(x.numpy()).to_host())
+        np.testing.assert_allclose(got, want.numpy(), rtol=1e-4, atol=1e-5, err_msg=f"at {(n, side)}")

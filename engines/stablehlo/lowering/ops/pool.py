@@ -9,6 +9,7 @@ result to torch's output size (the node's symbolic shape).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import operator
 
@@ -58,10 +59,16 @@ def _window(x, kernel, stride, padding, dilation, ceil_mode, pads=None):
     return attrs, tuple(out), padding, lead
 
 
-def _fit(ctx, v, shape):
-    """Slice ``v`` down to ``shape`` (ceil_mode's extra window), a no-op when equal."""
+def _fit(ctx, v, shape, exact=False):
+    """Slice ``v`` down to ``shape`` (ceil_mode's extra window), a no-op when equal.
+    ``exact``: the window's size formula is torch's own (no ceil_mode), so ``v`` has
+    ``shape`` whatever the two expressions look like; it takes torch's expression
+    with no slice (a run-time no-op slice of `?` sizes that IREE's codegen of a
+    following pad cannot size, ResNet's stem)."""
     if ctx.same_shape(v.sym_shape, shape):
         return v
+    if exact and str(ctx.type_of(v)) == str(ctx.type_of((shape, v.dtype))):
+        return dataclasses.replace(v, sym_shape=tuple(shape))
     return ctx.slice(v, [0] * v.rank, list(shape), [1] * v.rank, out_shape=shape)
 
 
@@ -89,7 +96,7 @@ def _max_pool(ctx, node, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=
     if not indices:
         region = ctx.scalar_region(dt, "stablehlo.maximum")
         vals = ctx.op("stablehlo.reduce_window", [x, ctx.constant(lowest, dt)], (raw, dt), attrs=attrs, regions=[region])
-        return [_fit(ctx, vals, shape), None]
+        return [_fit(ctx, vals, shape, not ceil_mode), None]
     idx = _flat_spatial_index(ctx, x, lead)
 
     def pick(c, va, ia, vb, ib):  # the larger value; on ties the first (smallest) index
@@ -106,7 +113,7 @@ def _max_pool(ctx, node, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=
         attrs=attrs,
         regions=[region],
     )
-    return [_fit(ctx, vals, shape), _fit(ctx, inds, shape)]
+    return [_fit(ctx, vals, shape, not ceil_mode), _fit(ctx, inds, shape, not ceil_mode)]
 
 
 def _indices_used(node) -> bool:
@@ -168,7 +175,7 @@ def _avg_pool(ctx, node, x, kernel, stride=(), padding=0, ceil_mode=False, count
             attrs=attrs,
             regions=[ctx.scalar_region(dt, "stablehlo.add")],
         )
-    return _fit(ctx, ctx.binary("stablehlo.divide", total, count), shape)
+    return _fit(ctx, ctx.binary("stablehlo.divide", total, count), shape, not ceil_mode)
 
 
 # ------------------------------------------------------------------ upsample
