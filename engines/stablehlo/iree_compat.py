@@ -29,8 +29,9 @@ argument's bound as an IREE hint (``util.assume.int`` on its ``tensor.dim``,
 
 ``stablehlo.reduce_window`` (one result, a max or a sum, `?` dims; every such
 window is refused, padded or not) → ``linalg.pooling_nchw_{max,sum}``
-(:mod:`.iree_window`). One with two results (max pooling with its indices) is
-refused by name: IREE converts single-result windows only.
+(:mod:`.iree_window`); one with two results, max pooling over f32 with its
+indices, as one max window over an i64 key packing the value's order and the
+index; any other is refused by name.
 
 Anything else IREE refuses is left as it is: ``iree-compile`` names it.
 
@@ -153,7 +154,7 @@ class _Rewriter(ConvRewrites, WindowRewrites):
 
         def visit(op):
             if op.name == "stablehlo.reduce_window" and len(op.results) > 1:
-                refused.append(op)
+                (found if self.argmax_form(op) is None else refused).append(op)
             elif op.name in REWRITTEN and self.served(op):
                 found.append(op)
             return self.ir.WalkResult.ADVANCE
@@ -161,13 +162,16 @@ class _Rewriter(ConvRewrites, WindowRewrites):
         module.operation.walk(visit)
         if refused:
             raise IreeCompatError(
-                f"stablehlo.reduce_window with {len(refused[0].results)} results (max pooling with its indices): "
-                "IREE 3.13 converts single-result windows only"
+                f"stablehlo.reduce_window with {len(refused[0].results)} results, not max pooling's over f32 with "
+                f"its indices ({self.argmax_form(refused[0])}): IREE 3.13 converts single-result windows only"
             )
         for op in found:
             with self.ir.InsertionPoint(op), op.location:
-                new = getattr(self, op.name.split(".", 1)[1])(op)
-            op.result.replace_all_uses_with(new)
+                if len(op.results) > 1:
+                    for old, new in zip(op.results, self.argmax_window(op), strict=True):
+                        old.replace_all_uses_with(new)
+                else:
+                    op.result.replace_all_uses_with(getattr(self, op.name.split(".", 1)[1])(op))
             op.erase()
         self.separate_scatter_inits(module)
         self.drop_bounds(module, hints)

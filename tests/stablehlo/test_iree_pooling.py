@@ -2,7 +2,7 @@
 IREE's StableHLO input refuses every ``reduce_window`` with a `?` dim, so the
 rewrite turns max and sum windows into ``linalg.pooling_*``; max pooling whose
 indices nothing reads is lowered to a single-result window (ResNet's stem), one
-whose indices are read is refused by name. Skips where IREE's wheels are missing."""
+whose indices are read becomes one max window over a packed (value, index) key. Skips where IREE's wheels are missing."""
 
 from __future__ import annotations
 
@@ -90,13 +90,39 @@ def test_integer_max_pooling_matches_torch():
             np.testing.assert_array_equal(np.asarray(g.to_host()), w.int().numpy())
 
 
-def test_max_pooling_whose_indices_are_read_is_refused_by_name():
+def _with_indices(x, s):
+    return (*F.max_pool2d_with_indices(x, 3, 2, 1), *F.max_pool2d_with_indices(x, 2, 2), F.max_pool1d_with_indices(s, 3, 2, 1)[1])
+
+
+def test_max_pooling_whose_indices_are_read_packs_value_and_index_in_one_key():
+    """Values and indices equal torch's exactly, on plateaus of equal values (the first
+    index wins), -0 against +0, -inf and NaN, from one compile."""
+    text = lower(_export(_with_indices), bounded=False)
+    assert text.count("i64>) -> (tensor") == 3  # the lowering's two-result windows
+    out = rewrite(text)
+    assert "stablehlo.reduce_window" not in out and out.count("linalg.pooling_nchw_max") == 3
+    main = _main(text)
+    g = torch.Generator().manual_seed(0)
+    for n, side, length in ((2, 9, 20), (3, 14, 33), (2, 31, 9)):
+        x = torch.randint(-3, 3, (n, 3, side, side), generator=g).float()  # many ties
+        s = torch.randint(-3, 3, (n, 4, length), generator=g).float()
+        x[0, 0, :2, :2] = float("-inf")
+        x[0, 1, 0, :3] = torch.tensor([-0.0, 0.0, -0.0])
+        x[1, 2, 3, 3] = float("nan")
+        got = [np.asarray(v.to_host()) for v in main(x.numpy(), s.numpy())]
+        for i, (g_, w) in enumerate(zip(got, _with_indices(x, s), strict=True)):
+            assert g_.shape == tuple(w.shape) and g_.dtype == w.numpy().dtype, f"output {i} at {(n, side, length)}"
+            np.testing.assert_array_equal(g_, w.numpy(), err_msg=f"output {i} at {(n, side, length)}")
+
+
+def test_a_two_result_window_of_another_form_is_refused_by_name():
     def program(x, s):
-        v, i = F.max_pool2d_with_indices(x, 3, 2, 1)
-        return v, i
+        return F.max_pool2d_with_indices(x.double(), 3, 2, 1)
 
     text = lower(_export(program), bounded=False)
-    with pytest.raises(IreeCompatError, match=r"stablehlo\.reduce_window with 2 results \(max pooling with its indices\)"):
+    with pytest.raises(
+        IreeCompatError, match=r"stablehlo\.reduce_window with 2 results, not max pooling's over f32 .*values of f64"
+    ):
         rewrite(text)
 
 
