@@ -16,6 +16,9 @@ from engines.stablehlo import BoundedXlaProgram, Module, XlaExecutor, lower
 
 aten = torch.ops.aten
 SIZES = ((2, 7, 9), (3, 11, 5), (4, 16, 13), (2, 30, 31))
+#: timm ViT's embedding width scale: XLA's CPU compiler got a product-and-sum width pass
+#: wrong from 48 channels on (2 were right)
+CHANNELS = 64
 
 
 class UpsampleAA(torch.nn.Module):
@@ -38,7 +41,7 @@ def _export():
     from engines.torch_export_tools import export_oblivious_retry
 
     b, h, w = (torch.export.Dim(n, min=lo, max=hi) for n, lo, hi in (("B", 2, 4), ("H", 3, 32), ("W", 3, 32)))
-    x = torch.randn(3, 2, 11, 9)
+    x = torch.randn(3, CHANNELS, 11, 9)
     return export_oblivious_retry(
         lambda **o: torch.export.export(UpsampleAA(), (x,), dynamic_shapes=({0: b, 2: h, 3: w},), strict=False, **o)
     )
@@ -55,7 +58,7 @@ def test_antialiased_upsample_over_dynamic_sides_matches_torch(bounded, decompos
     prog = BoundedXlaProgram(Module(text, "upsample_aa"), on_compile=lambda s, why: compiles.append(why), pad_value=np.nan)
     ex = XlaExecutor()
     for b, h, w in SIZES:
-        x = np.random.default_rng(h * w).standard_normal((b, 2, h, w)).astype(np.float32)
+        x = np.random.default_rng(h * w).standard_normal((b, CHANNELS, h, w)).astype(np.float32)
         got = prog(*prog.convert([x])).numpy() if bounded else ex.run(text, [x])
         want = [t.numpy() for t in UpsampleAA()(torch.from_numpy(x))]
         assert len(got) == len(want) == 9
@@ -77,3 +80,31 @@ def test_integer_input_is_refused_by_name():
     ep = torch.export.export(Fn(lambda self, x: aten._upsample_bilinear2d_aa.default(x, [3, 3], False)), (x,), strict=False)
     with pytest.raises(LoweringError, match="antialiased bilinear upsampling of ui8"):
         lower(ep, bounded=False)
+
+
+class PosEmbed(torch.nn.Module):
+    """timm ViT's position-embedding resize (as ``harness minify`` reduced the zoo case): a
+    static 4x4 grid of 64 channels, bicubic to the image's patch grid (side // 16)."""
+
+    def forward(self, x, grid):
+        n = x.shape[2] // 16
+        return aten._upsample_bicubic2d_aa.vec(grid, [n, n], False, None), aten._upsample_bicubic2d_aa.vec(
+            grid, [4, n], False, None
+        )
+
+
+@pytest.mark.parametrize("bounded", [True, False], ids=["bounded", "unbounded"])
+def test_a_static_grid_resized_to_the_images_grid_matches_torch(bounded):
+    p = torch.export.Dim("p16", min=2, max=8)
+    grid = torch.randn(1, CHANNELS, 4, 4)
+    ep = torch.export.export(
+        PosEmbed(), (torch.randn(2, 3, 64, 64), grid), dynamic_shapes=({2: 16 * p, 3: 16 * p}, None), strict=False
+    )
+    text = lower(ep, bounded=bounded)
+    prog = BoundedXlaProgram(Module(text, "pos_embed"), pad_value=np.nan) if bounded else None
+    ex = XlaExecutor()
+    for side in (64, 96, 128, 48):
+        x = np.zeros((2, 3, side, side), np.float32)
+        got = prog(*prog.convert([x, grid.numpy()])).numpy() if prog else ex.run(text, [x, grid.numpy()])
+        for i, (g, e) in enumerate(zip(got, PosEmbed()(torch.from_numpy(x), grid), strict=True)):
+            np.testing.assert_allclose(g, e.numpy(), rtol=1e-5, atol=1e-5, err_msg=f"output {i} at side {side}")

@@ -124,12 +124,14 @@ def _upsample_aa(ctx, node, x, align_corners, scales, mode):
     f = "f64" if dt == "f64" else "f32"
     y = ctx.convert(x, f)
     n, c, h, w = y.sym_shape
-    # width first, as torch's kernel: out[..., o] = sum_i x[..., i] * W[o, i], as a product
-    # and a reduce (XLA's bounded padder refuses a dot_general's contraction over a `?` side)
+    # width first, as torch's kernel; each pass a broadcast product and a sum over a middle
+    # dim: XLA's bounded padder refuses a transpose, or a consumer of a dot_general over a
+    # `?` side, and XLA 0.10.2's CPU compiler gets a sum over the product's minor dim wrong
+    # from 48 channels on (IREE and the interpreter right)
     ww = _weights(ctx, w, shape[3], align_corners, scales[1] if scales else None, mode, f)
-    wide = (n, c, h, shape[3], w)
-    y = ctx.binary("stablehlo.multiply", ctx.broadcast_to(y, wide, dims=[0, 1, 2, 4]), ctx.broadcast_to(ww, wide, dims=[3, 4]))
-    y = ctx.reduce(y, [4], "add")  # (N, C, H, W_out)
+    wide = (n, c, h, w, shape[3])
+    y = ctx.binary("stablehlo.multiply", ctx.broadcast_to(y, wide, dims=[0, 1, 2, 3]), ctx.broadcast_to(ww, wide, dims=[4, 3]))
+    y = ctx.reduce(y, [3], "add")  # (N, C, H, W_out)
     wh = _weights(ctx, h, shape[2], align_corners, scales[0] if scales else None, mode, f)
     tall = (n, c, shape[2], h, shape[3])
     y = ctx.binary("stablehlo.multiply", ctx.broadcast_to(y, tall, dims=[0, 1, 3, 4]), ctx.broadcast_to(wh, tall, dims=[2, 3]))
