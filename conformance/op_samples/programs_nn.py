@@ -159,6 +159,23 @@ def build() -> list[Sample]:
     )
     add(
         program(
+            "upsample_aa",
+            Fn(
+                lambda s, x: (
+                    F.interpolate(x, size=(2 * x.shape[2], 3), mode="bicubic", antialias=True),
+                    F.interpolate(x, size=(x.shape[2] + 1, 2), mode="bilinear", antialias=True),
+                    torch.ops.aten._upsample_bicubic2d_aa.default(x, [4, x.shape[3] + 2], True),
+                )
+            ),
+            lambda n, g: [r(g, n, 2, n + 1, 5)],
+            ({0: ("b", 1, None), 2: ("h", 2, None)},),
+            expect=["tensor<?x2x?x3xf32>", "stablehlo.reduce"],
+            sizes=(1, 2, 5, 30),
+            export_n=3,
+        )
+    )
+    add(
+        program(
             "conv_transpose",
             Fn(
                 lambda s, x: (s.t1(x), s.t2(x)),

@@ -2,7 +2,7 @@
 
 IREE 3.13 lowers StableHLO to ``linalg``/``tensor`` with the upstream
 stablehlo→linalg patterns, and marks the whole ``stablehlo`` dialect illegal
-afterwards. Three ops our lowering writes for ``?`` dims have no pattern there
+afterwards. Four ops our lowering writes for ``?`` dims have no pattern there
 ("failed to legalize operation"), whatever their shape operand is built from:
 
 ``stablehlo.dynamic_reshape``
@@ -27,6 +27,12 @@ encodings, which IREE does not read; :func:`rewrite` can instead state each
 argument's bound as an IREE hint (``util.assume.int`` on its ``tensor.dim``,
 ``hints=True``) so IREE knows the dims' ranges.
 
+``stablehlo.reduce_window`` (one result, a max or a sum, `?` dims; every such
+window is refused, padded or not) → ``linalg.pooling_nchw_{max,sum}``
+(:mod:`.iree_window`); one with two results, max pooling over f32 with its
+indices, as one max window over an i64 key packing the value's order and the
+index; any other is refused by name.
+
 Anything else IREE refuses is left as it is: ``iree-compile`` names it.
 
 One form IREE 3.13 accepts but computes wrong is rewritten too: two or more
@@ -49,9 +55,16 @@ from __future__ import annotations
 from typing import Any
 
 from .iree_conv import ConvRewrites
+from .iree_window import WindowRewrites
 
 #: the ops rewritten, by name (the functions below)
-REWRITTEN = ("stablehlo.dynamic_reshape", "stablehlo.dynamic_broadcast_in_dim", "stablehlo.dynamic_pad", "stablehlo.convolution")
+REWRITTEN = (
+    "stablehlo.dynamic_reshape",
+    "stablehlo.dynamic_broadcast_in_dim",
+    "stablehlo.dynamic_pad",
+    "stablehlo.convolution",
+    "stablehlo.reduce_window",
+)
 
 
 class IreeCompatError(ValueError):
@@ -105,7 +118,7 @@ def shared_scatter_inits(module, ir) -> tuple[int, str] | None:
     return (worst[1], worst[0]) if worst and worst[1] >= 2 else None
 
 
-class _Rewriter(ConvRewrites):
+class _Rewriter(ConvRewrites, WindowRewrites):
     def __init__(self, ir: Any):
         self.ir = ir
         self.index = ir.IndexType.get()
@@ -137,19 +150,39 @@ class _Rewriter(ConvRewrites):
     def run(self, module, hints: bool) -> None:
         found: list = []
 
+        refused: list = []
+
         def visit(op):
-            if op.name in REWRITTEN and (op.name != "stablehlo.convolution" or self.conv_form(op) is not None):
+            if op.name == "stablehlo.reduce_window" and len(op.results) > 1:
+                (found if self.argmax_form(op) is None else refused).append(op)
+            elif op.name in REWRITTEN and self.served(op):
                 found.append(op)
             return self.ir.WalkResult.ADVANCE
 
         module.operation.walk(visit)
+        if refused:
+            raise IreeCompatError(
+                f"stablehlo.reduce_window with {len(refused[0].results)} results, not max pooling's over f32 with "
+                f"its indices ({self.argmax_form(refused[0])}): IREE 3.13 converts single-result windows only"
+            )
         for op in found:
             with self.ir.InsertionPoint(op), op.location:
-                new = getattr(self, op.name.split(".", 1)[1])(op)
-            op.result.replace_all_uses_with(new)
+                if len(op.results) > 1:
+                    for old, new in zip(op.results, self.argmax_window(op), strict=True):
+                        old.replace_all_uses_with(new)
+                else:
+                    op.result.replace_all_uses_with(getattr(self, op.name.split(".", 1)[1])(op))
             op.erase()
         self.separate_scatter_inits(module)
         self.drop_bounds(module, hints)
+
+    def served(self, op) -> bool:
+        """Whether this rewrite has a form for ``op`` (convolutions and windows: some)."""
+        if op.name == "stablehlo.convolution":
+            return self.conv_form(op) is not None
+        if op.name == "stablehlo.reduce_window":
+            return self.window_form(op) is not None
+        return True
 
     def separate_scatter_inits(self, module) -> None:
         """Give every ``stablehlo.scatter`` whose input is a splat of a ``?`` shape a splat

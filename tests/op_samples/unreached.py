@@ -24,6 +24,8 @@ UNREACHED_LOWERING: dict[str, str] = {
         [
             "aten._unsafe_index_put.default",
             "aten._unsafe_view.default",
+            "aten._upsample_bicubic2d_aa.vec",
+            "aten._upsample_bilinear2d_aa.vec",
             "aten.all.default",
             "aten.all.dim",
             "aten.all.dims",

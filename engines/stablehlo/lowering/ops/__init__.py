@@ -34,6 +34,7 @@ from . import (  # noqa: F401
     special,
     spectral,
     symint,
+    upsample_aa,
 )
 from .prims import alias_prims
 

@@ -1,5 +1,6 @@
 """Pooling and resampling over the trailing spatial dims (static or dynamic):
-max pooling with indices (a two-operand ``reduce_window``), average pooling,
+max pooling (a max ``reduce_window``; with its indices, when they are read, a
+two-operand one), average pooling,
 nearest and (bi/tri)linear upsampling (gathers along each spatial dim).
 
 ``ceil_mode`` pads ``stride - 1`` more on the high side and slices the
@@ -8,7 +9,9 @@ result to torch's output size (the node's symbolic shape).
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import operator
 
 import numpy as np
 import torch
@@ -56,10 +59,16 @@ def _window(x, kernel, stride, padding, dilation, ceil_mode, pads=None):
     return attrs, tuple(out), padding, lead
 
 
-def _fit(ctx, v, shape):
-    """Slice ``v`` down to ``shape`` (ceil_mode's extra window), a no-op when equal."""
+def _fit(ctx, v, shape, exact=False):
+    """Slice ``v`` down to ``shape`` (ceil_mode's extra window), a no-op when equal.
+    ``exact``: the window's size formula is torch's own (no ceil_mode), so ``v`` has
+    ``shape`` whatever the two expressions look like; it takes torch's expression
+    with no slice (a run-time no-op slice of `?` sizes that IREE's codegen of a
+    following pad cannot size, ResNet's stem)."""
     if ctx.same_shape(v.sym_shape, shape):
         return v
+    if exact and str(ctx.type_of(v)) == str(ctx.type_of((shape, v.dtype))):
+        return dataclasses.replace(v, sym_shape=tuple(shape))
     return ctx.slice(v, [0] * v.rank, list(shape), [1] * v.rank, out_shape=shape)
 
 
@@ -77,11 +86,18 @@ def _flat_spatial_index(ctx, x, lead):
     return acc
 
 
-def _max_pool(ctx, node, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
+def _max_pool(ctx, node, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False, indices=True):
+    """Values and (``indices``) their flat spatial indices; without indices a
+    single-result max window, the form every executor (IREE's too) converts."""
     dt = x.dtype
     attrs, raw, _, lead = _window(x, kernel, stride, padding, dilation, ceil_mode)
-    idx = _flat_spatial_index(ctx, x, lead)
     lowest = -math.inf if T.is_float(dt) else int(np.iinfo(T.MLIR_TO_NUMPY[dt]).min)
+    shape = ctx.out_shape(node, 0)
+    if not indices:
+        region = ctx.scalar_region(dt, "stablehlo.maximum")
+        vals = ctx.op("stablehlo.reduce_window", [x, ctx.constant(lowest, dt)], (raw, dt), attrs=attrs, regions=[region])
+        return [_fit(ctx, vals, shape, not ceil_mode), None]
+    idx = _flat_spatial_index(ctx, x, lead)
 
     def pick(c, va, ia, vb, ib):  # the larger value; on ties the first (smallest) index
         gt = c.compare(vb, va, "GT")
@@ -97,18 +113,23 @@ def _max_pool(ctx, node, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=
         attrs=attrs,
         regions=[region],
     )
-    shape = ctx.out_shape(node, 0)
-    return [_fit(ctx, vals, shape), _fit(ctx, inds, shape)]
+    return [_fit(ctx, vals, shape, not ceil_mode), _fit(ctx, inds, shape, not ceil_mode)]
 
 
-for _op in (aten.max_pool2d_with_indices.default, aten.max_pool3d_with_indices.default):
-    lowers(_op)(_max_pool)
+def _indices_used(node) -> bool:
+    """Whether anything reads result 1 of ``node`` (a ``getitem(node, 1)`` with users)."""
+    return any(user.target is not operator.getitem or (user.args[1] != 0 and bool(user.users)) for user in node.users)
+
+
+@lowers(aten.max_pool2d_with_indices.default, aten.max_pool3d_with_indices.default)
+def _max_pool_with_indices(ctx, node, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
+    return _max_pool(ctx, node, x, kernel, stride, padding, dilation, ceil_mode, indices=_indices_used(node))
 
 
 @lowers(aten.max_pool2d.default, aten.max_pool1d.default, aten.max_pool3d.default)
 def _max_pool_values(ctx, node, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
     node_meta = node.meta["val"]
-    vals, _ = _max_pool(ctx, _Single(node, node_meta), x, kernel, stride, padding, dilation, ceil_mode)
+    vals, _ = _max_pool(ctx, _Single(node, node_meta), x, kernel, stride, padding, dilation, ceil_mode, indices=False)
     return vals
 
 
@@ -154,7 +175,7 @@ def _avg_pool(ctx, node, x, kernel, stride=(), padding=0, ceil_mode=False, count
             attrs=attrs,
             regions=[ctx.scalar_region(dt, "stablehlo.add")],
         )
-    return _fit(ctx, ctx.binary("stablehlo.divide", total, count), shape)
+    return _fit(ctx, ctx.binary("stablehlo.divide", total, count), shape, not ceil_mode)
 
 
 # ------------------------------------------------------------------ upsample
