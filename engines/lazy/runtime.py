@@ -133,7 +133,8 @@ class LazyContext:
         self.on_compile = on_compile
         self.compiler = compiler or passes.compile_graph
         self.cache: dict = {}
-        self.stats: collections.Counter = collections.Counter()
+        self._stats: collections.Counter = collections.Counter()
+        self._served = 0  # syncs served by their step-log key, not yet in _stats (see stats)
         self.compile_time_s = 0.0
         self.guards: list = []
         self._guard_keys: set = set()
@@ -147,6 +148,18 @@ class LazyContext:
         self.tape: StepLog | None = None  # the log of the last step that synced: the next step follows it (.replay)
         self._made: list = []  # the lazy tensors made while the step log records
         self._pool: list = []  # lazy tensors of finished steps no one holds (see release)
+
+    @property
+    def stats(self) -> collections.Counter:
+        """Counts per stage: ``trace`` (syncs), ``hit`` (served by a compile of the cache),
+        ``compile`` and the compiler's stages. A sync served by its step-log key is counted in
+        an int and added here (not two Counter increments on every cached step's path)."""
+        n = self._served
+        if n:
+            self._served = 0
+            self._stats["trace"] += n
+            self._stats["hit"] += n
+        return self._stats
 
     # -- leaves ------------------------------------------------------------
     def new_step(self) -> None:
@@ -225,14 +238,23 @@ class LazyContext:
             calls = log.follows.calls
             if k < len(calls):
                 c = calls[k]
-                if type(c) is LeafCall and c.matches(dtype, shape_, axes, bounds):
+                if (  # LeafCall.matches, inline (every input of every step)
+                    type(c) is LeafCall
+                    and dtype is c.dtype
+                    and len(shape_) == c.ndim
+                    and bounds == c.bounds
+                    and (axes is c.axes or axes == c.axes)
+                    and (c.const_of is None or c.const_of(shape_) == c.const_sizes)
+                ):
                     call = c
         if call is None:
             node = Node("input", (), None, (), dtype, t)
             call = self._leaf_call(node, dtype, shape_, axes, bounds)
             node.shape = call.shape
+            followed = False
         else:
-            node = Node("input", (), None, call.shape, dtype, t)
+            node = log.follow(call, "input", (), NO_KWARGS, t)
+            followed = True
         named, vars_, hints = self._named, self.vars.vars, self.vars.hints
         lcanon = log.canon if log is not None else None
         for axis, v, name, bound, new in call.vars:
@@ -250,9 +272,18 @@ class LazyContext:
                     lcanon[sym] = sym
             elif hints[sym] != size:
                 raise ValueError(f"dim {name} is {hints[sym]} in one input and {size} in another")
-        if log is not None:
-            log.add(node, call.entry, call)
-        return self.tensor(node)
+        if not followed:
+            if log is not None:
+                log.add(node, call.entry, call)
+            return self.tensor(node)
+        pool = self._pool  # self.tensor, inline (a followed leaf is logged: StepLog.follow)
+        if pool:
+            out = pool.pop()
+            out.node = node
+        else:
+            out = LazyTensor(node, self)
+        self._made.append(out)
+        return out
 
     def _leaf_call(self, node: Node, dtype, shape_, axes, bounds) -> LeafCall:
         """The :class:`~.replay.LeafCall` of a leaf made here: per axis, a constant, a new
@@ -393,9 +424,7 @@ class LazyContext:
                         log.found(hit)
                 if hit is not None:
                     entry, positions, shapes = hit
-                    stats = self.stats
-                    stats["trace"] += 1
-                    stats["hit"] += 1
+                    self._served += 1  # (a trace and a hit: see stats)
                     self.last = entry
                     nodes, inputs = log.nodes, []
                     for p in positions:
