@@ -11,7 +11,6 @@ Modes (the cache key):
 from __future__ import annotations
 
 import collections
-import dataclasses
 import functools
 import sys
 import time
@@ -23,6 +22,7 @@ from engines.sizes import Expr
 from engines.sizes.modes import MODES, BoundError
 
 from . import passes
+from .guard import Guard
 from .hooks import paused
 from .ir import NO_KWARGS, IRError, Node
 from .misses import explain_miss
@@ -39,7 +39,6 @@ from .symbolic import (
     compare,
     const,
     hint,
-    rename,
     shapes_fn,
 )
 from .tensor import LazyTensor
@@ -84,34 +83,6 @@ def axes_key(dims):
     if isinstance(dims, dict):
         return tuple(dims.items())
     return tuple([(d, None) for d in dims])
-
-
-@dataclasses.dataclass(frozen=True)
-class Guard:
-    """``lhs op rhs`` held (``result``) when the program forced a size (``reason``).
-
-    ``vars``: the variable names in it; ``names``: ``(name, display name)``
-    pairs for those the user named (``str()`` shows those names)."""
-
-    lhs: Expr
-    op: str
-    rhs: Expr
-    result: bool
-    reason: str
-    vars: frozenset = frozenset()
-    names: tuple = ()
-
-    def fmt(self, fmt=None) -> str:
-        """The guard as text, each side written by ``fmt`` (default: display names)."""
-        if fmt is None:
-
-            def fmt(e):
-                return rename(e, self.names)
-
-        return f"{fmt(self.lhs)} {self.op} {fmt(self.rhs)} is {self.result} ({self.reason})"
-
-    def __str__(self) -> str:
-        return self.fmt()
 
 
 class LazyContext:
