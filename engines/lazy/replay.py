@@ -40,6 +40,7 @@ symbolic sizes.
 from __future__ import annotations
 
 import functools
+import operator
 
 import torch
 
@@ -193,36 +194,52 @@ def template(obj, nodes: list, k: int):
     return obj
 
 
+# what a replayer does once its call matched: its node, logged (``StepLog.follow``), and its lazy tensor
+# (``LazyContext.tensor``, inline)
+_REPLAYED = """
+    node = log.follow(c, c.op, ARGS, c.kwargs, None)
+    pool = ctx._pool
+    if pool:
+        out = pool.pop()
+        out.node = node
+    else:
+        out = LazyTensor(node, ctx)
+    ctx._made.append(out)
+    return out"""
+
+
 @functools.lru_cache(maxsize=256)
-def direct_matcher(operands: tuple):
-    """``match(args, kwargs, nodes, spec)`` for a call whose node arguments are its own
-    (``operands``: per argument, whether it is a lazy tensor): the node arguments, or None when
-    ``args`` are not ``spec``'s. Generated per kind of call, one test per argument and no loop:
-    ~110 ns for two arguments against ~370 ns for :meth:`OpCall.match`'s loop."""
+def direct_replayer(operands: tuple):
+    """``replay(ctx, log, args, kwargs, c)`` for a call ``c`` whose node arguments are its own
+    (``operands``: per argument, whether it is a lazy tensor), at the position the step's log
+    ``log`` has reached: the call's lazy tensor, or None when ``args`` are not ``c.spec``'s.
+    Generated per kind of call, one test per argument and no loop (~110 ns for two arguments
+    against ~370 ns for :meth:`OpCall.match`'s loop), then the node and its tensor made in the
+    same frame (the ops of a cached step: a call's frames are a good part of its cost)."""
     n = len(operands)
     names = ", ".join(f"a{i}" for i in range(n)) + ("," if n == 1 else "")
     lines = [
-        "def match(args, kwargs, nodes, spec):",
+        "def replay(ctx, log, args, kwargs, c):",
         f"    if kwargs or len(args) != {n}:",
         "        return None",
     ]
     if n:
-        lines += [f"    {names} = args", f"    {names.replace('a', 's')} = spec"]
+        lines += [f"    {names} = args", f"    {names.replace('a', 's')} = c.spec"]
     for i, operand in enumerate(operands):
         if operand:
             lines += [
                 f"    if type(a{i}) is not LazyTensor:",
                 "        return None",
                 f"    a{i} = a{i}.node",
-                f"    if a{i}.pos != s{i} or nodes[s{i}] is not a{i}:",
+                f"    if a{i}.pos != s{i} or log.nodes[s{i}] is not a{i}:",
                 "        return None",
             ]
         else:
             lines += [f"    if type(a{i}) is not type(s{i}) or (a{i} is not s{i} and a{i} != s{i}):", "        return None"]
-    lines.append(f"    return ({names})" if n else "    return ()")
+    lines.append(_REPLAYED.replace("ARGS", f"({names})" if n else "()"))
     scope = {"LazyTensor": LazyTensor}
     exec("\n".join(lines), scope)  # (our own text: the test per argument above)
-    return scope["match"]
+    return scope["replay"]
 
 
 class OpCall:
@@ -232,7 +249,7 @@ class OpCall:
     of its :class:`Held` arguments (``consts``: ``(tensor, shape, entry)`` each, logged from
     the call's position on), then the node's ``op``, its ``args`` and ``kwargs`` (operands as
     :class:`Ref`; ``kwrefs``: whether the kwargs hold one), ``shape``, ``dtype`` and log
-    ``entry``. ``direct``: :func:`direct_matcher`'s matcher when the node's arguments are the call's."""
+    ``entry``. ``direct``: :func:`direct_replayer`'s replayer when the node's arguments are the call's."""
 
     __slots__ = ("args", "consts", "direct", "dtype", "entry", "impl", "kwargs", "kwrefs", "kwspec", "op", "shape", "spec")
 
@@ -244,7 +261,7 @@ class OpCall:
         plain = all(type(s) is Ref or type(s) in _PLAIN for s in spec)
         same = args == spec and all(type(a) is type(s) for a, s in zip(args, spec, strict=True))
         self.direct = (
-            direct_matcher(tuple([type(s) is Ref for s in spec])) if kwspec is None and plain and same and not consts else None
+            direct_replayer(tuple([type(s) is Ref for s in spec])) if kwspec is None and plain and same and not consts else None
         )
 
     @staticmethod
@@ -335,19 +352,22 @@ class LeafCall:
     variable, a :class:`~.symbolic.Var` each step takes over; else a variable of an earlier
     leaf of the same user name, whose size this axis must equal)."""
 
-    __slots__ = ("axes", "bounds", "consts", "dtype", "entry", "ndim", "shape", "vars")
+    __slots__ = ("axes", "bounds", "const_of", "const_sizes", "consts", "dtype", "entry", "ndim", "shape", "vars")
 
     def __init__(self, dtype, ndim: int, axes, bounds, consts: tuple, vars_: tuple, shape: tuple, entry):
         self.dtype, self.ndim, self.axes, self.bounds = dtype, ndim, axes, bounds
         self.consts, self.vars, self.shape, self.entry = consts, vars_, shape, entry
+        # the constant axes' sizes of a shape in one C call (``const_of(shape) == const_sizes``), or None: none
+        self.const_of = operator.itemgetter(*[a for a, _ in consts]) if consts else None
+        self.const_sizes = consts[0][1] if len(consts) == 1 else tuple([n for _, n in consts])
 
     def matches(self, dtype, shape, axes, bounds) -> bool:
-        """A leaf over a tensor of ``dtype`` and ``shape`` with these axes and bounds is this one."""
-        if dtype is not self.dtype or len(shape) != self.ndim or bounds != self.bounds:
-            return False
-        if axes is not self.axes and axes != self.axes:
-            return False
-        for axis, size in self.consts:  # noqa: SIM110 (a loop: ``all()`` of a generator is a call per item)
-            if shape[axis] != size:
-                return False
-        return True
+        """A leaf over a tensor of ``dtype`` and ``shape`` with these axes and bounds is this one
+        (``LazyContext.leaf`` tests the same, inline)."""
+        return (
+            dtype is self.dtype
+            and len(shape) == self.ndim
+            and bounds == self.bounds
+            and (axes is self.axes or axes == self.axes)
+            and (self.const_of is None or self.const_of(shape) == self.const_sizes)
+        )

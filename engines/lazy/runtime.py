@@ -11,7 +11,6 @@ Modes (the cache key):
 from __future__ import annotations
 
 import collections
-import dataclasses
 import functools
 import sys
 import time
@@ -23,6 +22,7 @@ from engines.sizes import Expr
 from engines.sizes.modes import MODES, BoundError
 
 from . import passes
+from .guard import Guard
 from .hooks import paused
 from .ir import NO_KWARGS, IRError, Node
 from .misses import explain_miss
@@ -39,7 +39,6 @@ from .symbolic import (
     compare,
     const,
     hint,
-    rename,
     shapes_fn,
 )
 from .tensor import LazyTensor
@@ -86,34 +85,6 @@ def axes_key(dims):
     return tuple([(d, None) for d in dims])
 
 
-@dataclasses.dataclass(frozen=True)
-class Guard:
-    """``lhs op rhs`` held (``result``) when the program forced a size (``reason``).
-
-    ``vars``: the variable names in it; ``names``: ``(name, display name)``
-    pairs for those the user named (``str()`` shows those names)."""
-
-    lhs: Expr
-    op: str
-    rhs: Expr
-    result: bool
-    reason: str
-    vars: frozenset = frozenset()
-    names: tuple = ()
-
-    def fmt(self, fmt=None) -> str:
-        """The guard as text, each side written by ``fmt`` (default: display names)."""
-        if fmt is None:
-
-            def fmt(e):
-                return rename(e, self.names)
-
-        return f"{fmt(self.lhs)} {self.op} {fmt(self.rhs)} is {self.result} ({self.reason})"
-
-    def __str__(self) -> str:
-        return self.fmt()
-
-
 class LazyContext:
     """Owns the compile cache and the guards; makes leaves and syncs graphs.
 
@@ -133,7 +104,8 @@ class LazyContext:
         self.on_compile = on_compile
         self.compiler = compiler or passes.compile_graph
         self.cache: dict = {}
-        self.stats: collections.Counter = collections.Counter()
+        self._stats: collections.Counter = collections.Counter()
+        self._served = 0  # syncs served by their step-log key, not yet in _stats (see stats)
         self.compile_time_s = 0.0
         self.guards: list = []
         self._guard_keys: set = set()
@@ -147,6 +119,18 @@ class LazyContext:
         self.tape: StepLog | None = None  # the log of the last step that synced: the next step follows it (.replay)
         self._made: list = []  # the lazy tensors made while the step log records
         self._pool: list = []  # lazy tensors of finished steps no one holds (see release)
+
+    @property
+    def stats(self) -> collections.Counter:
+        """Counts per stage: ``trace`` (syncs), ``hit`` (served by a compile of the cache),
+        ``compile`` and the compiler's stages. A sync served by its step-log key is counted in
+        an int and added here (not two Counter increments on every cached step's path)."""
+        n = self._served
+        if n:
+            self._served = 0
+            self._stats["trace"] += n
+            self._stats["hit"] += n
+        return self._stats
 
     # -- leaves ------------------------------------------------------------
     def new_step(self) -> None:
@@ -225,14 +209,23 @@ class LazyContext:
             calls = log.follows.calls
             if k < len(calls):
                 c = calls[k]
-                if type(c) is LeafCall and c.matches(dtype, shape_, axes, bounds):
+                if (  # LeafCall.matches, inline (every input of every step)
+                    type(c) is LeafCall
+                    and dtype is c.dtype
+                    and len(shape_) == c.ndim
+                    and bounds == c.bounds
+                    and (axes is c.axes or axes == c.axes)
+                    and (c.const_of is None or c.const_of(shape_) == c.const_sizes)
+                ):
                     call = c
         if call is None:
             node = Node("input", (), None, (), dtype, t)
             call = self._leaf_call(node, dtype, shape_, axes, bounds)
             node.shape = call.shape
+            followed = False
         else:
-            node = Node("input", (), None, call.shape, dtype, t)
+            node = log.follow(call, "input", (), NO_KWARGS, t)
+            followed = True
         named, vars_, hints = self._named, self.vars.vars, self.vars.hints
         lcanon = log.canon if log is not None else None
         for axis, v, name, bound, new in call.vars:
@@ -250,9 +243,18 @@ class LazyContext:
                     lcanon[sym] = sym
             elif hints[sym] != size:
                 raise ValueError(f"dim {name} is {hints[sym]} in one input and {size} in another")
-        if log is not None:
-            log.add(node, call.entry, call)
-        return self.tensor(node)
+        if not followed:
+            if log is not None:
+                log.add(node, call.entry, call)
+            return self.tensor(node)
+        pool = self._pool  # self.tensor, inline (a followed leaf is logged: StepLog.follow)
+        if pool:
+            out = pool.pop()
+            out.node = node
+        else:
+            out = LazyTensor(node, self)
+        self._made.append(out)
+        return out
 
     def _leaf_call(self, node: Node, dtype, shape_, axes, bounds) -> LeafCall:
         """The :class:`~.replay.LeafCall` of a leaf made here: per axis, a constant, a new
@@ -393,9 +395,7 @@ class LazyContext:
                         log.found(hit)
                 if hit is not None:
                     entry, positions, shapes = hit
-                    stats = self.stats
-                    stats["trace"] += 1
-                    stats["hit"] += 1
+                    self._served += 1  # (a trace and a hit: see stats)
                     self.last = entry
                     nodes, inputs = log.nodes, []
                     for p in positions:

@@ -21,10 +21,11 @@ import torch
 
 from engines.sizes import Expr
 
-from .ir import Node, _atom_structure
+from .ir import Node, _atom_structure, _next_uid
 from .memo import Memo
 
 _PLAIN = frozenset({int, bool, str, type(None)})
+_new = object.__new__
 _EXPR_SIGS = Memo()  # a one-variable Expr -> (its variable's canonical name, the name, its signature, ("e", it))
 _DTYPE = torch.dtype
 _default_dtype = torch.get_default_dtype
@@ -95,6 +96,27 @@ class StepLog:
         if last is not None and (call is None or k >= len(last.calls) or last.calls[k] is not call):
             if k >= len(last.entries) or last.entries[k] != entry:
                 self.follows = None
+
+    def follow(self, call, op: str, args: tuple, kwargs: dict, data) -> Node:
+        """Log the node of ``call``, the last step's call at this position, which this step
+        follows (:mod:`.replay`: a matched :class:`~.replay.LeafCall` or a replayed op): made
+        here from the call's fields (``Node(op, args, kwargs, call.shape, call.dtype, data)``
+        without its conversions nor a Python ``__init__`` call, ~40% of a node's cost) and logged
+        as :meth:`add` would log it, without its test (the step still follows)."""
+        nodes = self.nodes
+        node = _new(Node)
+        node.uid = _next_uid()
+        node.pos = len(nodes)
+        node.op = op
+        node.kwargs = kwargs
+        node.dtype = call.dtype
+        node.data = data
+        node.args = args
+        node.shape = call.shape
+        nodes.append(node)
+        self.entries.append(call.entry)
+        self.calls.append(call)
+        return node
 
     def follow_guard(self, i: int, g) -> None:
         """The step's ``i``-th guard is ``g``: it stops following unless the last step's was the same."""
@@ -229,8 +251,17 @@ class StepLog:
         by it). A step that followed the last one to here, syncing as it did, has its key:
         taken, not built (and ``hit``, what it found); one that syncs otherwise than the last
         step did here follows it no further (its nodes are leaves where the last step's were not)."""
-        outs = (self.pos(roots[0]),) if len(roots) == 1 else tuple([self.pos(r) for r in roots])
-        syncs, n, ng = self.syncs, len(self.nodes), len(guards)
+        nodes = self.nodes
+        n = len(nodes)
+        if len(roots) == 1:  # (self.pos, inline: most syncs have one root)
+            r = roots[0]
+            p = r.pos
+            if p is None or p >= n or nodes[p] is not r:
+                raise Unlogged(r)
+            outs = (p,)
+        else:
+            outs = tuple([self.pos(r) for r in roots])
+        syncs, ng = self.syncs, len(guards)
         self.roots, self.guards, self.nguards = outs, guards, ng
         last = self.follows
         if last is not None:

@@ -170,11 +170,11 @@ def replayed(impl):
                     if k < len(calls):
                         c = calls[k]
                         if type(c) is OpCall and c.impl is impl:
-                            match = c.direct
-                            if match is not None:
-                                largs = match(args, kwargs, log.nodes, c.spec)
-                                if largs is not None:
-                                    return record(ctx, c.op, largs, c.kwargs, c.shape, c.dtype, c)
+                            replay = c.direct
+                            if replay is not None:
+                                out = replay(ctx, log, args, kwargs, c)
+                                if out is not None:
+                                    return out
                             else:
                                 m = c.match(ctx, log.nodes, args, kwargs)  # (makes the call's constant leaves)
                                 if m is not None:
