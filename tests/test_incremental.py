@@ -6,7 +6,6 @@ it; ``--fresh`` reruns everything; a record without a fingerprint is never reuse
 from __future__ import annotations
 
 import collections
-
 import json
 from pathlib import Path
 
