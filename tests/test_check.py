@@ -165,7 +165,9 @@ def test_a_broken_backend_fails_run_check_and_gate(fake_backends, monkeypatch, t
 
     combo = runner.Combo(cases.get(CASE), refuser, "unbounded")
     with pytest.raises(AssertionError, match=r"\(fail\):\n\s+expected a pass, but the backend refused the job"):
-        gate.test_conformance(combo, expectations.load(), ("gate-test", None), gate_preload=None, tmp_path=tmp_path)
+        gate.test_conformance(
+            combo, expectations.load(), ("gate-test", None), gate_preload=None, gate_fingerprints=None, tmp_path=tmp_path
+        )
 
 
 def test_the_gate_fails_a_job_with_a_hole(monkeypatch, tmp_path):
@@ -185,4 +187,6 @@ def test_the_gate_fails_a_job_with_a_hole(monkeypatch, tmp_path):
     monkeypatch.setattr(runner.Runner, "run_one", lossy)
     combo = runner.Combo(cases.get(CASE), registry.backends()["torch_eager"], "unbounded")
     with pytest.raises(AssertionError, match=r"\(missing\):\n\s+shape 0 \(cached\): 1 of 2 samples"):
-        gate.test_conformance(combo, expectations.load(), ("gate-test", None), gate_preload=None, tmp_path=tmp_path)
+        gate.test_conformance(
+            combo, expectations.load(), ("gate-test", None), gate_preload=None, gate_fingerprints=None, tmp_path=tmp_path
+        )

@@ -60,7 +60,9 @@ def test_their_jobs_are_skipped_in_records_report_and_gate(no_xla_env, tmp_path,
 
     gate = importlib.import_module("cases.test_conformance")
     with pytest.raises(pytest.skip.Exception) as e:
-        gate.test_conformance(combo, expectations.load(), ("gate-test", None), gate_preload=None, tmp_path=tmp_path)
+        gate.test_conformance(
+            combo, expectations.load(), ("gate-test", None), gate_preload=None, gate_fingerprints=None, tmp_path=tmp_path
+        )
     assert str(e.value).startswith("torch_xla_lazy unavailable: environment 'xla' not found at")
 
 
@@ -94,10 +96,10 @@ def test_in_ci_a_missing_environment_fails_run_check_and_gate(no_xla_env, tmp_pa
     gate = importlib.import_module("cases.test_conformance")
     rules = expectations.load()
     with pytest.raises(pytest.fail.Exception) as e:
-        gate.test_conformance(combo, rules, ("gate-test", None), gate_preload=None, tmp_path=tmp_path)
+        gate.test_conformance(combo, rules, ("gate-test", None), gate_preload=None, gate_fingerprints=None, tmp_path=tmp_path)
     assert str(e.value).startswith("torch_xla_lazy unavailable: environment 'xla' not found at")
     assert "in CI a missing environment fails the gate" in str(e.value)
     # a rule may say the environment is optional
     optional = [dataclasses.replace(r, env_optional="no xla here") for r in rules]
     with pytest.raises(pytest.skip.Exception):
-        gate.test_conformance(combo, optional, ("gate-test", None), gate_preload=None, tmp_path=tmp_path)
+        gate.test_conformance(combo, optional, ("gate-test", None), gate_preload=None, gate_fingerprints=None, tmp_path=tmp_path)
