@@ -90,6 +90,27 @@ SLOW = (
     "tests/stablehlo/test_size_classes.py::*",  # an XLA compile per size class
     "tests/test_timed_region.py::*",  # starts backends and XLA programs
     "tests/opinfo/*",  # op_db's import (~10-20 s a process) and an export + XLA compile per entry
+    # an export, a lowering and an XLA (or IREE) compile per op sample: 5-30 s of CPU a module
+    # (make check's junit, 2026-12-05: ~250 of its ~390 worker-seconds with the five below)
+    "tests/stablehlo/test_linalg.py::*",
+    "tests/stablehlo/test_special.py::*",
+    "tests/stablehlo/test_special_cephes.py::*",
+    "tests/stablehlo/test_single_ops.py::*",
+    "tests/stablehlo/test_random.py::*",
+    "tests/stablehlo/test_upsample_aa.py::*",
+    "tests/stablehlo/test_iree_pooling.py::*",
+    "tests/stablehlo/test_masked.py::*",
+    "tests/stablehlo/test_export_programs.py::*",
+    "tests/stablehlo/test_selection.py::*",
+    "tests/stablehlo/test_complex.py::*",
+    "tests/stablehlo/test_decompositions.py::*",
+    "tests/stablehlo/test_as_strided.py::*",
+    "tests/op_samples/test_lowered.py::*",
+    "tests/einx_symbolic/test_differential.py::*",  # einx_symbolic beside einx on each framework (~27 s)
+    "tests/einx_symbolic/test_shapes.py::*",  # Hypothesis over notations, each run on three frameworks (~18 s)
+    "tests/test_torchax.py::*",  # torchax's lowering and an XLA compile per shape
+    "tests/test_torch_mlir.py::*",  # torch-mlir's import and compile per program
+    "tests/lazy/test_lazy_meta.py::*",  # torch's meta kernels over every registered op (~25 s)
 )
 
 
