@@ -357,17 +357,7 @@ class LeafCall:
     def __init__(self, dtype, ndim: int, axes, bounds, consts: tuple, vars_: tuple, shape: tuple, entry):
         self.dtype, self.ndim, self.axes, self.bounds = dtype, ndim, axes, bounds
         self.consts, self.vars, self.shape, self.entry = consts, vars_, shape, entry
-        # the constant axes' sizes of a shape in one C call (``const_of(shape) == const_sizes``), or None: none
+        # the constant axes' sizes of a shape in one C call (``const_of(shape) == const_sizes``), or None:
+        # none (``LazyContext.leaf`` tests a leaf against the last step's with them)
         self.const_of = operator.itemgetter(*[a for a, _ in consts]) if consts else None
         self.const_sizes = consts[0][1] if len(consts) == 1 else tuple([n for _, n in consts])
-
-    def matches(self, dtype, shape, axes, bounds) -> bool:
-        """A leaf over a tensor of ``dtype`` and ``shape`` with these axes and bounds is this one
-        (``LazyContext.leaf`` tests the same, inline)."""
-        return (
-            dtype is self.dtype
-            and len(shape) == self.ndim
-            and bounds == self.bounds
-            and (axes is self.axes or axes == self.axes)
-            and (self.const_of is None or self.const_of(shape) == self.const_sizes)
-        )

@@ -209,7 +209,7 @@ class LazyContext:
             calls = log.follows.calls
             if k < len(calls):
                 c = calls[k]
-                if (  # LeafCall.matches, inline (every input of every step)
+                if (  # the same leaf as the last step's here (inline: every input of every step)
                     type(c) is LeafCall
                     and dtype is c.dtype
                     and len(shape_) == c.ndim
@@ -243,18 +243,9 @@ class LazyContext:
                     lcanon[sym] = sym
             elif hints[sym] != size:
                 raise ValueError(f"dim {name} is {hints[sym]} in one input and {size} in another")
-        if not followed:
-            if log is not None:
-                log.add(node, call.entry, call)
-            return self.tensor(node)
-        pool = self._pool  # self.tensor, inline (a followed leaf is logged: StepLog.follow)
-        if pool:
-            out = pool.pop()
-            out.node = node
-        else:
-            out = LazyTensor(node, self)
-        self._made.append(out)
-        return out
+        if not followed and log is not None:  # (a followed leaf is logged: StepLog.follow)
+            log.add(node, call.entry, call)
+        return self.tensor(node)
 
     def _leaf_call(self, node: Node, dtype, shape_, axes, bounds) -> LeafCall:
         """The :class:`~.replay.LeafCall` of a leaf made here: per axis, a constant, a new
