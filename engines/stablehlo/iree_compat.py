@@ -140,6 +140,19 @@ class _Rewriter(ConvRewrites, WindowRewrites):
         value = self.op("tensor.extract", [shape, self.index_const(i)], [elem]).result
         return self.op("arith.index_cast", [value], [self.index]).result
 
+    def ints(self, op, name: str, n: int, default: int) -> list[int]:
+        """The i64 array attribute ``name`` of ``op`` (a window's dims, strides, dilations), or
+        ``n`` times ``default`` where the op leaves it out."""
+        attrs = op.attributes
+        return list(self.ir.DenseI64ArrayAttr(attrs[name])) if name in attrs else [default] * n
+
+    def pads(self, op, n: int) -> list[list[int]]:
+        """``op``'s ``padding`` attribute as ``n`` ``[low, high]`` pairs (zeros where it has none)."""
+        if "padding" not in op.attributes:
+            return [[0, 0]] * n
+        flat = [int(v) for v in self.ir.DenseIntElementsAttr(op.attributes["padding"])]
+        return [flat[2 * i : 2 * i + 2] for i in range(n)]
+
     def plain(self, typ):
         """``typ`` without its encoding (``#stablehlo.bounds``)."""
         t = self.ir.RankedTensorType(typ)

@@ -36,7 +36,7 @@ class ConvRewrites:
         groups = self.ir.IntegerAttr(attrs["feature_group_count"]).value
         if self.ir.IntegerAttr(attrs["batch_group_count"]).value != 1 or (groups != 1 and nsp > 2):
             return None
-        if "lhs_dilation" in attrs and any(d != 1 for d in self.ir.DenseI64ArrayAttr(attrs["lhs_dilation"])):
+        if any(d != 1 for d in self.ints(op, "lhs_dilation", 0, 1)):
             return None
         return nsp
 
@@ -51,13 +51,9 @@ class ConvRewrites:
         attrs = op.attributes
         xt, wt = self.ir.RankedTensorType(x.type), self.ir.RankedTensorType(w.type)
         out = self.plain(op.result.type)
-        ones = [1] * nsp
-        strides = list(self.ir.DenseI64ArrayAttr(attrs["window_strides"])) if "window_strides" in attrs else ones
-        dilations = list(self.ir.DenseI64ArrayAttr(attrs["rhs_dilation"])) if "rhs_dilation" in attrs else ones
-        pads = [[0, 0]] * nsp
-        if "padding" in attrs:
-            flat = [int(v) for v in self.ir.DenseIntElementsAttr(attrs["padding"])]
-            pads = [flat[2 * i : 2 * i + 2] for i in range(nsp)]
+        strides = self.ints(op, "window_strides", nsp, 1)
+        dilations = self.ints(op, "rhs_dilation", nsp, 1)
+        pads = self.pads(op, nsp)
         if any(p != [0, 0] for p in pads):
             i64 = self.ir.DenseI64ArrayAttr.get
             padded_shape = [xt.shape[0], xt.shape[1]] + [

@@ -12,7 +12,8 @@ over an i64 key that packs both (:meth:`WindowRewrites.argmax_window`); any othe
 two-result window is refused by name (``iree_compat.IreeCompatError``).
 
 A mixin of the rewriter: it builds ops with the rewriter's ``op``,
-``index_const``, ``arith`` and ``plain``.
+``index_const``, ``arith`` and ``plain``, and reads attributes with its ``ints``
+and ``pads``.
 """
 
 from __future__ import annotations
@@ -30,13 +31,9 @@ class WindowRewrites:
     ir: Any
     index: Any
 
-    def ints(self, op, name: str, rank: int, default: int) -> list[int]:
-        attrs = op.attributes
-        return list(self.ir.DenseI64ArrayAttr(attrs[name])) if name in attrs else [default] * rank
-
     def window_form(self, op) -> str | None:
-        """The body op of a reduce_window this rewrite serves: rank 4, one result with a `?` dim, unit windows and no padding on the two leading dims, no base
-        dilation, a body that is one ``stablehlo.maximum``/``add`` of its two arguments,
+        """The body op of a reduce_window this rewrite serves: rank 4, one result with a `?`
+        dim, unit windows and no padding on the two leading dims, no base dilation, a body that is one ``stablehlo.maximum``/``add`` of its two arguments,
         a float or signless integer element; else None (left to IREE)."""
         if len(op.results) != 1:
             return None
@@ -52,7 +49,7 @@ class WindowRewrites:
         for name in ("window_dimensions", "window_strides", "window_dilations"):
             if self.ints(op, name, rank, 1)[:2] != [1, 1]:
                 return None
-        if any(p != [0, 0] for p in self.pads(op)[:2]):
+        if any(p != [0, 0] for p in self.pads(op, rank)[:2]):
             return None
         block = op.regions[0].blocks[0]
         body = list(block.operations)
@@ -61,13 +58,6 @@ class WindowRewrites:
         if {str(v.get_name()) for v in body[0].operands} != {str(a.get_name()) for a in block.arguments}:
             return None
         return body[0].name
-
-    def pads(self, op) -> list[list[int]]:
-        rank = self.ir.RankedTensorType(op.operands[0].type).rank
-        if "padding" not in op.attributes:
-            return [[0, 0]] * rank
-        flat = [int(v) for v in self.ir.DenseIntElementsAttr(op.attributes["padding"])]
-        return [flat[2 * i : 2 * i + 2] for i in range(rank)]
 
     def reduce_window(self, op):
         """``stablehlo.pad`` by the init + ``linalg.fill`` of a ``tensor.empty`` sized at
@@ -83,7 +73,7 @@ class WindowRewrites:
         kernel = self.ints(op, "window_dimensions", rank, 1)[2:]
         strides = self.ints(op, "window_strides", rank, 1)[2:]
         dilations = self.ints(op, "window_dilations", rank, 1)[2:]
-        pads = self.pads(op)
+        pads = self.pads(op, rank)
         if any(p != [0, 0] for p in pads):
             i64 = self.ir.DenseI64ArrayAttr.get
             dyn = self.ir.ShapedType.get_dynamic_size()
