@@ -153,6 +153,20 @@ class _Rewriter(ConvRewrites, WindowRewrites):
         flat = [int(v) for v in self.ir.DenseIntElementsAttr(op.attributes["padding"])]
         return [flat[2 * i : 2 * i + 2] for i in range(n)]
 
+    def padded(self, x, value, pads: list[list[int]]):
+        """``stablehlo.pad`` of ``x`` by ``value`` (a 0-d tensor), ``pads[i]`` the ``[low, high]``
+        of dim ``i``; a `?` dim stays `?` in the result type."""
+        xt = self.ir.RankedTensorType(x.type)
+        dyn = self.ir.ShapedType.get_dynamic_size()
+        shape = [dyn if xt.is_dynamic_dim(i) else d + sum(pads[i]) for i, d in enumerate(xt.shape)]
+        i64 = self.ir.DenseI64ArrayAttr.get
+        attrs = {
+            "edge_padding_low": i64([p[0] for p in pads]),
+            "edge_padding_high": i64([p[1] for p in pads]),
+            "interior_padding": i64([0] * xt.rank),
+        }
+        return self.op("stablehlo.pad", [x, value], [self.ir.RankedTensorType.get(shape, xt.element_type)], attrs).result
+
     def plain(self, typ):
         """``typ`` without its encoding (``#stablehlo.bounds``)."""
         t = self.ir.RankedTensorType(typ)

@@ -55,26 +55,10 @@ class ConvRewrites:
         dilations = self.ints(op, "rhs_dilation", nsp, 1)
         pads = self.pads(op, nsp)
         if any(p != [0, 0] for p in pads):
-            i64 = self.ir.DenseI64ArrayAttr.get
-            padded_shape = [xt.shape[0], xt.shape[1]] + [
-                s if s < 0 or xt.is_dynamic_dim(2 + i) else s + sum(pads[i]) for i, s in enumerate(xt.shape[2:])
-            ]
-            padded_shape = [
-                self.ir.ShapedType.get_dynamic_size() if xt.is_dynamic_dim(i) else d for i, d in enumerate(padded_shape)
-            ]
             scalar = self.ir.RankedTensorType.get([], xt.element_type)
             splat = self.ir.DenseElementsAttr.get_splat(scalar, self.zero_attr(xt.element_type))
             zero = self.op("stablehlo.constant", [], [scalar], {"value": splat}).result
-            x = self.op(
-                "stablehlo.pad",
-                [x, zero],
-                [self.ir.RankedTensorType.get(padded_shape, xt.element_type)],
-                {
-                    "edge_padding_low": i64([0, 0] + [p[0] for p in pads]),
-                    "edge_padding_high": i64([0, 0] + [p[1] for p in pads]),
-                    "interior_padding": i64([0] * (nsp + 2)),
-                },
-            ).result
+            x = self.padded(x, zero, [[0, 0], [0, 0], *pads])
         sizes = []
         for j in range(out.rank):
             if not out.is_dynamic_dim(j):

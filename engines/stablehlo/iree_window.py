@@ -74,21 +74,8 @@ class WindowRewrites:
         strides = self.ints(op, "window_strides", rank, 1)[2:]
         dilations = self.ints(op, "window_dilations", rank, 1)[2:]
         pads = self.pads(op, rank)
-        if any(p != [0, 0] for p in pads):
-            i64 = self.ir.DenseI64ArrayAttr.get
-            dyn = self.ir.ShapedType.get_dynamic_size()
-            padded = [dyn if xt.is_dynamic_dim(i) else d + sum(pads[i]) for i, d in enumerate(xt.shape)]
-            # stablehlo pads a window's operand with its init: the reduction's identity here
-            x = self.op(
-                "stablehlo.pad",
-                [x, init],
-                [self.ir.RankedTensorType.get(padded, xt.element_type)],
-                {
-                    "edge_padding_low": i64([p[0] for p in pads]),
-                    "edge_padding_high": i64([p[1] for p in pads]),
-                    "interior_padding": i64([0] * rank),
-                },
-            ).result
+        if any(p != [0, 0] for p in pads):  # (stablehlo pads a window's operand with its init: the identity)
+            x = self.padded(x, init, pads)
         sizes = []
         for j in range(out.rank):
             if not out.is_dynamic_dim(j):
