@@ -80,7 +80,7 @@ def _flat_spatial_index(ctx, x, lead):
         stride = math.prod(x.sym_shape[j + 1 :], start=sizes.const(1))
         stride = as_dim(stride)
         if not (isinstance(stride, int) and stride == 1):
-            s = ctx.constant(stride, "i64") if isinstance(stride, int) else ctx.convert(ctx.dim(stride), "i64")
+            s = side_value(ctx, stride, "i64")
             term = ctx.binary("stablehlo.multiply", term, ctx.broadcast_to(s, x.sym_shape))
         acc = term if acc is None else ctx.binary("stablehlo.add", acc, term)
     return acc
@@ -179,21 +179,32 @@ def _avg_pool(ctx, node, x, kernel, stride=(), padding=0, ceil_mode=False, count
 
 
 # ------------------------------------------------------------------ upsample
+def side_value(ctx, n, dtype):
+    """Side ``n`` (an int or a symbolic size) as a scalar of ``dtype``."""
+    return ctx.constant(n, dtype) if isinstance(n, int) else ctx.convert(ctx.dim(n), dtype)
+
+
+def area_scale(ctx, n_in, n_out, align_corners, scale, f):
+    """torch's ``area_pixel_compute_scale``, a scalar of ``f``: ``(in-1)/(out-1)`` (0 for one
+    output) with align_corners, else ``1/scale`` where a scale is given, else ``in/out``."""
+    fin, fout = side_value(ctx, n_in, f), side_value(ctx, n_out, f)
+    one = ctx.constant(1.0, f)
+    if align_corners:
+        den = ctx.binary("stablehlo.maximum", ctx.binary("stablehlo.subtract", fout, one), one)
+        ratio = ctx.binary("stablehlo.divide", ctx.binary("stablehlo.subtract", fin, one), den)
+        return ctx.select(ctx.compare(fout, one, "GT"), ratio, ctx.constant(0.0, f))
+    if scale:
+        return ctx.constant(1.0 / scale, f)
+    return ctx.binary("stablehlo.divide", fin, fout)
+
+
 def _src_index(ctx, n_in, n_out, scale, align_corners, linear):
     """f32 source coordinates (n_out,) of torch's ``area_pixel_compute_source_index`` /
     nearest rule; ``scale`` is the user's scale factor or None."""
     f = "f32"
     dst = ctx.iota((n_out,), 0, f)
-    fin = ctx.convert(ctx.dim(n_in), f) if not isinstance(n_in, int) else ctx.constant(n_in, f)
-    fout = ctx.convert(ctx.dim(n_out), f) if not isinstance(n_out, int) else ctx.constant(n_out, f)
-    if linear and align_corners:
-        one = ctx.constant(1.0, f)
-        den = ctx.binary("stablehlo.maximum", ctx.binary("stablehlo.subtract", fout, one), one)
-        ratio = ctx.binary("stablehlo.divide", ctx.binary("stablehlo.subtract", fin, one), den)
-        return ctx.binary("stablehlo.multiply", dst, ctx.broadcast_to(ratio, (n_out,)))
-    ratio = ctx.constant(1.0 / scale, f) if scale else ctx.binary("stablehlo.divide", fin, fout)
-    ratio = ctx.broadcast_to(ratio, (n_out,))
-    if not linear:
+    ratio = ctx.broadcast_to(area_scale(ctx, n_in, n_out, linear and align_corners, scale, f), (n_out,))
+    if not linear or align_corners:
         return ctx.binary("stablehlo.multiply", dst, ratio)
     half = ctx.constant(0.5, f, (n_out,))
     src = ctx.binary("stablehlo.subtract", ctx.binary("stablehlo.multiply", ctx.binary("stablehlo.add", dst, half), ratio), half)
@@ -203,7 +214,7 @@ def _src_index(ctx, n_in, n_out, scale, align_corners, linear):
 def _clamp_index(ctx, i, n_in, n_out):
     last = ctx.binary(
         "stablehlo.subtract",
-        ctx.convert(ctx.dim(n_in), "i64") if not isinstance(n_in, int) else ctx.constant(n_in, "i64"),
+        side_value(ctx, n_in, "i64"),
         ctx.constant(1, "i64"),
     )
     return ctx.binary("stablehlo.minimum", i, ctx.broadcast_to(last, (n_out,)))
@@ -285,7 +296,7 @@ def _adaptive_avg_pool(ctx, node, x, output_size):
     for j, o in enumerate(output_size):
         d = x.rank - len(output_size) + j
         n = y.sym_shape[d]
-        nv = ctx.constant(n, "i64") if isinstance(n, int) else ctx.convert(ctx.dim(n), "i64")
+        nv = side_value(ctx, n, "i64")
         i = ctx.iota((int(o),), 0, "i64")
         c = lambda v: ctx.constant(v, "i64", (int(o),))  # noqa: E731
         nb = ctx.broadcast_to(nv, (int(o),))

@@ -17,6 +17,7 @@ import torch
 
 from ..builder import LoweringError
 from ..registry import lowers
+from .pool import area_scale, side_value
 
 aten = torch.ops.aten
 
@@ -55,29 +56,11 @@ def _keys_cubic(ctx, x):
 FILTERS = {"bilinear": (2, _triangle), "bicubic": (4, _keys_cubic)}
 
 
-def _size(ctx, n, dtype):
-    return ctx.constant(n, dtype) if isinstance(n, int) else ctx.convert(ctx.dim(n), dtype)
-
-
-def _scale(ctx, n_in, n_out, align_corners, scale, f):
-    """torch's ``area_pixel_compute_scale``: ``(in-1)/(out-1)`` (0 for one output) with
-    align_corners, else ``1/scale`` where a scale is given, else ``in/out``."""
-    fin, fout = _size(ctx, n_in, f), _size(ctx, n_out, f)
-    one = ctx.constant(1.0, f)
-    if align_corners:
-        den = ctx.binary("stablehlo.maximum", ctx.binary("stablehlo.subtract", fout, one), one)
-        ratio = ctx.binary("stablehlo.divide", ctx.binary("stablehlo.subtract", fin, one), den)
-        return ctx.select(ctx.compare(fout, one, "GT"), ratio, ctx.constant(0.0, f))
-    if scale:
-        return ctx.constant(1.0 / scale, f)
-    return ctx.binary("stablehlo.divide", fin, fout)
-
-
 def _weights(ctx, n_in, n_out, align_corners, scale, mode, f):
     """The ``(n_out, n_in)`` matrix of side weights (rows sum to 1, or are all 0)."""
     interp, filt = FILTERS[mode]
     shape = (n_out, n_in)
-    s = _scale(ctx, n_in, n_out, align_corners, scale, f)
+    s = area_scale(ctx, n_in, n_out, align_corners, scale, f)
     half, one = ctx.constant(interp * 0.5, f), ctx.constant(1.0, f)
     wide = ctx.compare(s, one, "GE")  # downsampling: the filter stretches by the scale
     support = ctx.select(wide, ctx.binary("stablehlo.multiply", half, s), half)
@@ -94,7 +77,7 @@ def _weights(ctx, n_in, n_out, align_corners, scale, mode, f):
     lo = ctx.binary("stablehlo.add", ctx.binary("stablehlo.subtract", center, b(support)), ctx.constant(0.5, f, shape))
     hi = ctx.binary("stablehlo.add", ctx.binary("stablehlo.add", center, b(support)), ctx.constant(0.5, f, shape))
     xmin = ctx.binary("stablehlo.maximum", ctx.convert(lo, "i64"), ctx.constant(0, "i64", shape))
-    xmax = ctx.binary("stablehlo.minimum", ctx.convert(hi, "i64"), b(_size(ctx, n_in, "i64")))
+    xmax = ctx.binary("stablehlo.minimum", ctx.convert(hi, "i64"), b(side_value(ctx, n_in, "i64")))
     xsize = ctx.binary(
         "stablehlo.minimum",
         ctx.binary("stablehlo.maximum", ctx.binary("stablehlo.subtract", xmax, xmin), ctx.constant(0, "i64", shape)),
@@ -113,7 +96,7 @@ def _weights(ctx, n_in, n_out, align_corners, scale, mode, f):
     total = ctx.broadcast_to(ctx.reduce(w, [1], "add"), shape, dims=[0])
     w = ctx.select(ctx.compare(total, zero, "NE"), ctx.binary("stablehlo.divide", w, total), w)
     eye = ctx.convert(ctx.compare(ctx.iota(shape, 0, "i64"), j, "EQ"), f)
-    same = ctx.compare(_size(ctx, n_in, "i64"), _size(ctx, n_out, "i64"), "EQ")
+    same = ctx.compare(side_value(ctx, n_in, "i64"), side_value(ctx, n_out, "i64"), "EQ")
     return ctx.select(b(same), eye, w)
 
 
