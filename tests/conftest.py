@@ -86,6 +86,7 @@ SLOW = (
     "tests/test_incremental.py::test_unchanged_jobs_are_reused_*",
     "tests/test_incremental.py::test_a_changed_setting_reruns",
     "tests/test_incremental.py::test_records_without_a_fingerprint_are_never_reused",
+    "tests/test_bench_zoo.py::test_the_goals_are_read_off_a_real_run_*",  # three zoo runs of four jobs (~15 s)
     "tests/lazy/test_lazy_models.py::*",  # ten models over four sizes
     "tests/stablehlo/test_size_classes.py::*",  # an XLA compile per size class
     "tests/test_timed_region.py::*",  # starts backends and XLA programs
