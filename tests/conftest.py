@@ -124,6 +124,7 @@ SLOW = (
 EXTENDED = (
     "tests/test_asv_publish.py::*",  # asv run + publish + Chromium (~5 min)
     "tests/test_dask_cluster.py::*",  # a real scheduler and two workers (~4.5 min)
+    "tests/test_zoo_dask.py::*",  # eight zoo jobs locally and on a two-worker LocalCluster (~2.5 min)
     "tests/test_wheel.py::*",  # builds and installs the wheel, runs a job (~1.5 min)
     "tests/test_incremental.py::test_an_incomplete_job_is_not_reused",  # a LocalCluster, two probes (~2.5 min)
     "tests/test_zoo_cluster.py::test_a_two_worker_cluster_probes_as_the_local_probe",
