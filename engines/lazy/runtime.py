@@ -27,6 +27,7 @@ from .hooks import paused
 from .ir import NO_KWARGS, IRError, Node
 from .misses import explain_miss
 from .replay import LeafCall
+from .reuse import node_refs, spare
 from .steplog import StepLog, Unlogged
 from .symbolic import (
     _NAMES,
@@ -119,6 +120,9 @@ class LazyContext:
         self.tape: StepLog | None = None  # the log of the last step that synced: the next step follows it (.replay)
         self._made: list = []  # the lazy tensors made while the step log records
         self._pool: list = []  # lazy tensors of finished steps no one holds (see release)
+        self._spare: list | None = None  # the last step's tensors, for the next step to take (.reuse)
+        self.reuse: list | None = None  # this step's: the last step's tensors, taken by position
+        self.reused = -1  # the positions taken from ``reuse`` so far (-1: none may be)
 
     @property
     def stats(self) -> collections.Counter:
@@ -145,6 +149,8 @@ class LazyContext:
         PROBES.clear()  # (the frames of the last step's calls)
         self.log, self.last_key = StepLog(self.tape), None
         self._made = []  # (a step never released: its tensors are not reused)
+        self.reuse, self._spare = self._spare, None  # (taken once: a step that raises leaves none)
+        self.reused = -1 if self.reuse is None else 0
 
     def _keep(self, log: StepLog) -> None:
         """``log``, recorded, is the one the next step follows (:mod:`.replay`), with the step's
@@ -157,16 +163,33 @@ class LazyContext:
         """End of a step: its size variables stop holding their leaves, so
         refcounting frees the step at once (they can no longer be read by a later
         graph), and the step's lazy tensors no one else holds (or watches: a weak
-        reference) are kept for the next step's :meth:`tensor`, without their nodes."""
-        if self.log is not None:  # (the step's log: it goes on after a sync, to the end of the step)
-            self._keep(self.log)
-            self.log = None
-        if self.tape is not None:
-            self.tape.nodes = ()  # (the next step follows its calls and entries: its tensors may go)
+        reference) are kept for the next step's :meth:`tensor`, without their nodes; or, when no
+        one holds any tensor or node of the step, for the next step to take by position (.reuse)."""
         for v in self.vars.vars.values():  # every variable of a jit step is read from one of its leaves
             v.src = None
+        made, self._made, self.reuse = self._made, [], None  # (the list of the tensors it took: no holder now)
+        log = self.log
+        if log is not None:  # (the step's log: it goes on after a sync, to the end of the step): _keep, inline
+            self.log = None
+            log.guards = g = self.guards
+            log.nguards = len(g)
+            last, log.follows = log.follows, None
+            self.tape = log
+            nodes, log.nodes = log.nodes, ()  # (the next step follows its calls and entries: its tensors may go)
+            if nodes and len(made) == len(nodes):
+                # a step that took every node of the last one and followed it to the end has its references
+                refs = None if last is None else last.refs
+                if refs is None or self.reused != len(nodes) or len(refs) != len(nodes):
+                    refs = node_refs(nodes)
+                log.refs = refs
+                if spare(nodes, made, refs):
+                    self._spare = made
+                    return
+            del nodes
+        elif self.tape is not None:
+            self.tape.nodes = ()
         pool = self._pool
-        for t in self._made:
+        for t in made:
             if _refcount(t) == 3 and not _weakrefs(t):  # (the list, the loop, the call): unreachable
                 t.node = None
                 d = t.__dict__
@@ -203,7 +226,7 @@ class LazyContext:
         shape_ = t.shape
         if bounds is not None and self.mode != "bounded":
             bounds = None
-        call = None
+        call, k = None, -2
         if log is not None and log.follows is not None:
             k = len(log.nodes)
             calls = log.follows.calls
@@ -222,10 +245,18 @@ class LazyContext:
             node = Node("input", (), None, (), dtype, t)
             call = self._leaf_call(node, dtype, shape_, axes, bounds)
             node.shape = call.shape
-            followed = False
+            followed, out = False, None
+        elif self.reused == k:  # the last step's node here, taken again (.reuse)
+            out = self.reuse[k]  # type: ignore[index]
+            node = out.node
+            node.data = t
+            self.reused = k + 1
+            log.take(call, node)
+            followed = True
         else:
             node = log.follow(call, "input", (), NO_KWARGS, t)
             followed = True
+            out = None
         named, vars_, hints = self._named, self.vars.vars, self.vars.hints
         lcanon = log.canon if log is not None else None
         for axis, v, name, bound, new in call.vars:
@@ -245,6 +276,9 @@ class LazyContext:
                 raise ValueError(f"dim {name} is {hints[sym]} in one input and {size} in another")
         if not followed and log is not None:  # (a followed leaf is logged: StepLog.follow)
             log.add(node, call.entry, call)
+        elif out is not None:
+            self._made.append(out)
+            return out
         return self.tensor(node)
 
     def _leaf_call(self, node: Node, dtype, shape_, axes, bounds) -> LeafCall:

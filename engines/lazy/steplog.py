@@ -65,6 +65,7 @@ class StepLog:
         "keyed",
         "nguards",
         "nodes",
+        "refs",
         "roots",
         "syncs",
     )
@@ -81,6 +82,7 @@ class StepLog:
         self.guards: list = []
         self.nguards = 0
         self.syncs: list = []
+        self.refs: list | None = None  # per position, the references a released step's node has (.reuse)
 
     def add(self, node: Node, entry: tuple, call=None) -> None:
         """Log ``node`` as ``entry`` (its operands signed by the caller, as :meth:`op` does);
@@ -117,6 +119,13 @@ class StepLog:
         self.entries.append(call.entry)
         self.calls.append(call)
         return node
+
+    def take(self, call, node: Node) -> None:
+        """Log ``node``, the last step's node at this position taken again (:mod:`.reuse`): the
+        caller made it ``call``'s node, as :meth:`follow` would have made a new one."""
+        self.nodes.append(node)
+        self.entries.append(call.entry)
+        self.calls.append(call)
 
     def follow_guard(self, i: int, g) -> None:
         """The step's ``i``-th guard is ``g``: it stops following unless the last step's was the same."""
