@@ -206,10 +206,14 @@ _REPLAYED = """
         node.kwargs = c.kwargs
         node.data = None
         ctx.reused = k + 1
-        log.take(c, node)
+        if not k:
+            log.share()
+        log.nodes.append(node)
     else:
         node = log.follow(c, c.op, ARGS, c.kwargs, None)
         pool = ctx._pool
+        if not pool and ctx.reuse is not None:
+            ctx._restock()
         if pool:
             out = pool.pop()
             out.node = node

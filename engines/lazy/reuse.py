@@ -3,7 +3,7 @@
 A cached step makes the nodes and lazy tensors the last one made: the same calls at the same
 step-log positions. When the last step ended with every one of its nodes held by its own lazy
 tensor (one each, in position order) and no one else holding any tensor or node -- not the
-program, not a weak reference, not a node of another step -- :func:`spare` hands them to the
+program, not a weak reference (a node has none), not a node of another step -- :func:`spare` hands them to the
 next step, which takes the one at each position it follows (``LazyContext.leaf`` and
 :func:`.replay.direct_replayer`): the node's fields set to this step's call (a leaf's data; an
 op's operands, which a sync cleared), no new node, tensor or pool round trip. Taken from the
@@ -59,7 +59,7 @@ def spare(nodes: list, made: list, refs: list) -> bool:
         if _refcount(t) != 3 or _weakrefs(t) or t.__dict__:  # (the list, t, the call; an attribute set on it)
             return False
         n = t.node
-        if n is not nodes[p] or _refcount(n) != refs[p] or _weakrefs(n):
+        if n is not nodes[p] or _refcount(n) != refs[p]:  # (a node has no weak references: ir.Node)
             return False
         n.data = None
     return True

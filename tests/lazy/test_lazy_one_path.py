@@ -52,8 +52,8 @@ def test_op_nodes_are_made_by_record_and_leaves_by_one_constructor():
 
 def test_the_step_log_is_appended_to_in_one_place():
     """Every log entry goes through ``StepLog.add``, or ``StepLog.follow`` for a call the step
-    follows, or ``StepLog.take`` for the last step's node it takes again (no inline copies in
-    ops or the runtime)."""
+    follows (no inline copies in ops or the runtime; a node the step takes again from the last
+    step has the last step's entry: ``StepLog.share``)."""
     appends = set()
     for mod, tree in _modules():
         for fn in _functions(tree):
@@ -66,7 +66,7 @@ def test_the_step_log_is_appended_to_in_one_place():
                     and n.func.value.attr == "entries"
                 ):
                     appends.add((mod, fn.name))
-    assert appends == {("steplog.py", "add"), ("steplog.py", "follow"), ("steplog.py", "take")}
+    assert appends == {("steplog.py", "add"), ("steplog.py", "follow")}
 
 
 def test_no_hand_rolled_bounded_caches_and_one_constants_cache():
