@@ -142,3 +142,50 @@ def test_a_step_that_leaves_the_last_one_takes_nothing_after_it():
         d, c = _inputs(n)
         torch.testing.assert_close(f(d, c, k), d / (c.unsqueeze(-1) * k))
         assert taken is None or f.ctx.reused == taken
+
+
+def test_tensors_a_step_does_not_take_are_its_pool():
+    """The last step's tensors past where a step left it are the pool of that step (it makes no
+    new lazy tensor objects for the nodes it makes afresh)."""
+
+    def prog(d, c, k):
+        return d / (c.unsqueeze(-1) * k)
+
+    f = L.jit(prog, dims=[{0: "e"}, {0: "e"}, None])
+    for n in (3, 4, 5):
+        f(*_inputs(n), 2)
+    objects = {id(t) for t in f.ctx._spare}
+    for n, k in ((6, 3), (7, 2), (8, 3)):
+        d, c = _inputs(n)
+        torch.testing.assert_close(f(d, c, k), d / (c.unsqueeze(-1) * k))
+        assert {id(t) for t in f.ctx._spare or f.ctx._pool} <= objects
+
+
+def test_a_step_with_an_in_place_op_returns_eagers_values():
+    """An in-place op names a new node for its tensor (the step's tensors and nodes no longer one to
+    one by position): such a step's nodes are not taken by position, and each step is eager's."""
+
+    def prog(d, c):
+        x = c.unsqueeze(-1) + 0.0
+        x.mul_(2.0)
+        return d / x
+
+    f = L.jit(prog, dims=[{0: "e"}, {0: "e"}])
+    for n in range(3, 9):
+        d, c = _inputs(n)
+        torch.testing.assert_close(f(d, c), d / (c.unsqueeze(-1) * 2.0))
+
+
+def test_a_step_whose_tensors_swapped_nodes_is_not_taken():
+    """Each node held once, but not by the tensor made with it (two tensors' nodes swapped): the
+    step's tensors and nodes are not one to one by position, so none is taken again."""
+
+    def prog(d, c):
+        x, y = c * 2.0, c * 3.0
+        x.node, y.node = y.node, x.node
+        return d / x.unsqueeze(-1) + y.unsqueeze(-1)
+
+    f = L.jit(prog, dims=[{0: "e"}, {0: "e"}])
+    for n in range(3, 9):
+        d, c = _inputs(n)
+        torch.testing.assert_close(f(d, c), d / (c * 3.0).unsqueeze(-1) + (c * 2.0).unsqueeze(-1))
