@@ -1,6 +1,6 @@
 """A cached step takes the last step's nodes and lazy tensors by position (``engines/lazy/reuse.py``):
 only when no one else holds any of them, and from the start of the step only. Each test fails
-when the check it names is removed (``docs/findings/2026-12-05-seed-step.md``, "The cursor step")."""
+when the check it names is removed (``docs/findings/2026-12-05-seed-step.md``, "Taking the last step's nodes")."""
 
 from __future__ import annotations
 
