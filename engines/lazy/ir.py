@@ -31,7 +31,9 @@ class IRError(AssertionError):
 
 
 class Node:
-    __slots__ = ("__weakref__", "args", "data", "dtype", "kwargs", "op", "pos", "shape", "uid")
+    # (no ``__weakref__``: a node no one holds is taken again by the next step, see .reuse; a weak
+    # reference would watch it change unseen by the reference count that decides it)
+    __slots__ = ("args", "data", "dtype", "kwargs", "op", "pos", "shape", "uid")
 
     def __init__(self, op, args=(), kwargs=None, shape=(), dtype=None, data=None):
         # (one statement per field: a tuple assignment builds the tuple first, and every op makes a node)

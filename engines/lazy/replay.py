@@ -195,15 +195,30 @@ def template(obj, nodes: list, k: int):
 
 
 # what a replayer does once its call matched: its node, logged (``StepLog.follow``), and its lazy tensor
-# (``LazyContext.tensor``, inline)
+# (``LazyContext.tensor``, inline); or the last step's node and tensor at this position taken again (.reuse)
 _REPLAYED = """
-    node = log.follow(c, c.op, ARGS, c.kwargs, None)
-    pool = ctx._pool
-    if pool:
-        out = pool.pop()
-        out.node = node
+    k = len(log.nodes)
+    if ctx.reused == k:
+        out = ctx.reuse[k]
+        node = out.node
+        node.op = c.op
+        node.args = ARGS
+        node.kwargs = c.kwargs
+        node.data = None
+        ctx.reused = k + 1
+        if not k:
+            log.share()
+        log.nodes.append(node)
     else:
-        out = LazyTensor(node, ctx)
+        node = log.follow(c, c.op, ARGS, c.kwargs, None)
+        pool = ctx._pool
+        if not pool and ctx.reuse is not None:
+            ctx._restock()
+        if pool:
+            out = pool.pop()
+            out.node = node
+        else:
+            out = LazyTensor(node, ctx)
     ctx._made.append(out)
     return out"""
 

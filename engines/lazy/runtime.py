@@ -25,17 +25,15 @@ from . import passes
 from .guard import Guard
 from .hooks import paused
 from .ir import NO_KWARGS, IRError, Node
+from .leafcall import leaf_call
 from .misses import explain_miss
 from .replay import LeafCall
+from .reuse import node_refs, spare
 from .steplog import StepLog, Unlogged
 from .symbolic import (
-    _NAMES,
     PROBES,
     ShapeGuess,
     SizeVars,
-    Var,
-    _var_expr,
-    check_dim_name,
     compare,
     const,
     hint,
@@ -45,26 +43,6 @@ from .tensor import LazyTensor
 
 _TENSOR = torch.Tensor
 _refcount, _weakrefs = sys.getrefcount, weakref.getweakrefcount
-
-
-@functools.lru_cache(maxsize=1024)
-def _leaf_plan(pos: int | None, ndim: int, axes) -> tuple:
-    """Per axis of a leaf of rank ``ndim``: None (a constant) or ``(user name or None,
-    canonical name or None, axis, the canonical variable as a size or None)``. ``axes``: True (every axis), or ``((axis, name), ...)``
-    (see :func:`axes_key`). ``pos``: the leaf's step-log position (None: no log), which
-    names its variables canonically (``p<pos>_<axis>``). User names are checked here, once."""
-    plan = []
-    named = {} if axes is True else dict(axes)
-    for axis in range(ndim):
-        if axes is not True and axis not in named:
-            plan.append(None)
-            continue
-        name = named.get(axis) or None
-        if name is not None and name not in _NAMES:
-            check_dim_name(name)
-        c = None if pos is None else f"p{pos}_{axis}"
-        plan.append((name, c, axis, None if c is None else _var_expr(c)))
-    return tuple(plan)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -119,6 +97,9 @@ class LazyContext:
         self.tape: StepLog | None = None  # the log of the last step that synced: the next step follows it (.replay)
         self._made: list = []  # the lazy tensors made while the step log records
         self._pool: list = []  # lazy tensors of finished steps no one holds (see release)
+        self._spare: list | None = None  # the last step's tensors, for the next step to take (.reuse)
+        self.reuse: list | None = None  # this step's: the last step's tensors, taken by position
+        self.reused = -1  # the positions taken from ``reuse`` so far (-1: none may be)
 
     @property
     def stats(self) -> collections.Counter:
@@ -145,28 +126,58 @@ class LazyContext:
         PROBES.clear()  # (the frames of the last step's calls)
         self.log, self.last_key = StepLog(self.tape), None
         self._made = []  # (a step never released: its tensors are not reused)
+        self.reuse, self._spare = self._spare, None  # (taken once: a step that raises leaves none)
+        self.reused = -1 if self.reuse is None else 0
 
     def _keep(self, log: StepLog) -> None:
         """``log``, recorded, is the one the next step follows (:mod:`.replay`), with the step's
         guards (those after its last sync too), and follows no log itself (no chain of them)."""
         log.guards, log.nguards = self.guards, len(self.guards)
         log.follows = None
+        if log.shared:
+            log.unshare(kept=True)
         self.tape = log
 
     def release(self) -> None:
         """End of a step: its size variables stop holding their leaves, so
         refcounting frees the step at once (they can no longer be read by a later
         graph), and the step's lazy tensors no one else holds (or watches: a weak
-        reference) are kept for the next step's :meth:`tensor`, without their nodes."""
-        if self.log is not None:  # (the step's log: it goes on after a sync, to the end of the step)
-            self._keep(self.log)
-            self.log = None
-        if self.tape is not None:
-            self.tape.nodes = ()  # (the next step follows its calls and entries: its tensors may go)
+        reference) are kept for the next step's :meth:`tensor`, without their nodes; or, when no
+        one holds any tensor or node of the step, for the next step to take by position (.reuse)."""
         for v in self.vars.vars.values():  # every variable of a jit step is read from one of its leaves
             v.src = None
+        made, self._made = self._made, []
+        if self.reuse is not None:  # (the list of the tensors it took: no holder now)
+            if self.reused < len(self.reuse):
+                self._restock()
+            self.reuse = None
+        log = self.log
+        if log is not None:  # (the step's log: it goes on after a sync, to the end of the step): _keep, inline
+            self.log = None
+            log.guards = g = self.guards
+            log.nguards = len(g)
+            last, log.follows = log.follows, None
+            if log.shared:  # (StepLog.unshare, inline: lists it ended with are its own as they are)
+                if len(log.entries) != len(log.nodes):
+                    log.unshare()
+                log.shared = False
+            self.tape = log
+            nodes, log.nodes = log.nodes, ()  # (the next step follows its calls and entries: its tensors may go)
+            if nodes and len(made) == len(nodes):
+                # a step that followed the last one to the end (the same entries, so the same operands by
+                # position, synced where it synced) has its references (.reuse)
+                refs = None if last is None else last.refs
+                if refs is None or len(refs) != len(nodes):
+                    refs = node_refs(nodes)
+                log.refs = refs
+                if spare(nodes, made, refs):
+                    self._spare = made
+                    return
+            del nodes
+        elif self.tape is not None:
+            self.tape.nodes = ()
         pool = self._pool
-        for t in self._made:
+        for t in made:
             if _refcount(t) == 3 and not _weakrefs(t):  # (the list, the loop, the call): unreachable
                 t.node = None
                 d = t.__dict__
@@ -191,7 +202,7 @@ class LazyContext:
         """:meth:`input` with ``dims`` as :func:`axes_key` gives them: the one constructor
         of a leaf over a user input (a jit step calls it directly). Its shape, log entry and
         variables come from a :class:`~.replay.LeafCall`: the last step's at this position
-        when the step follows it and the leaf matches, else made here (:meth:`_leaf_call`)."""
+        when the step follows it and the leaf matches, else made here (:func:`.leafcall.leaf_call`)."""
         log = self.log
         dtype = t.dtype
         if axes is False or self.mode == "static":  # every axis constant: shape and key entry shared per shape
@@ -203,7 +214,7 @@ class LazyContext:
         shape_ = t.shape
         if bounds is not None and self.mode != "bounded":
             bounds = None
-        call = None
+        call, k = None, -2
         if log is not None and log.follows is not None:
             k = len(log.nodes)
             calls = log.follows.calls
@@ -220,12 +231,22 @@ class LazyContext:
                     call = c
         if call is None:
             node = Node("input", (), None, (), dtype, t)
-            call = self._leaf_call(node, dtype, shape_, axes, bounds)
+            call = leaf_call(log, self._named, node, dtype, shape_, axes, bounds)
             node.shape = call.shape
-            followed = False
+            followed, out = False, None
+        elif self.reused == k:  # the last step's node here, taken again (.reuse)
+            out = self.reuse[k]  # type: ignore[index]
+            node = out.node
+            node.data = t
+            self.reused = k + 1
+            if not k:
+                log.share()
+            log.nodes.append(node)  # (its entry and call: the last step's, shared)
+            followed = True
         else:
             node = log.follow(call, "input", (), NO_KWARGS, t)
             followed = True
+            out = None
         named, vars_, hints = self._named, self.vars.vars, self.vars.hints
         lcanon = log.canon if log is not None else None
         for axis, v, name, bound, new in call.vars:
@@ -245,49 +266,18 @@ class LazyContext:
                 raise ValueError(f"dim {name} is {hints[sym]} in one input and {size} in another")
         if not followed and log is not None:  # (a followed leaf is logged: StepLog.follow)
             log.add(node, call.entry, call)
+        elif out is not None:
+            self._made.append(out)
+            return out
         return self.tensor(node)
-
-    def _leaf_call(self, node: Node, dtype, shape_, axes, bounds) -> LeafCall:
-        """The :class:`~.replay.LeafCall` of a leaf made here: per axis, a constant, a new
-        variable (named ``p<position>_<axis>`` in a jit step, ``d<leaf uid>_<axis>`` in a
-        context without a step log), or the variable of a user name an earlier axis made."""
-        log = self.log
-        pos = None if log is None else len(log.nodes)
-        plan = _leaf_plan(pos, len(shape_), axes)
-        named, own = self._named, None  # own: the names this leaf's axes make (``(n, n)`` dims)
-        consts, vars_, shape, sig = [], [], [], []  # sig: the dims as the step log keys them
-        for spec, size in zip(plan, shape_, strict=True):
-            if spec is None:  # a constant axis
-                consts.append((len(shape), size))
-                shape.append(const(size))
-                sig.append(size)
-                continue
-            name, c, axis, e = spec
-            bound = bounds.get(axis) if bounds is not None else None
-            v = None if name is None else (own and own.get(name)) or named.get(name)
-            if v is None:
-                # a jit step names its variables by position (the same names every step, so its size
-                # arithmetic repeats the last one's); a context without a step log by leaf (unique)
-                sym = c or f"d{node.uid}_{axis}"
-                v = Var(sym, name or sym, size, None, bound, e)
-                if name is not None:
-                    own = own or {}
-                    own[name] = v
-                vars_.append((axis, v, name, bound, True))
-            else:
-                vars_.append((axis, v, name, bound, False))
-            shape.append(v.expr)
-            sig.append(v.sym if v.bound is None or bounds is None else (v.sym, v.bound))
-        entry = ("in", dtype, tuple(sig))
-        return LeafCall(
-            dtype, len(shape_), axes, None if bounds is None else dict(bounds), tuple(consts), tuple(vars_), tuple(shape), entry
-        )
 
     def tensor(self, node: Node) -> LazyTensor:
         """The lazy tensor of ``node``: one of the last step's no one holds any more (see
         :meth:`release`), or a new one. Making a ``torch.Tensor`` subclass costs ~1 us, a
         cached step makes one per leaf and op: most of what the subclass added to a step."""
         pool = self._pool
+        if not pool and self.reuse is not None:
+            self._restock()
         if pool:
             t = pool.pop()
             t.node = node
@@ -296,6 +286,15 @@ class LazyContext:
         if self.log is not None:
             self._made.append(t)
         return t
+
+    def _restock(self) -> None:
+        """The last step's tensors this step did not take (it left that step at position
+        ``reused``): to the pool, without their nodes (no one holds them: see :meth:`release`)."""
+        spare, self.reuse = self.reuse, None
+        pool = self._pool
+        for t in spare[self.reused :]:  # type: ignore[index]  # (reused: past the positions it will reach now)
+            t.node = None
+            pool.append(t)
 
     def constant(self, t: torch.Tensor, shape=None, entry=None) -> Node:
         """A leaf for a concrete tensor met during tracing (all axes constant); ``shape`` and

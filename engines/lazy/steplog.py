@@ -65,7 +65,9 @@ class StepLog:
         "keyed",
         "nguards",
         "nodes",
+        "refs",
         "roots",
+        "shared",
         "syncs",
     )
 
@@ -81,12 +83,16 @@ class StepLog:
         self.guards: list = []
         self.nguards = 0
         self.syncs: list = []
+        self.refs: list | None = None  # per position, the references a released step's node has (.reuse)
+        self.shared = False  # ``entries`` and ``calls`` are the last step's lists (see share)
 
     def add(self, node: Node, entry: tuple, call=None) -> None:
         """Log ``node`` as ``entry`` (its operands signed by the caller, as :meth:`op` does);
         ``call``: the :mod:`.replay` call that made it. A node that is not the last step's
         call at its position, replayed, stops the step following the last one unless its
         entry is the one logged there."""
+        if self.shared:
+            self.unshare()
         k = len(self.nodes)
         node.pos = k
         self.nodes.append(node)
@@ -103,6 +109,8 @@ class StepLog:
         here from the call's fields (``Node(op, args, kwargs, call.shape, call.dtype, data)``
         without its conversions nor a Python ``__init__`` call, ~40% of a node's cost) and logged
         as :meth:`add` would log it, without its test (the step still follows)."""
+        if self.shared:
+            self.unshare()
         nodes = self.nodes
         node = _new(Node)
         node.uid = _next_uid()
@@ -117,6 +125,22 @@ class StepLog:
         self.entries.append(call.entry)
         self.calls.append(call)
         return node
+
+    def share(self) -> None:
+        """The step takes the last step's first node again (:mod:`.reuse`): its ``entries`` and
+        ``calls`` are the last step's lists while it takes that step's nodes one by one (then only
+        ``nodes`` is appended to: its length says how far the step has reached), copied up to there
+        (:meth:`unshare`) before anything else is logged, keyed afresh or kept."""
+        last = self.follows
+        self.entries, self.calls, self.shared = last.entries, last.calls, True
+
+    def unshare(self, kept: bool = False) -> None:
+        """``entries`` and ``calls`` of this step's own, up to the position it has reached; ``kept``:
+        the step is over and the last one is let go, so lists it ended with are its own as they are."""
+        n = len(self.nodes)
+        if not kept or len(self.entries) != n:
+            self.entries, self.calls = self.entries[:n], self.calls[:n]
+        self.shared = False
 
     def follow_guard(self, i: int, g) -> None:
         """The step's ``i``-th guard is ``g``: it stops following unless the last step's was the same."""
@@ -273,6 +297,8 @@ class StepLog:
                     self.keyed, self.hit = rec[3], rec[4]
                     return self.keyed
             self.follows = None
+        if self.shared:
+            self.unshare()
         if syncs:  # (a later sync of the step: the earlier ones' roots are leaves of its graph)
             outs = tuple([r[1] for r in syncs]) + (outs,)
         if not guards:

@@ -52,7 +52,8 @@ def test_op_nodes_are_made_by_record_and_leaves_by_one_constructor():
 
 def test_the_step_log_is_appended_to_in_one_place():
     """Every log entry goes through ``StepLog.add``, or ``StepLog.follow`` for a call the step
-    follows (no inline copies in ops or the runtime)."""
+    follows (no inline copies in ops or the runtime; a node the step takes again from the last
+    step has the last step's entry: ``StepLog.share``)."""
     appends = set()
     for mod, tree in _modules():
         for fn in _functions(tree):
@@ -135,7 +136,8 @@ def test_a_context_without_a_step_log_hits_the_graph_cache():
 
 def test_a_cached_step_reuses_the_last_steps_unheld_tensors_only():
     """The tensors of a step nobody holds are the next step's (no new ``torch.Tensor``
-    subclass objects); one the program kept, or watches by a weak reference, is never reused."""
+    subclass objects); one the program kept, or watches by a weak reference, is never reused
+    (nor, then, the nodes of its step: the others go to the pool without them)."""
     kept, watched = [], []
 
     def prog(x, keep):
@@ -148,10 +150,12 @@ def test_a_cached_step_reuses_the_last_steps_unheld_tensors_only():
 
     f = L.jit(prog, dims=[{0: "n"}, None])
     f(torch.randn(3, 2), None)
-    pool = {id(t) for t in f.ctx._pool}
+    # (pooled, or kept for the next step with their nodes: the compile's graph holds them until collected)
+    pool = {id(t) for t in f.ctx._spare or f.ctx._pool}
     assert len(pool) == 3  # the leaf, x * 2 and the sum
     f(torch.randn(4, 2), None)
-    assert {id(t) for t in f.ctx._pool} == pool  # the same three objects again
+    # the same three objects again: kept, with their nodes, for the next step to take by position (.reuse)
+    assert {id(t) for t in f.ctx._spare} == pool and not f.ctx._pool
     out = f(torch.randn(5, 2), "ref")
     assert kept[0].node is not None and kept[0].node.op == "mul" and len(f.ctx._pool) == 2
     torch.testing.assert_close(out, kept[0].node.args[0].data.sum(0) * 2)
