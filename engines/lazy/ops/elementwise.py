@@ -193,7 +193,6 @@ UNARY = {
     "clamp_max": (torch.clamp_max, _SAME),
     "tril": (torch.tril, _SAME),
     "triu": (torch.triu, _SAME),
-    "flip": (torch.flip, _SAME),
     "roll": (torch.roll, _SAME),
     "cumsum": (torch.cumsum, "sum"),
     "cumprod": (torch.cumprod, "sum"),

@@ -11,7 +11,7 @@ from engines.sizes import Expr
 from ..symbolic import SymSize, as_expr, const, is_size
 from ..tensor import LazyTensor, UntraceableOp
 from .registry import ShapeError, ctx_for, lazy_op, record
-from .rules import ONE, ZERO, assume_eq, broadcast, hint, norm_dim, numel, promote, shape_of, size_list
+from .rules import ONE, ZERO, assume_eq, broadcast, hint, norm_dim, numel, promote, shape_of, size_arg, size_list
 
 T = torch.Tensor
 MINUS_ONE = const(-1)
@@ -129,6 +129,14 @@ def permute(x, *dims):
     if sorted(dims) != list(range(x.ndim)):
         raise ShapeError(f"permute: {dims} is not a permutation of {x.ndim} dims")
     return record(x.ctx, "permute", (x, tuple(dims)), {}, [x.node.shape[d] for d in dims], x.dtype)
+
+
+@lazy_op("flip", lowers=torch.flip)
+def flip(x, *dims, **kwargs):
+    """``flip``: the dims as torch takes them, one int, ints (``x.flip(0, 1)``), a sequence or
+    ``dims=``; recorded as a tuple, which is all ``torch.flip`` takes."""
+    dims = tuple(norm_dim(d, x.ndim) for d in size_arg(dims, kwargs, "dims"))
+    return record(x.ctx, "flip", (x, dims), {}, x.node.shape, x.dtype)
 
 
 @lazy_op("transpose", "swapaxes", "swapdims", lowers=T.transpose)

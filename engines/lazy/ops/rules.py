@@ -54,6 +54,16 @@ def size_list(args) -> list:
     return list(args)
 
 
+def size_arg(args, kwargs, name: str) -> list:
+    """The sizes (or dims) of an op torch takes as ``*sizes``, one sequence or the keyword
+    ``name`` (``x.reshape(shape=...)``); any other keyword is a TypeError, as torch's."""
+    if kwargs:
+        if args or set(kwargs) != {name}:
+            raise TypeError(f"unexpected arguments {args} {sorted(kwargs)} (sizes: *{name}, or {name}=)")
+        args = (kwargs[name],)
+    return size_list(args)
+
+
 def numel(shape) -> Expr:
     return math.prod(shape, start=ONE)
 
