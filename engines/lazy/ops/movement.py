@@ -50,10 +50,12 @@ def _infer(ctx, sizes_, total: Expr, what: str) -> list:
 
 
 def _view(name):
-    def impl(x, *size):
-        if len(size) == 1 and isinstance(size[0], torch.dtype):
+    keyword = "shape" if name == "reshape" else "size"  # (torch's names: ``x.reshape(shape=...)``, ``x.view(size=...)``)
+
+    def impl(x, *size, **kwargs):
+        if (len(size) == 1 and isinstance(size[0], torch.dtype)) or "dtype" in kwargs:
             raise UntraceableOp("lazy: view(dtype)")
-        sizes_ = size_list(size)
+        sizes_ = size_arg(size, kwargs, keyword)
         shape = _infer(x.ctx, sizes_, numel(x.node.shape), name)
         return record(x.ctx, name, (x, tuple(sizes_)), {}, shape, x.dtype)
 
@@ -96,9 +98,9 @@ def unflatten(x, dim, sizes_):
 
 
 @lazy_op("expand", "broadcast_to", lowers=T.expand)
-def expand(x, *size):
+def expand(x, *size, implicit=False, **kwargs):
     ctx, s = x.ctx, x.node.shape
-    sizes_ = [as_expr(e) for e in size_list(size)]
+    sizes_ = [as_expr(e) for e in size_arg(size, kwargs, "size")]
     if len(sizes_) < len(s):
         raise ShapeError(f"expand: {len(sizes_)} sizes for a {len(s)}-d tensor")
     lead = len(sizes_) - len(s)
@@ -124,8 +126,8 @@ def expand_as(x, other):
 
 
 @lazy_op("permute", lowers=T.permute)
-def permute(x, *dims):
-    dims = [norm_dim(d, x.ndim) for d in size_list(dims)]
+def permute(x, *dims, **kwargs):
+    dims = [norm_dim(d, x.ndim) for d in size_arg(dims, kwargs, "dims")]
     if sorted(dims) != list(range(x.ndim)):
         raise ShapeError(f"permute: {dims} is not a permutation of {x.ndim} dims")
     return record(x.ctx, "permute", (x, tuple(dims)), {}, [x.node.shape[d] for d in dims], x.dtype)
@@ -212,8 +214,8 @@ def unbind(x, dim=0):
 
 
 @lazy_op("repeat", lowers=T.repeat)
-def repeat(x, *sizes_):
-    reps = [as_expr(e) for e in size_list(sizes_)]
+def repeat(x, *sizes_, **kwargs):
+    reps = [as_expr(e) for e in size_arg(sizes_, kwargs, "repeats")]
     s = (ONE,) * (len(reps) - x.ndim) + x.node.shape
     return record(x.ctx, "repeat", (x, tuple(reps)), {}, [a * b for a, b in zip(s, reps, strict=False)], x.dtype)
 
