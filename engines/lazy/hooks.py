@@ -130,6 +130,38 @@ def _direct(name, orig):
     return fn
 
 
+# ---------------------------------------------------------------------------
+# torch.nn.functional functions called on a plain tensor with symbolic output sizes
+# (timm's ``F.interpolate(pos_embed, size=(h, w))``: a parameter resized to the input's grid)
+# ---------------------------------------------------------------------------
+_SIZED_F = (
+    "interpolate",
+    "upsample",
+    "upsample_nearest",
+    "upsample_bilinear",
+    *(f"adaptive_{k}_pool{d}d" for k in ("avg", "max") for d in (1, 2, 3)),
+    "pad",
+)
+
+
+def _sized_functional(name, orig):
+    """``F.<name>`` while tracing: on a plain tensor with a symbolic size among the arguments
+    and no lazy tensor, ``orig`` on that tensor as a constant leaf, so torch's Python wrapper
+    reaches ``__torch_function__`` -- without it, the sizes reach torch's C++ argument parser,
+    which refuses them (``interpolate``) or reads them as ints (one compile per size)."""
+
+    def fn(*args, **kwargs):
+        if args and type(args[0]) is not LazyTensor and isinstance(args[0], _TENSOR) and not _mode_enabled():
+            ctx = _sym_ctx(args[1:]) or (_sym_ctx(tuple(kwargs.values())) if kwargs else None)
+            if ctx is not None:
+                PATCH_CALLS[0] += 1
+                return orig(LazyTensor(ctx.constant(args[0]), ctx), *args[1:], **kwargs)
+        return orig(*args, **kwargs)
+
+    fn.__name__, fn.__wrapped__, fn.lazy_tracing = name, orig, True
+    return fn
+
+
 #: calls of the functions above that took the lazy branch, ever: with ``tensor.DISPATCHED``, what
 #: ``trace_step`` reads around a step to learn whether its program needs ``tracing`` at all
 PATCH_CALLS = [0]
@@ -148,7 +180,9 @@ def _targets() -> list:
     # broadcast_shapes of symbolic sizes: torch's asks guard_or_false of each comparison, which takes torch's
     # SymBool only (an AssertionError on ours). torch.broadcast_shapes itself: symbolic sizes, as x.shape
     out += [(torch.__dict__, "broadcast_shapes", lambda f: _patched("broadcast_shapes", f))]
-    out += [(ns, "handle_torch_function", _handler) for ns in (torch.nn.functional.__dict__, torch.functional.__dict__)]
+    out += [(torch.nn.functional.__dict__, "handle_torch_function", _handler)]
+    out += [(torch.nn.functional.__dict__, n, lambda f, n=n: _sized_functional(n, f)) for n in _SIZED_F]
+    out += [(torch.functional.__dict__, "handle_torch_function", _handler)]
     # a torch.broadcast_shapes held from before the step (OpInfo's) looks torch._refs._broadcast_shapes up at
     # call time, then makes a torch.Size of its result, which reads each size as an int (a guard each)
     out += [(torch._refs.__dict__, "_broadcast_shapes", _broadcast_ints)]
