@@ -50,3 +50,32 @@ def test_sizes_by_keyword(program):
 def test_a_view_to_a_dtype_by_keyword_is_refused_by_name():
     with pytest.raises(L.UntraceableOp, match="view"):
         L.jit(lambda x: x.view(dtype=torch.int32))(torch.randn(3, 4))
+
+
+WEIGHT, BIAS = torch.nn.Parameter(torch.randn(6, 4)), torch.nn.Parameter(torch.randn(6))  # a model's parameters
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda x, i: x + BIAS[i][:, None],  # torch_geometric's HeteroLinear: ``self.bias[type_vec]``
+        lambda x, i: WEIGHT[0].expand_as(x) * x,
+        lambda x, i: BIAS.type_as(x)[i],
+        lambda x, i: WEIGHT.index_select(0, i) * x,
+    ],
+)
+def test_a_plain_tensor_as_the_first_operand_of_a_lazy_op(program):
+    """A parameter as the operand the rule reads first, a lazy one after it: reached
+    ``__torch_function__`` as itself and crashed the rule (AttributeError); taken as a constant leaf."""
+    f = L.jit(program)
+    for n in (3, 5, 8):
+        x, i = torch.randn(n, 4), torch.randint(0, 6, (n,))
+        torch.testing.assert_close(f(x, i), program(x, i))
+    assert f.ctx.compiles() == 1
+
+
+def test_an_inplace_op_still_writes_into_the_plain_tensor():
+    acc = torch.zeros(6)
+    f = L.jit(lambda i, v: acc.index_add_(0, i, v * 2) + 0)
+    f(torch.tensor([0, 2]), torch.ones(2))
+    assert acc.tolist() == [2.0, 0.0, 2.0, 0.0, 0.0, 0.0]
