@@ -158,7 +158,9 @@ def _sized_functional(name, orig):
                 return orig(LazyTensor(ctx.constant(args[0]), ctx), *args[1:], **kwargs)
         return orig(*args, **kwargs)
 
-    fn.__name__, fn.__wrapped__, fn.lazy_tracing = name, orig, True
+    # (torch's wrappers hand ``__torch_function__`` the module's function, this one while tracing:
+    # found by module and name in the registry's ``torch.nn.functional`` table, as ``orig`` is)
+    fn.__name__, fn.__module__, fn.__wrapped__, fn.lazy_tracing = name, orig.__module__, orig, True
     return fn
 
 
