@@ -20,6 +20,7 @@ This module adds what the lazy path needs on top:
 from __future__ import annotations
 
 import functools
+import math
 import operator
 import sys
 
@@ -405,6 +406,28 @@ class SymSize:
 
     def __truediv__(self, o):
         return float(self) / float(o)
+
+    def __pow__(self, o):
+        """A non-negative int power stays symbolic (a product); any other reads the size
+        (``int(n ** 0.5)``, diffusers' patch grids: a number per size)."""
+        if type(o) is int and o >= 0:
+            return SymSize.wrap(math.prod([self.live()] * o, start=const(1)), self.ctx)
+        if not isinstance(o, (int, float, SymSize)):
+            return NotImplemented
+        return (int(self) if type(o) is int else float(self)) ** o
+
+    def __rpow__(self, o):
+        if not isinstance(o, (int, float)):
+            return NotImplemented
+        return o ** int(self)
+
+    def __abs__(self):
+        return self  # (a size is never negative)
+
+    def __round__(self, ndigits=None):
+        return int(self)
+
+    __trunc__ = __floor__ = __ceil__ = __round__
 
     def __rtruediv__(self, o):
         return float(o) / float(self)
