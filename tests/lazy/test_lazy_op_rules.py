@@ -70,3 +70,21 @@ def test_ceil_mode_pools_keep_sizes_symbolic_where_no_window_starts_in_the_paddi
 def test_a_tensor_of_repeats_is_refused_by_name():
     with pytest.raises(L.UntraceableOp, match="tensor of repeats"):
         L.jit(lambda x: x.repeat_interleave(torch.tensor([1, 2]), dim=0))(torch.randn(2, 3))
+
+
+def test_a_crop_after_padding_to_a_window_multiple_needs_no_guard():
+    """Swin's windows: pad ``h`` to a multiple of 4, attend, crop back with ``[:, :h]``. The crop's
+    clamp asked ``h + pad <= h`` (true only where ``pad`` is 0: a graph per residue of ``h``); the
+    stop is within the size at every size (``pad >= 0``), so the clamp decides it without a guard."""
+
+    def program(x):
+        h = x.shape[1]
+        y = F.pad(x, (0, 0, 0, (4 - h % 4) % 4))
+        return y[:, :h, :] * 2
+
+    f = L.jit(program)
+    for n in (8, 9, 10, 12, 13):
+        x = torch.randn(2, n, 3)
+        torch.testing.assert_close(f(x), program(x))
+    assert f.ctx.compiles() == 1
+    assert [g.reason for g in f.ctx.guards] == ["clamp"]  # (h <= 0 is False: the start's, at every size)

@@ -14,7 +14,7 @@ import operator
 
 import torch
 
-from engines.sizes import Expr
+from engines.sizes import Expr, evident_nonneg
 
 from ..symbolic import SymSize, const
 from ..tensor import LazyTensor
@@ -130,6 +130,8 @@ def le(ctx, a: Expr, b: Expr) -> bool:
     d = b - a
     if d.is_const:
         return d.value >= 0
+    if evident_nonneg(d):  # (``h <= h + (4 - h % 4) % 4``, a window's padding: at every size)
+        return True
     return ctx.guard(a, "<=", b, reason="clamp")
 
 
@@ -137,6 +139,8 @@ def clamp(ctx, e: Expr, lo: Expr, hi: Expr) -> Expr:
     """``min(max(e, lo), hi)``, decided by guards where not constant."""
     if le(ctx, e, lo):
         return lo
+    if evident_nonneg(hi - e):  # e <= hi at every size: ``hi <= e`` only where they are equal, so ``e``
+        return e
     if le(ctx, hi, e):
         return hi
     return e
