@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 import operator
 
 import torch
@@ -17,7 +18,7 @@ import torch
 from engines.sizes import Expr, evident_nonneg
 
 from ..symbolic import SymSize, const
-from ..tensor import LazyTensor
+from ..tensor import LazyTensor, UntraceableOp
 from .registry import ShapeError
 
 ONE, ZERO = const(1), const(0)
@@ -156,10 +157,17 @@ def _sig(x):
         return ("t", x.dtype, x.dim() > 0)
     if isinstance(x, (SymSize, Expr)):
         return ("s", int)
-    return ("s", type(x))
+    t = type(x)
+    if t in _SAMPLE:
+        return ("s", t)
+    for kind, as_ in _SCALARS:  # (numpy's scalars: ``np.float64`` is a float, ``np.int64`` an Integral)
+        if isinstance(x, kind):
+            return ("s", as_)
+    raise UntraceableOp(f"lazy: a {t.__name__} operand (not a tensor nor a Python number)", kind="unsupported argument")
 
 
 _SAMPLE = {bool: True, int: 1, float: 1.0, complex: 1j}
+_SCALARS = ((bool, bool), (numbers.Integral, int), (numbers.Real, float), (numbers.Complex, complex))
 
 
 @functools.cache
