@@ -2,6 +2,7 @@
 sequence (``x.flip(0)``), sizes by keyword (``x.reshape(shape=...)``). Each form traced, equal to
 eager at every size, one compile."""
 
+import numpy as np
 import pytest
 import torch
 
@@ -79,3 +80,37 @@ def test_an_inplace_op_still_writes_into_the_plain_tensor():
     f = L.jit(lambda i, v: acc.index_add_(0, i, v * 2) + 0)
     f(torch.tensor([0, 2]), torch.ones(2))
     assert acc.tolist() == [2.0, 0.0, 2.0, 0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda x: x * np.float64(2.5),  # CTRL's positional encoding: a numpy scalar operand
+        lambda x: x.int() * np.float32(0.5) + np.int64(3),
+        lambda x: x + torch.arange(start=0, end=x.shape[0])[:, None],  # TAPAS: arange by keyword
+        lambda x: x + torch.arange(end=x.shape[0])[:, None] + torch.arange(0, x.shape[0], step=1)[:, None],
+        lambda x: x.new_ones(size=x.size()) * x,  # LED, Longformer
+        lambda x: x.new_full(size=(x.shape[0], 4), fill_value=2.0) * x,
+        lambda x: torch.zeros(size=(x.shape[0], 4)) + x,
+        lambda x: torch.full_like(x, -1.0).where(x > 0, x),  # LED: the method form of where
+    ],
+)
+def test_scalars_and_keywords_the_models_use(program):
+    _held(program, 3, 5, 8)
+
+
+def test_a_symbolic_negative_slice_bound_counts_from_the_end():
+    """LED, Longformer: pad to a multiple of the window, crop with ``x[:, :-padding]`` where the
+    padding is a size expression: below 0 it counts from the end, as an int's does (it was clamped
+    to 0: an empty tensor)."""
+
+    def program(x):
+        pad = (4 - x.shape[1] % 4) % 4
+        y = torch.nn.functional.pad(x, (0, pad))
+        return y[:, :-pad] * 2 if pad > 0 else y * 2
+
+    f = L.jit(program)
+    for n in (5, 6, 9, 8, 10):
+        x = torch.randn(2, n)
+        torch.testing.assert_close(f(x), program(x))
+    assert f.ctx.compiles() == 2  # (the model's own branch: pad > 0 or not)

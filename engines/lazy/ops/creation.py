@@ -9,7 +9,7 @@ import torch
 from ..symbolic import as_expr, is_size, var_of
 from ..tensor import OPS, UntraceableOp
 from .registry import ctx_for, lazy_op, record
-from .rules import ZERO, clamp, size_list
+from .rules import ZERO, clamp, size_arg, size_list
 
 _DROP = ("device", "layout", "pin_memory", "requires_grad", "memory_format", "generator")
 
@@ -18,6 +18,8 @@ def _create(name, default_fill=None):
     def impl(*size, fill_value=None, dtype=None, _ctx_=None, **kwargs):
         for k in _DROP:
             kwargs.pop(k, None)
+        if "size" in kwargs:  # (``torch.zeros(size=(n, 4))``)
+            size = (kwargs.pop("size"),) + size
         if kwargs:
             raise UntraceableOp(f"lazy: {name} with {sorted(kwargs)}")
         if name == "full":
@@ -72,11 +74,13 @@ def _new(name):
     def impl(x, *args, dtype=None, **kwargs):
         for k in _DROP if kwargs else ():
             kwargs.pop(k, None)
+        if "size" in kwargs:  # (LED, Longformer: ``mask.new_ones(size=mask.size())``)
+            args = (kwargs.pop("size"),) + args
         if base == "full":
             return OPS["lazy_full"](
                 args[0], args[1] if len(args) > 1 else kwargs["fill_value"], dtype=dtype or x.dtype, _ctx_=x.ctx
             )
-        sizes_ = [as_expr(s) for s in size_list(args)]
+        sizes_ = [as_expr(s) for s in size_arg(args, kwargs, "size")]
         dt = dtype or x.dtype
         return record(x.ctx, base, (tuple(sizes_),), {"dtype": dt}, sizes_, dt)
 
@@ -92,7 +96,10 @@ for _n in ("new_zeros", "new_ones", "new_empty", "new_full"):
 def lazy_arange(*args, dtype=None, **kwargs):
     for k in _DROP:
         kwargs.pop(k, None)
-    start, end, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) > 2 else 1)
+    if len(args) > 1:
+        start, end, step = args[0], args[1], args[2] if len(args) > 2 else 1
+    else:  # (``arange(n)``, ``arange(end=n)``, ``arange(start=0, end=n)``: TAPAS)
+        start, end, step = 0, args[0] if args else None, 1
     start, end, step = kwargs.pop("start", start), kwargs.pop("end", end), kwargs.pop("step", step)
     ctx = ctx_for(start, end, step)
     if not all(is_size(v) for v in (start, end, step)):
