@@ -416,6 +416,12 @@ class SymSize:
             return NotImplemented
         return (int(self) if type(o) is int else float(self)) ** o
 
+    def __rshift__(self, o):
+        return self // (1 << o) if type(o) is int and o >= 0 else NotImplemented
+
+    def __lshift__(self, o):
+        return self * (1 << o) if type(o) is int and o >= 0 else NotImplemented
+
     def __rpow__(self, o):
         if not isinstance(o, (int, float)):
             return NotImplemented

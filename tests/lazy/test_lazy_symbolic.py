@@ -91,3 +91,11 @@ def test_a_size_read_by_a_float_power_traces_a_graph_per_size():
         x = torch.randn(n)
         torch.testing.assert_close(f(x), x.reshape(int(n**0.5), -1))
     assert f.ctx.compiles() == 2
+
+
+def test_shifts_of_a_size_stay_symbolic():
+    ctx = L.LazyContext()
+    n = ctx.input(torch.zeros(13, 3)).shape[0]
+    r, s = n >> 2, n << 1
+    assert isinstance(r, L.SymSize) and isinstance(s, L.SymSize) and (r.hint, s.hint) == (3, 26)
+    assert ctx.guards == []
