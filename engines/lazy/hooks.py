@@ -16,7 +16,7 @@ import torch
 import torch._refs
 
 from .memo import Memo
-from .symbolic import SIZED_FUNCTIONS, UNPATCHED, NeedsSizedMethods, SymSize
+from .symbolic import PLAIN_METHOD, SIZED_FUNCTIONS, UNPATCHED, NeedsSizedMethods, SymSize
 from .tensor import DISPATCHED, OPS, LazyTensor
 
 _TENSOR = torch.Tensor
@@ -286,6 +286,22 @@ def _sym_ctx(obj):
     return None
 
 
+def _plain_method(func, args, kwargs):
+    """``func(tensor, ...)`` on a plain tensor with a symbolic size among the rest (torch_geometric's
+    HGTConv: ``torch.arange(H).repeat(1, N)``), met by ``SymSize.__torch_function__``: the registry's
+    op on the tensor as a constant leaf; without it, the sizes are read as ints (a graph per size).
+    NotImplemented for an in-place op (it writes into the tensor) or one the registry lacks."""
+    a, name = args[0], getattr(func, "__name__", "")
+    impl = OPS.get(name)
+    if impl is None or type(a) is LazyTensor or not isinstance(a, _TENSOR) or name.endswith("_"):
+        return NotImplemented
+    ctx = _sym_ctx(args[1:]) or (_sym_ctx(tuple(kwargs.values())) if kwargs else None)
+    if ctx is None or _mode_enabled():
+        return NotImplemented
+    return impl(LazyTensor(ctx.constant(a), ctx), *args[1:], **kwargs)
+
+
+PLAIN_METHOD.append(_plain_method)
 _TENSOR_PATCHES = {n: _sized_method(n, getattr(_TENSOR, n)) for n in _SIZED_METHODS}
 _TENSOR_OWN = {n: _TENSOR.__dict__[n] for n in _SIZED_METHODS if n in _TENSOR.__dict__}  # (``unflatten``)
 

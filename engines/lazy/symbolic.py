@@ -316,6 +316,9 @@ def _cmp(op):
 #: torch creation function -> its lazy implementation, for a size reaching it in a list
 #: (``torch.zeros((n, 3))``) through :meth:`SymSize.__torch_function__` (filled by :mod:`.hooks`)
 SIZED_FUNCTIONS: dict = {}
+#: ``[fn(func, args, kwargs)]``: a plain tensor's op called with a symbolic size, as the lazy op on
+#: that tensor as a constant leaf, or NotImplemented (set by :mod:`.hooks`)
+PLAIN_METHOD: list = []
 
 
 #: guards recorded by ``__index__`` called from C, the newest last: ``(frame, instruction, ctx, guard)``.
@@ -456,6 +459,10 @@ class SymSize:
             plain = all(isinstance(v, SymSize) or (type(v) is int and v >= 0) for v in (a, b))
             if mode in ("floor", "trunc") and plain and (isinstance(b, SymSize) or b > 0):
                 return a // b  # (sizes are >= 0: trunc is floor)
+        if PLAIN_METHOD and args:  # (``arange(h).repeat(1, n)``: a plain tensor's op at a symbolic size)
+            out = PLAIN_METHOD[0](func, args, kwargs)
+            if out is not NotImplemented:
+                return out
         impl = SIZED_FUNCTIONS.get(func)
         if impl is not None:  # a creation function held from before ``tracing()`` (OpInfo's ``torch.zeros``)
             return impl(*args, **kwargs)

@@ -123,3 +123,26 @@ def test_a_plain_tensor_resized_to_symbolic_sizes_stays_symbolic(resize):
         x = torch.randn(n)
         torch.testing.assert_close(f(x), program(x))
     assert f.ctx.compiles() == 1
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        lambda t, n: t.view(-1, 1).repeat(1, n),  # torch_geometric's HGTConv: ``arange(H).repeat(1, N)``
+        lambda t, n: t.new_zeros(3, n) + t[:, None],
+        lambda t, n: torch.narrow(torch.cat([t, t] * 4), 0, 1, n)[:, None],
+    ],
+)
+def test_a_plain_tensors_op_at_a_symbolic_size_stays_symbolic(op):
+    """A tensor made from constant sizes (plain, in every step) whose op takes a size of the input:
+    the size reached ``SymSize.__torch_function__``, which read it as an int (a graph per size); the
+    tensor becomes a constant leaf of the registry's op, the size symbolic: one compile, no guard."""
+
+    def program(x):
+        return op(torch.arange(3.0), x.shape[0]).sum(0) + x.sum()
+
+    f = L.jit(program)
+    for n in (3, 5, 7):
+        x = torch.randn(n)
+        torch.testing.assert_close(f(x), program(x))
+    assert f.ctx.compiles() == 1 and list(f.guard_log) == []
