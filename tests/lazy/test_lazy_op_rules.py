@@ -88,3 +88,24 @@ def test_a_crop_after_padding_to_a_window_multiple_needs_no_guard():
         torch.testing.assert_close(f(x), program(x))
     assert f.ctx.compiles() == 1
     assert [g.reason for g in f.ctx.guards] == ["clamp"]  # (h <= 0 is False: the start's, at every size)
+
+
+@pytest.mark.parametrize("heads", [1, 2])
+def test_as_strided_with_the_strides_a_lazy_tensor_reports(heads):
+    """Longformer's overlapping chunks: ``as_strided`` with strides read off ``x.stride()`` (a lazy
+    tensor reports contiguous ones). The graph's own layout of ``x`` need not be the one reported,
+    which gave other values; the kernel runs on ``x`` laid out contiguously."""
+
+    def program(q):  # (S, B, H*D) -> chunks of 2w = 4 rows overlapping by w = 2, as Longformer's _chunk
+        s, b = q.shape[0], q.shape[1]
+        q = q.view(s, b, heads, -1).transpose(0, 1).transpose(1, 2).reshape(b * heads, s, -1)
+        h = q.view(q.size(0), torch.div(q.size(1), 4, rounding_mode="trunc"), 4, q.size(2))
+        size, stride = list(h.size()), list(h.stride())
+        size[1], stride[1] = size[1] * 2 - 1, stride[1] // 2
+        return h.as_strided(size=size, stride=stride) * 1
+
+    f = L.jit(program)
+    for n in (8, 12, 16):
+        x = torch.randn(n, 2, 6)
+        torch.testing.assert_close(f(x), program(x))
+    assert f.ctx.compiles() == 1

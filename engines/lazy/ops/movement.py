@@ -164,6 +164,22 @@ def movedim(x, source, destination):
     return permute(x, order)
 
 
+def _as_strided_rt(x, size, stride, storage_offset=None):
+    """``as_strided`` over ``x`` laid out contiguously: a lazy tensor has no layout, so its
+    ``stride()`` is the contiguous one, whatever layout the compiled graph gives ``x``."""
+    base = x.contiguous() if storage_offset is None else x.clone(memory_format=torch.contiguous_format)
+    return base.as_strided(size, stride, storage_offset)
+
+
+@lazy_op("as_strided", lowers=_as_strided_rt)
+def as_strided(x, size, stride, storage_offset=None):
+    """Longformer's overlapping chunks: ``x.as_strided(size, stride)`` with ``stride`` read off
+    ``x.stride()`` (contiguous strides, symbolic). The generic rule ran the kernel on the graph's
+    own layout of ``x``, which need not be the one ``stride()`` reported (wrong values)."""
+    shape = [as_expr(e) for e in size]
+    return record(x.ctx, "as_strided", (x, tuple(size), tuple(stride), storage_offset), {}, shape, x.dtype)
+
+
 @lazy_op("narrow", lowers=T.narrow)
 def narrow(x, dim, start, length):
     s = list(x.node.shape)
