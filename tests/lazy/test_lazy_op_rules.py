@@ -109,3 +109,26 @@ def test_as_strided_with_the_strides_a_lazy_tensor_reports(heads):
         x = torch.randn(n, 2, 6)
         torch.testing.assert_close(f(x), program(x))
     assert f.ctx.compiles() == 1
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda x: torch.arange(0.5, x.shape[0], dtype=torch.float32) + x,  # EVA's grid offsets
+        lambda x: torch.arange(x.shape[0], 0, -1.0, dtype=torch.int64).float() + x,  # XLNet's positions
+        lambda x: torch.arange(-x.shape[0], 0, 1.0) + x,
+        lambda x: torch.arange(0, x.shape[0] * 2, 2.0) + x,
+        lambda x: torch.arange(0.25, x.shape[0] * 3, 3) + x,
+        lambda x: torch.arange(x.shape[0] * 2, 0.5, -2) + x,
+    ],
+)
+def test_arange_with_float_bounds_or_a_negative_step_keeps_its_length_symbolic(program):
+    """Refused by name before ("arange with float bounds and symbolic sizes"); the length is
+    ``ceil((end - start) / step)`` of a size and a constant: one compile, dtypes as eager's."""
+    f = L.jit(program)
+    for n in (3, 4, 7):
+        x = torch.randn(n)
+        got, want = f(x), program(x)
+        assert got.dtype == want.dtype
+        torch.testing.assert_close(got, want)
+    assert f.ctx.compiles() == 1
