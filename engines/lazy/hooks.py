@@ -16,7 +16,7 @@ import torch
 import torch._refs
 
 from .memo import Memo
-from .symbolic import SIZED_FUNCTIONS, UNPATCHED, NeedsSizedMethods, SymSize
+from .symbolic import PLAIN_METHOD, SIZED_FUNCTIONS, UNPATCHED, NeedsSizedMethods, SymSize
 from .tensor import DISPATCHED, OPS, LazyTensor
 
 _TENSOR = torch.Tensor
@@ -130,6 +130,40 @@ def _direct(name, orig):
     return fn
 
 
+# ---------------------------------------------------------------------------
+# torch.nn.functional functions called on a plain tensor with symbolic output sizes
+# (timm's ``F.interpolate(pos_embed, size=(h, w))``: a parameter resized to the input's grid)
+# ---------------------------------------------------------------------------
+_SIZED_F = (
+    "interpolate",
+    "upsample",
+    "upsample_nearest",
+    "upsample_bilinear",
+    *(f"adaptive_{k}_pool{d}d" for k in ("avg", "max") for d in (1, 2, 3)),
+    "pad",
+)
+
+
+def _sized_functional(name, orig):
+    """``F.<name>`` while tracing: on a plain tensor with a symbolic size among the arguments
+    and no lazy tensor, ``orig`` on that tensor as a constant leaf, so torch's Python wrapper
+    reaches ``__torch_function__`` -- without it, the sizes reach torch's C++ argument parser,
+    which refuses them (``interpolate``) or reads them as ints (one compile per size)."""
+
+    def fn(*args, **kwargs):
+        if args and type(args[0]) is not LazyTensor and isinstance(args[0], _TENSOR) and not _mode_enabled():
+            ctx = _sym_ctx(args[1:]) or (_sym_ctx(tuple(kwargs.values())) if kwargs else None)
+            if ctx is not None:
+                PATCH_CALLS[0] += 1
+                return orig(LazyTensor(ctx.constant(args[0]), ctx), *args[1:], **kwargs)
+        return orig(*args, **kwargs)
+
+    # (torch's wrappers hand ``__torch_function__`` the module's function, this one while tracing:
+    # found by module and name in the registry's ``torch.nn.functional`` table, as ``orig`` is)
+    fn.__name__, fn.__module__, fn.__wrapped__, fn.lazy_tracing = name, orig.__module__, orig, True
+    return fn
+
+
 #: calls of the functions above that took the lazy branch, ever: with ``tensor.DISPATCHED``, what
 #: ``trace_step`` reads around a step to learn whether its program needs ``tracing`` at all
 PATCH_CALLS = [0]
@@ -148,7 +182,9 @@ def _targets() -> list:
     # broadcast_shapes of symbolic sizes: torch's asks guard_or_false of each comparison, which takes torch's
     # SymBool only (an AssertionError on ours). torch.broadcast_shapes itself: symbolic sizes, as x.shape
     out += [(torch.__dict__, "broadcast_shapes", lambda f: _patched("broadcast_shapes", f))]
-    out += [(ns, "handle_torch_function", _handler) for ns in (torch.nn.functional.__dict__, torch.functional.__dict__)]
+    out += [(torch.nn.functional.__dict__, "handle_torch_function", _handler)]
+    out += [(torch.nn.functional.__dict__, n, lambda f, n=n: _sized_functional(n, f)) for n in _SIZED_F]
+    out += [(torch.functional.__dict__, "handle_torch_function", _handler)]
     # a torch.broadcast_shapes held from before the step (OpInfo's) looks torch._refs._broadcast_shapes up at
     # call time, then makes a torch.Size of its result, which reads each size as an int (a guard each)
     out += [(torch._refs.__dict__, "_broadcast_shapes", _broadcast_ints)]
@@ -250,6 +286,22 @@ def _sym_ctx(obj):
     return None
 
 
+def _plain_method(func, args, kwargs):
+    """``func(tensor, ...)`` on a plain tensor with a symbolic size among the rest (torch_geometric's
+    HGTConv: ``torch.arange(H).repeat(1, N)``), met by ``SymSize.__torch_function__``: the registry's
+    op on the tensor as a constant leaf; without it, the sizes are read as ints (a graph per size).
+    NotImplemented for an in-place op (it writes into the tensor) or one the registry lacks."""
+    a, name = args[0], getattr(func, "__name__", "")
+    impl = OPS.get(name)
+    if impl is None or type(a) is LazyTensor or not isinstance(a, _TENSOR) or name.endswith("_"):
+        return NotImplemented
+    ctx = _sym_ctx(args[1:]) or (_sym_ctx(tuple(kwargs.values())) if kwargs else None)
+    if ctx is None or _mode_enabled():
+        return NotImplemented
+    return impl(LazyTensor(ctx.constant(a), ctx), *args[1:], **kwargs)
+
+
+PLAIN_METHOD.append(_plain_method)
 _TENSOR_PATCHES = {n: _sized_method(n, getattr(_TENSOR, n)) for n in _SIZED_METHODS}
 _TENSOR_OWN = {n: _TENSOR.__dict__[n] for n in _SIZED_METHODS if n in _TENSOR.__dict__}  # (``unflatten``)
 

@@ -20,6 +20,7 @@ This module adds what the lazy path needs on top:
 from __future__ import annotations
 
 import functools
+import math
 import operator
 import sys
 
@@ -315,6 +316,9 @@ def _cmp(op):
 #: torch creation function -> its lazy implementation, for a size reaching it in a list
 #: (``torch.zeros((n, 3))``) through :meth:`SymSize.__torch_function__` (filled by :mod:`.hooks`)
 SIZED_FUNCTIONS: dict = {}
+#: ``[fn(func, args, kwargs)]``: a plain tensor's op called with a symbolic size, as the lazy op on
+#: that tensor as a constant leaf, or NotImplemented (set by :mod:`.hooks`)
+PLAIN_METHOD: list = []
 
 
 #: guards recorded by ``__index__`` called from C, the newest last: ``(frame, instruction, ctx, guard)``.
@@ -406,6 +410,34 @@ class SymSize:
     def __truediv__(self, o):
         return float(self) / float(o)
 
+    def __pow__(self, o):
+        """A non-negative int power stays symbolic (a product); any other reads the size
+        (``int(n ** 0.5)``, diffusers' patch grids: a number per size)."""
+        if type(o) is int and o >= 0:
+            return SymSize.wrap(math.prod([self.live()] * o, start=const(1)), self.ctx)
+        if not isinstance(o, (int, float, SymSize)):
+            return NotImplemented
+        return (int(self) if type(o) is int else float(self)) ** o
+
+    def __rshift__(self, o):
+        return self // (1 << o) if type(o) is int and o >= 0 else NotImplemented
+
+    def __lshift__(self, o):
+        return self * (1 << o) if type(o) is int and o >= 0 else NotImplemented
+
+    def __rpow__(self, o):
+        if not isinstance(o, (int, float)):
+            return NotImplemented
+        return o ** int(self)
+
+    def __abs__(self):
+        return self  # (a size is never negative)
+
+    def __round__(self, ndigits=None):
+        return int(self)
+
+    __trunc__ = __floor__ = __ceil__ = __round__
+
     def __rtruediv__(self, o):
         return float(o) / float(self)
 
@@ -427,6 +459,10 @@ class SymSize:
             plain = all(isinstance(v, SymSize) or (type(v) is int and v >= 0) for v in (a, b))
             if mode in ("floor", "trunc") and plain and (isinstance(b, SymSize) or b > 0):
                 return a // b  # (sizes are >= 0: trunc is floor)
+        if PLAIN_METHOD and args:  # (``arange(h).repeat(1, n)``: a plain tensor's op at a symbolic size)
+            out = PLAIN_METHOD[0](func, args, kwargs)
+            if out is not NotImplemented:
+                return out
         impl = SIZED_FUNCTIONS.get(func)
         if impl is not None:  # a creation function held from before ``tracing()`` (OpInfo's ``torch.zeros``)
             return impl(*args, **kwargs)

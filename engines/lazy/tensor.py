@@ -239,11 +239,13 @@ class LazyTensor(torch.Tensor):
             except UntraceableOp:  # no registry entry: the generic rule of torch's meta kernel (.ops.meta), if any
                 if not FALLBACK or getattr(func, "__name__", None) == "__set__":
                     raise  # (not cached)
-                hit = (FALLBACK[0](func, getattr(func, "__name__", str(func))), False)
+                hit = (FALLBACK[0](func, getattr(func, "__name__", str(func))), False, _lifts(func))
             _DISPATCH[func] = hit
-        impl, swap = hit
+        impl, swap, lifts = hit
         if swap:
             args = (args[1], args[0]) + tuple(args[2:])
+        elif lifts and args and type(args[0]) is not LazyTensor and isinstance(args[0], torch.Tensor):
+            args = _lifted(args, kwargs)
         try:
             return impl(*args, **kwargs) if kwargs else impl(*args)
         except UntraceableOp as e:  # a registry rule that refuses these arguments: the generic rule, if any
@@ -262,9 +264,35 @@ _DISPATCH: dict = {}  # torch function -> (implementation, operands swapped): __
 DISPATCHED = [0]
 
 
+# in-place operators: they write into their first operand, a plain tensor included (see ``_lifts``)
+_WRITES = frozenset({*(f"__i{d}__" for d in _BINARY), "__ilshift__", "__irshift__", "__setitem__"})
+
+
+def _lifts(func) -> bool:
+    """Whether a plain tensor as ``func``'s first operand (``param[index]``, ``weight @ x``) is taken
+    as a constant leaf: the rules read their first operand's node; all but in-place ops, which write
+    into that tensor (``.ops.inplace``)."""
+    name = getattr(func, "__name__", "")
+    return not ((name.endswith("_") and not name.endswith("__")) or name in _WRITES)
+
+
+def _lifted(args: tuple, kwargs) -> tuple:
+    """``args`` with the plain tensor ``args[0]`` a constant leaf of the context of the other operands."""
+    ctx = ctx_of(args[1:], kwargs)
+    if ctx is None:
+        return args
+    return (LazyTensor(ctx.constant(args[0]), ctx),) + tuple(args[1:])
+
+
 def _resolve(func) -> tuple:
-    """The registry's implementation of the torch function ``func`` (``UntraceableOp`` naming it
-    when there is none; ``__torch_function__`` then takes the generic rule, ``FALLBACK``)."""
+    """The registry's implementation of the torch function ``func`` and whether it lifts a plain first
+    operand (``UntraceableOp`` naming it when there is none; ``__torch_function__`` then takes the
+    generic rule, ``FALLBACK``)."""
+    impl, swap = _lookup(func)
+    return impl, swap, _lifts(func)
+
+
+def _lookup(func) -> tuple:
     name = getattr(func, "__name__", str(func))
     if name in ("__get__", "__set__"):  # a torch.Tensor attribute this class does not define
         attr = getattr(getattr(func, "__self__", None), "__name__", "?")

@@ -203,3 +203,26 @@ def test_a_tensor_attribute_the_class_lacks_takes_the_generic_rule():
         x = torch.randn(n, n)
         torch.testing.assert_close(f(x), x.mH * 2 + x.H.sum())
     assert f.ctx.compiles() == 1
+
+
+@pytest.mark.parametrize("traced", ["optimistic", "guarded"])
+def test_a_concrete_operand_has_constant_sizes_in_the_fake_world(traced):
+    """``conv3d`` of a lazy input by a concrete weight (torchvision's video ResNets): the fake
+    weight had symbols of its own, which reached a guard (``s37*s41*s49*s98 > 1``) and then the
+    lazy context, where no variable answers them (a SizeError). Its sizes are constants."""
+    assert "conv3d" not in OPS
+    w = torch.randn(4, 3, 3, 3, 3)
+
+    def prog(x):
+        return torch.nn.functional.conv3d(x, w, padding=1)
+
+    f = L.jit(prog)
+    if traced == "guarded":  # (the meta guards as lazy guards: what a demoted function takes)
+        guess.DEMOTED.add(meta.lower_key(torch.nn.functional.conv3d, "conv3d"))
+    try:
+        for n in (5, 7, 9):
+            x = torch.randn(1, 3, n, 6, 6)
+            torch.testing.assert_close(f(x), prog(x))
+    finally:
+        guess.DEMOTED.discard(meta.lower_key(torch.nn.functional.conv3d, "conv3d"))
+    assert f.ctx.compiles() == 1

@@ -70,3 +70,65 @@ def test_ceil_mode_pools_keep_sizes_symbolic_where_no_window_starts_in_the_paddi
 def test_a_tensor_of_repeats_is_refused_by_name():
     with pytest.raises(L.UntraceableOp, match="tensor of repeats"):
         L.jit(lambda x: x.repeat_interleave(torch.tensor([1, 2]), dim=0))(torch.randn(2, 3))
+
+
+def test_a_crop_after_padding_to_a_window_multiple_needs_no_guard():
+    """Swin's windows: pad ``h`` to a multiple of 4, attend, crop back with ``[:, :h]``. The crop's
+    clamp asked ``h + pad <= h`` (true only where ``pad`` is 0: a graph per residue of ``h``); the
+    stop is within the size at every size (``pad >= 0``), so the clamp decides it without a guard."""
+
+    def program(x):
+        h = x.shape[1]
+        y = F.pad(x, (0, 0, 0, (4 - h % 4) % 4))
+        return y[:, :h, :] * 2
+
+    f = L.jit(program)
+    for n in (8, 9, 10, 12, 13):
+        x = torch.randn(2, n, 3)
+        torch.testing.assert_close(f(x), program(x))
+    assert f.ctx.compiles() == 1
+    assert [g.reason for g in f.ctx.guards] == ["clamp"]  # (h <= 0 is False: the start's, at every size)
+
+
+@pytest.mark.parametrize("heads", [1, 2])
+def test_as_strided_with_the_strides_a_lazy_tensor_reports(heads):
+    """Longformer's overlapping chunks: ``as_strided`` with strides read off ``x.stride()`` (a lazy
+    tensor reports contiguous ones). The graph's own layout of ``x`` need not be the one reported,
+    which gave other values; the kernel runs on ``x`` laid out contiguously."""
+
+    def program(q):  # (S, B, H*D) -> chunks of 2w = 4 rows overlapping by w = 2, as Longformer's _chunk
+        s, b = q.shape[0], q.shape[1]
+        q = q.view(s, b, heads, -1).transpose(0, 1).transpose(1, 2).reshape(b * heads, s, -1)
+        h = q.view(q.size(0), torch.div(q.size(1), 4, rounding_mode="trunc"), 4, q.size(2))
+        size, stride = list(h.size()), list(h.stride())
+        size[1], stride[1] = size[1] * 2 - 1, stride[1] // 2
+        return h.as_strided(size=size, stride=stride) * 1
+
+    f = L.jit(program)
+    for n in (8, 12, 16):
+        x = torch.randn(n, 2, 6)
+        torch.testing.assert_close(f(x), program(x))
+    assert f.ctx.compiles() == 1
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda x: torch.arange(0.5, x.shape[0], dtype=torch.float32) + x,  # EVA's grid offsets
+        lambda x: torch.arange(x.shape[0], 0, -1.0, dtype=torch.int64).float() + x,  # XLNet's positions
+        lambda x: torch.arange(-x.shape[0], 0, 1.0) + x,
+        lambda x: torch.arange(0, x.shape[0] * 2, 2.0) + x,
+        lambda x: torch.arange(0.25, x.shape[0] * 3, 3) + x,
+        lambda x: torch.arange(x.shape[0] * 2, 0.5, -2) + x,
+    ],
+)
+def test_arange_with_float_bounds_or_a_negative_step_keeps_its_length_symbolic(program):
+    """Refused by name before ("arange with float bounds and symbolic sizes"); the length is
+    ``ceil((end - start) / step)`` of a size and a constant: one compile, dtypes as eager's."""
+    f = L.jit(program)
+    for n in (3, 4, 7):
+        x = torch.randn(n)
+        got, want = f(x), program(x)
+        assert got.dtype == want.dtype
+        torch.testing.assert_close(got, want)
+    assert f.ctx.compiles() == 1

@@ -3,6 +3,7 @@ function from before the step patched torch (OpInfo's ``op.op``): torch's argume
 reaches ``SymSize.__torch_function__``, which used to call the function again with the
 tuple unchanged, recursing until Python's limit."""
 
+import pytest
 import torch
 
 import engines.lazy as L
@@ -94,3 +95,54 @@ def test_a_size_a_c_function_reads_as_an_int_stays_guarded():
     for n in (4, 6, 4):
         assert torch.equal(f(torch.zeros(n)), torch.tril_indices(n, n).sum() + torch.zeros(n))
     assert f.ctx.compiles() == 2 and any("(int)" in g for g in f.guard_log)
+
+
+POS_EMBED = torch.nn.Parameter(torch.randn(1, 8, 4, 4))  # a model's parameter: a plain tensor in every step
+
+
+@pytest.mark.parametrize(
+    "resize",
+    [
+        lambda h: torch.nn.functional.interpolate(POS_EMBED, size=(h, h), mode="bicubic"),  # timm's ViTs
+        lambda h: torch.nn.functional.interpolate(POS_EMBED, size=(h, 3), mode="bilinear", antialias=True),
+        lambda h: torch.nn.functional.interpolate(POS_EMBED, (h, 2 * h), None, "nearest"),
+        lambda h: torch.nn.functional.adaptive_avg_pool2d(POS_EMBED, (h, 2)),
+        lambda h: torch.nn.functional.pad(POS_EMBED, (0, 0, 0, h - 4)),
+    ],
+)
+def test_a_plain_tensor_resized_to_symbolic_sizes_stays_symbolic(resize):
+    """A parameter given to a ``torch.nn.functional`` function with sizes taken from the input:
+    torch's C++ argument parser refused the symbolic sizes (interpolate) or read them as ints;
+    the parameter becomes a constant leaf and the sizes stay symbolic: one compile."""
+
+    def program(x):
+        return resize(x.shape[0]).sum(1)[0] + x[:, None]
+
+    f = L.jit(program)
+    for n in (5, 6, 8):
+        x = torch.randn(n)
+        torch.testing.assert_close(f(x), program(x))
+    assert f.ctx.compiles() == 1
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        lambda t, n: t.view(-1, 1).repeat(1, n),  # torch_geometric's HGTConv: ``arange(H).repeat(1, N)``
+        lambda t, n: t.new_zeros(3, n) + t[:, None],
+        lambda t, n: torch.narrow(torch.cat([t, t] * 4), 0, 1, n)[:, None],
+    ],
+)
+def test_a_plain_tensors_op_at_a_symbolic_size_stays_symbolic(op):
+    """A tensor made from constant sizes (plain, in every step) whose op takes a size of the input:
+    the size reached ``SymSize.__torch_function__``, which read it as an int (a graph per size); the
+    tensor becomes a constant leaf of the registry's op, the size symbolic: one compile, no guard."""
+
+    def program(x):
+        return op(torch.arange(3.0), x.shape[0]).sum(0) + x.sum()
+
+    f = L.jit(program)
+    for n in (3, 5, 7):
+        x = torch.randn(n)
+        torch.testing.assert_close(f(x), program(x))
+    assert f.ctx.compiles() == 1 and list(f.guard_log) == []

@@ -67,3 +67,35 @@ def test_forcing_records_guards():
     assert ctx.guards[1].reason == "int"
     with pytest.raises(ZeroDivisionError):
         n // 0
+
+
+def test_python_number_protocol_on_a_size():
+    """``n ** 2`` stays symbolic; ``n ** 0.5`` (diffusers' ``int(seq ** 0.5)`` patch grid),
+    ``2 ** n``, ``round(n)``, ``math.floor(n)`` read the size (a guard), as ``float(n)``
+    does; they were TypeErrors out of the engine."""
+    import math
+
+    ctx = L.LazyContext()
+    n = ctx.input(torch.zeros(16, 3)).shape[0]
+    sq = n**2
+    assert isinstance(sq, L.SymSize) and sq.hint == 256 and ctx.guards == []
+    assert n**0 == 1 and abs(n) is n and ctx.guards == []
+    assert int(n**0.5) == 4 and 2**n == 65536 and n**-1 == 1 / 16
+    assert round(n) == math.floor(n) == math.ceil(n) == math.trunc(n) == 16
+    assert [str(g).split(" (")[0] for g in ctx.guards] == [f"{n.expr} == 16 is True"]  # (one guard, read once)
+
+
+def test_a_size_read_by_a_float_power_traces_a_graph_per_size():
+    f = L.jit(lambda x: x.reshape(int(x.shape[0] ** 0.5), -1))
+    for n in (4, 9, 9):
+        x = torch.randn(n)
+        torch.testing.assert_close(f(x), x.reshape(int(n**0.5), -1))
+    assert f.ctx.compiles() == 2
+
+
+def test_shifts_of_a_size_stay_symbolic():
+    ctx = L.LazyContext()
+    n = ctx.input(torch.zeros(13, 3)).shape[0]
+    r, s = n >> 2, n << 1
+    assert isinstance(r, L.SymSize) and isinstance(s, L.SymSize) and (r.hint, s.hint) == (3, 26)
+    assert ctx.guards == []

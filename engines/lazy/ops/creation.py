@@ -4,12 +4,14 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ..symbolic import as_expr, is_size, var_of
 from ..tensor import OPS, UntraceableOp
 from .registry import ctx_for, lazy_op, record
-from .rules import ZERO, clamp, size_list
+from .rules import ZERO, clamp, size_arg, size_list
 
 _DROP = ("device", "layout", "pin_memory", "requires_grad", "memory_format", "generator")
 
@@ -18,6 +20,8 @@ def _create(name, default_fill=None):
     def impl(*size, fill_value=None, dtype=None, _ctx_=None, **kwargs):
         for k in _DROP:
             kwargs.pop(k, None)
+        if "size" in kwargs:  # (``torch.zeros(size=(n, 4))``)
+            size = (kwargs.pop("size"),) + size
         if kwargs:
             raise UntraceableOp(f"lazy: {name} with {sorted(kwargs)}")
         if name == "full":
@@ -72,11 +76,13 @@ def _new(name):
     def impl(x, *args, dtype=None, **kwargs):
         for k in _DROP if kwargs else ():
             kwargs.pop(k, None)
+        if "size" in kwargs:  # (LED, Longformer: ``mask.new_ones(size=mask.size())``)
+            args = (kwargs.pop("size"),) + args
         if base == "full":
             return OPS["lazy_full"](
                 args[0], args[1] if len(args) > 1 else kwargs["fill_value"], dtype=dtype or x.dtype, _ctx_=x.ctx
             )
-        sizes_ = [as_expr(s) for s in size_list(args)]
+        sizes_ = [as_expr(s) for s in size_arg(args, kwargs, "size")]
         dt = dtype or x.dtype
         return record(x.ctx, base, (tuple(sizes_),), {"dtype": dt}, sizes_, dt)
 
@@ -92,20 +98,43 @@ for _n in ("new_zeros", "new_ones", "new_empty", "new_full"):
 def lazy_arange(*args, dtype=None, **kwargs):
     for k in _DROP:
         kwargs.pop(k, None)
-    start, end, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) > 2 else 1)
+    if len(args) > 1:
+        start, end, step = args[0], args[1], args[2] if len(args) > 2 else 1
+    else:  # (``arange(n)``, ``arange(end=n)``, ``arange(start=0, end=n)``: TAPAS)
+        start, end, step = 0, args[0] if args else None, 1
     start, end, step = kwargs.pop("start", start), kwargs.pop("end", end), kwargs.pop("step", step)
     ctx = ctx_for(start, end, step)
-    if not all(is_size(v) for v in (start, end, step)):
-        raise UntraceableOp("lazy: arange with float bounds and symbolic sizes")
+    if not (all(is_size(v) for v in (start, end, step)) and as_expr(step).is_const and as_expr(step).value > 0):
+        n = _arange_len(ctx, start, end, step)  # (float bounds, a negative step: XLNet, EVA)
+        dt = dtype or (torch.get_default_dtype() if any(type(v) is float for v in (start, end, step)) else torch.int64)
+        return record(ctx, "arange", (start, end, step), {"dtype": dt}, (n,), dt)
     st = as_expr(step)
-    if not (st.is_const and st.value > 0):
-        raise UntraceableOp("lazy: arange with a non-constant or negative step")
     span = as_expr(end) - as_expr(start)
     if not (as_expr(start) == ZERO and var_of(span) is not None):  # arange(n) of a size n: n >= 0, no guard
         span = clamp(ctx, span, ZERO, span)
     n = span if st.value == 1 else (span + (st.value - 1)) // st
     dt = dtype or torch.int64
     return record(ctx, "arange", (start, end, step), {"dtype": dt}, (n,), dt)
+
+
+def _arange_len(ctx, start, end, step):
+    """``ceil((end - start) / step)``, at least 0, for sizes and float constants as bounds and an
+    integral constant step of either sign (``arange(0.5, n)``: ``n``; ``arange(n, -m, -1.0)``:
+    ``n + m``): with ``hi - lo = M + g`` (``M`` the floors' difference, ``-1 < g < 1``) and
+    ``k = |step|``, it is ``ceil(M / k)`` for ``g == 0``, else ``(M - (g < 0)) // k + 1``."""
+    if isinstance(step, float) and step.is_integer():
+        step = int(step)
+    if type(step) is not int or step == 0 or not all(is_size(v) or type(v) is float for v in (start, end)):
+        raise UntraceableOp("lazy: arange with a symbolic or fractional step, or non-number bounds")
+    lo, hi, k = (start, end, step) if step > 0 else (end, start, -step)
+
+    def split(v):  # (integer part as a size, fraction in [0, 1))
+        return (as_expr(v), 0.0) if is_size(v) else (as_expr(math.floor(v)), v - math.floor(v))
+
+    (h, fh), (low, fl) = split(hi), split(lo)
+    m, g = h - low, fh - fl
+    n = (m + (k - 1)) // k if g == 0 else (m - (1 if g < 0 else 0)) // k + 1
+    return clamp(ctx, n, ZERO, n)
 
 
 @lazy_op("lazy_eye", method=False, lowers={"eye": torch.eye})

@@ -110,13 +110,19 @@ for _n, _aliases in BINARY.items():
     lazy_op(_n, *_aliases, lowers=_lowers)(_binary(_n))
 
 
-@lazy_op("where", lowers=torch.where)
+@lazy_op("where", method=False, lowers=torch.where)
 def where(cond, a=None, b=None):
     if a is None:
         raise UntraceableOp("lazy: torch.where(cond) has a data-dependent output size", kind="data-dependent output")
     ctx = ctx_for(cond, a, b)
     shape = broadcast(ctx, *(shape_of(x) for x in (cond, a, b) if is_tensor(x)))
     return record(ctx, "where", (cond, a, b), {}, shape, promote(*(x for x in (a, b))))
+
+
+@lazy_op("where", function=False)
+def where_method(self, condition, y):
+    """``x.where(cond, y)``: ``torch.where(cond, x, y)`` (LED's ``full_like(...).where(mask, x)``)."""
+    return where(condition, self, y)
 
 
 # unary: name -> (runtime target, dtype rule)
@@ -193,7 +199,6 @@ UNARY = {
     "clamp_max": (torch.clamp_max, _SAME),
     "tril": (torch.tril, _SAME),
     "triu": (torch.triu, _SAME),
-    "flip": (torch.flip, _SAME),
     "roll": (torch.roll, _SAME),
     "cumsum": (torch.cumsum, "sum"),
     "cumprod": (torch.cumprod, "sum"),

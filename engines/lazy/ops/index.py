@@ -9,7 +9,7 @@ import operator
 import torch
 import torch.nn.functional as F
 
-from engines.sizes import Expr
+from engines.sizes import Expr, evident_nonneg
 
 from ..symbolic import as_expr, is_size
 from ..tensor import LazyTensor, UntraceableOp
@@ -27,8 +27,11 @@ def _slice_len(ctx, n: Expr, sl: slice) -> Expr:
         if v is None:
             return default
         e = as_expr(v)
-        if e.is_const and e.value < 0:
-            e = n + e
+        if e.is_const:
+            if e.value < 0:
+                e = n + e
+        elif not evident_nonneg(e) and ctx.guard(e, "<", ZERO, reason="slice"):
+            e = n + e  # (a symbolic bound below 0 counts from the end too: LED's ``x[:, :-padding]``)
         return clamp(ctx, e, ZERO, n)
 
     start, stop = bound(sl.start, ZERO), bound(sl.stop, n)

@@ -336,8 +336,8 @@ class _Fake:
                 t = torch.empty([self.size(e) for e in n.shape], dtype=n.dtype)
             self.inputs[id(t)] = a
             return t
-        if isinstance(a, torch.Tensor):
-            return self.mode.from_tensor(a)
+        if isinstance(a, torch.Tensor):  # (its sizes are constants: symbols of its own would leak into guards)
+            return self.mode.from_tensor(a, static_shapes=True)
         if isinstance(a, SymSize):
             return self.size(a.live())
         return a
@@ -412,7 +412,7 @@ class _Fake:
                 if self._holds(a):
                     self._guard(a, name)
                     return
-        op = _REL.get(kind)
+        op = _REL.get(kind) if x.free_symbols <= self.names.keys() else None  # (a symbol of no lazy size: specialised)
         if op is not None:
             try:
                 lhs, rhs = self._from(x.lhs), self._from(x.rhs)

@@ -11,7 +11,7 @@ from engines.sizes import Expr
 from ..symbolic import SymSize, as_expr, const, is_size
 from ..tensor import LazyTensor, UntraceableOp
 from .registry import ShapeError, ctx_for, lazy_op, record
-from .rules import ONE, ZERO, assume_eq, broadcast, hint, norm_dim, numel, promote, shape_of, size_list
+from .rules import ONE, ZERO, assume_eq, broadcast, hint, norm_dim, numel, promote, shape_of, size_arg, size_list
 
 T = torch.Tensor
 MINUS_ONE = const(-1)
@@ -50,10 +50,12 @@ def _infer(ctx, sizes_, total: Expr, what: str) -> list:
 
 
 def _view(name):
-    def impl(x, *size):
-        if len(size) == 1 and isinstance(size[0], torch.dtype):
+    keyword = "shape" if name == "reshape" else "size"  # (torch's names: ``x.reshape(shape=...)``, ``x.view(size=...)``)
+
+    def impl(x, *size, **kwargs):
+        if (len(size) == 1 and isinstance(size[0], torch.dtype)) or "dtype" in kwargs:
             raise UntraceableOp("lazy: view(dtype)")
-        sizes_ = size_list(size)
+        sizes_ = size_arg(size, kwargs, keyword)
         shape = _infer(x.ctx, sizes_, numel(x.node.shape), name)
         return record(x.ctx, name, (x, tuple(sizes_)), {}, shape, x.dtype)
 
@@ -96,9 +98,9 @@ def unflatten(x, dim, sizes_):
 
 
 @lazy_op("expand", "broadcast_to", lowers=T.expand)
-def expand(x, *size):
+def expand(x, *size, implicit=False, **kwargs):
     ctx, s = x.ctx, x.node.shape
-    sizes_ = [as_expr(e) for e in size_list(size)]
+    sizes_ = [as_expr(e) for e in size_arg(size, kwargs, "size")]
     if len(sizes_) < len(s):
         raise ShapeError(f"expand: {len(sizes_)} sizes for a {len(s)}-d tensor")
     lead = len(sizes_) - len(s)
@@ -124,11 +126,19 @@ def expand_as(x, other):
 
 
 @lazy_op("permute", lowers=T.permute)
-def permute(x, *dims):
-    dims = [norm_dim(d, x.ndim) for d in size_list(dims)]
+def permute(x, *dims, **kwargs):
+    dims = [norm_dim(d, x.ndim) for d in size_arg(dims, kwargs, "dims")]
     if sorted(dims) != list(range(x.ndim)):
         raise ShapeError(f"permute: {dims} is not a permutation of {x.ndim} dims")
     return record(x.ctx, "permute", (x, tuple(dims)), {}, [x.node.shape[d] for d in dims], x.dtype)
+
+
+@lazy_op("flip", lowers=torch.flip)
+def flip(x, *dims, **kwargs):
+    """``flip``: the dims as torch takes them, one int, ints (``x.flip(0, 1)``), a sequence or
+    ``dims=``; recorded as a tuple, which is all ``torch.flip`` takes."""
+    dims = tuple(norm_dim(d, x.ndim) for d in size_arg(dims, kwargs, "dims"))
+    return record(x.ctx, "flip", (x, dims), {}, x.node.shape, x.dtype)
 
 
 @lazy_op("transpose", "swapaxes", "swapdims", lowers=T.transpose)
@@ -152,6 +162,22 @@ def movedim(x, source, destination):
     for d, s in sorted(zip(dst, src, strict=False)):
         order.insert(d, s)
     return permute(x, order)
+
+
+def _as_strided_rt(x, size, stride, storage_offset=None):
+    """``as_strided`` over ``x`` laid out contiguously: a lazy tensor has no layout, so its
+    ``stride()`` is the contiguous one, whatever layout the compiled graph gives ``x``."""
+    base = x.contiguous() if storage_offset is None else x.clone(memory_format=torch.contiguous_format)
+    return base.as_strided(size, stride, storage_offset)
+
+
+@lazy_op("as_strided", lowers=_as_strided_rt)
+def as_strided(x, size, stride, storage_offset=None):
+    """Longformer's overlapping chunks: ``x.as_strided(size, stride)`` with ``stride`` read off
+    ``x.stride()`` (contiguous strides, symbolic). The generic rule ran the kernel on the graph's
+    own layout of ``x``, which need not be the one ``stride()`` reported (wrong values)."""
+    shape = [as_expr(e) for e in size]
+    return record(x.ctx, "as_strided", (x, tuple(size), tuple(stride), storage_offset), {}, shape, x.dtype)
 
 
 @lazy_op("narrow", lowers=T.narrow)
@@ -204,8 +230,8 @@ def unbind(x, dim=0):
 
 
 @lazy_op("repeat", lowers=T.repeat)
-def repeat(x, *sizes_):
-    reps = [as_expr(e) for e in size_list(sizes_)]
+def repeat(x, *sizes_, **kwargs):
+    reps = [as_expr(e) for e in size_arg(sizes_, kwargs, "repeats")]
     s = (ONE,) * (len(reps) - x.ndim) + x.node.shape
     return record(x.ctx, "repeat", (x, tuple(reps)), {}, [a * b for a, b in zip(s, reps, strict=False)], x.dtype)
 

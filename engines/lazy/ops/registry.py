@@ -17,6 +17,7 @@ implementation records IR nodes whose runtime callables it registers with
 from __future__ import annotations
 
 import functools
+import numbers
 
 import torch
 
@@ -103,6 +104,8 @@ def lift(ctx, obj):
         return slice(lift(ctx, obj.start), lift(ctx, obj.stop), lift(ctx, obj.step))
     if isinstance(obj, dict):
         return {k: lift(ctx, v) for k, v in obj.items()}
+    if isinstance(obj, numbers.Number) and hasattr(obj, "item"):  # a numpy scalar: the Python number (FX names it)
+        return obj.item()
     return obj
 
 

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 import operator
 
 import torch
 
-from engines.sizes import Expr
+from engines.sizes import Expr, evident_nonneg
 
 from ..symbolic import SymSize, const
-from ..tensor import LazyTensor
+from ..tensor import LazyTensor, UntraceableOp
 from .registry import ShapeError
 
 ONE, ZERO = const(1), const(0)
@@ -52,6 +53,16 @@ def size_list(args) -> list:
     if len(args) == 1 and isinstance(args[0], (list, tuple, torch.Size)):
         args = args[0]
     return list(args)
+
+
+def size_arg(args, kwargs, name: str) -> list:
+    """The sizes (or dims) of an op torch takes as ``*sizes``, one sequence or the keyword
+    ``name`` (``x.reshape(shape=...)``); any other keyword is a TypeError, as torch's."""
+    if kwargs:
+        if args or set(kwargs) != {name}:
+            raise TypeError(f"unexpected arguments {args} {sorted(kwargs)} (sizes: *{name}, or {name}=)")
+        args = (kwargs[name],)
+    return size_list(args)
 
 
 def numel(shape) -> Expr:
@@ -120,6 +131,8 @@ def le(ctx, a: Expr, b: Expr) -> bool:
     d = b - a
     if d.is_const:
         return d.value >= 0
+    if evident_nonneg(d):  # (``h <= h + (4 - h % 4) % 4``, a window's padding: at every size)
+        return True
     return ctx.guard(a, "<=", b, reason="clamp")
 
 
@@ -127,6 +140,8 @@ def clamp(ctx, e: Expr, lo: Expr, hi: Expr) -> Expr:
     """``min(max(e, lo), hi)``, decided by guards where not constant."""
     if le(ctx, e, lo):
         return lo
+    if evident_nonneg(hi - e):  # e <= hi at every size: ``hi <= e`` only where they are equal, so ``e``
+        return e
     if le(ctx, hi, e):
         return hi
     return e
@@ -142,10 +157,17 @@ def _sig(x):
         return ("t", x.dtype, x.dim() > 0)
     if isinstance(x, (SymSize, Expr)):
         return ("s", int)
-    return ("s", type(x))
+    t = type(x)
+    if t in _SAMPLE:
+        return ("s", t)
+    for kind, as_ in _SCALARS:  # (numpy's scalars: ``np.float64`` is a float, ``np.int64`` an Integral)
+        if isinstance(x, kind):
+            return ("s", as_)
+    raise UntraceableOp(f"lazy: a {t.__name__} operand (not a tensor nor a Python number)", kind="unsupported argument")
 
 
 _SAMPLE = {bool: True, int: 1, float: 1.0, complex: 1j}
+_SCALARS = ((bool, bool), (numbers.Integral, int), (numbers.Real, float), (numbers.Complex, complex))
 
 
 @functools.cache
