@@ -103,6 +103,7 @@ class LoweringContext:
         self._buffers: list[list[str]] = [[]]
         self._const_cache: dict = {}
         self._bound_cache: dict = {}
+        self._fixed_cache: dict = {}
         self.loc = "main"
         self.node = None
         self.sym = SymbolicEmitter(self)
@@ -297,7 +298,18 @@ class LoweringContext:
             val = val[index]
         if not isinstance(val, torch.Tensor):
             raise LoweringError(f"node {node.name} has no tensor metadata (val={val!r})")
-        return (tuple(as_dim(d) for d in val.shape), T.mlir_dtype(val.dtype))
+        return (tuple(self.fixed(as_dim(d)) for d in val.shape), T.mlir_dtype(val.dtype))
+
+    def fixed(self, d):
+        """``d``, or the one value the export's ranges leave it (``1 - max(0, 1 - s)`` is 1
+        for every ``s >= 1``): XLA broadcasts only a static 1, not a dynamic dim bounded by 1."""
+        if isinstance(d, int):
+            return d
+        c = self._fixed_cache.get(d)
+        if c is None:
+            lo, hi = sizes.bounds(d, self.ranges)
+            c = self._fixed_cache[d] = int(lo) if lo == hi and math.isfinite(lo) else d
+        return c
 
     def out_shape(self, node, index=None) -> tuple:
         return self.out_spec(node, index)[0]
