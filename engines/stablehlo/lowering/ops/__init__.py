@@ -17,6 +17,7 @@ from . import (  # noqa: F401
     floatbits,
     igamma,
     index,
+    item,
     linalg,
     lu,
     masked,
