@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import io
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..lowering import types as T
-from .module import ExecutionError, Module, Report, format_shapes, main_types
+from .module import ASSERTION_MARK, AssertionFailed, ExecutionError, Module, Report, format_shapes, main_types
 
 
 @functools.cache
@@ -197,9 +198,9 @@ def refine(text: str, arg_types: Sequence, label: str = "module") -> bytes:
             bytecode, enable_shape_assertions=True, validate_static_shapes=True, enable_shardy=True
         )
     except Exception as e:
-        raise ExecutionError(
-            f"{label}: shape refinement failed for argument shapes {format_shapes(s for s, _ in arg_types)}: {e}"
-        ) from e
+        # a false assertion is the error itself (not an assertion refinement cannot evaluate)
+        err = AssertionFailed if re.search(rf"error: [^\n]*{ASSERTION_MARK}", str(e)) else ExecutionError
+        raise err(f"{label}: shape refinement failed for argument shapes {format_shapes(s for s, _ in arg_types)}: {e}") from e
 
 
 def result_handlers(refined: bytes, label: str) -> list:
