@@ -154,8 +154,10 @@ class XlaStats:
     refine_seconds: list[float] = field(default_factory=list)
 
 
-def refine(text: str, arg_types: Sequence, label: str = "module") -> bytes:
-    """Module bytecode with @main specialised to ``arg_types`` [(shape, np dtype)] and refined."""
+def refine(text: str, arg_types: Sequence, label: str = "module", static: bool = True) -> bytes:
+    """Module bytecode with @main specialised to ``arg_types`` [(shape, np dtype)] and refined;
+    ``static=False`` where a dim may stay dynamic (a mask's data-dependent count: only the
+    shape assertions are wanted, :meth:`.xla_padded.BoundedXlaProgram.check_assertions`)."""
     import jax.extend.mlir as jm
     from jaxlib.mlir import ir
 
@@ -195,7 +197,7 @@ def refine(text: str, arg_types: Sequence, label: str = "module") -> bytes:
         bytecode = buf.getvalue()
     try:
         return jm.refine_polymorphic_shapes(
-            bytecode, enable_shape_assertions=True, validate_static_shapes=True, enable_shardy=True
+            bytecode, enable_shape_assertions=True, validate_static_shapes=static, enable_shardy=True
         )
     except Exception as e:
         # a false assertion is the error itself (not an assertion refinement cannot evaluate)
