@@ -14,6 +14,7 @@ from . import (  # noqa: F401
     distance,
     elementwise,
     erfcx,
+    fft,
     floatbits,
     igamma,
     index,
