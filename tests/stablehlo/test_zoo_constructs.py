@@ -9,7 +9,9 @@ dim, bounded (one XLA compile for both) and unbounded.
   bias), size-obliviously exported: its size ``1 - max(0, 1 - s)`` is 1 for every ``s``
   of the range, but as a dynamic dim bounded by 1 XLA refuses to broadcast it;
 * ``index_negative``, ``index_put_negative``: negative indices (Falcon's ``x[:, :, [-2]]``),
-  which torch counts from the end and XLA's gather and scatter clamp or drop (wrong values).
+  which torch counts from the end and XLA's gather and scatter clamp or drop (wrong values);
+* ``fft_dynamic_dim``: ``_fft_c2c`` over a dynamic dim (FNet's token mixing): no lowering,
+  and ``stablehlo.fft`` takes a static length only.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from torch.export import Dim
 
 from conformance.op_samples import Fn
 from engines.stablehlo import LoweringError, XlaExecutor, lower
+from engines.stablehlo.execution.module import AssertionFailed
 from engines.torch_export_tools import export_oblivious_retry
 
 
@@ -63,6 +66,15 @@ CASES = {
         lambda x, i, v: x.index_put((i,), v) + x.index_put((torch.zeros_like(i), i), v[0], accumulate=True),
         lambda n: (_randn(n, 3), _NEG, _randn(3, 3, seed=1)),
         {0: {0: "n"}},
+    ),
+    "fft_dynamic_dim": (
+        lambda x: (
+            torch.fft.fftn(x, dim=(1, 2)).real
+            + torch.fft.ifft(x.to(torch.complex64), dim=1, norm="ortho").imag
+            + torch.fft.rfft(x, dim=1, norm="forward").real.sum(1, keepdim=True)  # r2c, one-sided
+        ),
+        lambda n: (_randn(2, n, 8),),
+        {0: {1: "n"}},
     ),
 }
 
@@ -143,3 +155,24 @@ def test_item_as_a_size_is_refused_as_data_dependent():
     ep = _item_export(lambda x, t: x[: t.item()], _randn(6, 3), torch.tensor(4))
     with pytest.raises(LoweringError, match=r"u\d+ <= s\d+ over u\d+, read from tensor data: an assertion on tensor data"):
         lower(ep)
+
+
+def test_shape_assertions_beside_a_data_dependent_count():
+    """GPSConv: a boolean mask's count (a dim refinement cannot make static) in a bounded
+    module that has a shape assertion too: the assertion is still checked at each shape
+    (refinement without the static check), and the one compile serves every size."""
+
+    def fn(x):
+        torch._check(x.shape[0] != 10)
+        return x[x[:, 0] > 0].sum(0)
+
+    ep = _export(fn, lambda n: (_randn(n, 3),), {0: {0: "n"}}, 6)  # the check deferred to run time
+    text = lower(ep, bounded=True)
+    ex = XlaExecutor()
+    for n in (6, 13):
+        x = _randn(n, 3)
+        (got,) = ex.run(text, [x.numpy()])
+        np.testing.assert_allclose(got, fn(x).numpy(), rtol=1e-5, atol=1e-6, err_msg=f"{n=}")
+    assert ex.compile_count() == 1
+    with pytest.raises(AssertionFailed, match=r"Ne\(s\d+, 10\)"):
+        ex.run(text, [np.ones((10, 3), np.float32)])
