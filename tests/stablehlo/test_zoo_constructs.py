@@ -6,8 +6,8 @@ dim, bounded (one XLA compile for both) and unbounded.
   ``enable_gqa`` (Falcon's multi-query attention): torch broadcasts the batch dims,
   ``dot_general`` needs them equal (the module failed verification);
 * ``slice_of_one_broadcast``: a size-1 dim sliced from ``max(0, 1 - s)`` (MPT's ALiBi
-  bias), size-obliviously exported: its size ``1 - max(0, 1 - s)`` is 1 for every ``s``
-  of the range, but as a dynamic dim bounded by 1 XLA refuses to broadcast it;
+  bias), size-obliviously exported: torch broadcasts its size ``1 - max(0, 1 - s)`` (at
+  most 1 at every size), but XLA refuses to broadcast a dynamic dim bounded by 1;
 * ``index_negative``, ``index_put_negative``: negative indices (Falcon's ``x[:, :, [-2]]``),
   which torch counts from the end and XLA's gather and scatter clamp or drop (wrong values);
 * ``fft_dynamic_dim``: ``_fft_c2c`` over a dynamic dim (FNet's token mixing): no lowering,
