@@ -346,7 +346,7 @@ def _assert_scalar(ctx, node, cond, msg="assertion failed"):
         raise LoweringError(
             f"runtime assertion {expr} on a view's storage offset or stride that has no value here (an unbacked size): {msg}"
         )
-    over = sorted(s.name for s in getattr(expr, "free_symbols", ()) if s.name.startswith("u"))
+    over = sorted({s.name for s in getattr(expr, "free_symbols", ())} & getattr(ctx, "item_symbols", set()))
     if over:  # shape refinement sees argument shapes only, never a value or size read from tensor data
         return data_assertion(ctx, node, f"runtime assertion {expr} over {', '.join(over)}, read from tensor data")
     shape_assertion(ctx, _operand(ctx, cond, "i1"), f"{msg} (torch.export runtime assertion %{node.name})", expr)
