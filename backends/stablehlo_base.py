@@ -43,6 +43,15 @@ import numpy as np
 
 from .base import Backend, Counter, Program, Unsupported, torch_dims
 
+
+class OutsideExported(Unsupported):
+    """Sizes where a torch.export runtime assertion of the lowered program is false (a
+    branch the export took at the sample's sizes, deferred to run time): outside what the
+    one exported program computes, reported apart from errors, as ``out_of_range``."""
+
+    status = "out_of_range"
+
+
 LOWERING = Counter("ours", "torch.export + our StableHLO lowering of the program")
 XLA = Counter(
     "ours",
@@ -244,9 +253,17 @@ class TorchLowered:
         raise NotImplementedError
 
     def run(self, *args):
+        from engines.stablehlo.execution.module import AssertionFailed
+
         if self.executor is None:
             self.executor = self.executor_for(self.lower(args))
-        return single(self.executor(*args))
+        try:
+            return single(self.executor(*args))
+        except AssertionFailed as e:  # the export's own range, as torch_export's narrowing is
+            raise OutsideExported(
+                f"outside the exported program's range (torch.export deferred a guard to a runtime assertion): {e}",
+                stage="export",
+            ) from e
 
     def lower(self, args):
         """Export ``fn`` (the case's torch program) and lower it at the first call's

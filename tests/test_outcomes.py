@@ -276,3 +276,26 @@ def test_the_plugin_reads_the_shape_off_the_verdict_not_its_text():
     recs = [{"novel": True, "shape_index": i, "compile_reasons": [f"why {i}"]} for i in range(3)]
     assert _reason(expectations.Problem("whatever the words", 2), recs) == "; reason: why 2"
     assert _reason("shape 2: a plain string names no shape", recs) == ""
+
+
+@pytest.mark.slow
+def test_a_false_export_assertion_is_out_of_range_on_the_stablehlo_path(tmp_path):
+    """SEW's padding branch: torch.export takes the branch of its sample and defers the guard
+    to a runtime assertion; at a size where it is false, the lowered program refuses as torch's
+    would, recorded ``out_of_range`` at stage ``export`` with torch's expression, not an error."""
+    path = _write_case(
+        tmp_path,
+        """
+        def parity(x):
+            if x.shape[1] % 2 == 0:
+                return x * 2
+            return x * 3
+
+        dynshape.case(parity, inputs={"x": (3, "t")}, sweep={"t": [16, 7, 10]}, dims={"t": ("bounded", 96)})
+        """,
+    )
+    frame = dynshape.run(str(path), backends="stablehlo_xla", modes="bounded", out=tmp_path, progress=False, repeats=2)
+    novel = {r["shape_index"]: r for r in _records(frame) if r["novel"]}
+    assert [novel[i]["status"] for i in range(3)] == ["pass", "out_of_range", "pass"]
+    assert novel[1]["stage"] == "export" and "torch.export runtime assertion" in novel[1]["message"]
+    assert zoo_table.stage_of(novel[1]["status"], novel[1]["stage"]) == "export"

@@ -19,6 +19,7 @@ from torch.export import Dim
 
 from conformance.op_samples import Fn  # the module wrapper of the op-sample table
 from engines.stablehlo import ExecutionError, LoweringError, XlaExecutor, lower
+from engines.stablehlo.execution.module import AssertionFailed
 from engines.torch_export_tools import ExportSpecialized, export_oblivious_retry
 
 
@@ -70,6 +71,9 @@ PROGRAMS = {
     "dim_range": (lambda x: torch.cat([x, x[1:]]).softmax(0), (3, 48), (3, 48), ()),
     "int_of_size": (_int_of_size, (2, 64), (), ()),
 }
+#: programs whose failing sizes refinement stops at another op before the assertion, and its words
+#: (check_even: the reshape's element count, 18 of 21)
+BAD = {"check_even": (ExecutionError, r"number of output elements")}
 #: programs refused up front, and the refusal's words
 REFUSED = {"int_of_size": (ExportSpecialized, r"specialised.*CeilToInt")}
 
@@ -102,7 +106,9 @@ def test_guarded_programs_run_as_torch_or_refuse(name):
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=f"{name} {mode} n={n}")
         for n in bad:
             x = np.zeros((n, 3), np.float32)
-            with pytest.raises(ExecutionError, match=r"runtime assertion|shape refinement failed"):
+            # a false torch.export assertion: the backends report it as outside the export's range
+            err, words = BAD.get(name, (AssertionFailed, r"torch\.export runtime assertion"))
+            with pytest.raises(err, match=words):
                 ex.run(text, [x])
         if mode == "bounded" and good:
             assert ex.compile_count() == 1, (name, ex.compile_count())

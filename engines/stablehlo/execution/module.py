@@ -19,6 +19,16 @@ class ExecutionError(Exception):
     pass
 
 
+class AssertionFailed(ExecutionError):
+    """A torch.export runtime assertion of the module is false at these argument shapes:
+    the exported program covers only the sizes where it holds (a branch torch.export took
+    at the sample's sizes, deferred to run time), so these sizes are outside its range."""
+
+
+#: the words the lowering puts in every torch.export runtime assertion's message
+ASSERTION_MARK = "torch.export runtime assertion"
+
+
 class PadderUnsupported(ExecutionError):
     """The bounded rewrite cannot serve this module (names the op and why)."""
 

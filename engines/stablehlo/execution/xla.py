@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import io
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..lowering import types as T
-from .module import ExecutionError, Module, Report, format_shapes, main_types
+from .module import ASSERTION_MARK, AssertionFailed, ExecutionError, Module, Report, format_shapes, main_types
 
 
 @functools.cache
@@ -153,8 +154,10 @@ class XlaStats:
     refine_seconds: list[float] = field(default_factory=list)
 
 
-def refine(text: str, arg_types: Sequence, label: str = "module") -> bytes:
-    """Module bytecode with @main specialised to ``arg_types`` [(shape, np dtype)] and refined."""
+def refine(text: str, arg_types: Sequence, label: str = "module", static: bool = True) -> bytes:
+    """Module bytecode with @main specialised to ``arg_types`` [(shape, np dtype)] and refined;
+    ``static=False`` where a dim may stay dynamic (a mask's data-dependent count: only the
+    shape assertions are wanted, :meth:`.xla_padded.BoundedXlaProgram.check_assertions`)."""
     import jax.extend.mlir as jm
     from jaxlib.mlir import ir
 
@@ -194,12 +197,12 @@ def refine(text: str, arg_types: Sequence, label: str = "module") -> bytes:
         bytecode = buf.getvalue()
     try:
         return jm.refine_polymorphic_shapes(
-            bytecode, enable_shape_assertions=True, validate_static_shapes=True, enable_shardy=True
+            bytecode, enable_shape_assertions=True, validate_static_shapes=static, enable_shardy=True
         )
     except Exception as e:
-        raise ExecutionError(
-            f"{label}: shape refinement failed for argument shapes {format_shapes(s for s, _ in arg_types)}: {e}"
-        ) from e
+        # a false assertion is the error itself (not an assertion refinement cannot evaluate)
+        err = AssertionFailed if re.search(rf"error: [^\n]*{ASSERTION_MARK}", str(e)) else ExecutionError
+        raise err(f"{label}: shape refinement failed for argument shapes {format_shapes(s for s, _ in arg_types)}: {e}") from e
 
 
 def result_handlers(refined: bytes, label: str) -> list:

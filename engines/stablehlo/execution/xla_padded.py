@@ -175,7 +175,8 @@ class _HostProgram:
         (refinement only, no compile; raises naming the assertion)."""
         if self._asserts:
             t0 = time.perf_counter()
-            refine(self.module.text, [(tuple(s), None) for s in shapes], self.module.label)
+            # not static: a data-dependent count (GPSConv's mask) stays dynamic after refinement
+            refine(self.module.text, [(tuple(s), None) for s in shapes], self.module.label, static=False)
             if self.on_check is not None:
                 self.on_check(time.perf_counter() - t0)
 

@@ -341,6 +341,7 @@ class LoweringContext:
             dims = list(range(len(sym_shape) - v.rank, len(sym_shape)))
             if self.same_shape(v.sym_shape, sym_shape):
                 return v
+        v, dims = self._broadcast_ones(v, sym_shape, list(dims))
         dims_attr = "array<i64" + (": " + ", ".join(str(d) for d in dims) if dims else "") + ">"
         if all(isinstance(d, int) for d in sym_shape):
             return self.op("stablehlo.broadcast_in_dim", [v], (sym_shape, v.dtype), attrs={"broadcast_dimensions": dims_attr})
@@ -348,6 +349,23 @@ class LoweringContext:
         return self.op(
             "stablehlo.dynamic_broadcast_in_dim", [v, shp], (sym_shape, v.dtype), attrs={"broadcast_dimensions": dims_attr}
         )
+
+    def _broadcast_ones(self, v: Value, sym_shape: tuple, dims: list) -> tuple[Value, list]:
+        """``v`` without the dynamic dims torch broadcast whose size is at most 1 at every size
+        (MPT's ALiBi slice ``bias[:, max(0, 1 - s):]``, of size ``1 - max(0, 1 - s)``), summed
+        away (one element, or none where the result is empty too): XLA broadcasts a static 1
+        only, not a dynamic dim bounded by 1."""
+        ones = [
+            i
+            for i, od in enumerate(dims)
+            if not isinstance(v.sym_shape[i], int)
+            and v.sym_shape[i] != sym_shape[od]
+            and sizes.bounds(v.sym_shape[i], {k: (0, hi) for k, (_, hi) in self.ranges.items()})[1] <= 1
+        ]
+        if not ones:
+            return v, dims
+        v = self.reduce(v, ones, "or" if v.dtype == "i1" else "add")
+        return v, [od for i, od in enumerate(dims) if i not in ones]
 
     def reshape(self, v: Value, sym_shape: tuple) -> Value:
         sym_shape = tuple(as_dim(d) for d in sym_shape)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 
 import numpy as np
+import sympy
 import torch
 
 from engines import sizes
@@ -219,6 +220,7 @@ def _call(ctx: LoweringContext, node, env):
             if res is None:
                 reached(node.target)
                 res = fn(ctx, node, *a, **kw)
+                _taint(ctx, node)
             val = node.meta.get("val")
             if isinstance(val, (torch.SymInt, torch.SymFloat, torch.SymBool)) and isinstance(res, Value):
                 res = Value(res.name, res.sym_shape, res.dtype, is_sym=True)
@@ -235,6 +237,23 @@ def _call(ctx: LoweringContext, node, env):
             node=node.name,
         ) from e
     return res
+
+
+def _taint(ctx, node) -> None:
+    """Add to ``ctx.item_symbols`` the fresh sizes of a node computed from one (``x[: t.item()]``
+    is ``u1 = min(s, u0)`` rows): sizes read from tensor data too (``ops.symint``)."""
+    data = getattr(ctx, "item_symbols", None)
+    if not data or not any(
+        {s.name for s in getattr(getattr(getattr(a, "meta", {}).get("val"), "node", None), "expr", sympy.S.Zero).free_symbols}
+        & data
+        for a in node.all_input_nodes
+    ):
+        return
+    val = node.meta.get("val")
+    for t in val if isinstance(val, (list, tuple)) else [val]:
+        for d in getattr(t, "shape", ()):
+            expr = getattr(getattr(d, "node", None), "expr", None)
+            data |= {s.name for s in getattr(expr, "free_symbols", ()) if s.name.startswith("u")}
 
 
 def _empty(ctx, node):

@@ -108,13 +108,14 @@ class SymbolicEmitter:
                 if name not in self.env and lin is not None:
                     self.env[name] = (value, i) + lin
 
-    def register_scalar(self, symint, value, input_name: str = "") -> None:
-        """A SymInt user input: its symbol's value is the (0-d) argument ``value``."""
+    def register_scalar(self, symint, value, input_name: str = "", source: str | None = None) -> None:
+        """A SymInt user input (or ``.item()`` of tensor data, named by ``source``): its
+        symbol's value is the (0-d) ``value``; a tensor dim over it is refused (:meth:`check_shape`)."""
         a = as_dim(symint)
         atom = a.single_atom() if isinstance(a, sizes.Expr) else None
         if atom is not None and atom.kind == "var" and atom.name not in self.env:
             self.env[atom.name] = self.ctx.op("stablehlo.convert", [value], ((), SHAPE_DTYPE))
-            self.data_symbols[atom.name] = input_name
+            self.data_symbols[atom.name] = source or f"the value of scalar input {input_name!r}"
 
     def check_shape(self, sym_shape) -> None:
         """A tensor dim may not depend on a scalar input's value: both executors
@@ -123,8 +124,9 @@ class SymbolicEmitter:
             if isinstance(d, sizes.Expr) and d.vars & self.data_symbols.keys():
                 name = sorted(d.vars & self.data_symbols.keys())[0]
                 raise sizes.SizeError(
-                    f"tensor dim {d} depends on {name}, the value of scalar input {self.data_symbols[name]!r}: "
-                    f"the StableHLO executors need every size from argument shapes (pass a tensor of that size instead)"
+                    f"tensor dim {d} depends on {name}, {self.data_symbols[name]}: the StableHLO executors "
+                    f"need every size from argument shapes (a data-dependent size; for a scalar input, pass "
+                    f"a tensor of that size instead)"
                 )
 
     def emit(self, d):

@@ -33,6 +33,13 @@ def _repeat_heads(ctx, x, groups: int):
     return ctx.reshape(y, tuple(b) + (h * groups, s, e))
 
 
+def _batch_to(ctx, x, batch: tuple):
+    """``x`` (..., S, E) broadcast to the batch dims ``batch``: torch's math kernel broadcasts
+    them (Falcon's one KV head against every query head), ``dot_general`` does not."""
+    shape = tuple(batch) + tuple(x.sym_shape[-2:])
+    return x if ctx.same_shape(x.sym_shape, shape) else ctx.broadcast_to(x, shape)
+
+
 @lowers(aten.scaled_dot_product_attention.default)
 def _sdpa(ctx, node, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
     if dropout_p:
@@ -45,6 +52,9 @@ def _sdpa(ctx, node, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, sc
     if enable_gqa and r >= 3 and q.sym_shape[-3] != k.sym_shape[-3]:
         groups = q.sym_shape[-3] // k.sym_shape[-3]
         k, v = _repeat_heads(ctx, k, groups), _repeat_heads(ctx, v, groups)
+    out = ctx.out_shape(node)
+    q, k, v = (_batch_to(ctx, x, out[:-2]) for x in (q, k, v))
+    r = len(out)
     batch = tuple(range(r - 2))
     s = dot(ctx, q, k, dt, batch, batch, (r - 1,), (r - 1,))  # (..., L, S)
     if scale is None:  # a dynamic head dim: torch's default 1/sqrt(E), of the runtime E

@@ -4,7 +4,9 @@ index_put / index_add / scatter_add (GNN message passing), boolean masks
 
 Gathers whose slice sizes involve a dynamic dim use ``dynamic_gather`` (slice
 sizes as an operand); scatters need no sizes, only `?` types.  Indices are
-assumed in range, as torch requires (out-of-range is undefined here, as in XLA).
+assumed in range, as torch requires (out-of-range is undefined here, as in XLA);
+negative ones count from the end in ``index`` and ``index_put``, as torch's do
+(:func:`wrapped`; ``index_select``, ``gather`` and ``embedding`` refuse them in torch).
 """
 
 from __future__ import annotations
@@ -84,11 +86,22 @@ def _index_select(ctx, node, x, dim, index):
     return gather_along(ctx, x, dim, index, ctx.out_shape(node))
 
 
+def wrapped(ctx, idx, size):
+    """``idx`` with each negative index ``i`` made ``i + size`` (Falcon's ``x[:, :, [-2]]``):
+    XLA's gather clamps a negative start to 0 instead."""
+    dt = idx.dtype if idx.dtype in ("i32", "i64") else "i64"
+    idx = ctx.convert(idx, dt)
+    n = ctx.broadcast_to(ctx.convert(ctx.dim(size), dt), idx.sym_shape)
+    neg = ctx.compare(idx, ctx.constant(0, dt, idx.sym_shape), "LT")
+    return ctx.select(neg, ctx.binary("stablehlo.add", idx, n), idx)
+
+
 @lowers(aten.index.Tensor)
 def _index(ctx, node, x, indices):
     tensors = [(k, t) for k, t in enumerate(indices) if t is not None]
     if any(t.dtype == "i1" for _, t in tensors):
         return mask_index(ctx, node, x, indices)
+    tensors = [(k, wrapped(ctx, t, x.sym_shape[k])) for k, t in tensors]
     if len(tensors) == 1 and all(t is None for t in indices[: tensors[0][0]]):
         k, idx = tensors[0]
         return gather_along(ctx, x, k, idx, ctx.out_shape(node))
@@ -209,6 +222,7 @@ def _index_put(ctx, node, x, indices, values, accumulate=False):
             return _mask_put(ctx, node, x, mask, values, bool(accumulate))
         raise NotImplementedError("index_put with a boolean mask mixed with other indices, or values of another rank")
     x = ctx.convert(x, ctx.out_dtype(node))
+    tensors = [(k, wrapped(ctx, t, x.sym_shape[k])) for k, t in tensors]
     if len(tensors) == 1 and tensors[0][1].rank == 1:
         return scatter_along(ctx, x, tensors[0][0], tensors[0][1], values, bool(accumulate))
     return _scatter_points(ctx, x, [k for k, _ in tensors], [t for _, t in tensors], values, bool(accumulate))

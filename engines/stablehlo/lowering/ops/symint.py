@@ -346,6 +346,9 @@ def _assert_scalar(ctx, node, cond, msg="assertion failed"):
         raise LoweringError(
             f"runtime assertion {expr} on a view's storage offset or stride that has no value here (an unbacked size): {msg}"
         )
+    over = sorted({s.name for s in getattr(expr, "free_symbols", ())} & getattr(ctx, "item_symbols", set()))
+    if over:  # shape refinement sees argument shapes only, never a value or size read from tensor data
+        return data_assertion(ctx, node, f"runtime assertion {expr} over {', '.join(over)}, read from tensor data")
     shape_assertion(ctx, _operand(ctx, cond, "i1"), f"{msg} (torch.export runtime assertion %{node.name})", expr)
     return None
 
@@ -373,6 +376,9 @@ def _constrain_range(ctx, node, size, min=None, max=None):
         return None
     v = _operand(ctx, size)
     lo = 0 if min is None and node.target is aten.sym_constrain_range_for_size.default else min
+    over = {s.name for s in getattr(_expr_of(node), "free_symbols", ())} & getattr(ctx, "item_symbols", set())
+    if over:
+        return data_assertion(ctx, node, f"range [{lo}, {max}] of {', '.join(sorted(over))}, read from tensor data")
     for bound, direction, word in ((lo, "GE", ">="), (max, "LE", "<=")):
         if bound is not None and abs(bound) < 2**31:
             shape_assertion(
@@ -386,6 +392,12 @@ def _constrain_range(ctx, node, size, min=None, max=None):
 
 @lowers(aten._assert_async.default, aten._assert_async.msg)
 def _assert_async(ctx, node, cond, msg="assertion on tensor data"):
+    return data_assertion(ctx, node, msg)
+
+
+def data_assertion(ctx, node, msg: str) -> None:
+    """Refuse an assertion on tensor data by name (no executor can check it), or drop it
+    where the caller asked (``lower(..., data_asserts="skip")``)."""
     if getattr(ctx, "data_asserts", "error") == "skip":
         return None  # the caller asked for it: lower(..., data_asserts="skip")
     raise LoweringError(
