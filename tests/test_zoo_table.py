@@ -260,3 +260,51 @@ def test_the_zoo_table_reads_the_reports_per_job_frame():
         for mine, theirs in (("first_s", "novel_sweep_s"), ("cached_s", "cached_median_s")):
             want = row[theirs]
             assert (j[mine] is None and (want is None or want != want)) or j[mine] == pytest.approx(float(want)), (j, theirs)
+
+
+IREE = {"lowering": 1, "iree_compile": 1}
+
+
+def _iree_records(**change) -> list[dict]:
+    """The goal records plus our module on IREE (a held, b compiled twice though not per size, c not
+    run: a shard)
+    and torch-mlir -> IREE beside it."""
+    jobs = {
+        "si_a": synthetic.job("zoo_a", "stablehlo_iree", "unbounded", [0.1] * 3, [0.02] * 3, [2, 2, 2], stages=IREE),
+        "si_b": synthetic.job(
+            "zoo_b", "stablehlo_iree", "unbounded", [0.1] * 3, [0.02] * 3, [2, 2, 3], stages={"lowering": 1, "iree_compile": 2}
+        ),
+        "ir_a": synthetic.job("zoo_a", "iree", "unbounded", [0.1] * 3, [0.01] * 3, [1, 1, 1], stages={"iree_compile": 1}),
+        "ir_b": synthetic.job("zoo_b", "iree", "unbounded", [0.1] * 3, [0.01] * 3, [1, 1, 1], stages={"iree_compile": 1}),
+    }
+    jobs.update(change)
+    return _goal_records() + [r for job in jobs.values() for r in job]
+
+
+def test_an_opt_in_goal_shows_only_where_its_path_ran():
+    assert "stablehlo_iree" not in {g["path"] for g in zoo_table.goals(synthetic.frame(_goal_records()))}
+    iree = {g["path"]: g for g in zoo_table.goals(synthetic.frame(_iree_records()))}["stablehlo_iree"]
+    assert (iree["carried"], iree["held"], iree["not_run"]) == (3, 1, 1)  # of a, b, c: c not run
+    assert iree["missed"] == {"zoo_b": "2 compiles", "zoo_c": "not run"}  # held means one module, as XLA's
+    text = zoo_table.goals_markdown(zoo_table.goals(synthetic.frame(_iree_records())))
+    assert (
+        "| stablehlo_iree | unbounded | 3 exported by torch.export with dynamic dims | 1 | 33%; 50% of the 2 run (1 not run) | 0 |"
+        in text
+    )
+
+
+def test_versus_sets_the_cached_call_against_another_row_where_both_hold():
+    from harness import zoo_versus
+
+    rows = zoo_versus.versus(synthetic.frame(_iree_records()))
+    (iree,) = [r for r in rows if r["other"] == ("iree", "unbounded")]
+    assert (iree["n"], iree["ratio"], iree["faster"], iree["met"]) == (1, pytest.approx(2.0), 0, False)  # b is not held
+    faster = synthetic.job("zoo_a", "stablehlo_iree", "unbounded", [0.1] * 3, [0.012] * 3, [2, 2, 2], stages=IREE)
+    (iree,) = [r for r in zoo_versus.versus(synthetic.frame(_iree_records(si_a=faster))) if r["other"][0] == "iree"]
+    assert iree["ratio"] == pytest.approx(1.2) and iree["met"] and iree["same_run"] == 1
+    (xla,) = [r for r in rows if r["other"] == ("stablehlo_xla", "bounded")]
+    assert (xla["n"], xla["ratio"], xla["limit"], xla["met"]) == (1, pytest.approx(2.0), 1.0, False)  # a only: c is wrong
+    assert "| stablehlo_iree/unbounded | iree/unbounded | 1 | 2.00x | 2.00-2.00 | 0 | 1 | <= 1.5x | no |" in zoo_versus.markdown(
+        rows
+    )
+    assert zoo_versus.markdown(zoo_versus.versus(synthetic.frame(_goal_records()))) == ""  # no IREE row: nothing

@@ -41,6 +41,11 @@ def main(args) -> int:
     df = results.load(results.run_files(args.paths, args.results))
     print(zoo_table.markdown(zoo_table.table(df)))
     print("\n" + zoo_table.goals_markdown(zoo_table.goals(df)))
+    from harness import zoo_versus
+
+    head_to_head = zoo_versus.markdown(zoo_versus.versus(df))
+    if head_to_head:
+        print("\n" + head_to_head)
     if args.failures:
         print("\n" + zoo_table.failures_markdown(zoo_table.failures(df)))
     if args.by_library:
