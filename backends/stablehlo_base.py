@@ -42,6 +42,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .base import Backend, Counter, Program, Unsupported, torch_dims
+from .torch_export import NarrowedExport, Narrowing
 
 
 class OutsideExported(Unsupported):
@@ -232,10 +233,13 @@ class InterpreterHost(XlaRuntime):
             self.interp.close()
 
 
-class TorchLowered:
+class TorchLowered(NarrowedExport):
     """Program mixin (before the arrays class): the first call exports the case's
     torch program and lowers it at its argument shapes; :meth:`executor_for`
-    (the concrete program's) runs the module."""
+    (the concrete program's) runs the module. Where torch.export refuses the declared
+    range and suggests a narrower one, the export is retried with it as the torch_export
+    peer's is (:class:`NarrowedExport`): the module serves the narrowed range, and a size
+    outside it is ``out_of_range``."""
 
     case: Any
     mode: str
@@ -247,16 +251,22 @@ class TorchLowered:
         # built in prepare, as every torch-form backend builds it: a model case's library
         # import and model build (seconds) are not its first call's
         self.fn = case.torch_fn()
+        self.narrowing = Narrowing()
         super().__init__(backend, case, mode)  # type: ignore[call-arg]
 
     def executor_for(self, module):
         raise NotImplementedError
+
+    def convert(self, arrays):
+        self._check_narrowed(arrays)
+        return super().convert(arrays)  # type: ignore[misc]
 
     def run(self, *args):
         from engines.stablehlo.execution.module import AssertionFailed
 
         if self.executor is None:
             self.executor = self.executor_for(self.lower(args))
+            self._check_narrowed(args)  # converted before the export narrowed: later calls check in convert
         try:
             return single(self.executor(*args))
         except AssertionFailed as e:  # the export's own range, as torch_export's narrowing is
@@ -289,7 +299,8 @@ class TorchLowered:
     def export_program(self, export, sample):
         """The exported program of ``fn`` at the torch tensors ``sample``, by ``export``
         (:func:`backends.torch_export.export`); a lowering that needs another export overrides this."""
-        return export(self.fn, sample, tuple(torch_dims(self.case, self.mode)), self.case.name, oblivious_retry=True)
+        dims = tuple(torch_dims(self.case, self.mode))
+        return export(self.fn, sample, dims, self.case.name, oblivious_retry=True, narrow=self.narrowing)
 
     def stablehlo(self, ep) -> str:
         """The StableHLO text of the exported program ``ep``: our lowering (another

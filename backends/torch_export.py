@@ -18,6 +18,8 @@ export covers. :func:`export` itself counts nothing, so other backends
 
 from __future__ import annotations
 
+from typing import Any
+
 from engines.torch_export_tools import export_oblivious_retry, export_sample
 
 from .base import (
@@ -39,7 +41,43 @@ from .padding import host_padding
 STAGE = "export"
 
 
-class ExportProgram(TorchArrays, Program):
+class NarrowedExport:
+    """Program mixin: the one export's narrowed retry (:class:`Narrowing`, ``narrowing``:
+    ``None`` in static mode) -- the record's ``narrowed`` and a size outside the narrowed
+    range refused as ``out_of_range``, naming torch.export's reason. The torch_export peer
+    and our lowering paths export alike, so they carry the same architectures."""
+
+    case: Any
+    mode: str
+    narrowing: Narrowing | None
+
+    def narrowed(self) -> dict | None:
+        n = self.narrowing
+        if n is None or not n.ran:
+            return None
+        # the case's declared range is the question (the Dim's started at EXPORT_MIN), the narrowed one the answer
+        declared = {d.name: [d.min, d.max] for axes in self.case.dynamic_axes(self.mode) for d in axes.values()}
+        return {**n.record(), "declared": declared}
+
+    def _check_narrowed(self, args) -> None:
+        """Refuse a size outside the narrowed range as such (``out_of_range``), naming torch.export's reason."""
+        n = self.narrowing
+        if n is None or not n.ran:
+            return
+        sizes = {
+            d.name: int(a.shape[ax])
+            for a, axes in zip(args, self.case.dynamic_axes(self.mode), strict=False)
+            for ax, d in axes.items()
+        }
+        out = n.outside(sizes)
+        if out is not None:
+            raise OutsideNarrowed(
+                f"{self.case.name}: {out}, the range torch.export narrowed the export to ({n.record()['why']})",
+                diagnosis=n.diagnosis,
+            )
+
+
+class ExportProgram(NarrowedExport, TorchArrays, Program):
     """``ep.module()`` of one export (Dim ranges), or of one per input shapes (static)."""
 
     def __init__(self, backend, case, mode):
@@ -54,14 +92,6 @@ class ExportProgram(TorchArrays, Program):
         #: torch.export's refusal of the one export (Dim ranges), raised again for every later shape
         self.refused: Unsupported | None = None
         super().__init__(backend, case, mode)
-
-    def narrowed(self) -> dict | None:
-        n = self.narrowing
-        if n is None or not n.ran:
-            return None
-        # the case's declared range is the question (the Dim's started at EXPORT_MIN), the narrowed one the answer
-        declared = {d.name: [d.min, d.max] for axes in self.case.dynamic_axes(self.mode) for d in axes.values()}
-        return {**n.record(), "declared": declared}
 
     def run(self, *args):
         from torch.fx.experimental.symbolic_shapes import ConstraintViolationError
@@ -86,23 +116,6 @@ class ExportProgram(TorchArrays, Program):
             return mod(*args)
         except (AssertionError, ConstraintViolationError, ExportError) as e:  # ep.module()'s guards; export out of range
             raise _range_error(case, mode, args, e) from e
-
-    def _check_narrowed(self, args) -> None:
-        """Refuse a size outside the narrowed range as such (``out_of_range``), naming torch.export's reason."""
-        n = self.narrowing
-        if n is None or not n.ran:
-            return
-        sizes = {
-            d.name: int(a.shape[ax])
-            for a, axes in zip(args, self.case.dynamic_axes(self.mode), strict=False)
-            for ax, d in axes.items()
-        }
-        out = n.outside(sizes)
-        if out is not None:
-            raise OutsideNarrowed(
-                f"{self.case.name}: {out}, the range torch.export narrowed the export to ({n.record()['why']})",
-                diagnosis=n.diagnosis,
-            )
 
 
 @host_padding("bucketed")

@@ -128,6 +128,35 @@ def test_sizes_outside_the_narrowed_range_are_reported_as_such(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("backend", ["stablehlo_xla", "stablehlo_iree"])
+def test_our_lowering_exports_the_narrowed_range_as_the_peer_does(tmp_path, backend):
+    """A stride-4 conv from p = 1: torch.export refuses the range, even size-obliviously, and
+    suggests p >= 4. Our lowering paths retry with torch.export's fix as the torch_export peer
+    does: one lowering and one executable serve the narrowed range, the records say so
+    (without the retry: every size refused). A size outside it is ``out_of_range`` by the
+    peer's own check (:class:`backends.torch_export.NarrowedExport`, the test above)."""
+    if backend == "stablehlo_iree":
+        pytest.importorskip("iree.compiler")
+    path = _write_case(
+        tmp_path,
+        """
+        torch.manual_seed(0)
+        conv = torch.nn.Conv1d(2, 3, 4, stride=4)
+        dynshape.case(
+            conv, name="planted_stride4", inputs={"x": (1, 2, "p")}, sweep={"p": [16, 4, 33]},
+            dims={"p": ("bounded", 96)}, out_shape=(1, 3, "p // 4"),
+        )
+        """,
+    )
+    frame = dynshape.run(str(path), backends=backend, modes="bounded", out=tmp_path, progress=False, repeats=2)
+    novel = {r["shape_index"]: r for r in _records(frame) if r["novel"]}
+    assert [novel[i]["status"] for i in range(3)] == ["pass", "pass", "pass"]
+    assert novel[0]["narrowed"]["ran"] == {"p": [4, 96]} and novel[0]["narrowed"]["declared"] == {"p": [1, 96]}
+    assert novel[0]["narrowed"]["why"].startswith("torch.export needs p ≥ 4")
+    assert max(novel[2]["compile_stages"].values()) == 1, novel[2]["compile_stages"]
+
+
+@pytest.mark.slow
 def test_a_case_torch_export_cannot_keep_dynamic_shows_the_guard(tmp_path):
     """Its report shows the broken guard in torch.export's words, not "run with TORCH_LOGS";
     the record keeps torch.export's message whole."""
