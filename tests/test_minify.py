@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 
+import numpy as np
 import pytest
 
 import cases
@@ -113,3 +114,59 @@ def test_badness_counts_equal_infinities_as_equal_and_nan_as_wrong():
     assert badness(np.array([np.inf, 1.0]), inf, 1e-4, 1e-5) == float("inf")
     assert badness(np.array([np.nan, 1.0]), inf, 1e-4, 1e-5) == float("inf")
     assert badness(np.array([-np.inf, 1.1]), inf, 1e-4, 1e-5) > 100
+
+
+class _Constant:
+    """A backend whose every output is 12345 (a wrong result wherever the reference is not)."""
+
+    class _Program:
+        def convert(self, inputs):
+            return inputs
+
+        def __call__(self, *xs):
+            return np.full_like(xs[0], 12345.0)
+
+        def sync(self, out):
+            pass
+
+        def to_numpy(self, out):
+            return out
+
+        def compile_stats(self):
+            return {}
+
+    def prepare(self, case, mode):
+        return self._Program()
+
+
+def _program_case(forward):
+    import torch
+
+    from harness.minify.repro import case_of
+
+    class Program(torch.nn.Module):
+        def forward(self, x):
+            return forward(x)
+
+    rng = np.random.default_rng(0)
+    sizes = [{"n": 5}, {"n": 9}]
+    inputs = [[rng.standard_normal((s["n"], 3)).astype(np.float32) + 2] for s in sizes]
+    spec = {
+        "dims": [{"name": "n", "kind": "unbounded", "size": None, "min": 2, "max": None}],
+        "shapes": [["n", 3]],
+        "sizes": sizes,
+        "tolerance": [1e-5, 1e-6],
+    }
+    return case_of(Program(), inputs, spec), sizes
+
+
+def test_a_cut_whose_reference_reads_uninitialised_memory_is_not_the_wrong_result():
+    """MFConv's first reduction on IREE ended at ``x.new_empty(...)`` alone: torch's garbage
+    against IREE's. A reference that changes when torch fills empty tensors is ``undefined``,
+    which never matches the job's ``wrong``; one whose empty tensor is written whole is defined."""
+    from harness.minify.failure import observe
+
+    garbage, sizes = _program_case(lambda x: x.new_empty(x.shape))
+    assert observe(garbage, _Constant(), "unbounded", sizes).kind == "undefined"
+    filled, _ = _program_case(lambda x: x.new_empty(x.shape).copy_(x) * 2)
+    assert observe(filled, _Constant(), "unbounded", sizes).kind == "wrong"

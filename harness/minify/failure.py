@@ -14,7 +14,12 @@ against the case's oracle) at a few sizes, in this process, and returns a
     names and source locations taken out (``iree-compile``'s diagnostics name
     ``<stdin>:12:5`` and ``%42``, which change as the program shrinks);
 ``recompile``
-    a compile after the first shape (the job was to compile once).
+    a compile after the first shape (the job was to compile once);
+``undefined``
+    a wrong output whose reference reads memory nothing wrote (``torch.empty``,
+    ``new_empty``: the reference changes when torch fills uninitialised memory): a cut
+    that keeps an empty tensor but drops what filled it "fails" on garbage, not on the
+    system, so it never matches a ``wrong`` failure.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import numpy as np
 #: an output is wrong where |out - ref| > WRONG_MARGIN * (atol + rtol * |ref|) somewhere
 WRONG_MARGIN = 10.0
 
-KINDS = ("wrong", "error", "recompile")
+KINDS = ("wrong", "error", "recompile", "undefined")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,6 +79,25 @@ def badness(out, ref: np.ndarray, rtol: float, atol: float) -> float:
     return float(np.max(diff / (atol + rtol * np.abs(exp[keep]) + 1e-30)))
 
 
+def defined(case, inputs, ref) -> bool:
+    """Whether ``case``'s reference ``ref`` at ``inputs`` stays the same when torch fills the
+    memory its empty tensors get (NaN, or an integer's maximum): it reads only what it wrote."""
+    import torch
+    import torch.utils.deterministic as det
+
+    before = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled())
+    fill = det.fill_uninitialized_memory
+    torch.use_deterministic_algorithms(True, warn_only=True)  # the fill works only in this mode
+    det.fill_uninitialized_memory = True  # type: ignore[attr-defined]
+    try:
+        filled = case.expected(inputs)
+    finally:
+        torch.use_deterministic_algorithms(before[0], warn_only=before[1])
+        det.fill_uninitialized_memory = fill  # type: ignore[attr-defined]
+    a, b = np.asarray(filled), np.asarray(ref)
+    return a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+
+
 def observe(case, backend, mode: str, sizes: list[dict[str, int]]) -> Failure | None:
     """How ``case`` fails on ``backend`` in ``mode`` over ``sizes`` (None: it passes)."""
     tol = case.tol()
@@ -87,8 +111,11 @@ def observe(case, backend, mode: str, sizes: list[dict[str, int]]) -> Failure | 
             got = program.to_numpy(out)
             if isinstance(got, tuple):
                 got = got[0]
-            worst = badness(got, case.expected(inputs), max(tol.rtol, 1e-6), max(tol.atol, 1e-7))
+            ref = case.expected(inputs)
+            worst = badness(got, ref, max(tol.rtol, 1e-6), max(tol.atol, 1e-7))
             if worst > WRONG_MARGIN:
+                if not defined(case, inputs, ref):
+                    return Failure("undefined", "", f"at {s}: the reference reads uninitialised memory")
                 return Failure("wrong", "", f"at {s}: |out - ref| is {worst:.3g}x the tolerance")
             stats = program.compile_stats()
             if first is None:
