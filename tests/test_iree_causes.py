@@ -93,3 +93,47 @@ def test_our_route_gives_each_scatter_its_own_splat_and_is_right():
 
     case, _ = _case()
     assert observe(case, _backend("stablehlo_iree"), "unbounded", SIZES) is None
+
+
+def _nonzero_copies(k: int):
+    """MFConv's update per node degree, ``k`` degrees: the nodes of degree d found by
+    ``nonzero`` (a data-dependent count), their rows computed and copied into the output."""
+    import torch
+
+    from harness.minify.repro import case_of
+
+    class DegreeCopies(torch.nn.Module):
+        def forward(self, x, deg, y):
+            out = y.clone()
+            for d in range(k):
+                idx = (deg == d).nonzero().view(-1)
+                out.index_copy_(0, idx, x.index_select(0, idx) * (d + 2.0))
+            return out
+
+    rng = np.random.default_rng(0)
+    sizes = [{"n": 24}, {"n": 40}]
+    data = [
+        [
+            rng.standard_normal((s["n"], 4)).astype(np.float32),
+            rng.integers(0, k, s["n"]).astype(np.int64),
+            rng.standard_normal((s["n"], 4)).astype(np.float32),
+        ]
+        for s in sizes
+    ]
+    spec = {"dims": DIMS[:1], "shapes": [["n", 4], ["n"], ["n", 4]], "sizes": sizes, "tolerance": [1e-5, 1e-6]}
+    return case_of(DegreeCopies(), data, spec), sizes
+
+
+def test_two_index_copies_at_nonzero_indices_go_wrong():
+    """Cause 2 (MFConv, minimised to 18 ops: two degrees' ``nonzero`` + ``index_copy_``):
+    two ``index_copy_`` into one tensor at indices of data-dependent count are wrong on
+    torch-mlir -> IREE with a dynamic dim; one is right, and our StableHLO route is right."""
+    from harness.minify.failure import observe
+
+    iree = _backend("iree")
+    two, sizes = _nonzero_copies(2)
+    got = observe(two, iree, "unbounded", sizes)
+    assert got is not None and got.kind == "wrong", got
+    one, _ = _nonzero_copies(1)
+    assert observe(one, iree, "unbounded", sizes) is None
+    assert observe(two, _backend("stablehlo_iree"), "unbounded", sizes) is None
