@@ -134,6 +134,7 @@ EXTENDED = (
     "tests/test_preload.py::*",  # a fork server per backend, each job's imports listed (~45 s)
     "tests/test_asv_suite.py::*",  # asv's discovery and each benchmark module in a process (~55 s)
     "tests/test_backends.py::test_torch_compile_inductor_static_one_graph_per_shape_with_dynamo_reasons",  # gcc
+    "tests/test_iree_causes.py::*",  # pins of IREE's own wrong results, IREE compiles (~25 s)
 )
 
 #: the conformance gate's rows (``cases/test_conformance.py``'s jobs, by backend) that
