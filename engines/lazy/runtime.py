@@ -28,7 +28,7 @@ from .ir import NO_KWARGS, IRError, Node
 from .leafcall import leaf_call
 from .misses import explain_miss
 from .replay import LeafCall
-from .reuse import node_refs, spare
+from .reuse import spare_check
 from .served import served_fn
 from .steplog import StepLog, Unlogged
 from .symbolic import (
@@ -174,10 +174,10 @@ class LazyContext:
                 # a step that followed the last one to the end (the same entries, so the same operands by
                 # position, synced where it synced) has its references (.reuse)
                 refs = None if last is None else last.refs
-                if refs is None or len(refs) != len(nodes):
-                    refs = node_refs(nodes)
+                if refs is None or refs[0] != len(nodes):
+                    refs = spare_check(nodes)
                 log.refs = refs
-                if spare(nodes, made, refs):
+                if refs[1](nodes, made):
                     self._spare = made
                     return
             del nodes

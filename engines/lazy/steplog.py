@@ -83,7 +83,7 @@ class StepLog:
         self.guards: list = []
         self.nguards = 0
         self.syncs: list = []
-        self.refs: list | None = None  # per position, the references a released step's node has (.reuse)
+        self.refs: tuple | None = None  # a released step's (positions, reuse.spare check): the next step's too
         self.shared = False  # ``entries`` and ``calls`` are the last step's lists (see share)
 
     def add(self, node: Node, entry: tuple, call=None) -> None:
