@@ -32,6 +32,7 @@ class LazyFunction:
         self._logged: set = set()  # step-log keys whose guards are in guard_log
         self.sized_methods: bool | None = None  # whether a step patches them: see hooks.trace_step
         self.patches: bool | None = None  # whether a step swaps tracing()'s functions into torch: the same
+        self._axes: list = []  # per input, (a copy of its dims dict, its axes key): see _trace_step
 
     def _record(self, args):
         """Trace ``fn`` on fresh lazy leaves over ``args``: (output, flat outputs). A step that
@@ -55,14 +56,21 @@ class LazyFunction:
         ctx = self.ctx
         ctx.new_step()
         leaves = []
-        dims, bounds = self.dims, self.bounds
+        dims, bounds, memo = self.dims, self.bounds, self._axes
         for i, a in enumerate(args):
             if type(a) is _TENSOR or isinstance(a, _TENSOR):
                 if dims is None:
                     axes = True
                 else:
                     d = dims[i]
-                    axes = tuple(d.items()) if type(d) is dict and d else axes_key(d)  # (axes_key's common case)
+                    if type(d) is not dict or not d:
+                        axes = axes_key(d)
+                    elif i < len(memo) and memo[i][0] == d:  # (the dict as the last step read it: the same key object,
+                        axes = memo[i][1]  # which the leaf matches by identity; one changed in place makes a new one)
+                    else:
+                        axes = tuple(d.items())  # (axes_key's common case)
+                        memo.extend([(None, None)] * (i + 1 - len(memo)))
+                        memo[i] = (dict(d), axes)
                 a = ctx.leaf(a, axes, None if bounds is None else bounds[i])
             leaves.append(a)
         out = trace_step(self, leaves)
