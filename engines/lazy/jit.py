@@ -12,7 +12,7 @@ from . import passes
 from .hooks import trace_step
 from .ops import guess
 from .runtime import LazyContext, axes_key
-from .symbolic import NeedsSizedMethods, ShapeGuess
+from .symbolic import UNPATCHED, NeedsSizedMethods, ShapeGuess
 from .tensor import LazyTensor
 
 _TENSOR = torch.Tensor
@@ -73,7 +73,19 @@ class LazyFunction:
                         memo[i] = (dict(d), axes)
                 a = ctx.leaf(a, axes, None if bounds is None else bounds[i])
             leaves.append(a)
-        out = trace_step(self, leaves)
+        if self.patches is False and self.sized_methods is False:  # (hooks.trace_step's unpatched step)
+            outer = UNPATCHED[0]
+            UNPATCHED[0] = True
+            try:
+                out = self.fn(*leaves)
+            except NeedsSizedMethods:
+                raise
+            except Exception as e:  # (torch's own function refusing a size, say): traced again with them
+                raise NeedsSizedMethods(e) from e
+            finally:
+                UNPATCHED[0] = outer
+        else:
+            out = trace_step(self, leaves)
         flat = [out] if type(out) is LazyTensor else list(out) if isinstance(out, (list, tuple)) else [out]
         return out, flat
 
