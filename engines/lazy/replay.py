@@ -206,8 +206,6 @@ _REPLAYED = """
         node.kwargs = c.kwargs
         node.data = None
         ctx.reused = k + 1
-        if not k:
-            log.share()
         log.nodes.append(node)
     else:
         node = log.follow(c, c.op, ARGS, c.kwargs, None)

@@ -246,8 +246,6 @@ class LazyContext:
             node = out.node
             node.data = t
             self.reused = k + 1
-            if not k:
-                log.share()
             log.nodes.append(node)  # (its entry and call: the last step's, shared)
             followed = True
         else:
