@@ -197,7 +197,7 @@ def template(obj, nodes: list, k: int):
 # what a replayer does once its call matched: its node, logged (``StepLog.follow``), and its lazy tensor
 # (``LazyContext.tensor``, inline); or the last step's node and tensor at this position taken again (.reuse)
 _REPLAYED = """
-    k = len(log.nodes)
+    k = len(nodes)
     if ctx.reused == k:
         out = ctx.reuse[k]
         node = out.node
@@ -206,7 +206,7 @@ _REPLAYED = """
         node.kwargs = c.kwargs
         node.data = None
         ctx.reused = k + 1
-        log.nodes.append(node)
+        nodes.append(node)
     else:
         node = log.follow(c, c.op, ARGS, c.kwargs, None)
         pool = ctx._pool
@@ -235,16 +235,17 @@ def direct_replayer(operands: tuple):
         "def replay(ctx, log, args, kwargs, c):",
         f"    if kwargs or len(args) != {n}:",
         "        return None",
+        "    nodes = log.nodes",
     ]
     if n:
-        lines += [f"    {names} = args", f"    {names.replace('a', 's')} = c.spec"]
+        lines += [f"    {names} = args", f"    {names.replace('a', 's')} = c.dspec"]
     for i, operand in enumerate(operands):
         if operand:
             lines += [
                 f"    if type(a{i}) is not LazyTensor:",
                 "        return None",
                 f"    a{i} = a{i}.node",
-                f"    if a{i}.pos != s{i} or log.nodes[s{i}] is not a{i}:",
+                f"    if a{i}.pos != s{i} or nodes[s{i}] is not a{i}:",
                 "        return None",
             ]
         else:
@@ -264,7 +265,21 @@ class OpCall:
     :class:`Ref`; ``kwrefs``: whether the kwargs hold one), ``shape``, ``dtype`` and log
     ``entry``. ``direct``: :func:`direct_replayer`'s replayer when the node's arguments are the call's."""
 
-    __slots__ = ("args", "consts", "direct", "dtype", "entry", "impl", "kwargs", "kwrefs", "kwspec", "op", "shape", "spec")
+    __slots__ = (
+        "args",
+        "consts",
+        "direct",
+        "dspec",
+        "dtype",
+        "entry",
+        "impl",
+        "kwargs",
+        "kwrefs",
+        "kwspec",
+        "op",
+        "shape",
+        "spec",
+    )
 
     def __init__(self, impl, spec: tuple, kwspec, node: Node, entry, args: tuple, kwargs=None, consts: tuple = ()):
         self.impl, self.spec, self.kwspec, self.args, self.consts = impl, spec, kwspec, args, consts
@@ -276,6 +291,9 @@ class OpCall:
         self.direct = (
             direct_replayer(tuple([type(s) is Ref for s in spec])) if kwspec is None and plain and same and not consts else None
         )
+        # the spec as the direct replayer tests it: each Ref a plain int (an int subclass takes the
+        # interpreter's slow path in ``!=`` and as a list index: ~20 ns an operand)
+        self.dspec = tuple([int(s) if type(s) is Ref else s for s in spec])
 
     @staticmethod
     def of(impl, args, kwargs, node: Node, entry, nodes: list, k: int, entries=()) -> OpCall | None:
