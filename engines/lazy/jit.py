@@ -6,6 +6,8 @@ on a cache miss) and released."""
 
 from __future__ import annotations
 
+import copy
+
 import torch
 
 from . import passes
@@ -32,7 +34,9 @@ class LazyFunction:
         self._logged: set = set()  # step-log keys whose guards are in guard_log
         self.sized_methods: bool | None = None  # whether a step patches them: see hooks.trace_step
         self.patches: bool | None = None  # whether a step swaps tracing()'s functions into torch: the same
-        self._axes: list = []  # per input, (a copy of its dims dict, its axes key): see _trace_step
+        # (a copy of ``dims``, per input its axes key or None until made): a step reads the keys made for
+        # dims equal to the ones it has (the same key objects, which a leaf matches by identity)
+        self._axes: tuple | None = None
 
     def _record(self, args):
         """Trace ``fn`` on fresh lazy leaves over ``args``: (output, flat outputs). A step that
@@ -56,21 +60,20 @@ class LazyFunction:
         ctx = self.ctx
         ctx.new_step()
         leaves = []
-        dims, bounds, memo = self.dims, self.bounds, self._axes
+        dims, bounds, keys = self.dims, self.bounds, None
+        if dims is not None:
+            plan = self._axes
+            if plan is None or plan[0] != dims:  # (changed in place since the keys were made: made again)
+                plan = self._axes = (copy.deepcopy(dims), [None] * len(dims))
+            keys = plan[1]
         for i, a in enumerate(args):
             if type(a) is _TENSOR or isinstance(a, _TENSOR):
-                if dims is None:
+                if keys is None:
                     axes = True
                 else:
-                    d = dims[i]
-                    if type(d) is not dict or not d:
-                        axes = axes_key(d)
-                    elif i < len(memo) and memo[i][0] == d:  # (the dict as the last step read it: the same key object,
-                        axes = memo[i][1]  # which the leaf matches by identity; one changed in place makes a new one)
-                    else:
-                        axes = tuple(d.items())  # (axes_key's common case)
-                        memo.extend([(None, None)] * (i + 1 - len(memo)))
-                        memo[i] = (dict(d), axes)
+                    axes = keys[i]
+                    if axes is None:
+                        axes = keys[i] = axes_key(dims[i])  # type: ignore[index]
                 a = ctx.leaf(a, axes, None if bounds is None else bounds[i])
             leaves.append(a)
         if self.patches is False and self.sized_methods is False:  # (hooks.trace_step's unpatched step)

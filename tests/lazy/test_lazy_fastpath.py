@@ -388,6 +388,20 @@ def test_a_leaf_plan_follows_its_dims_changed_in_place():
     assert f.ctx.compiles() == 3 and [str(e) for e in f.ctx._named["k"].expr.vars] == ["p0_1"]
 
 
+def test_a_leaf_plan_follows_its_dims_list_changed_in_place():
+    """The axes keys a step reads are made again when ``dims`` no longer equals the copy they
+    were made of: here the list of one input's symbolic axes, appended to between steps."""
+    axes = [0]
+    f = L.jit(lambda x: x.sum(0), dims=[axes])
+    f(torch.randn(3, 4))
+    f(torch.randn(3, 5))
+    assert f.ctx.compiles() == 2
+    axes.append(1)
+    for k in (6, 7):
+        torch.testing.assert_close(f(x := torch.randn(3, k)), x.sum(0))
+    assert f.ctx.compiles() == 3
+
+
 def test_steps_that_never_index_a_plain_tensor_by_a_size_leave_torch_tensor_alone():
     """The first step learns whether ``fn`` indexes a plain tensor by a symbolic size (the
     patched ``torch.Tensor.__getitem__``/``expand``); one that never does is traced without
