@@ -61,6 +61,8 @@ class LazyFunction:
         ctx.new_step()
         leaves = []
         dims, bounds, keys = self.dims, self.bounds, None
+        if bounds is not None and ctx.mode != "bounded":  # (a leaf drops them: once here, not per input)
+            bounds = None
         if dims is not None:
             plan = self._axes
             if plan is None or plan[0] != dims:  # (changed in place since the keys were made: made again)
