@@ -12,6 +12,7 @@ import torch
 
 from . import passes
 from .hooks import trace_step
+from .leafcall import take_leaves
 from .ops import guess
 from .runtime import LazyContext, axes_key
 from .symbolic import UNPATCHED, NeedsSizedMethods, ShapeGuess
@@ -56,18 +57,9 @@ class LazyFunction:
             ctx.sized_methods_off = False
         return self._trace_step(args)
 
-    def _trace_step(self, args):
-        ctx = self.ctx
-        ctx.new_step()
+    def _leaves(self, ctx, args, dims, keys, bounds) -> list:
+        """The step's leaves over ``args``, one by one (``LazyContext.leaf``)."""
         leaves = []
-        dims, bounds, keys = self.dims, self.bounds, None
-        if bounds is not None and ctx.mode != "bounded":  # (a leaf drops them: once here, not per input)
-            bounds = None
-        if dims is not None:
-            plan = self._axes
-            if plan is None or plan[0] != dims:  # (changed in place since the keys were made: made again)
-                plan = self._axes = (copy.deepcopy(dims), [None] * len(dims))
-            keys = plan[1]
         for i, a in enumerate(args):
             if type(a) is _TENSOR or isinstance(a, _TENSOR):
                 if keys is None:
@@ -78,6 +70,24 @@ class LazyFunction:
                         axes = keys[i] = axes_key(dims[i])  # type: ignore[index]
                 a = ctx.leaf(a, axes, None if bounds is None else bounds[i])
             leaves.append(a)
+        return leaves
+
+    def _trace_step(self, args):
+        ctx = self.ctx
+        ctx.new_step()
+        dims, bounds, keys = self.dims, self.bounds, None
+        if bounds is not None and ctx.mode != "bounded":  # (a leaf drops them: once here, not per input)
+            bounds = None
+        if dims is not None:
+            plan = self._axes
+            if plan is None or plan[0] != dims:  # (changed in place since the keys were made: made again)
+                plan = self._axes = (copy.deepcopy(dims), [None] * len(dims))
+            keys = plan[1]
+        leaves = None
+        if keys is not None and ctx.reused == 0:  # (the step takes the last one's nodes: its leaves at once)
+            leaves = take_leaves(ctx, args, keys, bounds)
+        if leaves is None:
+            leaves = self._leaves(ctx, args, dims, keys, bounds)
         if self.patches is False and self.sized_methods is False:  # (hooks.trace_step's unpatched step)
             outer = UNPATCHED[0]
             UNPATCHED[0] = True
