@@ -383,7 +383,20 @@ class LeafCall:
     variable, a :class:`~.symbolic.Var` each step takes over; else a variable of an earlier
     leaf of the same user name, whose size this axis must equal)."""
 
-    __slots__ = ("axes", "batch", "bounds", "const_of", "const_sizes", "consts", "dtype", "entry", "ndim", "shape", "vars")
+    __slots__ = (
+        "axes",
+        "batch",
+        "bounds",
+        "const_of",
+        "const_sizes",
+        "consts",
+        "dtype",
+        "entry",
+        "ndim",
+        "seen",
+        "shape",
+        "vars",
+    )
 
     def __init__(self, dtype, ndim: int, axes, bounds, consts: tuple, vars_: tuple, shape: tuple, entry):
         self.dtype, self.ndim, self.axes, self.bounds = dtype, ndim, axes, bounds
@@ -393,3 +406,4 @@ class LeafCall:
         self.const_of = operator.itemgetter(*[a for a, _ in consts]) if consts else None
         self.const_sizes = consts[0][1] if len(consts) == 1 else tuple([n for _, n in consts])
         self.batch = None  # leafcall.take_leaves's call for the step's leaves from this one on, once made
+        self.seen: tuple | None = None  # the calls take_leaves last met from this one on (it makes one the second time)

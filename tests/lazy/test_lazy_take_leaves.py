@@ -93,3 +93,23 @@ def test_the_call_is_made_again_for_new_leaves():
     torch.testing.assert_close(f(d, c), d / c.unsqueeze(-1))
     batch = f.ctx.tape.calls[0].batch
     assert batch.calls == tuple(f.ctx.tape.calls[:2])
+
+
+def test_leaves_that_change_every_step_are_not_made_a_call_each_step(monkeypatch):
+    """A call is made for the leaves a step meets only when the last attempt met the same ones:
+    an input whose leaf is made afresh every step (its dtype alternates) never pays for one."""
+    import sys
+
+    leafcall = sys.modules["engines.lazy.leafcall"]
+    made = []
+    real = leafcall._batch
+    monkeypatch.setattr(leafcall, "_batch", lambda cs: made.append(cs) or real(cs))
+    f = _divide()
+    for n in range(3, 13):
+        d, c = _inputs(n)
+        c = c.double() if n % 2 else c
+        torch.testing.assert_close(f(d, c), d / c.unsqueeze(-1))
+    assert made == []
+    _steady(f, *[_inputs(n) for n in (13, 14, 15)])
+    f(*_inputs(16))
+    assert len(made) == 1
