@@ -6,13 +6,16 @@ on a cache miss) and released."""
 
 from __future__ import annotations
 
+import copy
+
 import torch
 
 from . import passes
 from .hooks import trace_step
+from .leafcall import take_leaves
 from .ops import guess
 from .runtime import LazyContext, axes_key
-from .symbolic import NeedsSizedMethods, ShapeGuess
+from .symbolic import UNPATCHED, NeedsSizedMethods, ShapeGuess
 from .tensor import LazyTensor
 
 _TENSOR = torch.Tensor
@@ -32,6 +35,9 @@ class LazyFunction:
         self._logged: set = set()  # step-log keys whose guards are in guard_log
         self.sized_methods: bool | None = None  # whether a step patches them: see hooks.trace_step
         self.patches: bool | None = None  # whether a step swaps tracing()'s functions into torch: the same
+        # (a copy of ``dims``, per input its axes key or None until made): a step reads the keys made for
+        # dims equal to the ones it has (the same key objects, which a leaf matches by identity)
+        self._axes: tuple | None = None
 
     def _record(self, args):
         """Trace ``fn`` on fresh lazy leaves over ``args``: (output, flat outputs). A step that
@@ -51,21 +57,50 @@ class LazyFunction:
             ctx.sized_methods_off = False
         return self._trace_step(args)
 
+    def _leaves(self, ctx, args, dims, keys, bounds) -> list:
+        """The step's leaves over ``args``, one by one (``LazyContext.leaf``)."""
+        leaves = []
+        for i, a in enumerate(args):
+            if type(a) is _TENSOR or isinstance(a, _TENSOR):
+                if keys is None:
+                    axes = True
+                else:
+                    axes = keys[i]
+                    if axes is None:
+                        axes = keys[i] = axes_key(dims[i])  # type: ignore[index]
+                a = ctx.leaf(a, axes, None if bounds is None else bounds[i])
+            leaves.append(a)
+        return leaves
+
     def _trace_step(self, args):
         ctx = self.ctx
         ctx.new_step()
-        leaves = []
-        dims, bounds = self.dims, self.bounds
-        for i, a in enumerate(args):
-            if type(a) is _TENSOR or isinstance(a, _TENSOR):
-                if dims is None:
-                    axes = True
-                else:
-                    d = dims[i]
-                    axes = tuple(d.items()) if type(d) is dict and d else axes_key(d)  # (axes_key's common case)
-                a = ctx.leaf(a, axes, None if bounds is None else bounds[i])
-            leaves.append(a)
-        out = trace_step(self, leaves)
+        dims, bounds, keys = self.dims, self.bounds, None
+        if bounds is not None and ctx.mode != "bounded":  # (a leaf drops them: once here, not per input)
+            bounds = None
+        if dims is not None:
+            plan = self._axes
+            if plan is None or plan[0] != dims:  # (changed in place since the keys were made: made again)
+                plan = self._axes = (copy.deepcopy(dims), [None] * len(dims))
+            keys = plan[1]
+        leaves = None
+        if keys is not None and ctx.reused == 0:  # (the step takes the last one's nodes: its leaves at once)
+            leaves = take_leaves(ctx, args, keys, bounds)
+        if leaves is None:
+            leaves = self._leaves(ctx, args, dims, keys, bounds)
+        if self.patches is False and self.sized_methods is False:  # (hooks.trace_step's unpatched step)
+            outer = UNPATCHED[0]
+            UNPATCHED[0] = True
+            try:
+                out = self.fn(*leaves)
+            except NeedsSizedMethods:
+                raise
+            except Exception as e:  # (torch's own function refusing a size, say): traced again with them
+                raise NeedsSizedMethods(e) from e
+            finally:
+                UNPATCHED[0] = outer
+        else:
+            out = trace_step(self, leaves)
         flat = [out] if type(out) is LazyTensor else list(out) if isinstance(out, (list, tuple)) else [out]
         return out, flat
 

@@ -197,7 +197,7 @@ def template(obj, nodes: list, k: int):
 # what a replayer does once its call matched: its node, logged (``StepLog.follow``), and its lazy tensor
 # (``LazyContext.tensor``, inline); or the last step's node and tensor at this position taken again (.reuse)
 _REPLAYED = """
-    k = len(log.nodes)
+    k = len(nodes)
     if ctx.reused == k:
         out = ctx.reuse[k]
         node = out.node
@@ -206,9 +206,7 @@ _REPLAYED = """
         node.kwargs = c.kwargs
         node.data = None
         ctx.reused = k + 1
-        if not k:
-            log.share()
-        log.nodes.append(node)
+        nodes.append(node)
     else:
         node = log.follow(c, c.op, ARGS, c.kwargs, None)
         pool = ctx._pool
@@ -237,16 +235,17 @@ def direct_replayer(operands: tuple):
         "def replay(ctx, log, args, kwargs, c):",
         f"    if kwargs or len(args) != {n}:",
         "        return None",
+        "    nodes = log.nodes",
     ]
     if n:
-        lines += [f"    {names} = args", f"    {names.replace('a', 's')} = c.spec"]
+        lines += [f"    {names} = args", f"    {names.replace('a', 's')} = c.dspec"]
     for i, operand in enumerate(operands):
         if operand:
             lines += [
                 f"    if type(a{i}) is not LazyTensor:",
                 "        return None",
                 f"    a{i} = a{i}.node",
-                f"    if a{i}.pos != s{i} or log.nodes[s{i}] is not a{i}:",
+                f"    if a{i}.pos != s{i} or nodes[s{i}] is not a{i}:",
                 "        return None",
             ]
         else:
@@ -266,7 +265,21 @@ class OpCall:
     :class:`Ref`; ``kwrefs``: whether the kwargs hold one), ``shape``, ``dtype`` and log
     ``entry``. ``direct``: :func:`direct_replayer`'s replayer when the node's arguments are the call's."""
 
-    __slots__ = ("args", "consts", "direct", "dtype", "entry", "impl", "kwargs", "kwrefs", "kwspec", "op", "shape", "spec")
+    __slots__ = (
+        "args",
+        "consts",
+        "direct",
+        "dspec",
+        "dtype",
+        "entry",
+        "impl",
+        "kwargs",
+        "kwrefs",
+        "kwspec",
+        "op",
+        "shape",
+        "spec",
+    )
 
     def __init__(self, impl, spec: tuple, kwspec, node: Node, entry, args: tuple, kwargs=None, consts: tuple = ()):
         self.impl, self.spec, self.kwspec, self.args, self.consts = impl, spec, kwspec, args, consts
@@ -278,6 +291,9 @@ class OpCall:
         self.direct = (
             direct_replayer(tuple([type(s) is Ref for s in spec])) if kwspec is None and plain and same and not consts else None
         )
+        # the spec as the direct replayer tests it: each Ref a plain int (an int subclass takes the
+        # interpreter's slow path in ``!=`` and as a list index: ~20 ns an operand)
+        self.dspec = tuple([int(s) if type(s) is Ref else s for s in spec])
 
     @staticmethod
     def of(impl, args, kwargs, node: Node, entry, nodes: list, k: int, entries=()) -> OpCall | None:
@@ -367,7 +383,20 @@ class LeafCall:
     variable, a :class:`~.symbolic.Var` each step takes over; else a variable of an earlier
     leaf of the same user name, whose size this axis must equal)."""
 
-    __slots__ = ("axes", "bounds", "const_of", "const_sizes", "consts", "dtype", "entry", "ndim", "shape", "vars")
+    __slots__ = (
+        "axes",
+        "batch",
+        "bounds",
+        "const_of",
+        "const_sizes",
+        "consts",
+        "dtype",
+        "entry",
+        "ndim",
+        "seen",
+        "shape",
+        "vars",
+    )
 
     def __init__(self, dtype, ndim: int, axes, bounds, consts: tuple, vars_: tuple, shape: tuple, entry):
         self.dtype, self.ndim, self.axes, self.bounds = dtype, ndim, axes, bounds
@@ -376,3 +405,5 @@ class LeafCall:
         # none (``LazyContext.leaf`` tests a leaf against the last step's with them)
         self.const_of = operator.itemgetter(*[a for a, _ in consts]) if consts else None
         self.const_sizes = consts[0][1] if len(consts) == 1 else tuple([n for _, n in consts])
+        self.batch = None  # leafcall.take_leaves's call for the step's leaves from this one on, once made
+        self.seen: tuple | None = None  # the calls take_leaves last met from this one on (it makes one the second time)

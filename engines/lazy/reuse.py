@@ -20,6 +20,7 @@ the same positions, so the same references).
 
 from __future__ import annotations
 
+import functools
 import sys
 import weakref
 
@@ -63,3 +64,41 @@ def spare(nodes: list, made: list, refs: list) -> bool:
             return False
         n.data = None
     return True
+
+
+_UNROLLED = 64  # (positions: a longer step checks in spare's loop, its code not generated)
+
+
+def spare_check(nodes: list) -> tuple:
+    """``(len(nodes), check)``: ``check(nodes, made)`` is :func:`spare` for a step with the
+    references of ``nodes`` (:func:`node_refs`), carried from step to step (``StepLog.refs``):
+    for up to 64 positions generated (:func:`_unrolled`), every test in one frame, no loop."""
+    refs = node_refs(nodes)
+    if len(refs) > _UNROLLED:
+        return len(refs), functools.partial(_spare_refs, refs=refs)
+    return len(refs), _unrolled(tuple(refs))
+
+
+def _spare_refs(nodes: list, made: list, refs: list) -> bool:
+    return spare(nodes, made, refs)
+
+
+@functools.lru_cache(maxsize=256)
+def _unrolled(refs: tuple):
+    """:func:`spare` for ``len(refs)`` positions with ``refs`` references each, written out: each
+    tensor and node in a local of its own (so each has the references the loop counts: the list,
+    the local, the call's argument; a node's ``_OWN`` and its operand slots), every position
+    tested before any node's data is dropped."""
+    n = len(refs)
+    ts, ns = "".join(f"t{p}, " for p in range(n)), "".join(f"n{p}, " for p in range(n))
+    lines = ["def spare(nodes, made):", f"    {ts}= made", f"    {ns}= nodes"]
+    for p in range(n - 1, -1, -1):
+        lines += [
+            f"    if rc(t{p}) != 3 or wr(t{p}) or t{p}.__dict__ or t{p}.node is not n{p} or rc(n{p}) != {refs[p]}:",
+            "        return False",
+        ]
+    lines += [f"    n{p}.data = None" for p in range(n - 1, -1, -1)]
+    lines.append("    return True")
+    scope = {"rc": _refcount, "wr": _weakrefs}
+    exec("\n".join(lines), scope)  # (our own text: positions and counts)
+    return scope["spare"]

@@ -28,7 +28,8 @@ from .ir import NO_KWARGS, IRError, Node
 from .leafcall import leaf_call
 from .misses import explain_miss
 from .replay import LeafCall
-from .reuse import node_refs, spare
+from .reuse import spare_check
+from .served import served_fn
 from .steplog import StepLog, Unlogged
 from .symbolic import (
     PROBES,
@@ -118,12 +119,18 @@ class LazyContext:
         """Forget the size variables and guards of the previous step."""
         if self.log is not None:  # the last step was not released (a trace, an error): followed as far as it went
             self._keep(self.log)
-        self._named.clear()
+        if self._named:
+            self._named.clear()
         self.wrote = False
-        self.vars.clear()
+        sv = self.vars  # (SizeVars.clear, inline: every step)
+        sv.vars.clear()
+        sv.hints.clear()
+        sv.step += 1
         self.guards = []  # (a new list: the last step's is handed out)
-        self._guard_keys.clear()
-        PROBES.clear()  # (the frames of the last step's calls)
+        if self._guard_keys:
+            self._guard_keys.clear()
+        if PROBES:
+            PROBES.clear()  # (the frames of the last step's calls)
         self.log, self.last_key = StepLog(self.tape), None
         self._made = []  # (a step never released: its tensors are not reused)
         self.reuse, self._spare = self._spare, None  # (taken once: a step that raises leaves none)
@@ -167,10 +174,10 @@ class LazyContext:
                 # a step that followed the last one to the end (the same entries, so the same operands by
                 # position, synced where it synced) has its references (.reuse)
                 refs = None if last is None else last.refs
-                if refs is None or len(refs) != len(nodes):
-                    refs = node_refs(nodes)
+                if refs is None or refs[0] != len(nodes):
+                    refs = spare_check(nodes)
                 log.refs = refs
-                if spare(nodes, made, refs):
+                if refs[1](nodes, made):
                     self._spare = made
                     return
             del nodes
@@ -239,8 +246,6 @@ class LazyContext:
             node = out.node
             node.data = t
             self.reused = k + 1
-            if not k:
-                log.share()
             log.nodes.append(node)  # (its entry and call: the last step's, shared)
             followed = True
         else:
@@ -365,11 +370,13 @@ class LazyContext:
         each becomes a leaf holding its value."""
         if tensors is not None and len(tensors) == 1 and type(tensors[0]) is LazyTensor:  # one output: most steps
             n = tensors[0].node
-            roots = [] if n.op == "input" else [n]
+            if n.op == "input":
+                return
+            roots = [n]
         else:
             roots = self._roots([t for t in (tensors or ()) if type(t) is LazyTensor or isinstance(t, LazyTensor)])
-        if not roots:
-            return
+            if not roots:
+                return
         log, lk = self.log, None
         if log is not None:  # the step log names the graph (and goes on after the sync)
             try:
@@ -384,14 +391,15 @@ class LazyContext:
                     if hit is not None:
                         log.found(hit)
                 if hit is not None:
-                    entry, positions, shapes = hit
+                    entry = self.last = hit[0]
                     self._served += 1  # (a trace and a hit: see stats)
-                    self.last = entry
-                    nodes, inputs = log.nodes, []
-                    for p in positions:
-                        inputs.append(nodes[p].data)
                     try:
-                        self._run(entry, inputs, roots, shapes)
+                        if self.check:  # (the kernel run and its outputs checked in one generated call)
+                            outs = hit[3](entry.run, log.nodes, self.vars.hints, roots)
+                            if outs is not None:  # (a fault, or a size it could not evaluate: the per-dim check)
+                                self._run(entry, (), roots, outs=outs)
+                        else:
+                            self._run(entry, [log.nodes[p].data for p in hit[1]], roots)
                     except BaseException as e:
                         self._failed(lk, e)
                         raise
@@ -404,7 +412,8 @@ class LazyContext:
                 try:
                     # the step's variables are named canonically (p<leaf>_<axis>), so every step with this
                     # key predicts its outputs' shapes by the same size expressions: compiled once
-                    hit = (entry, tuple([log.pos(n) for n in g.inputs]), shapes_fn([n.shape for n in g.outputs]))
+                    positions, shapes = tuple([log.pos(n) for n in g.inputs]), tuple([n.shape for n in g.outputs])
+                    hit = (entry, positions, shapes_fn(shapes), served_fn(positions, shapes))
                     self.fast[lk] = hit
                     log.found(hit)
                 except Unlogged:
@@ -443,24 +452,16 @@ class LazyContext:
             self.on_compile(dt, reason)
         return entry
 
-    def _run(self, entry, inputs, outputs, shapes=None) -> None:
+    def _run(self, entry, inputs, outputs, outs=None) -> None:
         """Run a compiled graph; each output node becomes a leaf holding its value.
-        ``shapes``: a cached step's :func:`shapes_fn` of its outputs (the check's
-        predicted shapes in one call; else each dim's :func:`hint`)."""
-        outs = entry.run(*inputs)
+        ``outs``: the outputs of a run already made (a cached step's that its
+        :func:`.served.served_fn` did not pass: each dim checked here names the fault)."""
+        if outs is None:
+            outs = entry.run(*inputs)
         hints, check = self.vars.hints, self.check
-        predicted = None
-        if check and shapes is not None:
-            try:
-                predicted = shapes(hints)
-            except (KeyError, ZeroDivisionError):  # the per-dim check below names the size at fault
-                predicted = None
         for i in range(len(outputs)):  # (one output per node by construction; an index, not enumerate(zip()))
             node, out = outputs[i], outs[i]
-            if check and (
-                out.dtype != node.dtype
-                or out.shape != (predicted[i] if predicted is not None else tuple([hint(e, hints) for e in node.shape]))
-            ):
+            if check and (out.dtype != node.dtype or out.shape != tuple([hint(e, hints) for e in node.shape])):
                 raise IRError(
                     f"shape rule for {node.op} predicted {node.dtype}{list(node.hints(hints))}, "
                     f"ran to {out.dtype}{list(out.shape)}\n{entry.ir}"

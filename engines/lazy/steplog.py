@@ -72,19 +72,21 @@ class StepLog:
     )
 
     def __init__(self, follows: StepLog | None = None):
-        self.entries: list = []
         self.nodes: list = []
-        self.calls: list = []
         self.canon: dict = {}
         # (rules read torch's default dtype: ``int / int``, ``zeros(n)``; a step under another follows no step)
-        self.default_dtype = _default_dtype()
-        self.follows = follows if follows is not None and follows.default_dtype is self.default_dtype else None
+        self.default_dtype = d = _default_dtype()
+        if follows is not None and follows.default_dtype is d:
+            # ``entries`` and ``calls``: the last step's lists until this one logs anything of its own
+            # (see unshare): a step that takes the last one's nodes (.reuse) only appends to ``nodes``
+            self.follows, self.entries, self.calls, self.shared = follows, follows.entries, follows.calls, True
+        else:
+            self.follows, self.entries, self.calls, self.shared = None, [], [], False
         self.keyed = self.hit = self.roots = None
-        self.guards: list = []
+        self.guards: list | tuple = ()  # (set at a sync and at the end of the step)
         self.nguards = 0
         self.syncs: list = []
-        self.refs: list | None = None  # per position, the references a released step's node has (.reuse)
-        self.shared = False  # ``entries`` and ``calls`` are the last step's lists (see share)
+        self.refs: tuple | None = None  # a released step's (positions, reuse.spare check): the next step's too
 
     def add(self, node: Node, entry: tuple, call=None) -> None:
         """Log ``node`` as ``entry`` (its operands signed by the caller, as :meth:`op` does);
@@ -126,17 +128,12 @@ class StepLog:
         self.calls.append(call)
         return node
 
-    def share(self) -> None:
-        """The step takes the last step's first node again (:mod:`.reuse`): its ``entries`` and
-        ``calls`` are the last step's lists while it takes that step's nodes one by one (then only
-        ``nodes`` is appended to: its length says how far the step has reached), copied up to there
-        (:meth:`unshare`) before anything else is logged, keyed afresh or kept."""
-        last = self.follows
-        self.entries, self.calls, self.shared = last.entries, last.calls, True
-
     def unshare(self, kept: bool = False) -> None:
-        """``entries`` and ``calls`` of this step's own, up to the position it has reached; ``kept``:
-        the step is over and the last one is let go, so lists it ended with are its own as they are."""
+        """``entries`` and ``calls`` of this step's own, up to the position it has reached (a step
+        that follows the last one shares that step's lists from the start: only ``nodes`` grows while
+        it takes that step's nodes one by one, its length the position reached), before anything else
+        is logged, keyed afresh or kept; ``kept``: the step is over and the last one is let go, so
+        lists it ended with are its own as they are."""
         n = len(self.nodes)
         if not kept or len(self.entries) != n:
             self.entries, self.calls = self.entries[:n], self.calls[:n]

@@ -251,6 +251,23 @@ def test_a_cached_step_still_checks_its_outputs_shapes():
     assert f.ctx.stats["hit"] == 2  # refused on the cached path
 
 
+def test_a_cached_step_still_checks_its_outputs_dtype():
+    """The served sync (``served.served_fn``) compares each output's dtype as well as its shape:
+    a kernel that runs to another dtype than the rule predicted is refused on a hit."""
+    import engines.lazy.passes as P
+
+    f = L.jit(lambda x: x.unsqueeze(0), dims=[{0: "n"}])
+    f(torch.randn(3, 2))
+    f(torch.randn(4, 2))
+    good = f.ctx.last.run
+    f.ctx.cache = {k: P.Compiled(e.kernel, e.ir, e.code, run=lambda t: (good(t)[0].double(),)) for k, e in f.ctx.cache.items()}
+    f.ctx.fast = {k: (f.ctx.cache[next(iter(f.ctx.cache))],) + v[1:] for k, v in f.ctx.fast.items()}
+    f.ctx.tape = None
+    with pytest.raises(L.IRError, match=r"predicted torch.float32\[1, 5, 2\], ran to torch.float64\[1, 5, 2\]"):
+        f(torch.randn(5, 2))
+    assert f.ctx.stats["hit"] == 2
+
+
 def test_stack_cat_and_split_reach_the_lazy_path_without_torch_dispatch(torch_function_calls):
     """While tracing, ``torch.stack``/``cat``/``split`` on lazy tensors call their lazy
     implementations directly (no ``__torch_function__``); on plain tensors, or under a
@@ -369,6 +386,20 @@ def test_a_leaf_plan_follows_its_dims_changed_in_place():
     for k in (6, 7):
         torch.testing.assert_close(f(x := torch.randn(3, k)), x.sum(0))
     assert f.ctx.compiles() == 3 and [str(e) for e in f.ctx._named["k"].expr.vars] == ["p0_1"]
+
+
+def test_a_leaf_plan_follows_its_dims_list_changed_in_place():
+    """The axes keys a step reads are made again when ``dims`` no longer equals the copy they
+    were made of: here the list of one input's symbolic axes, appended to between steps."""
+    axes = [0]
+    f = L.jit(lambda x: x.sum(0), dims=[axes])
+    f(torch.randn(3, 4))
+    f(torch.randn(3, 5))
+    assert f.ctx.compiles() == 2
+    axes.append(1)
+    for k in (6, 7):
+        torch.testing.assert_close(f(x := torch.randn(3, k)), x.sum(0))
+    assert f.ctx.compiles() == 3
 
 
 def test_steps_that_never_index_a_plain_tensor_by_a_size_leave_torch_tensor_alone():

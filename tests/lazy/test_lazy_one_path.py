@@ -100,7 +100,7 @@ def test_a_step_recorded_twice_compiles_once_and_the_second_is_a_fast_hit():
     ctx = f.ctx
     assert ctx.compiles() == 1 and ctx.stats["hit"] == 2 and ctx.stats["trace"] == 3
     assert len(ctx.cache) == 1 and len(ctx.fast) == 1
-    ((lk, (entry, positions, _)),) = ctx.fast.items()
+    ((lk, (entry, positions, _, _)),) = ctx.fast.items()
     assert entry is next(iter(ctx.cache.values())) and positions == (0, 1)
     assert ctx.last_key == lk  # sync keyed the step by StepLog.key: the one key of a logged step
 

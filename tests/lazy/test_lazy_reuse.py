@@ -189,3 +189,28 @@ def test_a_step_whose_tensors_swapped_nodes_is_not_taken():
     for n in range(3, 9):
         d, c = _inputs(n)
         torch.testing.assert_close(f(d, c), d / (c * 3.0).unsqueeze(-1) + (c * 2.0).unsqueeze(-1))
+
+
+def test_a_long_step_is_checked_by_the_loop():
+    """A step of more than 64 positions is checked by ``spare``'s loop (``reuse.spare_check``
+    generates the checks of shorter ones): taken as a short one is, and not while the program
+    keeps one of its tensors."""
+    kept = []
+
+    def prog(x, keep):
+        for _ in range(70):
+            x = x + 1
+        if keep:
+            kept.append(x)
+        return x * 2
+
+    f = L.jit(prog, dims=[{0: "e"}, None])
+    for n in (3, 4, 5):
+        x = torch.randn(n)
+        torch.testing.assert_close(f(x, False), (x + 70) * 2)
+    assert f.ctx.reused == 72 and len(f.ctx._spare) == 72
+    f(torch.randn(6), True)
+    assert f.ctx._spare is None
+    x = torch.randn(7)
+    torch.testing.assert_close(f(x, False), (x + 70) * 2)
+    assert kept[0].node.op == "add" and kept[0].node.args[1] == 1

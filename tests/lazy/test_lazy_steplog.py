@@ -14,7 +14,7 @@ def test_cached_steps_take_the_step_log_and_agree_with_the_full_key():
         torch.testing.assert_close(f(x, e), x * 2 + e.unsqueeze(-1))
     assert f.ctx.compiles() == 1 and f.ctx.stats["hit"] == 3
     # one step-log entry, pointing at the one compiled graph
-    ((entry, positions, shapes),) = f.ctx.fast.values()
+    ((entry, positions, shapes, _),) = f.ctx.fast.values()
     assert entry is f.ctx.last and positions == (0, 1)
     assert shapes({"p0_0": 4, "p0_1": 3}) == ((4, 3),)  # the output's predicted shape, compiled once
     # the full path, on the same step, builds the key the cache holds
