@@ -36,8 +36,10 @@ index; any other is refused by name.
 ``stablehlo.dynamic_gather`` without batching dims (a take along axes), which
 IREE cannot legalize, and ``stablehlo.dot_general`` in the forms IREE itself
 reshapes to a `?` type it then refuses (no batching dims, `?` operands, a unit
-dim or a rank above 2; complex too: FNet) → ``linalg.generic``
-(:mod:`.iree_generic`); a gather with batching dims is refused by name.
+dim or an operand of rank other than 2; complex too: FNet) → ``linalg.generic``
+(:mod:`.iree_generic`); a gather with batching dims is refused by name. A
+``stablehlo.concatenate`` along an inner dim with a `?` dim → ``tensor.insert_slice``s
+(IREE cannot size the stack buffer of a producer fused into its concatenate loop).
 
 Anything else IREE refuses is left as it is: ``iree-compile`` names it.
 
@@ -73,6 +75,7 @@ REWRITTEN = (
     "stablehlo.reduce_window",
     "stablehlo.dynamic_gather",
     "stablehlo.dot_general",
+    "stablehlo.concatenate",
 )
 
 
@@ -224,6 +227,8 @@ class _Rewriter(ConvRewrites, WindowRewrites, GenericRewrites):
             return self.window_form(op) is not None
         if op.name == "stablehlo.dot_general":
             return self.dot_form(op)
+        if op.name == "stablehlo.concatenate":
+            return self.concat_form(op)
         return True
 
     def separate_scatter_inits(self, module) -> None:

@@ -1,5 +1,5 @@
-"""Two rewrites of :mod:`engines.stablehlo.iree_compat` into ``linalg.generic``:
-op forms with `?` dims that IREE 3.13's StableHLO input refuses.
+"""Three rewrites of :mod:`engines.stablehlo.iree_compat`: op forms with `?` dims
+that IREE 3.13's StableHLO input refuses, two into ``linalg.generic``.
 
 ``stablehlo.dynamic_gather`` (no batching dims: every take along axes our
 lowering writes for ``index_select``/``embedding``) has no conversion in IREE
@@ -11,13 +11,19 @@ as the gather's semantics say (StableHLO spec, ``gather``): an out-of-range
 index reads the nearest slice, never past the operand.
 
 ``stablehlo.dot_general`` without batching dims whose operands have a `?` dim
-and either a static unit dim or a rank above 2: IREE first rewrites such a dot
+and either a static unit dim or a rank other than 2: IREE first rewrites such a dot
 into a matrix-vector product or a 2-d matmul and reshapes its result back with
 a ``stablehlo.reshape`` to a `?` type, which its verifier refuses ("result #0
 must be statically shaped", tests/stablehlo/test_iree_generic.py pins the
 forms). It becomes the contraction itself, a ``linalg.generic`` (batch and free
 dims parallel, contracting dims reductions) into a zero-filled ``tensor.empty``
 sized at run time.
+
+``stablehlo.concatenate`` along a dim other than 0 with a `?` result dim: IREE
+lowers it to one loop that reads the operands at computed positions, and fused
+with an elementwise producer it cannot size that producer's stack buffer. It
+becomes ``tensor.insert_slice`` of each operand into a ``tensor.empty`` sized at
+run time.
 
 A mixin of the rewriter: it builds ops with the rewriter's ``op``,
 ``index_const``, ``extract_index``, ``arith``, ``zero_attr`` and ``plain``.
@@ -141,7 +147,7 @@ class GenericRewrites:
 
     def dot_form(self, op) -> bool:
         """Whether ``op`` (a dot_general) is a form IREE reshapes to a `?` type: no batching
-        dims, an operand with a `?` dim, and a static unit dim or an operand of rank above 2;
+        dims, an operand with a `?` dim, and a static unit dim or an operand of rank other than 2;
         one element type throughout, float, integer or complex (else left to IREE)."""
         nums = dim_numbers(op.attributes["dot_dimension_numbers"])
         if nums.get("lhs_batching_dimensions"):
@@ -153,7 +159,7 @@ class GenericRewrites:
         kinds = (self.ir.FloatType, self.ir.IntegerType, self.ir.ComplexType)
         if len(elems) != 1 or not isinstance(types[2].element_type, kinds):
             return False
-        return any(t.rank > 2 for t in types[:2]) or any(s == 1 for t in types for s in t.shape)
+        return any(t.rank != 2 for t in types[:2]) or any(s == 1 for t in types for s in t.shape)
 
     def dot_general(self, op):
         """The contraction as a ``linalg.generic``: loops over the result's dims (lhs free,
@@ -192,3 +198,45 @@ class GenericRewrites:
             return self.op(add, [acc, self.op(mul, [a, b], [elem]).result], [elem]).result
 
         return self.generic([lhs, rhs], filled, maps, ["parallel"] * n + ["reduction"] * len(lc), body)
+
+    # -- concatenate -------------------------------------------------------------------
+
+    def concat_form(self, op) -> bool:
+        """Whether ``op`` (a concatenate) joins along a dim other than 0 into a result with a
+        `?` dim: IREE lowers it to one loop reading every operand at computed positions, and
+        fused with an elementwise producer (zoo_hf_mpnet's position ids: a convert) that
+        producer is materialised on the stack at a size it cannot bound ("stack allocation
+        size overflows 64 bits")."""
+        out = self.ir.RankedTensorType(op.result.type)
+        return not out.has_static_shape and self.ir.IntegerAttr(op.attributes["dimension"]).value != 0
+
+    def concatenate(self, op):
+        """Each operand ``tensor.insert_slice``d into a ``tensor.empty`` of the result's
+        sizes at its running offset along the joined dim (IREE copies each in place)."""
+        axis = self.ir.IntegerAttr(op.attributes["dimension"]).value
+        parts = list(op.operands)
+        rank = self.ir.RankedTensorType(op.result.type).rank
+        lengths = [self.dim_index(p, axis) for p in parts]
+        total = lengths[0]
+        for n in lengths[1:]:
+            total = self.arith("arith.addi", total, n)
+        sizes = [total if j == axis else self.dim_index(parts[0], j) for j in range(rank)]
+        into = self.sized_empty(op.result.type, sizes)
+        dyn = self.ir.DenseI64ArrayAttr.get([-(2**63)] * rank)  # ShapedType::kDynamic: an operand each
+        offset = self.index_const(0)
+        for part, n in zip(parts, lengths, strict=True):
+            offsets = [offset if j == axis else self.index_const(0) for j in range(rank)]
+            extent = [n if j == axis else sizes[j] for j in range(rank)]
+            # the slice's type is the part's: its static dims are static sizes, the rest operands
+            pt = self.ir.RankedTensorType(part.type)
+            static = [-(2**63) if pt.is_dynamic_dim(j) else pt.shape[j] for j in range(rank)]
+            extent = [e for j, e in enumerate(extent) if pt.is_dynamic_dim(j)]
+            attrs = {
+                "static_offsets": dyn,
+                "static_sizes": self.ir.DenseI64ArrayAttr.get(static),
+                "static_strides": self.ir.DenseI64ArrayAttr.get([1] * rank),
+                "operandSegmentSizes": self.ir.DenseI32ArrayAttr.get([1, 1, rank, len(extent), 0]),
+            }
+            into = self.op("tensor.insert_slice", [part, into, *offsets, *extent], [into.type], attrs).result
+            offset = self.arith("arith.addi", offset, n)
+        return into

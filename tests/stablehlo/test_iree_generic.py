@@ -136,6 +136,16 @@ DOTS = {
         lambda n: [(n, n + 1, 32), (32, 1)],
         lambda a, b: a @ b,
     ),
+    "a matrix-vector product": (
+        _dot("?x32xf32", "32xf32", "?xf32", "contracting_dims = [1] x [0]"),
+        lambda n: [(n, 32), (32,)],
+        lambda a, b: a @ b,
+    ),
+    "a dot of two vectors": (
+        _dot("?xf32", "?xf32", "f32", "contracting_dims = [0] x [0]"),
+        lambda n: [(n,), (n,)],
+        lambda a, b: a @ b,
+    ),
     "a static result of `?` operands": (
         _dot("4x?xf32", "?x1xf32", "4x1xf32", "contracting_dims = [1] x [0]"),
         lambda n: [(4, n), (n, 1)],
@@ -155,7 +165,7 @@ def test_a_dot_general_iree_reshapes_to_a_dynamic_type_becomes_a_generic(form):
 
 
 def test_the_dot_forms_iree_takes_are_left_as_they_are():
-    plain = _dot("?x32xf32", "32x4xf32", "?x4xf32", "contracting_dims = [1] x [0]")
+    plain = _dot("?x32xf32", "4x32xf32", "?x4xf32", "contracting_dims = [1] x [1]")
     batched = _dot("?x1x32xf32", "?x32x5xf32", "?x1x5xf32", "batching_dims = [0] x [0], contracting_dims = [2] x [1]")
     for text in (plain, batched):
         assert "stablehlo.dot_general" in rewrite(text)
@@ -175,3 +185,35 @@ def test_a_complex_dot_general_becomes_a_generic_of_complex_ops():
     calls = [(draw(n, m, 32), draw(m, n + 2)) for n, m in ((1, 1), (2, 5), (3, 4))]
     for (a, b), got in zip(calls, _run(text, *calls), strict=True):
         np.testing.assert_allclose(got, np.einsum("nmk,mj->nkj", a, b), rtol=1e-4, atol=1e-4)
+
+
+#: a converted mask joined after a column along dim 1 (zoo_hf_mpnet's position ids, cut down)
+CONCAT = """module @dynshape {
+  func.func public @main(%a: tensor<?x?xi32>, %z: tensor<?x1xi64>, %w: tensor<?x2xi64>) -> tensor<?x?xi64> {
+    %c = stablehlo.convert %a : (tensor<?x?xi32>) -> tensor<?x?xi64>
+    %r = stablehlo.concatenate %z, %c, %w, dim = 1 : (tensor<?x1xi64>, tensor<?x?xi64>, tensor<?x2xi64>) -> tensor<?x?xi64>
+    return %r : tensor<?x?xi64>
+  }
+}"""
+
+
+def test_a_concatenate_along_an_inner_dim_becomes_insert_slices():
+    """IREE fuses the convert into its concatenate loop and cannot size its stack buffer
+    ("stack allocation size overflows 64 bits"); insert_slices at running offsets compile."""
+    out = rewrite(CONCAT)
+    assert "stablehlo.concatenate" not in out and out.count("tensor.insert_slice") == 3
+    rng = np.random.default_rng(4)
+    calls = []
+    for n, m in ((1, 1), (3, 4), (6, 11)):
+        calls.append((rng.integers(-9, 9, (n, m)).astype(np.int32), rng.integers(0, 9, (n, 1)), rng.integers(0, 9, (n, 2))))
+    for (a, z, w), got in zip(calls, _run(CONCAT, *calls), strict=True):
+        np.testing.assert_array_equal(got, np.concatenate([z, a.astype(np.int64), w], axis=1))
+
+
+def test_a_concatenate_along_dim_0_is_left_to_iree():
+    text = (
+        CONCAT.replace("dim = 1", "dim = 0")
+        .replace("tensor<?x1xi64>", "tensor<?x?xi64>")
+        .replace("tensor<?x2xi64>", "tensor<?x?xi64>")
+    )
+    assert "stablehlo.concatenate" in rewrite(text)
