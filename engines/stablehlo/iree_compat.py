@@ -40,6 +40,8 @@ dim or an operand of rank other than 2; complex too: FNet) → ``linalg.generic`
 (:mod:`.iree_generic`); a gather with batching dims is refused by name. A
 ``stablehlo.concatenate`` along an inner dim with a `?` dim → ``tensor.insert_slice``s
 (IREE cannot size the stack buffer of a producer fused into its concatenate loop).
+``stablehlo.atan2``, which IREE computes as NaN at (0, 0) → ``math.atan2`` in a
+``linalg.generic`` with IEEE's zeros restored (:meth:`.iree_generic.GenericRewrites.atan2`).
 
 Anything else IREE refuses is left as it is: ``iree-compile`` names it.
 
@@ -76,6 +78,7 @@ REWRITTEN = (
     "stablehlo.dynamic_gather",
     "stablehlo.dot_general",
     "stablehlo.concatenate",
+    "stablehlo.atan2",
 )
 
 
@@ -229,6 +232,8 @@ class _Rewriter(ConvRewrites, WindowRewrites, GenericRewrites):
             return self.dot_form(op)
         if op.name == "stablehlo.concatenate":
             return self.concat_form(op)
+        if op.name == "stablehlo.atan2":  # a float one: IREE computes atan2(0, 0) as NaN
+            return isinstance(self.ir.RankedTensorType(op.result.type).element_type, self.ir.FloatType)
         return True
 
     def separate_scatter_inits(self, module) -> None:

@@ -240,3 +240,36 @@ class GenericRewrites:
             into = self.op("tensor.insert_slice", [part, into, *offsets, *extent], [into.type], attrs).result
             offset = self.arith("arith.addi", offset, n)
         return into
+
+    # -- atan2 ---------------------------------------------------------------------------
+
+    def atan2(self, op):
+        """``stablehlo.atan2`` as a ``linalg.generic`` of ``math.atan2`` that keeps IEEE's
+        zeros: IREE 3.13 computes atan2(0, 0) as NaN (the spec, C and XLA: 0; PPFConv's angle
+        of a self loop) and atan2(-0, x < 0) as +pi. Where both are zero, x becomes
+        copysign(1, x); where y is zero, the result takes y's sign."""
+        y, x = op.operands
+        out = self.ir.RankedTensorType(self.plain(op.result.type))
+        elem = out.element_type
+        bit = self.ir.IntegerType.get_signless(1)
+
+        def const(v: float):
+            return self.op("arith.constant", [], [elem], {"value": self.ir.FloatAttr.get(elem, v)}).result
+
+        def zero(v):  # arith.cmpf oeq (predicate 1): -0 included
+            pred = self.ir.IntegerAttr.get(self.ir.IntegerType.get_signless(64), 1)
+            return self.op("arith.cmpf", [v, const(0.0)], [bit], {"predicate": pred}).result
+
+        def body(args):
+            b, a, _ = args
+            y0 = zero(b)
+            both = self.op("arith.andi", [y0, zero(a)], [bit]).result
+            unit = self.op("math.copysign", [const(1.0), a], [elem]).result
+            a = self.op("arith.select", [both, unit, a], [elem]).result
+            r = self.op("math.atan2", [b, a], [elem]).result
+            signed = self.op("math.copysign", [r, b], [elem]).result
+            return self.op("arith.select", [y0, signed, r], [elem]).result
+
+        init = self.sized_empty(out, [self.dim_index(y, j) for j in range(out.rank)])
+        ident = f"({', '.join(f'd{j}' for j in range(out.rank))})"
+        return self.generic([y, x], init, [f"{ident} -> {ident}"] * 3, ["parallel"] * out.rank, body)

@@ -217,3 +217,23 @@ def test_a_concatenate_along_dim_0_is_left_to_iree():
         .replace("tensor<?x2xi64>", "tensor<?x?xi64>")
     )
     assert "stablehlo.concatenate" in rewrite(text)
+
+
+def test_atan2_keeps_ieee_zeros_where_iree_gives_nan():
+    """IREE 3.13's atan2(0, 0) is NaN (zoo_pyg_ppfconv_node's self-loop angles); the
+    rewrite gives the spec's signed 0 or pi there, and atan2 elsewhere."""
+    text = """module @dynshape {
+  func.func public @main(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>) -> tensor<?x?xf32> {
+    %r = stablehlo.atan2 %a, %b : tensor<?x?xf32>
+    return %r : tensor<?x?xf32>
+  }
+}"""
+    assert "math.atan2" in rewrite(text)
+    signed = np.array([[0.0, -0.0, 0.0, -0.0, 1.0, -1.0, 0.0, -0.0], [0.0, -0.0, 0.0, -0.0, 2.0, -3.0, 0.0, 0.5]], np.float32)
+    over = np.array([[0.0, 0.0, -0.0, -0.0, 0.0, 0.0, 3.0, -1.0], [-0.0, 0.0, 0.0, -2.0, 0.0, -3.0, -1.0, 0.0]], np.float32)
+    rng = np.random.default_rng(5)
+    calls = [(signed, over), (signed[:1, :1], over[:1, :1])]
+    calls.append(tuple(rng.standard_normal((3, 5)).astype(np.float32) for _ in range(2)))
+    for (y, x), got in zip(calls, _run(text, *calls), strict=True):
+        np.testing.assert_allclose(got, np.arctan2(y, x), rtol=1e-6, atol=1e-6)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(np.arctan2(y, x)))
