@@ -33,6 +33,16 @@ window is refused, padded or not) → ``linalg.pooling_nchw_{max,sum}``
 indices, as one max window over an i64 key packing the value's order and the
 index; any other is refused by name.
 
+``stablehlo.dynamic_gather`` without batching dims (a take along axes), which
+IREE cannot legalize, and ``stablehlo.dot_general`` in the forms IREE itself
+reshapes to a `?` type it then refuses (no batching dims, `?` operands, a unit
+dim or an operand of rank other than 2; complex too: FNet) → ``linalg.generic``
+(:mod:`.iree_generic`); a gather with batching dims is refused by name. A
+``stablehlo.concatenate`` along an inner dim with a `?` dim → ``tensor.insert_slice``s
+(IREE cannot size the stack buffer of a producer fused into its concatenate loop).
+``stablehlo.atan2``, which IREE computes as NaN at (0, 0) → ``math.atan2`` in a
+``linalg.generic`` with IEEE's zeros restored (:meth:`.iree_generic.GenericRewrites.atan2`).
+
 Anything else IREE refuses is left as it is: ``iree-compile`` names it.
 
 One form IREE 3.13 accepts but computes wrong is rewritten too: two or more
@@ -55,6 +65,7 @@ from __future__ import annotations
 from typing import Any
 
 from .iree_conv import ConvRewrites
+from .iree_generic import GenericRewrites
 from .iree_window import WindowRewrites
 
 #: the ops rewritten, by name (the functions below)
@@ -64,6 +75,10 @@ REWRITTEN = (
     "stablehlo.dynamic_pad",
     "stablehlo.convolution",
     "stablehlo.reduce_window",
+    "stablehlo.dynamic_gather",
+    "stablehlo.dot_general",
+    "stablehlo.concatenate",
+    "stablehlo.atan2",
 )
 
 
@@ -118,7 +133,7 @@ def shared_scatter_inits(module, ir) -> tuple[int, str] | None:
     return (worst[1], worst[0]) if worst and worst[1] >= 2 else None
 
 
-class _Rewriter(ConvRewrites, WindowRewrites):
+class _Rewriter(ConvRewrites, WindowRewrites, GenericRewrites):
     def __init__(self, ir: Any):
         self.ir = ir
         self.index = ir.IndexType.get()
@@ -182,11 +197,15 @@ class _Rewriter(ConvRewrites, WindowRewrites):
         def visit(op):
             if op.name == "stablehlo.reduce_window" and len(op.results) > 1:
                 (found if self.argmax_form(op) is None else refused).append(op)
+            elif op.name == "stablehlo.dynamic_gather" and self.gather_refusal(op):
+                refused.append(op)
             elif op.name in REWRITTEN and self.served(op):
                 found.append(op)
             return self.ir.WalkResult.ADVANCE
 
         module.operation.walk(visit)
+        if refused and refused[0].name == "stablehlo.dynamic_gather":
+            raise IreeCompatError(f"stablehlo.dynamic_gather with {self.gather_refusal(refused[0])}")
         if refused:
             raise IreeCompatError(
                 f"stablehlo.reduce_window with {len(refused[0].results)} results, not max pooling's over f32 with "
@@ -209,6 +228,12 @@ class _Rewriter(ConvRewrites, WindowRewrites):
             return self.conv_form(op) is not None
         if op.name == "stablehlo.reduce_window":
             return self.window_form(op) is not None
+        if op.name == "stablehlo.dot_general":
+            return self.dot_form(op)
+        if op.name == "stablehlo.concatenate":
+            return self.concat_form(op)
+        if op.name == "stablehlo.atan2":  # a float one: IREE computes atan2(0, 0) as NaN
+            return isinstance(self.ir.RankedTensorType(op.result.type).element_type, self.ir.FloatType)
         return True
 
     def separate_scatter_inits(self, module) -> None:
