@@ -283,6 +283,8 @@ def _iree_records(**change) -> list[dict]:
 
 def test_an_opt_in_goal_shows_only_where_its_path_ran():
     assert "stablehlo_iree" not in {g["path"] for g in zoo_table.goals(synthetic.frame(_goal_records()))}
+    denominators = [r for r in _goal_records() if r["backend"] in ("torch_export", "torch_eager")]
+    assert zoo_table.goals(synthetic.frame(denominators)) == []  # no path ran: no line of "not run"s
     iree = {g["path"]: g for g in zoo_table.goals(synthetic.frame(_iree_records()))}["stablehlo_iree"]
     assert (iree["carried"], iree["held"], iree["not_run"]) == (3, 1, 1)  # of a, b, c: c not run
     assert iree["missed"] == {"zoo_b": "2 compiles", "zoo_c": "not run"}  # held means one module, as XLA's
