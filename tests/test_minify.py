@@ -170,3 +170,22 @@ def test_a_cut_whose_reference_reads_uninitialised_memory_is_not_the_wrong_resul
     assert observe(garbage, _Constant(), "unbounded", sizes).kind == "undefined"
     filled, _ = _program_case(lambda x: x.new_empty(x.shape).copy_(x) * 2)
     assert observe(filled, _Constant(), "unbounded", sizes).kind == "wrong"
+
+
+def test_a_script_whose_graph_writes_inf_runs(tmp_path):
+    """torch.fx's code writes constants as ``inf``/``nan`` (Llama-4's ``full_like(x, -inf)``):
+    the script imports them, or running it fails with a NameError instead of the failure."""
+    import torch
+
+    from harness.minify.script import TEMPLATE
+
+    forward = "    def forward(self, x):\n        return torch.ops.aten.full_like.default(x, -inf) + nan * 0"
+    text = TEMPLATE.format(
+        case="c", backend="b", mode="m", kind="wrong", detail="d", ops=1, inputs="x", script="s.py",
+        attrs="        pass", forward=forward, names=["x"], spec="{}",
+    )  # fmt: skip
+    np.savez(tmp_path / "s.npz", unused=np.zeros(1))
+    namespace = {"__file__": str(tmp_path / "s.py"), "__name__": "minified"}
+    exec(compile(text, "s.py", "exec"), namespace)
+    out = namespace["Program"]()(torch.zeros(2))
+    assert bool(torch.isnan(out).all())  # -inf + nan * 0 is nan: both names resolved

@@ -21,6 +21,7 @@ Fails: {kind}: {detail}
 Program: {ops} ops; inputs (first size) {inputs}. Run: python {script} (exit 1: still fails)."""
 
 import sys
+from math import inf, nan  # noqa: F401  (the graph's code writes constants as inf, nan)
 from pathlib import Path
 
 import numpy as np
