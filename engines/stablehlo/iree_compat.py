@@ -54,7 +54,10 @@ it in place, so every result is the sum of all of them
 scatter gets a splat of its own whose sizes pass through a
 ``util.optimization_barrier`` of their own, so no two are equal
 (:meth:`_Rewriter.separate_scatter_inits`); :func:`shared_scatter_inits`
-finds what is left of the form, and :func:`rewrite` refuses it.
+finds what is left of the form, and :func:`rewrite` refuses it. The same
+merge breaks two ``stablehlo.sort`` ops over equal ``?`` iotas (two topks of one
+shape: the second's indices carry the first's permutation): each sort gets an
+iota of its own, its shape behind a barrier (:meth:`_Rewriter.separate_sort_iotas`).
 The rewrite runs on IREE's own MLIR bindings (``iree.compiler.ir``), whose
 context registers the ``stablehlo``, ``tensor``, ``linalg`` and ``util``
 dialects of the very ``iree-compile`` that reads the result.
@@ -220,6 +223,7 @@ class _Rewriter(ConvRewrites, WindowRewrites, GenericRewrites):
                     op.result.replace_all_uses_with(getattr(self, op.name.split(".", 1)[1])(op))
             op.erase()
         self.separate_scatter_inits(module)
+        self.separate_sort_iotas(module)
         self.drop_bounds(module, hints)
 
     def served(self, op) -> bool:
@@ -261,6 +265,32 @@ class _Rewriter(ConvRewrites, WindowRewrites, GenericRewrites):
 
                     own = linalg.broadcast(scalar, outs=[fresh], dimensions=dims).results[0]
                 scatter.replace_uses_of_with(init, own)
+
+    def separate_sort_iotas(self, module) -> None:
+        """Give every ``stablehlo.sort`` operand made by a ``stablehlo.dynamic_iota`` (a sort's
+        or topk's indices) an iota of its own, its shape behind a ``util.optimization_barrier``:
+        IREE 3.13 merges equal `?` iotas, sorts the one buffer in place, and a second sort of
+        the same shape then carries the first one's permutation (Llama-4's two MoE routers)."""
+        sorts: list = []
+
+        def visit(op):
+            if op.name == "stablehlo.sort":
+                sorts.append(op)
+            return self.ir.WalkResult.ADVANCE
+
+        module.operation.walk(visit)
+        for sort in sorts:
+            for operand in list(sort.operands):
+                iota = operand.owner
+                if getattr(iota, "name", "") != "stablehlo.dynamic_iota":
+                    continue
+                with self.ir.InsertionPoint(sort), sort.location:
+                    shape = iota.operands[0]
+                    held = self.op("util.optimization_barrier", [shape], [shape.type]).result
+                    own = self.op(
+                        "stablehlo.dynamic_iota", [held], [operand.type], {"iota_dimension": iota.attributes["iota_dimension"]}
+                    )
+                sort.replace_uses_of_with(operand, own.result)
 
     def splat(self, value):
         """``(scalar, tensor.empty, dimensions)`` where ``value`` is a ``linalg.broadcast`` of a

@@ -241,3 +241,29 @@ def test_a_grouped_convolution_becomes_conv_2d_ngchw_gfchw():
             want = program(x, y)
         for g, w in zip(main(x.numpy(), y.numpy()), want, strict=True):
             np.testing.assert_allclose(np.asarray(g.to_host()), w.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_two_sorts_of_equal_dynamic_iotas_get_an_iota_each():
+    """Two topks of the same `?` shape (Llama-4's routers in consecutive layers): each sort
+    takes an iota as its indices operand; IREE 3.13 merges the equal iotas and sorts the one
+    buffer in place, so the second topk's indices came out permuted by the first sort. Each
+    sort now gets an iota of its own, its shape behind a barrier; the indices match NumPy."""
+    import torch
+    from torch.export import Dim, export
+
+    from engines.stablehlo import lower
+
+    class TwoTopk(torch.nn.Module):
+        def forward(self, x, y):
+            return torch.topk(y, 2, 1)[1] * 10 + torch.topk(x, 2, 1)[1]
+
+    n = Dim("n", min=2)
+    ep = export(TwoTopk(), (torch.randn(10, 4), torch.randn(10, 4)), dynamic_shapes=({0: n}, {0: n}))
+    text = lower(ep, bounded=False)
+    assert text.count("stablehlo.dynamic_iota") == 2
+    rng = np.random.default_rng(0)
+    calls = [(rng.standard_normal((r, 4)).astype(np.float32), rng.standard_normal((r, 4)).astype(np.float32)) for r in (10, 37)]
+    for (x, y), got in zip(calls, _run(text, *calls), strict=True):
+        top = lambda a: np.argsort(-a, axis=1, kind="stable")[:, :2]  # noqa: E731
+        np.testing.assert_array_equal(got, top(y) * 10 + top(x))
+    assert rewrite(text).count("util.optimization_barrier") == 2  # one per sort
