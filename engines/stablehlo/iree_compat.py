@@ -240,19 +240,24 @@ class _Rewriter(ConvRewrites, WindowRewrites, GenericRewrites):
             return isinstance(self.ir.RankedTensorType(op.result.type).element_type, self.ir.FloatType)
         return True
 
+    def ops_named(self, module, name: str) -> list:
+        """Every op of ``module`` named ``name``, in walk order (collected first: the caller
+        inserts ops beside them, which a walk in progress must not see)."""
+        found: list = []
+
+        def visit(op):
+            if op.name == name:
+                found.append(op)
+            return self.ir.WalkResult.ADVANCE
+
+        module.operation.walk(visit)
+        return found
+
     def separate_scatter_inits(self, module) -> None:
         """Give every ``stablehlo.scatter`` whose input is a splat of a ``?`` shape a splat
         of its own, its dynamic sizes behind a ``util.optimization_barrier`` each: equal
         splats would be merged by IREE into one buffer that the scatters update in place."""
-        scatters: list = []
-
-        def visit(op):
-            if op.name == "stablehlo.scatter":
-                scatters.append(op)
-            return self.ir.WalkResult.ADVANCE
-
-        module.operation.walk(visit)
-        for scatter in scatters:
+        for scatter in self.ops_named(module, "stablehlo.scatter"):
             for init in list(scatter.operands)[: len(scatter.results)]:  # the inputs, then indices and updates
                 splat = self.splat(init)
                 if splat is None:
@@ -271,15 +276,7 @@ class _Rewriter(ConvRewrites, WindowRewrites, GenericRewrites):
         or topk's indices) an iota of its own, its shape behind a ``util.optimization_barrier``:
         IREE 3.13 merges equal `?` iotas, sorts the one buffer in place, and a second sort of
         the same shape then carries the first one's permutation (Llama-4's two MoE routers)."""
-        sorts: list = []
-
-        def visit(op):
-            if op.name == "stablehlo.sort":
-                sorts.append(op)
-            return self.ir.WalkResult.ADVANCE
-
-        module.operation.walk(visit)
-        for sort in sorts:
+        for sort in self.ops_named(module, "stablehlo.sort"):
             for operand in list(sort.operands):
                 iota = operand.owner
                 if getattr(iota, "name", "") != "stablehlo.dynamic_iota":
