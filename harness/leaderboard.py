@@ -69,8 +69,10 @@ def once_per_job(df: pd.DataFrame, keys: list[str]) -> pd.Series:
     return once.reindex(every, fill_value=False).astype(bool).rename("once")
 
 
-def _geomean(ratios: pd.Series) -> tuple[float | None, float | None, float | None]:
-    r = pd.to_numeric(ratios, errors="coerce").dropna()
+def geomean_iqr(ratios) -> tuple[float | None, float | None, float | None]:
+    """The geometric mean of the positive ``ratios`` and their 25th and 75th percentiles
+    (``None`` each where there is none)."""
+    r = pd.to_numeric(pd.Series(ratios, dtype=object), errors="coerce").dropna()
     r = r[r > 0]
     if not len(r):
         return None, None, None
@@ -95,8 +97,8 @@ def leaderboard(df: pd.DataFrame, jobs: pd.DataFrame | None = None) -> pd.DataFr
         counted = g[~status.isin(BROKEN)]
         shapes = int(counted["shapes"].fillna(0).sum())
         compiles = float(counted["compiles"].fillna(0).sum())
-        novel = _geomean(passed["novel_vs_eager"])
-        cached = _geomean(passed["cached_vs_eager"])
+        novel = geomean_iqr(passed["novel_vs_eager"])
+        cached = geomean_iqr(passed["cached_vs_eager"])
         rows.append(
             {
                 "backend": backend,

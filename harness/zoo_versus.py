@@ -12,10 +12,9 @@ given beside them (run both backends in one ``harness run`` to lean on the ratio
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from . import zoo_table
+from . import leaderboard, zoo_table
 
 #: per path (backend, mode): the rows it is set against and the largest geomean ratio of its
 #: cached call to theirs that meets the goal
@@ -26,13 +25,6 @@ VERSUS: dict[tuple[str, str], tuple[tuple[tuple[str, str], float], ...]] = {
 
 def _held(j: dict[str, Any] | None) -> bool:
     return j is not None and j["stage"] is None and zoo_table.compiled_once(j) and bool(j["cached_s"])
-
-
-def _quantile(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    at = q * (len(xs) - 1)
-    lo, hi = math.floor(at), math.ceil(at)
-    return xs[lo] + (xs[hi] - xs[lo]) * (at - lo)
 
 
 def versus(df, pairs: dict | None = None) -> list[dict[str, Any]]:
@@ -57,15 +49,15 @@ def versus(df, pairs: dict | None = None) -> list[dict[str, Any]]:
                     assert a is not None and b is not None
                     ratios.append(a["cached_s"] / b["cached_s"])
                     same += a["run_id"] == b["run_id"]
-            g = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None
+            g, q25, q75 = leaderboard.geomean_iqr(ratios)
             out.append(
                 {
                     "path": path,
                     "other": other,
                     "n": len(ratios),
                     "ratio": g,
-                    "q25": _quantile(ratios, 0.25) if ratios else None,
-                    "q75": _quantile(ratios, 0.75) if ratios else None,
+                    "q25": q25,
+                    "q75": q75,
                     "faster": sum(1 for r in ratios if r < 1),
                     "same_run": same,
                     "limit": limit,
