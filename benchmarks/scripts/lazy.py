@@ -120,9 +120,28 @@ def make_step(case_name, path, mode=MODE):
                 [{ax: d.max for ax, d in a.items() if d.max is not None} for a in axes],
             )
             fn(*args)  # compile once
-            step = {"lazy": fn, "trace": fn.trace, "record": _recording(fn), "kernel": fn.ctx.last.run}[path]
+            if path == "kernel":
+                step, args = _kernel(fn, args)
+            else:
+                step = {"lazy": fn, "trace": fn.trace, "record": _recording(fn)}[path]
     step(*args)
     return step, args
+
+
+def _kernel(fn, args):
+    """``(kernel, its inputs)``: the compiled kernel of ``fn``'s step (a ``LazyFunction``) and the
+    inputs its last sync passed it (the step's leaves and the constants of its parameters).
+    A step that syncs more than once: its last sync's kernel."""
+    compiled = fn.ctx.last
+    real, seen = compiled.run, []
+    compiled.run = lambda *inputs: seen.append(inputs) or real(*inputs)
+    try:
+        fn(*args)
+    finally:
+        compiled.run = real
+    if not seen or fn.ctx.last is not compiled:
+        raise RuntimeError("the step's last kernel changed between two calls")
+    return real, list(seen[-1])
 
 
 def _recording(fn):
@@ -131,7 +150,11 @@ def _recording(fn):
     ctx = fn.ctx
 
     def record(*args):
-        out, flat = fn._record(args)
+        ctx.recovers = True  # (as in a call: a kept optimistic call is replayed)
+        try:
+            out, flat = fn._record(args)
+        finally:
+            ctx.recovers = False
         ctx.log = None
         del out, flat
         ctx.release()

@@ -117,6 +117,9 @@ class LazyFunction:
                 except ShapeGuess as e:
                     # the step's inputs are as they were (the generic rule refuses in-place calls, and
                     # a write-back to an input happens after its sync): traced again, guarded
+                    if ctx.rechecks and not ctx.wrote:  # the last step's prediction, replayed: the rule
+                        ctx.log = ctx.tape = None  # predicts afresh at these sizes (a step that follows none)
+                        continue
                     if not guess.demote(e.key):
                         raise RuntimeError(f"lazy: a demoted function's check failed: {e}") from None
                     if ctx.wrote:  # (its first trace wrote into a tensor of the caller's: not repeated)

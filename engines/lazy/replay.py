@@ -29,7 +29,9 @@ refuses such a step instead.
 
 What a call may not do to be kept (:func:`.ops.registry.capture` checks it): make any node
 but the one it returns, after a constant leaf for each of its concrete tensor arguments its
-rule lifts (a data-dependent size is a leaf of its own, made after a sync), sync, change an
+rule lifts (a data-dependent size is a leaf of its own, made after a sync) and before the
+``check_shape`` node of the generic rule's optimistic prediction (:mod:`.ops.meta`: the replay
+records the check again, and a check that fails traces the step afresh), sync, change an
 operand (an in-place op names a new node), decide a guard, or take an argument other than
 a lazy tensor of this step, a concrete tensor (:class:`Held`: the same tensor, unchanged,
 next step: a module's parameters and buffers), a plain scalar (not a float zero, whose sign
@@ -263,10 +265,14 @@ class OpCall:
     of its :class:`Held` arguments (``consts``: ``(tensor, shape, entry)`` each, logged from
     the call's position on), then the node's ``op``, its ``args`` and ``kwargs`` (operands as
     :class:`Ref`; ``kwrefs``: whether the kwargs hold one), ``shape``, ``dtype`` and log
-    ``entry``. ``direct``: :func:`direct_replayer`'s replayer when the node's arguments are the call's."""
+    ``entry``. ``direct``: :func:`direct_replayer`'s replayer when the node's arguments are the call's.
+    ``check``: the ``check_shape`` node's arguments after its operand (``(shape, dtype, key)``)
+    when the call's rule traced it optimistically (``ops.meta``: its node is followed by that
+    check, which the replay records again: the prediction is checked every step), else None."""
 
     __slots__ = (
         "args",
+        "check",
         "consts",
         "direct",
         "dspec",
@@ -283,6 +289,7 @@ class OpCall:
 
     def __init__(self, impl, spec: tuple, kwspec, node: Node, entry, args: tuple, kwargs=None, consts: tuple = ()):
         self.impl, self.spec, self.kwspec, self.args, self.consts = impl, spec, kwspec, args, consts
+        self.check = None
         self.kwrefs = kwargs is not None and any(type(v) is Ref for v in kwargs.values())
         self.kwargs = kwargs if self.kwrefs else node.kwargs
         self.op, self.shape, self.dtype, self.entry = node.op, node.shape, node.dtype, entry
@@ -314,7 +321,7 @@ class OpCall:
             kw = []
             for name, v in kwargs.items():
                 s = spec(v, nodes)
-                if s is NotImplemented or type(s) is Ref or _changed(s, k):  # (an operand by keyword: rare)
+                if s is NotImplemented or _changed(s, k):
                     return None
                 if type(s) is Held:
                     held.append(s.t)

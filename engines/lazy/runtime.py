@@ -101,6 +101,7 @@ class LazyContext:
         self._spare: list | None = None  # the last step's tensors, for the next step to take (.reuse)
         self.reuse: list | None = None  # this step's: the last step's tensors, taken by position
         self.reused = -1  # the positions taken from ``reuse`` so far (-1: none may be)
+        self.rechecks = False  # whether the step replayed a meta rule's prediction (see LazyFunction)
 
     @property
     def stats(self) -> collections.Counter:
@@ -121,7 +122,7 @@ class LazyContext:
             self._keep(self.log)
         if self._named:
             self._named.clear()
-        self.wrote = False
+        self.wrote = self.rechecks = False
         sv = self.vars  # (SizeVars.clear, inline: every step)
         sv.vars.clear()
         sv.hints.clear()

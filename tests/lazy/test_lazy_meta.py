@@ -42,6 +42,29 @@ def test_a_guard_of_the_meta_kernel_retraces_at_a_size_that_breaks_it():
     assert "check_shape" in f.ctx.last.ir and not guess.DEMOTED & {_HYPOT}
 
 
+def test_a_following_step_replays_the_generic_rule_and_its_check(monkeypatch):
+    """A step that follows the last one runs no meta kernel for a generic call (its node and
+    its ``check_shape`` are the last step's, replayed: ``cdist`` against a parameter, as a VQ
+    codebook), and the check still runs: a replayed prediction the sizes break is traced
+    afresh (above: ``hypot`` at n == 1), not demoted."""
+    assert "cdist" not in OPS
+    book = torch.randn(6, 4)
+
+    def prog(x):
+        return torch.cdist(x, book).argmin(-1)
+
+    f = L.jit(prog, dims=[{0: "n"}])
+    f(torch.randn(3, 4))
+    ran = []
+    real = meta._run_meta
+    monkeypatch.setattr(meta, "_run_meta", lambda func, name, *a: ran.append(name) or real(func, name, *a))
+    for n in (5, 9):
+        x = torch.randn(n, 4)
+        torch.testing.assert_close(f(x), prog(x))
+    assert ran == [] and f.ctx.compiles() == 1
+    assert "check_shape" in f.ctx.last.ir
+
+
 def test_outside_a_jit_step_the_meta_guards_are_lazy_guards():
     """A plain lazy leaf's sync has no step to trace again: the meta kernel's guards stay guards."""
     ctx = L.LazyContext()

@@ -215,6 +215,39 @@ def test_calls_that_are_not_replayed():
     assert not kept & {"mul_", "getitem"}, kept
 
 
+def test_a_call_with_its_operands_by_keyword_is_replayed(monkeypatch):
+    """``baddbmm(input=..., batch1=..., batch2=..., beta=, alpha=)`` (BLOOM's attention scores, the
+    generic rule's): kept with its operands by name, so a following step runs no rule for it;
+    a step that passes other operands by those names replays nothing of it (equal to torch)."""
+    from engines.lazy.ops import meta
+
+    flip = [False]
+
+    def prog(a, b, c):
+        x, y = b * 2, c * 3
+        if flip[0]:
+            x, y = y, x
+        return torch.baddbmm(input=a, batch1=x, batch2=y, beta=1.0, alpha=0.25)
+
+    def inputs(n, seed):
+        g = torch.Generator().manual_seed(seed)
+        return [torch.randn(2, n, n, generator=g) for _ in range(3)]
+
+    f = L.jit(prog, dims=[{1: "n", 2: "n"}] * 3)
+    f(*inputs(4, 0))
+    f(*inputs(5, 1))
+    ran = []
+    real = meta._run_meta
+    monkeypatch.setattr(meta, "_run_meta", lambda func, name, *a: ran.append(name) or real(func, name, *a))
+    x = inputs(7, 2)
+    torch.testing.assert_close(f(*x), prog(*x))
+    assert ran == [] and any(type(c) is OpCall and c.kwspec for c in f.ctx.tape.calls)
+    flip[0] = True
+    x = inputs(6, 3)
+    torch.testing.assert_close(f(*x), prog(*x))
+    assert ran == ["baddbmm"]
+
+
 def test_a_step_that_syncs_another_of_its_tensors_has_another_key():
     """Two steps that record the same calls but return different tensors of them: the second
     follows the first to its sync, and must not take its key (the synced positions differ)."""

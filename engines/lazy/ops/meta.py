@@ -18,10 +18,10 @@ dropped, and each output node is followed by a ``check_shape`` node, which compa
 output's shape and dtype with the predicted ones (the size expressions, materialised to ints) and
 raises :class:`~..symbolic.ShapeGuess` when they differ (a pick of several outputs also checks
 their number). ``LazyFunction`` then *demotes* the function (:func:`.guess.demote`: process-wide) and
-traces the step again. A demoted function, a call outside such a step (a plain ``L.tensor``
-leaf: nothing could trace it again), or an output a check cannot see (a size, a scalar, an
-operand returned as is) turns every meta guard into a guard of the lazy context (``ctx.guard``):
-a size that breaks one re-traces. A guard the size algebra cannot state specialises the variables
+traces the step again (one that replayed the call and check, :mod:`..replay`, first traced afresh).
+A demoted function, a call outside such a step (a plain ``L.tensor`` leaf: nothing could trace it
+again), or an output a check cannot see (a size, a scalar, an operand returned as is) turns every
+meta guard into a guard of the lazy context (``ctx.guard``): a size that breaks one re-traces. A guard the size algebra cannot state specialises the variables
 in it. A call whose meta kernel added no guard (none the lazy context would record) is traced
 the same either way, without a check.
 

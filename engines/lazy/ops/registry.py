@@ -154,8 +154,8 @@ def replayed(impl):
     (:func:`capture`) for the next step to replay."""
 
     def op(*args, **kwargs):
-        if args:
-            a = args[0]
+        if args or kwargs:
+            a = args[0] if args else next(iter(kwargs.values()))  # (``baddbmm(input=x, ...)``)
             if type(a) is not LazyTensor:
                 if type(a) is list and a:  # (``cat([x, y])``)
                     a = a[0]
@@ -172,7 +172,7 @@ def replayed(impl):
                     calls = tape.calls
                     if k < len(calls):
                         c = calls[k]
-                        if type(c) is OpCall and c.impl is impl:
+                        if type(c) is OpCall and c.impl is impl and (c.check is None or ctx.recovers):
                             replay = c.direct
                             if replay is not None:
                                 out = replay(ctx, log, args, kwargs, c)
@@ -183,6 +183,10 @@ def replayed(impl):
                                 if m is not None:
                                     out = record(ctx, c.op, m[0], m[1], c.shape, c.dtype, c)
                                     log.calls[k] = c  # (the call starts at its first constant leaf, if any)
+                                    if c.check is not None:  # (the last step's prediction, checked: a step
+                                        # that can be traced again, as a failed check (or a demotion since) does)
+                                        ctx.rechecks = True
+                                        out = record(ctx, "check_shape", (out, *c.check), NO_KWARGS, c.shape, c.dtype)
                                     return out
                             return capture(impl, ctx, log, k, args, kwargs)
         return impl(*args, **kwargs)
@@ -193,20 +197,26 @@ def replayed(impl):
 def capture(impl, ctx, log, k: int, args, kwargs):
     """``impl(*args, **kwargs)``, kept in ``log`` as the :class:`OpCall` at position ``k``
     when the call made exactly the node it returned (after constant leaves of its concrete
-    tensor arguments, if any), synced nothing and decided nothing on the sizes (see
-    :mod:`..replay` for what else it must not do)."""
+    tensor arguments, if any; before the ``check_shape`` node over it of an optimistic meta
+    rule, if any), synced nothing and decided nothing on the sizes (see :mod:`..replay` for
+    what else it must not do)."""
     decided, syncs = ctx.decided, len(log.syncs)
     out = impl(*args, **kwargs)
     # (one node and no other leaf: no new size variable, which only a leaf makes)
     if ctx.log is log and type(out) is LazyTensor and ctx.decided == decided and len(log.syncs) == syncs:
         nodes, entries = log.nodes, log.entries
         node, last = out.node, len(nodes) - 1
+        check = None
+        if node.op == "check_shape" and last > k and node is nodes[last] and node.args[0] is nodes[last - 1]:
+            check, node, last = node.args[1:], nodes[last - 1], last - 1
         if last >= k and node is nodes[last] and node.op != "input":  # (a leaf: a data-dependent size's, made by a sync)
             for p in range(k, last):  # (constant leaves: OpCall.of checks they are the call's arguments)
                 if entries[p][0] != "const" or nodes[p].op != "input" or log.calls[p] is not None:
                     return out
             call = OpCall.of(impl, args, kwargs, node, entries[last], nodes, k, entries[k:last])
             if call is not None:
+                if check is not None:
+                    call.check, call.direct = check, None  # (the direct replayer records one node)
                 log.calls[k] = call
     return out
 
