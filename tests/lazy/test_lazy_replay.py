@@ -41,6 +41,10 @@ OPS = {
     "view rows": ((1,), lambda y, v: y[: (y.shape[0] // 2) * 2].view(-1, 2)),
     "branch": ((1, 2), lambda y, v: y * 2 if y.shape[0] > 3 else y - 1),
     "softmax": ((1, 2), lambda y, v: torch.softmax(y, dim=-1)),
+    # the generic rule's (torch's meta kernel, its prediction checked at run time): a following step
+    # replays the call and its check (a prediction that fails: tests/lazy/test_lazy_meta.py)
+    "hypot v": ((1,), lambda y, v: torch.hypot(v, y)),
+    "cdist": ((2,), lambda y, v: torch.cdist(y, y[:2])),
     # syncs midway (the step goes on logging and following): a value read, a branch on one, a sync
     "value read": ((1, 2), lambda y, v: y * float(y.abs().sum() > 2)),
     "value branch": ((1, 2), lambda y, v: y + 1 if bool(y.sum() > 0) else y * 3),
