@@ -36,10 +36,9 @@ not attempted (a refusal).
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from . import messages, sweep
+from . import leaderboard, messages, sweep
 from .results import Status
 
 PREFIX = "zoo_"
@@ -178,11 +177,6 @@ def _num(v) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v else None
 
 
-def _geomean(xs: list[float]) -> float | None:
-    xs = [x for x in xs if x and x > 0]
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
-
-
 def table(df, baseline: str = "torch_eager"):
     """The pass-rate table (:data:`COLUMNS`), one row per (backend, mode) of ``df``'s zoo jobs."""
     import pandas as pd
@@ -224,8 +218,8 @@ def table(df, baseline: str = "torch_eager"):
             "compiled_once": sum(1 for j in equal if compiled_once(j)),
             "per_size": sum(1 for j in mine if per_size(j)),
             "crash": sum(1 for j in mine if j["status"] == Status.CRASH),
-            "first_x": _geomean(ratios["first_s"]),
-            "cached_x": _geomean(ratios["cached_s"]),
+            "first_x": leaderboard.geomean_iqr(ratios["first_s"])[0],
+            "cached_x": leaderboard.geomean_iqr(ratios["cached_s"])[0],
         }
     frame = pd.DataFrame.from_dict(rows, orient="index", columns=list(COLUMNS))
     frame.index = pd.MultiIndex.from_tuples(list(rows), names=["backend", "mode"]) if rows else frame.index
