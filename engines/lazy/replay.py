@@ -49,7 +49,7 @@ import torch
 from engines.sizes import Expr
 
 from .ir import Node, walk
-from .symbolic import SymSize
+from .symbolic import SymSize, compare
 from .tensor import LazyTensor
 
 # arguments matched by type and value (a float: not 0.0, whose sign ``==`` ignores, nor nan)
@@ -268,11 +268,14 @@ class OpCall:
     ``entry``. ``direct``: :func:`direct_replayer`'s replayer when the node's arguments are the call's.
     ``check``: the ``check_shape`` node's arguments after its operand (``(shape, dtype, key)``)
     when the call's rule traced it optimistically (``ops.meta``: its node is followed by that
-    check, which the replay records again: the prediction is checked every step), else None."""
+    check, which the replay records again: the prediction is checked every step), else None;
+    ``conds``: the guards that trace dropped (``guess.decides``), which must decide alike
+    (:meth:`holds`) for the prediction to be the one a trace would make."""
 
     __slots__ = (
         "args",
         "check",
+        "conds",
         "consts",
         "direct",
         "dspec",
@@ -289,7 +292,7 @@ class OpCall:
 
     def __init__(self, impl, spec: tuple, kwspec, node: Node, entry, args: tuple, kwargs=None, consts: tuple = ()):
         self.impl, self.spec, self.kwspec, self.args, self.consts = impl, spec, kwspec, args, consts
-        self.check = None
+        self.check, self.conds = None, ()
         self.kwrefs = kwargs is not None and any(type(v) is Ref for v in kwargs.values())
         self.kwargs = kwargs if self.kwrefs else node.kwargs
         self.op, self.shape, self.dtype, self.entry = node.op, node.shape, node.dtype, entry
@@ -338,6 +341,10 @@ class OpCall:
         if NotImplemented in nargs or nkwargs is NotImplemented:
             return None
         return OpCall(impl, tuple(sp), kw, node, entry, nargs, nkwargs, tuple(consts))
+
+    def holds(self, hints) -> bool:
+        """Whether the guards the call's optimistic trace dropped decide at ``hints`` as they did."""
+        return all(compare(lhs, op, rhs, hints) == result for lhs, op, rhs, result in self.conds)
 
     def match(self, ctx, nodes: list, args, kwargs):
         """The node arguments and kwargs this call records on ``args`` (operands: this step's

@@ -102,6 +102,7 @@ class LazyContext:
         self.reuse: list | None = None  # this step's: the last step's tensors, taken by position
         self.reused = -1  # the positions taken from ``reuse`` so far (-1: none may be)
         self.rechecks = False  # whether the step replayed a meta rule's prediction (see LazyFunction)
+        self.guessed: tuple | None = None  # the last optimistic meta call's check node and guards (.ops.meta)
 
     @property
     def stats(self) -> collections.Counter:
@@ -123,6 +124,7 @@ class LazyContext:
         if self._named:
             self._named.clear()
         self.wrote = self.rechecks = False
+        self.guessed = None
         sv = self.vars  # (SizeVars.clear, inline: every step)
         sv.vars.clear()
         sv.hints.clear()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import engines.lazy as L
 from engines.lazy.ops import OPS, guess, meta
@@ -63,6 +64,23 @@ def test_a_following_step_replays_the_generic_rule_and_its_check(monkeypatch):
         torch.testing.assert_close(f(x), prog(x))
     assert ran == [] and f.ctx.compiles() == 1
     assert "check_shape" in f.ctx.last.ir
+
+
+def test_a_replay_needs_the_guards_the_optimistic_trace_dropped():
+    """DeepLabV3's image pooling: ``interpolate`` of a 1 x 1 pool to the input's size. At h == 1 the
+    meta kernel guards ``h == 1`` and predicts 1 (the guard dropped: optimistic); a step at h == 2
+    must not replay that prediction (``cat`` would refuse it while recording, before any check
+    ran): the call's dropped guards decide otherwise, so its rule runs again."""
+
+    def prog(x):
+        up = F.interpolate(F.adaptive_avg_pool2d(x, 1), size=x.shape[-2:], mode="bilinear", align_corners=False)
+        return torch.cat([x, up], 1)
+
+    f = L.jit(prog, dims=[{2: "h", 3: "w"}])
+    for h, compiles in ((1, 1), (1, 1), (2, 2), (3, 2)):
+        x = torch.randn(1, 2, h, h + 1)
+        torch.testing.assert_close(f(x), prog(x))
+        assert f.ctx.compiles() == compiles, h
 
 
 def test_outside_a_jit_step_the_meta_guards_are_lazy_guards():

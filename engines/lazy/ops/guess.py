@@ -33,33 +33,36 @@ def demote(key: str) -> bool:
     return True
 
 
-def decides(fake, name: str) -> bool:
-    """Whether the meta kernel's guards of ``fake`` (a ``meta._Fake``) would add a guard to its lazy
-    context (one the size algebra finds evident, or constant, adds none): only then is a call
-    traced optimistically. Else it is traced as before, and a step may replay it (``replay``)."""
+def decides(fake, name: str) -> tuple:
+    """The guards the meta kernel's guards of ``fake`` (a ``meta._Fake``) would add to its lazy
+    context, as ``(lhs, op, rhs, result)`` each (one the size algebra finds evident, or constant,
+    adds none): a call is traced optimistically only when there are some. Else it is traced as
+    before, and a step may replay it (``replay``). A step that replays an optimistic call tests
+    them again (``OpCall.holds``): its prediction is the last step's only where they decide alike."""
     if len(fake.env.guards) <= fake.n0:
-        return False
+        return ()
     ctx = fake.ctx
     dry = fake.ctx = _Dry(ctx)
     try:
         fake.guards(name)
     finally:
         fake.ctx = ctx
-    return dry.n > 0
+    return tuple(dry.conds)
 
 
 class _Dry:
-    """A lazy context's ``guard``/``specialise``, counted, not recorded (see :func:`decides`)."""
+    """A lazy context's ``guard``/``specialise``, collected, not recorded (see :func:`decides`)."""
 
     def __init__(self, ctx):
-        self.vars, self.n = ctx.vars, 0
+        self.vars, self.conds = ctx.vars, []
 
     def guard(self, lhs, op: str, rhs, reason: str) -> bool:
         if lhs is rhs or lhs == rhs:
             return op in ("==", "<=", ">=")
+        result = compare(lhs, op, rhs, self.vars.hints)
         if not (lhs.is_const and rhs.is_const):
-            self.n += 1
-        return compare(lhs, op, rhs, self.vars.hints)
+            self.conds.append((lhs, op, rhs, result))
+        return result
 
     def specialise(self, e, reason: str) -> int:
         v = self.vars.hint(e)

@@ -154,7 +154,8 @@ def _generic(func, name: str):
         if seeded.random:
             raise _refuse("random", f"lazy: {name} draws random numbers (it would run at the sync, not at the call)")
         idx = [i for i, x in enumerate(leaves) if isinstance(x, torch.Tensor) and vals[i] is None]
-        optimistic = may and _checkable(leaves, vals) and guess.decides(fake, name)
+        conds = guess.decides(fake, name) if may and _checkable(leaves, vals) else ()
+        optimistic = bool(conds)
         if not optimistic:
             fake.guards(name)
         n = len(leaves)
@@ -173,6 +174,7 @@ def _generic(func, name: str):
             t = record(ctx, op, args, kwargs, shape, x.dtype)
             if optimistic:  # the real output's shape and dtype, checked against the trace's
                 t = record(ctx, "check_shape", (t, shape, x.dtype, key), {}, shape, x.dtype)
+                ctx.guessed = (t.node, conds)  # (what a replay of the call must find again)
             vals[i] = t
         return pytree.tree_unflatten(vals, spec)
 

@@ -172,7 +172,11 @@ def replayed(impl):
                     calls = tape.calls
                     if k < len(calls):
                         c = calls[k]
-                        if type(c) is OpCall and c.impl is impl and (c.check is None or ctx.recovers):
+                        if (
+                            type(c) is OpCall
+                            and c.impl is impl
+                            and (c.check is None or (ctx.recovers and c.holds(ctx.vars.hints)))
+                        ):
                             replay = c.direct
                             if replay is not None:
                                 out = replay(ctx, log, args, kwargs, c)
@@ -206,8 +210,11 @@ def capture(impl, ctx, log, k: int, args, kwargs):
     if ctx.log is log and type(out) is LazyTensor and ctx.decided == decided and len(log.syncs) == syncs:
         nodes, entries = log.nodes, log.entries
         node, last = out.node, len(nodes) - 1
-        check = None
+        check, guessed = None, ctx.guessed
+        ctx.guessed = None  # (a node of the step: held no longer than the call)
         if node.op == "check_shape" and last > k and node is nodes[last] and node.args[0] is nodes[last - 1]:
+            if guessed is None or guessed[0] is not node:  # (not the meta rule's own check)
+                return out
             check, node, last = node.args[1:], nodes[last - 1], last - 1
         if last >= k and node is nodes[last] and node.op != "input":  # (a leaf: a data-dependent size's, made by a sync)
             for p in range(k, last):  # (constant leaves: OpCall.of checks they are the call's arguments)
@@ -216,7 +223,7 @@ def capture(impl, ctx, log, k: int, args, kwargs):
             call = OpCall.of(impl, args, kwargs, node, entries[last], nodes, k, entries[k:last])
             if call is not None:
                 if check is not None:
-                    call.check, call.direct = check, None  # (the direct replayer records one node)
+                    call.check, call.conds, call.direct = check, guessed[1], None  # (direct: one node)
                 log.calls[k] = call
     return out
 
