@@ -96,6 +96,7 @@ def test_a_planted_wrong_result_reduces_to_at_most_5_nodes(monkeypatch, tmp_path
         (["--case", "nope", "--backend", "torch_eager", "--mode", "unbounded"], "--case"),
         (["--case", CASE, "--backend", "nope", "--mode", "unbounded"], "--backend 'nope'"),
         (["--case", CASE, "--backend", "torch_eager", "--mode", "sideways"], "no mode 'sideways'"),
+        (["--case", CASE, "--backend", "torch_eager", "--mode", "unbounded", "--margin", "0.5"], "--margin 0.5"),
     ],
 )
 def test_bad_input_is_one_line_naming_the_culprit_exit_2(argv, culprit, capsys):
@@ -189,3 +190,32 @@ def test_a_script_whose_graph_writes_inf_runs(tmp_path):
     exec(compile(text, "s.py", "exec"), namespace)
     out = namespace["Program"]()(torch.zeros(2))
     assert bool(torch.isnan(out).all())  # -inf + nan * 0 is nan: both names resolved
+
+
+class _Off:
+    """A backend whose every output is its input times 1 + 3e-5 (a precision loss: about
+    3x the tolerance of :func:`_program_case` on ``x * 1``, within the default margin)."""
+
+    name, modes = "off", ("unbounded",)
+
+    class _Program(_Constant._Program):
+        def __call__(self, *xs):
+            return xs[0] * np.float32(1 + 3e-5)
+
+    def prepare(self, case, mode):
+        return self._Program()
+
+
+def test_a_smaller_margin_minimises_a_precision_loss():
+    """The transformers wrong results on IREE are off by a few times the tolerance: past
+    the default margin (10x) they "do not fail"; ``margin=1`` (``--margin 1``) finds them."""
+    from harness.minify import MinifyError
+    from harness.minify.failure import observe
+
+    case, sizes = _program_case(lambda x: x * 1.0)
+    assert observe(case, _Off(), "unbounded", sizes) is None
+    assert observe(case, _Off(), "unbounded", sizes, margin=1.0).kind == "wrong"
+    with pytest.raises(MinifyError, match="does not fail"):
+        minify(case, _Off(), "unbounded", sizes)
+    result = minify(case, _Off(), "unbounded", sizes, margin=1.0)
+    assert result.failure.kind == "wrong" and result.margin == 1.0

@@ -6,9 +6,10 @@ against the case's oracle) at a few sizes, in this process, and returns a
 :class:`Failure` or None:
 
 ``wrong``
-    an output off the oracle by more than :data:`WRONG_MARGIN` times the case's
-    tolerance (a margin: a reduced program's oracle is float32 torch eager,
-    not the float64 NumPy one, and rounding must not count as the failure);
+    an output off the oracle by more than ``margin`` (default :data:`WRONG_MARGIN`)
+    times the case's tolerance (a margin: a reduced program's oracle is float32
+    torch eager, not the float64 NumPy one, and rounding must not count as the
+    failure; a job off by less, a precision loss, needs a smaller one);
 ``error``
     an exception, signed by its type and its first line with numbers, SSA
     names and source locations taken out (``iree-compile``'s diagnostics name
@@ -98,8 +99,9 @@ def defined(case, inputs, ref) -> bool:
     return a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
 
 
-def observe(case, backend, mode: str, sizes: list[dict[str, int]]) -> Failure | None:
-    """How ``case`` fails on ``backend`` in ``mode`` over ``sizes`` (None: it passes)."""
+def observe(case, backend, mode: str, sizes: list[dict[str, int]], margin: float = WRONG_MARGIN) -> Failure | None:
+    """How ``case`` fails on ``backend`` in ``mode`` over ``sizes`` (None: it passes); an
+    output is wrong past ``margin`` times the case's tolerance."""
     tol = case.tol()
     try:
         program = backend.prepare(case, mode)
@@ -113,7 +115,7 @@ def observe(case, backend, mode: str, sizes: list[dict[str, int]]) -> Failure | 
                 got = got[0]
             ref = case.expected(inputs)
             worst = badness(got, ref, max(tol.rtol, 1e-6), max(tol.atol, 1e-7))
-            if worst > WRONG_MARGIN:
+            if worst > margin:
                 if not defined(case, inputs, ref):
                     return Failure("undefined", "", f"at {s}: the reference reads uninitialised memory")
                 return Failure("wrong", "", f"at {s}: |out - ref| is {worst:.3g}x the tolerance")

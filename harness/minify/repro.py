@@ -50,11 +50,12 @@ def check(program, inputs: list[list[np.ndarray]], spec: dict) -> int:
     """1 (and the failure on stderr) while the program fails as the spec says, else 0."""
     from harness import registry
 
-    from .failure import observe
+    from .failure import WRONG_MARGIN, observe
 
     backend = registry.get(spec["backend"])
     backend.startup()
-    got = observe(case_of(program, inputs, spec), backend, spec["mode"], spec["sizes"])
+    margin = spec.get("margin", WRONG_MARGIN)  # scripts written before --margin have none
+    got = observe(case_of(program, inputs, spec), backend, spec["mode"], spec["sizes"], margin)
     if got is not None and got.kind == spec["kind"] and (got.kind != "error" or got.signature == spec["signature"]):
         print(f"still fails: {got.kind}: {got.detail}", file=sys.stderr)
         return 1

@@ -45,9 +45,12 @@ if __name__ == "__main__":
 '''
 
 
-def write(path: Path, source, cut, failure, backend: str, mode: str, sizes: list[dict[str, int]]) -> tuple[Path, Path]:
+def write(
+    path: Path, source, cut, failure, backend: str, mode: str, sizes: list[dict[str, int]], margin: float | None = None
+) -> tuple[Path, Path]:
     """Write ``path`` (.py) and its .npz for ``cut``'s program of ``source`` (its inputs
-    at each of ``sizes``, as the search ran it); both paths."""
+    at each of ``sizes``, as the search ran it, wrong past ``margin`` times the
+    tolerance: the search's, None the default); both paths."""
     program = source.program(cut)
     inputs, body = source.slice(cut)
     case = source.reduced_case(cut)
@@ -72,6 +75,8 @@ def write(path: Path, source, cut, failure, backend: str, mode: str, sizes: list
         "sizes": sizes,
         "tolerance": [case.tol().rtol, case.tol().atol],
     }
+    if margin is not None:
+        spec["margin"] = margin
     path = path.with_suffix(".py")
     text = TEMPLATE.format(
         case=source.case.name,
