@@ -9,21 +9,20 @@ their dtypes are the nodes' dtypes. Each output records one node (``record``) wh
 the torch function itself (the output picked from its result when there are several), so the
 compiled FX module runs the real kernel.
 
-The meta kernel may add guards to the ``ShapeEnv`` (``Ne(s0, 1)`` where it broadcast, ``Eq(s0,
-s1)`` where two sizes must agree, ``s0 <= 3`` where a backend heuristic chose a kernel). Values
-never depend on them: the compiled graph calls the real function, which decides every branch
-again. Only the predicted output shape (and dtype) does, so in a step that can be traced again
-(``ctx.recovers``: a ``LazyFunction`` call) the call is traced *optimistically*: its guards are
-dropped, and each output node is followed by a ``check_shape`` node, which compares the real
-output's shape and dtype with the predicted ones (the size expressions, materialised to ints) and
-raises :class:`~..symbolic.ShapeGuess` when they differ (a pick of several outputs also checks
-their number). ``LazyFunction`` then *demotes* the function (:func:`.guess.demote`: process-wide) and
-traces the step again (one that replayed the call and check, :mod:`..replay`, first traced afresh).
-A demoted function, a call outside such a step (a plain ``L.tensor`` leaf: nothing could trace it
-again), or an output a check cannot see (a size, a scalar, an operand returned as is) turns every
-meta guard into a guard of the lazy context (``ctx.guard``): a size that breaks one re-traces. A guard the size algebra cannot state specialises the variables
-in it. A call whose meta kernel added no guard (none the lazy context would record) is traced
-the same either way, without a check.
+The meta kernel may add guards to the ``ShapeEnv`` (``Ne(s0, 1)`` where it broadcast, ``Eq(s0, s1)`` where
+two sizes must agree, ``s0 <= 3`` where a backend heuristic chose a kernel). Values never depend on them:
+the compiled graph calls the real function, which decides every branch again. Only the predicted output
+shape (and dtype) does, so in a step that can be traced again (``ctx.recovers``: a ``LazyFunction`` call)
+the call is traced *optimistically*: its guards are dropped, and each output node is followed by a
+``check_shape`` node, which compares the real output's shape and dtype with the predicted ones (the size
+expressions, materialised to ints) and raises :class:`~..symbolic.ShapeGuess` when they differ (a pick of
+several outputs also checks their number). ``LazyFunction`` then *demotes* the function
+(:func:`.guess.demote`: process-wide) and traces the step again (one that replayed the call and check,
+:mod:`..replay`, first traced afresh). A demoted function, a call outside such a step (a plain ``L.tensor``
+leaf: nothing could trace it again), or an output a check cannot see (a size, a scalar, an operand returned
+as is) turns every meta guard into a guard of the lazy context (``ctx.guard``): a size that breaks one
+re-traces. A guard the size algebra cannot state specialises the variables in it. A call whose meta kernel
+added no guard (none the lazy context would record) is traced the same either way, unchecked.
 
 Refused by name (``UntraceableOp.kind``): an output whose size depends on the values ("data-dependent
 output": ``nonzero``, ``unique``, ``masked_select``, ``.item()``), an in-place or ``out=`` call
@@ -154,9 +153,8 @@ def _generic(func, name: str):
         if seeded.random:
             raise _refuse("random", f"lazy: {name} draws random numbers (it would run at the sync, not at the call)")
         idx = [i for i, x in enumerate(leaves) if isinstance(x, torch.Tensor) and vals[i] is None]
-        conds = guess.decides(fake, name) if may and _checkable(leaves, vals) else ()
-        optimistic = bool(conds)
-        if not optimistic:
+        conds = guess.decides(fake, name) if may and _checkable(leaves, vals) else ()  # (some: optimistic)
+        if not conds:
             fake.guards(name)
         n = len(leaves)
         for i in idx:
@@ -167,14 +165,14 @@ def _generic(func, name: str):
                 _put(LOWER, op, func, "lowering")
             else:
                 # (optimistic: the pick checks the number of leaves too, which a guard may decide)
-                op = f"{key}[{i}/{n}]" if optimistic else f"{key}[{i}]"
+                op = f"{key}[{i}/{n}]" if conds else f"{key}[{i}]"
                 if op not in picks:
-                    picks[op] = _Pick(func, i, name, n if optimistic else None, key)
+                    picks[op] = _Pick(func, i, name, n if conds else None, key)
                     _put(LOWER, op, picks[op], "lowering")
             t = record(ctx, op, args, kwargs, shape, x.dtype)
-            if optimistic:  # the real output's shape and dtype, checked against the trace's
+            if conds:  # optimistic: the real output's shape and dtype, checked against the trace's
                 t = record(ctx, "check_shape", (t, shape, x.dtype, key), {}, shape, x.dtype)
-                ctx.guessed = (t.node, conds)  # (what a replay of the call must find again)
+                ctx.guessed = (t.node, conds)  # (the guards a replay of the call tests)
             vals[i] = t
         return pytree.tree_unflatten(vals, spec)
 
