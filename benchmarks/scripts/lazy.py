@@ -150,11 +150,11 @@ def _recording(fn):
     ctx = fn.ctx
 
     def record(*args):
-        ctx.recovers = True  # (as in a call: a kept optimistic call is replayed)
+        recovers, ctx.recovers = ctx.recovers, True  # (as in a call: a kept optimistic call is replayed)
         try:
             out, flat = fn._record(args)
         finally:
-            ctx.recovers = False
+            ctx.recovers = recovers
         ctx.log = None
         del out, flat
         ctx.release()
