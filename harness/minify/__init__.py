@@ -140,7 +140,7 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_NO_FAILURE if "does not fail" in str(e) else EXIT_USAGE
     out = Path(args.out or f"results/minified/{case.name}-{backend.name}-{args.mode}")
     out.parent.mkdir(parents=True, exist_ok=True)
-    margin = None if args.margin == WRONG_MARGIN else args.margin
+    margin = None if result.margin == WRONG_MARGIN else result.margin
     py, npz = script.write(out, result.source, result.cut, result.failure, backend.name, args.mode, result.sizes, margin)
     print(
         f"{case.name} on {backend.name} ({args.mode}): {result.failure.kind}, minimised to {result.ops} ops "
